@@ -1,0 +1,55 @@
+# SearchTweak developer commands. Everything installs into .venv; nothing global.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint bench install install-dev migrate worker beat clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "SearchTweak needs Python 3.11 or newer"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --editable .
+	@touch $@
+
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --editable '.[dev]'
+	@touch $@ $(RUN_STAMP)
+
+install: $(RUN_STAMP)
+install-dev: $(DEV_STAMP)
+
+migrate: $(RUN_STAMP)
+	$(PY) manage.py migrate --noinput
+
+## make run: install, migrate, load the demo data, serve on http://$(HOST):$(PORT)
+run: migrate
+	$(PY) manage.py seed_demo
+	@echo "Serving SearchTweak on http://$(HOST):$(PORT)/ (Ctrl+C to stop)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## make test: install the test extras and run the whole suite
+test: $(DEV_STAMP)
+	$(PY) -m pytest
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(DEV_STAMP)
+	$(PY) bench/metrics_engine.py
+
+worker: $(RUN_STAMP)
+	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO
+
+beat: $(RUN_STAMP)
+	$(VENV)/bin/celery -A searchtweak beat --loglevel=INFO
+
+clean:
+	rm -rf $(VENV) .cache staticfiles tests/artifacts

@@ -1,0 +1,15 @@
+"""Turn service-layer Django ValidationErrors into DRF 400 responses that name the field."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            detail = {field: messages for field, messages in exc.message_dict.items()}
+        else:
+            detail = {"non_field_errors": exc.messages}
+        exc = exceptions.ValidationError(detail=detail)
+    return drf_exception_handler(exc, context)

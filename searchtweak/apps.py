@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SearchtweakConfig(AppConfig):
+    name = "searchtweak"
+    verbose_name = "SearchTweak"

@@ -1,0 +1,32 @@
+from django import forms
+
+from searchtweak.models import Role
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(max_length=100)
+
+
+class InvitationForm(forms.Form):
+    invitee = forms.CharField(
+        max_length=254, label="Username or e-mail",
+        widget=forms.TextInput(attrs={"placeholder": "jane or jane@example.com"}),
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.GRADER)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+class SwitchTeamForm(forms.Form):
+    team = forms.IntegerField(min_value=1)
+    next = forms.CharField(required=False)
+
+
+class RegisterForm(forms.Form):
+    username = forms.RegexField(
+        regex=r"^[\w.@+-]+\Z", max_length=150,
+        error_messages={"invalid": "Use letters, digits and @/./+/-/_ only."},
+    )
+    password = forms.CharField(widget=forms.PasswordInput, min_length=8)

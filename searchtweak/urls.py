@@ -1,0 +1,34 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from searchtweak import api, views
+
+api_v1 = [
+    path("me/", api.MeApi.as_view(), name="me"),
+    path("teams/", api.TeamListApi.as_view(), name="teams"),
+    path("teams/<int:team_id>/", api.TeamDetailApi.as_view(), name="team"),
+    path("teams/<int:team_id>/invitations/", api.InvitationCreateApi.as_view(),
+         name="team_invitations"),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("teams/new/", views.team_create, name="team_create"),
+    path("teams/switch/", views.team_switch, name="team_switch"),
+    path("teams/<int:team_id>/", views.team_detail, name="team_detail"),
+    path("teams/<int:team_id>/invitations/", views.invitation_create, name="invitation_create"),
+    path("memberships/<int:membership_id>/role/", views.membership_change_role,
+         name="membership_change_role"),
+    path("memberships/<int:membership_id>/remove/", views.membership_remove,
+         name="membership_remove"),
+    path("invitations/<str:token>/", views.invitation_detail, name="invitation_detail"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include((api_v1, "api"), namespace="api")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+]

@@ -1,0 +1,198 @@
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from searchtweak import healthz as health
+from searchtweak import services
+from searchtweak.forms import InvitationForm, RegisterForm, RoleForm, SwitchTeamForm, TeamForm
+from searchtweak.models import Role
+from searchtweak.selectors import (
+    current_membership,
+    invitation_get_for_user,
+    invitations_for_user,
+    membership_get_for_user,
+    team_get_for_user,
+    team_members,
+    team_open_invitations,
+)
+
+
+def _add_service_errors(form, error: ValidationError) -> None:
+    for field, field_messages in error.message_dict.items():
+        for message in field_messages:
+            form.add_error(field if field in form.fields else None, message)
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    membership = current_membership(user=request.user)
+    return render(request, "searchtweak/home.html", {
+        "membership": membership,
+        "invitations": invitations_for_user(user=request.user),
+        "Role": Role,
+    })
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def team_create(request: HttpRequest) -> HttpResponse:
+    form = TeamForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            team = services.team_create(user=request.user, name=form.cleaned_data["name"])
+        except ValidationError as error:
+            _add_service_errors(form, error)
+        else:
+            services.user_switch_team(user=request.user, team=team)
+            messages.success(request, f"Team {team.name} created.")
+            return redirect("team_detail", team_id=team.pk)
+    return render(request, "searchtweak/team_create.html", {"form": form})
+
+
+@require_GET
+@login_required
+def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
+    team = team_get_for_user(user=request.user, team_id=team_id)
+    return _render_team(request, team, invitation_form=InvitationForm())
+
+
+def _render_team(request: HttpRequest, team, *, invitation_form, status: int = 200):
+    membership = next(m for m in team_members(team=team) if m.user_id == request.user.pk)
+    can_manage = membership.can(Role.ADMIN)
+    return render(request, "searchtweak/team_detail.html", {
+        "team": team,
+        "my_membership": membership,
+        "members": team_members(team=team),
+        "invitations": team_open_invitations(team=team) if can_manage else [],
+        "invitation_form": invitation_form,
+        "can_manage": can_manage,
+        "roles": Role.choices,
+    }, status=status)
+
+
+@require_POST
+@login_required
+def invitation_create(request: HttpRequest, team_id: int) -> HttpResponse:
+    team = team_get_for_user(user=request.user, team_id=team_id, minimum_role=Role.ADMIN)
+    form = InvitationForm(request.POST)
+    if form.is_valid():
+        try:
+            invitation = services.invitation_create(
+                team=team, invited_by=request.user, **form.cleaned_data
+            )
+        except ValidationError as error:
+            _add_service_errors(form, error)
+        else:
+            link = request.build_absolute_uri(
+                reverse("invitation_detail", args=[invitation.token])
+            )
+            messages.success(request, f"Invitation for {invitation.invitee} created. "
+                             f"Send them this link: {link}")
+            return redirect("team_detail", team_id=team.pk)
+    return _render_team(request, team, invitation_form=form, status=400)
+
+
+@require_POST
+@login_required
+def membership_change_role(request: HttpRequest, membership_id: int) -> HttpResponse:
+    membership = membership_get_for_user(
+        user=request.user, membership_id=membership_id, minimum_role=Role.ADMIN
+    )
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one of the roles.")
+    else:
+        try:
+            services.membership_change_role(
+                membership=membership, changed_by=request.user, role=form.cleaned_data["role"]
+            )
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, f"{membership.user.username} is now {membership.role}.")
+    return redirect("team_detail", team_id=membership.team_id)
+
+
+@require_POST
+@login_required
+def membership_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
+    membership = membership_get_for_user(user=request.user, membership_id=membership_id)
+    if membership.user_id != request.user.pk:
+        # Leaving is open to everyone; removing someone else needs an admin.
+        membership_get_for_user(
+            user=request.user, membership_id=membership_id, minimum_role=Role.ADMIN
+        )
+    try:
+        services.membership_remove(membership=membership, removed_by=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("team_detail", team_id=membership.team_id)
+    if membership.user_id == request.user.pk:
+        messages.success(request, f"You left {membership.team.name}.")
+        return redirect("home")
+    messages.success(request, f"{membership.user.username} was removed.")
+    return redirect("team_detail", team_id=membership.team_id)
+
+
+@require_POST
+@login_required
+def team_switch(request: HttpRequest) -> HttpResponse:
+    form = SwitchTeamForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a team.")
+        return redirect("home")
+    team = team_get_for_user(user=request.user, team_id=form.cleaned_data["team"])
+    services.user_switch_team(user=request.user, team=team)
+    next_url = form.cleaned_data["next"]
+    if next_url and url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
+        return redirect(next_url)
+    return redirect("home")
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_detail(request: HttpRequest, token: str) -> HttpResponse:
+    invitation = invitation_get_for_user(user=request.user, token=token)
+    register_form = None
+    if not request.user.is_authenticated and "@" in invitation.invitee:
+        register_form = RegisterForm(request.POST or None)
+    if request.method == "POST" and invitation.is_open():
+        try:
+            if request.user.is_authenticated:
+                services.invitation_accept(invitation=invitation, user=request.user)
+            elif register_form is not None and register_form.is_valid():
+                user = services.user_register_from_invitation(
+                    invitation=invitation, **register_form.cleaned_data
+                )
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            else:
+                return render(request, "searchtweak/invitation.html", {
+                    "invitation": invitation, "register_form": register_form,
+                }, status=400)
+        except ValidationError as error:
+            if register_form is not None:
+                _add_service_errors(register_form, error)
+            else:
+                messages.error(request, " ".join(error.messages))
+            return render(request, "searchtweak/invitation.html", {
+                "invitation": invitation, "register_form": register_form,
+            }, status=400)
+        messages.success(request, f"Welcome to {invitation.team.name}.")
+        return redirect("home")
+    return render(request, "searchtweak/invitation.html", {
+        "invitation": invitation, "register_form": register_form,
+    })
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    report = {"database": health.database_status(), "broker": health.broker_status()}
+    healthy = all(status in ("ok", "eager") for status in report.values())
+    report["status"] = "ok" if healthy else "error"
+    return JsonResponse(report, status=200 if healthy else 503)

@@ -1,0 +1,93 @@
+"""Fixtures shared by the whole suite."""
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from searchtweak.models import Team, User
+
+
+CHROMIUM = "/usr/bin/chromium"
+# CI sets this so a missing Redis or Chromium fails the run instead of skipping tests.
+REQUIRE_SERVICES = os.environ.get("SEARCHTWEAK_REQUIRE_SERVICES", "") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{reason} (SEARCHTWEAK_REQUIRE_SERVICES=1 forbids skipping)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(request):
+    """Run tasks in-process unless a test starts a real worker.
+
+    CI exports CELERY_BROKER_URL so settings point at Redis; tests without a worker must
+    still see their tasks run, so they get the embedded default's eager mode.
+    """
+    from searchtweak.celery import app as celery_app
+
+    if request.node.get_closest_marker("worker"):
+        yield
+        return
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args():
+    if not shutil.which(CHROMIUM):
+        skip_or_fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    # Playwright's sync API keeps an event loop running in the test thread; Django's ORM
+    # refuses to run beside a running loop unless told it is safe. It is: no test awaits.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    return {
+        "executable_path": CHROMIUM,
+        "args": [
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run",
+        ],
+    }
+
+
+@pytest.fixture
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1280, "height": 800}}
+
+
+@dataclass
+class Personas:
+    """One team seen by each role, plus an outsider who owns another team."""
+
+    team: "Team"
+    owner: "User"
+    admin: "User"
+    lead: "User"
+    grader: "User"
+    outsider: "User"
+    other_team: "Team"
+
+
+@pytest.fixture
+def personas(db) -> Personas:
+    # Imported here: the metric-core tests run this conftest without Django set up.
+    from searchtweak.models import Role
+    from tests.searchtweak.factories import TeamFactory, member
+
+    team = TeamFactory(name="Acme")
+    other_team = TeamFactory(name="Other")
+    return Personas(
+        team=team,
+        owner=member(team, Role.OWNER, "owner"),
+        admin=member(team, Role.ADMIN, "admin"),
+        lead=member(team, Role.LEAD, "lead"),
+        grader=member(team, Role.GRADER, "grader"),
+        outsider=member(other_team, Role.OWNER, "outsider"),
+        other_team=other_team,
+    )

@@ -1,0 +1,72 @@
+"""Start a real `celery worker` process for a test, on Redis."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+
+from tests.conftest import skip_or_fail
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_TEST_REDIS = "redis://127.0.0.1:6379/15"
+
+
+def redis_url() -> str:
+    configured = os.environ.get("CELERY_BROKER_URL", "")
+    return configured if configured.startswith("redis") else DEFAULT_TEST_REDIS
+
+
+def require_redis() -> str:
+    url = redis_url()
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except redis.exceptions.RedisError as error:
+        skip_or_fail(f"Redis at {url} is unreachable ({error}); the real-worker test needs it")
+    return url
+
+
+@contextmanager
+def celery_worker(*, broker_url: str, database_url: str | None = None,
+                  extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a worker that consumes a private queue; yields the queue's name."""
+    queue = f"test-{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, "CELERY_BROKER_URL": broker_url, "CELERY_RESULT_BACKEND": broker_url,
+           "CELERY_TASK_DEFAULT_QUEUE": queue, **(extra_env or {})}
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    log_path = REPO / "tests" / "artifacts" / f"worker-{queue}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", "--pool=solo",
+             "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat",
+             "-Q", queue, "--loglevel=INFO", "-n", f"{queue}@%h"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_until_ready(log_path, process)
+            yield queue
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_ready(log_path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"celery worker exited early:\n{log_path.read_text()}")
+        if "ready." in log_path.read_text():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"celery worker not ready after {timeout}s:\n{log_path.read_text()}")
