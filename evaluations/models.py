@@ -1,1 +1,224 @@
-# Models arrive with the issue that builds this app; registered now so it migrates.
+"""Endpoints, search models, evaluations, their keywords and the fetched snapshots.
+
+The shape shared with judgments (slots hang off Snapshot) and metrics (values hang off
+Keyword and EvaluationMetric) is fixed here; extend it, don't rename it.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+from searchtweak.models import Team
+
+
+class Endpoint(models.Model):
+    """A search engine's HTTP API and how to read documents out of its JSON answer."""
+
+    class Method(models.TextChoices):
+        GET = "GET"
+        POST = "POST"
+        PUT = "PUT"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="endpoints")
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=2000)
+    method = models.CharField(max_length=4, choices=Method.choices, default=Method.GET)
+    headers = models.JSONField(default=dict, blank=True)
+    # JSON {header: value} encrypted with a key derived from SECRET_KEY; never shown back.
+    secret_headers_encrypted = models.TextField(blank=True, default="")
+    timeout_seconds = models.FloatField(default=10.0)
+    # {"documents": <JMESPath>, "id": …, "name": …, "image": … or null, "fields": {label: …}}
+    mapper = models.JSONField(default=dict)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(timeout_seconds__gt=0), name="endpoint_timeout_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SearchModel(models.Model):
+    """One way of querying an endpoint: params, body and headers with #query# in them."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="search_models")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="models")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True, default="")
+    params = models.JSONField(default=dict, blank=True)
+    body = models.TextField(null=True, blank=True)  # noqa: DJ001 (null = no body, "" = empty body)
+    headers = models.JSONField(default=dict, blank=True)
+    default_keywords = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Evaluation(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        FETCHING = "fetching", "Fetching"
+        ACTIVE = "active", "Active"
+        FINISHED = "finished", "Finished"
+
+    class Reuse(models.TextChoices):
+        NONE = "none", "Do not reuse earlier grades"
+        DOCUMENT = "document", "Same keyword and document"
+        POSITION = "position", "Same keyword, document and position"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="evaluations")
+    model = models.ForeignKey(SearchModel, on_delete=models.PROTECT, related_name="evaluations")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    # "binary", "graded", "detail" (metrics.core built-ins) or a team scale's code.
+    scale = models.CharField(max_length=50)
+    strategy = models.PositiveSmallIntegerField(choices=[(1, "1 grader"), (3, "3 graders")])
+    # Overrides of the default transformers: {"graded->binary": {"0": 0, ...}, ...}.
+    transformers = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    guidelines = models.TextField(blank=True, default="")
+    reuse_grades = models.CharField(max_length=10, choices=Reuse.choices, default=Reuse.NONE)
+    auto_finish = models.BooleanField(default=True)
+    show_position = models.BooleanField(default=False)
+    progress = models.FloatField(default=0.0)
+    recompute_error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(strategy__in=[1, 3]), name="evaluation_strategy_1_or_3"
+            ),
+            models.CheckConstraint(
+                condition=Q(progress__gte=0) & Q(progress__lte=100),
+                name="evaluation_progress_percent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def has_started(self) -> bool:
+        """Scale, strategy and transformers freeze at the first start."""
+        return self.started_at is not None
+
+
+class EvaluationMetric(models.Model):
+    """One configured metric of an evaluation: code + k + params (see METRICS.md)."""
+
+    evaluation = models.ForeignKey(
+        Evaluation, on_delete=models.CASCADE, related_name="metric_configs"
+    )
+    code = models.CharField(max_length=20)
+    k = models.PositiveSmallIntegerField()
+    params = models.JSONField(default=dict, blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["evaluation_id", "position", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(k__gte=1), name="evaluation_metric_k_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code}@{self.k}"
+
+
+class Keyword(models.Model):
+    class FetchStatus(models.TextChoices):
+        PENDING = "pending", "Not fetched"
+        FETCHED = "fetched", "Fetched"
+        FAILED = "failed", "Failed"
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="keywords")
+    position = models.PositiveIntegerField()
+    text = models.CharField(max_length=500)
+    # Trimmed, case-folded text: the pool of a keyword is every judgment of this text.
+    normalized_text = models.CharField(max_length=500, db_index=True)
+    fetch_status = models.CharField(
+        max_length=10, choices=FetchStatus.choices, default=FetchStatus.PENDING
+    )
+    fetch_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    fetch_duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    fetch_error = models.TextField(blank=True, default="")
+    fetched_at = models.DateTimeField(null=True, blank=True)
+    # Recompute bookkeeping (DESIGN.md): every grade change bumps `version` and sets
+    # `dirty_since`; a recompute stores the version it read in `computed_version` and
+    # clears `dirty_since` only when no newer grade arrived meanwhile.
+    version = models.PositiveIntegerField(default=0)
+    computed_version = models.PositiveIntegerField(default=0)
+    dirty_since = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["evaluation_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["evaluation", "normalized_text"], name="keyword_unique_per_evaluation"
+            ),
+            models.UniqueConstraint(
+                fields=["evaluation", "position"], name="keyword_position_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(computed_version__lte=F("version")),
+                name="keyword_computed_not_ahead",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+    @staticmethod
+    def normalize(text: str) -> str:
+        return text.strip().casefold()
+
+
+class Snapshot(models.Model):
+    """One result the endpoint returned for a keyword, at its position (1-based)."""
+
+    keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="snapshots")
+    position = models.PositiveSmallIntegerField()
+    doc_id = models.CharField(max_length=500)
+    name = models.TextField(blank=True, default="")
+    image = models.TextField(blank=True, default="")
+    fields = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["keyword_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["keyword", "position"], name="snapshot_position_unique"
+            ),
+            models.CheckConstraint(condition=Q(position__gte=1), name="snapshot_position_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.keyword_id}#{self.position} {self.doc_id}"

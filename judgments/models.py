@@ -1,1 +1,103 @@
-# Models arrive with the issue that builds this app; registered now so it migrates.
+"""Scales, transformers and feedback slots: what a grade is and where it is stored."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from evaluations.models import Evaluation, Keyword, Snapshot
+from searchtweak.models import Team
+
+
+class Scale(models.Model):
+    """An admin-defined integer grading scale lo..hi (the built-ins live in metrics.core)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="scales")
+    code = models.SlugField(max_length=50)
+    name = models.CharField(max_length=100)
+    lo = models.SmallIntegerField()
+    hi = models.SmallIntegerField()
+    # {"<grade>": {"label": "...", "color": "#rrggbb"}} for every grade lo..hi.
+    labels = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "code"], name="scale_code_unique_per_team"),
+            models.CheckConstraint(condition=Q(hi__gt=models.F("lo")), name="scale_hi_above_lo"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Transformer(models.Model):
+    """A team's mapping of every grade of one scale to a grade of another (METRICS.md stage 0)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="transformers")
+    source = models.CharField(max_length=50)
+    target = models.CharField(max_length=50)
+    mapping = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["source", "target"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "source", "target"], name="transformer_unique_per_team"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}->{self.target}"
+
+
+class FeedbackSlot(models.Model):
+    """One grader's place on one snapshot; 1 or 3 per snapshot (the evaluation's strategy).
+
+    A slot is free when it has no user, or when its lease ran out before a grade came.
+    `evaluation` and `keyword` repeat the snapshot's so the queue and the recompute read
+    slots without joins.
+    """
+
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="slots")
+    keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="slots")
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="slots")
+    index = models.PositiveSmallIntegerField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="feedback_slots",
+    )
+    grade = models.SmallIntegerField(null=True, blank=True)
+    assigned_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    graded_at = models.DateTimeField(null=True, blank=True)
+    unsure = models.BooleanField(default=False)
+    note = models.TextField(blank=True, default="")
+    # Where a reused grade came from, if it was copied from an earlier evaluation.
+    reused_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["snapshot_id", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "index"], name="slot_index_unique"),
+            models.UniqueConstraint(
+                fields=["snapshot", "user"], condition=Q(user__isnull=False),
+                name="slot_one_per_person_per_snapshot",
+            ),
+            models.CheckConstraint(
+                condition=Q(grade__isnull=True) | Q(user__isnull=False) | Q(
+                    reused_from__isnull=False),
+                name="slot_grade_has_a_grader",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["evaluation", "grade"], name="slot_eval_grade_idx"),
+            models.Index(fields=["keyword"], name="slot_keyword_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"slot {self.index} of {self.snapshot_id}"

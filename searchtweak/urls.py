@@ -29,6 +29,14 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
+    # Each app's pages and API; the apps above searchtweak plug in here, the only place
+    # the project names them.
+    path("", include("evaluations.urls")),
+    path("", include("judgments.urls")),
+    path("", include("metrics.urls")),
+    path("api/v1/", include("evaluations.api_urls")),
+    path("api/v1/", include("judgments.api_urls")),
+    path("api/v1/", include("metrics.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
 ]
