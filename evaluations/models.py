@@ -142,6 +142,11 @@ class EvaluationMetric(models.Model):
     k = models.PositiveSmallIntegerField()
     params = models.JSONField(default=dict, blank=True)
     position = models.PositiveSmallIntegerField(default=0)
+    # The evaluation's value of this metric (mean over non-null keywords, METRICS.md) and
+    # how many keywords it covers; written only by the metrics app's recompute.
+    value = models.FloatField(null=True, blank=True)
+    keyword_count = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["evaluation_id", "position", "id"]
