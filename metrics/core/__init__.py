@@ -1,0 +1,64 @@
+"""SearchTweak's metric engine: every number of METRICS.md, pure Python + numpy.
+
+No Django here: the application calls these functions with arrays or plain lists and
+stores what they return. Values are floats; null is None (per keyword) or NaN (arrays).
+"""
+
+from metrics.core.batch import (
+    MetricRequest,
+    evaluate_batch,
+    evaluate_batch_many,
+    evaluate_keyword,
+    evaluate_keywords,
+    grade_lists_to_array,
+    mean_over_keywords,
+)
+from metrics.core.errors import MetricInputError
+from metrics.core.pool import Pool, build_pool
+from metrics.core.rbo import rbo
+from metrics.core.registry import (
+    METRICS,
+    MetricSpec,
+    Params,
+    metric_spec,
+    needs_pool,
+    resolve_params,
+    validate_k,
+)
+from metrics.core.scales import SCALES, Scale, resolve_scale
+from metrics.core.transform import (
+    Transformer,
+    default_transformer,
+    resolve_transformer,
+    validate_transformer,
+    validate_transformers,
+)
+
+__all__ = [
+    "METRICS",
+    "SCALES",
+    "MetricInputError",
+    "MetricRequest",
+    "MetricSpec",
+    "Params",
+    "Pool",
+    "Scale",
+    "Transformer",
+    "build_pool",
+    "default_transformer",
+    "evaluate_batch",
+    "evaluate_batch_many",
+    "evaluate_keyword",
+    "evaluate_keywords",
+    "grade_lists_to_array",
+    "mean_over_keywords",
+    "metric_spec",
+    "needs_pool",
+    "rbo",
+    "resolve_params",
+    "resolve_scale",
+    "resolve_transformer",
+    "validate_k",
+    "validate_transformer",
+    "validate_transformers",
+]

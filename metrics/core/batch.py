@@ -1,0 +1,338 @@
+"""Both entry points of the engine over one implementation.
+
+``evaluate_batch_many`` is the implementation: it validates the configuration once, walks
+the keywords in cache-sized blocks (a loop over blocks of thousands of keywords, never over
+keywords or positions), aggregates each block once per metric scale (stages 0 and 1,
+aggregate.py) and runs the stage 2 kernels (kernels.py) on it. ``evaluate_batch`` is that
+for one metric; ``evaluate_keyword`` turns one keyword's lists into a 1-keyword array and
+calls it, so the application and the benchmarks compute every number the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from metrics.core import kernels
+from metrics.core.aggregate import Aggregation
+from metrics.core.errors import MetricInputError
+from metrics.core.pool import GradeList, Pool, build_pool
+from metrics.core.registry import (
+    Params,
+    metric_scale,
+    metric_spec,
+    needs_pool,
+    resolve_params,
+    validate_k,
+)
+from metrics.core.scales import Scale, is_integer, resolve_scale
+from metrics.core.transform import resolve_transformer, validate_transformers
+
+_BLOCK_ELEMENTS = 1 << 18
+"""Grades per block: the block's temporaries stay in the L2/L3 cache."""
+
+MetricRequest = tuple[str, int] | tuple[str, int, Mapping[str, Any] | None]
+"""(metric code, k) or (metric code, k, params)."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    code: str
+    k: int
+    params: Params
+    aggregation: Aggregation
+    uses_pool: bool
+
+
+def evaluate_batch(
+    metric: str,
+    grades: np.ndarray,
+    *,
+    k: int,
+    scale: str | Scale,
+    params: Mapping[str, Any] | None = None,
+    transformers: Mapping[str, Any] | None = None,
+    pool: Pool | None = None,
+) -> np.ndarray:
+    """Per-keyword values of one metric; NaN = null.
+
+    ``grades``: float array (keywords, positions, slots) on the evaluation's ``scale``,
+    NaN for an empty slot or a missing position. Only positions ≤ k are read, and
+    validated: a grade there that is not an integer of the scale raises MetricInputError.
+    ``pool`` (see Pool) is required by ``recall``, ``f_score``, ``best`` and
+    ``ideal: pool``; other metrics ignore it.
+    """
+    return evaluate_batch_many(
+        [(metric, k, params)], grades, scale=scale, transformers=transformers, pool=pool
+    )[0]
+
+
+def evaluate_batch_many(
+    metrics: Sequence[MetricRequest],
+    grades: np.ndarray,
+    *,
+    scale: str | Scale,
+    transformers: Mapping[str, Any] | None = None,
+    pool: Pool | None = None,
+) -> list[np.ndarray]:
+    """Several metrics over the same grades, sharing stages 0 and 1 per metric scale.
+
+    Returns one float64 array (keywords,) per request, in order, NaN = null.
+    """
+    evaluation_scale = resolve_scale(scale)
+    validate_transformers(transformers, evaluation_scale)
+    aggregations: dict[Scale, Aggregation] = {}
+    plans: list[_Plan] = []
+    for request in metrics:
+        code, k, params = (*request, None)[:3] if len(request) == 2 else request
+        spec = metric_spec(code)
+        resolved = resolve_params(params)
+        target = metric_scale(spec, evaluation_scale)
+        if target not in aggregations:
+            transformer = resolve_transformer(evaluation_scale, target, transformers)
+            aggregations[target] = Aggregation(evaluation_scale, target, transformer)
+        plans.append(
+            _Plan(code, validate_k(k), resolved, aggregations[target], needs_pool(code, resolved))
+        )
+    grades = _grade_array(grades)
+    keyword_count, position_count, slot_count = grades.shape
+    read_positions = min(max((plan.k for plan in plans), default=0), position_count)
+    pool_plans = [plan for plan in plans if plan.uses_pool]
+    if pool_plans and pool is None:
+        raise MetricInputError("pool", f"metric {pool_plans[0].code!r} needs the keyword pool")
+    if pool_plans:
+        assert pool is not None
+        pool = Pool(_grade_array(pool.grades, "pool.grades"), pool.doc_index)
+        pool.check(
+            keyword_count, read_positions, need_positions=any(p.code == "best" for p in plans)
+        )
+    results = [np.empty(keyword_count) for _ in plans]
+    per_keyword = max(read_positions * slot_count, 1)
+    if pool_plans:
+        assert pool is not None
+        per_keyword += pool.grades.shape[1] * pool.grades.shape[2]
+    block_size = max(1, _BLOCK_ELEMENTS // per_keyword)
+    for start in range(0, keyword_count, block_size):
+        stop = min(start + block_size, keyword_count)
+        block = grades[start:stop, :read_positions]
+        pool_block = None if pool is None or not pool_plans else pool.grades[start:stop]
+        values = {}
+        pooled = {}
+        for plan, result in zip(plans, results, strict=True):
+            aggregation = plan.aggregation
+            if aggregation not in values:
+                values[aggregation] = aggregation.aggregate(block, "grades")
+            pool_values = None
+            if plan.uses_pool:
+                if aggregation not in pooled:
+                    pooled[aggregation] = aggregation.aggregate(pool_block, "pool.grades")
+                pool_values = pooled[aggregation]
+            doc_index = None
+            if plan.code == "best":
+                assert pool is not None and pool.doc_index is not None
+                doc_index = pool.doc_index[start:stop, : min(plan.k, read_positions)]
+            result[start:stop] = _stage2(
+                plan, values[aggregation][:, : plan.k], pool_values, doc_index
+            )
+    return results
+
+
+def _stage2(
+    plan: _Plan, values: np.ndarray, pool_values: np.ndarray | None, doc_index: np.ndarray | None
+) -> np.ndarray:
+    """One metric over aggregated values (keywords, m); the all-null rule applied last."""
+    code, k, params = plan.code, plan.k, plan.params
+    top_grade = plan.aggregation.target.hi
+    if code == "precision":
+        out = kernels.precision(values)
+    elif code == "ap":
+        out = kernels.average_precision(values)
+    elif code == "rr":
+        out = kernels.reciprocal_rank(values)
+    elif code in ("cg", "cg_d"):
+        out = kernels.cumulative_gain(values)
+    elif code in ("dcg", "dcg_d"):
+        out = kernels.dcg(values, params.gain)
+    elif code in ("ndcg", "ndcg_d"):
+        if params.ideal == "local":
+            ideal = kernels.ideal_dcg_local(values, params.gain)
+        elif params.ideal == "pool":
+            assert pool_values is not None
+            ideal = kernels.ideal_dcg_pool(pool_values, k, params.gain)
+        else:
+            ideal = kernels.ideal_dcg_max(values.shape[0], k, params.gain, top_grade)
+        out = kernels.ndcg(kernels.dcg(values, params.gain), ideal)
+    elif code == "err":
+        out = kernels.expected_reciprocal_rank(values, top_grade, 1.0)
+    elif code == "err_018":
+        out = kernels.expected_reciprocal_rank(values, top_grade, 0.18)
+    elif code == "recall":
+        assert pool_values is not None
+        out = kernels.recall(values, pool_values)
+    elif code == "f_score":
+        assert pool_values is not None
+        out = kernels.f_score(
+            kernels.precision(values), kernels.recall(values, pool_values), params.beta
+        )
+    elif code == "best":
+        assert pool_values is not None and doc_index is not None
+        out = kernels.best(pool_values, doc_index)
+    else:  # pragma: no cover - metric_spec() rejected it already
+        raise MetricInputError("metric", f"unknown metric code {code!r}")
+    all_null = np.isnan(values).all(axis=1)
+    return np.where(all_null, np.nan, out)
+
+
+def _grade_array(grades: Any, field_name: str = "grades") -> np.ndarray:
+    array = np.asarray(grades)
+    if array.dtype.kind in "iu":
+        array = array.astype(np.float64)
+    if array.dtype.kind != "f":
+        raise MetricInputError(field_name, f"must be a float array, not {array.dtype}")
+    if array.ndim != 3:
+        raise MetricInputError(
+            field_name, f"must be a 3-D array (keywords, positions, slots), not {array.ndim}-D"
+        )
+    return array
+
+
+def evaluate_keyword(
+    metric: str,
+    results: Sequence[GradeList],
+    *,
+    k: int,
+    scale: str | Scale,
+    params: Mapping[str, Any] | None = None,
+    transformers: Mapping[str, Any] | None = None,
+    pool: Sequence[tuple[Hashable, GradeList]] | None = None,
+    doc_ids: Sequence[Hashable] | None = None,
+) -> float | None:
+    """One keyword's value of a metric, or None for null.
+
+    ``results``: the slot grades of positions 1..n in order (None = empty slot; lists may
+    differ in length). ``doc_ids``: the document at each position (defaults to a distinct
+    document per position); duplicates are kept and share one pool entry. ``pool``: other
+    judged documents of the keyword as (doc, grades); the results are always in the pool.
+    """
+    values = evaluate_keywords(
+        metric, [results], k=k, scale=scale, params=params, transformers=transformers,
+        pools=None if pool is None else [pool],
+        doc_ids=None if doc_ids is None else [doc_ids],
+    )
+    return None if math.isnan(values[0]) else float(values[0])
+
+
+def evaluate_keywords(
+    metric: str,
+    keywords: Sequence[Sequence[GradeList]],
+    *,
+    k: int,
+    scale: str | Scale,
+    params: Mapping[str, Any] | None = None,
+    transformers: Mapping[str, Any] | None = None,
+    pools: Sequence[Sequence[tuple[Hashable, GradeList]]] | None = None,
+    doc_ids: Sequence[Sequence[Hashable]] | None = None,
+) -> np.ndarray:
+    """``evaluate_keyword`` for many keywords given as lists; NaN = null per keyword."""
+    evaluation_scale = resolve_scale(scale)
+    resolved_params = resolve_params(params)
+    metric_spec(metric)
+    grades = grade_lists_to_array(keywords, evaluation_scale)
+    pool = None
+    if needs_pool(metric, resolved_params):
+        pool = build_pool(
+            [
+                (
+                    list(zip(_doc_ids(doc_ids, index, len(results)), results, strict=True)),
+                    [] if pools is None else _pool_entries(pools[index], evaluation_scale),
+                )
+                for index, results in enumerate(keywords)
+            ]
+        )
+    return evaluate_batch(
+        metric, grades, k=k, scale=evaluation_scale, params=params,
+        transformers=transformers, pool=pool,
+    )
+
+
+def _doc_ids(
+    doc_ids: Sequence[Sequence[Hashable]] | None, keyword: int, result_count: int
+) -> Sequence[Hashable]:
+    if doc_ids is None:
+        return [("position", position) for position in range(result_count)]
+    if len(doc_ids[keyword]) != result_count:
+        raise MetricInputError("doc_ids", "needs one document id per result")
+    return doc_ids[keyword]
+
+
+def _pool_entries(
+    entries: Sequence[tuple[Hashable, GradeList]], scale: Scale
+) -> list[tuple[Hashable, GradeList]]:
+    for _doc, grades in entries:
+        _check_grade_list(grades, scale, "pool.grades")
+    return list(entries)
+
+
+def grade_lists_to_array(keywords: Sequence[Sequence[GradeList]], scale: Scale) -> np.ndarray:
+    """Per-keyword lists of slot-grade lists → the (keywords, positions, slots) float array.
+
+    Grade *types* are checked here ("3" and true are not grades); range and integrality
+    are checked by the vectorised path like every batch input.
+    """
+    position_count = max((len(results) for results in keywords), default=0)
+    slot_count = max(
+        (len(grades) for results in keywords for grades in results), default=0
+    )
+    array = np.full((len(keywords), position_count, max(slot_count, 1)), np.nan)
+    for keyword, results in enumerate(keywords):
+        for position, grades in enumerate(results):
+            _check_grade_list(grades, scale, "grades")
+            for slot, grade in enumerate(grades):
+                if grade is not None:
+                    array[keyword, position, slot] = grade
+    return array
+
+
+def _check_grade_list(grades: Any, scale: Scale, field_name: str) -> None:
+    if not isinstance(grades, list | tuple):
+        raise MetricInputError(field_name, f"{_show(grades)} is not a list of grades")
+    for grade in grades:
+        if grade is None:
+            continue
+        if not is_integer(grade):
+            raise MetricInputError(field_name, f"{_show(grade)} is not an integer")
+        if not scale.lo <= grade <= scale.hi:
+            raise MetricInputError(
+                field_name, f"{_show(grade)} is outside {scale.describe()}"
+            )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def mean_over_keywords(values: Iterable[float | None] | np.ndarray) -> tuple[float | None, int]:
+    """The evaluation's value: mean over keywords whose value is not null, and their count.
+
+    Null (None or NaN) keywords are left out, not counted as 0; all null → (None, 0).
+    """
+    array = np.array(
+        [np.nan if value is None else value for value in values]
+        if not isinstance(values, np.ndarray)
+        else values,
+        dtype=np.float64,
+    )
+    present = array[~np.isnan(array)]
+    if present.size == 0:
+        return None, 0
+    return float(present.sum() / present.size), int(present.size)

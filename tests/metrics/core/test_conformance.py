@@ -1,0 +1,108 @@
+"""`python -m metrics.conformance` against the shared worked cases and malformed input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+CASES = REPO / ".." / "shared" / "metrics-cases" / "public.jsonl"
+
+
+def run_conformance(text: str) -> tuple[list[dict[str, Any]], subprocess.CompletedProcess]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "metrics.conformance"],
+        input=text, capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
+    )
+    return [json.loads(line) for line in completed.stdout.splitlines()], completed
+
+
+def assert_matches(case: dict[str, Any], output: dict[str, Any]) -> None:
+    assert output["id"] == case["id"]
+    expected = case["expect"]
+    if expected.get("error"):
+        assert set(output) == {"id", "error"}, (case["why"], output)
+        assert output["error"], case["why"]
+    elif expected["value"] is None:
+        assert output == {"id": case["id"], "value": None}, case["why"]
+    else:
+        assert set(output) == {"id", "value"}, (case["why"], output)
+        assert output["value"] == pytest.approx(expected["value"], abs=1e-9), case["why"]
+
+
+def test_it_answers_every_public_case_in_order(public_cases):
+    text = CASES.read_text(encoding="utf-8")
+    outputs, completed = run_conformance(text)
+    assert completed.returncode == 0, completed.stderr
+    assert len(outputs) == len(public_cases) == 60
+    for case, output in zip(public_cases, outputs, strict=True):
+        assert_matches(case, output)
+
+
+def test_it_names_the_field_in_each_public_error(public_cases):
+    lines = "\n".join(json.dumps(case) for case in public_cases if "error" in case["expect"])
+    outputs, _ = run_conformance(lines + "\n")
+    assert [output["error"] for output in outputs] == [
+        "grades: 4 is outside the graded scale 0..3",
+        "metric: unknown metric code 'ndgc'",
+        "k: must be an integer >= 1, not 0",
+        "transformers.graded->binary: grade 2 is not mapped",
+    ]
+
+
+def test_it_keeps_going_after_malformed_lines_and_exits_zero():
+    text = "\n".join([
+        '{"id": "broken", "metric": ',
+        "[1, 2]",
+        "",
+        '{"id": 7, "metric": "cg", "k": 2, "scale": "graded", '
+        '"results": [{"doc": "a", "grades": [3, 2]}, {"doc": "b", "grades": [1]}]}',
+    ]) + "\n"
+    outputs, completed = run_conformance(text)
+    assert completed.returncode == 0
+    assert [set(output) for output in outputs[:3]] == [{"id", "error"}] * 3
+    assert outputs[0]["id"] == "broken"
+    assert outputs[1]["id"] is None
+    assert outputs[3] == {"id": 7, "value": 3.5}
+
+
+@pytest.mark.parametrize(
+    ("case", "error"),
+    [
+        ({"metric": "cg", "k": 1, "scale": "graded", "results": [{"doc": "a", "grades": ["3"]}]},
+         "grades: '3' is not an integer"),
+        ({"metric": "cg", "k": 1, "scale": "graded", "results": [{"doc": "a", "grades": [1.5]}]},
+         "grades: 1.5 is not an integer"),
+        ({"metric": "cg", "k": 1, "scale": "graded", "results": [{"doc": "a", "grades": [True]}]},
+         "grades: true is not an integer"),
+        ({"metric": "cg", "k": 1, "scale": "stars", "results": []},
+         "scale: unknown scale 'stars' (known: binary, graded, detail)"),
+        ({"metric": "ndcg", "k": 1, "scale": "graded", "results": [], "params": {"ideal": "x"}},
+         "params.ideal: 'x' is not one of local, pool, max"),
+        ({"metric": "f_score", "k": 1, "scale": "binary", "results": [], "params": {"beta": 0}},
+         "params.beta: must be > 0, not 0"),
+        ({"metric": "rbo", "k": 3, "p": 1.0, "a": [], "b": []},
+         "p: must be a number in (0, 1), not 1.0"),
+        ({"metric": "recall", "k": 3, "scale": "binary", "keywords": [[]], "pool": []},
+         "pool: not allowed with keywords"),
+    ],
+)
+def test_it_reports_invalid_input_naming_the_field(case, error):
+    outputs, _ = run_conformance(json.dumps({"id": "x", **case}) + "\n")
+    assert outputs == [{"id": "x", "error": error}]
+
+
+def test_it_prints_full_precision_floats_and_pools_duplicate_results():
+    case = {
+        "id": "dup", "metric": "recall", "k": 10, "scale": "binary",
+        "results": [{"doc": "d1", "grades": [1]}, {"doc": "d1", "grades": [1]},
+                    {"doc": "d2", "grades": [0]}],
+        "pool": [{"doc": "x", "grades": [1]}, {"doc": "y", "grades": [1]}],
+    }
+    outputs, _ = run_conformance(json.dumps(case) + "\n")
+    # Both copies of d1 count at their positions; d1 is one relevant pool document of 3.
+    assert outputs == [{"id": "dup", "value": 2 / 3}]
+    assert repr(2 / 3) == "0.6666666666666666"
