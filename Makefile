@@ -44,6 +44,9 @@ lint: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(PY) bench/metrics_engine.py
+	$(PY) bench/grading.py
+	$(PY) bench/dashboard.py
+	$(PY) bench/fetch.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO

@@ -1,4 +1,21 @@
-from django.urls import path  # noqa: F401 (the app's API arrives with its issue)
+from django.urls import path
+
+from evaluations import api
 
 app_name = "evaluations_api"
-urlpatterns: list = []
+urlpatterns = [
+    path("endpoints/", api.EndpointListApi.as_view(), name="endpoints"),
+    path("endpoints/<int:endpoint_id>/", api.EndpointDetailApi.as_view(), name="endpoint"),
+    path("models/", api.SearchModelListApi.as_view(), name="models"),
+    path("models/<int:model_id>/", api.SearchModelDetailApi.as_view(), name="model"),
+    path("models/<int:model_id>/test/", api.SearchModelTestApi.as_view(), name="model_test"),
+    path("evaluations/", api.EvaluationListApi.as_view(), name="evaluations"),
+    path("evaluations/<int:evaluation_id>/", api.EvaluationDetailApi.as_view(),
+         name="evaluation"),
+    path("evaluations/<int:evaluation_id>/start/", api.EvaluationStartApi.as_view(),
+         name="evaluation_start"),
+    path("evaluations/<int:evaluation_id>/pause/", api.EvaluationPauseApi.as_view(),
+         name="evaluation_pause"),
+    path("evaluations/<int:evaluation_id>/finish/", api.EvaluationFinishApi.as_view(),
+         name="evaluation_finish"),
+]

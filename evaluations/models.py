@@ -9,7 +9,14 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
-from searchtweak.models import Team
+from searchtweak.models import Team, User
+
+
+class TeamOwnedQuerySet(models.QuerySet):
+    def visible_to(self, user: User) -> "TeamOwnedQuerySet":
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(team__memberships__user=user)
 
 
 class Endpoint(models.Model):
@@ -37,6 +44,8 @@ class Endpoint(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
 
+    objects = TeamOwnedQuerySet.as_manager()
+
     class Meta:
         ordering = ["name", "id"]
         constraints = [
@@ -56,8 +65,16 @@ class SearchModel(models.Model):
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="models")
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True, default="")
+    class BodyFormat(models.TextChoices):
+        JSON = "json", "JSON"
+        FORM = "form", "Form (application/x-www-form-urlencoded)"
+
     params = models.JSONField(default=dict, blank=True)
     body = models.TextField(null=True, blank=True)  # noqa: DJ001 (null = no body, "" = empty body)
+    # How #query# is escaped in the body, and the Content-Type sent with it.
+    body_format = models.CharField(
+        max_length=4, choices=BodyFormat.choices, default=BodyFormat.JSON
+    )
     headers = models.JSONField(default=dict, blank=True)
     default_keywords = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(
@@ -66,6 +83,8 @@ class SearchModel(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TeamOwnedQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "id"]
@@ -111,6 +130,8 @@ class Evaluation(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TeamOwnedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -176,6 +197,9 @@ class Keyword(models.Model):
     fetch_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     fetch_error = models.TextField(blank=True, default="")
     fetched_at = models.DateTimeField(null=True, blank=True)
+    # Set by the fetch task that claimed the keyword (a conditional UPDATE); a claim older
+    # than the task's time limit belongs to a worker that died and may be taken over.
+    fetch_claimed_at = models.DateTimeField(null=True, blank=True)
     # Recompute bookkeeping (DESIGN.md): every grade change bumps `version` and sets
     # `dirty_since`; a recompute stores the version it read in `computed_version` and
     # clears `dirty_since` only when no newer grade arrived meanwhile.
@@ -227,3 +251,21 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.keyword_id}#{self.position} {self.doc_id}"
+
+
+class DemoProduct(models.Model):
+    """One product of the built-in demo catalog that /demo/search ranks (evaluations.demo)."""
+
+    sku = models.CharField(max_length=20, unique=True)
+    title = models.CharField(max_length=200)
+    description = models.TextField()
+    category = models.CharField(max_length=60)
+    brand = models.CharField(max_length=60)
+    price = models.DecimalField(max_digits=8, decimal_places=2)
+    color = models.CharField(max_length=20)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.title

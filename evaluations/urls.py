@@ -1,4 +1,28 @@
-from django.urls import path  # noqa: F401 (the app's pages arrive with its issue)
+from django.urls import path
+
+from evaluations import views
 
 app_name = "evaluations"
-urlpatterns: list = []
+urlpatterns = [
+    path("endpoints/", views.endpoint_list, name="endpoint_list"),
+    path("endpoints/new/", views.endpoint_create, name="endpoint_create"),
+    path("endpoints/<int:endpoint_id>/", views.endpoint_edit, name="endpoint_edit"),
+    path("endpoints/<int:endpoint_id>/delete/", views.endpoint_delete, name="endpoint_delete"),
+    path("models/", views.model_list, name="model_list"),
+    path("models/new/", views.model_create, name="model_create"),
+    path("models/<int:model_id>/", views.model_edit, name="model_edit"),
+    path("models/<int:model_id>/delete/", views.model_delete, name="model_delete"),
+    path("models/<int:model_id>/test/", views.model_test, name="model_test"),
+    path("evaluations/", views.evaluation_list, name="evaluation_list"),
+    path("evaluations/new/", views.evaluation_create, name="evaluation_create"),
+    path("evaluations/<int:evaluation_id>/", views.evaluation_detail,
+         name="evaluation_detail"),
+    path("evaluations/<int:evaluation_id>/edit/", views.evaluation_edit,
+         name="evaluation_edit"),
+    path("evaluations/<int:evaluation_id>/progress/", views.evaluation_progress,
+         name="evaluation_progress"),
+    path("evaluations/<int:evaluation_id>/<str:action>/", views.evaluation_action,
+         name="evaluation_action"),
+    path("keywords/<int:keyword_id>/", views.keyword_detail, name="keyword_detail"),
+    path("demo/search", views.demo_search, name="demo_search"),
+]

@@ -6,6 +6,8 @@ secret. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, DEBUG=false
 ALLOWED_HOSTS (see docker-compose.yml).
 """
 
+import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -80,8 +82,11 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": BASE_DIR / "db.sqlite3",
-            # A file, not memory, so a worker process started by a test sees the same rows.
-            "TEST": {"NAME": BASE_DIR / "test-db.sqlite3"},
+            # A file, not memory, so a worker process started by a test sees the same rows;
+            # one per test process, so two test runs on one machine do not collide.
+            "TEST": {
+                "NAME": Path(tempfile.gettempdir()) / f"searchtweak-test-{os.getpid()}.sqlite3"
+            },
             "OPTIONS": {"timeout": 20},
         }
     }
@@ -141,12 +146,34 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or (
     "" if CELERY_TASK_ALWAYS_EAGER else CELERY_BROKER_URL
 )
 CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
-CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - 10)
+# No global soft limit: Celery refuses to send a task whose own time_limit is below it.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+# Keywords still dirty this long after a grade are re-enqueued by the periodic sweep.
+RECOMPUTE_SWEEP_AFTER_SECONDS = env_int("RECOMPUTE_SWEEP_AFTER_SECONDS", 5, minimum=1)
+# One history point per metric per this many seconds, however many grades arrive.
+METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60, minimum=0)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-dirty-keywords": {
+        "task": "metrics.sweep_dirty_keywords",
+        "schedule": float(env_int("RECOMPUTE_SWEEP_EVERY_SECONDS", 5, minimum=1)),
+    },
+}
+
+# Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
+# endpoint per worker process, keywords per task, and the limits of one response.
+FETCH_CONCURRENCY_PER_ENDPOINT = env_int("FETCH_CONCURRENCY_PER_ENDPOINT", 16, minimum=1)
+FETCH_BATCH_SIZE = env_int("FETCH_BATCH_SIZE", 100, minimum=1)
+FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, minimum=1024)
+FETCH_RETRIES = env_int("FETCH_RETRIES", 3, minimum=0)
+FETCH_RETRY_BACKOFF_MS = env_int("FETCH_RETRY_BACKOFF_MS", 500, minimum=0)
+FETCH_MAX_RESULTS = env_int("FETCH_MAX_RESULTS", 100, minimum=1)
+# Where seed_demo points the demo endpoint: the address `make run` serves on.
+DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 
 LOGGING = {
     "version": 1,

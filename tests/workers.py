@@ -70,3 +70,43 @@ def _wait_until_ready(log_path: Path, process: subprocess.Popen, timeout: float 
             return
         time.sleep(0.2)
     raise RuntimeError(f"celery worker not ready after {timeout}s:\n{log_path.read_text()}")
+
+
+def database_url_for_workers() -> str:
+    """The URL of the database this test runs on, for a worker process to open."""
+    from django.db import connection
+
+    config = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{Path(config['NAME']).resolve()}"
+    user = config.get("USER") or "postgres"
+    password = f":{config['PASSWORD']}" if config.get("PASSWORD") else ""
+    host = config.get("HOST") or "127.0.0.1"
+    port = config.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{config['NAME']}"
+
+
+@contextmanager
+def tasks_sent_to(*, broker_url: str, queue: str) -> Iterator[None]:
+    """Make this process's Celery app publish to Redis (not eagerly) for the duration."""
+    from searchtweak.celery import app
+
+    keys = ("broker_url", "result_backend", "task_always_eager", "task_default_queue")
+    previous = {key: app.conf[key] for key in keys}
+    app.conf.update(broker_url=broker_url, result_backend=broker_url,
+                    task_always_eager=False, task_default_queue=queue)
+    _forget_connections(app)
+    try:
+        yield
+    finally:
+        app.conf.update(previous)
+        _forget_connections(app)
+
+
+def _forget_connections(app) -> None:
+    # Celery caches the producer pool, the default queue and the result backend from the
+    # configuration at first use; drop them so the next send reads the new configuration.
+    app._pool = None
+    app.__dict__.pop("amqp", None)
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)

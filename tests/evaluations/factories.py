@@ -71,3 +71,23 @@ class SnapshotFactory(factory.django.DjangoModelFactory):
     position = factory.Sequence(lambda n: n + 1)
     doc_id = factory.Sequence(lambda n: f"doc-{n}")
     name = factory.LazyAttribute(lambda s: f"Document {s.doc_id}")
+
+
+ES_MAPPER = {"documents": "hits.hits", "id": "_id", "name": "_source.title", "image": None,
+             "fields": {"Rank": "_source.rank"}}
+
+
+def fetchable_evaluation(*, url: str, keywords: list[str], strategy: int = 1,
+                         mapper: dict | None = None, timeout_seconds: float = 5.0,
+                         params: dict | None = None, body: str | None = None,
+                         method: str = "GET", k: int = 10, **endpoint_fields) -> Evaluation:
+    """An evaluation of `keywords` against the search server at `url`, ready to start."""
+    endpoint = EndpointFactory(url=f"{url}/search", mapper=mapper or ES_MAPPER, method=method,
+                               timeout_seconds=timeout_seconds, **endpoint_fields)
+    model = SearchModelFactory(endpoint=endpoint, params={"q": "#query#"} if params is None
+                               else params, body=body)
+    evaluation = EvaluationFactory(model=model, strategy=strategy)
+    for position, text in enumerate(keywords, start=1):
+        KeywordFactory(evaluation=evaluation, position=position, text=text)
+    EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=k)
+    return evaluation

@@ -1,0 +1,229 @@
+"""The built-in demo search engine: a generated product catalog ranked by real full-text search.
+
+SQLite (the embedded default) ranks with FTS5's bm25; PostgreSQL with ts_rank_cd over an
+English tsvector. The catalog is generated deterministically (no download, no internet),
+and /demo/search serves it as JSON like any search API a team would point SearchTweak at.
+"""
+
+import random
+import re
+import time
+from base64 import b64encode
+from decimal import Decimal
+from typing import Any
+
+import httpx
+from django.db import IntegrityError, connection, transaction
+
+from evaluations.models import DemoProduct
+
+CATALOG_SIZE = 3000
+MAX_SIZE = 100
+FTS_TABLE = "evaluations_demoproduct_fts"
+
+CATEGORIES: dict[str, dict[str, list[str]]] = {
+    "Footwear": {
+        "nouns": ["running shoes", "hiking boots", "sandals", "sneakers", "loafers",
+                  "ankle boots", "slippers", "trail runners", "rain boots"],
+        "traits": ["waterproof", "lightweight", "leather", "breathable", "cushioned",
+                   "slip-resistant", "vegan"],
+        "uses": ["long runs", "muddy trails", "the office", "summer days", "winter walks"],
+    },
+    "Outerwear": {
+        "nouns": ["rain jacket", "down parka", "fleece hoodie", "windbreaker", "wool coat",
+                  "softshell jacket", "puffer vest"],
+        "traits": ["insulated", "packable", "waterproof", "recycled", "hooded", "windproof"],
+        "uses": ["commuting", "mountain hikes", "cold mornings", "travel", "city rain"],
+    },
+    "Kitchen": {
+        "nouns": ["chef's knife", "cast iron skillet", "espresso machine", "blender",
+                  "cutting board", "saucepan", "electric kettle", "dutch oven", "coffee grinder"],
+        "traits": ["stainless steel", "non-stick", "dishwasher-safe", "professional",
+                   "compact", "enamelled"],
+        "uses": ["weeknight dinners", "slow cooking", "morning coffee", "meal prep", "baking"],
+    },
+    "Electronics": {
+        "nouns": ["wireless headphones", "bluetooth speaker", "usb-c charger", "smartwatch",
+                  "e-reader", "webcam", "mechanical keyboard", "power bank", "wireless mouse"],
+        "traits": ["noise-cancelling", "fast-charging", "waterproof", "ergonomic", "portable",
+                   "low-latency"],
+        "uses": ["video calls", "gaming", "travel", "workouts", "reading at night"],
+    },
+    "Home": {
+        "nouns": ["desk lamp", "throw blanket", "ceramic vase", "memory foam pillow",
+                  "bookshelf", "office chair", "area rug", "wall clock", "bed sheets"],
+        "traits": ["handmade", "organic cotton", "adjustable", "minimalist", "oak", "dimmable"],
+        "uses": ["the living room", "a home office", "the bedroom", "reading corners"],
+    },
+    "Outdoors": {
+        "nouns": ["camping tent", "sleeping bag", "trekking poles", "water bottle", "headlamp",
+                  "hiking backpack", "camping stove", "hammock"],
+        "traits": ["ultralight", "two-person", "insulated", "rechargeable", "durable",
+                   "weatherproof"],
+        "uses": ["backpacking", "festival camping", "alpine trips", "day hikes"],
+    },
+    "Sports": {
+        "nouns": ["yoga mat", "dumbbells", "tennis racket", "bicycle helmet", "football",
+                  "jump rope", "resistance bands", "swim goggles", "cycling gloves"],
+        "traits": ["non-slip", "adjustable", "lightweight", "pro", "anti-fog", "padded"],
+        "uses": ["home workouts", "the gym", "match day", "morning laps", "road cycling"],
+    },
+}
+COLORS = {"red": "#d64545", "blue": "#3a6fd8", "black": "#2b2b2b", "white": "#e9e9e9",
+          "green": "#3f9d5a", "grey": "#8a8f98", "navy": "#23345c", "yellow": "#e8c33a",
+          "pink": "#e58fb0", "brown": "#8a5a3c"}
+AUDIENCES = ["", "", "", "men's ", "women's ", "kids' "]
+BRANDS = ["Northwind", "Alder & Co", "Kestrel", "Brightline", "Tern", "Lumen", "Solace",
+          "Ridgeway", "Pebble", "Corvid", "Fjellmark", "Osprey Lane"]
+
+
+def generate_catalog(size: int = CATALOG_SIZE, seed: int = 4) -> list[DemoProduct]:
+    rng = random.Random(seed)
+    products = []
+    for number in range(1, size + 1):
+        category = rng.choice(list(CATEGORIES))
+        words = CATEGORIES[category]
+        noun, trait, use = rng.choice(words["nouns"]), rng.choice(words["traits"]), \
+            rng.choice(words["uses"])
+        color, brand = rng.choice(list(COLORS)), rng.choice(BRANDS)
+        audience = rng.choice(AUDIENCES) if category in ("Footwear", "Outerwear", "Sports") \
+            else ""
+        title = f"{brand} {trait} {color} {audience}{noun}"
+        other = rng.choice([t for t in words["traits"] if t != trait])
+        description = (f"A {trait}, {other} {noun} in {color}, made for {use}. "
+                       f"{brand} designs it to last, with a two-year warranty.")
+        products.append(DemoProduct(
+            sku=f"D{number:05d}", title=title, description=description, category=category,
+            brand=brand, color=color,
+            price=Decimal(rng.randrange(900, 40000)) / 100,
+        ))
+    return products
+
+
+def catalog_ensure() -> int:
+    """Create the demo catalog and its full-text index once; return the product count."""
+    count = DemoProduct.objects.count()
+    if count:
+        return count
+    try:
+        with transaction.atomic():
+            products = DemoProduct.objects.bulk_create(generate_catalog(), batch_size=500)
+            if connection.vendor == "sqlite":
+                with connection.cursor() as cursor:
+                    # Left over when tests flush the managed tables but not this one.
+                    cursor.execute(f"DELETE FROM {FTS_TABLE}")
+                    cursor.executemany(
+                        f"INSERT INTO {FTS_TABLE} (rowid, title, description, category, brand, "
+                        "color) VALUES (?, ?, ?, ?, ?, ?)",
+                        [(p.pk, p.title, p.description, p.category, p.brand, p.color)
+                         for p in products])
+    except IntegrityError:
+        pass  # another request generated it at the same moment
+    return DemoProduct.objects.count()
+
+
+def _terms(query: str) -> list[str]:
+    return re.findall(r"\w+", query.lower())[:20]
+
+
+def search(query: str, *, size: int = 10, category: str = "") -> dict[str, Any]:
+    """The ranked answer for `query`, shaped like a typical JSON search API."""
+    started = time.monotonic()
+    catalog_ensure()
+    size = max(1, min(size, MAX_SIZE))
+    terms = _terms(query)
+    ids: list[int] = []
+    total = 0
+    if terms:
+        if connection.vendor == "sqlite":
+            ids, total = _search_sqlite(terms, size, category)
+        else:
+            ids, total = _search_postgres(terms, size, category)
+    products = DemoProduct.objects.in_bulk(ids)
+    hits = [_hit(products[pk]) for pk in ids if pk in products]
+    return {"query": query, "total": total, "took_ms": round((time.monotonic() - started) * 1000),
+            "hits": hits}
+
+
+def _search_sqlite(terms: list[str], size: int, category: str) -> tuple[list[int], int]:
+    # Each term quoted: the user's text never becomes FTS5 syntax. OR + bm25 ranks the
+    # documents that match more (and rarer) terms first, as a search engine would.
+    match = " OR ".join(f'"{term}"' for term in terms)
+    where, params = f"{FTS_TABLE} MATCH %s", [match]
+    if category:
+        where += " AND category = %s"
+        params.append(category)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {FTS_TABLE} WHERE {where}", params)
+        total = cursor.fetchone()[0]
+        # Column weights: title, description, category, brand, color.
+        cursor.execute(
+            f"SELECT rowid FROM {FTS_TABLE} WHERE {where} "
+            f"ORDER BY bm25({FTS_TABLE}, 10.0, 2.0, 4.0, 3.0, 5.0), rowid LIMIT %s",
+            [*params, size])
+        return [row[0] for row in cursor.fetchall()], total
+
+
+def _search_postgres(terms: list[str], size: int, category: str) -> tuple[list[int], int]:
+    vector = ("to_tsvector('english', title || ' ' || description || ' ' || category || ' ' "
+              "|| brand || ' ' || color)")
+    weighted = ("setweight(to_tsvector('english', title), 'A') || "
+                "setweight(to_tsvector('english', color || ' ' || category), 'B') || "
+                "setweight(to_tsvector('english', brand || ' ' || description), 'C')")
+    where = f"{vector} @@ websearch_to_tsquery('english', %s)"
+    params: list[Any] = [" or ".join(terms)]
+    if category:
+        where += " AND category = %s"
+        params.append(category)
+    table = DemoProduct._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)
+        total = cursor.fetchone()[0]
+        cursor.execute(
+            f"SELECT id FROM {table} WHERE {where} ORDER BY ts_rank_cd({weighted}, "
+            f"websearch_to_tsquery('english', %s)) DESC, id LIMIT %s",
+            [*params, params[0], size])
+        return [row[0] for row in cursor.fetchall()], total
+
+
+def product_image(product: DemoProduct) -> str:
+    """A small SVG tile as a data URI: the product's color and its initials."""
+    fill = COLORS.get(product.color, "#8a8f98")
+    ink = "#1c2430" if product.color in ("white", "yellow", "pink") else "#ffffff"
+    noun = product.title.split()[-1]
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="96" height="96" viewBox="0 0 96 96">'
+           f'<rect width="96" height="96" rx="14" fill="{fill}"/>'
+           f'<text x="48" y="58" font-family="sans-serif" font-size="30" font-weight="700" '
+           f'text-anchor="middle" fill="{ink}">{noun[:2].upper()}</text></svg>')
+    return "data:image/svg+xml;base64," + b64encode(svg.encode()).decode()
+
+
+def _hit(product: DemoProduct) -> dict[str, Any]:
+    return {"id": product.sku, "title": product.title, "description": product.description,
+            "category": product.category, "brand": product.brand, "color": product.color,
+            "price": float(product.price), "image": product_image(product)}
+
+
+DEMO_MAPPER = {"documents": "hits", "id": "id", "name": "title", "image": "image",
+               "fields": {"Category": "category", "Brand": "brand", "Price": "price",
+                          "Description": "description"}}
+
+
+def in_process_transport() -> httpx.MockTransport:
+    """An httpx transport that answers demo-engine requests by calling `search` directly.
+
+    seed_demo fetches through it: the same request building, size cap, JSON parsing and
+    mapper as a real fetch, without a server (make run seeds before it serves).
+    """
+    def handle(request: httpx.Request) -> httpx.Response:
+        if not request.url.path.rstrip("/").endswith("/demo/search"):
+            return httpx.Response(404, json={"error": "not the demo engine"})
+        params = request.url.params
+        try:
+            size = int(params.get("size", 10))
+        except ValueError:
+            return httpx.Response(400, json={"error": "size must be an integer"})
+        return httpx.Response(200, json=search(params.get("q", ""), size=size,
+                                               category=params.get("category", "")))
+
+    return httpx.MockTransport(handle)

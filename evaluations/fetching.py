@@ -1,0 +1,216 @@
+"""One search request per keyword: build it from a search model, send it with httpx, map it.
+
+No database access here, so the fetch task can run the network part in threads while its
+own thread stores the results (SQLite and test transactions stay on one connection).
+"""
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+import httpx
+from django.conf import settings
+
+from evaluations import crypto
+from evaluations.mapper import Document, MapperError, map_documents
+from evaluations.models import Endpoint, SearchModel
+
+# httpx logs every request at INFO: a line per keyword fetched drowns the worker's log.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+PLACEHOLDER = "#query#"
+RAW_PREVIEW_CHARS = 64 * 1024
+USER_AGENT = "SearchTweak/1 (+relevance evaluation)"
+# Failures worth another try: the request may not have reached the engine, or the engine
+# broke mid-answer. A read timeout is not retried: a slow engine stays slow.
+_RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
+              httpx.RemoteProtocolError, httpx.PoolTimeout)
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """Everything needed to query one endpoint with one model, secrets already decrypted."""
+
+    endpoint_id: int
+    method: str
+    url: str
+    params: dict[str, Any]
+    headers: dict[str, str]
+    body: str | None
+    body_format: str
+    timeout_seconds: float
+    mapper: dict[str, Any]
+    limit: int
+
+
+@dataclass
+class FetchResult:
+    status_code: int | None = None
+    duration_ms: int = 0
+    documents: list[Document] | None = None
+    error: str = ""
+    error_field: str = ""
+    raw: str = ""
+    attempts: int = 0
+    retryable: bool = field(default=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.documents is not None
+
+
+def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
+    """Raises crypto.SecretsUnreadable when the endpoint's secrets cannot be decrypted."""
+    endpoint: Endpoint = model.endpoint
+    headers = {**endpoint.headers, **crypto.decrypt_headers(endpoint.secret_headers_encrypted),
+               **model.headers}
+    return RequestSpec(
+        endpoint_id=endpoint.pk, method=endpoint.method, url=endpoint.url,
+        params=dict(model.params), headers=headers, body=model.body,
+        body_format=model.body_format, timeout_seconds=endpoint.timeout_seconds,
+        mapper=endpoint.mapper, limit=limit,
+    )
+
+
+def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
+    """The request for `keyword`: #query# escaped for where it stands (URL, JSON, form)."""
+    url = spec.url.replace(PLACEHOLDER, quote(keyword, safe=""))
+    params: list[tuple[str, str]] = []
+    for name, value in spec.params.items():
+        for item in value if isinstance(value, list) else [value]:
+            text = item if isinstance(item, str) else json.dumps(item)
+            params.append((name, text.replace(PLACEHOLDER, keyword)))
+    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+    for name, value in spec.headers.items():
+        # A keyword may not smuggle extra header lines, and headers are ASCII on the wire.
+        headers[name] = str(value).replace(PLACEHOLDER, quote(keyword, safe=" "))
+    content = None
+    if spec.body is not None and spec.method != "GET":
+        if spec.body_format == SearchModel.BodyFormat.FORM:
+            content = spec.body.replace(PLACEHOLDER, quote_plus(keyword))
+            headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        else:
+            # Inside a JSON string: json.dumps escapes quotes, backslashes and controls.
+            content = spec.body.replace(PLACEHOLDER, json.dumps(keyword, ensure_ascii=False)[1:-1])
+            headers.setdefault("Content-Type", "application/json")
+    return httpx.Request(spec.method, url, params=params, headers=headers,
+                         content=content.encode() if content is not None else None)
+
+
+def new_client(*, timeout_seconds: float, transport: httpx.BaseTransport | None = None,
+               connections: int | None = None) -> httpx.Client:
+    connections = connections or settings.FETCH_CONCURRENCY_PER_ENDPOINT
+    return httpx.Client(
+        timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 5.0)),
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        follow_redirects=True, max_redirects=5, transport=transport,
+    )
+
+
+_semaphores: dict[int, threading.BoundedSemaphore] = {}
+_semaphores_lock = threading.Lock()
+
+
+def endpoint_semaphore(endpoint_id: int) -> threading.BoundedSemaphore:
+    """At most FETCH_CONCURRENCY_PER_ENDPOINT requests in flight to one endpoint from this
+    process, however many fetch tasks run in it."""
+    with _semaphores_lock:
+        if endpoint_id not in _semaphores:
+            _semaphores[endpoint_id] = threading.BoundedSemaphore(
+                settings.FETCH_CONCURRENCY_PER_ENDPOINT
+            )
+        return _semaphores[endpoint_id]
+
+
+def fetch_keyword_results(
+    spec: RequestSpec, keyword: str, *, client: httpx.Client, retries: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> FetchResult:
+    """Query the endpoint for `keyword`, retrying connection errors and 5xx with backoff."""
+    retries = settings.FETCH_RETRIES if retries is None else retries
+    backoff = settings.FETCH_RETRY_BACKOFF_MS / 1000
+    attempts = 0
+    while True:
+        attempts += 1
+        with endpoint_semaphore(spec.endpoint_id):
+            result = _attempt(spec, keyword, client=client)
+        result.attempts = attempts
+        if not result.retryable or attempts > retries:
+            if result.retryable and attempts > 1:
+                result.error += f" (after {attempts} attempts)"
+            return result
+        sleep(backoff * 2 ** (attempts - 1))
+
+
+def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client) -> FetchResult:
+    cap = settings.FETCH_MAX_RESPONSE_BYTES
+    result = FetchResult()
+    started = time.monotonic()
+    # The read timeout bounds each pause; this deadline bounds a server that trickles.
+    deadline = started + spec.timeout_seconds * 2
+    try:
+        request = build_request(spec, keyword)
+        response = client.send(request, stream=True)
+        try:
+            result.status_code = response.status_code
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > cap:
+                result.error = _too_big(cap)
+                return result
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > cap:
+                    result.error = _too_big(cap)
+                    return result
+                if time.monotonic() > deadline:
+                    result.error = (f"the endpoint took longer than {spec.timeout_seconds * 2:g}"
+                                    " s to send its answer")
+                    return result
+        finally:
+            response.close()
+    except httpx.TimeoutException as error:
+        result.error = _timeout_message(error, spec.timeout_seconds)
+        result.retryable = isinstance(error, _RETRYABLE)
+        return result
+    except httpx.HTTPError as error:
+        result.error = f"request failed: {type(error).__name__}: {error}"
+        result.retryable = isinstance(error, _RETRYABLE)
+        return result
+    finally:
+        result.duration_ms = round((time.monotonic() - started) * 1000)
+    text = bytes(body).decode(response.encoding or "utf-8", errors="replace")
+    result.raw = text[:RAW_PREVIEW_CHARS]
+    if response.status_code >= 500:
+        result.error = f"HTTP {response.status_code} from the endpoint"
+        result.retryable = True
+        return result
+    if response.status_code >= 400:
+        result.error = f"HTTP {response.status_code} from the endpoint (not retried)"
+        return result
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        result.error = f"the response is not valid JSON: {error}"
+        return result
+    try:
+        result.documents = map_documents(spec.mapper, data, limit=spec.limit)
+    except MapperError as error:
+        result.error, result.error_field = str(error), error.field
+    return result
+
+
+def _too_big(cap: int) -> str:
+    size = f"{cap / 1024 / 1024:g} MB"
+    return f"the response is larger than the {size} cap (FETCH_MAX_RESPONSE_BYTES)"
+
+
+def _timeout_message(error: httpx.TimeoutException, timeout_seconds: float) -> str:
+    if isinstance(error, httpx.ConnectTimeout):
+        return f"could not connect within {min(timeout_seconds, 5.0):g} s"
+    return f"no answer within the endpoint's timeout of {timeout_seconds:g} s"

@@ -1,0 +1,255 @@
+"""Forms of the endpoint, search model and evaluation pages: shape only; rules are services'."""
+
+import json
+from typing import Any
+
+from django import forms
+
+from evaluations import crypto
+from evaluations.hooks import scale_provider
+from evaluations.mapper import PRESETS, preset_mapper
+from evaluations.models import Endpoint, Evaluation, SearchModel
+from metrics import core
+from searchtweak.models import Team
+
+MONO = {"class": "mono", "rows": 4, "spellcheck": "false"}
+
+
+def parse_pairs(text: str, *, separator: str, field: str) -> dict[str, str]:
+    """'Name: value' (or 'name=value') lines into a dict; blank lines are skipped."""
+    pairs: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if separator not in line:
+            raise forms.ValidationError(f"Line {number}: write {field}{separator}value.")
+        name, value = line.split(separator, 1)
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+def format_pairs(pairs: dict[str, Any], *, separator: str) -> str:
+    return "\n".join(f"{name}{separator}{value}" for name, value in pairs.items())
+
+
+def parse_metrics(text: str) -> list[dict[str, Any]]:
+    """'ndcg@10 gain=exponential' lines into [{"code", "k", "params"}]."""
+    metrics = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.split()
+        if not words:
+            continue
+        code, _, k = words[0].partition("@")
+        if not k.isdigit():
+            raise forms.ValidationError(f"Line {number}: write code@k, e.g. ndcg@10.")
+        params: dict[str, Any] = {}
+        for word in words[1:]:
+            name, equals, value = word.partition("=")
+            if not equals:
+                raise forms.ValidationError(f"Line {number}: write parameters as name=value.")
+            try:
+                params[name] = float(value) if name == "beta" else value
+            except ValueError:
+                raise forms.ValidationError(f"Line {number}: beta must be a number.") from None
+        metrics.append({"code": code, "k": int(k), "params": params})
+    return metrics
+
+
+def format_metrics(configs) -> str:
+    lines = []
+    for config in configs:
+        params = " ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+                          for name, value in config.params.items())
+        lines.append(f"{config.code}@{config.k} {params}".strip())
+    return "\n".join(lines)
+
+
+class EndpointForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    url = forms.CharField(label="URL", max_length=2000,
+                          widget=forms.URLInput(attrs={"placeholder": "https://search.example.com/products/_search"}))
+    method = forms.ChoiceField(choices=Endpoint.Method.choices)
+    timeout_seconds = forms.FloatField(label="Timeout (seconds)", initial=10, min_value=0.1)
+    headers = forms.CharField(
+        required=False, widget=forms.Textarea(attrs=MONO),
+        help_text="One 'Name: value' per line. Authorization, API keys and tokens are stored "
+                  "encrypted automatically.")
+    secret_headers = forms.CharField(
+        required=False, widget=forms.Textarea(attrs=MONO),
+        help_text="Encrypted at rest and shown masked; keep a masked value to keep the secret.")
+    preset = forms.ChoiceField(
+        required=False, label="Mapper preset",
+        choices=[("", "— custom —")] + [(key, p["label"]) for key, p in PRESETS.items()],
+        help_text="Fills the empty mapper fields below.")
+    mapper_documents = forms.CharField(label="Documents (JMESPath to the list)", required=False,
+                                       widget=forms.TextInput(attrs={"class": "mono"}))
+    mapper_id = forms.CharField(label="Document id", required=False,
+                                widget=forms.TextInput(attrs={"class": "mono"}))
+    mapper_name = forms.CharField(label="Document name", required=False,
+                                  widget=forms.TextInput(attrs={"class": "mono"}))
+    mapper_image = forms.CharField(label="Document image (optional)", required=False,
+                                   widget=forms.TextInput(attrs={"class": "mono"}))
+    mapper_fields = forms.CharField(
+        label="Extra fields (optional)", required=False, widget=forms.Textarea(attrs=MONO),
+        help_text="One 'Label: expression' per line, shown to graders beside each result.")
+
+    @staticmethod
+    def initial_for(endpoint: Endpoint, secrets: dict[str, str]) -> dict[str, Any]:
+        mapper = endpoint.mapper
+        return {
+            "name": endpoint.name, "url": endpoint.url, "method": endpoint.method,
+            "timeout_seconds": endpoint.timeout_seconds,
+            "headers": format_pairs(endpoint.headers, separator=": "),
+            "secret_headers": format_pairs(
+                {name: crypto.mask(value) for name, value in secrets.items()}, separator=": "),
+            "mapper_documents": mapper.get("documents", ""), "mapper_id": mapper.get("id", ""),
+            "mapper_name": mapper.get("name", ""), "mapper_image": mapper.get("image") or "",
+            "mapper_fields": format_pairs(mapper.get("fields") or {}, separator=": "),
+        }
+
+    def clean_headers(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data["headers"], separator=":", field="Name")
+
+    def clean_secret_headers(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data["secret_headers"], separator=":", field="Name")
+
+    def clean_mapper_fields(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data["mapper_fields"], separator=":", field="Label")
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        mapper = {"documents": data["mapper_documents"], "id": data["mapper_id"],
+                  "name": data["mapper_name"], "image": data["mapper_image"] or None,
+                  "fields": data["mapper_fields"]}
+        if data["preset"]:
+            preset = preset_mapper(data["preset"])
+            mapper = {key: value or preset[key] for key, value in mapper.items()}
+        return {"name": data["name"], "url": data["url"], "method": data["method"],
+                "timeout_seconds": data["timeout_seconds"], "headers": data["headers"],
+                "secret_headers": data["secret_headers"], "mapper": mapper}
+
+
+class SearchModelForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.none())
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    params = forms.CharField(
+        label="Query parameters", required=False, widget=forms.Textarea(attrs=MONO),
+        help_text="One 'name=value' per line; #query# is replaced by the keyword.")
+    body_format = forms.ChoiceField(choices=SearchModel.BodyFormat.choices,
+                                    label="Body format")
+    body = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={**MONO, "rows": 6}),
+        help_text='For POST/PUT endpoints, e.g. {"query": {"match": {"title": "#query#"}}}.')
+    headers = forms.CharField(required=False, widget=forms.Textarea(attrs=MONO),
+                              help_text="One 'Name: value' per line, added to the endpoint's.")
+    default_keywords = forms.CharField(required=False, widget=forms.Textarea(attrs=MONO),
+                                       help_text="Offered when creating an evaluation.")
+
+    def __init__(self, *args, team: Team, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["endpoint"].queryset = Endpoint.objects.filter(team=team, archived_at=None)
+
+    @staticmethod
+    def initial_for(model: SearchModel) -> dict[str, Any]:
+        return {"name": model.name, "endpoint": model.endpoint_id,
+                "description": model.description, "body_format": model.body_format,
+                "params": format_pairs(model.params, separator="="), "body": model.body or "",
+                "headers": format_pairs(model.headers, separator=": "),
+                "default_keywords": model.default_keywords}
+
+    def clean_params(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data["params"], separator="=", field="name")
+
+    def clean_headers(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data["headers"], separator=":", field="Name")
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data["body"] = data["body"] or None
+        return data
+
+
+class ModelTestForm(forms.Form):
+    query = forms.CharField(max_length=500, widget=forms.TextInput(
+        attrs={"placeholder": "a keyword to try", "autofocus": True}))
+
+
+class EvaluationForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    model = forms.ModelChoiceField(queryset=SearchModel.objects.none(), label="Search model")
+    keywords = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
+        help_text="One per line (up to 10,000); duplicates and blank lines are removed.")
+    keywords_file = forms.FileField(
+        required=False, label="…or upload keywords (CSV or TXT)",
+        help_text="TXT: one per line. CSV: the first column.")
+    scale = forms.ChoiceField()
+    strategy = forms.TypedChoiceField(coerce=int, choices=[(1, "1 grader per result"),
+                                                           (3, "3 graders per result")])
+    metrics = forms.CharField(
+        widget=forms.Textarea(attrs={**MONO, "rows": 4}), initial="precision@10\nap@10\nndcg@10",
+        help_text="One per line: code@k then optional parameters, e.g. "
+                  "'ndcg@10 gain=exponential ideal=pool'.")
+    transformers = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={**MONO, "rows": 3}),
+        label="Transformer overrides (JSON, optional)",
+        help_text='e.g. {"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}}')
+    tags = forms.CharField(required=False, max_length=500, help_text="Comma-separated.")
+    guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                                 help_text="Shown to graders.")
+    reuse_grades = forms.ChoiceField(choices=Evaluation.Reuse.choices,
+                                     label="Reuse earlier grades")
+
+    def __init__(self, *args, team: Team, frozen: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].queryset = SearchModel.objects.filter(team=team, archived_at=None)
+        self.fields["scale"].choices = scale_provider().choices(team)
+        self.fields["scale"].initial = "graded"
+        if frozen:
+            for name in ("scale", "strategy", "transformers", "model"):
+                self.fields[name].disabled = True
+                self.fields[name].help_text = "Frozen once the evaluation has started."
+
+    @staticmethod
+    def initial_for(evaluation: Evaluation) -> dict[str, Any]:
+        return {
+            "name": evaluation.name, "description": evaluation.description,
+            "model": evaluation.model_id, "scale": evaluation.scale,
+            "strategy": evaluation.strategy,
+            "keywords": "\n".join(evaluation.keywords.order_by("position")
+                                  .values_list("text", flat=True)),
+            "metrics": format_metrics(evaluation.metric_configs.order_by("position", "id")),
+            "transformers": json.dumps(evaluation.transformers) if evaluation.transformers
+            else "",
+            "tags": ", ".join(evaluation.tags), "guidelines": evaluation.guidelines,
+            "reuse_grades": evaluation.reuse_grades,
+        }
+
+    def clean_metrics(self) -> list[dict[str, Any]]:
+        return parse_metrics(self.cleaned_data["metrics"])
+
+    def clean_transformers(self) -> dict:
+        text = self.cleaned_data["transformers"]
+        if isinstance(text, dict):  # a disabled field hands back its initial value
+            return text
+        if not text or not text.strip():
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            raise forms.ValidationError(f"Not valid JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('Write an object, e.g. {"graded->binary": {...}}.')
+        return value
+
+    def clean_tags(self) -> list[str]:
+        return [tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
+
+
+def metric_catalog() -> list[dict[str, str]]:
+    """The engine's metrics with their descriptions, for the form's reference table."""
+    return [{"code": spec.code, "name": spec.name, "scale": spec.scale,
+             "description": spec.description, "params": ", ".join(spec.params)}
+            for spec in core.METRICS.values()]

@@ -1,0 +1,122 @@
+"""Demo data so `make run` shows a working application with nothing else installed.
+
+The demo evaluation is fetched here, in-process: `make run` seeds before it serves, so no
+server answers /demo/search yet. The fetch goes through the same code path as any fetch
+(services.keywords_fetch: request building, httpx, size cap, JSON, mapper, snapshots and
+the snapshots_created signal), with an httpx transport that calls the demo engine's search
+function directly instead of opening a socket (evaluations.demo.in_process_transport).
+"""
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from evaluations import demo, services
+from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from searchtweak.models import Membership, Role, Team, User
+
+DEMO_USERS = [
+    ("lead", Role.LEAD),
+    ("grader1", Role.GRADER),
+    ("grader2", Role.GRADER),
+    ("grader3", Role.GRADER),
+]
+ENDPOINT_NAME = "Demo product search"
+MODEL_NAME = "Demo BM25"
+EVALUATION_NAME = "Demo: product search relevance"
+DEMO_KEYWORDS = [
+    "waterproof hiking boots", "running shoes", "red sneakers", "kids rain boots",
+    "noise cancelling headphones", "waterproof bluetooth speaker", "usb-c charger",
+    "cast iron skillet", "espresso machine", "chef's knife", "non-stick saucepan",
+    "electric kettle", "coffee grinder", "wool coat", "packable rain jacket",
+    "women's down parka", "fleece hoodie", "two-person camping tent", "ultralight sleeping bag",
+    "rechargeable headlamp", "non-slip yoga mat", "adjustable dumbbells", "tennis racket",
+    "bicycle helmet", "anti-fog swim goggles", "dimmable desk lamp", "memory foam pillow",
+    "ergonomic office chair", "organic cotton bed sheets", "oak bookshelf", "ceramic vase",
+    "throw blanket", "smartwatch", "e-reader", "mechanical keyboard", "wireless mouse",
+    "power bank", "webcam for video calls", "hiking backpack", "insulated water bottle",
+    "trekking poles", "camping stove", "hammock", "leather loafers", "summer sandals",
+    "slippers", "resistance bands", "jump rope", "dutch oven", "blender",
+]
+METRICS = [{"code": "precision", "k": 10, "params": {}}, {"code": "ap", "k": 10, "params": {}},
+           {"code": "ndcg", "k": 10, "params": {}}]
+
+
+class Command(BaseCommand):
+    help = ("Create the Demo team (a lead and three graders), the demo search engine's "
+            "endpoint and model, and a fetched evaluation. Safe to run twice.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--password", default="demo")
+        parser.add_argument("--demo-url", default=settings.DEMO_SEARCH_URL,
+                            help="Where the demo engine is served (default: %(default)s).")
+
+    def handle(self, *args, password: str, demo_url: str, **options) -> None:
+        team, lead = self._team_and_users(password)
+        product_count = demo.catalog_ensure()
+        evaluation = self._demo_evaluation(team, lead, demo_url)
+        fetched = self._fetch(evaluation)
+        evaluation.refresh_from_db()
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo catalog: {product_count} products, served at {demo_url}?q=…"))
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo evaluation '{evaluation.name}' is {evaluation.status}: "
+            f"{evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FETCHED).count()}"
+            f"/{evaluation.keywords.count()} keywords fetched"
+            f"{f' ({fetched} just now)' if fetched else ''}."))
+        self.stdout.write(self.style.SUCCESS("Demo team ready. Log in with:"))
+        for username, role in DEMO_USERS:
+            self.stdout.write(f"  {username} / {password}  ({role.label})")
+
+    @transaction.atomic
+    def _team_and_users(self, password: str) -> tuple[Team, User]:
+        team = Team.objects.filter(name="Demo").order_by("id").first() or Team.objects.create(
+            name="Demo"
+        )
+        users = {}
+        for username, role in DEMO_USERS:
+            user = User.objects.filter(username=username).first()
+            if user is None:
+                user = User(username=username, email=f"{username}@demo.invalid")
+            user.set_password(password)
+            user.current_team = team
+            user.save()
+            Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+            users[username] = user
+        return team, users["lead"]
+
+    @transaction.atomic
+    def _demo_evaluation(self, team: Team, lead: User, demo_url: str) -> Evaluation:
+        endpoint = Endpoint.objects.filter(team=team, name=ENDPOINT_NAME).first()
+        if endpoint is None:
+            endpoint = services.endpoint_create(
+                team=team, created_by=None, name=ENDPOINT_NAME, url=demo_url,
+                mapper=demo.DEMO_MAPPER, timeout_seconds=10.0)
+        model = SearchModel.objects.filter(team=team, name=MODEL_NAME).first()
+        if model is None:
+            model = services.search_model_create(
+                team=team, created_by=None, endpoint=endpoint, name=MODEL_NAME,
+                params={"q": "#query#", "size": "10"},
+                description="The demo engine's full-text ranking (bm25 / ts_rank_cd).",
+                default_keywords="\n".join(DEMO_KEYWORDS[:10]))
+        evaluation = Evaluation.objects.filter(team=team, name=EVALUATION_NAME).first()
+        if evaluation is None:
+            evaluation = services.evaluation_create(
+                team=team, created_by=lead, model=model, name=EVALUATION_NAME,
+                description="Fifty shoppers' queries against the demo catalog. Grade each "
+                            "result 0 (poor) to 3 (perfect).",
+                scale="graded", strategy=3, keywords=DEMO_KEYWORDS, metrics=METRICS,
+                tags=["demo"],
+                guidelines="3: exactly what was asked for. 2: close (other color or "
+                           "audience). 1: same category, different product. 0: unrelated.")
+        return evaluation
+
+    def _fetch(self, evaluation: Evaluation) -> int:
+        if evaluation.status == Evaluation.Status.PENDING and evaluation.started_at is None:
+            evaluation = services.evaluation_start(evaluation=evaluation, enqueue=False)
+        if evaluation.status != Evaluation.Status.FETCHING:
+            return 0
+        waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
+                       .values_list("pk", flat=True))
+        return services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
+                                       transport=demo.in_process_transport())

@@ -1,0 +1,151 @@
+"""Reading documents out of a search engine's JSON answer with JMESPath expressions.
+
+A mapper is {"documents": <expr to the list>, "id": <expr in one document>, "name": …,
+"image": … or null, "fields": {label: expr}}. Every error names the mapper field that
+failed ("mapper.id: …") so the Test page and the keyword's fetch error point at it.
+"""
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "elasticsearch": {
+        "label": "Elasticsearch / OpenSearch",
+        "documents": "hits.hits", "id": "_id", "name": "_source.title",
+        "image": "_source.image", "fields": {"Description": "_source.description"},
+    },
+    "solr": {
+        "label": "Solr",
+        "documents": "response.docs", "id": "id", "name": "title",
+        "image": None, "fields": {},
+    },
+    "json_list": {
+        "label": "Generic JSON list",
+        "documents": "@", "id": "id", "name": "name", "image": None, "fields": {},
+    },
+}
+MAX_ID_LENGTH = 500
+
+
+class MapperError(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+@dataclass
+class Document:
+    doc_id: str
+    name: str
+    image: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def preset_mapper(preset: str) -> dict[str, Any]:
+    return {key: value for key, value in PRESETS[preset].items() if key != "label"}
+
+
+def validate_mapper(mapper: Any) -> dict[str, Any]:
+    """Check the mapper's shape and compile every expression; return it normalised."""
+    if not isinstance(mapper, dict):
+        raise MapperError("mapper", "must be an object")
+    unknown = sorted(set(mapper) - {"documents", "id", "name", "image", "fields"})
+    if unknown:
+        raise MapperError(f"mapper.{unknown[0]}", "unknown key (known: documents, id, name, "
+                          "image, fields)")
+    clean: dict[str, Any] = {}
+    for key in ("documents", "id", "name"):
+        expression = mapper.get(key)
+        if not isinstance(expression, str) or not expression.strip():
+            raise MapperError(f"mapper.{key}", "is required")
+        clean[key] = _compiled(f"mapper.{key}", expression.strip()).expression
+    image = mapper.get("image")
+    if image is not None and not isinstance(image, str):
+        raise MapperError("mapper.image", "must be an expression or null")
+    clean["image"] = _compiled("mapper.image", image.strip()).expression if image and \
+        image.strip() else None
+    fields = mapper.get("fields") or {}
+    if not isinstance(fields, dict):
+        raise MapperError("mapper.fields", "must be an object {label: expression}")
+    clean["fields"] = {}
+    for label, expression in fields.items():
+        if not str(label).strip() or not isinstance(expression, str) or not expression.strip():
+            raise MapperError(f"mapper.fields.{label}", "needs a label and an expression")
+        clean["fields"][str(label).strip()] = _compiled(
+            f"mapper.fields.{label}", expression.strip()
+        ).expression
+    return clean
+
+
+def _compiled(field_name: str, expression: str):
+    try:
+        return jmespath.compile(expression)
+    except JMESPathError as error:
+        message = str(error).splitlines()[0]
+        raise MapperError(field_name, f"invalid JMESPath {expression!r}: {message}") from None
+
+
+def map_documents(mapper: dict[str, Any], data: Any, *, limit: int) -> list[Document]:
+    """The first `limit` documents of `data`, ids unique (a repeated id keeps its first rank)."""
+    found = _compiled("mapper.documents", mapper["documents"]).search(data)
+    if found is None:
+        raise MapperError("mapper.documents", f"{mapper['documents']!r} found nothing in the "
+                          "response")
+    if not isinstance(found, list):
+        raise MapperError("mapper.documents", f"{mapper['documents']!r} found a "
+                          f"{_json_type(found)}, not a list")
+    id_expr = _compiled("mapper.id", mapper["id"])
+    name_expr = _compiled("mapper.name", mapper["name"])
+    image_expr = _compiled("mapper.image", mapper["image"]) if mapper.get("image") else None
+    field_exprs = {label: _compiled(f"mapper.fields.{label}", expression)
+                   for label, expression in (mapper.get("fields") or {}).items()}
+    documents: list[Document] = []
+    seen: set[str] = set()
+    for index, item in enumerate(found, start=1):
+        doc_id = _scalar_text(id_expr.search(item))
+        if doc_id is None:
+            raise MapperError("mapper.id", f"{mapper['id']!r} found no id (a string or a "
+                              f"number) in document {index}")
+        if len(doc_id) > MAX_ID_LENGTH:
+            raise MapperError("mapper.id", f"the id of document {index} is longer than "
+                              f"{MAX_ID_LENGTH} characters")
+        if doc_id in seen:
+            continue
+        seen.add(doc_id)
+        name = _scalar_text(name_expr.search(item)) or ""
+        image = (_scalar_text(image_expr.search(item)) or "") if image_expr else ""
+        fields = {label: _json_value(expr.search(item)) for label, expr in field_exprs.items()}
+        documents.append(Document(doc_id=doc_id, name=name, image=image, fields=fields))
+        if len(documents) >= limit:
+            break
+    return documents
+
+
+def _scalar_text(value: Any) -> str | None:
+    # Engines return ids as numbers as often as strings; a bool or an object is no id.
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str):
+        return value if value.strip() else None
+    return None
+
+
+def _json_value(value: Any) -> Any:
+    """A field value as stored in Snapshot.fields: JSON scalars as they are, else compact JSON."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.dumps(value, ensure_ascii=False)[:2000]
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", str: "string", int: "number", float: "number",
+            bool: "boolean"}.get(type(value), type(value).__name__)

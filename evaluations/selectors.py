@@ -1,0 +1,145 @@
+"""Reads for the evaluations pages and API, and the access function of each object type."""
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404
+
+from evaluations.models import Endpoint, Evaluation, EvaluationMetric, Keyword, SearchModel
+from searchtweak.models import Role, User
+from searchtweak.selectors import membership_for
+
+
+def _check_role(*, user: User, team_id: int, minimum_role: str, what: str) -> None:
+    """404 outside the caller's teams; 403 for a member whose role is too low."""
+    membership = membership_for(user=user, team_id=team_id)
+    if membership is None:
+        raise Http404(f"No such {what}.")
+    if not membership.can(minimum_role):
+        raise PermissionDenied(f"This needs the {Role(minimum_role).label.lower()} role.")
+
+
+def endpoint_get_for_user(*, user: User, endpoint_id: int,
+                          minimum_role: str = Role.GRADER) -> Endpoint:
+    endpoint = Endpoint.objects.select_related("team").filter(pk=endpoint_id).first()
+    if endpoint is None:
+        raise Http404("No such endpoint.")
+    _check_role(user=user, team_id=endpoint.team_id, minimum_role=minimum_role, what="endpoint")
+    return endpoint
+
+
+def search_model_get_for_user(*, user: User, model_id: int,
+                              minimum_role: str = Role.GRADER) -> SearchModel:
+    model = SearchModel.objects.select_related("team", "endpoint").filter(pk=model_id).first()
+    if model is None:
+        raise Http404("No such search model.")
+    _check_role(user=user, team_id=model.team_id, minimum_role=minimum_role,
+                what="search model")
+    return model
+
+
+def evaluation_get_for_user(*, user: User, evaluation_id: int,
+                            minimum_role: str = Role.GRADER) -> Evaluation:
+    evaluation = Evaluation.objects.select_related("team", "model__endpoint").filter(
+        pk=evaluation_id).first()
+    if evaluation is None:
+        raise Http404("No such evaluation.")
+    _check_role(user=user, team_id=evaluation.team_id, minimum_role=minimum_role,
+                what="evaluation")
+    return evaluation
+
+
+def keyword_get_for_user(*, user: User, keyword_id: int,
+                         minimum_role: str = Role.GRADER) -> Keyword:
+    keyword = Keyword.objects.select_related("evaluation__team").filter(pk=keyword_id).first()
+    if keyword is None:
+        raise Http404("No such keyword.")
+    _check_role(user=user, team_id=keyword.evaluation.team_id, minimum_role=minimum_role,
+                what="keyword")
+    return keyword
+
+
+# --- lists -------------------------------------------------------------------------------
+
+
+def endpoints_of_team(*, team_id: int, include_archived: bool = False) -> QuerySet[Endpoint]:
+    endpoints = Endpoint.objects.filter(team_id=team_id).annotate(
+        model_count=Count("models")).order_by("name", "id")
+    return endpoints if include_archived else endpoints.filter(archived_at=None)
+
+
+def search_models_of_team(*, team_id: int,
+                          include_archived: bool = False) -> QuerySet[SearchModel]:
+    models = SearchModel.objects.filter(team_id=team_id).select_related("endpoint").annotate(
+        evaluation_count=Count("evaluations")).order_by("name", "id")
+    return models if include_archived else models.filter(archived_at=None)
+
+
+def evaluations_of_team(*, team_id: int, include_archived: bool = False,
+                        status: str = "") -> QuerySet[Evaluation]:
+    evaluations = evaluations_with_counts(
+        Evaluation.objects.filter(team_id=team_id).select_related("model")
+    ).prefetch_related(Prefetch("metric_configs",
+                                queryset=EvaluationMetric.objects.order_by("position", "id")))
+    if status:
+        evaluations = evaluations.filter(status=status)
+    return evaluations if include_archived else evaluations.filter(archived_at=None)
+
+
+def evaluations_with_counts(evaluations: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
+    status = Keyword.FetchStatus
+    return evaluations.annotate(
+        keyword_total=Count("keywords", distinct=True),
+        keyword_fetched=Count("keywords", filter=Q(keywords__fetch_status=status.FETCHED),
+                              distinct=True),
+        keyword_failed=Count("keywords", filter=Q(keywords__fetch_status=status.FAILED),
+                             distinct=True),
+    ).order_by("-created_at", "-id")  # GROUP BY drops the default ordering
+
+
+@dataclass(frozen=True)
+class FetchProgress:
+    status: str
+    total: int
+    fetched: int
+    failed: int
+
+    @property
+    def done(self) -> int:
+        return self.fetched + self.failed
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.done
+
+    @property
+    def percent(self) -> int:
+        # Floor, so 100 % means every keyword is done, never 99.6 rounded up.
+        return 100 if self.total == 0 else self.done * 100 // self.total
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, "total": self.total, "fetched": self.fetched,
+                "failed": self.failed, "pending": self.pending, "percent": self.percent}
+
+
+def fetch_progress(*, evaluation: Evaluation) -> FetchProgress:
+    counts = dict(evaluation.keywords.order_by().values_list("fetch_status")
+                  .annotate(n=Count("id")).values_list("fetch_status", "n"))
+    status = Evaluation.objects.filter(pk=evaluation.pk).values_list("status", flat=True).first()
+    return FetchProgress(
+        status=status or evaluation.status, total=sum(counts.values()),
+        fetched=counts.get(Keyword.FetchStatus.FETCHED, 0),
+        failed=counts.get(Keyword.FetchStatus.FAILED, 0),
+    )
+
+
+def keywords_of_evaluation(*, evaluation: Evaluation,
+                           fetch_status: str = "") -> QuerySet[Keyword]:
+    keywords = evaluation.keywords.annotate(snapshot_count=Count("snapshots")).order_by(
+        "position")
+    return keywords.filter(fetch_status=fetch_status) if fetch_status else keywords
+
+
+def metric_configs_of(*, evaluation: Evaluation) -> list[EvaluationMetric]:
+    return list(evaluation.metric_configs.order_by("position", "id"))

@@ -1,0 +1,265 @@
+"""The evaluation lifecycle and the rules services enforce."""
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from evaluations import hooks, services
+from evaluations.models import Endpoint, Evaluation, EvaluationMetric, Keyword
+from tests.evaluations.factories import (
+    EndpointFactory,
+    EvaluationFactory,
+    EvaluationMetricFactory,
+    KeywordFactory,
+    SearchModelFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+MAPPER = {"documents": "hits", "id": "id", "name": "title"}
+
+
+def create(personas, **overrides) -> Evaluation:
+    model = overrides.pop("model", None) or SearchModelFactory(endpoint__team=personas.team)
+    fields = {"team": personas.team, "created_by": personas.lead, "model": model,
+              "name": "Shoes", "scale": "graded", "strategy": 3,
+              "keywords": ["red shoes", "Red Shoes ", "", "blue hat"],
+              "metrics": [{"code": "ndcg", "k": 10, "params": {"gain": "exponential"}},
+                          {"code": "precision", "k": 5}]}
+    return services.evaluation_create(**{**fields, **overrides})
+
+
+def errors(excinfo) -> dict:
+    return excinfo.value.message_dict
+
+
+def test_create_stores_clean_keywords_and_metric_configs(personas):
+    evaluation = create(personas)
+    assert list(evaluation.keywords.values_list("position", "text", "normalized_text")) == [
+        (1, "red shoes", "red shoes"), (2, "blue hat", "blue hat")]
+    assert list(evaluation.metric_configs.values_list("code", "k", "params", "position")) == [
+        ("ndcg", 10, {"gain": "exponential"}, 0), ("precision", 5, {}, 1)]
+    assert (evaluation.status, evaluation.strategy, evaluation.scale) == ("pending", 3, "graded")
+
+
+def test_keywords_clean_reports_what_it_removed():
+    cleaned = services.keywords_clean(["a", " A", "", "  ", "b", "a"])
+    assert cleaned.keywords == ["a", "b"]
+    assert cleaned.notice() == "Removed 2 duplicates and 2 blank lines."
+
+
+def test_keywords_from_a_csv_upload_take_the_first_column():
+    content = b"keyword,notes\nred shoes,x\n\"blue, hat\",y\n"
+    assert services.keywords_from_upload(filename="k.csv", content=content) == [
+        "red shoes", "blue, hat"]
+    assert services.keywords_from_upload(filename="k.txt", content=b"a\r\nb\n") == ["a", "b"]
+
+
+@pytest.mark.parametrize(("overrides", "field", "message"), [
+    ({"metrics": [{"code": "nope", "k": 3}]}, "metrics", "item 1: metric: unknown metric code"),
+    ({"metrics": [{"code": "ndcg", "k": 0}]}, "metrics", "item 1: k: must be an integer >= 1"),
+    ({"metrics": [{"code": "ndcg", "k": 3, "params": {"gain": "cubic"}}]}, "metrics",
+     "item 1: params.gain: 'cubic' is not one of linear, exponential"),
+    ({"scale": "stars"}, "scale", "Unknown scale 'stars'."),
+    ({"strategy": 2}, "strategy", "Use 1 or 3 graders per result."),
+    ({"transformers": {"graded->binary": {"0": 0}}}, "transformers",
+     "transformers.graded->binary: grade 1 is not mapped"),
+    ({"keywords": ["k"] * 0 + [f"k{i}" for i in range(10_001)]}, "keywords",
+     "At most 10,000 keywords (10,001 given)."),
+    ({"name": "  "}, "name", "An evaluation needs a name."),
+])
+def test_create_rejects_bad_input_naming_the_field(personas, overrides, field, message):
+    with pytest.raises(ValidationError) as excinfo:
+        create(personas, **overrides)
+    assert errors(excinfo)[field][0].startswith(message)
+    assert not Evaluation.objects.exists()
+
+
+def test_create_refuses_another_teams_model(personas):
+    foreign = SearchModelFactory(endpoint__team=personas.other_team)
+    with pytest.raises(ValidationError) as excinfo:
+        create(personas, model=foreign)
+    assert errors(excinfo) == {"model": ["No such search model in this team."]}
+
+
+def test_start_moves_to_fetching_and_freezes_scale_strategy_transformers(personas):
+    evaluation = create(personas)
+    services.evaluation_start(evaluation=evaluation)  # on-commit fetch never runs here
+    evaluation.refresh_from_db()
+    assert evaluation.status == "fetching" and evaluation.started_at is not None
+    for field, value in (("scale", "binary"), ("strategy", 1),
+                         ("transformers", {"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}})):
+        with pytest.raises(ValidationError) as excinfo:
+            services.evaluation_update(evaluation=evaluation, **{field: value})
+        assert errors(excinfo) == {field: ["cannot change after the evaluation has started"]}
+    services.evaluation_update(evaluation=evaluation, name="Renamed", tags=["q3", "q3", " x "])
+    evaluation.refresh_from_db()
+    assert (evaluation.name, evaluation.tags) == ("Renamed", ["q3", "x"])
+
+
+def test_lifecycle_pending_fetching_active_pause_start_finish(personas):
+    evaluation = create(personas)
+    services.evaluation_start(evaluation=evaluation)
+    Keyword.objects.filter(evaluation=evaluation).update(fetch_status="fetched")
+    assert services.evaluation_fetch_complete(evaluation_id=evaluation.pk)
+    evaluation.refresh_from_db()
+    assert evaluation.status == "active"
+    services.evaluation_pause(evaluation=evaluation)
+    evaluation.refresh_from_db()
+    assert evaluation.status == "pending"
+    # Nothing is left to fetch, so the next start goes straight to active.
+    services.evaluation_start(evaluation=evaluation)
+    evaluation.refresh_from_db()
+    assert evaluation.status == "active"
+    services.evaluation_finish(evaluation=evaluation)
+    finished = Evaluation.objects.get(pk=evaluation.pk)
+    assert finished.status == "finished" and finished.finished_at is not None
+    # Idempotent: the recompute may call it again at 100 %.
+    again = services.evaluation_finish(evaluation=finished)
+    assert (again.status, again.finished_at) == ("finished", finished.finished_at)
+
+
+@pytest.mark.parametrize(("action", "status", "message"), [
+    (services.evaluation_start, "active", "Only a pending evaluation can start (it is active)."),
+    (services.evaluation_pause, "pending",
+     "Only a fetching or active evaluation can pause (it is pending)."),
+    (services.evaluation_finish, "fetching",
+     "Wait until fetching ends, or pause, before finishing."),
+    (services.evaluation_delete, "fetching", "Pause the evaluation before deleting it."),
+    (services.evaluation_archive, "fetching", "Pause the evaluation before archiving it."),
+])
+def test_actions_refuse_the_wrong_status(action, status, message):
+    evaluation = EvaluationFactory(status=status)
+    KeywordFactory(evaluation=evaluation)
+    with pytest.raises(ValidationError) as excinfo:
+        action(evaluation=evaluation)
+    assert errors(excinfo) == {"status": [message]}
+    assert Evaluation.objects.get(pk=evaluation.pk).status == status
+
+
+def test_finish_refuses_an_evaluation_that_never_started():
+    evaluation = EvaluationFactory()
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_finish(evaluation=evaluation)
+    assert errors(excinfo) == {"status": ["An evaluation that never started cannot finish."]}
+
+
+def test_start_needs_keywords_and_metrics():
+    evaluation = EvaluationFactory()
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_start(evaluation=evaluation)
+    assert errors(excinfo) == {"keywords": ["Add at least one keyword."]}
+    KeywordFactory(evaluation=evaluation)
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_start(evaluation=evaluation)
+    assert errors(excinfo) == {"metrics": ["Configure at least one metric."]}
+
+
+@pytest.fixture
+def custom_scale():
+    previous = hooks.scale_provider()
+    builtin = previous
+
+    def bounds(team, code):
+        return (1, 5) if code == "stars" else builtin.bounds(team, code)
+
+    hooks.register_scale_provider(hooks.ScaleProvider(
+        choices=lambda team: [*builtin.choices(team), ("stars", "Stars 1..5")],
+        bounds=bounds, transformers=lambda team: {}))
+    yield
+    hooks.register_scale_provider(previous)
+
+
+def test_start_refuses_a_custom_scale_without_a_transformer_for_binary_metrics(custom_scale):
+    evaluation = EvaluationFactory(scale="stars")
+    KeywordFactory(evaluation=evaluation)
+    EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=5)  # graded: reads stars
+    EvaluationMetricFactory(evaluation=evaluation, code="precision", k=5)
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_start(evaluation=evaluation)
+    assert errors(excinfo) == {"transformers": [
+        "transformers.stars->binary: no default transformer; define one (needed by precision@5)"
+    ]}
+    services.evaluation_update(evaluation=evaluation, transformers={
+        "stars->binary": {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1}})
+    services.evaluation_start(evaluation=evaluation)
+    assert Evaluation.objects.get(pk=evaluation.pk).status == "fetching"
+
+
+def test_keywords_can_be_added_but_not_removed_after_the_first_start(personas):
+    evaluation = create(personas)
+    services.evaluation_start(evaluation=evaluation)
+    services.evaluation_pause(evaluation=evaluation)
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_update(evaluation=evaluation, keywords=["red shoes"])
+    assert errors(excinfo)["keywords"][0].startswith("cannot remove keywords after the first")
+    services.evaluation_update(evaluation=evaluation,
+                               keywords=["red shoes", "blue hat", "green scarf"])
+    assert list(evaluation.keywords.values_list("position", "text")) == [
+        (1, "red shoes"), (2, "blue hat"), (3, "green scarf")]
+
+
+def test_metrics_can_be_replaced_keeping_unchanged_configs(personas):
+    evaluation = create(personas)
+    kept = evaluation.metric_configs.get(code="precision")
+    services.evaluation_update(evaluation=evaluation, metrics=[
+        {"code": "precision", "k": 5, "params": {}}, {"code": "err", "k": 10, "params": {}}])
+    assert list(evaluation.metric_configs.values_list("pk", "code", "position")) == [
+        (kept.pk, "precision", 0), (evaluation.metric_configs.get(code="err").pk, "err", 1)]
+
+
+def test_clone_copies_configuration_and_keywords_but_nothing_fetched(personas):
+    evaluation = create(personas, tags=["a"])
+    services.evaluation_start(evaluation=evaluation)
+    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    assert (clone.name, clone.status, clone.started_at, clone.tags) == (
+        "Shoes (copy)", "pending", None, ["a"])
+    assert list(clone.keywords.values_list("text", "fetch_status")) == [
+        ("red shoes", "pending"), ("blue hat", "pending")]
+    assert EvaluationMetric.objects.filter(evaluation=clone).count() == 2
+
+
+def test_delete_of_a_used_endpoint_archives_it(personas):
+    endpoint = EndpointFactory(team=personas.team)
+    unused = EndpointFactory(team=personas.team)
+    SearchModelFactory(endpoint=endpoint)
+    assert services.endpoint_delete(endpoint=endpoint) is False
+    assert Endpoint.objects.get(pk=endpoint.pk).archived_at is not None
+    assert services.endpoint_delete(endpoint=unused) is True
+    assert not Endpoint.objects.filter(pk=unused.pk).exists()
+
+
+def test_endpoint_masked_secrets_round_trip_and_new_values_replace_them(personas):
+    endpoint = services.endpoint_create(
+        team=personas.team, created_by=personas.admin, name="E", url="https://search.test/q",
+        mapper=MAPPER, secret_headers={"X-Custom": "abcdefgh12345678"})
+    services.endpoint_update(endpoint=endpoint, headers={"X-Custom": "••••5678", "Accept": "x"})
+    assert services.endpoint_secret_headers(endpoint=endpoint) == {"X-Custom": "abcdefgh12345678"}
+    assert endpoint.headers == {"Accept": "x"}
+    services.endpoint_update(endpoint=endpoint, secret_headers={"X-Custom": "new-value-000000"})
+    assert services.endpoint_secret_headers(endpoint=endpoint) == {"X-Custom": "new-value-000000"}
+    assert endpoint.headers == {"Accept": "x"}
+
+
+@pytest.mark.parametrize(("mapper", "field", "message"), [
+    ({"documents": "hits[", "id": "id", "name": "n"}, "mapper.documents", "invalid JMESPath"),
+    ({"documents": "hits", "name": "n"}, "mapper.id", "is required"),
+    ({"documents": "hits", "id": "id", "name": "n", "fields": {"Price": "a..b"}},
+     "mapper.fields.Price", "invalid JMESPath"),
+])
+def test_endpoint_mapper_errors_name_the_mapper_field(personas, mapper, field, message):
+    with pytest.raises(ValidationError) as excinfo:
+        services.endpoint_create(team=personas.team, created_by=None, name="E",
+                                 url="https://x.test/", mapper=mapper)
+    assert errors(excinfo)[field][0].startswith(message)
+
+
+def test_a_model_needs_the_query_placeholder_and_valid_json(personas):
+    endpoint = EndpointFactory(team=personas.team, url="https://x.test/search")
+    with pytest.raises(ValidationError) as excinfo:
+        services.search_model_create(team=personas.team, created_by=None, endpoint=endpoint,
+                                     name="m", params={"q": "shoes"})
+    assert errors(excinfo)["params"][0].startswith("Put #query# where the keyword goes")
+    with pytest.raises(ValidationError) as excinfo:
+        services.search_model_create(team=personas.team, created_by=None, endpoint=endpoint,
+                                     name="m", body='{"q": #query#}')
+    assert errors(excinfo)["body"][0].startswith("not valid JSON")
