@@ -1,4 +1,11 @@
-from django.urls import path  # noqa: F401 (the app's API arrives with its issue)
+from django.urls import path
+
+from judgments import api
 
 app_name = "judgments_api"
-urlpatterns: list = []
+urlpatterns = [
+    path("evaluations/<int:evaluation_id>/next/", api.EvaluationNextApi.as_view(), name="next"),
+    path("evaluations/<int:evaluation_id>/snapshots/", api.EvaluationSnapshotListApi.as_view(),
+         name="snapshots"),
+    path("snapshots/<int:snapshot_id>/grade/", api.SnapshotGradeApi.as_view(), name="grade"),
+]

@@ -65,6 +65,10 @@ class FeedbackSlot(models.Model):
     keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="slots")
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="slots")
     index = models.PositiveSmallIntegerField()
+    # The keyword's and snapshot's positions, copied so the queue walks one index in
+    # hand-out order (keyword, then position) instead of sorting joined rows per claim.
+    keyword_position = models.PositiveIntegerField(default=0)
+    position = models.PositiveSmallIntegerField(default=0)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="feedback_slots",
@@ -75,6 +79,11 @@ class FeedbackSlot(models.Model):
     graded_at = models.DateTimeField(null=True, blank=True)
     unsure = models.BooleanField(default=False)
     note = models.TextField(blank=True, default="")
+    # Who wrote the current grade when it was not the slot's grader (a lead correcting it).
+    graded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
     # Where a reused grade came from, if it was copied from an earlier evaluation.
     reused_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -97,7 +106,52 @@ class FeedbackSlot(models.Model):
         indexes = [
             models.Index(fields=["evaluation", "grade"], name="slot_eval_grade_idx"),
             models.Index(fields=["keyword"], name="slot_keyword_idx"),
+            models.Index(fields=["evaluation", "user"], name="slot_eval_user_idx"),
+            models.Index(
+                fields=["evaluation", "keyword_position", "position", "index"],
+                condition=Q(grade__isnull=True), name="slot_queue_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"slot {self.index} of {self.snapshot_id}"
+
+
+class SlotSkip(models.Model):
+    """A grader put a snapshot aside ("skip for now"): the queue offers it to them again
+    only when nothing else is left, and grading it removes the mark."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="slot_skips"
+    )
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="+")
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+")
+    skipped_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "snapshot"], name="skip_once_per_snapshot"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} skipped {self.snapshot_id}"
+
+
+class GraderTags(models.Model):
+    """The tags a member carries in a team; they get an evaluation's work only when they
+    carry every one of its tags."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="grader_tags"
+    )
+    tags = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="grader_tags_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.team_id}: {', '.join(self.tags)}"

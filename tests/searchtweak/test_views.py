@@ -20,7 +20,7 @@ def test_login_page_logs_in_and_shows_the_role(client, personas):
     assert response.redirect_chain[-1][0] == reverse("home")
     assert "In Acme you are lead" in page
     assert "create evaluations" in page
-    assert "configure endpoints" not in page
+    assert "<strong>Administer</strong>" not in page
 
 
 def test_login_with_a_wrong_password_shows_an_error(client, personas):
@@ -32,7 +32,9 @@ def test_login_with_a_wrong_password_shows_an_error(client, personas):
 def test_home_tells_an_admin_what_they_can_administer(client, personas):
     client.force_login(personas.admin)
     page = client.get(reverse("home")).content.decode()
-    assert "configure endpoints, grading scales and transformers" in page
+    assert "<strong>Administer</strong>: configure" in page
+    for url in ("/endpoints/", "/models/", "/scales/"):
+        assert f'href="{url}"' in page
 
 
 def test_home_rejects_post(client, personas):

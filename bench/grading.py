@@ -1,0 +1,333 @@
+"""Grading throughput through HTTP on PostgreSQL (part of `make bench`).
+
+    .venv/bin/python bench/grading.py                      # 1, 4 and 8 graders, 10 s each
+    .venv/bin/python bench/grading.py --graders 8 --seconds 5 --recompute eager
+
+It creates a benchmark database (default searchtweak_bench_grading on the local
+PostgreSQL), migrates and seeds it (a team, 8 graders with API tokens, one active
+evaluation per round with enough results), starts gunicorn on a free 127.0.0.1 port
+(DEBUG off) and, for each grader count, lets that many simulated graders loop
+`POST /api/v1/evaluations/{id}/next/` then `POST /api/v1/snapshots/{id}/grade/` as fast as
+they can. It reports grades/s (completed next+grade cycles per second of wall time), the
+p50/p95 latency of the grade request and of the whole cycle, and checks the database
+afterwards: every acknowledged grade is stored under its grader (0 lost), no slot was
+handed to two graders and no slot holds a grade nobody sent (0 duplicated).
+
+Recompute (--recompute): "worker" (default, the production shape) sends recompute tasks
+through Redis to a real Celery worker running beside the server on the same 2 cores;
+"queue" only enqueues them (no worker: isolates the web path); "eager" runs the recompute
+in the web process after each commit (the embedded default without a broker).
+Everything started is stopped and the database dropped at the end (--keep-db to keep it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+
+@dataclass
+class GraderResult:
+    user: str
+    cycles: list[float] = field(default_factory=list)
+    grade_latencies: list[float] = field(default_factory=list)
+    next_latencies: list[float] = field(default_factory=list)
+    assigned: list[int] = field(default_factory=list)
+    acknowledged: dict[int, int] = field(default_factory=dict)  # slot id -> grade
+    errors: list[str] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def admin_sql(server_url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def setup_django(env: dict[str, str]) -> None:
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "searchtweak.settings")
+    import django
+
+    django.setup()
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def seed(graders: int) -> tuple[int, dict[str, str]]:
+    """A team with graders and their API tokens; returns (team id, {username: key})."""
+    from searchtweak.models import Membership, Role, Team, User
+    from searchtweak.services import api_token_create
+
+    team = Team.objects.create(name="Bench")
+    keys = {}
+    for n in range(graders):
+        user = User.objects.create_user(username=f"bench{n}", password=uuid.uuid4().hex,
+                                        current_team=team)
+        Membership.objects.create(team=team, user=user, role=Role.GRADER)
+        _, keys[user.username] = api_token_create(user=user, name="bench")
+    return team.pk, keys
+
+
+def seed_evaluation(team_id: int, *, keywords: int, positions: int, strategy: int) -> int:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel, Snapshot
+    from judgments.services import slots_create_for_snapshots
+
+    with transaction.atomic():
+        endpoint = Endpoint.objects.create(
+            team_id=team_id, name="bench", url="http://127.0.0.1:9/search",
+            mapper={"documents": "docs", "id": "id", "name": "title", "image": None,
+                    "fields": {}})
+        model = SearchModel.objects.create(team_id=team_id, endpoint=endpoint, name="bench")
+        evaluation = Evaluation.objects.create(
+            team_id=team_id, model=model, name=f"bench {uuid.uuid4().hex[:6]}", scale="graded",
+            strategy=strategy, status=Evaluation.Status.ACTIVE, started_at=timezone.now())
+        for k in range(keywords):
+            text = f"query {k} {evaluation.pk}"
+            keyword = Keyword.objects.create(evaluation=evaluation, position=k + 1, text=text,
+                                             normalized_text=Keyword.normalize(text))
+            snapshots = Snapshot.objects.bulk_create([
+                Snapshot(keyword=keyword, position=p, doc_id=f"d{k}-{p}", name=f"Doc {k}/{p}")
+                for p in range(1, positions + 1)
+            ])
+            slots_create_for_snapshots(evaluation=evaluation, keyword=keyword,
+                                       snapshots=snapshots)
+    return evaluation.pk
+
+
+def wait_for(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1.0).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server at {url} did not come up")
+
+
+def grade_loop(base: str, key: str, user: str, evaluation_id: int, stop: threading.Event,
+               start: threading.Barrier) -> GraderResult:
+    result = GraderResult(user=user)
+    rng = random.Random(user)
+    headers = {"Authorization": f"Token {key}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=30.0) as client:
+        start.wait()
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            response = client.post(f"/api/v1/evaluations/{evaluation_id}/next/")
+            t1 = time.perf_counter()
+            result.next_latencies.append(t1 - t0)
+            if response.status_code == 204:
+                break
+            if response.status_code != 200:
+                result.errors.append(f"next {response.status_code} {response.text[:200]}")
+                break
+            slot = response.json()
+            result.assigned.append(slot["id"])
+            grade = rng.randint(0, 3)
+            t2 = time.perf_counter()
+            graded = client.post(f"/api/v1/snapshots/{slot['snapshot']}/grade/",
+                                 json={"grade": grade})
+            t3 = time.perf_counter()
+            result.grade_latencies.append(t3 - t2)
+            if graded.status_code != 200 or graded.json()["id"] != slot["id"]:
+                result.errors.append(f"grade {graded.status_code} {graded.text[:200]}")
+                continue
+            result.acknowledged[slot["id"]] = grade
+            result.cycles.append(t3 - t0)
+    return result
+
+
+def verify(evaluation_id: int, results: list[GraderResult]) -> dict[str, int]:
+    from judgments.models import FeedbackSlot
+
+    stored = {
+        pk: (username, grade) for pk, username, grade in FeedbackSlot.objects.filter(
+            evaluation_id=evaluation_id).values_list("pk", "user__username", "grade")
+    }
+    assigned = [slot for r in results for slot in r.assigned]
+    handed_twice = len(assigned) - len(set(assigned))
+    lost = sum(
+        1 for r in results for slot, grade in r.acknowledged.items()
+        if stored.get(slot) != (r.user, grade)
+    )
+    acknowledged = {slot for r in results for slot in r.acknowledged}
+    unexplained = sum(
+        1 for slot, (_, grade) in stored.items() if grade is not None and slot not in acknowledged
+    )
+    return {"lost": lost, "handed_twice": handed_twice, "unexplained_grades": unexplained,
+            "stored_grades": sum(1 for _, grade in stored.values() if grade is not None)}
+
+
+def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
+              seconds: float) -> dict:
+    users = sorted(keys)[:graders]
+    start = threading.Barrier(graders + 1)
+    results: list[GraderResult] = []
+    lock = threading.Lock()
+
+    def work(user: str) -> None:
+        outcome = grade_loop(base, keys[user], user, evaluation_id, stop, start)
+        with lock:
+            results.append(outcome)
+
+    stop = threading.Event()
+    threads = [threading.Thread(target=work, args=(u,)) for u in users]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    stop.wait(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    grades = sum(len(r.acknowledged) for r in results)
+    grade_lat = [x for r in results for x in r.grade_latencies]
+    cycle_lat = [x for r in results for x in r.cycles]
+    checks = verify(evaluation_id, results)
+    return {
+        "graders": graders, "seconds": round(wall, 2), "grades": grades,
+        "grades_per_s": round(grades / wall, 1),
+        "grade_p50_ms": round(1000 * percentile(grade_lat, 0.50), 1),
+        "grade_p95_ms": round(1000 * percentile(grade_lat, 0.95), 1),
+        "cycle_p95_ms": round(1000 * percentile(cycle_lat, 0.95), 1),
+        "errors": sum(len(r.errors) for r in results),
+        "first_error": next((r.errors[0] for r in results if r.errors), ""),
+        **checks,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--graders", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--server-url", default="postgres://postgres@127.0.0.1:5432/postgres",
+                        help="PostgreSQL to create the benchmark database in")
+    parser.add_argument("--database", default="searchtweak_bench_grading")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--recompute", choices=["worker", "queue", "eager"], default="worker")
+    parser.add_argument("--web-workers", type=int, default=3)
+    parser.add_argument("--web-threads", type=int, default=4)
+    parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per round")
+    args = parser.parse_args()
+
+    database_url = args.server_url.rsplit("/", 1)[0] + f"/{args.database}"
+    queue = f"bench-grading-{os.getpid()}"
+    env = {
+        "DATABASE_URL": database_url, "DEBUG": "false", "SECRET_KEY": "bench-" + uuid.uuid4().hex,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false",
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+    }
+    if args.recompute != "eager":
+        env["CELERY_BROKER_URL"] = args.redis
+    admin_sql(args.server_url, f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+    admin_sql(args.server_url, f'CREATE DATABASE "{args.database}"')
+    processes: list[subprocess.Popen] = []
+    full_env = {**os.environ, **env}
+    if args.recompute == "eager":
+        full_env.pop("CELERY_BROKER_URL", None)
+    try:
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT,
+                       env=full_env, check=True)
+        setup_django(env if args.recompute != "eager" else
+                     {k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})
+        team_id, keys = seed(max(args.graders))
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        processes.append(subprocess.Popen(
+            [str(Path(PYTHON).parent / "gunicorn"), "searchtweak.wsgi:application",
+             "--bind", f"127.0.0.1:{port}", "--workers", str(args.web_workers),
+             "--worker-class", "gthread", "--threads", str(args.web_threads),
+             "--log-level", "warning"],
+            cwd=ROOT, env=full_env, start_new_session=True))
+        if args.recompute == "worker":
+            processes.append(subprocess.Popen(
+                [str(Path(PYTHON).parent / "celery"), "-A", "searchtweak", "worker",
+                 "--queues", queue, "--concurrency", "1", "--loglevel", "WARNING",
+                 "--hostname", f"{queue}@%h"],
+                cwd=ROOT, env=full_env, start_new_session=True))
+        wait_for(f"{base}/healthz")
+        print(f"# grading benchmark: gunicorn {args.web_workers}x{args.web_threads} gthread on "
+              f"{base}, PostgreSQL {args.database}, recompute={args.recompute}, "
+              f"{os.cpu_count()} CPUs", flush=True)
+        rows = []
+        for graders in args.graders:
+            # Enough results that nobody runs dry before the time is up.
+            evaluation_id = seed_evaluation(team_id, keywords=200, positions=10, strategy=1)
+            rows.append(run_round(base, keys, graders, evaluation_id, args.seconds))
+            row = rows[-1]
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print(f"graders={row['graders']:>2}  grades/s={row['grades_per_s']:>7}  "
+                      f"grade p50={row['grade_p50_ms']:>6} ms  p95={row['grade_p95_ms']:>6} ms  "
+                      f"cycle p95={row['cycle_p95_ms']:>6} ms  grades={row['grades']:>5}  "
+                      f"lost={row['lost']}  duplicated={row['handed_twice']}"
+                      f"+{row['unexplained_grades']}  errors={row['errors']} "
+                      f"{row['first_error']}", flush=True)
+        bad = [r for r in rows if r["lost"] or r["handed_twice"] or r["unexplained_grades"]
+               or r["errors"]]
+        return 1 if bad else 0
+    finally:
+        for process in processes:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(process.pid, signal.SIGKILL)
+        from django.db import connections
+
+        connections.close_all()
+        if args.recompute != "eager":
+            try:
+                import redis
+
+                redis.Redis.from_url(args.redis).delete(queue)
+            except Exception as error:  # cleanup is best effort
+                print(f"# could not remove the Redis queue {queue}: {error}", file=sys.stderr)
+        if not args.keep_db:
+            admin_sql(args.server_url, f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    sys.exit(main())

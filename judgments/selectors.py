@@ -1,0 +1,170 @@
+"""Reads for the grading pages and APIs, and the access functions they go through."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import markdown
+import nh3
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404
+from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+
+from evaluations.models import Evaluation, Snapshot
+from judgments.models import FeedbackSlot, GraderTags, Scale, Transformer
+from searchtweak.models import Role, Team, User
+from searchtweak.selectors import membership_for, team_get_for_user
+
+# --- access functions: 404 for missing rows and rows outside the caller's teams ---
+
+
+def slot_get_for_user(*, user: User, slot_id: int, minimum_role: str = Role.GRADER) -> FeedbackSlot:
+    slot = (
+        FeedbackSlot.objects.select_related(
+            "evaluation", "evaluation__team", "keyword", "snapshot", "user")
+        .filter(pk=slot_id)
+        .first()
+    )
+    if slot is None:
+        raise Http404("No such slot.")
+    team_get_for_user(user=user, team_id=slot.evaluation.team_id, minimum_role=minimum_role)
+    return slot
+
+
+def snapshot_get_for_user(*, user: User, snapshot_id: int) -> Snapshot:
+    snapshot = (
+        Snapshot.objects.select_related("keyword", "keyword__evaluation",
+                                        "keyword__evaluation__team")
+        .filter(pk=snapshot_id)
+        .first()
+    )
+    if snapshot is None:
+        raise Http404("No such snapshot.")
+    team_get_for_user(user=user, team_id=snapshot.keyword.evaluation.team_id)
+    return snapshot
+
+
+def scale_get_for_user(*, user: User, scale_id: int) -> Scale:
+    scale = Scale.objects.select_related("team").filter(pk=scale_id).first()
+    if scale is None:
+        raise Http404("No such scale.")
+    team_get_for_user(user=user, team_id=scale.team_id, minimum_role=Role.ADMIN)
+    return scale
+
+
+def transformer_get_for_user(*, user: User, transformer_id: int) -> Transformer:
+    transformer = Transformer.objects.select_related("team").filter(pk=transformer_id).first()
+    if transformer is None:
+        raise Http404("No such transformer.")
+    team_get_for_user(user=user, team_id=transformer.team_id, minimum_role=Role.ADMIN)
+    return transformer
+
+
+# --- the queue ---
+
+
+def grader_tags(*, user: User, team: Team) -> list[str]:
+    row = GraderTags.objects.filter(user=user, team=team).first()
+    return list(row.tags) if row else []
+
+
+def queue_evaluation_ids(
+    *, user: User, team: Team, evaluation: Evaluation | None = None
+) -> list[int]:
+    """The active evaluations whose work may go to this user: they carry all its tags."""
+    if membership_for(user=user, team_id=team.pk) is None:
+        return []
+    evaluations = Evaluation.objects.filter(team=team, status=Evaluation.Status.ACTIVE)
+    if evaluation is not None:
+        evaluations = evaluations.filter(pk=evaluation.pk)
+    carried = {tag.strip().lower() for tag in grader_tags(user=user, team=team)}
+    return [
+        pk for pk, tags in evaluations.order_by("started_at", "pk").values_list("pk", "tags")
+        if {str(tag).strip().lower() for tag in (tags or [])} <= carried
+    ]
+
+
+def previous_graded_slot(
+    *, user: User, evaluation_ids: list[int], before: FeedbackSlot | None
+) -> FeedbackSlot | None:
+    """The result the grader graded just before `before` (or their last one): Backspace."""
+    slots = FeedbackSlot.objects.filter(
+        evaluation_id__in=evaluation_ids, user=user, grade__isnull=False,
+        reused_from__isnull=True,
+    )
+    if before is not None and before.assigned_at is not None:
+        slots = slots.filter(
+            Q(assigned_at__lt=before.assigned_at)
+            | Q(assigned_at=before.assigned_at, pk__lt=before.pk)
+        ).exclude(pk=before.pk)
+    return slots.order_by("-assigned_at", "-pk").first()
+
+
+def recently_graded_evaluation_ids(*, user: User, team: Team, hours: int = 12) -> list[int]:
+    since = timezone.now() - timedelta(hours=hours)
+    return list(
+        FeedbackSlot.objects.filter(user=user, evaluation__team=team, graded_at__gte=since)
+        .values_list("evaluation_id", flat=True).distinct()
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    mine: int  # slots this grader graded in the scope
+    graded: int  # slots graded by anyone in the scope
+    total: int  # all slots in the scope
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.graded / self.total) if self.total else 0
+
+
+def grading_progress(*, user: User, evaluation_ids: list[int]) -> Progress:
+    counts = FeedbackSlot.objects.filter(evaluation_id__in=evaluation_ids).aggregate(
+        total=Count("pk"),
+        graded=Count("pk", filter=Q(grade__isnull=False)),
+        mine=Count("pk", filter=Q(grade__isnull=False, user=user)),
+    )
+    return Progress(mine=counts["mine"], graded=counts["graded"], total=counts["total"])
+
+
+def guidelines_html(*, text: str) -> SafeString:
+    """The evaluation's scoring guidelines: Markdown rendered, then sanitised by nh3."""
+    if not text.strip():
+        return mark_safe("")
+    rendered = markdown.markdown(text, extensions=["sane_lists"])
+    return mark_safe(nh3.clean(rendered, link_rel="noopener noreferrer nofollow"))
+
+
+# --- lists ---
+
+
+def feedback_rows(
+    *, evaluation: Evaluation, grader_id: int | None = None, keyword_id: int | None = None
+) -> QuerySet[FeedbackSlot]:
+    slots = FeedbackSlot.objects.filter(evaluation=evaluation).select_related(
+        "keyword", "snapshot", "user", "graded_by")
+    if grader_id:
+        slots = slots.filter(user_id=grader_id)
+    if keyword_id:
+        slots = slots.filter(keyword_id=keyword_id)
+    return slots.order_by("keyword__position", "snapshot__position", "index")
+
+
+def evaluation_graders(*, evaluation: Evaluation) -> QuerySet[User]:
+    return User.objects.filter(feedback_slots__evaluation=evaluation).distinct().order_by(
+        "username")
+
+
+def evaluation_snapshots(
+    *, evaluation: Evaluation, keyword_id: int | None = None
+) -> QuerySet[Snapshot]:
+    snapshots = Snapshot.objects.filter(keyword__evaluation=evaluation).select_related(
+        "keyword").prefetch_related("slots", "slots__user")
+    if keyword_id:
+        snapshots = snapshots.filter(keyword_id=keyword_id)
+    return snapshots.order_by("keyword__position", "position")
+
+
+def team_grader_tags(*, team: Team) -> dict[int, list[str]]:
+    return {row.user_id: list(row.tags) for row in GraderTags.objects.filter(team=team)}

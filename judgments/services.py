@@ -1,0 +1,514 @@
+"""Every write of the judgments app: slots, the grading queue, grades, scales, transformers.
+
+Any service that sets, changes or clears a grade calls `keywords_mark_dirty` inside its
+transaction (DESIGN.md, the recompute pipeline), so a recompute can never miss it.
+"""
+
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments import scales as scale_lookup
+from judgments.models import FeedbackSlot, GraderTags, Scale, SlotSkip, Transformer
+from judgments.selectors import queue_evaluation_ids
+from judgments.signals import grades_changed
+from metrics import core
+from searchtweak.models import Team, User
+
+LEASE = timedelta(minutes=5)
+
+
+class SlotConflict(Exception):
+    """Every slot of a snapshot is held or filled by someone else (the API answers 409)."""
+
+
+# --- recompute bookkeeping ---
+
+
+def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
+    """Bump each keyword's version and announce the change after commit.
+
+    Must run inside the transaction that changed the grades: the version bump commits or
+    rolls back with them, and the metrics app's receiver only ever sees committed work.
+    """
+    ids = sorted(set(keyword_ids))
+    if not ids:
+        return
+    now = timezone.now()
+    for keyword_id in ids:
+        Keyword.objects.filter(pk=keyword_id).update(
+            version=F("version") + 1, dirty_since=Coalesce(F("dirty_since"), Value(now))
+        )
+    transaction.on_commit(
+        lambda: grades_changed.send(sender=FeedbackSlot, keyword_ids=list(ids))
+    )
+
+
+# --- slots ---
+
+
+@transaction.atomic
+def slots_create_for_snapshots(
+    *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot]
+) -> list[FeedbackSlot]:
+    """Create the evaluation's `strategy` empty slots for each saved snapshot, then fill
+    them with earlier grades when the evaluation reuses them."""
+    slots = FeedbackSlot.objects.bulk_create([
+        FeedbackSlot(snapshot=snapshot, keyword=keyword, evaluation=evaluation, index=index,
+                     keyword_position=keyword.position, position=snapshot.position)
+        for snapshot in snapshots
+        for index in range(evaluation.strategy)
+    ])
+    if evaluation.reuse_grades != Evaluation.Reuse.NONE and snapshots:
+        slots_reuse_fill(evaluation=evaluation, keyword=keyword, snapshots=snapshots)
+    return slots
+
+
+@transaction.atomic
+def slots_reuse_fill(
+    *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot]
+) -> int:
+    """Fill empty slots with grades given earlier in the team's other evaluations on the
+    same scale for the same keyword text and document (and position, in position mode).
+
+    The newest grade of each person wins; a person fills at most one slot of a snapshot
+    (the same rule as live grading), and unsure grades are not carried over. Returns the
+    number of slots filled.
+    """
+    by_position = evaluation.reuse_grades == Evaluation.Reuse.POSITION
+    sources = (
+        FeedbackSlot.objects.filter(
+            evaluation__team_id=evaluation.team_id,
+            evaluation__scale=evaluation.scale,
+            keyword__normalized_text=keyword.normalized_text,
+            snapshot__doc_id__in={s.doc_id for s in snapshots},
+            grade__isnull=False,
+            user__isnull=False,
+            unsure=False,
+        )
+        .exclude(evaluation_id=evaluation.pk)
+        .select_related("snapshot")
+        .order_by("-graded_at", "-pk")
+    )
+    candidates: dict[tuple[str, int | None], list[FeedbackSlot]] = {}
+    for source in sources:
+        key = (source.snapshot.doc_id, source.snapshot.position if by_position else None)
+        candidates.setdefault(key, []).append(source)
+
+    empty = FeedbackSlot.objects.filter(
+        snapshot__in=snapshots, grade__isnull=True, user__isnull=True
+    ).order_by("snapshot_id", "index")
+    empty_by_snapshot: dict[int, list[FeedbackSlot]] = {}
+    for slot in empty:
+        empty_by_snapshot.setdefault(slot.snapshot_id, []).append(slot)
+    taken = set(
+        FeedbackSlot.objects.filter(snapshot__in=snapshots, user__isnull=False)
+        .values_list("snapshot_id", "user_id")
+    )
+
+    now = timezone.now()
+    filled: list[FeedbackSlot] = []
+    for snapshot in snapshots:
+        key = (snapshot.doc_id, snapshot.position if by_position else None)
+        free = empty_by_snapshot.get(snapshot.pk, [])
+        for source in candidates.get(key, []):
+            if not free:
+                break
+            if (snapshot.pk, source.user_id) in taken:
+                continue
+            slot = free.pop(0)
+            slot.user_id = source.user_id
+            slot.grade = source.grade
+            slot.assigned_at = now
+            slot.graded_at = now
+            slot.reused_from_id = source.pk
+            taken.add((snapshot.pk, source.user_id))
+            filled.append(slot)
+    if filled:
+        FeedbackSlot.objects.bulk_update(
+            filled, ["user", "grade", "assigned_at", "graded_at", "reused_from"]
+        )
+        keywords_mark_dirty(keyword_ids=[keyword.pk])
+    return len(filled)
+
+
+# --- the queue ---
+
+
+def _free_q(now) -> Q:
+    """An ungraded slot nobody holds: never assigned, released, or its lease ran out."""
+    return Q(grade__isnull=True) & (Q(user__isnull=True) | Q(lease_expires_at__lt=now))
+
+
+def _claimable(*, user: User, evaluation_id: int, now, include_skipped: bool):
+    held_elsewhere = FeedbackSlot.objects.filter(
+        snapshot_id=OuterRef("snapshot_id"), user=user
+    ).exclude(pk=OuterRef("pk"))
+    slots = (
+        FeedbackSlot.objects.filter(evaluation_id=evaluation_id)
+        .filter(_free_q(now))
+        .exclude(Exists(held_elsewhere))
+    )
+    if not include_skipped:
+        slots = slots.exclude(Exists(SlotSkip.objects.filter(
+            user=user, snapshot_id=OuterRef("snapshot_id"))))
+    # Matches slot_queue_idx, so PostgreSQL stops at the first claimable row.
+    return slots.order_by("keyword_position", "position", "index")
+
+
+def _claim_one(*, user: User, candidates, now) -> FeedbackSlot | None:
+    lease = {"user": user, "assigned_at": now, "lease_expires_at": now + LEASE,
+             "graded_at": None, "unsure": False, "note": "", "graded_by": None}
+    if connection.vendor == "postgresql":
+        # Rows another grader is claiming right now are skipped, not waited for.
+        slot = (
+            candidates.select_related("keyword", "snapshot")
+            .select_for_update(skip_locked=True, of=("self",))
+            .first()
+        )
+        if slot is None:
+            return None
+        try:
+            with transaction.atomic():
+                FeedbackSlot.objects.filter(pk=slot.pk).update(**lease)
+        except IntegrityError:
+            # The same person claimed another slot of this snapshot in a parallel request.
+            return None
+        for name, value in lease.items():
+            setattr(slot, name, value)
+        return slot
+    # SQLite has no row locks: claim with a conditional UPDATE and check the row count.
+    for slot_id in list(candidates.values_list("pk", flat=True)[:20]):
+        try:
+            with transaction.atomic():
+                claimed = FeedbackSlot.objects.filter(pk=slot_id).filter(_free_q(now)).update(
+                    **lease)
+        except IntegrityError:
+            continue
+        if claimed:
+            return FeedbackSlot.objects.get(pk=slot_id)
+    return None
+
+
+@transaction.atomic
+def slot_claim_next(
+    *, user: User, team: Team, evaluation: Evaluation | None = None
+) -> FeedbackSlot | None:
+    """The grader's next slot in the team's queue (or one evaluation's) with a fresh lease.
+
+    A slot the grader already holds comes back first (reloading the page or asking twice
+    does not hoard leases); then the first free slot in evaluation, keyword and position
+    order; results the grader skipped come last. None when nothing is left for them.
+    """
+    evaluation_ids = queue_evaluation_ids(user=user, team=team, evaluation=evaluation)
+    if not evaluation_ids:
+        return None
+    now = timezone.now()
+    held = (
+        FeedbackSlot.objects.filter(
+            evaluation_id__in=evaluation_ids, user=user, grade__isnull=True,
+            lease_expires_at__gte=now,
+        )
+        .select_related("keyword", "snapshot")
+        .order_by("assigned_at", "pk")
+        .first()
+    )
+    if held is not None:
+        FeedbackSlot.objects.filter(pk=held.pk).update(lease_expires_at=now + LEASE)
+        held.lease_expires_at = now + LEASE
+        return held
+    # Evaluations in start order, each walked along its queue index.
+    for include_skipped in (False, True):
+        for evaluation_id in evaluation_ids:
+            candidates = _claimable(
+                user=user, evaluation_id=evaluation_id, now=now, include_skipped=include_skipped
+            )
+            slot = _claim_one(user=user, candidates=candidates, now=now)
+            if slot is not None:
+                return slot
+    return None
+
+
+@transaction.atomic
+def slot_skip(*, user: User, slot_id: int) -> None:
+    """Put a held result aside: release its slot to the pool and remember the skip."""
+    slot = FeedbackSlot.objects.select_for_update().filter(pk=slot_id, user=user).first()
+    if slot is None or slot.grade is not None:
+        return
+    FeedbackSlot.objects.filter(pk=slot.pk).update(
+        user=None, assigned_at=None, lease_expires_at=None
+    )
+    SlotSkip.objects.update_or_create(
+        user=user, snapshot_id=slot.snapshot_id,
+        defaults={"evaluation_id": slot.evaluation_id, "skipped_at": timezone.now()},
+    )
+
+
+# --- grades ---
+
+
+def _check_grade(grade: Any, scale: scale_lookup.GradeScale) -> int:
+    if not core.scales.is_integer(grade):
+        raise ValidationError({"grade": f"{grade!r} is not an integer grade."})
+    value = int(grade)
+    if not scale.contains(value):
+        raise ValidationError(
+            {"grade": f"{value} is not a grade of the {scale.describe()} scale."})
+    return value
+
+
+def _evaluation_scale(evaluation: Evaluation) -> scale_lookup.GradeScale:
+    scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
+    if scale is None:
+        raise ValidationError({"grade": f"This evaluation's scale {evaluation.scale!r} is gone."})
+    return scale
+
+
+def _check_accepts_grades(evaluation: Evaluation) -> None:
+    if evaluation.status == Evaluation.Status.FINISHED:
+        raise ValidationError(
+            {"evaluation": "This evaluation is finished: its grades can no longer change."})
+    if evaluation.status != Evaluation.Status.ACTIVE:
+        raise ValidationError(
+            {"evaluation": "This evaluation is not running right now: grading is paused."})
+
+
+def _write_grade(
+    slot: FeedbackSlot, *, grade: int, unsure: bool, note: str, now, graded_by: User | None
+) -> None:
+    changed = slot.grade != grade
+    slot.grade = grade
+    slot.graded_at = now
+    slot.unsure = unsure
+    slot.note = note if unsure else ""
+    slot.graded_by = graded_by
+    slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by"])
+    if changed:
+        keywords_mark_dirty(keyword_ids=[slot.keyword_id])
+
+
+def _lock_slot(slot_id: int) -> FeedbackSlot | None:
+    return (
+        FeedbackSlot.objects.select_for_update(of=("self",))
+        .select_related("evaluation")
+        .filter(pk=slot_id)
+        .first()
+    )
+
+
+@transaction.atomic
+def feedback_submit(
+    *, user: User, slot_id: int, grade: Any, unsure: bool = False, note: str = ""
+) -> FeedbackSlot:
+    """Write the grader's grade on a slot they hold or graded before.
+
+    An ungraded slot needs a live lease; the grader's own graded slot may be re-graded
+    (Backspace on the page) while the evaluation is active. Errors name the field and
+    change nothing.
+    """
+    slot = _lock_slot(slot_id)
+    if slot is None or slot.user_id != user.pk:
+        raise ValidationError(
+            {"slot": "This result was handed to another grader; your grade was not saved."})
+    now = timezone.now()
+    _check_accepts_grades(slot.evaluation)
+    if slot.grade is None and (slot.lease_expires_at is None or slot.lease_expires_at < now):
+        raise ValidationError({"slot": (
+            "Your 5-minute hold on this result ran out, so the grade was not saved; "
+            "the result went back to the queue.")})
+    value = _check_grade(grade, _evaluation_scale(slot.evaluation))
+    _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None)
+    return slot
+
+
+@transaction.atomic
+def snapshot_grade(
+    *, user: User, snapshot: Snapshot, grade: Any, unsure: bool = False, note: str = ""
+) -> FeedbackSlot:
+    """Grade a snapshot on the caller's own slot, claiming a free one when they hold none.
+
+    Raises SlotConflict when every slot belongs to someone else.
+    """
+    evaluation = snapshot.keyword.evaluation
+    _check_accepts_grades(evaluation)
+    value = _check_grade(grade, _evaluation_scale(evaluation))
+    now = timezone.now()
+    slot = (
+        FeedbackSlot.objects.select_for_update(of=("self",))
+        .filter(snapshot=snapshot, user=user)
+        .first()
+    )
+    if slot is None:
+        team = evaluation.team
+        if evaluation.pk not in queue_evaluation_ids(user=user, team=team, evaluation=evaluation):
+            raise ValidationError({"snapshot": (
+                "This evaluation's work is routed to graders with other tags.")})
+        free = FeedbackSlot.objects.filter(snapshot=snapshot).filter(_free_q(now)).order_by(
+            "index")
+        slot = _claim_one(user=user, candidates=free, now=now)
+        if slot is None:
+            raise SlotConflict("Every slot of this result belongs to another grader.")
+    elif slot.grade is None and (slot.lease_expires_at is None or slot.lease_expires_at < now):
+        # The caller names the snapshot, so an expired hold of theirs is simply renewed.
+        slot.lease_expires_at = now + LEASE
+        slot.save(update_fields=["lease_expires_at"])
+    _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None)
+    # The caller serializes these; they are already loaded.
+    slot.snapshot, slot.keyword, slot.user = snapshot, snapshot.keyword, user
+    return slot
+
+
+@transaction.atomic
+def slot_grade_by_lead(*, lead: User, slot_id: int, grade: Any) -> FeedbackSlot:
+    """A lead sets any slot's grade. A slot nobody holds becomes the lead's; a grader's
+    slot keeps its grader and records the lead as the one who wrote the grade."""
+    slot = _lock_slot(slot_id)
+    if slot is None:
+        raise ValidationError({"slot": "No such slot."})
+    value = _check_grade(grade, _evaluation_scale(slot.evaluation))
+    now = timezone.now()
+    held = slot.user_id is not None and (
+        slot.grade is not None or (slot.lease_expires_at and slot.lease_expires_at >= now))
+    if held and slot.user_id != lead.pk:
+        _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=lead)
+        return slot
+    if FeedbackSlot.objects.filter(snapshot_id=slot.snapshot_id, user=lead).exclude(
+            pk=slot.pk).exists():
+        raise ValidationError({"slot": "You already fill another slot of this result."})
+    slot.user = lead
+    slot.assigned_at = slot.assigned_at or now
+    slot.lease_expires_at = None
+    slot.reused_from = None
+    slot.save(update_fields=["user", "assigned_at", "lease_expires_at", "reused_from"])
+    _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=None)
+    return slot
+
+
+@transaction.atomic
+def slot_reset(*, slot_id: int) -> FeedbackSlot:
+    """Empty a slot: no grader, no grade; it returns to the queue."""
+    slot = _lock_slot(slot_id)
+    if slot is None:
+        raise ValidationError({"slot": "No such slot."})
+    had_grade = slot.grade is not None
+    for name, value in {
+        "user": None, "grade": None, "assigned_at": None, "lease_expires_at": None,
+        "graded_at": None, "unsure": False, "note": "", "graded_by": None, "reused_from": None,
+    }.items():
+        setattr(slot, name, value)
+    slot.save(update_fields=[
+        "user", "grade", "assigned_at", "lease_expires_at", "graded_at", "unsure", "note",
+        "graded_by", "reused_from",
+    ])
+    if had_grade:
+        keywords_mark_dirty(keyword_ids=[slot.keyword_id])
+    return slot
+
+
+# --- scales, transformers, grader tags (admins) ---
+
+
+def _scale_codes_in_use(team: Team, code: str) -> bool:
+    return Evaluation.objects.filter(team=team, scale=code).exists()
+
+
+def _check_scale(*, team: Team, code: str, lo: int, hi: int, labels: dict) -> None:
+    if code in core.SCALES:
+        raise ValidationError({"code": f"{code!r} is a built-in scale."})
+    if "->" in code:
+        raise ValidationError({"code": "A scale code may not contain '->'."})
+    if lo < 0 or hi > scale_lookup.MAX_GRADE:
+        raise ValidationError({"hi": "Grades must lie within 0..10 (one digit key each)."})
+    if hi <= lo:
+        raise ValidationError({"hi": "The highest grade must be above the lowest."})
+    if hi - lo > 9:
+        raise ValidationError({"hi": "A scale has at most ten grades (one digit key each)."})
+    missing = [g for g in range(lo, hi + 1) if str(g) not in labels]
+    if missing:
+        raise ValidationError({"labels": f"Grade {missing[0]} has no label."})
+    extra = [g for g in labels if not (lo <= int(g) <= hi)]
+    if extra:
+        raise ValidationError({"labels": f"Grade {extra[0]} is outside {lo}..{hi}."})
+
+
+@transaction.atomic
+def scale_create(
+    *, team: Team, code: str, name: str, lo: int, hi: int, labels: dict[str, dict]
+) -> Scale:
+    _check_scale(team=team, code=code, lo=lo, hi=hi, labels=labels)
+    if Scale.objects.filter(team=team, code=code).exists():
+        raise ValidationError({"code": f"The team already has a scale {code!r}."})
+    return Scale.objects.create(team=team, code=code, name=name, lo=lo, hi=hi, labels=labels)
+
+
+@transaction.atomic
+def scale_update(*, scale: Scale, name: str, lo: int, hi: int, labels: dict[str, dict]) -> Scale:
+    """Names, labels and colours may always change; the range only while no evaluation
+    uses the scale (its grades would fall outside)."""
+    _check_scale(team=scale.team, code=scale.code, lo=lo, hi=hi, labels=labels)
+    if (lo, hi) != (scale.lo, scale.hi) and _scale_codes_in_use(scale.team, scale.code):
+        raise ValidationError({"hi": "Evaluations use this scale: its range cannot change."})
+    scale.name, scale.lo, scale.hi, scale.labels = name, lo, hi, labels
+    scale.save(update_fields=["name", "lo", "hi", "labels"])
+    return scale
+
+
+@transaction.atomic
+def scale_delete(*, scale: Scale) -> None:
+    if _scale_codes_in_use(scale.team, scale.code):
+        raise ValidationError({"code": "Evaluations use this scale: it cannot be deleted."})
+    Transformer.objects.filter(team=scale.team).filter(
+        Q(source=scale.code) | Q(target=scale.code)).delete()
+    scale.delete()
+
+
+@transaction.atomic
+def transformer_save(
+    *, team: Team, source: str, target: str, mapping: dict[Any, Any]
+) -> Transformer:
+    """Create or replace the team's transformer source → target after validating that it
+    maps every source grade to a target grade."""
+    src = scale_lookup.scale_for_team(team_id=team.pk, code=source)
+    dst = scale_lookup.scale_for_team(team_id=team.pk, code=target)
+    if src is None:
+        raise ValidationError({"source": f"Unknown scale {source!r}."})
+    if dst is None:
+        raise ValidationError({"target": f"Unknown scale {target!r}."})
+    if source == target:
+        raise ValidationError({"target": "Choose a scale other than the source."})
+    try:
+        parsed = core.validate_transformer(mapping, src.core_scale(), dst.core_scale())
+    except core.MetricInputError as error:
+        raise ValidationError({"mapping": error.problem}) from error
+    stored = {str(k): v for k, v in sorted(parsed.items())}
+    transformer, _ = Transformer.objects.update_or_create(
+        team=team, source=source, target=target,
+        defaults={"mapping": stored, "updated_at": timezone.now()},
+    )
+    return transformer
+
+
+@transaction.atomic
+def transformer_delete(*, transformer: Transformer) -> None:
+    transformer.delete()
+
+
+def normalize_tags(tags: Iterable[str]) -> list[str]:
+    return sorted({tag.strip().lower() for tag in tags if tag and tag.strip()})
+
+
+@transaction.atomic
+def grader_tags_set(*, team: Team, user: User, tags: Iterable[str]) -> GraderTags:
+    if not user.memberships.filter(team=team).exists():
+        raise ValidationError({"user": "Not a member of this team."})
+    row, _ = GraderTags.objects.update_or_create(
+        team=team, user=user, defaults={"tags": normalize_tags(tags), "updated_at": timezone.now()}
+    )
+    return row

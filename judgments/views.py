@@ -1,0 +1,387 @@
+"""Grading pages (keyboard-first, plain POSTs that grade.js speeds up) and admin pages."""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluations.models import Evaluation
+from evaluations.selectors import evaluation_get_for_user
+from judgments import scales as scale_lookup
+from judgments import selectors, services
+from judgments.forms import (
+    GradeForm,
+    GraderTagsForm,
+    LeadGradeForm,
+    ScaleForm,
+    TransformerForm,
+    parse_grade,
+)
+from judgments.models import FeedbackSlot
+from searchtweak.models import Role, Team
+from searchtweak.selectors import current_membership, team_get_for_user, team_members
+
+# --- the grading page ---
+
+
+class _Scope:
+    """Where the grader's work comes from: the current team's queue or one evaluation's."""
+
+    def __init__(self, request: HttpRequest):
+        evaluation_id = request.GET.get("evaluation") or request.POST.get("evaluation")
+        self.evaluation: Evaluation | None = None
+        if evaluation_id and str(evaluation_id).isdigit():
+            self.evaluation = evaluation_get_for_user(
+                user=request.user, evaluation_id=int(evaluation_id))
+            self.team: Team | None = self.evaluation.team
+        else:
+            membership = current_membership(user=request.user)
+            self.team = membership.team if membership else None
+        self.evaluation_ids = (
+            selectors.queue_evaluation_ids(
+                user=request.user, team=self.team, evaluation=self.evaluation)
+            if self.team else []
+        )
+        # Progress also covers work that just ended (an evaluation finishes on its last grade).
+        if self.evaluation is not None:
+            self.progress_ids = [self.evaluation.pk]
+        elif self.team is not None:
+            self.progress_ids = sorted(set(self.evaluation_ids) | set(
+                selectors.recently_graded_evaluation_ids(user=request.user, team=self.team)))
+        else:
+            self.progress_ids = []
+
+    @property
+    def query(self) -> str:
+        return f"?{urlencode({'evaluation': self.evaluation.pk})}" if self.evaluation else ""
+
+    @property
+    def queue_url(self) -> str:
+        if self.evaluation:
+            return reverse("judgments:evaluation_grade", args=[self.evaluation.pk])
+        return reverse("judgments:grade")
+
+
+def _render_grading(
+    request: HttpRequest, scope: _Scope, slot: FeedbackSlot | None, *,
+    form_error: str = "", status: int = 200,
+) -> HttpResponse:
+    context = {"scope": scope, "slot": slot, "form_error": form_error,
+               "progress": selectors.grading_progress(
+                   user=request.user, evaluation_ids=scope.progress_ids)}
+    if slot is not None:
+        evaluation = slot.evaluation
+        context_scale = scale_lookup.scale_for_team(
+            team_id=evaluation.team_id, code=evaluation.scale)
+        context.update({
+            "evaluation": evaluation,
+            "scale": context_scale,
+            "guidelines": selectors.guidelines_html(text=evaluation.guidelines),
+            "previous": selectors.previous_graded_slot(
+                user=request.user, evaluation_ids=scope.evaluation_ids or [evaluation.pk],
+                before=slot),
+            "regrade": slot.grade is not None,
+            "current_label": context_scale.label_of(slot.grade) if context_scale else "",
+            "fields": [(label, value) for label, value in (slot.snapshot.fields or {}).items()],
+            "image": slot.snapshot.image if slot.snapshot.image.startswith(
+                ("http://", "https://", "/")) else "",
+            "slot_url": reverse("judgments:slot", args=[slot.pk]) + scope.query,
+        })
+    else:
+        context["slot_url"] = scope.queue_url
+    template = "judgments/_grade_panel.html" if request.htmx else "judgments/grade.html"
+    return render(request, template, context, status=status)
+
+
+@require_GET
+@login_required
+def grade(request: HttpRequest) -> HttpResponse:
+    """The grader's next result across the current team's active evaluations."""
+    return _next(request)
+
+
+@require_GET
+@login_required
+def evaluation_grade(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """The grader's next result in one evaluation."""
+    request.GET = request.GET.copy()
+    request.GET["evaluation"] = str(evaluation_id)
+    return _next(request)
+
+
+def _next(request: HttpRequest) -> HttpResponse:
+    scope = _Scope(request)
+    slot = None
+    if scope.team is not None:
+        # Asking again returns the result already held, so this GET claims at most one.
+        slot = services.slot_claim_next(
+            user=request.user, team=scope.team, evaluation=scope.evaluation)
+    if slot is not None:
+        slot = selectors.slot_get_for_user(user=request.user, slot_id=slot.pk)
+    return _render_grading(request, scope, slot)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
+    """GET shows one of the grader's own results (Backspace re-grades the previous one);
+    POST grades it and moves on to the next."""
+    found = selectors.slot_get_for_user(user=request.user, slot_id=slot_id)
+    if found.user_id != request.user.pk:
+        raise Http404("No such slot.")
+    scope = _Scope(request)
+    if request.method == "GET":
+        return _render_grading(request, scope, found)
+    form = GradeForm(request.POST)
+    if not form.is_valid():
+        return _render_grading(request, scope, found, status=400,
+                               form_error="Choose one of the grades.")
+    try:
+        services.feedback_submit(
+            user=request.user, slot_id=found.pk, grade=parse_grade(form.cleaned_data["grade"]),
+            unsure=form.cleaned_data["unsure"], note=form.cleaned_data["note"],
+        )
+    except ValidationError as error:
+        if "grade" in error.message_dict:
+            return _render_grading(request, scope, found, status=400,
+                                   form_error=" ".join(error.message_dict["grade"]))
+        messages.error(request, " ".join(error.messages))
+    return redirect(scope.queue_url)
+
+
+@require_POST
+@login_required
+def slot_skip(request: HttpRequest, slot_id: int) -> HttpResponse:
+    found = selectors.slot_get_for_user(user=request.user, slot_id=slot_id)
+    scope = _Scope(request)
+    services.slot_skip(user=request.user, slot_id=found.pk)
+    return redirect(scope.queue_url)
+
+
+# --- leads: the feedback of one evaluation, graded or reset inline ---
+
+
+@require_GET
+@login_required
+def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    evaluation = evaluation_get_for_user(
+        user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+    grader_id = request.GET.get("grader", "")
+    keyword_id = request.GET.get("keyword", "")
+    rows = selectors.feedback_rows(
+        evaluation=evaluation,
+        grader_id=int(grader_id) if grader_id.isdigit() else None,
+        keyword_id=int(keyword_id) if keyword_id.isdigit() else None,
+    )
+    return render(request, "judgments/feedback_list.html", {
+        "evaluation": evaluation,
+        "rows": rows,
+        "scale": scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale),
+        "graders": selectors.evaluation_graders(evaluation=evaluation),
+        "keywords": evaluation.keywords.order_by("position"),
+        "grader_id": grader_id,
+        "keyword_id": keyword_id,
+        "back": request.get_full_path(),
+    })
+
+
+def _back_to_feedback(request: HttpRequest, found: FeedbackSlot) -> HttpResponse:
+    back = request.POST.get("next", "")
+    expected = reverse("judgments:feedback", args=[found.evaluation_id])
+    return redirect(back if back.startswith(expected) else expected)
+
+
+@require_POST
+@login_required
+def feedback_lead_grade(request: HttpRequest, slot_id: int) -> HttpResponse:
+    found = selectors.slot_get_for_user(
+        user=request.user, slot_id=slot_id, minimum_role=Role.LEAD)
+    form = LeadGradeForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError({"grade": "Choose a grade."})
+        services.slot_grade_by_lead(
+            lead=request.user, slot_id=found.pk, grade=parse_grade(form.cleaned_data["grade"]))
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, f"Graded {found.snapshot.doc_id} for “{found.keyword.text}”.")
+    return _back_to_feedback(request, found)
+
+
+@require_POST
+@login_required
+def feedback_reset(request: HttpRequest, slot_id: int) -> HttpResponse:
+    found = selectors.slot_get_for_user(
+        user=request.user, slot_id=slot_id, minimum_role=Role.LEAD)
+    services.slot_reset(slot_id=found.pk)
+    messages.success(request, f"Reset slot {found.index + 1} of {found.snapshot.doc_id}.")
+    return _back_to_feedback(request, found)
+
+
+# --- admins: scales, transformers, grader tags of the current team ---
+
+
+def _admin_team(request: HttpRequest) -> Team:
+    membership = current_membership(user=request.user)
+    if membership is None:
+        raise Http404("No team.")
+    return team_get_for_user(user=request.user, team_id=membership.team_id,
+                             minimum_role=Role.ADMIN)
+
+
+def _service_errors(form, error: ValidationError) -> None:
+    for field, field_messages in error.message_dict.items():
+        for message in field_messages:
+            form.add_error(field if field in form.fields else None, message)
+
+
+@require_GET
+@login_required
+def scale_list(request: HttpRequest) -> HttpResponse:
+    team = _admin_team(request)
+    rows = {row.code: row for row in team.scales.all()}
+    return render(request, "judgments/scale_list.html", {
+        "team": team,
+        "scales": [(scale, rows.get(scale.code))
+                   for scale in scale_lookup.scales_for_team(team_id=team.pk)],
+        "transformers": team.transformers.all(),
+        "defaults": _default_transformers(),
+    })
+
+
+def _default_transformers() -> list[tuple[str, str, str]]:
+    rows = []
+    for source in ("binary", "graded", "detail"):
+        for target in ("binary", "graded", "detail"):
+            if source != target:
+                mapping = scale_lookup.default_mapping(
+                    scale_lookup.builtin_scale(source), scale_lookup.builtin_scale(target))
+                rows.append((source, target, ", ".join(f"{k}→{v}" for k, v in mapping.items())))
+    return rows
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def scale_create(request: HttpRequest) -> HttpResponse:
+    team = _admin_team(request)
+    form = ScaleForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.scale_create(team=team, **form.cleaned_data)
+        except ValidationError as error:
+            _service_errors(form, error)
+        else:
+            messages.success(request, f"Scale {form.cleaned_data['name']} created.")
+            return redirect("judgments:scales")
+    return render(request, "judgments/scale_form.html", {"form": form, "scale": None},
+                  status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def scale_edit(request: HttpRequest, scale_id: int) -> HttpResponse:
+    scale = selectors.scale_get_for_user(user=request.user, scale_id=scale_id)
+    initial = {"code": scale.code, "name": scale.name, "lo": scale.lo, "hi": scale.hi,
+               "labels": ScaleForm.labels_text(scale.labels)}
+    form = ScaleForm(request.POST or None, initial=initial, editing=True)
+    if request.method == "POST" and form.is_valid():
+        data = {k: v for k, v in form.cleaned_data.items() if k != "code"}
+        try:
+            services.scale_update(scale=scale, **data)
+        except ValidationError as error:
+            _service_errors(form, error)
+        else:
+            messages.success(request, f"Scale {scale.name} saved.")
+            return redirect("judgments:scales")
+    return render(request, "judgments/scale_form.html", {"form": form, "scale": scale},
+                  status=400 if form.errors else 200)
+
+
+@require_POST
+@login_required
+def scale_delete(request: HttpRequest, scale_id: int) -> HttpResponse:
+    scale = selectors.scale_get_for_user(user=request.user, scale_id=scale_id)
+    try:
+        services.scale_delete(scale=scale)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, f"Scale {scale.name} deleted.")
+    return redirect("judgments:scales")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def transformer_edit(request: HttpRequest) -> HttpResponse:
+    """Create or replace the team's transformer between two scales (prefilled with the
+    current mapping: the team's own, else the METRICS.md default)."""
+    team = _admin_team(request)
+    team_scales = scale_lookup.scales_for_team(team_id=team.pk)
+    if request.method == "POST":
+        form = TransformerForm(request.POST, scales=team_scales)
+        if form.is_valid():
+            try:
+                services.transformer_save(team=team, **form.cleaned_data)
+            except ValidationError as error:
+                _service_errors(form, error)
+            else:
+                messages.success(request, "Transformer "
+                                 f"{form.cleaned_data['source']} → {form.cleaned_data['target']}"
+                                 " saved.")
+                return redirect("judgments:scales")
+    else:
+        source = request.GET.get("source", "graded")
+        target = request.GET.get("target", "binary")
+        known = {scale.code: scale for scale in team_scales}
+        mapping = scale_lookup.transformer_mappings(team_id=team.pk).get(f"{source}->{target}")
+        if mapping is None and source in known and target in known:
+            mapping = scale_lookup.default_mapping(known[source], known[target])
+        form = TransformerForm(scales=team_scales, initial={
+            "source": source, "target": target,
+            "mapping": TransformerForm.mapping_text(mapping or {}),
+        })
+    return render(request, "judgments/transformer_form.html", {"form": form},
+                  status=400 if form.errors else 200)
+
+
+@require_POST
+@login_required
+def transformer_delete(request: HttpRequest, transformer_id: int) -> HttpResponse:
+    transformer = selectors.transformer_get_for_user(
+        user=request.user, transformer_id=transformer_id)
+    services.transformer_delete(transformer=transformer)
+    messages.success(request, f"Transformer {transformer} removed; the default applies again.")
+    return redirect("judgments:scales")
+
+
+@require_GET
+@login_required
+def grader_tags(request: HttpRequest) -> HttpResponse:
+    team = _admin_team(request)
+    tags = selectors.team_grader_tags(team=team)
+    members = [(m, ", ".join(tags.get(m.user_id, []))) for m in team_members(team=team)]
+    return render(request, "judgments/grader_tags.html", {"team": team, "members": members})
+
+
+@require_POST
+@login_required
+def grader_tags_update(request: HttpRequest, user_id: int) -> HttpResponse:
+    team = _admin_team(request)
+    membership = team_members(team=team).filter(user_id=user_id).first()
+    if membership is None:
+        raise Http404("No such member.")
+    form = GraderTagsForm(request.POST)
+    if form.is_valid():
+        row = services.grader_tags_set(team=team, user=membership.user,
+                                       tags=form.cleaned_data["tags"])
+        messages.success(request, f"{membership.user.username} carries: "
+                         f"{', '.join(row.tags) or 'no tags'}.")
+    else:
+        messages.error(request, " ".join(form.errors.get("tags", ["Invalid tags."])))
+    return redirect("judgments:grader_tags")

@@ -1,0 +1,165 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from evaluations.models import Evaluation
+from judgments import services
+from judgments.models import FeedbackSlot
+from searchtweak.models import ApiToken, hash_token_key
+from tests.judgments.builders import evaluation_with_slots
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def evaluation(personas):
+    return evaluation_with_slots(personas.team, keywords=2, positions=2, strategy=1)
+
+
+# --- POST /api/v1/evaluations/{id}/next/ ---
+
+
+def test_next_assigns_the_first_free_slot_with_its_lease(personas, evaluation):
+    response = client_for(personas.grader).post(f"/api/v1/evaluations/{evaluation.pk}/next/")
+    assert response.status_code == 200
+    body = response.json()
+    slot = FeedbackSlot.objects.get(pk=body["id"])
+    assert slot.user_id == personas.grader.pk
+    assert (body["keyword"], body["position"], body["doc_id"], body["user"]) == (
+        "query 1", 1, "query 1-d1", "grader")
+    assert body["lease_expires_at"] is not None and body["grade"] is None
+
+
+def test_next_answers_204_when_nothing_is_left(personas, evaluation):
+    client = client_for(personas.grader)
+    for _ in range(4):
+        slot_id = client.post(f"/api/v1/evaluations/{evaluation.pk}/next/").json()["id"]
+        services.feedback_submit(user=personas.grader, slot_id=slot_id, grade=1)
+    response = client.post(f"/api/v1/evaluations/{evaluation.pk}/next/")
+    assert response.status_code == 204 and response.content == b""
+
+
+def test_next_is_404_for_an_outsider_and_405_for_get(personas, evaluation):
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    assert client_for(personas.outsider).post(url).status_code == 404
+    assert client_for(personas.grader).get(url).status_code == 405
+    assert client_for(personas.grader).post("/api/v1/evaluations/999999/next/").status_code == 404
+    assert not FeedbackSlot.objects.exclude(user=None).exists()
+    assert APIClient().post(url).status_code in (401, 403)
+
+
+def test_next_works_with_a_personal_token(personas, evaluation):
+    ApiToken.objects.create(user=personas.grader, name="bench", key_hash=hash_token_key("k1"),
+                            key_prefix="k1")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token k1")
+    assert client.post(f"/api/v1/evaluations/{evaluation.pk}/next/").status_code == 200
+
+
+# --- POST /api/v1/snapshots/{id}/grade/ ---
+
+
+def _snapshot(evaluation, position=1):
+    return evaluation.keywords.get(position=1).snapshots.get(position=position)
+
+
+def test_grading_a_snapshot_claims_a_slot_and_stores_the_grade(personas, evaluation):
+    snapshot = _snapshot(evaluation)
+    response = client_for(personas.grader).post(
+        f"/api/v1/snapshots/{snapshot.pk}/grade/", {"grade": 3, "unsure": True, "note": "hm"},
+        format="json")
+    assert response.status_code == 200
+    assert (response.json()["grade"], response.json()["unsure"]) == (3, True)
+    slot = FeedbackSlot.objects.get(snapshot=snapshot)
+    assert (slot.user_id, slot.grade, slot.note) == (personas.grader.pk, 3, "hm")
+    assert slot.keyword.version == 1
+
+
+def test_regrading_uses_the_callers_own_slot_even_after_the_lease(personas, evaluation):
+    snapshot = _snapshot(evaluation)
+    client = client_for(personas.grader)
+    client.post(f"/api/v1/evaluations/{evaluation.pk}/next/")
+    FeedbackSlot.objects.filter(snapshot=snapshot).update(
+        lease_expires_at=timezone.now() - timedelta(minutes=1))
+    response = client.post(f"/api/v1/snapshots/{snapshot.pk}/grade/", {"grade": 0},
+                           format="json")
+    assert response.status_code == 200
+    assert FeedbackSlot.objects.get(snapshot=snapshot).grade == 0
+
+
+def test_grading_conflicts_when_every_slot_is_someone_elses(personas, evaluation):
+    snapshot = _snapshot(evaluation)
+    client_for(personas.lead).post(f"/api/v1/evaluations/{evaluation.pk}/next/")
+    response = client_for(personas.grader).post(
+        f"/api/v1/snapshots/{snapshot.pk}/grade/", {"grade": 2}, format="json")
+    assert response.status_code == 409
+    assert "another grader" in response.json()["detail"]
+    assert FeedbackSlot.objects.get(snapshot=snapshot).user_id == personas.lead.pk
+
+
+@pytest.mark.parametrize("payload", [
+    {"grade": 4}, {"grade": -1}, {"grade": "3"}, {"grade": 1.5}, {"grade": True},
+    {"grade": None}, {},
+])
+def test_a_bad_grade_is_a_400_naming_the_field_and_changes_nothing(personas, evaluation, payload):
+    snapshot = _snapshot(evaluation)
+    response = client_for(personas.grader).post(
+        f"/api/v1/snapshots/{snapshot.pk}/grade/", payload, format="json")
+    assert response.status_code == 400
+    assert list(response.json()) == ["grade"]
+    slot = FeedbackSlot.objects.get(snapshot=snapshot)
+    assert (slot.user_id, slot.grade) == (None, None)
+
+
+def test_grading_a_finished_evaluation_is_a_400(personas, evaluation):
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FINISHED)
+    snapshot = _snapshot(evaluation)
+    response = client_for(personas.grader).post(
+        f"/api/v1/snapshots/{snapshot.pk}/grade/", {"grade": 2}, format="json")
+    assert response.status_code == 400 and "evaluation" in response.json()
+    assert FeedbackSlot.objects.get(snapshot=snapshot).grade is None
+
+
+def test_grading_is_404_for_an_outsider_and_405_for_get(personas, evaluation):
+    snapshot = _snapshot(evaluation)
+    url = f"/api/v1/snapshots/{snapshot.pk}/grade/"
+    assert client_for(personas.outsider).post(url, {"grade": 2}, format="json").status_code == 404
+    assert client_for(personas.grader).get(url).status_code == 405
+    assert FeedbackSlot.objects.get(snapshot=snapshot).grade is None
+
+
+# --- GET /api/v1/evaluations/{id}/snapshots/ ---
+
+
+def test_the_snapshot_list_is_paginated_with_slots(personas, django_assert_max_num_queries):
+    evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2, strategy=3)
+    first = _snapshot(evaluation)
+    services.snapshot_grade(user=personas.grader, snapshot=first, grade=2)
+    client = client_for(personas.lead)
+    with django_assert_max_num_queries(12):
+        response = client.get(f"/api/v1/evaluations/{evaluation.pk}/snapshots/?page_size=4")
+    body = response.json()
+    assert response.status_code == 200
+    assert body["count"] == 6 and body["next"] and len(body["results"]) == 4
+    row = body["results"][0]
+    assert (row["keyword"], row["position"], row["doc_id"], row["name"]) == (
+        "query 1", 1, "query 1-d1", "Result 1 for query 1")
+    assert [(s["index"], s["user"], s["grade"]) for s in row["slots"]] == [
+        (0, "grader", 2), (1, None, None), (2, None, None)]
+    filtered = client.get(
+        f"/api/v1/evaluations/{evaluation.pk}/snapshots/?keyword={first.keyword_id}").json()
+    assert filtered["count"] == 2
+
+
+def test_the_snapshot_list_is_404_for_an_outsider(personas, evaluation):
+    url = f"/api/v1/evaluations/{evaluation.pk}/snapshots/"
+    assert client_for(personas.outsider).get(url).status_code == 404
+    assert client_for(personas.grader).post(url).status_code == 405

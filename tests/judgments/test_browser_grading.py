@@ -1,0 +1,147 @@
+"""A grader at work in a real Chromium: keyboard only, through the real login page."""
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from judgments import services
+from judgments.models import FeedbackSlot
+from tests.judgments.builders import evaluation_with_slots
+from tests.searchtweak.factories import PASSWORD
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def log_in(page, live_server, username: str) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def keys_ready(page) -> None:
+    page.wait_for_selector("html[data-grading-keys=on]", state="attached")
+
+
+def press_and_wait(page, key: str, *, mine: int) -> None:
+    page.keyboard.press(key)
+    expect(page.get_by_test_id("mine-count")).to_have_text(str(mine))
+
+
+def expect_document(page, keyword: int, position: int) -> None:
+    expect(page.get_by_test_id("document-name")).to_have_text(
+        f"Result {position} for query {keyword}")
+
+
+def test_a_grader_grades_by_keyboard_goes_back_and_skips(page, live_server, personas):
+    evaluation = evaluation_with_slots(
+        personas.team, keywords=2, positions=6, guidelines="Grade **3** for an exact match.")
+    log_in(page, live_server, "grader")
+    page.get_by_test_id("start-grading").click()
+    keys_ready(page)
+    expect_document(page, 1, 1)
+    expect(page.get_by_test_id("guidelines")).to_contain_text("Grade 3 for an exact match.")
+
+    # Keyword 1, positions 1..5 graded with the digit keys.
+    for mine, key in enumerate(["2", "3", "1", "0", "2"], start=1):
+        press_and_wait(page, key, mine=mine)
+    expect_document(page, 1, 6)
+    page.keyboard.press("s")  # skip position 6 for now
+    expect_document(page, 2, 1)
+    # Keyword 2, positions 1..4, then 5 with U (unsure) and a note.
+    for mine, key in enumerate(["3", "3", "0", "1"], start=6):
+        press_and_wait(page, key, mine=mine)
+    page.keyboard.press("u")
+    expect(page.locator("#note")).to_be_focused()
+    page.keyboard.type("only the title matches")
+    page.keyboard.press("Enter")
+    press_and_wait(page, "2", mine=10)
+    expect_document(page, 2, 6)
+
+    # Backspace goes back to the previous result; a new digit changes its grade.
+    page.keyboard.press("Backspace")
+    expect(page.get_by_test_id("regrade")).to_be_visible()
+    expect_document(page, 2, 5)
+    page.keyboard.press("1")
+    expect_document(page, 2, 6)
+    expect(page.get_by_test_id("mine-count")).to_have_text("10")
+    expect(page.get_by_test_id("graded-count")).to_have_text("10")
+    expect(page.get_by_test_id("total-count")).to_have_text("12")
+
+    # The rest, then the skipped one comes back last, then the thank-you.
+    press_and_wait(page, "3", mine=11)
+    expect_document(page, 1, 6)
+    press_and_wait(page, "0", mine=12)
+    expect(page.get_by_test_id("thank-you")).to_contain_text("You graded 12 results")
+
+    grades = {
+        (slot.keyword.position, slot.snapshot.position): (slot.grade, slot.unsure, slot.note)
+        for slot in FeedbackSlot.objects.filter(evaluation=evaluation).select_related(
+            "keyword", "snapshot")
+    }
+    assert [grades[(1, p)][0] for p in range(1, 7)] == [2, 3, 1, 0, 2, 0]
+    assert [grades[(2, p)][0] for p in range(1, 7)] == [3, 3, 0, 1, 1, 3]
+    # The re-grade form showed the earlier unsure note, so it stays with the new grade.
+    assert grades[(2, 5)][1:] == (True, "only the title matches")
+    assert set(FeedbackSlot.objects.values_list("user__username", flat=True)) == {"grader"}
+
+
+def test_unsure_with_a_note_is_stored(page, live_server, personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    log_in(page, live_server, "grader")
+    page.goto(f"{live_server.url}/grade/evaluations/{evaluation.pk}/")
+    keys_ready(page)
+    page.keyboard.press("u")
+    page.keyboard.type("ambiguous query")
+    page.keyboard.press("Escape")
+    press_and_wait(page, "1", mine=1)
+    slot = FeedbackSlot.objects.get(evaluation=evaluation, grade__isnull=False)
+    assert (slot.grade, slot.unsure, slot.note) == (1, True, "ambiguous query")
+
+
+def test_the_page_works_without_javascript(browser, live_server, personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=2, scale="binary")
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    log_in(page, live_server, "grader")
+    page.goto(f"{live_server.url}/grade/")
+    page.locator('button[data-key="1"]').click()
+    expect(page.get_by_test_id("mine-count")).to_have_text("1")
+    expect(page.get_by_test_id("document-name")).to_have_text("Result 2 for query 1")
+    assert FeedbackSlot.objects.filter(grade=1).count() == 1
+    context.close()
+
+
+STARS = {str(g): {"label": label, "color": color} for g, label, color in [
+    (1, "Awful", "#b42318"), (2, "Weak", "#f79009"), (3, "Fine", "#fdb022"),
+    (4, "Good", "#2e90fa"), (5, "Superb", "#079455")]}
+
+
+@pytest.mark.parametrize("scale", ["binary", "graded", "detail", "stars"])
+def test_screenshot_of_the_grading_page_on_each_scale(page, live_server, personas, scale):
+    if scale == "stars":
+        services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
+                              labels=STARS)
+    evaluation = evaluation_with_slots(
+        personas.team, keywords=1, positions=2, scale=scale, show_position=True,
+        texts=["running shoes"],
+        guidelines="- **Relevant**: the document answers the query.\n- Otherwise not.")
+    snapshot = evaluation.keywords.get().snapshots.get(position=1)
+    snapshot.name = "Trail running shoe, waterproof"
+    snapshot.fields = {"Brand": "Acme", "Price": "89.00 EUR"}
+    snapshot.save()
+    log_in(page, live_server, "grader")
+    page.goto(f"{live_server.url}/grade/")
+    buttons = page.locator(".grade-button")
+    expected = {"binary": 2, "graded": 4, "detail": 10, "stars": 5}[scale]
+    expect(buttons).to_have_count(expected)
+    if scale == "detail":
+        expect(page.locator('button[data-key="0"]')).to_have_attribute("value", "10")
+    if scale == "stars":
+        expect(page.get_by_role("button", name="Superb")).to_be_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"grading-{scale}.png"), full_page=True)
