@@ -10,8 +10,10 @@ warm-up, and reports the median wall time. Memory per method, from /proc/self/st
 peak is reset before timing), "total" = the process's peak RSS.
 
 Methods
-- searchtweak x4: evaluate_batch once per metric (stages 0-1 redone per call); single thread.
+- searchtweak x4: evaluate_batch once per metric (stages 0-1 redone per call).
 - searchtweak many: evaluate_batch_many, stages 0-1 shared by the four metrics.
+  Both evaluate blocks of keywords on os.cpu_count() threads (metrics.core.batch.threads).
+- searchtweak many 1t: the same on one thread, for a core-for-core comparison.
 - ranx kernels: ranx.metrics.* (numba, parallel on every core) on pre-built typed lists.
 - ranx evaluate: ranx.evaluate(Qrels, Run, metrics), including its conversion to typed lists.
 - pytrec_eval: RelevanceEvaluator.evaluate(run) for P_10, map_cut_10, recip_rank,
@@ -107,10 +109,12 @@ def child(method: str, keywords: int, positions: int, slots: int) -> dict[str, A
 
 
 def prepare(method: str, grades: np.ndarray):
-    if method in ("searchtweak x4", "searchtweak many"):
-        from metrics.core import evaluate_batch, evaluate_batch_many
+    if method in ("searchtweak x4", "searchtweak many", "searchtweak many 1t"):
+        from metrics.core import batch, evaluate_batch, evaluate_batch_many
 
         kept = grades
+        if method == "searchtweak many 1t":
+            batch.threads = 1
         if method == "searchtweak x4":
             return lambda: [evaluate_batch(m, kept, k=K, scale="graded") for m in METRICS]
         requests = [(m, K) for m in METRICS]
@@ -195,11 +199,11 @@ def main() -> None:
     else:
         sizes = [(10_000, 100), (1_000_000, 10)]
         subset = args.subset
-    methods = ["searchtweak x4", "searchtweak many", "ranx kernels", "ranx evaluate",
-               "pytrec_eval"]
+    methods = ["searchtweak x4", "searchtweak many", "searchtweak many 1t", "ranx kernels",
+               "ranx evaluate", "pytrec_eval"]
     print(f"metrics: P@{K} AP@{K} RR@{K} nDCG@{K}; median of {REPEATS}; numpy {np.__version__};"
           f" {os.cpu_count()} cores")
-    header = (f"{'keywords x positions x slots':>28}  {'method':<17}{'seconds':>9}"
+    header = (f"{'keywords x positions x slots':>28}  {'method':<20}{'seconds':>9}"
               f"{'x ours':>8}{'input MB':>10}{'work MB':>9}{'total MB':>10}")
     print(header)
     print("-" * len(header))
@@ -213,7 +217,7 @@ def main() -> None:
                     run_keywords = subset
                 result = run_child(method, run_keywords, positions, slots)
                 if "error" in result:
-                    print(f"{label:>28}  {method:<17} failed: {result['error']}")
+                    print(f"{label:>28}  {method:<20} failed: {result['error']}")
                     continue
                 scale = keywords / run_keywords
                 seconds = result["seconds"] * scale
@@ -222,7 +226,7 @@ def main() -> None:
                 ratio = f"{seconds / ours:7.1f}x" if ours and method not in (
                     "searchtweak many",) else "      -"
                 star = "*" if scale != 1 else " "
-                print(f"{label:>28}  {method:<17}{seconds:8.3f}{star}{ratio:>8}"
+                print(f"{label:>28}  {method:<20}{seconds:8.3f}{star}{ratio:>8}"
                       f"{result['input_mb'] * scale:9.0f}{star}{result['work_mb'] * scale:8.0f}"
                       f"{star}{result['total_mb']:10.0f}")
     print("x ours = method time / searchtweak many time (higher = slower than ours).")

@@ -9,10 +9,18 @@ mean of the non-null transformed grades (no grade → NaN).
 For the usual 1 or 3 slots the aggregate of every possible combination of codes is
 tabulated once by that same generic function (``_aggregate_codes``) and each snapshot then
 costs one table lookup; larger slot counts (pools) use the generic function directly.
+
+A block is validated and turned into codes once (``slot_codes``) for all the metric scales
+that need it. Any per-snapshot function of the aggregated value (relevant or not, gain,
+...) is tabulated the same way: ``Aggregation.lookup(codes, derive)`` applies ``derive`` to
+the table once and each snapshot then costs one lookup, with the same result as applying
+``derive`` to the aggregated values element by element.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +33,37 @@ _MAX_COMBO_TABLE = 4096
 """Largest (L + 1) ** slots tabulated; 3 slots of the detail scale need 1331 entries."""
 
 
+Derive = Callable[[np.ndarray], np.ndarray]
+"""An element-wise function of aggregated values (NaN = null), e.g. "is relevant"."""
+
+
+@dataclass(frozen=True)
+class SlotCodes:
+    """One validated grade block as codes, shared by every metric scale of its evaluation.
+
+    ``codes`` (..., slots): grade - lo, or the scale's size for an empty slot. ``combos``
+    (...): each snapshot's combination of codes as an index into the combination tables,
+    or None when there are too many combinations to tabulate (or no slot at all).
+    """
+
+    codes: np.ndarray
+    combos: np.ndarray | None
+
+
+def slot_codes(block: np.ndarray, scale: Scale, field_name: str = "grades") -> SlotCodes:
+    """Validate ``block`` (..., slots) on ``scale`` (see grade_codes) and encode its slots."""
+    codes = grade_codes(block, scale, field_name)
+    slot_count = codes.shape[-1]
+    radix = scale.hi - scale.lo + 2
+    if slot_count == 0 or radix**slot_count > _MAX_COMBO_TABLE:
+        return SlotCodes(codes, None)
+    combos = codes[..., 0].copy()
+    for slot in range(1, slot_count):
+        combos *= radix
+        combos += codes[..., slot]
+    return SlotCodes(codes, combos)
+
+
 @dataclass(frozen=True, eq=False)  # identity: one per metric scale and evaluation
 class Aggregation:
     """Stage 0 (``transformer``: source grade → target grade) then stage 1 on ``target``."""
@@ -32,8 +71,12 @@ class Aggregation:
     source: Scale
     target: Scale
     transformer: Transformer
-    _combo_tables: dict[int, np.ndarray | None] = field(
+    _tables: dict[tuple[int, Derive | None], np.ndarray] = field(
         default_factory=dict, compare=False, hash=False, repr=False
+    )
+    # Blocks may be evaluated on several threads; a table is built once, under the lock.
+    _tables_lock: threading.RLock = field(
+        default_factory=threading.RLock, compare=False, hash=False, repr=False
     )
 
     @property
@@ -47,29 +90,37 @@ class Aggregation:
 
     def aggregate(self, block: np.ndarray, field_name: str = "grades") -> np.ndarray:
         """Validate ``block`` (..., slots) and return the aggregated values (...,) as float64."""
-        codes = grade_codes(block, self.source, field_name)
-        slot_count = codes.shape[-1]
-        if slot_count == 0:
-            return np.full(codes.shape[:-1], np.nan)
-        table = self._combo_table(slot_count)
-        if table is None:
-            return self._aggregate_codes(codes)
-        radix = self.null_code + 1
-        combo = codes[..., 0].copy()
-        for slot in range(1, slot_count):
-            combo *= radix
-            combo += codes[..., slot]
-        return table.take(combo)
+        return self.lookup(slot_codes(block, self.source, field_name))
 
-    def _combo_table(self, slot_count: int) -> np.ndarray | None:
-        if slot_count not in self._combo_tables:
-            radix = self.null_code + 1
-            if radix**slot_count > _MAX_COMBO_TABLE:
-                self._combo_tables[slot_count] = None
+    def lookup(self, codes: SlotCodes, derive: Derive | None = None) -> np.ndarray:
+        """The aggregated values (...,) of ``codes`` (NaN = null), or ``derive`` of them.
+
+        With a combination table ``derive`` runs once on the table, not on every snapshot.
+        """
+        if codes.combos is None:
+            if codes.codes.shape[-1] == 0:
+                values = np.full(codes.codes.shape[:-1], np.nan)
             else:
-                combos = np.indices((radix,) * slot_count).reshape(slot_count, -1).T
-                self._combo_tables[slot_count] = self._aggregate_codes(combos)
-        return self._combo_tables[slot_count]
+                values = self._aggregate_codes(codes.codes)
+            return values if derive is None else derive(values)
+        return self._table(codes.codes.shape[-1], derive).take(codes.combos)
+
+    def _table(self, slot_count: int, derive: Derive | None) -> np.ndarray:
+        key = (slot_count, derive)
+        table = self._tables.get(key)
+        if table is None:
+            with self._tables_lock:
+                table = self._tables.get(key)
+                if table is None:
+                    if derive is None:
+                        radix = self.null_code + 1
+                        combos = np.indices((radix,) * slot_count).reshape(slot_count, -1).T
+                        table = self._aggregate_codes(combos)
+                    else:
+                        table = derive(self._table(slot_count, None))
+                    table.flags.writeable = False
+                    self._tables[key] = table
+        return table
 
     def _aggregate_codes(self, codes: np.ndarray) -> np.ndarray:
         """The definition of stages 0 and 1 on codes (..., slots); NaN = null."""

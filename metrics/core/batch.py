@@ -2,23 +2,33 @@
 
 ``evaluate_batch_many`` is the implementation: it validates the configuration once, walks
 the keywords in cache-sized blocks (a loop over blocks of thousands of keywords, never over
-keywords or positions), aggregates each block once per metric scale (stages 0 and 1,
-aggregate.py) and runs the stage 2 kernels (kernels.py) on it. ``evaluate_batch`` is that
-for one metric; ``evaluate_keyword`` turns one keyword's lists into a 1-keyword array and
-calls it, so the application and the benchmarks compute every number the same way.
+keywords or positions), turns each block into slot codes once (validating it), aggregates
+them once per metric scale (stages 0 and 1, aggregate.py) and runs the stage 2 kernels
+(kernels.py) on them, sharing what several metrics need (relevance, counts, gains).
+``evaluate_batch`` is that for one metric; ``evaluate_keyword`` turns one keyword's lists
+into a 1-keyword array and calls it, so the application and the benchmarks compute every
+number the same way.
+
+Every kernel computes a keyword from its own row alone, in a fixed order (kernels.py), so
+blocks are independent and run on a small thread pool: numpy releases the GIL inside its
+loops, which is where a block spends its time. A keyword's value depends neither on the
+block it falls in nor on the thread count.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+import os
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from metrics.core import kernels
-from metrics.core.aggregate import Aggregation
+from metrics.core.aggregate import Aggregation, Derive, SlotCodes, slot_codes
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import GradeList, Pool, build_pool
 from metrics.core.registry import (
@@ -34,6 +44,11 @@ from metrics.core.transform import resolve_transformer, validate_transformers
 
 _BLOCK_ELEMENTS = 1 << 18
 """Grades per block: the block's temporaries stay in the L2/L3 cache."""
+
+THREADS_ENV = "SEARCHTWEAK_METRIC_THREADS"
+threads: int | None = None
+"""Threads that evaluate blocks; None → $SEARCHTWEAK_METRIC_THREADS, else os.cpu_count().
+1 evaluates every block on the calling thread. Results are identical for any value."""
 
 MetricRequest = tuple[str, int] | tuple[str, int, Mapping[str, Any] | None]
 """(metric code, k) or (metric code, k, params)."""
@@ -116,75 +131,177 @@ def evaluate_batch_many(
         assert pool is not None
         per_keyword += pool.grades.shape[1] * pool.grades.shape[2]
     block_size = max(1, _BLOCK_ELEMENTS // per_keyword)
-    for start in range(0, keyword_count, block_size):
+
+    def evaluate_block(start: int) -> None:
         stop = min(start + block_size, keyword_count)
-        block = grades[start:stop, :read_positions]
-        pool_block = None if pool is None or not pool_plans else pool.grades[start:stop]
-        values = {}
-        pooled = {}
+        codes = slot_codes(grades[start:stop, :read_positions], evaluation_scale, "grades")
+        scale_blocks: dict[Aggregation, _ScaleBlock] = {}
+        pool_codes: SlotCodes | None = None
+        pooled: dict[Aggregation, np.ndarray] = {}
         for plan, result in zip(plans, results, strict=True):
             aggregation = plan.aggregation
-            if aggregation not in values:
-                values[aggregation] = aggregation.aggregate(block, "grades")
+            if aggregation not in scale_blocks:
+                scale_blocks[aggregation] = _ScaleBlock(aggregation, codes)
             pool_values = None
             if plan.uses_pool:
+                assert pool is not None
+                if pool_codes is None:
+                    pool_codes = slot_codes(pool.grades[start:stop], evaluation_scale,
+                                            "pool.grades")
                 if aggregation not in pooled:
-                    pooled[aggregation] = aggregation.aggregate(pool_block, "pool.grades")
+                    pooled[aggregation] = aggregation.lookup(pool_codes)
                 pool_values = pooled[aggregation]
             doc_index = None
             if plan.code == "best":
                 assert pool is not None and pool.doc_index is not None
                 doc_index = pool.doc_index[start:stop, : min(plan.k, read_positions)]
-            result[start:stop] = _stage2(
-                plan, values[aggregation][:, : plan.k], pool_values, doc_index
-            )
+            result[start:stop] = _stage2(plan, scale_blocks[aggregation], pool_values, doc_index)
+
+    _run_blocks(evaluate_block, range(0, keyword_count, block_size))
     return results
 
 
+class _ScaleBlock:
+    """One block's aggregated values on one metric scale and what its metrics share.
+
+    ``positions(derive, m)`` is ``derive`` of the aggregated v_1..v_m, (keywords, m);
+    ``count(derive, m)`` its sum per keyword. Each is computed once per block and m.
+    """
+
+    def __init__(self, aggregation: Aggregation, codes: SlotCodes) -> None:
+        self.aggregation = aggregation
+        self.keyword_count, self.position_count = codes.codes.shape[:2]
+        self._codes = codes
+        self._positions: dict[tuple[Derive | None, int], np.ndarray] = {}
+        self._counts: dict[tuple[Derive, int], np.ndarray] = {}
+        self._patterns: dict[int, np.ndarray] = {}
+
+    def positions(self, derive: Derive | None, m: int) -> np.ndarray:
+        key = (derive, m)
+        if key not in self._positions:
+            codes = self._codes
+            if codes.combos is None and derive is not None:
+                # No combination table: derive from the aggregated values, computed once.
+                self._positions[key] = derive(self.positions(None, m))
+            else:
+                first = SlotCodes(
+                    codes.codes[:, :m], None if codes.combos is None else codes.combos[:, :m]
+                )
+                self._positions[key] = self.aggregation.lookup(first, derive)
+        return self._positions[key]
+
+    def count(self, derive: Derive, m: int) -> np.ndarray:
+        key = (derive, m)
+        if key not in self._counts:
+            self._counts[key] = kernels.row_sums(self.positions(derive, m))
+        return self._counts[key]
+
+    def of_relevance_pattern(
+        self, kernel: Callable[[np.ndarray], np.ndarray], m: int
+    ) -> np.ndarray:
+        """``kernel(relevant)`` for a metric that depends on the relevance pattern alone
+        (AP, RR): for short cutoffs, a lookup in the kernel's table of every pattern."""
+        relevant = self.positions(kernels.relevant, m)
+        if m > kernels.MAX_PATTERN_POSITIONS:
+            return kernel(relevant)
+        if m not in self._patterns:
+            self._patterns[m] = kernels.relevance_patterns(relevant)
+        return kernels.pattern_table(kernel, m).take(self._patterns[m])
+
+
 def _stage2(
-    plan: _Plan, values: np.ndarray, pool_values: np.ndarray | None, doc_index: np.ndarray | None
+    plan: _Plan, block: _ScaleBlock, pool_values: np.ndarray | None, doc_index: np.ndarray | None
 ) -> np.ndarray:
-    """One metric over aggregated values (keywords, m); the all-null rule applied last."""
+    """One metric over a block's aggregated values; the all-null rule applied last."""
     code, k, params = plan.code, plan.k, plan.params
+    m = min(k, block.position_count)
     top_grade = plan.aggregation.target.hi
     if code == "precision":
-        out = kernels.precision(values)
+        out = kernels.precision(
+            block.count(kernels.relevant, m), block.count(kernels.judged, m)
+        )
     elif code == "ap":
-        out = kernels.average_precision(values)
+        out = block.of_relevance_pattern(kernels.average_precision, m)
     elif code == "rr":
-        out = kernels.reciprocal_rank(values)
+        out = block.of_relevance_pattern(kernels.reciprocal_rank, m)
     elif code in ("cg", "cg_d"):
-        out = kernels.cumulative_gain(values)
+        out = kernels.cumulative_gain(block.positions(kernels.nulls_as_zero, m))
     elif code in ("dcg", "dcg_d"):
-        out = kernels.dcg(values, params.gain)
+        out = kernels.dcg(block.positions(kernels.gains_function(params.gain), m))
     elif code in ("ndcg", "ndcg_d"):
+        gains = block.positions(kernels.gains_function(params.gain), m)
         if params.ideal == "local":
-            ideal = kernels.ideal_dcg_local(values, params.gain)
+            ideal = kernels.ideal_dcg_local(gains)
         elif params.ideal == "pool":
             assert pool_values is not None
             ideal = kernels.ideal_dcg_pool(pool_values, k, params.gain)
         else:
-            ideal = kernels.ideal_dcg_max(values.shape[0], k, params.gain, top_grade)
-        out = kernels.ndcg(kernels.dcg(values, params.gain), ideal)
-    elif code == "err":
-        out = kernels.expected_reciprocal_rank(values, top_grade, 1.0)
-    elif code == "err_018":
-        out = kernels.expected_reciprocal_rank(values, top_grade, 0.18)
+            ideal = kernels.ideal_dcg_max(block.keyword_count, k, params.gain, top_grade)
+        out = kernels.ndcg(kernels.dcg(gains), ideal)
+    elif code in ("err", "err_018"):
+        stop = block.positions(kernels.stop_probabilities(top_grade), m)
+        out = kernels.expected_reciprocal_rank(stop, 1.0 if code == "err" else 0.18)
     elif code == "recall":
         assert pool_values is not None
-        out = kernels.recall(values, pool_values)
+        out = kernels.recall(block.count(kernels.relevant, m), pool_values)
     elif code == "f_score":
         assert pool_values is not None
         out = kernels.f_score(
-            kernels.precision(values), kernels.recall(values, pool_values), params.beta
+            kernels.precision(block.count(kernels.relevant, m), block.count(kernels.judged, m)),
+            kernels.recall(block.count(kernels.relevant, m), pool_values),
+            params.beta,
         )
     elif code == "best":
         assert pool_values is not None and doc_index is not None
         out = kernels.best(pool_values, doc_index)
     else:  # pragma: no cover - metric_spec() rejected it already
         raise MetricInputError("metric", f"unknown metric code {code!r}")
-    all_null = np.isnan(values).all(axis=1)
+    all_null = block.count(kernels.judged, m) == 0.0
     return np.where(all_null, np.nan, out)
+
+
+def thread_count() -> int:
+    """The threads that evaluate blocks (see ``threads``)."""
+    if threads is not None:
+        return max(1, threads)
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return os.cpu_count() or 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a positive integer, not {raw!r}")
+    return int(raw)
+
+
+_executor: tuple[int, ThreadPoolExecutor] | None = None
+_executor_lock = threading.Lock()
+
+
+def _forget_executor() -> None:
+    # A forked child (e.g. a prefork worker) has none of the parent's threads.
+    global _executor
+    _executor = None
+
+
+os.register_at_fork(after_in_child=_forget_executor)
+
+
+def _run_blocks(evaluate_block: Callable[[int], None], starts: range) -> None:
+    """evaluate_block(start) for every block; the first failing block's error is raised."""
+    count = thread_count()
+    if count == 1 or len(starts) == 1:
+        for start in starts:
+            evaluate_block(start)
+        return
+    global _executor
+    with _executor_lock:
+        if _executor is None or _executor[0] != count:
+            if _executor is not None:
+                _executor[1].shutdown(wait=False)
+            _executor = (count, ThreadPoolExecutor(count, thread_name_prefix="metrics-core"))
+        executor = _executor[1]
+    # map() yields in block order, so an invalid grade is reported as without threads.
+    for _ in executor.map(evaluate_block, starts):
+        pass
 
 
 def _grade_array(grades: Any, field_name: str = "grades") -> np.ndarray:
