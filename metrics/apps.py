@@ -3,3 +3,16 @@ from django.apps import AppConfig
 
 class MetricsConfig(AppConfig):
     name = "metrics"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
+        from evaluations.models import EvaluationMetric
+        from judgments.signals import grades_changed
+        from metrics import receivers
+
+        grades_changed.connect(receivers.on_grades_changed, dispatch_uid="metrics.grades")
+        # Adding, changing or removing a metric recomputes the evaluation.
+        for signal in (post_save, post_delete):
+            signal.connect(receivers.on_metric_configs_changed, sender=EvaluationMetric,
+                           dispatch_uid=f"metrics.configs.{signal is post_save}")

@@ -1,1 +1,71 @@
-# Models arrive with the issue that builds this app; registered now so it migrates.
+"""Stored metric values: per keyword and configured metric, and the history of the means.
+
+The evaluation's current mean and keyword count live on evaluations.EvaluationMetric
+(value, keyword_count, updated_at) so the evaluations app can show them; this app is
+the only writer of all three.
+"""
+
+from django.db import models
+from django.utils import timezone
+
+from evaluations.models import EvaluationMetric, Keyword
+
+
+class KeywordMetricValue(models.Model):
+    keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="metric_values")
+    metric = models.ForeignKey(
+        EvaluationMetric, on_delete=models.CASCADE, related_name="keyword_values"
+    )
+    # Null: the metric is undefined for this keyword (nothing graded, no results, ...).
+    value = models.FloatField(null=True, blank=True)
+    # The keyword version whose grades produced this value.
+    computed_version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["keyword", "metric"], name="keyword_metric_value_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["metric", "value"], name="kmv_metric_value_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.metric} of {self.keyword_id} = {self.value}"
+
+
+class MetricHistoryPoint(models.Model):
+    """The evaluation's mean of one metric after a burst of recomputes."""
+
+    metric = models.ForeignKey(EvaluationMetric, on_delete=models.CASCADE, related_name="history")
+    value = models.FloatField(null=True, blank=True)
+    keyword_count = models.PositiveIntegerField(default=0)
+    recorded_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["metric_id", "recorded_at"]
+
+    def __str__(self) -> str:
+        return f"{self.metric} = {self.value} at {self.recorded_at:%Y-%m-%d %H:%M:%S}"
+
+
+class TeamBaseline(models.Model):
+    """The finished evaluation a team compares its other evaluations against.
+
+    It lives here rather than on searchtweak.Team because searchtweak may not know about
+    evaluations (DESIGN.md dependency direction).
+    """
+
+    team = models.OneToOneField(
+        "searchtweak.Team", on_delete=models.CASCADE, related_name="metric_baseline"
+    )
+    evaluation = models.ForeignKey(
+        "evaluations.Evaluation", on_delete=models.CASCADE, related_name="+"
+    )
+    set_by = models.ForeignKey(
+        "searchtweak.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    set_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"baseline of {self.team_id}: {self.evaluation_id}"

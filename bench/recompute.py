@@ -1,0 +1,233 @@
+"""Benchmark of the recompute pipeline on PostgreSQL + Redis with a real Celery worker.
+
+Measures, for an evaluation of 10 keywords and one of 5,000 keywords (10 results, 3 slots,
+6 metrics), the time from a grade POST (HTTP, the documented API) until the evaluation's
+stored mean reflects it; and the seconds `recompute_metrics` takes for a fully graded
+evaluation of 10,000 keywords x 10 results x 3 slots with 6 metrics.
+
+    .venv/bin/python bench/recompute.py [--grades 200] [--quick]
+
+It creates (and drops) the database `searchtweak_bench_recompute` on the local PostgreSQL
+and uses Redis database 12. Figures print as a table; nothing is asserted.
+"""
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+REPO = Path(__file__).resolve().parents[1]
+PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
+DB_NAME = "searchtweak_bench_recompute"
+DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
+BROKER_URL = "redis://127.0.0.1:6379/12"
+METRICS = [("precision", 10, {}), ("ap", 10, {}), ("rr", 10, {}), ("ndcg", 10, {}),
+           ("err", 10, {}), ("cg", 10, {})]
+ENV = {**os.environ, "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": BROKER_URL,
+       "DEBUG": "false", "SECRET_KEY": "bench-only", "ALLOWED_HOSTS": "127.0.0.1",
+       "RECOMPUTE_SWEEP_AFTER_SECONDS": "60"}
+
+
+def recreate_database() -> None:
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=ENV,
+                   check=True)
+
+
+def setup_django() -> None:
+    os.environ.update({k: v for k, v in ENV.items() if k not in os.environ or k in (
+        "DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS")})
+    os.environ["DJANGO_SETTINGS_MODULE"] = "searchtweak.settings"
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def seed(keyword_count: int, *, graded: bool, team, graders, name: str):
+    """An active evaluation with `keyword_count` keywords x 10 results x 3 slots."""
+    import numpy as np
+    from django.utils import timezone
+
+    from evaluations.models import (
+        Endpoint,
+        Evaluation,
+        EvaluationMetric,
+        Keyword,
+        SearchModel,
+        Snapshot,
+    )
+    from judgments.models import FeedbackSlot
+
+    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
+                                       url="http://127.0.0.1:9/", mapper={})
+    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
+    evaluation = Evaluation.objects.create(
+        team=team, model=model, name=name, scale="graded", strategy=3,
+        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
+    )
+    EvaluationMetric.objects.bulk_create(
+        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
+        for i, (code, k, params) in enumerate(METRICS)
+    )
+    keywords = Keyword.objects.bulk_create(
+        Keyword(evaluation=evaluation, position=i + 1, text=f"{name} query {i}",
+                normalized_text=f"{name} query {i}", fetch_status="fetched")
+        for i in range(keyword_count)
+    )
+    snapshots = Snapshot.objects.bulk_create(
+        (Snapshot(keyword=keyword, position=p, doc_id=f"d{keyword.pk}-{p}")
+         for keyword in keywords for p in range(1, 11)), batch_size=5000,
+    )
+    rng = np.random.default_rng(7)
+    now = timezone.now()
+    FeedbackSlot.objects.bulk_create(
+        (FeedbackSlot(
+            snapshot=snapshot, keyword_id=snapshot.keyword_id, evaluation=evaluation, index=i,
+            grade=int(rng.integers(0, 4)) if graded else None,
+            user=graders[i] if graded else None, graded_at=now if graded else None,
+        ) for snapshot in snapshots for i in range(3)), batch_size=5000,
+    )
+    return evaluation
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def measure_grade_to_mean(
+    client: httpx.Client, evaluation, grade_count: int, *, skip: int = 0
+) -> list[float]:
+    """Seconds from each grade POST until the evaluation's stored means changed; the
+    snapshots graded are the first `grade_count` after the first `skip`."""
+    from evaluations.models import EvaluationMetric, Snapshot
+
+    snapshot_ids = list(Snapshot.objects.filter(keyword__evaluation=evaluation)
+                        .order_by("keyword__position", "position")
+                        .values_list("pk", flat=True)[skip:skip + grade_count])
+    latencies = []
+    for number, snapshot_id in enumerate(snapshot_ids):
+        before = set(EvaluationMetric.objects.filter(evaluation=evaluation)
+                     .values_list("updated_at", flat=True))
+        started = time.perf_counter()
+        response = client.post(f"/api/v1/snapshots/{snapshot_id}/grade/",
+                               json={"grade": number % 4})
+        response.raise_for_status()
+        while True:
+            now = set(EvaluationMetric.objects.filter(evaluation=evaluation)
+                      .values_list("updated_at", flat=True))
+            if now != before and None not in now:
+                break
+            if time.perf_counter() - started > 10:
+                raise RuntimeError("the mean did not update within 10 s")
+            time.sleep(0.002)
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grades", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    big, scratch_size = (500, 1000) if args.quick else (5000, 10_000)
+
+    recreate_database()
+    setup_django()
+    from django.core.management import call_command
+
+    from searchtweak.models import Membership, Role, Team, User
+    from searchtweak.services import api_token_create
+
+    team = Team.objects.create(name="Bench")
+    graders = [User.objects.create(username=f"bench{i}") for i in range(3)]
+    for user in graders:
+        Membership.objects.create(team=team, user=user, role=Role.GRADER)
+    print(f"seeding: 10, {big} and {scratch_size} keywords x 10 results x 3 slots ...",
+          flush=True)
+    small_evaluation = seed(10, graded=False, team=team, graders=graders, name="small")
+    big_evaluation = seed(big, graded=False, team=team, graders=graders, name="big")
+    scratch_evaluation = seed(scratch_size, graded=True, team=team, graders=graders,
+                              name="scratch")
+
+    started = time.perf_counter()
+    call_command("recompute_metrics", "--evaluation", str(scratch_evaluation.pk), "--quiet")
+    scratch_seconds = time.perf_counter() - started
+    print(f"recompute_metrics done in {scratch_seconds:.2f} s", flush=True)
+
+    port = free_port()
+    subprocess.run(["redis-cli", "-n", "12", "flushdb"], check=True, capture_output=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "searchtweak.wsgi:application", "--bind",
+         f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning"],
+        cwd=REPO, env=ENV)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", "--concurrency=2",
+         "--loglevel=WARNING", "--without-gossip", "--without-mingle"], cwd=REPO, env=ENV)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/healthz")
+        time.sleep(2)  # the worker's own start-up
+        rows = []
+        for evaluation, size in ((small_evaluation, 10), (big_evaluation, big)):
+            _, key = api_token_create(user=graders[0], name="bench")
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10,
+                              headers={"Authorization": f"Token {key}"}) as client:
+                measure_grade_to_mean(client, evaluation, 5)  # warm-up
+                latencies = measure_grade_to_mean(client, evaluation, args.grades, skip=5)
+            rows.append((size, latencies))
+    finally:
+        server.terminate()
+        worker.terminate()
+        server.wait()
+        worker.wait()
+
+    print()
+    print("grade POST -> evaluation mean updated (real worker, PostgreSQL, Redis)")
+    print(f"{'keywords':>9} {'grades':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    p95 = {}
+    for size, latencies in rows:
+        p95[size] = percentile(latencies, 0.95)
+        print(f"{size:>9,} {len(latencies):>7} {statistics.median(latencies) * 1000:>8.1f}"
+              f" {p95[size] * 1000:>8.1f} {max(latencies) * 1000:>8.1f}")
+    print(f"p95 ratio {big:,} / 10 keywords: {p95[big] / p95[10]:.2f} (goal <= 1.5)")
+    print(f"recompute_metrics, {scratch_size:,} keywords x 10 x 3 slots, {len(METRICS)} "
+          f"metrics: {scratch_seconds:.2f} s (goal <= 10 s)")
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        from django.db import connections
+
+        connections.close_all()
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluations.models import Keyword
+from evaluations.selectors import evaluation_get_for_user
+from metrics.selectors import evaluation_metric_configs, keyword_rows, keywords_filtered
+from searchtweak.api_pagination import paginated_response
+
+
+class KeywordListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=Keyword.FetchStatus.choices, required=False)
+        search = serializers.CharField(required=False, max_length=500)
+
+    class OutputSerializer(serializers.Serializer):
+        class MetricValueSerializer(serializers.Serializer):
+            code = serializers.CharField()
+            k = serializers.IntegerField()
+            params = serializers.DictField()
+            value = serializers.FloatField(allow_null=True)
+
+        id = serializers.IntegerField()
+        position = serializers.IntegerField()
+        text = serializers.CharField()
+        fetch_status = serializers.ChoiceField(choices=Keyword.FetchStatus.choices)
+        fetch_error = serializers.CharField()
+        snapshot_count = serializers.IntegerField()
+        updating = serializers.BooleanField(
+            help_text="A newer grade is being recomputed; the values are from before it."
+        )
+        metrics = MetricValueSerializer(many=True)
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses=OutputSerializer(many=True),
+        operation_id="evaluations_keywords_list",
+        description="The evaluation's keywords in order, each with its metric values.",
+    )
+    def get(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
+
+        def serialize_page(keywords: list[Keyword]) -> list[dict]:
+            return [
+                self.OutputSerializer({
+                    "id": row.keyword.pk, "position": row.keyword.position,
+                    "text": row.keyword.text, "fetch_status": row.keyword.fetch_status,
+                    "fetch_error": row.keyword.fetch_error,
+                    "snapshot_count": row.snapshot_count, "updating": row.updating,
+                    "metrics": [
+                        {"code": c.code, "k": c.k, "params": c.params, "value": value}
+                        for c, value in zip(configs, row.values, strict=True)
+                    ],
+                }).data
+                for row in keyword_rows(evaluation=evaluation, keywords=keywords)
+            ]
+
+        return paginated_response(
+            self, request, keywords_filtered(evaluation=evaluation, **filters.validated_data),
+            serialize_page,
+        )
+
+
+class EvaluationCompareApi(APIView):
+    """B against A over their shared keywords (DESIGN.md: GET /evaluations/{a}/compare/{b}/)."""
+
+    class FilterSerializer(serializers.Serializer):
+        metric = serializers.IntegerField(
+            required=False, min_value=0, default=0,
+            help_text="Index of the shared metric whose change orders the keywords.")
+        k = serializers.IntegerField(required=False, min_value=1, max_value=1000,
+                                     help_text="Depth of RBO (default: the largest k).")
+        p = serializers.FloatField(required=False, default=0.9, min_value=0.01,
+                                   max_value=0.99, help_text="Persistence of RBO.")
+
+    class OutputSerializer(serializers.Serializer):
+        class EvaluationRefSerializer(serializers.Serializer):
+            id = serializers.IntegerField()
+            name = serializers.CharField()
+            status = serializers.CharField()
+
+        class MetricSerializer(serializers.Serializer):
+            code = serializers.CharField()
+            k = serializers.IntegerField()
+            params = serializers.DictField()
+            keyword_count = serializers.IntegerField()
+            mean_a = serializers.FloatField(allow_null=True)
+            mean_b = serializers.FloatField(allow_null=True)
+            delta = serializers.FloatField(allow_null=True)
+            wins = serializers.IntegerField()
+            losses = serializers.IntegerField()
+            ties = serializers.IntegerField()
+            t_test_p = serializers.FloatField(allow_null=True)
+            randomization_p = serializers.FloatField(allow_null=True)
+            ci_low = serializers.FloatField(allow_null=True)
+            ci_high = serializers.FloatField(allow_null=True)
+            verdict = serializers.CharField()
+            direction = serializers.ChoiceField(choices=["better", "worse", "same", "unknown"])
+
+        class KeywordSerializer(serializers.Serializer):
+            text = serializers.CharField()
+            keyword_a = serializers.IntegerField()
+            keyword_b = serializers.IntegerField()
+            values_a = serializers.ListField(child=serializers.FloatField(allow_null=True))
+            values_b = serializers.ListField(child=serializers.FloatField(allow_null=True))
+            deltas = serializers.ListField(child=serializers.FloatField(allow_null=True))
+            rbo = serializers.FloatField(allow_null=True)
+
+        a = EvaluationRefSerializer()
+        b = EvaluationRefSerializer()
+        shared_keyword_count = serializers.IntegerField()
+        only_a_count = serializers.IntegerField()
+        only_b_count = serializers.IntegerField()
+        rbo_k = serializers.IntegerField()
+        mean_rbo = serializers.FloatField(allow_null=True)
+        metrics = MetricSerializer(many=True)
+        keywords = KeywordSerializer(many=True, help_text="Sorted by the largest change.")
+
+    @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
+                   operation_id="evaluations_compare")
+    def get(self, request: Request, evaluation_id: int, other_id: int) -> Response:
+        from metrics.dashboards import evaluation_comparison
+
+        a = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        b = evaluation_get_for_user(user=request.user, evaluation_id=other_id)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        comparison = evaluation_comparison(
+            a=a, b=b, sort_index=filters.validated_data["metric"],
+            rbo_k=filters.validated_data.get("k"), rbo_p=filters.validated_data["p"],
+        )
+        return Response(self.OutputSerializer({
+            "a": a, "b": b, "shared_keyword_count": comparison.shared_count,
+            "only_a_count": comparison.only_a_count, "only_b_count": comparison.only_b_count,
+            "rbo_k": comparison.rbo_k, "mean_rbo": comparison.mean_rbo,
+            "metrics": [{
+                "code": m.config_a.code, "k": m.config_a.k, "params": m.config_a.params,
+                "keyword_count": m.result.keyword_count, "mean_a": m.result.mean_a,
+                "mean_b": m.result.mean_b, "delta": m.result.mean_delta,
+                "wins": m.result.wins, "losses": m.result.losses, "ties": m.result.ties,
+                "t_test_p": m.result.t_test_p, "randomization_p": m.result.randomization_p,
+                "ci_low": m.ci[0] if m.ci else None, "ci_high": m.ci[1] if m.ci else None,
+                "verdict": m.verdict, "direction": m.direction,
+            } for m in comparison.metrics],
+            "keywords": [{
+                "text": row.text, "keyword_a": row.keyword_a_id, "keyword_b": row.keyword_b_id,
+                "values_a": row.values_a, "values_b": row.values_b, "deltas": row.deltas,
+                "rbo": row.rbo,
+            } for row in comparison.keywords],
+        }).data)

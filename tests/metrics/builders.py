@@ -1,0 +1,70 @@
+"""Build graded evaluations for the recompute tests, and grade them the way judgments does."""
+
+from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from judgments.models import FeedbackSlot
+from judgments.signals import grades_changed
+from tests.evaluations.factories import EvaluationFactory
+
+
+def build_evaluation(
+    *, team=None, scale: str = "graded", strategy: int = 1, keywords: dict[str, list[str]],
+    metrics: list[tuple[str, int, dict]], status: str = Evaluation.Status.ACTIVE,
+    auto_finish: bool = False,
+) -> Evaluation:
+    """An evaluation whose keywords (text -> doc ids in rank order) have empty slots."""
+    extra = {"team": team, "model__endpoint__team": team} if team else {}
+    started_at = None if status == Evaluation.Status.PENDING else timezone.now()
+    evaluation = EvaluationFactory(
+        scale=scale, strategy=strategy, status=status, auto_finish=auto_finish,
+        started_at=started_at, **extra
+    )
+    for position, (code, k, params) in enumerate(metrics):
+        EvaluationMetric.objects.create(
+            evaluation=evaluation, code=code, k=k, params=params, position=position
+        )
+    for position, (text, doc_ids) in enumerate(keywords.items(), start=1):
+        keyword = Keyword.objects.create(
+            evaluation=evaluation, position=position, text=text,
+            normalized_text=Keyword.normalize(text), fetch_status=Keyword.FetchStatus.FETCHED,
+        )
+        snapshots = Snapshot.objects.bulk_create(
+            Snapshot(keyword=keyword, position=rank, doc_id=doc_id, name=doc_id)
+            for rank, doc_id in enumerate(doc_ids, start=1)
+        )
+        FeedbackSlot.objects.bulk_create(
+            FeedbackSlot(snapshot=snapshot, keyword=keyword, evaluation=evaluation, index=index)
+            for snapshot in snapshots for index in range(strategy)
+        )
+    return evaluation
+
+
+def slot(evaluation: Evaluation, text: str, position: int, index: int = 0) -> FeedbackSlot:
+    return FeedbackSlot.objects.get(
+        evaluation=evaluation, keyword__normalized_text=Keyword.normalize(text),
+        snapshot__position=position, index=index,
+    )
+
+
+@transaction.atomic
+def set_grades(graders, changes: list[tuple[FeedbackSlot, int | None]]) -> None:
+    """Write grades as the judgments services do: the slot, the keyword's dirty mark in the
+    same transaction, and grades_changed after commit. Slot i is graded by graders[i]."""
+    now = timezone.now()
+    keyword_ids = set()
+    for feedback_slot, grade in changes:
+        FeedbackSlot.objects.filter(pk=feedback_slot.pk).update(
+            grade=grade, user=graders[feedback_slot.index] if grade is not None else None,
+            graded_at=now if grade is not None else None,
+        )
+        keyword_ids.add(feedback_slot.keyword_id)
+    Keyword.objects.filter(pk__in=keyword_ids).update(
+        version=F("version") + 1, dirty_since=Coalesce(F("dirty_since"), Value(now))
+    )
+    transaction.on_commit(
+        lambda: grades_changed.send(sender=FeedbackSlot, keyword_ids=sorted(keyword_ids))
+    )

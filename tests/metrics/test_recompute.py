@@ -1,0 +1,308 @@
+"""The recompute pipeline: stored values always equal metrics.core on the stored grades."""
+
+import math
+
+import pytest
+from django.core.management import call_command
+from django.test import override_settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from judgments.models import FeedbackSlot
+from metrics import core, services
+from metrics.models import KeywordMetricValue, MetricHistoryPoint
+from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.searchtweak.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+METRICS = [("precision", 3, {}), ("ndcg", 3, {}), ("ap", 3, {}), ("cg", 3, {})]
+
+
+@pytest.fixture
+def graders(db):
+    return [UserFactory(username=f"g{i}") for i in range(3)]
+
+
+@pytest.fixture
+def grade(graders, django_capture_on_commit_callbacks):
+    """Grade as a committed request would: the after-commit recompute runs (eagerly)."""
+
+    def grade(changes):
+        with django_capture_on_commit_callbacks(execute=True):
+            set_grades(graders, changes)
+
+    return grade
+
+
+def stored(evaluation) -> dict[tuple[str, str], float | None]:
+    return {
+        (row.keyword.text, row.metric.code): row.value
+        for row in KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
+        .select_related("keyword", "metric")
+    }
+
+
+def stored_by_config(evaluation) -> dict[tuple[str, int], float | None]:
+    return dict(
+        ((text, metric_id), value) for text, metric_id, value in
+        KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
+        .values_list("keyword__text", "metric_id", "value")
+    )
+
+
+def means(evaluation) -> dict[str, tuple[float | None, int]]:
+    return {
+        config.code: (config.value, config.keyword_count)
+        for config in EvaluationMetric.objects.filter(evaluation=evaluation)
+    }
+
+
+def test_a_grade_updates_keyword_values_and_the_mean(grade):
+    evaluation = build_evaluation(
+        keywords={"shoes": ["a", "b", "c"], "hats": ["d", "e"]}, metrics=METRICS
+    )
+    grade([(slot(evaluation, "shoes", 1), 3), (slot(evaluation, "shoes", 2), 0),
+                         (slot(evaluation, "shoes", 3), 2)])
+    values = stored(evaluation)
+    # graded -> binary default: 0->0, 1..3->1; P@3 = 2/3; AP = (1/1 + 2/3) / 2.
+    assert values[("shoes", "precision")] == pytest.approx(2 / 3, abs=1e-12)
+    assert values[("shoes", "ap")] == pytest.approx((1 + 2 / 3) / 2, abs=1e-12)
+    assert values[("shoes", "cg")] == 5.0
+    dcg = 3 + 0 / math.log2(3) + 2 / math.log2(4)
+    ideal = 3 + 2 / math.log2(3)
+    assert values[("shoes", "ndcg")] == pytest.approx(dcg / ideal, abs=1e-12)
+    assert ("hats", "cg") not in values  # not graded yet: never computed
+    assert means(evaluation)["cg"] == (5.0, 1)
+    keyword = Keyword.objects.get(evaluation=evaluation, text="shoes")
+    assert keyword.dirty_since is None
+    assert keyword.computed_version == keyword.version == 1
+    evaluation.refresh_from_db()
+    assert evaluation.progress == pytest.approx(100 * 3 / 5)
+
+
+def test_means_skip_null_keywords_and_count_the_rest(grade):
+    evaluation = build_evaluation(
+        keywords={"one": ["a", "b"], "two": ["c"], "three": ["d"]},
+        metrics=[("precision", 2, {}), ("rr", 2, {})],
+    )
+    grade([(slot(evaluation, "one", 1), 0), (slot(evaluation, "one", 2), 2),
+                         (slot(evaluation, "two", 1), 3)])
+    # "three" stays ungraded: P is null there and left out of the mean.
+    assert means(evaluation)["precision"] == (pytest.approx((0.5 + 1.0) / 2), 2)
+    # RR of an all-null keyword is null too (METRICS.md: all null gives null).
+    assert means(evaluation)["rr"] == (pytest.approx((0.5 + 1.0) / 2), 2)
+
+
+def test_clearing_a_grade_recomputes_to_null(grade):
+    evaluation = build_evaluation(keywords={"x": ["a"]}, metrics=[("cg", 5, {})])
+    grade([(slot(evaluation, "x", 1), 2)])
+    assert means(evaluation)["cg"] == (2.0, 1)
+    grade([(slot(evaluation, "x", 1), None)])
+    assert stored(evaluation)[("x", "cg")] is None
+    assert means(evaluation)["cg"] == (None, 0)
+
+
+def test_three_slots_aggregate_before_the_metric(grade):
+    evaluation = build_evaluation(
+        scale="binary", strategy=3, keywords={"q": ["a", "b"]}, metrics=[("precision", 2, {})]
+    )
+    grade([
+        (slot(evaluation, "q", 1, 0), 1), (slot(evaluation, "q", 1, 1), 1),
+        (slot(evaluation, "q", 1, 2), 0),  # majority 1
+        (slot(evaluation, "q", 2, 0), 1), (slot(evaluation, "q", 2, 1), 0),  # tie: null
+    ])
+    assert stored(evaluation)[("q", "precision")] == 1.0
+
+
+def test_a_run_that_read_old_grades_cannot_overwrite_newer_values(grade, monkeypatch):
+    """The original SearchTweak's race: a grade lands while a recompute of the same keyword
+    runs. Here the second grade commits, and its own recompute finishes, between the first
+    run's read of the grades and its write; the first run's stale values must not land."""
+    evaluation = build_evaluation(keywords={"race": ["a", "b"]}, metrics=[("cg", 2, {})])
+    real_keyword_results = services.keyword_results
+
+    def read_then_let_another_grade_land(*, keyword_id):
+        results = real_keyword_results(keyword_id=keyword_id)
+        monkeypatch.setattr(services, "keyword_results", real_keyword_results)
+        grade([(slot(evaluation, "race", 2), 3)])
+        assert stored(evaluation)[("race", "cg")] == 4.0  # the second run already wrote
+        return results
+
+    monkeypatch.setattr(services, "keyword_results", read_then_let_another_grade_land)
+    grade([(slot(evaluation, "race", 1), 1)])
+    assert stored(evaluation)[("race", "cg")] == 4.0
+    assert means(evaluation)["cg"] == (4.0, 1)
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    assert (keyword.version, keyword.computed_version, keyword.dirty_since) == (2, 2, None)
+
+
+def test_recompute_is_idempotent_and_coalesces(grade):
+    evaluation = build_evaluation(keywords={"k": ["a", "b"]}, metrics=METRICS)
+    grade([(slot(evaluation, "k", 1), 2)])
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    before = stored(evaluation)
+    assert services.keyword_metrics_recompute(keyword_id=keyword.pk) == "fresh"
+    Keyword.objects.filter(pk=keyword.pk).update(dirty_since="2026-01-01T00:00:00Z")
+    assert services.keyword_metrics_recompute(keyword_id=keyword.pk) == "ok"
+    assert stored(evaluation) == before
+    assert services.keyword_metrics_recompute(keyword_id=999_999) == "missing"
+
+
+def test_recompute_metrics_command_equals_the_incremental_values(grade, capsys):
+    evaluation = build_evaluation(
+        strategy=3, keywords={f"kw {i}": [f"d{i}{j}" for j in range(4)] for i in range(6)},
+        metrics=[*METRICS, ("err", 4, {}), ("ndcg", 4, {"gain": "exponential"})],
+    )
+    changes = []
+    for i in range(6):
+        for position in range(1, 5):
+            for index in range(3):
+                if (i + position + index) % 4:
+                    changes.append((slot(evaluation, f"kw {i}", position, index),
+                                    (i * position + index) % 4))
+    grade(changes)
+    incremental, incremental_means = stored(evaluation), means(evaluation)
+    KeywordMetricValue.objects.all().delete()
+    EvaluationMetric.objects.filter(evaluation=evaluation).update(value=None, keyword_count=0)
+    call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
+    assert "Recomputed 6 keywords in 1 evaluations." in capsys.readouterr().out
+    scratch = stored(evaluation)
+    assert scratch.keys() == incremental.keys()
+    for key, value in incremental.items():
+        assert scratch[key] == pytest.approx(value, abs=1e-12), key
+    for code, (value, count) in incremental_means.items():
+        assert means(evaluation)[code][1] == count
+        assert means(evaluation)[code][0] == pytest.approx(value, abs=1e-12)
+
+
+def test_recompute_metrics_rejects_an_unknown_evaluation():
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="evaluation: no evaluation with id 424242"):
+        call_command("recompute_metrics", "--evaluation", "424242")
+
+
+def test_a_transformer_that_no_longer_fits_is_stored_on_the_evaluation(grade):
+    evaluation = build_evaluation(keywords={"k": ["a"]}, metrics=[("precision", 1, {})])
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        transformers={"graded->binary": {"0": 0, "1": 1}}
+    )
+    grade([(slot(evaluation, "k", 1), 3)])
+    evaluation.refresh_from_db()
+    assert evaluation.recompute_error.startswith("transformers.graded->binary: grade 2")
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        transformers={"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}}
+    )
+    call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
+    evaluation.refresh_from_db()
+    assert evaluation.recompute_error == ""
+    assert stored(evaluation)[("k", "precision")] == 1.0
+
+
+def test_adding_a_metric_recomputes_the_evaluation(grade, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"k": ["a", "b"]}, metrics=[("cg", 2, {})])
+    grade([(slot(evaluation, "k", 1), 3), (slot(evaluation, "k", 2), 1)])
+    with django_capture_on_commit_callbacks(execute=True):
+        EvaluationMetric.objects.create(evaluation=evaluation, code="dcg", k=2, position=1)
+    assert stored(evaluation)[("k", "dcg")] == pytest.approx(3 + 1 / math.log2(3))
+    assert means(evaluation)["dcg"][1] == 1
+
+
+def test_pool_metrics_follow_grades_given_in_another_evaluation(grade):
+    first = build_evaluation(keywords={"Laptop": ["a", "b"]}, metrics=[("cg", 2, {})])
+    second = build_evaluation(team=first.team, keywords={" laptop ": ["b", "c"]},
+                              metrics=[("recall", 2, {})])
+    grade([(slot(second, " laptop ", 1), 3)])
+    assert stored(second)[(" laptop ", "recall")] == 1.0  # 1 relevant known, found
+    # A relevant document found only by the first evaluation enlarges the pool.
+    grade([(slot(first, "Laptop", 1), 2)])
+    assert stored(second)[(" laptop ", "recall")] == 0.5
+    reference = core.evaluate_keyword(
+        "recall", [[3], [None]], doc_ids=["b", "c"], k=2, scale="graded",
+        pool=[("a", [2])],
+    )
+    assert reference == 0.5
+
+
+@override_settings(METRIC_HISTORY_INTERVAL_SECONDS=3600)
+def test_history_keeps_one_point_per_burst(grade):
+    evaluation = build_evaluation(keywords={"k": ["a", "b", "c"]}, metrics=[("cg", 3, {})])
+    for position, value in ((1, 1), (2, 2), (3, 3)):
+        grade([(slot(evaluation, "k", position), value)])
+    points = list(MetricHistoryPoint.objects.filter(metric__evaluation=evaluation))
+    assert [(p.value, p.keyword_count) for p in points] == [(6.0, 1)]
+
+
+def test_the_evaluation_finishes_itself_at_full_progress(grade):
+    evaluation = build_evaluation(keywords={"k": ["a", "b"]}, metrics=[("cg", 2, {})],
+                                  auto_finish=True)
+    grade([(slot(evaluation, "k", 1), 3)])
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.ACTIVE
+    grade([(slot(evaluation, "k", 2), 0)])
+    evaluation.refresh_from_db()
+    assert evaluation.progress == 100.0
+    assert evaluation.status == Evaluation.Status.FINISHED
+
+
+@override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
+def test_the_sweep_finds_keywords_left_dirty(graders):
+    from metrics.tasks import sweep_dirty_keywords
+
+    evaluation = build_evaluation(keywords={"a": ["x"], "b": ["y"]}, metrics=[("cg", 1, {})])
+    keyword = Keyword.objects.get(evaluation=evaluation, text="a")
+    # A grade whose recompute message was lost: stored and dirty, no value yet.
+    FeedbackSlot.objects.filter(keyword=keyword).update(grade=2, user=graders[0])
+    Keyword.objects.filter(pk=keyword.pk).update(version=1, dirty_since="2026-01-01T00:00:00Z")
+    assert services.dirty_keywords_due() == [keyword.pk]
+    assert sweep_dirty_keywords.delay().get() == 1
+    assert stored(evaluation)[("a", "cg")] == 2.0
+    assert services.dirty_keywords_due() == []
+
+
+PROPERTY_METRICS = [("precision", 3, {}), ("ap", 3, {}), ("rr", 2, {}), ("ndcg", 3, {}),
+                    ("err", 3, {}), ("cg_d", 3, {}), ("recall", 3, {}),
+                    ("ndcg", 3, {"ideal": "pool", "gain": "exponential"})]
+
+
+@pytest.fixture
+def property_evaluation(graders):
+    return build_evaluation(
+        strategy=3, keywords={"alpha": ["a", "b", "c"], "beta": ["b", "c"], "gamma": []},
+        metrics=PROPERTY_METRICS,
+    )
+
+
+@given(changes=st.lists(
+    st.tuples(st.sampled_from(["alpha", "beta"]), st.integers(1, 3), st.integers(0, 2),
+              st.one_of(st.none(), st.integers(0, 3))),
+    min_size=1, max_size=12,
+))
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_stored_values_always_equal_a_from_scratch_recompute(
+    property_evaluation, grade, changes
+):
+    evaluation = property_evaluation
+    for text, position, index, value in changes:
+        if text == "beta" and position == 3:
+            continue  # beta has two results
+        grade([(slot(evaluation, text, position, index), value)])
+    incremental = stored_by_config(evaluation)
+    incremental_means = list(EvaluationMetric.objects.filter(evaluation=evaluation)
+                             .values_list("pk", "value", "keyword_count"))
+    services.evaluation_metrics_recompute(evaluation_id=evaluation.pk)
+    scratch = stored_by_config(evaluation)
+    assert scratch.keys() >= incremental.keys()
+    for key, value in incremental.items():
+        assert scratch[key] == pytest.approx(value, abs=1e-12, nan_ok=True), key
+    for key in scratch.keys() - incremental.keys():
+        assert scratch[key] is None, key  # never graded: null
+    scratch_means = {pk: (value, count) for pk, value, count in
+                     EvaluationMetric.objects.filter(evaluation=evaluation)
+                     .values_list("pk", "value", "keyword_count")}
+    for pk, value, count in incremental_means:
+        assert scratch_means[pk][1] == count
+        assert scratch_means[pk][0] == pytest.approx(value, abs=1e-12)

@@ -1,0 +1,110 @@
+"""The recompute pipeline through a real Celery worker process on Redis."""
+
+import time
+
+import pytest
+import redis
+from django.test import override_settings
+
+from evaluations.models import EvaluationMetric, Keyword
+from metrics import core
+from metrics.models import KeywordMetricValue
+from metrics.services import dirty_keywords_due
+from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.searchtweak.factories import UserFactory
+from tests.workers import celery_worker, database_url_for_workers, require_redis, tasks_sent_to
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+METRICS = [("precision", 3, {}), ("ap", 3, {}), ("ndcg", 3, {}), ("err", 3, {})]
+
+
+def wait_until_clean(evaluation, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists():
+            return
+        time.sleep(0.1)
+    raise AssertionError("keywords still dirty after the worker had time to recompute")
+
+
+def assert_values_match_the_engine(evaluation, grades_by_keyword) -> None:
+    for config in EvaluationMetric.objects.filter(evaluation=evaluation):
+        expected = {
+            text: core.evaluate_keyword(config.code, grades, k=config.k, scale="graded")
+            for text, grades in grades_by_keyword.items()
+        }
+        stored = dict(KeywordMetricValue.objects.filter(metric=config)
+                      .values_list("keyword__text", "value"))
+        assert stored == pytest.approx(expected, abs=1e-12), config.code
+        mean, count = core.mean_over_keywords(expected.values())
+        config.refresh_from_db()
+        assert config.keyword_count == count
+        assert config.value == pytest.approx(mean, abs=1e-12)
+
+
+def test_a_real_worker_keeps_values_and_means_exact():
+    broker_url = require_redis()
+    graders = [UserFactory(username=f"w{i}") for i in range(3)]
+    evaluation = build_evaluation(
+        strategy=3, keywords={"red shoes": ["a", "b", "c"], "blue hat": ["d", "e", "f"]},
+        metrics=METRICS,
+    )
+    grades_by_keyword = {"red shoes": [[3, 2, None], [0, 0, 1], [None, None, None]],
+                         "blue hat": [[1, None, None], [2, 3, 3], [0, 1, 0]]}
+    with celery_worker(broker_url=broker_url, database_url=database_url_for_workers()) as queue, \
+            tasks_sent_to(broker_url=broker_url, queue=queue):
+        for text, positions in grades_by_keyword.items():
+            for position, slot_grades in enumerate(positions, start=1):
+                set_grades(graders, [
+                    (slot(evaluation, text, position, index), value)
+                    for index, value in enumerate(slot_grades) if value is not None
+                ])
+        wait_until_clean(evaluation)
+    assert_values_match_the_engine(evaluation, grades_by_keyword)
+
+
+@override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
+def test_grades_made_while_no_worker_runs_converge_once_one_starts():
+    broker_url = require_redis()
+    graders = [UserFactory(username=f"s{i}") for i in range(3)]
+    evaluation = build_evaluation(keywords={"lamp": ["a", "b"], "desk": ["c"]},
+                                  metrics=METRICS)
+    grades_by_keyword = {"lamp": [[2], [3]], "desk": [[0]]}
+    queue = "test-no-worker-yet"
+    with tasks_sent_to(broker_url=broker_url, queue=queue):
+        for text, positions in grades_by_keyword.items():
+            set_grades(graders, [(slot(evaluation, text, position), grades[0])
+                                 for position, grades in enumerate(positions, start=1)])
+    # The grades are stored; their values are not, and the messages are lost.
+    redis.Redis.from_url(broker_url).delete(queue)
+    assert set(dirty_keywords_due()) == set(
+        Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
+    assert not KeywordMetricValue.objects.filter(keyword__evaluation=evaluation).exists()
+    worker_env = {"RECOMPUTE_SWEEP_AFTER_SECONDS": "1"}
+    with celery_worker(broker_url=broker_url, database_url=database_url_for_workers(),
+                       extra_env=worker_env) as worker_queue, \
+            tasks_sent_to(broker_url=broker_url, queue=worker_queue):
+        from metrics.tasks import sweep_dirty_keywords
+
+        time.sleep(1.2)  # past the worker's sweep threshold
+        # What beat does every few seconds, run once here through the worker.
+        assert sweep_dirty_keywords.delay().get(timeout=30) == 2
+        wait_until_clean(evaluation)
+    assert_values_match_the_engine(evaluation, grades_by_keyword)
+
+
+@override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
+def test_a_grade_saves_when_the_broker_is_unreachable_and_the_sweep_repairs_it():
+    graders = [UserFactory(username="b0")]
+    evaluation = build_evaluation(keywords={"chair": ["a"]}, metrics=[("cg", 1, {})])
+    # Port 9 (discard) on loopback: nothing listens, the publish fails for real.
+    with tasks_sent_to(broker_url="redis://127.0.0.1:9/0", queue="unreachable"):
+        set_grades(graders, [(slot(evaluation, "chair", 1), 2)])
+    assert slot(evaluation, "chair", 1).grade == 2
+    assert dirty_keywords_due() == [Keyword.objects.get(evaluation=evaluation).pk]
+    from metrics.tasks import sweep_dirty_keywords
+
+    assert sweep_dirty_keywords.delay().get() == 1  # eager again, as the embedded default
+    assert KeywordMetricValue.objects.get(keyword__evaluation=evaluation).value == 2.0
+    assert dirty_keywords_due() == []
