@@ -1,4 +1,22 @@
-from django.urls import path  # noqa: F401 (the app's pages arrive with its issue)
+from django.urls import path
+
+from metrics import views
 
 app_name = "metrics"
-urlpatterns: list = []
+# The evaluation pages live under /dashboard/evaluations/<id>/: evaluations.urls already
+# routes /evaluations/<id>/<action>/ to its POST-only actions.
+urlpatterns = [
+    path("dashboard/", views.team_dashboard, name="team_dashboard"),
+    path("dashboard/evaluations/<int:evaluation_id>/", views.evaluation_dashboard,
+         name="evaluation_dashboard"),
+    path("dashboard/evaluations/<int:evaluation_id>/live/", views.evaluation_dashboard_live,
+         name="evaluation_dashboard_live"),
+    path("dashboard/evaluations/<int:evaluation_id>/table/", views.evaluation_dashboard_table,
+         name="evaluation_dashboard_table"),
+    path("dashboard/evaluations/<int:evaluation_id>/baseline/", views.baseline,
+         name="baseline"),
+    path("models/<int:model_id>/history/", views.model_history, name="model_history"),
+    path("compare/", views.compare, name="compare"),
+    path("compare/keyword/", views.compare_keyword, name="compare_keyword"),
+    path("leaderboards/", views.leaderboard, name="leaderboard"),
+]

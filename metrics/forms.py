@@ -1,0 +1,59 @@
+"""Query-string forms of the dashboard pages: they check shape; selectors do the rest."""
+
+from django import forms
+
+from evaluations.models import EvaluationMetric
+from metrics.dashboards import FILTERS
+
+
+class KeywordTableForm(forms.Form):
+    """Sorting, filtering, search and paging of the per-keyword table, and the metric the
+    distribution chart shows."""
+
+    sort = forms.ChoiceField(required=False)
+    dir = forms.ChoiceField(choices=[("asc", "ascending"), ("desc", "descending")],
+                            required=False)
+    show = forms.ChoiceField(choices=list(FILTERS.items()), required=False)
+    q = forms.CharField(required=False, max_length=500, label="Search")
+    page = forms.IntegerField(required=False, min_value=1)
+    dist = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    against = forms.ChoiceField(choices=[("", "Baseline, else previous"),
+                                         ("baseline", "Team baseline"),
+                                         ("previous", "Previous evaluation of the model")],
+                                required=False)
+
+    def __init__(self, *args, configs: list[EvaluationMetric], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["sort"].choices = [("", "Position"), ("position", "Position"),
+                                       ("text", "Keyword")] + [
+            (f"m{config.pk}", f"{config.code}@{config.k}") for config in configs]
+        self.fields["dist"].choices = [("", "First metric")] + [
+            (str(config.pk), f"{config.code}@{config.k}") for config in configs]
+
+
+class CompareForm(forms.Form):
+    a = forms.IntegerField(min_value=1, label="Evaluation A (before)")
+    b = forms.IntegerField(min_value=1, label="Evaluation B (after)")
+    metric = forms.IntegerField(required=False, min_value=0,
+                                help_text="Sort keywords by the change of this shared metric.")
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("a") is not None and cleaned.get("a") == cleaned.get("b"):
+            self.add_error("b", "Pick two different evaluations.")
+        return cleaned
+
+
+class CompareKeywordForm(forms.Form):
+    a = forms.IntegerField(min_value=1)
+    b = forms.IntegerField(min_value=1)
+    keyword = forms.CharField(max_length=500)
+
+
+class BaselineForm(forms.Form):
+    action = forms.ChoiceField(choices=[("set", "Set"), ("clear", "Clear")])
+
+
+class LeaderboardForm(forms.Form):
+    metric = forms.CharField(required=False, max_length=200)

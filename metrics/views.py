@@ -1,0 +1,255 @@
+"""Dashboards, comparisons, history and leaderboards: what a team lead opens every morning.
+
+Thin views: access function, form for the query string, selectors from metrics.dashboards,
+charts from metrics.charts. Every page renders fully without JavaScript; the small script
+of the evaluation page only re-fetches its partials while grades arrive.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_POST
+
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
+from metrics import charts, dashboards
+from metrics.forms import (
+    BaselineForm,
+    CompareForm,
+    CompareKeywordForm,
+    KeywordTableForm,
+    LeaderboardForm,
+)
+from searchtweak.models import Role
+from searchtweak.selectors import current_membership
+
+LIVE_STATUSES = {Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE}
+
+
+def _table_params(form: KeywordTableForm) -> dict:
+    data = form.cleaned_data if form.is_valid() else {}
+    return {
+        "sort": data.get("sort") or "position", "descending": data.get("dir") == "desc",
+        "show": data.get("show") or "", "search": data.get("q") or "",
+        "page_number": data.get("page") or 1,
+    }
+
+
+def _live_context(request: HttpRequest, evaluation: Evaluation,
+                  configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+    data = form.cleaned_data if form.is_valid() else {}
+    reference = dashboards.evaluation_reference(evaluation=evaluation,
+                                                against=data.get("against") or "")
+    cards = dashboards.metric_cards(evaluation=evaluation, reference=reference, configs=configs)
+    dist_config = next((c for c in configs if c.pk == data.get("dist")),
+                       configs[0] if configs else None)
+    distribution = None
+    if dist_config is not None:
+        values = dashboards.metric_distribution(config=dist_config)
+        # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
+        bounded = all(0.0 <= v <= 1.0 for v in values)
+        distribution = {
+            "config": dist_config, "count": len(values),
+            "svg": mark_safe(charts.histogram(
+                values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
+                label=f"{dashboards.metric_label(dist_config)} over keywords")),
+        }
+    membership = current_membership(user=request.user)
+    return {
+        "evaluation": evaluation, "reference": reference,
+        "cards": [(card, mark_safe(charts.sparkline(
+            card.history, label=f"History of {card.label}"))) for card in cards],
+        "agreement": dashboards.evaluation_agreement(evaluation=evaluation, configs=configs),
+        "distribution": distribution, "live": evaluation.status in LIVE_STATUSES,
+        "can_lead": membership is not None and membership.team_id == evaluation.team_id
+        and membership.can(Role.LEAD),
+    }
+
+
+def _query(data, **changes) -> str:
+    """The page's query string with some parameters replaced ("" removes one)."""
+    query = data.copy()
+    for name, value in changes.items():
+        query.pop(name, None)
+        if value:
+            query[name] = value
+    return query.urlencode()
+
+
+def _table_context(evaluation: Evaluation, configs: list[EvaluationMetric],
+                   form: KeywordTableForm) -> dict:
+    params = _table_params(form)
+    table = dashboards.keyword_table(evaluation=evaluation, configs=configs, **params)
+    data = form.data
+
+    def sort_link(key: str) -> dict:
+        active = params["sort"] == key
+        descending = not params["descending"] if active else key.startswith("m")
+        return {"query": _query(data, sort=key, dir="desc" if descending else "asc", page=""),
+                "active": active, "descending": params["descending"] if active else None}
+
+    return {
+        "evaluation": evaluation, "configs": configs, "table": table, "params": params,
+        "form": form,
+        "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
+        "metric_columns": [(config, dashboards.metric_label(config), sort_link(f"m{config.pk}"))
+                           for config in configs],
+        "filter_links": [(key, name, _query(data, show=key, page=""), params["show"] == key)
+                         for key, name in dashboards.FILTERS.items()],
+        "page_query": _query(data, page=""),
+    }
+
+
+@require_GET
+@login_required
+def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    configs = dashboards._configs(evaluation.pk)
+    form = KeywordTableForm(request.GET, configs=configs)
+    valid = form.is_valid()
+    context = {**_live_context(request, evaluation, configs, form),
+               **_table_context(evaluation, configs, form)}
+    return render(request, "metrics/evaluation_dashboard.html", context,
+                  status=200 if valid else 400)
+
+
+@require_GET
+@login_required
+def evaluation_dashboard_live(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """The cards, progress, agreement and distribution, polled while grades arrive."""
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    configs = dashboards._configs(evaluation.pk)
+    form = KeywordTableForm(request.GET, configs=configs)
+    return render(request, "metrics/_evaluation_live.html",
+                  _live_context(request, evaluation, configs, form),
+                  status=200 if form.is_valid() else 400)
+
+
+@require_GET
+@login_required
+def evaluation_dashboard_table(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """The per-keyword table alone, with the page's query string (polled while live)."""
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    configs = dashboards._configs(evaluation.pk)
+    form = KeywordTableForm(request.GET, configs=configs)
+    return render(request, "metrics/_keyword_table.html",
+                  _table_context(evaluation, configs, form),
+                  status=200 if form.is_valid() else 400)
+
+
+@require_POST
+@login_required
+def baseline(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                         minimum_role=Role.LEAD)
+    form = BaselineForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("action must be set or clear", status=400)
+    if form.cleaned_data["action"] == "clear":
+        dashboards.team_baseline_clear(team=evaluation.team)
+        messages.success(request, "The team has no baseline now.")
+    else:
+        try:
+            dashboards.team_baseline_set(team=evaluation.team, evaluation=evaluation,
+                                         user=request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, f"{evaluation.name} is now the team's baseline.")
+    return redirect("metrics:evaluation_dashboard", evaluation_id=evaluation.pk)
+
+
+@require_GET
+@login_required
+def team_dashboard(request: HttpRequest) -> HttpResponse:
+    membership = current_membership(user=request.user)
+    if membership is None:
+        messages.info(request, "Join or create a team to see its dashboard.")
+        return redirect("home")
+    dashboard = dashboards.team_dashboard(team=membership.team, user=request.user)
+    return render(request, "metrics/team_dashboard.html", {
+        "team": membership.team, "dashboard": dashboard,
+        "activity_svg": mark_safe(charts.line_chart(
+            dashboard.daily_counts, width=560, height=180, y_min=0,
+            label="Grades per day, last 14 days")),
+        "can_lead": membership.can(Role.LEAD),
+    })
+
+
+@require_GET
+@login_required
+def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
+    model = search_model_get_for_user(user=request.user, model_id=model_id)
+    histories = dashboards.model_history(model=model)
+    return render(request, "metrics/model_history.html", {
+        "model": model,
+        "histories": [
+            (history, mark_safe(charts.line_chart(
+                [(evaluation.name, value) for evaluation, value, _ in history.points],
+                label=f"{history.label} over finished evaluations")))
+            for history in histories
+        ],
+    })
+
+
+def _picker_context(request: HttpRequest) -> dict:
+    membership = current_membership(user=request.user)
+    team_ids = [membership.team_id] if membership else []
+    return {"evaluations": dashboards.team_evaluations_for_picker(team_ids=team_ids)}
+
+
+@require_GET
+@login_required
+def compare(request: HttpRequest) -> HttpResponse:
+    if not request.GET:
+        return render(request, "metrics/compare.html",
+                      {"form": CompareForm(), **_picker_context(request)})
+    form = CompareForm(request.GET)
+    if not form.is_valid():
+        return render(request, "metrics/compare.html",
+                      {"form": form, **_picker_context(request)}, status=400)
+    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
+    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
+    sort_index = form.cleaned_data.get("metric") or 0
+    comparison = dashboards.evaluation_comparison(a=a, b=b, sort_index=sort_index)
+    keywords = Paginator(comparison.keywords, 50).get_page(form.cleaned_data.get("page"))
+    return render(request, "metrics/compare.html", {
+        "form": form, "comparison": comparison, "keywords": keywords,
+        "sort_index": sort_index, **_picker_context(request),
+    })
+
+
+@require_GET
+@login_required
+def compare_keyword(request: HttpRequest) -> HttpResponse:
+    form = CompareKeywordForm(request.GET)
+    if not form.is_valid():
+        return render(request, "metrics/compare_keyword.html", {"form": form}, status=400)
+    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
+    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
+    text = Keyword.normalize(form.cleaned_data["keyword"])
+    keyword_a, keyword_b, rows = dashboards.keyword_side_by_side(a=a, b=b, normalized_text=text)
+    return render(request, "metrics/compare_keyword.html", {
+        "form": form, "a": a, "b": b, "keyword_a": keyword_a, "keyword_b": keyword_b,
+        "rows": rows, "text": (keyword_a or keyword_b).text if keyword_a or keyword_b else text,
+    }, status=200 if keyword_a or keyword_b else 404)
+
+
+@require_GET
+@login_required
+def leaderboard(request: HttpRequest) -> HttpResponse:
+    membership = current_membership(user=request.user)
+    if membership is None:
+        messages.info(request, "Join or create a team to see its leaderboards.")
+        return redirect("home")
+    form = LeaderboardForm(request.GET)
+    metric = form.cleaned_data.get("metric", "") if form.is_valid() else ""
+    return render(request, "metrics/leaderboard.html", {
+        "team": membership.team, "form": form,
+        "models": dashboards.model_leaderboard(team=membership.team, metric=metric),
+        "graders": dashboards.grader_leaderboard(team=membership.team),
+    })

@@ -1,0 +1,147 @@
+"""Comparing two evaluations: numbers checked against a small case worked out by hand."""
+
+import math
+
+import pytest
+from django.urls import reverse
+
+from evaluations.models import EvaluationMetric
+from metrics import dashboards
+from metrics.models import KeywordMetricValue
+from searchtweak.models import ApiToken
+from tests.metrics.builders import build_evaluation
+
+pytestmark = pytest.mark.django_db
+
+P2 = ("precision", 2, {})
+
+
+@pytest.fixture
+def pair(personas):
+    """A: k1 [d1 d2], k2 [d1 d2], k3 [d1 d2], only-a.  B: " K1 " [d2 d1], k2 [d1 d2],
+    k3 [d8 d9], only-b. Stored P@2 — A: .5, 1, 0; B: 1, 1, .5 (deltas .5, 0, .5)."""
+    a = build_evaluation(team=personas.team, scale="binary", keywords={
+        "k1": ["d1", "d2"], "k2": ["d1", "d2"], "k3": ["d1", "d2"], "only-a": ["x"]},
+        metrics=[P2, ("ndcg", 10, {}), ("dcg", 10, {})])
+    b = build_evaluation(team=personas.team, scale="binary", keywords={
+        " K1 ": ["d2", "d1"], "k2": ["d1", "d2"], "k3": ["d8", "d9"], "only-b": ["y"]},
+        metrics=[P2, ("ndcg", 10, {"gain": "linear"}), ("dcg", 10, {"gain": "exponential"})])
+    for evaluation, values in ((a, {"k1": 0.5, "k2": 1.0, "k3": 0.0, "only-a": 1.0}),
+                               (b, {"k1": 1.0, "k2": 1.0, "k3": 0.5, "only-b": 0.0})):
+        config = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
+        for keyword in evaluation.keywords.all():
+            KeywordMetricValue.objects.update_or_create(
+                keyword=keyword, metric=config,
+                defaults={"value": values[keyword.normalized_text]})
+    return a, b
+
+
+def test_comparison_numbers_match_the_hand_computed_case(pair):
+    a, b = pair
+    comparison = dashboards.evaluation_comparison(a=a, b=b)
+    assert comparison.shared_count == 3
+    assert (comparison.only_a_count, comparison.only_b_count) == (1, 1)
+    # nDCG with {} and {"gain": "linear"} is one metric; DCG linear vs exponential is not.
+    assert [m.config_a.code for m in comparison.metrics] == ["precision", "ndcg"]
+    precision = comparison.metrics[0].result
+    assert precision.keyword_count == 3
+    assert precision.mean_a == pytest.approx(0.5)
+    assert precision.mean_b == pytest.approx(5 / 6)
+    assert precision.mean_delta == pytest.approx(1 / 3)
+    assert (precision.wins, precision.losses, precision.ties) == (2, 0, 1)
+    # d = (.5, 0, .5): sd = sqrt(1/12), t = (1/3) / (sd/sqrt(3)) = 2, df = 2, and for
+    # df = 2 the two-sided p is 1 - t / sqrt(2 + t²).
+    assert precision.t_test_p == pytest.approx(1 - 2 / math.sqrt(6), abs=1e-9)
+    # Sign flips: |mean| >= 1/3 exactly when both .5 share a sign: p = 1/2.
+    assert precision.randomization_p == pytest.approx(0.5, abs=0.015)
+    # Bootstrap means take 0 with chance 1/27 > 2.5 % and .5 with 8/27 > 2.5 %.
+    assert comparison.metrics[0].ci == pytest.approx((0.0, 0.5))
+    assert comparison.metrics[0].direction == "same"
+    assert "No clear difference" in comparison.metrics[0].verdict
+    # RBO@10 (p = .9): k1 swapped → 0.81 + (1/9)(0 + 0.81) = 0.9; k2 equal → 1; k3 → 0.
+    rbo = {row.normalized_text: row.rbo for row in comparison.keywords}
+    assert rbo == pytest.approx({"k1": 0.9, "k2": 1.0, "k3": 0.0})
+    assert comparison.mean_rbo == pytest.approx(1.9 / 3)
+    # Largest change first; equal changes → the lower RBO first.
+    assert [row.normalized_text for row in comparison.keywords] == ["k3", "k1", "k2"]
+    assert comparison.keywords[0].deltas[0] == pytest.approx(0.5)
+
+
+def test_a_clear_improvement_reads_as_better():
+    from metrics.core.statistics import paired_comparison
+
+    result = paired_comparison({i: 0.2 for i in range(30)},
+                               {i: 0.5 + (i % 3) * 0.01 for i in range(30)})
+    verdict, direction = dashboards.comparison_verdict(result, (0.29, 0.31))
+    assert direction == "better" and verdict.startswith("B is better than A: +0.3100")
+
+
+def test_the_compare_page_shows_the_numbers_and_links_the_side_by_side(client, personas, pair):
+    a, b = pair
+    client.force_login(personas.lead)
+    response = client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "3 shared keywords" in html and "+0.3333" in html and "2 / 0 / 1" in html
+    assert f"{1 - 2 / math.sqrt(6):.4f}" in html
+    assert reverse("metrics:compare_keyword") + f"?a={a.pk}&b={b.pk}&keyword=k1" in html
+
+
+def test_the_side_by_side_view_shows_both_lists(client, personas, pair):
+    a, b = pair
+    client.force_login(personas.lead)
+    response = client.get(reverse("metrics:compare_keyword"),
+                          {"a": a.pk, "b": b.pk, "keyword": "K1"})
+    rows = dashboards.keyword_side_by_side(a=a, b=b, normalized_text="k1")[2]
+    assert [(r.a.snapshot.doc_id, r.b.snapshot.doc_id) for r in rows] == [("d1", "d2"),
+                                                                         ("d2", "d1")]
+    assert all(r.a_in_b and r.b_in_a and not r.same for r in rows)
+    assert response.status_code == 200 and 'class="moved"' in response.content.decode()
+    missing = client.get(reverse("metrics:compare_keyword"),
+                         {"a": a.pk, "b": b.pk, "keyword": "nothing"})
+    assert missing.status_code == 404
+
+
+def test_compare_rejects_bad_input_outsiders_and_post(client, personas, pair):
+    a, b = pair
+    client.force_login(personas.lead)
+    assert client.get(reverse("metrics:compare")).status_code == 200  # the picker
+    assert client.get(reverse("metrics:compare"), {"a": a.pk, "b": a.pk}).status_code == 400
+    assert client.get(reverse("metrics:compare"), {"a": "x", "b": b.pk}).status_code == 400
+    assert client.get(reverse("metrics:compare_keyword"), {"a": a.pk}).status_code == 400
+    assert client.post(reverse("metrics:compare"), {"a": a.pk, "b": b.pk}).status_code == 405
+    client.force_login(personas.outsider)
+    assert client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk}).status_code == 404
+
+
+def _token(user) -> str:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("api_token", user.username, stdout=out)
+    return out.getvalue().strip().split()[-1]
+
+
+def test_the_compare_api_returns_the_same_numbers(client, personas, pair):
+    a, b = pair
+    url = f"/api/v1/evaluations/{a.pk}/compare/{b.pk}/"
+    headers = {"HTTP_AUTHORIZATION": f"Token {_token(personas.grader)}"}
+    response = client.get(url, **headers)
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["shared_keyword_count"] == 3
+    metric = body["metrics"][0]
+    assert (metric["code"], metric["k"], metric["wins"], metric["ties"]) == ("precision", 2, 2, 1)
+    assert metric["delta"] == pytest.approx(1 / 3)
+    assert metric["t_test_p"] == pytest.approx(1 - 2 / math.sqrt(6))
+    assert (metric["ci_low"], metric["ci_high"]) == pytest.approx((0.0, 0.5))
+    assert [k["text"] for k in body["keywords"]] == ["k3", "k1", "k2"]
+    assert body["keywords"][1]["rbo"] == pytest.approx(0.9)
+    assert client.get(url, {"p": "2"}, **headers).status_code == 400
+    assert client.post(url, **headers).status_code == 405
+    assert client.get(url).status_code in (401, 403)
+    outsider = {"HTTP_AUTHORIZATION": f"Token {_token(personas.outsider)}"}
+    assert client.get(url, **outsider).status_code == 404
+    assert ApiToken.objects.count() == 2

@@ -1,0 +1,121 @@
+"""Playwright opens every metrics page on the demo data and saves a screenshot."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments.models import FeedbackSlot
+from metrics.services import evaluation_metrics_recompute
+from searchtweak.models import User
+from tests.metrics.builders import build_evaluation
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _grade_all(evaluation: Evaluation, graders: list[User], *, seed: int, share: float) -> None:
+    rng = np.random.default_rng(seed)
+    now = timezone.now()
+    slots = list(FeedbackSlot.objects.filter(evaluation=evaluation))
+    for slot in slots:
+        if rng.random() < share:
+            slot.grade, slot.user, slot.graded_at = int(rng.integers(0, 4)), graders[
+                slot.index], now
+    FeedbackSlot.objects.bulk_update(slots, ["grade", "user", "graded_at"])
+    evaluation_metrics_recompute(evaluation_id=evaluation.pk)
+
+
+@pytest.fixture
+def demo():
+    """The demo evaluation mostly graded, and an earlier finished evaluation of the same
+    model on the same keywords (results reversed) to compare it with."""
+    call_command("seed_demo", verbosity=0)
+    current = Evaluation.objects.get(name="Demo: product search relevance")
+    graders = [User.objects.get(username=f"grader{i}") for i in (1, 2, 3)]
+    _grade_all(current, graders, seed=1, share=0.7)
+    keywords = {
+        keyword.text: list(Snapshot.objects.filter(keyword=keyword).order_by("-position")
+                           .values_list("doc_id", flat=True))
+        for keyword in Keyword.objects.filter(evaluation=current)
+    }
+    earlier = build_evaluation(team=current.team, scale="graded", strategy=3, keywords=keywords,
+                               metrics=[("precision", 10, {}), ("ap", 10, {}),
+                                        ("ndcg", 10, {})],
+                               status=Evaluation.Status.FINISHED)
+    Evaluation.objects.filter(pk=earlier.pk).update(
+        model=current.model, name="Demo: last month", finished_at=timezone.now())
+    _grade_all(earlier, graders, seed=2, share=1.0)
+    return current, earlier
+
+
+def _login(page, live_server, username: str = "lead") -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("demo")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_the_evaluation_dashboard_renders_cards_charts_and_expanding_rows(
+        page, live_server, demo):
+    current, _earlier = demo
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/dashboard/evaluations/{current.pk}/")
+    cards = page.get_by_test_id("metric-cards")
+    assert cards.locator("svg.sparkline").first.is_visible()
+    assert page.locator("[data-testid=distribution] svg").is_visible()
+    assert cards.get_by_text("vs previous Demo: last month").first.is_visible()
+    assert "Landis & Koch" in page.get_by_test_id("kappa-reading").inner_text()
+    # Sort by AP: click its header, and open the first keyword's results.
+    page.get_by_role("link", name="AP@10").click()
+    page.wait_for_url("**sort=m*")
+    row = page.get_by_test_id("keyword-table").locator("tbody tr").first
+    row.locator("summary").click()
+    assert row.locator(".snapshot-list li").first.is_visible()
+    _shot(page, "metrics-evaluation-dashboard.png")
+    # The live partial swaps in without a reload (the evaluation is active).
+    page.wait_for_function(
+        "document.querySelector('#live [data-live-state]') !== null", timeout=10_000)
+
+
+def test_team_dashboard_model_history_and_leaderboards_render(page, live_server, demo):
+    current, _ = demo
+    _login(page, live_server)
+    page.get_by_role("link", name="Dashboard").click()
+    assert page.get_by_test_id("queue-size").is_visible()
+    assert page.locator("[data-testid=activity-chart] svg").is_visible()
+    assert page.get_by_test_id("active-evaluations").get_by_text(current.name).is_visible()
+    _shot(page, "metrics-team-dashboard.png")
+    page.goto(f"{live_server.url}/models/{current.model_id}/history/")
+    assert page.locator("svg.line-chart").first.is_visible()
+    _shot(page, "metrics-model-history.png")
+    page.goto(f"{live_server.url}/leaderboards/")
+    assert page.get_by_test_id("model-leaderboard").get_by_text("Demo BM25").is_visible()
+    assert page.get_by_test_id("grader-leaderboard").get_by_text("grader1").is_visible()
+    _shot(page, "metrics-leaderboards.png")
+
+
+def test_compare_two_evaluations_and_open_one_keyword_side_by_side(page, live_server, demo):
+    current, earlier = demo
+    _login(page, live_server)
+    page.get_by_role("link", name="Compare").click()
+    page.locator("#id_a").select_option(str(earlier.pk))
+    page.locator("#id_b").select_option(str(current.pk))
+    page.get_by_role("button", name="Compare").click()
+    assert "50 shared keywords" in page.get_by_test_id("shared").inner_text()
+    assert page.get_by_test_id("metric-comparison").locator("tbody tr").count() == 3
+    _shot(page, "metrics-compare.png")
+    page.get_by_test_id("keyword-comparison").locator("tbody tr a").first.click()
+    table = page.get_by_test_id("side-by-side")
+    assert table.locator("tbody tr").count() >= 1
+    _shot(page, "metrics-compare-keyword.png")
