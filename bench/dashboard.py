@@ -15,95 +15,31 @@ view, queries, template), without a network hop.
 """
 
 import argparse
-import os
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import psycopg
+from _support import (
+    SIX_METRICS as METRICS,
+)
+from _support import (
+    database_url,
+    drop_database,
+    percentile,
+    recreate_database,
+    seed_evaluation,
+    setup_django,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
 DB_NAME = "searchtweak_bench_dashboard"
-DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
-METRICS = [("precision", 10, {}), ("ap", 10, {}), ("rr", 10, {}), ("ndcg", 10, {}),
-           ("err", 10, {}), ("cg", 10, {})]
-ENV = {"DATABASE_URL": DATABASE_URL, "DEBUG": "false", "SECRET_KEY": "bench-only",
+ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only",
        "ALLOWED_HOSTS": "testserver,127.0.0.1"}
 
 
-def recreate_database() -> None:
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB_NAME}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO,
-                   env={**os.environ, **ENV}, check=True)
-
-
-def drop_database() -> None:
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-
-
-def setup_django() -> None:
-    os.environ.update(ENV)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "searchtweak.settings"
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
-
-
 def seed(keyword_count: int, *, team, graders, name: str):
-    import numpy as np
-    from django.utils import timezone
-
-    from evaluations.models import (
-        Endpoint,
-        Evaluation,
-        EvaluationMetric,
-        Keyword,
-        SearchModel,
-        Snapshot,
-    )
-    from judgments.models import FeedbackSlot
     from metrics.services import evaluation_metrics_recompute
 
-    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
-                                       url="http://127.0.0.1:9/", mapper={})
-    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
-    evaluation = Evaluation.objects.create(
-        team=team, model=model, name=name, scale="graded", strategy=3,
-        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
-    )
-    EvaluationMetric.objects.bulk_create(
-        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
-        for i, (code, k, params) in enumerate(METRICS)
-    )
-    keywords = Keyword.objects.bulk_create(
-        Keyword(evaluation=evaluation, position=i + 1, text=f"{name} query {i}",
-                normalized_text=f"{name} query {i}", fetch_status="fetched")
-        for i in range(keyword_count)
-    )
-    snapshots = Snapshot.objects.bulk_create(
-        (Snapshot(keyword=keyword, position=p, doc_id=f"d{keyword.pk}-{p}", name=f"Doc {p}")
-         for keyword in keywords for p in range(1, 11)), batch_size=5000,
-    )
-    rng = np.random.default_rng(7)
-    now = timezone.now()
-    slots = []
-    for snapshot in snapshots:
-        for index in range(3):
-            graded = rng.random() < 0.9
-            slots.append(FeedbackSlot(
-                snapshot=snapshot, keyword_id=snapshot.keyword_id, evaluation=evaluation,
-                index=index, position=snapshot.position,
-                grade=int(rng.integers(0, 4)) if graded else None,
-                user=graders[index] if graded else None, graded_at=now if graded else None,
-            ))
-    FeedbackSlot.objects.bulk_create(slots, batch_size=5000)
+    evaluation = seed_evaluation(keyword_count, team=team, graders=graders, name=name,
+                                 graded_fraction=0.9)
     evaluation_metrics_recompute(evaluation_id=evaluation.pk)
     return evaluation
 
@@ -138,19 +74,14 @@ def measure(client, url: str, params: dict, requests: int,
     return timings, len(executed)
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--keywords", type=int, default=5000)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
-    recreate_database()
-    setup_django()
+    recreate_database(DB_NAME, ENV)
+    setup_django(ENV)
     from django.test import Client
     from django.urls import reverse
 
@@ -208,7 +139,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        drop_database()
+        drop_database(DB_NAME)
 
 
 if __name__ == "__main__":

@@ -13,100 +13,29 @@ and uses Redis database 12. Figures print as a table; nothing is asserted.
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
-import psycopg
+from _support import (
+    REPO,
+    SIX_METRICS,
+    database_url,
+    drop_database,
+    free_port,
+    percentile,
+    recreate_database,
+    seed_evaluation,
+    setup_django,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
 DB_NAME = "searchtweak_bench_recompute"
-DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
 BROKER_URL = "redis://127.0.0.1:6379/12"
-METRICS = [("precision", 10, {}), ("ap", 10, {}), ("rr", 10, {}), ("ndcg", 10, {}),
-           ("err", 10, {}), ("cg", 10, {})]
-ENV = {**os.environ, "DATABASE_URL": DATABASE_URL, "CELERY_BROKER_URL": BROKER_URL,
+ENV = {"DATABASE_URL": database_url(DB_NAME), "CELERY_BROKER_URL": BROKER_URL,
        "DEBUG": "false", "SECRET_KEY": "bench-only", "ALLOWED_HOSTS": "127.0.0.1",
        "RECOMPUTE_SWEEP_AFTER_SECONDS": "60"}
-
-
-def recreate_database() -> None:
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB_NAME}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=ENV,
-                   check=True)
-
-
-def setup_django() -> None:
-    os.environ.update({k: v for k, v in ENV.items() if k not in os.environ or k in (
-        "DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS")})
-    os.environ["DJANGO_SETTINGS_MODULE"] = "searchtweak.settings"
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
-    import logging
-
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-def seed(keyword_count: int, *, graded: bool, team, graders, name: str):
-    """An active evaluation with `keyword_count` keywords x 10 results x 3 slots."""
-    import numpy as np
-    from django.utils import timezone
-
-    from evaluations.models import (
-        Endpoint,
-        Evaluation,
-        EvaluationMetric,
-        Keyword,
-        SearchModel,
-        Snapshot,
-    )
-    from judgments.models import FeedbackSlot
-
-    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
-                                       url="http://127.0.0.1:9/", mapper={})
-    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
-    evaluation = Evaluation.objects.create(
-        team=team, model=model, name=name, scale="graded", strategy=3,
-        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
-    )
-    EvaluationMetric.objects.bulk_create(
-        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
-        for i, (code, k, params) in enumerate(METRICS)
-    )
-    keywords = Keyword.objects.bulk_create(
-        Keyword(evaluation=evaluation, position=i + 1, text=f"{name} query {i}",
-                normalized_text=f"{name} query {i}", fetch_status="fetched")
-        for i in range(keyword_count)
-    )
-    snapshots = Snapshot.objects.bulk_create(
-        (Snapshot(keyword=keyword, position=p, doc_id=f"d{keyword.pk}-{p}")
-         for keyword in keywords for p in range(1, 11)), batch_size=5000,
-    )
-    rng = np.random.default_rng(7)
-    now = timezone.now()
-    FeedbackSlot.objects.bulk_create(
-        (FeedbackSlot(
-            snapshot=snapshot, keyword_id=snapshot.keyword_id, evaluation=evaluation, index=i,
-            grade=int(rng.integers(0, 4)) if graded else None,
-            user=graders[i] if graded else None, graded_at=now if graded else None,
-        ) for snapshot in snapshots for i in range(3)), batch_size=5000,
-    )
-    return evaluation
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(url: str, timeout: float = 30) -> None:
@@ -150,11 +79,6 @@ def measure_grade_to_mean(
     return latencies
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grades", type=int, default=200)
@@ -162,8 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     big, scratch_size = (500, 1000) if args.quick else (5000, 10_000)
 
-    recreate_database()
-    setup_django()
+    recreate_database(DB_NAME, ENV)
+    setup_django(ENV)
     from django.core.management import call_command
 
     from searchtweak.models import Membership, Role, Team, User
@@ -175,10 +99,12 @@ def main() -> None:
         Membership.objects.create(team=team, user=user, role=Role.GRADER)
     print(f"seeding: 10, {big} and {scratch_size} keywords x 10 results x 3 slots ...",
           flush=True)
-    small_evaluation = seed(10, graded=False, team=team, graders=graders, name="small")
-    big_evaluation = seed(big, graded=False, team=team, graders=graders, name="big")
-    scratch_evaluation = seed(scratch_size, graded=True, team=team, graders=graders,
-                              name="scratch")
+    small_evaluation = seed_evaluation(10, team=team, graders=graders, name="small",
+                                       graded_fraction=0.0)
+    big_evaluation = seed_evaluation(big, team=team, graders=graders, name="big",
+                                     graded_fraction=0.0)
+    scratch_evaluation = seed_evaluation(scratch_size, team=team, graders=graders,
+                                         name="scratch", graded_fraction=1.0)
 
     started = time.perf_counter()
     call_command("recompute_metrics", "--evaluation", str(scratch_evaluation.pk), "--quiet")
@@ -190,10 +116,11 @@ def main() -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "searchtweak.wsgi:application", "--bind",
          f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning"],
-        cwd=REPO, env=ENV)
+        cwd=REPO, env={**os.environ, **ENV})
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", "--concurrency=2",
-         "--loglevel=WARNING", "--without-gossip", "--without-mingle"], cwd=REPO, env=ENV)
+         "--loglevel=WARNING", "--without-gossip", "--without-mingle"], cwd=REPO,
+        env={**os.environ, **ENV})
     try:
         wait_for(f"http://127.0.0.1:{port}/healthz")
         time.sleep(2)  # the worker's own start-up
@@ -220,14 +147,9 @@ def main() -> None:
         print(f"{size:>9,} {len(latencies):>7} {statistics.median(latencies) * 1000:>8.1f}"
               f" {p95[size] * 1000:>8.1f} {max(latencies) * 1000:>8.1f}")
     print(f"p95 ratio {big:,} / 10 keywords: {p95[big] / p95[10]:.2f} (goal <= 1.5)")
-    print(f"recompute_metrics, {scratch_size:,} keywords x 10 x 3 slots, {len(METRICS)} "
+    print(f"recompute_metrics, {scratch_size:,} keywords x 10 x 3 slots, {len(SIX_METRICS)} "
           f"metrics: {scratch_seconds:.2f} s (goal <= 10 s)")
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        from django.db import connections
-
-        connections.close_all()
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-
+    drop_database(DB_NAME)
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from evaluations import crypto, selectors, services
 from evaluations.models import Endpoint, Evaluation, SearchModel
-from searchtweak.api_pagination import PageNumberPagination
+from searchtweak.api_pagination import paginated_response
 from searchtweak.models import Role, Team, User
 from searchtweak.selectors import current_membership
 
@@ -31,12 +31,6 @@ def _team_for_create(*, user: User, team_id: Any, minimum_role: str) -> Team:
         team_id = membership.team_id
     selectors._check_role(user=user, team_id=team_id, minimum_role=minimum_role, what="team")
     return Team.objects.get(pk=team_id)
-
-
-def _paginated(view: APIView, request: Request, queryset, serialize) -> Response:
-    paginator = PageNumberPagination()
-    page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response([serialize(item) for item in page])
 
 
 def _visible_team_ids(request: Request) -> list[int]:
@@ -112,8 +106,8 @@ class EndpointListApi(APIView):
         endpoints = Endpoint.objects.filter(team_id__in=_visible_team_ids(request))
         if request.query_params.get("archived") != "true":
             endpoints = endpoints.filter(archived_at=None)
-        return _paginated(self, request, endpoints,
-                          lambda e: EndpointOutputSerializer(e).data)
+        return paginated_response(self, request, endpoints,
+                                  lambda page: EndpointOutputSerializer(page, many=True).data)
 
     @extend_schema(request=EndpointInputSerializer, responses={201: EndpointOutputSerializer},
                    operation_id="endpoints_create")
@@ -218,7 +212,8 @@ class SearchModelListApi(APIView):
         models = SearchModel.objects.filter(team_id__in=_visible_team_ids(request))
         if request.query_params.get("archived") != "true":
             models = models.filter(archived_at=None)
-        return _paginated(self, request, models, lambda m: SearchModelOutputSerializer(m).data)
+        return paginated_response(self, request, models,
+                                  lambda page: SearchModelOutputSerializer(page, many=True).data)
 
     @extend_schema(request=SearchModelInputSerializer,
                    responses={201: SearchModelOutputSerializer}, operation_id="models_create")
@@ -408,8 +403,9 @@ class EvaluationListApi(APIView):
             evaluations = evaluations.filter(status=request.query_params["status"])
         if request.query_params.get("archived") != "true":
             evaluations = evaluations.filter(archived_at=None)
-        return _paginated(self, request, evaluations,
-                          lambda e: _evaluation_data(e, counted=True))
+        return paginated_response(
+            self, request, evaluations,
+            lambda page: [_evaluation_data(evaluation, counted=True) for evaluation in page])
 
     @extend_schema(request=EvaluationInputSerializer,
                    responses={201: EvaluationOutputSerializer}, operation_id="evaluations_create")

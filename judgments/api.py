@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from evaluations.selectors import evaluation_get_for_user
 from judgments import selectors, services
 from metrics.core.scales import is_integer
-from searchtweak.api_pagination import PageNumberPagination
+from searchtweak.api_pagination import paginated_response
 
 
 class GradeField(serializers.Field):
@@ -109,6 +109,5 @@ class EvaluationSnapshotListApi(APIView):
             evaluation=evaluation,
             keyword_id=int(keyword_id) if keyword_id and keyword_id.isdigit() else None,
         )
-        paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(snapshots, request, view=self)
-        return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)
+        return paginated_response(self, request, snapshots,
+                                  lambda page: self.OutputSerializer(page, many=True).data)

@@ -1,0 +1,112 @@
+"""What the benchmarks share: a throw-away PostgreSQL database, Django set up on it, and a
+graded evaluation seeded with bulk inserts (10 results x 3 slots per keyword)."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+
+REPO = Path(__file__).resolve().parents[1]
+PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
+SIX_METRICS = [("precision", 10, {}), ("ap", 10, {}), ("rr", 10, {}), ("ndcg", 10, {}),
+               ("err", 10, {}), ("cg", 10, {})]
+
+
+def database_url(name: str) -> str:
+    return f"postgres://postgres@127.0.0.1:5432/{name}"
+
+
+def recreate_database(name: str, env: dict[str, str]) -> None:
+    drop_database(name)
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO,
+                   env={**os.environ, **env}, check=True)
+
+
+def drop_database(name: str) -> None:
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def setup_django(env: dict[str, str]) -> None:
+    os.environ.update(env)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "searchtweak.settings"
+    sys.path.insert(0, str(REPO))
+    import logging
+
+    import django
+
+    django.setup()
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def seed_evaluation(keyword_count: int, *, team, graders, name: str, graded_fraction: float,
+                    metrics=SIX_METRICS, seed: int = 7):
+    """An active graded-scale evaluation, strategy 3, with `graded_fraction` of its slots
+    graded at random (seeded). Stored values are not computed here."""
+    import numpy as np
+    from django.utils import timezone
+
+    from evaluations.models import (
+        Endpoint,
+        Evaluation,
+        EvaluationMetric,
+        Keyword,
+        SearchModel,
+        Snapshot,
+    )
+    from judgments.models import FeedbackSlot
+
+    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
+                                       url="http://127.0.0.1:9/", mapper={})
+    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
+    evaluation = Evaluation.objects.create(
+        team=team, model=model, name=name, scale="graded", strategy=3,
+        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
+    )
+    EvaluationMetric.objects.bulk_create(
+        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
+        for i, (code, k, params) in enumerate(metrics)
+    )
+    keywords = Keyword.objects.bulk_create(
+        Keyword(evaluation=evaluation, position=i + 1, text=f"{name} query {i}",
+                normalized_text=f"{name} query {i}", fetch_status="fetched")
+        for i in range(keyword_count)
+    )
+    snapshots = Snapshot.objects.bulk_create(
+        (Snapshot(keyword=keyword, position=p, doc_id=f"d{keyword.pk}-{p}", name=f"Doc {p}")
+         for keyword in keywords for p in range(1, 11)), batch_size=5000,
+    )
+    rng = np.random.default_rng(seed)
+    now = timezone.now()
+    slots = []
+    for snapshot in snapshots:
+        for index in range(3):
+            graded = rng.random() < graded_fraction
+            slots.append(FeedbackSlot(
+                snapshot=snapshot, keyword_id=snapshot.keyword_id, evaluation=evaluation,
+                index=index, keyword_position=snapshot.keyword.position,
+                position=snapshot.position,
+                grade=int(rng.integers(0, 4)) if graded else None,
+                user=graders[index] if graded else None, graded_at=now if graded else None,
+            ))
+    FeedbackSlot.objects.bulk_create(slots, batch_size=5000)
+    return evaluation
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
