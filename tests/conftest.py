@@ -23,17 +23,19 @@ def skip_or_fail(reason: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _eager_celery(request):
-    """Run tasks in-process unless a test starts a real worker.
+def _eager_celery():
+    """Run tasks in-process, as the embedded default does.
 
-    CI exports CELERY_BROKER_URL so settings point at Redis; tests without a worker must
-    still see their tasks run, so they get the embedded default's eager mode.
+    CI exports CELERY_BROKER_URL so settings point at Redis; tests must still see their
+    tasks run. A test that wants a real worker opts out with tests.workers.tasks_sent_to.
     """
+    from celery._state import _set_task_join_will_block
+
     from searchtweak.celery import app as celery_app
 
-    if request.node.get_closest_marker("worker"):
-        yield
-        return
+    # Eager tasks run by several threads at once (the concurrency tests) can leave
+    # Celery's global "inside a task" flag set, which then forbids result.get() here.
+    _set_task_join_will_block(False)
     previous = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True
     yield
