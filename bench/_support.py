@@ -28,9 +28,12 @@ def recreate_database(name: str, env: dict[str, str]) -> None:
 
 
 def drop_database(name: str) -> None:
-    from django.db import connections
+    from django.apps import apps
 
-    connections.close_all()
+    if apps.ready:  # this process's own connections would block the drop
+        from django.db import connections
+
+        connections.close_all()
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 

@@ -37,7 +37,8 @@ def build_evaluation(
             for rank, doc_id in enumerate(doc_ids, start=1)
         )
         FeedbackSlot.objects.bulk_create(
-            FeedbackSlot(snapshot=snapshot, keyword=keyword, evaluation=evaluation, index=index)
+            FeedbackSlot(snapshot=snapshot, keyword=keyword, evaluation=evaluation, index=index,
+                         keyword_position=keyword.position, position=snapshot.position)
             for snapshot in snapshots for index in range(strategy)
         )
     return evaluation
