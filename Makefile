@@ -47,6 +47,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/grading.py
 	$(PY) bench/dashboard.py
 	$(PY) bench/fetch.py
+	$(PY) bench/recompute.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO
