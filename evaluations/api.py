@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from evaluations import crypto, selectors, services
 from evaluations.models import Endpoint, Evaluation, SearchModel
-from searchtweak.api_pagination import paginated_response
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role, Team, User
 from searchtweak.selectors import current_membership
 
@@ -31,6 +31,12 @@ def _team_for_create(*, user: User, team_id: Any, minimum_role: str) -> Team:
         team_id = membership.team_id
     selectors._check_role(user=user, team_id=team_id, minimum_role=minimum_role, what="team")
     return Team.objects.get(pk=team_id)
+
+
+def _requested_team(request: Request) -> Any:
+    # The body may be any JSON (a string, a list): the serializer then answers 400, and
+    # the team falls back to the caller's current one meanwhile.
+    return request.data.get("team") if isinstance(request.data, dict) else None
 
 
 def _visible_team_ids(request: Request) -> list[int]:
@@ -100,6 +106,9 @@ class EndpointInputSerializer(serializers.Serializer):
 
 
 class EndpointListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
     @extend_schema(responses=EndpointOutputSerializer(many=True), parameters=[TEAM_PARAM],
                    operation_id="endpoints_list")
     def get(self, request: Request) -> Response:
@@ -112,7 +121,7 @@ class EndpointListApi(APIView):
     @extend_schema(request=EndpointInputSerializer, responses={201: EndpointOutputSerializer},
                    operation_id="endpoints_create")
     def post(self, request: Request) -> Response:
-        team = _team_for_create(user=request.user, team_id=request.data.get("team"),
+        team = _team_for_create(user=request.user, team_id=_requested_team(request),
                                 minimum_role=Role.ADMIN)
         serializer = EndpointInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -206,6 +215,9 @@ def _model_changes(request: Request, data: dict[str, Any], team_id: int) -> dict
 
 
 class SearchModelListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
     @extend_schema(responses=SearchModelOutputSerializer(many=True), parameters=[TEAM_PARAM],
                    operation_id="models_list")
     def get(self, request: Request) -> Response:
@@ -218,7 +230,7 @@ class SearchModelListApi(APIView):
     @extend_schema(request=SearchModelInputSerializer,
                    responses={201: SearchModelOutputSerializer}, operation_id="models_create")
     def post(self, request: Request) -> Response:
-        team = _team_for_create(user=request.user, team_id=request.data.get("team"),
+        team = _team_for_create(user=request.user, team_id=_requested_team(request),
                                 minimum_role=Role.ADMIN)
         serializer = SearchModelInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -392,6 +404,9 @@ def _resolve_model(data: dict[str, Any], team_id: int) -> dict[str, Any]:
 
 
 class EvaluationListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
     @extend_schema(responses=EvaluationOutputSerializer(many=True),
                    parameters=[TEAM_PARAM, OpenApiParameter("status", str)],
                    operation_id="evaluations_list")
@@ -410,7 +425,7 @@ class EvaluationListApi(APIView):
     @extend_schema(request=EvaluationInputSerializer,
                    responses={201: EvaluationOutputSerializer}, operation_id="evaluations_create")
     def post(self, request: Request) -> Response:
-        team = _team_for_create(user=request.user, team_id=request.data.get("team"),
+        team = _team_for_create(user=request.user, team_id=_requested_team(request),
                                 minimum_role=Role.LEAD)
         serializer = EvaluationInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -4,18 +4,26 @@ Each view checks access, validates shape, calls one service and serializes; the 
 the services', shared with the grading page.
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
-from judgments import selectors, services
+from judgments import exports, imports, selectors, services
+from judgments import scales as scale_lookup
 from metrics.core.scales import is_integer
-from searchtweak.api_pagination import paginated_response
+from searchtweak.api_files import FileContentNegotiation
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.models import Role
 
 
+@extend_schema_field(OpenApiTypes.INT)
 class GradeField(serializers.Field):
     """A JSON integer: "3", 1.5 and true are not grades (METRICS.md, Invalid input)."""
 
@@ -90,6 +98,9 @@ class SnapshotGradeApi(APIView):
 
 
 class EvaluationSnapshotListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         keyword = serializers.CharField(source="keyword.text")
@@ -111,3 +122,167 @@ class EvaluationSnapshotListApi(APIView):
         )
         return paginated_response(self, request, snapshots,
                                   lambda page: self.OutputSerializer(page, many=True).data)
+
+
+# --- export and import of judgments ---
+
+
+_TEXT_TYPES = {
+    "csv": ("text/csv; charset=utf-8", "csv"),
+    "trec": ("text/plain; charset=utf-8", "qrels"),
+    "trec_mapping": ("text/plain; charset=utf-8", "mapping.tsv"),
+    "trec_run": ("text/plain; charset=utf-8", "run"),
+}
+
+
+class ExportJudgmentSerializer(serializers.Serializer):
+    keyword = serializers.CharField()
+    keyword_position = serializers.IntegerField()
+    doc_id = serializers.CharField()
+    position = serializers.IntegerField()
+    slot = serializers.IntegerField()
+    grader = serializers.CharField(allow_null=True)
+    grade = serializers.IntegerField(allow_null=True)
+    graded_at = serializers.DateTimeField(allow_null=True)
+    unsure = serializers.BooleanField()
+    reused = serializers.BooleanField(help_text="Copied from an earlier evaluation's grade.")
+
+
+class JudgmentExportOutputSerializer(serializers.Serializer):
+    evaluation = serializers.IntegerField()
+    name = serializers.CharField()
+    scale = serializers.CharField()
+    status = serializers.CharField()
+    partial = serializers.BooleanField(
+        help_text="The evaluation is not finished: these judgments may still change.")
+    judgments = ExportJudgmentSerializer(many=True)
+
+
+class JudgmentImportOutputSerializer(serializers.Serializer):
+    imported = serializers.IntegerField(help_text="Judgments stored in the team's pool.")
+    replaced = serializers.IntegerField(
+        help_text="Judgments imported earlier for the same keyword and document, replaced.")
+    keywords = serializers.IntegerField(help_text="Distinct keyword texts in the file.")
+    dirty_keywords = serializers.IntegerField(
+        help_text="Keywords of the team whose pool metrics recompute.")
+
+
+class JudgmentImportPreviewSerializer(serializers.Serializer):
+    class RowSerializer(serializers.Serializer):
+        line = serializers.IntegerField()
+        keyword = serializers.CharField()
+        doc_id = serializers.CharField()
+        grade = serializers.IntegerField()
+
+    dry_run = serializers.BooleanField()
+    valid = serializers.BooleanField(help_text="False when any line has an error.")
+    would_import = serializers.IntegerField()
+    keywords = serializers.IntegerField()
+    errors = serializers.ListField(child=serializers.CharField(),
+                                   help_text="Every error, with its line number.")
+    preview = RowSerializer(many=True, help_text="The first 20 judgments read.")
+
+
+_EXPORT_FORMATS = ["json", "csv", "trec", "trec_mapping", "trec_run"]
+
+
+class EvaluationJudgmentsApi(APIView):
+    """Export an evaluation's judgments (GET) or import judgments into its team's pool
+    on the evaluation's scale (POST). Both need the lead role."""
+
+    content_negotiation_class = FileContentNegotiation
+    parser_classes = [MultiPartParser, FormParser]
+
+    class ExportFilterSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=_EXPORT_FORMATS, default="json")
+        per_grader = serializers.BooleanField(default=False)
+
+    class InputSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=["csv", "trec"], default="csv")
+        file = serializers.FileField(
+            help_text="CSV `keyword,doc_id,grade` or TREC qrels `qid 0 docid grade`.")
+        mapping = serializers.FileField(
+            required=False, help_text="TREC only: `qid<TAB>keyword` lines.")
+
+    class ImportFilterSerializer(serializers.Serializer):
+        dry_run = serializers.BooleanField(default=False)
+
+    @extend_schema(
+        parameters=[ExportFilterSerializer],
+        responses={
+            (200, "application/json"): JudgmentExportOutputSerializer,
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "text/plain"): OpenApiTypes.STR,
+        },
+        operation_id="evaluations_judgments_export",
+        description=(
+            "`json`: every slot. `csv`: `keyword,doc_id,grade` aggregated on the evaluation's "
+            "scale (binary: majority, ties left out; other scales: the mean); with "
+            "`per_grader=true`: `keyword,doc_id,grade,grader`, one line per graded slot. "
+            "`trec`: qrels `qid 0 docid grade` (aggregate rounded half up, qid = keyword "
+            "position); `trec_mapping`: `qid<TAB>keyword`; `trec_run`: `qid Q0 docid rank "
+            "score tag`. An evaluation that is not finished is exported too, marked partial: "
+            "header `X-SearchTweak-Partial: true` and `partial` in JSON."
+        ),
+    )
+    def get(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = evaluation_get_for_user(
+            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+        filters = self.ExportFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        kind = filters.validated_data["format"]
+        partial = "true" if exports.is_partial(evaluation) else "false"
+        if kind == "json":
+            response = Response(exports.judgments_json(evaluation))
+            response["X-SearchTweak-Partial"] = partial
+            return response
+        if kind == "csv":
+            body = (exports.judgments_csv_per_grader(evaluation)
+                    if filters.validated_data["per_grader"] else exports.judgments_csv(evaluation))
+        else:
+            body = {"trec": exports.qrels, "trec_mapping": exports.trec_mapping,
+                    "trec_run": exports.trec_run}[kind](evaluation)
+        content_type, extension = _TEXT_TYPES[kind]
+        http = HttpResponse(body, content_type=content_type)
+        http["Content-Disposition"] = (
+            f'attachment; filename="evaluation-{evaluation.pk}-judgments.{extension}"'
+            if kind != "trec_run" else f'attachment; filename="evaluation-{evaluation.pk}.run"')
+        http["X-SearchTweak-Partial"] = partial
+        return http
+
+    @extend_schema(
+        parameters=[ImportFilterSerializer],
+        request={"multipart/form-data": InputSerializer},
+        responses={201: JudgmentImportOutputSerializer, 200: JudgmentImportPreviewSerializer},
+        operation_id="evaluations_judgments_import",
+        description=(
+            "Import judgments into the team's pool on this evaluation's scale: they count in "
+            "`recall`, `best` and `ideal: pool` of every keyword of the team with the same "
+            "text. All or nothing: any invalid line answers 400 with every error and its "
+            "line number, and nothing is stored. `dry_run=true` answers 200 with what would "
+            "be imported and the errors, and stores nothing. A (keyword, document) pair "
+            "imported again replaces the grades imported before for it."
+        ),
+    )
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = evaluation_get_for_user(
+            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+        flags = self.ImportFilterSerializer(data=request.query_params)
+        flags.is_valid(raise_exception=True)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
+        if scale is None:
+            raise ValidationError({"scale": f"Unknown scale {evaluation.scale!r}."})
+        parsed = imports.parse_upload(
+            kind=data["format"], file=data["file"], mapping=data.get("mapping"), scale=scale)
+        if flags.validated_data["dry_run"]:
+            return Response(JudgmentImportPreviewSerializer(imports.preview(parsed)).data)
+        if not parsed.ok:
+            raise ValidationError({"file": parsed.messages()})
+        counts = services.pool_judgments_import(
+            team=evaluation.team, scale=evaluation.scale, judgments=parsed.judgments,
+            source=f"{data['format']}: {data['file'].name}", user=request.user)
+        return Response(JudgmentImportOutputSerializer(counts).data,
+                        status=status.HTTP_201_CREATED)

@@ -9,3 +9,7 @@ urlpatterns = [
          name="snapshots"),
     path("snapshots/<int:snapshot_id>/grade/", api.SnapshotGradeApi.as_view(), name="grade"),
 ]
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/judgments/", api.EvaluationJudgmentsApi.as_view(),
+         name="judgments"),
+]

@@ -138,3 +138,17 @@ class GraderTagsForm(forms.Form):
 
     def clean_tags(self) -> list[str]:
         return [tag for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
+
+
+class PoolImportForm(forms.Form):
+    """Judgments for the team's pool: CSV `keyword,doc_id,grade` or TREC qrels + mapping."""
+
+    scale = forms.ChoiceField(help_text="The scale the grades are on.")
+    format = forms.ChoiceField(choices=[("csv", "CSV keyword,doc_id,grade"),
+                                        ("trec", "TREC qrels (qid 0 docid grade)")])
+    file = forms.FileField()
+    mapping = forms.FileField(required=False, help_text="TREC only: qid<TAB>keyword lines.")
+
+    def __init__(self, *args, scale_choices: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scale"].choices = scale_choices

@@ -155,3 +155,38 @@ class GraderTags(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.team_id}: {', '.join(self.tags)}"
+
+
+class PoolJudgment(models.Model):
+    """One imported grade of a document for a keyword text, in a team's judgment pool.
+
+    Imported judgments (CSV, TREC qrels) belong to no evaluation and no grader: they join
+    the pool of every keyword of the team with the same normalized text on the same scale
+    (METRICS.md, the keyword's pool), so `recall`, `best` and `ideal: pool` count them.
+    Several rows for one (text, document) are several grades, aggregated like slots.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="pool_judgments")
+    scale = models.CharField(max_length=50)
+    normalized_text = models.CharField(max_length=500)
+    # The keyword as the file wrote it, for exports and the import page.
+    text = models.CharField(max_length=500)
+    doc_id = models.CharField(max_length=500)
+    grade = models.SmallIntegerField()
+    # Where it came from: "csv: file.csv", "trec: qrels.txt"...
+    source = models.CharField(max_length=200, blank=True, default="")
+    imported_at = models.DateTimeField(default=timezone.now)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["team_id", "scale", "normalized_text", "doc_id", "id"]
+        indexes = [
+            models.Index(fields=["team", "scale", "normalized_text"],
+                         name="pool_judgment_text_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.text!r} {self.doc_id} = {self.grade}"

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from evaluations.models import Evaluation, Snapshot
-from judgments.models import FeedbackSlot, GraderTags, Scale, Transformer
+from judgments.models import FeedbackSlot, GraderTags, PoolJudgment, Scale, Transformer
 from searchtweak.models import Role, Team, User
 from searchtweak.selectors import membership_for, team_get_for_user
 
@@ -74,14 +74,23 @@ def queue_evaluation_ids(
     """The active evaluations whose work may go to this user: they carry all its tags."""
     if membership_for(user=user, team_id=team.pk) is None:
         return []
-    evaluations = Evaluation.objects.filter(team=team, status=Evaluation.Status.ACTIVE)
     if evaluation is not None:
-        evaluations = evaluations.filter(pk=evaluation.pk)
-    carried = {tag.strip().lower() for tag in grader_tags(user=user, team=team)}
-    return [
-        pk for pk, tags in evaluations.order_by("started_at", "pk").values_list("pk", "tags")
-        if {str(tag).strip().lower() for tag in (tags or [])} <= carried
-    ]
+        # The caller loaded it in this request: no need to read it again.
+        rows = [(evaluation.pk, evaluation.tags)] if (
+            evaluation.team_id == team.pk and evaluation.status == Evaluation.Status.ACTIVE
+        ) else []
+    else:
+        rows = list(
+            Evaluation.objects.filter(team=team, status=Evaluation.Status.ACTIVE)
+            .order_by("started_at", "pk").values_list("pk", "tags")
+        )
+    needed = [(pk, {str(tag).strip().lower() for tag in (tags or [])}) for pk, tags in rows]
+    # Most evaluations carry no tags: the grader's own are read only when one does.
+    carried = (
+        {tag.strip().lower() for tag in grader_tags(user=user, team=team)}
+        if any(tags for _, tags in needed) else set()
+    )
+    return [pk for pk, tags in needed if tags <= carried]
 
 
 def previous_graded_slot(
@@ -168,3 +177,7 @@ def evaluation_snapshots(
 
 def team_grader_tags(*, team: Team) -> dict[int, list[str]]:
     return {row.user_id: list(row.tags) for row in GraderTags.objects.filter(team=team)}
+
+
+def pool_judgment_count(*, team: Team) -> int:
+    return PoolJudgment.objects.filter(team=team).count()

@@ -14,9 +14,16 @@ from django.db.models import Exists, F, OuterRef, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments import scales as scale_lookup
-from judgments.models import FeedbackSlot, GraderTags, Scale, SlotSkip, Transformer
+from judgments.models import (
+    FeedbackSlot,
+    GraderTags,
+    PoolJudgment,
+    Scale,
+    SlotSkip,
+    Transformer,
+)
 from judgments.selectors import queue_evaluation_ids
 from judgments.signals import grades_changed
 from metrics import core
@@ -37,17 +44,27 @@ def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
 
     Must run inside the transaction that changed the grades: the version bump commits or
     rolls back with them, and the metrics app's receiver only ever sees committed work.
+    The signal also carries `newly_dirty_ids`, the keywords that were clean before.
     """
     ids = sorted(set(keyword_ids))
     if not ids:
         return
     now = timezone.now()
+    newly_dirty = []
     for keyword_id in ids:
+        # Most grades land on a keyword that is dirty already (its recompute is queued or
+        # running): one UPDATE. Only a clean keyword needs a run queued for it, so the
+        # signal says which ones turned dirty here.
+        if Keyword.objects.filter(pk=keyword_id, dirty_since__isnull=False).update(
+                version=F("version") + 1):
+            continue
         Keyword.objects.filter(pk=keyword_id).update(
             version=F("version") + 1, dirty_since=Coalesce(F("dirty_since"), Value(now))
         )
+        newly_dirty.append(keyword_id)
     transaction.on_commit(
-        lambda: grades_changed.send(sender=FeedbackSlot, keyword_ids=list(ids))
+        lambda: grades_changed.send(
+            sender=FeedbackSlot, keyword_ids=list(ids), newly_dirty_ids=newly_dirty)
     )
 
 
@@ -512,3 +529,63 @@ def grader_tags_set(*, team: Team, user: User, tags: Iterable[str]) -> GraderTag
         team=team, user=user, defaults={"tags": normalize_tags(tags), "updated_at": timezone.now()}
     )
     return row
+
+
+# --- the team's judgment pool (imports) ---
+
+
+def _pool_keyword_ids(*, team: Team, scale: str, texts: set[str]) -> list[int]:
+    """Keywords of the team with one of these texts whose evaluation is on `scale` and
+    configures a pool metric: their values depend on the pool."""
+    if not texts:
+        return []
+    evaluation_ids = set()
+    for config in EvaluationMetric.objects.filter(
+        evaluation__team=team, evaluation__scale=scale
+    ).only("evaluation_id", "code", "params"):
+        try:
+            if config.code in core.METRICS and core.needs_pool(
+                    config.code, core.resolve_params(config.params)):
+                evaluation_ids.add(config.evaluation_id)
+        except core.MetricInputError:
+            continue
+    if not evaluation_ids:
+        return []
+    return list(Keyword.objects.filter(
+        evaluation_id__in=evaluation_ids, normalized_text__in=texts
+    ).values_list("pk", flat=True))
+
+
+@transaction.atomic
+def pool_judgments_import(
+    *, team: Team, scale: str, judgments: Sequence[Any], source: str, user: User | None
+) -> dict[str, int]:
+    """Store parsed judgments (judgments.imports.ParsedJudgment) in the team's pool.
+
+    For every (keyword text, document) pair in the file the file's grades replace the ones
+    imported earlier, so importing the same file twice changes nothing. Keywords whose
+    values read the pool are marked dirty in this transaction (their values recompute
+    after commit). Returns counts: imported, replaced, keywords (texts), dirty_keywords.
+    """
+    if scale_lookup.scale_for_team(team_id=team.pk, code=scale) is None:
+        raise ValidationError({"scale": f"Unknown scale {scale!r}."})
+    rows = [
+        PoolJudgment(team=team, scale=scale, normalized_text=Keyword.normalize(item.text),
+                     text=item.text.strip(), doc_id=item.doc_id, grade=item.grade,
+                     source=source[:200], imported_by=user, imported_at=timezone.now())
+        for item in judgments
+    ]
+    pairs = {(row.normalized_text, row.doc_id) for row in rows}
+    texts = {text for text, _ in pairs}
+    replaced = 0
+    if texts:
+        earlier = PoolJudgment.objects.filter(team=team, scale=scale, normalized_text__in=texts)
+        stale = [pk for pk, text, doc_id in earlier.values_list("pk", "normalized_text", "doc_id")
+                 if (text, doc_id) in pairs]
+        for start in range(0, len(stale), 2000):
+            replaced += PoolJudgment.objects.filter(pk__in=stale[start:start + 2000]).delete()[0]
+    PoolJudgment.objects.bulk_create(rows, batch_size=2000)
+    dirty = _pool_keyword_ids(team=team, scale=scale, texts=texts)
+    keywords_mark_dirty(keyword_ids=dirty)
+    return {"imported": len(rows), "replaced": replaced, "keywords": len(texts),
+            "dirty_keywords": len(dirty)}

@@ -12,6 +12,7 @@ urlpatterns = [
     path("feedback/evaluations/<int:evaluation_id>/", views.feedback_list, name="feedback"),
     path("feedback/slots/<int:slot_id>/grade/", views.feedback_lead_grade, name="lead_grade"),
     path("feedback/slots/<int:slot_id>/reset/", views.feedback_reset, name="reset"),
+    path("pool/import/", views.pool_import, name="pool_import"),
     path("scales/", views.scale_list, name="scales"),
     path("scales/new/", views.scale_create, name="scale_create"),
     path("scales/<int:scale_id>/", views.scale_edit, name="scale_edit"),

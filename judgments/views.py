@@ -12,12 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
+from judgments import imports, selectors, services
 from judgments import scales as scale_lookup
-from judgments import selectors, services
 from judgments.forms import (
     GradeForm,
     GraderTagsForm,
     LeadGradeForm,
+    PoolImportForm,
     ScaleForm,
     TransformerForm,
     parse_grade,
@@ -385,3 +386,45 @@ def grader_tags_update(request: HttpRequest, user_id: int) -> HttpResponse:
     else:
         messages.error(request, " ".join(form.errors.get("tags", ["Invalid tags."])))
     return redirect("judgments:grader_tags")
+
+
+# --- the team's judgment pool ---
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def pool_import(request: HttpRequest) -> HttpResponse:
+    """Import judgments into the current team's pool. "Preview" parses and shows what would
+    be imported and every error; "Import" stores all of it, or nothing if any line fails."""
+    membership = current_membership(user=request.user)
+    if membership is None:
+        raise Http404("No team.")
+    team = team_get_for_user(user=request.user, team_id=membership.team_id,
+                             minimum_role=Role.LEAD)
+    form = PoolImportForm(request.POST or None, request.FILES or None,
+                          scale_choices=scale_lookup.provider_choices(team))
+    preview = None
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        scale = scale_lookup.scale_for_team(team_id=team.pk, code=data["scale"])
+        parsed = imports.parse_upload(kind=data["format"], file=data["file"],
+                                      mapping=data.get("mapping"), scale=scale)
+        if "preview" in request.POST or not parsed.ok:
+            preview = imports.preview(parsed)
+            status = 200 if parsed.ok else 400
+        else:
+            counts = services.pool_judgments_import(
+                team=team, scale=scale.code, judgments=parsed.judgments,
+                source=f"{data['format']}: {data['file'].name}", user=request.user)
+            messages.success(request, (
+                f"Imported {counts['imported']} judgments for {counts['keywords']} keywords "
+                f"({counts['replaced']} earlier ones replaced); {counts['dirty_keywords']} "
+                "keywords with pool metrics are being recomputed."))
+            return redirect("judgments:pool_import")
+    elif request.method == "POST":
+        status = 400
+    return render(request, "judgments/pool_import.html", {
+        "form": form, "preview": preview, "team": team,
+        "pool_count": selectors.pool_judgment_count(team=team),
+    }, status=status)

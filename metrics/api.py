@@ -7,10 +7,13 @@ from rest_framework.views import APIView
 from evaluations.models import Keyword
 from evaluations.selectors import evaluation_get_for_user
 from metrics.selectors import evaluation_metric_configs, keyword_rows, keywords_filtered
-from searchtweak.api_pagination import paginated_response
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
 
 
 class KeywordListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
     class FilterSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=Keyword.FetchStatus.choices, required=False)
         search = serializers.CharField(required=False, max_length=500)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from metrics import api
+from metrics import api, export_api
 
 app_name = "metrics_api"
 urlpatterns = [
@@ -10,4 +10,8 @@ urlpatterns = [
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/compare/<int:other_id>/",
          api.EvaluationCompareApi.as_view(), name="evaluation_compare"),
+]
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/metric-table/",
+         export_api.EvaluationMetricTableApi.as_view(), name="evaluation_metric_table"),
 ]

@@ -7,7 +7,7 @@ import numpy as np
 from django.db.models import Count, QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from judgments.models import FeedbackSlot
+from judgments.models import FeedbackSlot, PoolJudgment
 from metrics.models import KeywordMetricValue
 
 Grades = list[int | None]
@@ -41,7 +41,8 @@ def keyword_results(*, keyword_id: int) -> KeywordResults:
 
 def keyword_pool_others(*, keyword: Keyword, evaluation: Evaluation) -> list[tuple[str, Grades]]:
     """Grades given to documents for this keyword text by the team's other evaluations on the
-    same scale (METRICS.md, the keyword's pool). The keyword's own results are not included:
+    same scale (METRICS.md, the keyword's pool), and the judgments imported into the team's
+    pool for this text and scale. The keyword's own results are not included:
     the metric engine adds them to the pool itself."""
     rows = (
         FeedbackSlot.objects.filter(
@@ -55,6 +56,13 @@ def keyword_pool_others(*, keyword: Keyword, evaluation: Evaluation) -> list[tup
     )
     pooled: dict[str, Grades] = defaultdict(list)
     for doc_id, grade in rows:
+        pooled[doc_id].append(grade)
+    # Judgments imported into the team's pool (CSV, TREC qrels) count like other grades.
+    imported = PoolJudgment.objects.filter(
+        team_id=evaluation.team_id, scale=evaluation.scale,
+        normalized_text=keyword.normalized_text,
+    ).order_by("pk").values_list("doc_id", "grade")
+    for doc_id, grade in imported:
         pooled[doc_id].append(grade)
     return list(pooled.items())
 

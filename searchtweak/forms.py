@@ -30,3 +30,8 @@ class RegisterForm(forms.Form):
         error_messages={"invalid": "Use letters, digits and @/./+/-/_ only."},
     )
     password = forms.CharField(widget=forms.PasswordInput, min_length=8)
+
+
+class ApiTokenForm(forms.Form):
+    name = forms.CharField(max_length=100, widget=forms.TextInput(
+        attrs={"placeholder": "CI on main"}))

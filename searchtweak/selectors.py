@@ -82,3 +82,7 @@ def api_token_get_for_user(*, user: User, token_id: int) -> ApiToken:
     if token is None:
         raise Http404("No such token.")
     return token
+
+
+def api_tokens_of_user(*, user: User) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user=user).order_by("revoked_at", "-created_at")

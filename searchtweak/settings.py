@@ -122,7 +122,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "searchtweak.api_pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "searchtweak.api_schema.AutoSchema",
     "EXCEPTION_HANDLER": "searchtweak.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -135,6 +135,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "searchtweak.api_schema.add_error_components",
+    ],
 }
 
 # Celery: without a broker the tasks run eagerly in the calling process, after commit.
@@ -155,6 +159,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
 # Keywords still dirty this long after a grade are re-enqueued by the periodic sweep.
 RECOMPUTE_SWEEP_AFTER_SECONDS = env_int("RECOMPUTE_SWEEP_AFTER_SECONDS", 5, minimum=1)
+# Delay before a keyword's recompute runs, so a burst of grades is read by one run; 0 (the
+# default) runs at once: grades that land while a run is queued or running join it anyway.
+RECOMPUTE_DEBOUNCE_SECONDS = float(env_int("RECOMPUTE_DEBOUNCE_MS", 0, minimum=0)) / 1000
 # One history point per metric per this many seconds, however many grades arrive.
 METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60, minimum=0)
 CELERY_BEAT_SCHEDULE = {

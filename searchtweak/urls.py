@@ -5,6 +5,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from searchtweak import api, views
 
+handler404 = "searchtweak.api_errors.not_found"
+
 api_v1 = [
     path("me/", api.MeApi.as_view(), name="me"),
     path("teams/", api.TeamListApi.as_view(), name="teams"),
@@ -26,6 +28,9 @@ urlpatterns = [
     path("memberships/<int:membership_id>/remove/", views.membership_remove,
          name="membership_remove"),
     path("invitations/<str:token>/", views.invitation_detail, name="invitation_detail"),
+    path("settings/tokens/", views.api_tokens, name="api_tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", views.api_token_revoke,
+         name="api_token_revoke"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),

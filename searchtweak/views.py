@@ -10,9 +10,18 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from searchtweak import healthz as health
 from searchtweak import services
-from searchtweak.forms import InvitationForm, RegisterForm, RoleForm, SwitchTeamForm, TeamForm
+from searchtweak.forms import (
+    ApiTokenForm,
+    InvitationForm,
+    RegisterForm,
+    RoleForm,
+    SwitchTeamForm,
+    TeamForm,
+)
 from searchtweak.models import Role
 from searchtweak.selectors import (
+    api_token_get_for_user,
+    api_tokens_of_user,
     current_membership,
     invitation_get_for_user,
     invitations_for_user,
@@ -196,3 +205,39 @@ def healthz(request: HttpRequest) -> JsonResponse:
     healthy = all(status in ("ok", "eager") for status in report.values())
     report["status"] = "ok" if healthy else "error"
     return JsonResponse(report, status=200 if healthy else 503)
+
+
+# --- API tokens (the user's settings) ---
+
+_NEW_TOKEN_KEY = "searchtweak_new_api_token"
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The user's API tokens; a new token's key is shown once, on the page after creation
+    (kept in the session for exactly one GET), and never again."""
+    form = ApiTokenForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            token, key = services.api_token_create(user=request.user,
+                                                   name=form.cleaned_data["name"])
+        except ValidationError as error:
+            _add_service_errors(form, error)
+        else:
+            request.session[_NEW_TOKEN_KEY] = {"id": token.pk, "key": key}
+            return redirect("api_tokens")
+    return render(request, "searchtweak/tokens.html", {
+        "form": form,
+        "tokens": api_tokens_of_user(user=request.user),
+        "new_token": request.session.pop(_NEW_TOKEN_KEY, None),
+    }, status=400 if form.errors else 200)
+
+
+@require_POST
+@login_required
+def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = api_token_get_for_user(user=request.user, token_id=token_id)
+    services.api_token_revoke(token=token)
+    messages.success(request, f"Token “{token.name}” revoked: it no longer authenticates.")
+    return redirect("api_tokens")

@@ -1,0 +1,173 @@
+"""An evaluation's judgments and results in the formats the field uses.
+
+- `json`: one object per feedback slot (keyword, doc, position, grader, grade, graded_at).
+- `csv`: `keyword,doc_id,grade`, one line per (keyword, document) with the slots'
+  grades aggregated on the evaluation's scale exactly as the metrics aggregate them
+  (metrics.core stage 1: a majority vote on the binary scale, the arithmetic mean on the
+  others). A pair whose aggregate is null (nothing graded yet, or a binary tie) is left
+  out, since no grade can stand for it. Means are written as they are (2.3333).
+- `csv` with `per_grader`: `keyword,doc_id,grade,grader`, one line per graded slot.
+- `trec` (qrels): `qid 0 docid grade`, the aggregate rounded half up to an integer
+  (trec_eval reads integer relevance), null aggregates left out. `qid` is the keyword's
+  position in the evaluation; `trec_mapping` lists `qid<TAB>keyword` for every keyword.
+- `trec_run`: `qid Q0 docid rank score tag` for every fetched result, score = number of
+  results - rank + 1 (higher is better, as trec_eval sorts by score), tag `searchtweak-<id>`.
+Documents whose id contains whitespace cannot be written in the TREC formats faithfully;
+such characters are replaced by `_` there (CSV and JSON keep them).
+"""
+
+import csv
+import io
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments import scales as scale_lookup
+from judgments.models import FeedbackSlot
+from metrics import core
+from metrics.core.aggregate import Aggregation
+
+FORMATS = ("json", "csv", "trec", "trec_mapping", "trec_run")
+
+
+def is_partial(evaluation: Evaluation) -> bool:
+    """Judgments of an evaluation that is not finished may still change."""
+    return evaluation.status != Evaluation.Status.FINISHED
+
+
+def _slots(evaluation: Evaluation):
+    return (
+        FeedbackSlot.objects.filter(evaluation=evaluation)
+        .select_related("keyword", "snapshot", "user")
+        .order_by("keyword__position", "snapshot__position", "index")
+    )
+
+
+def judgments_json(evaluation: Evaluation) -> dict:
+    return {
+        "evaluation": evaluation.pk,
+        "name": evaluation.name,
+        "scale": evaluation.scale,
+        "status": evaluation.status,
+        "partial": is_partial(evaluation),
+        "judgments": [
+            {
+                "keyword": slot.keyword.text,
+                "keyword_position": slot.keyword.position,
+                "doc_id": slot.snapshot.doc_id,
+                "position": slot.snapshot.position,
+                "slot": slot.index,
+                "grader": slot.user.username if slot.user else None,
+                "grade": slot.grade,
+                "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
+                "unsure": slot.unsure,
+                "reused": slot.reused_from_id is not None,
+            }
+            for slot in _slots(evaluation).iterator(chunk_size=5000)
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class AggregatedJudgment:
+    keyword: Keyword
+    doc_id: str
+    value: float
+
+
+def _core_scale(evaluation: Evaluation) -> core.Scale:
+    scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
+    if scale is None:
+        raise ValueError(f"unknown scale {evaluation.scale!r}")
+    return scale.core_scale()
+
+
+def aggregated(evaluation: Evaluation) -> list[AggregatedJudgment]:
+    """One aggregate per (keyword, document) in keyword then first-position order; a
+    document returned twice for a keyword pools the grades of both positions."""
+    scale = _core_scale(evaluation)
+    aggregation = Aggregation(scale, scale, {grade: grade for grade in scale.grades})
+    grades: dict[tuple[int, str], list[float]] = defaultdict(list)
+    keywords: dict[int, Keyword] = {}
+    for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000):
+        keywords[slot.keyword_id] = slot.keyword
+        grades[(slot.keyword_id, slot.snapshot.doc_id)].append(float(slot.grade))
+    if not grades:
+        return []
+    width = max(len(values) for values in grades.values())
+    block = np.full((len(grades), width), np.nan)
+    for row, values in enumerate(grades.values()):
+        block[row, : len(values)] = values
+    values = aggregation.aggregate(block)
+    return [
+        AggregatedJudgment(keywords[keyword_id], doc_id, float(value))
+        for ((keyword_id, doc_id), value) in zip(grades, values, strict=True)
+        if not math.isnan(value)
+    ]
+
+
+def format_value(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4f}".rstrip("0")
+
+
+def _csv(rows: Iterator[list]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def judgments_csv(evaluation: Evaluation) -> str:
+    return _csv(iter([["keyword", "doc_id", "grade"]] + [
+        [item.keyword.text, item.doc_id, format_value(item.value)]
+        for item in aggregated(evaluation)
+    ]))
+
+
+def judgments_csv_per_grader(evaluation: Evaluation) -> str:
+    return _csv(iter([["keyword", "doc_id", "grade", "grader"]] + [
+        [slot.keyword.text, slot.snapshot.doc_id, slot.grade,
+         slot.user.username if slot.user else ""]
+        for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000)
+    ]))
+
+
+def _trec_token(value: str) -> str:
+    return "_".join(value.split()) or "_"
+
+
+def qrels(evaluation: Evaluation) -> str:
+    return "".join(
+        f"{item.keyword.position} 0 {_trec_token(item.doc_id)} {math.floor(item.value + 0.5)}\n"
+        for item in aggregated(evaluation)
+    )
+
+
+def trec_mapping(evaluation: Evaluation) -> str:
+    return "".join(
+        f"{position}\t{' '.join(text.split())}\n"
+        for position, text in evaluation.keywords.order_by("position").values_list(
+            "position", "text")
+    )
+
+
+def trec_run(evaluation: Evaluation) -> str:
+    tag = f"searchtweak-{evaluation.pk}"
+    snapshots = (
+        Snapshot.objects.filter(keyword__evaluation=evaluation)
+        .order_by("keyword__position", "position")
+        .values_list("keyword__position", "position", "doc_id")
+    )
+    by_keyword: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for keyword_position, position, doc_id in snapshots:
+        by_keyword[keyword_position].append((position, doc_id))
+    lines = []
+    for keyword_position, results in by_keyword.items():
+        for rank, (_position, doc_id) in enumerate(results, start=1):
+            score = len(results) - rank + 1
+            lines.append(f"{keyword_position} Q0 {_trec_token(doc_id)} {rank} {score} {tag}\n")
+    return "".join(lines)

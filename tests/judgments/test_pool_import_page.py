@@ -1,0 +1,68 @@
+"""The team-level page that imports judgments into the pool, and the feedback page links."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from judgments.models import PoolJudgment
+from tests.metrics.builders import build_evaluation
+
+pytestmark = pytest.mark.django_db
+URL = "/pool/import/"
+
+
+def _post(client, content: bytes, **extra):
+    data = {"scale": "graded", "format": "csv",
+            "file": SimpleUploadedFile("j.csv", content), **extra}
+    return client.post(URL, data)
+
+
+def test_preview_shows_rows_and_stores_nothing(client, personas):
+    client.force_login(personas.lead)
+    response = _post(client, b"laptop,d1,3\nlaptop,d2,0\n", preview="1")
+    assert response.status_code == 200
+    assert response.context["preview"]["would_import"] == 2
+    assert "2 judgments for 1 keyword can be imported" in response.content.decode()
+    assert not PoolJudgment.objects.exists()
+
+
+def test_import_stores_the_team_pool(client, personas):
+    client.force_login(personas.lead)
+    response = _post(client, b"laptop,d1,3\nlaptop,d2,0\n", **{"import": "1"})
+    assert response.status_code == 302
+    assert sorted(PoolJudgment.objects.values_list("team_id", "doc_id", "grade")) == [
+        (personas.team.pk, "d1", 3), (personas.team.pk, "d2", 0)]
+
+
+def test_a_bad_line_imports_nothing_and_names_the_line(client, personas):
+    client.force_login(personas.lead)
+    response = _post(client, b"laptop,d1,3\nlaptop,d2,9\n", **{"import": "1"})
+    assert response.status_code == 400
+    assert "line 2: grade 9 is outside the Graded scale 0..3" in response.content.decode()
+    assert not PoolJudgment.objects.exists()
+
+
+def test_graders_and_wrong_methods_are_refused_and_outsiders_use_their_own_team(client, personas):
+    client.force_login(personas.grader)
+    # team_get_for_user answers 404 to a role below lead, as for pages of other teams.
+    assert _post(client, b"a,b,1\n", **{"import": "1"}).status_code == 404
+    client.force_login(personas.lead)
+    assert client.put(URL).status_code == 405
+    client.force_login(personas.outsider)
+    assert client.get(URL).status_code == 200  # their own team's page
+    _post(client, b"a,b,1\n", **{"import": "1"})
+    assert list(PoolJudgment.objects.values_list("team_id", flat=True)) == [
+        personas.other_team.pk]
+
+
+def test_the_feedback_page_links_every_export(client, personas):
+    evaluation = build_evaluation(team=personas.team, keywords={"q": ["d"]},
+                                  metrics=[("ndcg", 1, {})])
+    client.force_login(personas.lead)
+    page = client.get(reverse("judgments:feedback", args=[evaluation.pk])).content.decode()
+    base = f"/api/v1/evaluations/{evaluation.pk}/judgments/?format="
+    for suffix in ("json", "csv", "csv&amp;per_grader=true", "trec", "trec_mapping",
+                   "trec_run"):
+        assert f'href="{base}{suffix}"' in page
+    assert f'href="/api/v1/evaluations/{evaluation.pk}/metric-table/"' in page
+    assert "(partial: the evaluation is not finished)" in page

@@ -1,0 +1,98 @@
+"""`manage.py evaluate` against a real search server on 127.0.0.1 with eager Celery."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from evaluations.models import Evaluation, Keyword
+from metrics import core
+from tests.evaluations.factories import ES_MAPPER, EndpointFactory, SearchModelFactory
+from tests.evaluations.servers import running_server
+from tests.metrics.builders import build_evaluation, set_grades, slot
+
+# Transactional: the fetch tasks go out after the start commits, as in production.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def server():
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def model(personas, server):
+    """A model of the team on the test server, and an earlier graded evaluation of "shoes"
+    whose grades the new evaluation reuses (documents shoes-1..3 graded 3, 0, 2)."""
+    endpoint = EndpointFactory(team=personas.team, url=f"{server.url}/search", mapper=ES_MAPPER)
+    earlier = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                               keywords={"Shoes": ["shoes-1", "shoes-2", "shoes-3"]},
+                               metrics=[("ndcg", 3, {})])
+    set_grades([personas.grader], [(slot(earlier, "shoes", 1), 3),
+                                   (slot(earlier, "shoes", 2), 0),
+                                   (slot(earlier, "shoes", 3), 2)])
+    return SearchModelFactory(endpoint=endpoint, team=personas.team, params={"q": "#query#"})
+
+
+@pytest.fixture
+def keywords_file(tmp_path):
+    path = tmp_path / "keywords.txt"
+    path.write_text("shoes\nboots\n")
+    return path
+
+
+def _run(*args):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("evaluate", *args, "--quiet", "--wait-timeout", "30", stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_it_creates_fetches_and_prints_the_metrics_from_reused_grades(model, keywords_file,
+                                                                       server):
+    out, err = _run("--model", str(model.pk), "--keywords", str(keywords_file),
+                    "--metric", "ndcg@3", "--metric", "p@2", "--name", "CI run",
+                    "--fail-under", "ndcg@3=0.9")
+    evaluation = Evaluation.objects.get(name="CI run")
+    assert evaluation.status == Evaluation.Status.ACTIVE
+    assert sorted(server.queries()) == ["boots", "shoes"]
+    assert set(evaluation.keywords.values_list("fetch_status", flat=True)) == {
+        Keyword.FetchStatus.FETCHED}
+    expected = core.evaluate_keyword("ndcg", [[3], [0], [2]], k=3, scale="graded")
+    lines = out.splitlines()
+    assert lines[0].split() == ["metric", "value", "keywords"]
+    assert lines[1].split() == ["ndcg@3", f"{expected:.4f}", "1"]
+    assert lines[2].split() == ["precision@2", "0.5000", "1"]
+    assert lines[-1] == f"Evaluation {evaluation.pk}: OK"
+    assert f"Evaluation {evaluation.pk} started." in err
+
+
+def test_it_exits_2_below_a_threshold(model, keywords_file):
+    with pytest.raises(CommandError) as failure:
+        _run("--model", str(model.pk), "--keywords", str(keywords_file),
+             "--metric", "ndcg@3", "--fail-under", "ndcg@3=0.99")
+    assert failure.value.returncode == 2
+    assert "ndcg@3 = 0.9" in str(failure.value) and "is below 0.99" in str(failure.value)
+
+
+def test_it_exits_2_when_a_thresholded_value_is_null(model, tmp_path):
+    path = tmp_path / "new.txt"
+    path.write_text("boots\n")
+    with pytest.raises(CommandError) as failure:
+        _run("--model", str(model.pk), "--keywords", str(path), "--metric", "ndcg@3",
+             "--fail-under", "ndcg@3=0.1")
+    assert failure.value.returncode == 2 and "ndcg@3 is null" in str(failure.value)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--metric", "nope@3"], "unknown metric 'nope'"),
+    (["--metric", "ndcg"], "is not code@k"),
+    (["--metric", "ndcg@3", "--fail-under", "p@5=0.5"], "precision@5 is not one of"),
+    (["--metric", "ndcg@3", "--scale", "stars"], "scale: Unknown scale 'stars'."),
+])
+def test_bad_arguments_create_nothing(model, keywords_file, args, message):
+    count = Evaluation.objects.count()
+    with pytest.raises(CommandError, match=message) as failure:
+        _run("--model", str(model.pk), "--keywords", str(keywords_file), *args)
+    assert failure.value.returncode == 1
+    assert Evaluation.objects.count() == count

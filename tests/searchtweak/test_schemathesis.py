@@ -1,0 +1,84 @@
+"""The OpenAPI schema against the live server: schemathesis generates requests for every
+operation (valid and invalid ones) with a seeded team and token, and checks that nothing
+answers 5xx and every response matches the schema."""
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+
+from evaluations.models import Evaluation
+from searchtweak.models import Role
+from searchtweak.services import api_token_create
+from tests.evaluations.factories import EndpointFactory, EvaluationMetricFactory, SearchModelFactory
+from tests.judgments.builders import evaluation_with_slots
+from tests.searchtweak.factories import TeamFactory, member
+
+schemathesis = pytest.importorskip("schemathesis")
+from schemathesis.checks import not_a_server_error  # noqa: E402
+from schemathesis.generation.modes import GenerationMode  # noqa: E402
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    content_type_conformance,
+    response_schema_conformance,
+)
+
+EXAMPLES = 25
+BUDGET_SECONDS = 90.0
+# Deletions run last, so the seeded objects live while the other operations are explored.
+LAST = ("DELETE",)
+
+
+@pytest.fixture
+def seeded(live_server, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    team = TeamFactory(name="Fuzz")
+    owner = member(team, Role.OWNER, "fuzz-owner")
+    member(team, Role.GRADER, "fuzz-grader")
+    endpoint = EndpointFactory(team=team, url=f"{live_server.url}/demo/search",
+                               timeout_seconds=2.0)
+    model = SearchModelFactory(endpoint=endpoint, team=team)
+    active = evaluation_with_slots(team, keywords=2, positions=2, strategy=1)
+    EvaluationMetricFactory(evaluation=active, code="ndcg", k=2)
+    pending = Evaluation.objects.create(team=team, model=model, name="pending", scale="graded",
+                                        strategy=1)
+    _, key = api_token_create(user=owner, name="fuzz")
+    return {"key": key, "ids": [team.pk, endpoint.pk, model.pk, active.pk, pending.pk]}
+
+
+def _explore(operation, mode, base_url: str, headers: dict) -> None:
+    strategy = operation.as_strategy(generation_mode=mode, headers=headers)
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(case=strategy)
+    def run(case):
+        response = case.call(base_url=base_url, headers=headers, timeout=15)
+        case.validate_response(response, checks=[
+            not_a_server_error, response_schema_conformance, content_type_conformance])
+
+    run()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_server_errors_and_no_schema_violations(live_server, seeded):
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
+    headers = {"Authorization": f"Token {seeded['key']}"}
+    operations = sorted(
+        (result.ok() for result in schema.get_all_operations()),
+        key=lambda op: (op.method.upper() in LAST, op.path, op.method),
+    )
+    assert len(operations) >= 30
+    started = time.monotonic()
+    failures: list[str] = []
+    for operation in operations:
+        if time.monotonic() - started > BUDGET_SECONDS:
+            pytest.fail(f"schemathesis budget exceeded before {operation.label}")
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            try:
+                _explore(operation, mode, live_server.url, headers)
+            except Unsatisfiable:
+                continue
+            except Exception as error:  # collect every operation's failure, then report
+                failures.append(f"{operation.label} ({mode}): {error}")
+    assert not failures, "\n\n".join(failures)
