@@ -13,6 +13,9 @@ p50/p95 latency of the grade request and of the whole cycle, and checks the data
 afterwards: every acknowledged grade is stored under its grader (0 lost), no slot was
 handed to two graders and no slot holds a grade nobody sent (0 duplicated).
 
+Each evaluation measures ndcg@10, precision@10 and err@10, so the worker's recompute of a
+keyword and of the evaluation's means does the work it does in production.
+
 Recompute (--recompute): "worker" (default, the production shape) sends recompute tasks
 through Redis to a real Celery worker running beside the server on the same 2 cores;
 "queue" only enqueues them (no worker: isolates the web path); "eager" runs the recompute
@@ -106,7 +109,14 @@ def seed_evaluation(team_id: int, *, keywords: int, positions: int, strategy: in
     from django.db import transaction
     from django.utils import timezone
 
-    from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel, Snapshot
+    from evaluations.models import (
+        Endpoint,
+        Evaluation,
+        EvaluationMetric,
+        Keyword,
+        SearchModel,
+        Snapshot,
+    )
     from judgments.services import slots_create_for_snapshots
 
     with transaction.atomic():
@@ -118,6 +128,10 @@ def seed_evaluation(team_id: int, *, keywords: int, positions: int, strategy: in
         evaluation = Evaluation.objects.create(
             team_id=team_id, model=model, name=f"bench {uuid.uuid4().hex[:6]}", scale="graded",
             strategy=strategy, status=Evaluation.Status.ACTIVE, started_at=timezone.now())
+        # Metrics as a real evaluation has them, so each recompute does real metric work.
+        for position, (code, k) in enumerate([("ndcg", 10), ("precision", 10), ("err", 10)]):
+            EvaluationMetric.objects.create(evaluation=evaluation, code=code, k=k,
+                                            position=position)
         for k in range(keywords):
             text = f"query {k} {evaluation.pk}"
             keyword = Keyword.objects.create(evaluation=evaluation, position=k + 1, text=text,
@@ -245,6 +259,7 @@ def main() -> int:
     parser.add_argument("--database", default="searchtweak_bench_grading")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
     parser.add_argument("--recompute", choices=["worker", "queue", "eager"], default="worker")
+    # The defaults are the production command's (Dockerfile, docker-compose.yml).
     parser.add_argument("--web-workers", type=int, default=3)
     parser.add_argument("--web-threads", type=int, default=4)
     parser.add_argument("--keep-db", action="store_true")

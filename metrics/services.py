@@ -12,7 +12,8 @@ from datetime import timedelta
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Avg, Count, Q
+from django.db.models import Avg, Count, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from evaluations import hooks
@@ -233,6 +234,56 @@ def _mark_computed(keyword_versions: list[tuple[int, int]]) -> None:
                 f" AND {table}.computed_version <= computed.version",
                 params,
             )
+
+
+def keyword_pool_siblings_mark_dirty(*, keyword_ids: Iterable[int]) -> list[int]:
+    """A grade changes the pool of every keyword of the team with the same text and scale;
+    those whose evaluation uses a pool metric are marked dirty too (returned, to enqueue).
+
+    Called when grades change (metrics.receivers), after their commit, so the siblings'
+    runs read a pool that includes them.
+    """
+    keyword_ids = list(keyword_ids)
+    changed = list(Keyword.objects.filter(pk__in=keyword_ids).values_list(
+        "normalized_text", "evaluation__team_id", "evaluation__scale"))
+    if not changed:
+        return []
+    pool_configs = [
+        config for config in EvaluationMetric.objects.filter(
+            evaluation__team_id__in={team for _, team, _ in changed},
+        ).only("evaluation_id", "code", "params")
+        if config.code in core.METRICS and _uses_pool(config)
+    ]
+    if not pool_configs:
+        return []
+    siblings = Keyword.objects.filter(
+        evaluation_id__in={config.evaluation_id for config in pool_configs},
+        normalized_text__in={text for text, _, _ in changed},
+    ).exclude(pk__in=keyword_ids)
+    wanted = {(text, team, scale) for text, team, scale in changed}
+    sibling_ids = [
+        pk for pk, text, team, scale in siblings.values_list(
+            "pk", "normalized_text", "evaluation__team_id", "evaluation__scale")
+        if (text, team, scale) in wanted
+    ]
+    if sibling_ids:
+        with transaction.atomic():
+            Keyword.objects.filter(pk__in=sibling_ids).update(
+                version=F("version") + 1,
+                dirty_since=Coalesce(F("dirty_since"), Value(timezone.now())),
+            )
+    return sibling_ids
+
+
+def _uses_pool(config: EvaluationMetric) -> bool:
+    try:
+        return core.needs_pool(config.code, core.resolve_params(config.params))
+    except core.MetricInputError:
+        return False
+
+
+def keyword_is_dirty(*, keyword_id: int) -> bool:
+    return Keyword.objects.filter(pk=keyword_id, dirty_since__isnull=False).exists()
 
 
 def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False) -> None:

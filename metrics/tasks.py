@@ -1,6 +1,7 @@
 """Celery tasks of the recompute pipeline: small, idempotent, each calling one service."""
 
 from celery import shared_task
+from django.conf import settings
 
 from metrics import services
 
@@ -10,7 +11,13 @@ from metrics import services
     autoretry_for=(services.RecomputeConflict,), retry_backoff=0.2, max_retries=5,
 )
 def recompute_keyword(keyword_id: int) -> str:
-    return services.keyword_metrics_recompute(keyword_id=keyword_id)
+    outcome = services.keyword_metrics_recompute(keyword_id=keyword_id)
+    # Grades that arrived while this run computed found the keyword dirty and queued
+    # nothing (metrics.receivers): the run that reads them is queued here.
+    if outcome in ("ok", "error") and services.keyword_is_dirty(keyword_id=keyword_id):
+        recompute_keyword.apply_async(
+            (keyword_id,), countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
+    return outcome
 
 
 @shared_task(name="metrics.recompute_evaluation", time_limit=1800, soft_time_limit=1780)

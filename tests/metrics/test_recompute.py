@@ -306,3 +306,25 @@ def test_stored_values_always_equal_a_from_scratch_recompute(
     for pk, value, count in incremental_means:
         assert scratch_means[pk][1] == count
         assert scratch_means[pk][0] == pytest.approx(value, abs=1e-12)
+
+
+def test_two_evaluations_whose_pools_include_each_other_settle(grade, monkeypatch):
+    """Each keyword's recall depends on the other's grades; a grade must recompute both
+    once, not set off an endless exchange of recomputes."""
+    first = build_evaluation(keywords={"tent": ["a", "b"]}, metrics=[("recall", 2, {})])
+    second = build_evaluation(team=first.team, keywords={"Tent": ["b", "c"]},
+                              metrics=[("recall", 2, {})])
+    runs = []
+    real_recompute = services.keyword_metrics_recompute
+
+    def counting(*, keyword_id):
+        runs.append(keyword_id)
+        assert len(runs) < 10, "recomputes keep waking each other up"
+        return real_recompute(keyword_id=keyword_id)
+
+    monkeypatch.setattr(services, "keyword_metrics_recompute", counting)
+    grade([(slot(first, "tent", 1), 3)])
+    assert sorted(runs) == sorted(Keyword.objects.values_list("pk", flat=True))
+    assert stored(first)[("tent", "recall")] == 1.0
+    assert stored(second)[("Tent", "recall")] is None  # nothing of its own graded yet
+    assert not Keyword.objects.filter(dirty_since__isnull=False).exists()
