@@ -18,17 +18,9 @@ from evaluations.forms import (
 )
 from evaluations.mapper import PRESETS, preset_mapper
 from evaluations.models import Evaluation, Keyword
+from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.selectors import current_membership
-
-
-def _add_service_errors(form, error: ValidationError) -> None:
-    for field, field_messages in error.message_dict.items():
-        # "mapper.id" -> mapper_id; "mapper.fields.Price" -> mapper_fields.
-        name = field if field in form.fields else "_".join(field.split(".")[:2])
-        for message in field_messages:
-            label = "" if name in form.fields else f"{field}: "
-            form.add_error(name if name in form.fields else None, f"{label}{message}")
 
 
 def _team(request: HttpRequest, minimum_role: str = Role.GRADER) -> Team:
@@ -74,7 +66,7 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
             endpoint = services.endpoint_create(team=team, created_by=request.user,
                                                 **form.service_kwargs())
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, f"Endpoint {endpoint.name} created. Now add a search "
                              "model that queries it.")
@@ -96,7 +88,7 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
         try:
             services.endpoint_update(endpoint=endpoint, **form.service_kwargs())
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, f"Endpoint {endpoint.name} saved.")
             return redirect("evaluations:endpoint_list")
@@ -143,7 +135,7 @@ def model_create(request: HttpRequest) -> HttpResponse:
             model = services.search_model_create(team=team, created_by=request.user,
                                                  **form.service_kwargs())
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, f"Search model {model.name} created. Try a query.")
             return redirect("evaluations:model_test", model_id=model.pk)
@@ -162,7 +154,7 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
         try:
             services.search_model_update(model=model, **form.service_kwargs())
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, f"Search model {model.name} saved.")
             return redirect("evaluations:model_list")
@@ -196,7 +188,7 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
         try:
             result = services.search_model_test(model=model, query=form.cleaned_data["query"])
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
     return render(request, "evaluations/model_test.html", {
         "model": model, "form": form, "result": result,
     }, status=400 if form.errors else 200)
@@ -230,7 +222,7 @@ def _keywords_from_form(form: EvaluationForm) -> tuple[list[str], str] | None:
         try:
             lines += services.keywords_from_upload(filename=upload.name, content=upload.read())
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
             return None
     cleaned = services.keywords_clean(lines)
     return cleaned.keywords, cleaned.notice()
@@ -267,7 +259,7 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                     transformers=data["transformers"], tags=data["tags"],
                     guidelines=data["guidelines"], reuse_grades=data["reuse_grades"])
             except ValidationError as error:
-                _add_service_errors(form, error)
+                add_service_errors(form, error)
             else:
                 if notice:
                     messages.info(request, notice)
@@ -300,7 +292,7 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             try:
                 services.evaluation_update(evaluation=evaluation, **changes)
             except ValidationError as error:
-                _add_service_errors(form, error)
+                add_service_errors(form, error)
             else:
                 if notice:
                     messages.info(request, notice)

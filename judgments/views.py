@@ -24,6 +24,7 @@ from judgments.forms import (
     parse_grade,
 )
 from judgments.models import FeedbackSlot
+from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.selectors import current_membership, team_get_for_user, team_members
 
@@ -236,12 +237,6 @@ def _admin_team(request: HttpRequest) -> Team:
                              minimum_role=Role.ADMIN)
 
 
-def _service_errors(form, error: ValidationError) -> None:
-    for field, field_messages in error.message_dict.items():
-        for message in field_messages:
-            form.add_error(field if field in form.fields else None, message)
-
-
 @require_GET
 @login_required
 def scale_list(request: HttpRequest) -> HttpResponse:
@@ -276,7 +271,7 @@ def scale_create(request: HttpRequest) -> HttpResponse:
         try:
             services.scale_create(team=team, **form.cleaned_data)
         except ValidationError as error:
-            _service_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, f"Scale {form.cleaned_data['name']} created.")
             return redirect("judgments:scales")
@@ -296,7 +291,7 @@ def scale_edit(request: HttpRequest, scale_id: int) -> HttpResponse:
         try:
             services.scale_update(scale=scale, **data)
         except ValidationError as error:
-            _service_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, f"Scale {scale.name} saved.")
             return redirect("judgments:scales")
@@ -330,7 +325,7 @@ def transformer_edit(request: HttpRequest) -> HttpResponse:
             try:
                 services.transformer_save(team=team, **form.cleaned_data)
             except ValidationError as error:
-                _service_errors(form, error)
+                add_service_errors(form, error)
             else:
                 messages.success(request, "Transformer "
                                  f"{form.cleaned_data['source']} → {form.cleaned_data['target']}"

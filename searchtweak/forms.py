@@ -1,4 +1,5 @@
 from django import forms
+from django.core.exceptions import ValidationError
 
 from searchtweak.models import Role
 
@@ -35,3 +36,15 @@ class RegisterForm(forms.Form):
 class ApiTokenForm(forms.Form):
     name = forms.CharField(max_length=100, widget=forms.TextInput(
         attrs={"placeholder": "CI on main"}))
+
+
+def add_service_errors(form: forms.Form, error: ValidationError) -> None:
+    """Show a service's ValidationError({field: messages}) on the form: on the field when
+    the form has it ("mapper.id" also finds mapper_id), else above the form, naming it."""
+    for field, field_messages in error.message_dict.items():
+        name = field if field in form.fields else "_".join(field.split(".")[:2])
+        for message in field_messages:
+            if name in form.fields:
+                form.add_error(name, message)
+            else:
+                form.add_error(None, f"{field}: {message}")

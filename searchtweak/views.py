@@ -17,6 +17,7 @@ from searchtweak.forms import (
     RoleForm,
     SwitchTeamForm,
     TeamForm,
+    add_service_errors,
 )
 from searchtweak.models import Role
 from searchtweak.selectors import (
@@ -30,12 +31,6 @@ from searchtweak.selectors import (
     team_members,
     team_open_invitations,
 )
-
-
-def _add_service_errors(form, error: ValidationError) -> None:
-    for field, field_messages in error.message_dict.items():
-        for message in field_messages:
-            form.add_error(field if field in form.fields else None, message)
 
 
 @require_GET
@@ -57,7 +52,7 @@ def team_create(request: HttpRequest) -> HttpResponse:
         try:
             team = services.team_create(user=request.user, name=form.cleaned_data["name"])
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             services.user_switch_team(user=request.user, team=team)
             messages.success(request, f"Team {team.name} created.")
@@ -97,7 +92,7 @@ def invitation_create(request: HttpRequest, team_id: int) -> HttpResponse:
                 team=team, invited_by=request.user, **form.cleaned_data
             )
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             link = request.build_absolute_uri(
                 reverse("invitation_detail", args=[invitation.token])
@@ -186,7 +181,7 @@ def invitation_detail(request: HttpRequest, token: str) -> HttpResponse:
                 }, status=400)
         except ValidationError as error:
             if register_form is not None:
-                _add_service_errors(register_form, error)
+                add_service_errors(register_form, error)
             else:
                 messages.error(request, " ".join(error.messages))
             return render(request, "searchtweak/invitation.html", {
@@ -223,7 +218,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
             token, key = services.api_token_create(user=request.user,
                                                    name=form.cleaned_data["name"])
         except ValidationError as error:
-            _add_service_errors(form, error)
+            add_service_errors(form, error)
         else:
             request.session[_NEW_TOKEN_KEY] = {"id": token.pk, "key": key}
             return redirect("api_tokens")
