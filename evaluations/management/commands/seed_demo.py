@@ -16,6 +16,8 @@ from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
 from searchtweak.models import Membership, Role, Team, User
 
 DEMO_USERS = [
+    # The team's owner: configures endpoints and models (leads may not).
+    ("admin", Role.OWNER),
     ("lead", Role.LEAD),
     ("grader1", Role.GRADER),
     ("grader2", Role.GRADER),
