@@ -13,9 +13,8 @@ from datetime import timedelta
 
 import numpy as np
 from django.core.cache import cache
-from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -88,28 +87,6 @@ def _delta(value: float | None, reference: float | None) -> float | None:
 def team_baseline(*, team_id: int) -> Evaluation | None:
     row = TeamBaseline.objects.select_related("evaluation").filter(team_id=team_id).first()
     return row.evaluation if row else None
-
-
-@transaction.atomic
-def team_baseline_set(*, team: Team, evaluation: Evaluation, user: User) -> TeamBaseline:
-    """Mark a finished evaluation of the team as its baseline (replacing the previous one).
-
-    A write, kept beside the reads it serves because metrics/services.py belongs to the
-    recompute pipeline; it touches one row of this app's own table.
-    """
-    if evaluation.team_id != team.pk:
-        raise ValidationError({"evaluation": "The baseline must be one of the team's evaluations."})
-    if evaluation.status != Evaluation.Status.FINISHED:
-        raise ValidationError({"evaluation": "Only a finished evaluation can be the baseline."})
-    baseline, _ = TeamBaseline.objects.update_or_create(
-        team=team, defaults={"evaluation": evaluation, "set_by": user, "set_at": timezone.now()}
-    )
-    return baseline
-
-
-@transaction.atomic
-def team_baseline_clear(*, team: Team) -> None:
-    TeamBaseline.objects.filter(team=team).delete()
 
 
 # --- the evaluation page -------------------------------------------------------------------

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Avg, Count, F, Q, Value
 from django.db.models.functions import Coalesce
@@ -20,7 +21,7 @@ from evaluations import hooks
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import core
-from metrics.models import KeywordMetricValue, MetricHistoryPoint
+from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
 from metrics.selectors import (
     KeywordResults,
     evaluation_grade_array,
@@ -28,6 +29,7 @@ from metrics.selectors import (
     keyword_pool_others,
     keyword_results,
 )
+from searchtweak.models import Team, User
 
 logger = logging.getLogger(__name__)
 
@@ -356,3 +358,24 @@ def dirty_keywords_due(*, limit: int = 5000) -> list[int]:
         Keyword.objects.filter(dirty_since__lte=cutoff)
         .order_by("dirty_since").values_list("pk", flat=True)[:limit]
     )
+
+
+# --- the team baseline the dashboards compare against ---
+
+
+@transaction.atomic
+def team_baseline_set(*, team: Team, evaluation: Evaluation, user: User) -> TeamBaseline:
+    """Mark a finished evaluation of the team as its baseline (replacing the previous one)."""
+    if evaluation.team_id != team.pk:
+        raise ValidationError({"evaluation": "The baseline must be one of the team's evaluations."})
+    if evaluation.status != Evaluation.Status.FINISHED:
+        raise ValidationError({"evaluation": "Only a finished evaluation can be the baseline."})
+    baseline, _ = TeamBaseline.objects.update_or_create(
+        team=team, defaults={"evaluation": evaluation, "set_by": user, "set_at": timezone.now()}
+    )
+    return baseline
+
+
+@transaction.atomic
+def team_baseline_clear(*, team: Team) -> None:
+    TeamBaseline.objects.filter(team=team).delete()

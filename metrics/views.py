@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
-from metrics import charts, dashboards
+from metrics import charts, dashboards, services
 from metrics.forms import (
     BaselineForm,
     CompareForm,
@@ -150,11 +150,11 @@ def baseline(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     if not form.is_valid():
         return HttpResponse("action must be set or clear", status=400)
     if form.cleaned_data["action"] == "clear":
-        dashboards.team_baseline_clear(team=evaluation.team)
+        services.team_baseline_clear(team=evaluation.team)
         messages.success(request, "The team has no baseline now.")
     else:
         try:
-            dashboards.team_baseline_set(team=evaluation.team, evaluation=evaluation,
+            services.team_baseline_set(team=evaluation.team, evaluation=evaluation,
                                          user=request.user)
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from evaluations.models import Evaluation, Keyword
 from judgments.models import FeedbackSlot
-from metrics import dashboards
+from metrics import dashboards, services
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
 from tests.metrics.builders import build_evaluation
@@ -94,7 +94,7 @@ def test_cards_compare_with_the_previous_finished_evaluation_of_the_model_or_the
         assert card.history == list(MetricHistoryPoint.objects.filter(
             metric=card.config).order_by("recorded_at").values_list("value", flat=True))
 
-    dashboards.team_baseline_set(team=personas.team, evaluation=first, user=personas.lead)
+    services.team_baseline_set(team=personas.team, evaluation=first, user=personas.lead)
     reference = dashboards.evaluation_reference(evaluation=current)
     assert (reference.kind, reference.evaluation) == ("baseline", first)
     # The baseline itself compares with what came before it, and "previous" overrides.
@@ -108,7 +108,7 @@ def test_only_a_finished_evaluation_of_the_team_can_be_the_baseline(personas):
     active = bulk_evaluation(team=personas.team, graders=graders, keyword_count=2,
                              status=Evaluation.Status.ACTIVE)
     with pytest.raises(Exception, match="finished"):
-        dashboards.team_baseline_set(team=personas.team, evaluation=active, user=personas.lead)
+        services.team_baseline_set(team=personas.team, evaluation=active, user=personas.lead)
     assert not TeamBaseline.objects.exists()
 
 
