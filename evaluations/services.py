@@ -44,6 +44,7 @@ from searchtweak.models import Team, User
 logger = logging.getLogger(__name__)
 
 MAX_KEYWORDS = 10_000
+MAX_KEYWORD_LENGTH = 500  # Keyword.text's max_length
 MAX_TIMEOUT_SECONDS = 120.0
 DEFAULT_SNAPSHOT_DEPTH = 10
 # A claim older than the fetch task's hard time limit belongs to a worker that died.
@@ -331,27 +332,67 @@ def keywords_clean(lines: Iterable[str]) -> KeywordList:
     return result
 
 
+# Enough to fix a file; a file of garbage would otherwise answer with megabytes of errors.
+MAX_UPLOAD_ERRORS = 50
+
+
 def keywords_from_upload(*, filename: str, content: bytes) -> list[str]:
-    """Lines of a TXT file, or the first column of a CSV file (a 'keyword' header is skipped)."""
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValidationError({"keywords_file": "The file is not UTF-8 text."}) from None
-    if not filename.lower().endswith(".csv"):
-        return text.splitlines()
-    rows = [row[0] if row else "" for row in csv.reader(io.StringIO(text))]
-    if rows and rows[0].strip().lower() in {"keyword", "keywords", "query", "queries"}:
-        rows = rows[1:]
-    return rows
+    """Lines of a TXT file, or the first column of a CSV file (a 'keyword' header is skipped).
+
+    Each line is decoded as UTF-8 on its own (like judgments' imports), so a file mixing
+    encodings names every bad line; every error names its line, and one error rejects the
+    whole file.
+    """
+    if content.startswith(b"\xef\xbb\xbf"):
+        content = content[3:]
+    errors: list[str] = []
+    lines: list[str] = []
+    # bytes.splitlines breaks at \n, \r\n and \r only, the line ends editors number.
+    for number, raw in enumerate(content.splitlines(), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            errors.append(f"line {number}: not UTF-8 text (byte 0x{raw[error.start]:02x} "
+                          f"at column {error.start + 1})")
+    if errors:
+        _raise_upload_errors(errors)
+    if filename.lower().endswith(".csv"):
+        # A quoted CSV field may span lines: a row is numbered by the line it starts on.
+        rows: list[tuple[int, str]] = []
+        reader = csv.reader(io.StringIO("\n".join(lines)))
+        start = 1
+        try:
+            for row in reader:
+                rows.append((start, row[0] if row else ""))
+                start = reader.line_num + 1
+        except csv.Error as error:  # a field beyond csv's size limit
+            _raise_upload_errors([f"line {start}: {error}"])
+        if rows and rows[0][1].strip().lower() in {"keyword", "keywords", "query", "queries"}:
+            rows = rows[1:]
+    else:
+        rows = list(enumerate(lines, start=1))
+    errors = [f"line {number}: keyword longer than {MAX_KEYWORD_LENGTH} characters "
+              f"({len(text.strip()):,})"
+              for number, text in rows if len(text.strip()) > MAX_KEYWORD_LENGTH]
+    if errors:
+        _raise_upload_errors(errors)
+    return [text for _, text in rows]
+
+
+def _raise_upload_errors(errors: list[str]) -> None:
+    extra = len(errors) - MAX_UPLOAD_ERRORS
+    shown = errors[:MAX_UPLOAD_ERRORS] + ([f"… and {extra} more errors."] if extra > 0 else [])
+    raise ValidationError({"keywords_file": shown})
 
 
 def _validate_keywords(keywords: list[str]) -> None:
     if len(keywords) > MAX_KEYWORDS:
         raise ValidationError({"keywords": f"At most {MAX_KEYWORDS:,} keywords "
                                f"({len(keywords):,} given)."})
-    too_long = next((k for k in keywords if len(k) > 500), None)
+    too_long = next((k for k in keywords if len(k) > MAX_KEYWORD_LENGTH), None)
     if too_long:
-        raise ValidationError({"keywords": f"{too_long[:40]!r}… is longer than 500 characters."})
+        raise ValidationError({"keywords": f"{too_long[:40]!r}… is longer than "
+                               f"{MAX_KEYWORD_LENGTH} characters."})
 
 
 def _keyword_rows(evaluation: Evaluation, keywords: list[str], start: int = 1) -> list[Keyword]:

@@ -49,6 +49,9 @@ class SlotOutputSerializer(serializers.Serializer):
     lease_expires_at = serializers.DateTimeField(allow_null=True)
     graded_at = serializers.DateTimeField(allow_null=True)
     reused_from = serializers.IntegerField(source="reused_from_id", allow_null=True)
+    reused_from_pool = serializers.IntegerField(
+        source="reused_from_pool_id", allow_null=True,
+        help_text="The imported judgment this grade was copied from (no grader then).")
 
 
 class AssignedSlotOutputSerializer(SlotOutputSerializer):
@@ -141,11 +144,14 @@ class ExportJudgmentSerializer(serializers.Serializer):
     doc_id = serializers.CharField()
     position = serializers.IntegerField()
     slot = serializers.IntegerField()
-    grader = serializers.CharField(allow_null=True)
+    grader = serializers.CharField(
+        allow_null=True, help_text="The grader's username; `(import)` for a grade copied from "
+        "the team's imported judgments; null for an ungraded slot nobody holds.")
     grade = serializers.IntegerField(allow_null=True)
     graded_at = serializers.DateTimeField(allow_null=True)
     unsure = serializers.BooleanField()
-    reused = serializers.BooleanField(help_text="Copied from an earlier evaluation's grade.")
+    reused = serializers.BooleanField(
+        help_text="Copied from an earlier evaluation's grade or the team's imported judgments.")
 
 
 class JudgmentExportOutputSerializer(serializers.Serializer):

@@ -6,7 +6,8 @@
   (metrics.core stage 1: a majority vote on the binary scale, the arithmetic mean on the
   others). A pair whose aggregate is null (nothing graded yet, or a binary tie) is left
   out, since no grade can stand for it. Means are written as they are (2.3333).
-- `csv` with `per_grader`: `keyword,doc_id,grade,grader`, one line per graded slot.
+- `csv` with `per_grader`: `keyword,doc_id,grade,grader`, one line per graded slot; a
+  grade copied from the team's imported judgments names the grader `(import)`.
 - `trec` (qrels): `qid 0 docid grade`, the aggregate rounded half up to an integer
   (trec_eval reads integer relevance), null aggregates left out. `qid` is the keyword's
   position in the evaluation; `trec_mapping` lists `qid<TAB>keyword` for every keyword.
@@ -47,6 +48,17 @@ def _slots(evaluation: Evaluation):
     )
 
 
+# The grader named for a grade copied from the team's imported judgments: they have no
+# person. Parentheses cannot occur in a username, so it never names a real grader.
+IMPORT_GRADER = "(import)"
+
+
+def grader_name(slot: FeedbackSlot) -> str | None:
+    if slot.user is not None:
+        return slot.user.username
+    return IMPORT_GRADER if slot.reused_from_pool_id is not None else None
+
+
 def judgments_json(evaluation: Evaluation) -> dict:
     return {
         "evaluation": evaluation.pk,
@@ -61,11 +73,11 @@ def judgments_json(evaluation: Evaluation) -> dict:
                 "doc_id": slot.snapshot.doc_id,
                 "position": slot.snapshot.position,
                 "slot": slot.index,
-                "grader": slot.user.username if slot.user else None,
+                "grader": grader_name(slot),
                 "grade": slot.grade,
                 "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
                 "unsure": slot.unsure,
-                "reused": slot.reused_from_id is not None,
+                "reused": slot.reused_from_id is not None or slot.reused_from_pool_id is not None,
             }
             for slot in _slots(evaluation).iterator(chunk_size=5000)
         ],
@@ -130,8 +142,7 @@ def judgments_csv(evaluation: Evaluation) -> str:
 
 def judgments_csv_per_grader(evaluation: Evaluation) -> str:
     return _csv(iter([["keyword", "doc_id", "grade", "grader"]] + [
-        [slot.keyword.text, slot.snapshot.doc_id, slot.grade,
-         slot.user.username if slot.user else ""]
+        [slot.keyword.text, slot.snapshot.doc_id, slot.grade, grader_name(slot) or ""]
         for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000)
     ]))
 

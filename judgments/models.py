@@ -88,6 +88,11 @@ class FeedbackSlot(models.Model):
     reused_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Where a reused grade came from when it was copied from the team's imported judgment
+    # pool. Such a slot has a grade and no grader (an import has no person).
+    reused_from_pool = models.ForeignKey(
+        "PoolJudgment", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["snapshot_id", "index"]
@@ -99,7 +104,7 @@ class FeedbackSlot(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(grade__isnull=True) | Q(user__isnull=False) | Q(
-                    reused_from__isnull=False),
+                    reused_from__isnull=False) | Q(reused_from_pool__isnull=False),
                 name="slot_grade_has_a_grader",
             ),
         ]

@@ -93,11 +93,14 @@ def slots_reuse_fill(
     *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot]
 ) -> int:
     """Fill empty slots with grades given earlier in the team's other evaluations on the
-    same scale for the same keyword text and document (and position, in position mode).
+    same scale for the same keyword text and document (and position, in position mode),
+    then, in document mode, with the team's imported judgments (PoolJudgment).
 
     The newest grade of each person wins; a person fills at most one slot of a snapshot
-    (the same rule as live grading), and unsure grades are not carried over. Returns the
-    number of slots filled.
+    (the same rule as live grading), and unsure grades are not carried over. Grades people
+    gave in this tool come first, since they were given to these results under the team's
+    guidelines; imported grades only fill the slots left empty, one slot per imported
+    grade, never more than the snapshot's slots. Returns the number of slots filled.
     """
     by_position = evaluation.reuse_grades == Evaluation.Reuse.POSITION
     sources = (
@@ -148,12 +151,54 @@ def slots_reuse_fill(
             slot.reused_from_id = source.pk
             taken.add((snapshot.pk, source.user_id))
             filled.append(slot)
+    if not by_position:
+        filled += _slots_fill_from_pool(
+            evaluation=evaluation, keyword=keyword, snapshots=snapshots,
+            empty_by_snapshot=empty_by_snapshot, now=now,
+        )
     if filled:
         FeedbackSlot.objects.bulk_update(
-            filled, ["user", "grade", "assigned_at", "graded_at", "reused_from"]
+            filled, ["user", "grade", "assigned_at", "graded_at", "reused_from",
+                     "reused_from_pool"]
         )
         keywords_mark_dirty(keyword_ids=[keyword.pk])
     return len(filled)
+
+
+def _slots_fill_from_pool(
+    *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot],
+    empty_by_snapshot: dict[int, list[FeedbackSlot]], now,
+) -> list[FeedbackSlot]:
+    """Give the slots still empty the team's imported grades of the same scale, keyword
+    text and document, each imported row to at most one slot of a snapshot (pops the
+    filled slots from `empty_by_snapshot`).
+
+    Only document reuse reads the pool: an imported judgment (CSV, TREC qrels) says how
+    relevant a document is to a query, not at which position it was shown, so it cannot
+    meet position reuse's promise that the grade was given at the same position.
+    """
+    waiting = {s.doc_id for s in snapshots if empty_by_snapshot.get(s.pk)}
+    if not waiting:
+        return []
+    imported: dict[str, list[PoolJudgment]] = {}
+    for row in PoolJudgment.objects.filter(
+        team_id=evaluation.team_id, scale=evaluation.scale,
+        normalized_text=keyword.normalized_text, doc_id__in=waiting,
+    ).order_by("pk").only("pk", "doc_id", "grade"):
+        imported.setdefault(row.doc_id, []).append(row)
+    filled = []
+    for snapshot in snapshots:
+        free = empty_by_snapshot.get(snapshot.pk, [])
+        for row in imported.get(snapshot.doc_id, []):
+            if not free:
+                break
+            slot = free.pop(0)
+            # No grader: the slot is graded, so the queue never hands it out.
+            slot.grade = row.grade
+            slot.graded_at = now
+            slot.reused_from_pool_id = row.pk
+            filled.append(slot)
+    return filled
 
 
 # --- the queue ---
@@ -403,7 +448,9 @@ def slot_grade_by_lead(*, lead: User, slot_id: int, grade: Any) -> FeedbackSlot:
     slot.assigned_at = slot.assigned_at or now
     slot.lease_expires_at = None
     slot.reused_from = None
-    slot.save(update_fields=["user", "assigned_at", "lease_expires_at", "reused_from"])
+    slot.reused_from_pool = None
+    slot.save(update_fields=["user", "assigned_at", "lease_expires_at", "reused_from",
+                             "reused_from_pool"])
     _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=None)
     return slot
 
@@ -418,11 +465,12 @@ def slot_reset(*, slot_id: int) -> FeedbackSlot:
     for name, value in {
         "user": None, "grade": None, "assigned_at": None, "lease_expires_at": None,
         "graded_at": None, "unsure": False, "note": "", "graded_by": None, "reused_from": None,
+        "reused_from_pool": None,
     }.items():
         setattr(slot, name, value)
     slot.save(update_fields=[
         "user", "grade", "assigned_at", "lease_expires_at", "graded_at", "unsure", "note",
-        "graded_by", "reused_from",
+        "graded_by", "reused_from", "reused_from_pool",
     ])
     if had_grade:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
@@ -556,6 +604,40 @@ def _pool_keyword_ids(*, team: Team, scale: str, texts: set[str]) -> list[int]:
     ).values_list("pk", flat=True))
 
 
+def _pool_slots_repoint(*, team: Team, scale: str, stale: list[int]) -> None:
+    """Point slots that copied a pool row about to be replaced at a new row of the same
+    (text, document): one with the same grade when there is one, else the first.
+
+    A reused grade is a copy taken when the slot was made (grades reused from earlier
+    evaluations do not follow later re-grades either, and a finished evaluation's grades
+    never change), so the slot keeps its grade; but it must keep a source, or deleting
+    the old row (SET_NULL) would leave a graded slot with neither grader nor source,
+    which slot_grade_has_a_grader rejects. Every replaced pair has new rows: a row is
+    replaced only by the same pair in the new file.
+    """
+    affected = []
+    for start in range(0, len(stale), 2000):
+        affected += FeedbackSlot.objects.filter(
+            reused_from_pool_id__in=stale[start:start + 2000]
+        ).values_list("pk", "grade", "reused_from_pool__normalized_text",
+                      "reused_from_pool__doc_id")
+    if not affected:
+        return
+    replacements: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    fresh = PoolJudgment.objects.filter(
+        team=team, scale=scale, normalized_text__in={text for _, _, text, _ in affected},
+    ).exclude(pk__in=stale).order_by("pk")
+    for pk, text, doc_id, grade in fresh.values_list("pk", "normalized_text", "doc_id",
+                                                     "grade"):
+        replacements.setdefault((text, doc_id), []).append((pk, grade))
+    updates = []
+    for slot_id, grade, text, doc_id in affected:
+        candidates = replacements[(text, doc_id)]
+        row_id = next((pk for pk, g in candidates if g == grade), candidates[0][0])
+        updates.append(FeedbackSlot(pk=slot_id, reused_from_pool_id=row_id))
+    FeedbackSlot.objects.bulk_update(updates, ["reused_from_pool"], batch_size=2000)
+
+
 @transaction.atomic
 def pool_judgments_import(
     *, team: Team, scale: str, judgments: Sequence[Any], source: str, user: User | None
@@ -578,13 +660,15 @@ def pool_judgments_import(
     pairs = {(row.normalized_text, row.doc_id) for row in rows}
     texts = {text for text, _ in pairs}
     replaced = 0
+    stale: list[int] = []
     if texts:
         earlier = PoolJudgment.objects.filter(team=team, scale=scale, normalized_text__in=texts)
         stale = [pk for pk, text, doc_id in earlier.values_list("pk", "normalized_text", "doc_id")
                  if (text, doc_id) in pairs]
-        for start in range(0, len(stale), 2000):
-            replaced += PoolJudgment.objects.filter(pk__in=stale[start:start + 2000]).delete()[0]
     PoolJudgment.objects.bulk_create(rows, batch_size=2000)
+    _pool_slots_repoint(team=team, scale=scale, stale=stale)
+    for start in range(0, len(stale), 2000):
+        replaced += PoolJudgment.objects.filter(pk__in=stale[start:start + 2000]).delete()[0]
     dirty = _pool_keyword_ids(team=team, scale=scale, texts=texts)
     keywords_mark_dirty(keyword_ids=dirty)
     return {"imported": len(rows), "replaced": replaced, "keywords": len(texts),

@@ -303,9 +303,12 @@ class SnapshotDetail:
 def _snapshot_details(keyword_ids: list[int]) -> dict[int, list[SnapshotDetail]]:
     """Each keyword's snapshots in position order with their slots, in two queries."""
     slots: dict[int, list[SlotView]] = defaultdict(list)
-    for snapshot_id, index, grade, unsure, username in FeedbackSlot.objects.filter(
+    for snapshot_id, index, grade, unsure, username, pool_id in FeedbackSlot.objects.filter(
             keyword_id__in=keyword_ids).order_by("snapshot_id", "index").values_list(
-            "snapshot_id", "index", "grade", "unsure", "user__username"):
+            "snapshot_id", "index", "grade", "unsure", "user__username", "reused_from_pool_id"):
+        # A grade copied from the team's imported judgments has no grader.
+        if username is None and pool_id is not None:
+            username = "(import)"
         slots[snapshot_id].append(SlotView(index, grade, unsure, username))
     details: dict[int, list[SnapshotDetail]] = defaultdict(list)
     for snapshot in Snapshot.objects.filter(keyword_id__in=keyword_ids).only(
@@ -615,7 +618,8 @@ def team_dashboard(*, team: Team, user: User, days: int = 14) -> TeamDashboard:
     since = (start_of_day - timedelta(days=days - 1))
     per_day = dict(
         FeedbackSlot.objects.filter(evaluation__team=team, grade__isnull=False,
-                                    reused_from__isnull=True, graded_at__gte=since)
+                                    reused_from__isnull=True, reused_from_pool__isnull=True,
+                                    graded_at__gte=since)
         .annotate(day=TruncDate("graded_at")).values("day").annotate(n=Count("id"))
         .values_list("day", "n")
     )

@@ -43,15 +43,23 @@ def keyword_pool_others(*, keyword: Keyword, evaluation: Evaluation) -> list[tup
     """Grades given to documents for this keyword text by the team's other evaluations on the
     same scale (METRICS.md, the keyword's pool), and the judgments imported into the team's
     pool for this text and scale. The keyword's own results are not included:
-    the metric engine adds them to the pool itself."""
+    the metric engine adds them to the pool itself.
+
+    A reused grade is a copy of one judgment, not a second one: copies made elsewhere are
+    left out, and so is every original that this keyword's own slots copied.
+    """
+    own_copies = FeedbackSlot.objects.filter(keyword_id=keyword.pk)
     rows = (
         FeedbackSlot.objects.filter(
             keyword__normalized_text=keyword.normalized_text,
             evaluation__team_id=evaluation.team_id,
             evaluation__scale=evaluation.scale,
             grade__isnull=False,
+            reused_from__isnull=True,
+            reused_from_pool__isnull=True,
         )
         .exclude(keyword_id=keyword.pk)
+        .exclude(pk__in=own_copies.filter(reused_from__isnull=False).values("reused_from"))
         .values_list("snapshot__doc_id", "grade")
     )
     pooled: dict[str, Grades] = defaultdict(list)
@@ -61,6 +69,8 @@ def keyword_pool_others(*, keyword: Keyword, evaluation: Evaluation) -> list[tup
     imported = PoolJudgment.objects.filter(
         team_id=evaluation.team_id, scale=evaluation.scale,
         normalized_text=keyword.normalized_text,
+    ).exclude(
+        pk__in=own_copies.filter(reused_from_pool__isnull=False).values("reused_from_pool")
     ).order_by("pk").values_list("doc_id", "grade")
     for doc_id, grade in imported:
         pooled[doc_id].append(grade)

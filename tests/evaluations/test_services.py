@@ -54,6 +54,55 @@ def test_keywords_from_a_csv_upload_take_the_first_column():
     assert services.keywords_from_upload(filename="k.txt", content=b"a\r\nb\n") == ["a", "b"]
 
 
+def test_keyword_uploads_skip_a_bom_and_keep_unicode():
+    content = "\ufeffcaf\u00e9\nna\u00efve\n".encode()
+    assert services.keywords_from_upload(filename="k.txt", content=content) == [
+        "caf\u00e9", "na\u00efve"]
+
+
+LONG = b"x" * 501
+
+
+@pytest.mark.parametrize(("filename", "content", "messages"), [
+    ("k.txt", b"red shoes\nblue hat\ncaf\xe9\n",
+     ["line 3: not UTF-8 text (byte 0xe9 at column 4)"]),
+    # Mixed encodings: every line that is not UTF-8 is named, the UTF-8 ones are not.
+    ("k.csv", b"keyword\r\nna\xc3\xafve\r\ncaf\xe9\r\n\xff\r\n\xe2\x82\xac\r\n",
+     ["line 3: not UTF-8 text (byte 0xe9 at column 4)",
+      "line 4: not UTF-8 text (byte 0xff at column 1)"]),
+    ("k.txt", b"a\n" * 11 + LONG + b"\n" + b" " * 600 + b"ok\n",
+     ["line 12: keyword longer than 500 characters (501)"]),
+    # CSV lines are numbered in the file, header included; a quoted keyword spanning lines
+    # is named by its first line.
+    ("k.csv", b'keyword\nred shoes\n"two\nlines",x\n' + LONG + b",note\n",
+     ["line 5: keyword longer than 500 characters (501)"]),
+    ("k.csv", b'a\n"' + b"y" * 600 + b'\nmore"\n',
+     ["line 2: keyword longer than 500 characters (605)"]),
+])
+def test_keyword_upload_errors_name_their_lines(filename, content, messages):
+    with pytest.raises(ValidationError) as caught:
+        services.keywords_from_upload(filename=filename, content=content)
+    assert caught.value.message_dict == {"keywords_file": messages}
+
+
+def test_keyword_upload_errors_are_capped():
+    content = b"\xff\n" * 60
+    with pytest.raises(ValidationError) as caught:
+        services.keywords_from_upload(filename="k.txt", content=content)
+    messages = caught.value.message_dict["keywords_file"]
+    assert len(messages) == services.MAX_UPLOAD_ERRORS + 1
+    assert messages[0] == "line 1: not UTF-8 text (byte 0xff at column 1)"
+    assert messages[49].startswith("line 50: ") and messages[-1] == "… and 10 more errors."
+
+
+def test_a_csv_field_beyond_the_csv_limit_names_its_line():
+    content = b"a\nb\n\"" + b"z" * 200_000 + b'"\n'
+    with pytest.raises(ValidationError) as caught:
+        services.keywords_from_upload(filename="k.csv", content=content)
+    assert caught.value.message_dict == {"keywords_file": [
+        "line 3: field larger than field limit (131072)"]}
+
+
 @pytest.mark.parametrize(("overrides", "field", "message"), [
     ({"metrics": [{"code": "nope", "k": 3}]}, "metrics", "item 1: metric: unknown metric code"),
     ({"metrics": [{"code": "ndcg", "k": 0}]}, "metrics", "item 1: k: must be an integer >= 1"),

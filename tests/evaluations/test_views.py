@@ -103,6 +103,18 @@ def test_a_lead_creates_an_evaluation_with_an_uploaded_keyword_file(client, pers
     assert "Removed 2 duplicates and 1 blank line." in notices
 
 
+def test_a_bad_keyword_file_is_shown_line_by_line_and_saves_nothing(client, personas):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    upload = SimpleUploadedFile("k.txt", b"red shoes\ncaf\xe9\nblue hat\n" + b"x" * 501 + b"\n")
+    response = login(client, personas.lead).post("/evaluations/new/", {
+        "name": "Bad file", "model": model.pk, "keywords": "", "keywords_file": upload,
+        "scale": "graded", "strategy": "1", "metrics": "ndcg@10", "reuse_grades": "none"})
+    assert response.status_code == 400
+    assert response.context["form"].errors["keywords_file"] == [
+        "line 2: not UTF-8 text (byte 0xe9 at column 4)"]
+    assert not Evaluation.objects.exists()
+
+
 def test_evaluation_form_rejects_bad_metrics_and_saves_nothing(client, personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     response = login(client, personas.lead).post("/evaluations/new/", {
