@@ -181,3 +181,24 @@ def team_grader_tags(*, team: Team) -> dict[int, list[str]]:
 
 def pool_judgment_count(*, team: Team) -> int:
     return PoolJudgment.objects.filter(team=team).count()
+
+
+def free_slot_q(now) -> Q:
+    """An ungraded slot nobody holds: never assigned, released, or its lease ran out."""
+    return Q(grade__isnull=True) & (Q(user__isnull=True) | Q(lease_expires_at__lt=now))
+
+
+def grader_queue_size(*, user: User, team: Team) -> int:
+    """Results waiting for this grader: free slots of the evaluations they may grade, one
+    per snapshot they do not already hold a slot of, plus the slots they hold now."""
+    evaluation_ids = queue_evaluation_ids(user=user, team=team)
+    if not evaluation_ids:
+        return 0
+    now = timezone.now()
+    free = (FeedbackSlot.objects.filter(evaluation_id__in=evaluation_ids)
+            .filter(free_slot_q(now))
+            .exclude(snapshot_id__in=FeedbackSlot.objects.filter(
+                evaluation_id__in=evaluation_ids, user=user).values("snapshot_id")))
+    held = FeedbackSlot.objects.filter(evaluation_id__in=evaluation_ids, user=user,
+                                       grade__isnull=True, lease_expires_at__gte=now)
+    return free.values("snapshot_id").distinct().count() + held.count()

@@ -24,7 +24,7 @@ from judgments.models import (
     SlotSkip,
     Transformer,
 )
-from judgments.selectors import queue_evaluation_ids
+from judgments.selectors import free_slot_q, queue_evaluation_ids
 from judgments.signals import grades_changed
 from metrics import core
 from searchtweak.models import Team, User
@@ -204,18 +204,13 @@ def _slots_fill_from_pool(
 # --- the queue ---
 
 
-def _free_q(now) -> Q:
-    """An ungraded slot nobody holds: never assigned, released, or its lease ran out."""
-    return Q(grade__isnull=True) & (Q(user__isnull=True) | Q(lease_expires_at__lt=now))
-
-
 def _claimable(*, user: User, evaluation_id: int, now, include_skipped: bool):
     held_elsewhere = FeedbackSlot.objects.filter(
         snapshot_id=OuterRef("snapshot_id"), user=user
     ).exclude(pk=OuterRef("pk"))
     slots = (
         FeedbackSlot.objects.filter(evaluation_id=evaluation_id)
-        .filter(_free_q(now))
+        .filter(free_slot_q(now))
         .exclude(Exists(held_elsewhere))
     )
     if not include_skipped:
@@ -250,7 +245,7 @@ def _claim_one(*, user: User, candidates, now) -> FeedbackSlot | None:
     for slot_id in list(candidates.values_list("pk", flat=True)[:20]):
         try:
             with transaction.atomic():
-                claimed = FeedbackSlot.objects.filter(pk=slot_id).filter(_free_q(now)).update(
+                claimed = FeedbackSlot.objects.filter(pk=slot_id).filter(free_slot_q(now)).update(
                     **lease)
         except IntegrityError:
             continue
@@ -412,7 +407,7 @@ def snapshot_grade(
         if evaluation.pk not in queue_evaluation_ids(user=user, team=team, evaluation=evaluation):
             raise ValidationError({"snapshot": (
                 "This evaluation's work is routed to graders with other tags.")})
-        free = FeedbackSlot.objects.filter(snapshot=snapshot).filter(_free_q(now)).order_by(
+        free = FeedbackSlot.objects.filter(snapshot=snapshot).filter(free_slot_q(now)).order_by(
             "index")
         slot = _claim_one(user=user, candidates=free, now=now)
         if slot is None:

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel, Snapshot
 from judgments.models import FeedbackSlot
-from judgments.selectors import queue_evaluation_ids
+from judgments.selectors import grader_queue_size
 from metrics import core
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
@@ -574,22 +574,6 @@ class TeamDashboard:
     baseline: Evaluation | None
     graders: list[GraderActivity]
     daily_counts: list[tuple[str, int]]
-
-
-def grader_queue_size(*, user: User, team: Team) -> int:
-    """Results waiting for this grader: free slots of the evaluations they may grade, one
-    per snapshot they do not already hold a slot of, plus the slots they hold now."""
-    evaluation_ids = queue_evaluation_ids(user=user, team=team)
-    if not evaluation_ids:
-        return 0
-    now = timezone.now()
-    free = (FeedbackSlot.objects.filter(evaluation_id__in=evaluation_ids, grade__isnull=True)
-            .filter(Q(user__isnull=True) | Q(lease_expires_at__lt=now))
-            .exclude(snapshot_id__in=FeedbackSlot.objects.filter(
-                evaluation_id__in=evaluation_ids, user=user).values("snapshot_id")))
-    held = FeedbackSlot.objects.filter(evaluation_id__in=evaluation_ids, user=user,
-                                       grade__isnull=True, lease_expires_at__gte=now)
-    return free.values("snapshot_id").distinct().count() + held.count()
 
 
 def team_dashboard(*, team: Team, user: User, days: int = 14) -> TeamDashboard:

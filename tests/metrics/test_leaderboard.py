@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judgments.models import FeedbackSlot
+from judgments.selectors import grader_queue_size
 from metrics import dashboards
 from metrics.models import KeywordMetricValue
 from tests.metrics.builders import build_evaluation
@@ -68,7 +69,7 @@ def test_the_team_dashboard_shows_queue_active_recent_and_activity(client, perso
     bulk_evaluation(team=personas.team, graders=graders, keyword_count=4, name="Running",
                     status=Evaluation.Status.ACTIVE, graded_share=0.0, strategy=1)
     # 4 keywords x 5 results, one slot each, nothing graded: 20 results wait for anyone.
-    assert dashboards.grader_queue_size(user=personas.grader, team=personas.team) == 20
+    assert grader_queue_size(user=personas.grader, team=personas.team) == 20
     client.force_login(personas.grader)
     html = client.get(reverse("metrics:team_dashboard")).content.decode()
     assert 'data-testid="queue-size">20<' in html
