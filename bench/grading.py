@@ -1,15 +1,23 @@
 """Grading throughput through HTTP on PostgreSQL (part of `make bench`).
 
-    .venv/bin/python bench/grading.py                      # 1, 4 and 8 graders, 10 s each
+    .venv/bin/python bench/grading.py                      # both flows, 1, 4, 8 graders, 10 s
     .venv/bin/python bench/grading.py --graders 8 --seconds 5 --recompute eager
 
 It creates a benchmark database (default searchtweak_bench_grading on the local
 PostgreSQL), migrates and seeds it (a team, 8 graders with API tokens, one active
 evaluation per round with enough results), starts gunicorn on a free 127.0.0.1 port
-(DEBUG off) and, for each grader count, lets that many simulated graders loop
-`POST /api/v1/evaluations/{id}/next/` then `POST /api/v1/snapshots/{id}/grade/` as fast as
-they can. It reports grades/s (completed next+grade cycles per second of wall time), the
-p50/p95 latency of the grade request and of the whole cycle, and checks the database
+(DEBUG off) and, for each flow and grader count, lets that many simulated graders grade as
+fast as they can:
+
+- combined: one request a grade, `POST /api/v1/evaluations/{id}/next/ {"snapshot",
+  "grade"}` grading the result it was handed and taking the next one (what a grading
+  client does; the bare `next/` starts the loop);
+- pair: `POST /api/v1/evaluations/{id}/next/` then `POST /api/v1/snapshots/{id}/grade/`.
+
+It reports grades/s (acknowledged grades per second of wall time), the p50/p95 latency of
+the request carrying the grade and of the whole cycle, the CPU each part spent per grade
+(web = gunicorn, worker = Celery, postgres = the benchmark database's backends, client =
+this process, other = the rest of the machine, from /proc), and checks the database
 afterwards: every acknowledged grade is stored under its grader (0 lost), no slot was
 handed to two graders and no slot holds a grade nobody sent (0 duplicated).
 
@@ -26,6 +34,7 @@ Everything started is stopped and the database dropped at the end (--keep-db to 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -75,6 +84,15 @@ def admin_sql(server_url: str, sql: str) -> None:
 
     with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(sql)
+
+
+def postgres_backends(server_url: str, database: str) -> set[int]:
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s",
+                            [database]).fetchall()
+    return {pid for (pid,) in rows}
 
 
 def setup_django(env: dict[str, str]) -> None:
@@ -157,36 +175,75 @@ def wait_for(url: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"server at {url} did not come up")
 
 
+class Session:
+    """One grader's keep-alive HTTP/1.1 connection. http.client rather than httpx: the
+    client shares the 2 cores with the server, and httpx spent ~3 ms of CPU per cycle."""
+
+    def __init__(self, base: str, key: str) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self.connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        self.headers = {"Authorization": f"Token {key}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict | None = None) -> tuple[int, dict | None, str]:
+        payload = json.dumps(body).encode() if body is not None else b""
+        self.connection.request("POST", path, body=payload, headers=self.headers)
+        response = self.connection.getresponse()
+        raw = response.read()
+        text = raw.decode(errors="replace")
+        data = json.loads(raw) if raw and response.getheader("Content-Type", "").startswith(
+            "application/json") else None
+        return response.status, data, text
+
+    def close(self) -> None:
+        self.connection.close()
+
+
 def grade_loop(base: str, key: str, user: str, evaluation_id: int, stop: threading.Event,
-               start: threading.Barrier) -> GraderResult:
+               start: threading.Barrier, flow: str) -> GraderResult:
+    """One simulated grader. "pair": `next/` then `snapshots/{id}/grade/` (two requests a
+    grade); "combined": `next/` carrying the previous result's grade (one request a grade,
+    what a grading client does)."""
     result = GraderResult(user=user)
     rng = random.Random(user)
-    headers = {"Authorization": f"Token {key}"}
-    with httpx.Client(base_url=base, headers=headers, timeout=30.0) as client:
+    session = Session(base, key)
+    next_path = f"/api/v1/evaluations/{evaluation_id}/next/"
+    try:
         start.wait()
+        status, slot, text = session.post(next_path) if flow == "combined" else (0, None, "")
         while not stop.is_set():
             t0 = time.perf_counter()
-            response = client.post(f"/api/v1/evaluations/{evaluation_id}/next/")
-            t1 = time.perf_counter()
-            result.next_latencies.append(t1 - t0)
-            if response.status_code == 204:
+            if flow == "pair":
+                status, slot, text = session.post(next_path)
+                result.next_latencies.append(time.perf_counter() - t0)
+            if status == 204:
                 break
-            if response.status_code != 200:
-                result.errors.append(f"next {response.status_code} {response.text[:200]}")
+            if status != 200:
+                result.errors.append(f"next {status} {text[:200]}")
                 break
-            slot = response.json()
             result.assigned.append(slot["id"])
             grade = rng.randint(0, 3)
             t2 = time.perf_counter()
-            graded = client.post(f"/api/v1/snapshots/{slot['snapshot']}/grade/",
-                                 json={"grade": grade})
+            if flow == "pair":
+                status, graded, text = session.post(
+                    f"/api/v1/snapshots/{slot['snapshot']}/grade/", {"grade": grade})
+                ok = status == 200 and graded["id"] == slot["id"]
+            else:
+                status, next_slot, text = session.post(
+                    next_path, {"snapshot": slot["snapshot"], "grade": grade})
+                ok = status in (200, 204)
             t3 = time.perf_counter()
             result.grade_latencies.append(t3 - t2)
-            if graded.status_code != 200 or graded.json()["id"] != slot["id"]:
-                result.errors.append(f"grade {graded.status_code} {graded.text[:200]}")
+            if not ok:
+                result.errors.append(f"grade {status} {text[:200]}")
+                if flow == "combined":
+                    break
                 continue
             result.acknowledged[slot["id"]] = grade
             result.cycles.append(t3 - t0)
+            if flow == "combined":
+                slot = next_slot
+    finally:
+        session.close()
     return result
 
 
@@ -211,15 +268,76 @@ def verify(evaluation_id: int, results: list[GraderResult]) -> dict[str, int]:
             "stored_grades": sum(1 for _, grade in stored.values() if grade is not None)}
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def descendants(root: int) -> set[int]:
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (fields := _proc_stat(int(name))) is not None:
+            parents[int(name)] = int(fields[1])
+    found, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found.update(children)
+        frontier.extend(children)
+    return found
+
+
+def cpu_by_pid(pids: set[int]) -> dict[int, float]:
+    found = {}
+    for pid in pids:
+        if (fields := _proc_stat(pid)) is not None:
+            found[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return found
+
+
+def machine_busy_seconds() -> float:
+    with open("/proc/stat") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    return (sum(values[:8]) - values[3] - values[4]) / CLOCK_TICKS  # all but idle, iowait
+
+
+class CpuMeter:
+    """CPU seconds spent by each part during a round, read from /proc: what a grade costs,
+    whatever else the machine is doing (that shows as "other")."""
+
+    def __init__(self, groups) -> None:
+        self.groups = groups  # name -> callable returning the pids of that part now
+
+    def snapshot(self) -> dict:
+        taken = {name: cpu_by_pid(pids_of()) for name, pids_of in self.groups.items()}
+        return {"parts": taken, "machine": machine_busy_seconds()}
+
+    def spent(self, before: dict) -> dict[str, float]:
+        after = self.snapshot()
+        spent = {}
+        for name, now in after["parts"].items():
+            then = before["parts"][name]
+            # A process that started during the round counts whole; one that ended is lost.
+            spent[name] = sum(seconds - then.get(pid, 0.0) for pid, seconds in now.items())
+        spent["other"] = after["machine"] - before["machine"] - sum(spent.values())
+        return spent
+
+
 def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
-              seconds: float) -> dict:
+              seconds: float, flow: str, meter: CpuMeter | None = None) -> dict:
     users = sorted(keys)[:graders]
     start = threading.Barrier(graders + 1)
     results: list[GraderResult] = []
     lock = threading.Lock()
 
     def work(user: str) -> None:
-        outcome = grade_loop(base, keys[user], user, evaluation_id, stop, start)
+        outcome = grade_loop(base, keys[user], user, evaluation_id, stop, start, flow)
         with lock:
             results.append(outcome)
 
@@ -229,23 +347,27 @@ def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
         thread.start()
     start.wait()
     began = time.perf_counter()
+    cpu_before = meter.snapshot() if meter else None
     stop.wait(seconds)
     stop.set()
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - began
+    cpu = meter.spent(cpu_before) if meter else {}
     grades = sum(len(r.acknowledged) for r in results)
     grade_lat = [x for r in results for x in r.grade_latencies]
     cycle_lat = [x for r in results for x in r.cycles]
     checks = verify(evaluation_id, results)
     return {
-        "graders": graders, "seconds": round(wall, 2), "grades": grades,
+        "flow": flow, "graders": graders, "seconds": round(wall, 2), "grades": grades,
         "grades_per_s": round(grades / wall, 1),
         "grade_p50_ms": round(1000 * percentile(grade_lat, 0.50), 1),
         "grade_p95_ms": round(1000 * percentile(grade_lat, 0.95), 1),
         "cycle_p95_ms": round(1000 * percentile(cycle_lat, 0.95), 1),
         "errors": sum(len(r.errors) for r in results),
         "first_error": next((r.errors[0] for r in results if r.errors), ""),
+        "cpu_ms_per_grade": {name: round(1000 * used / max(grades, 1), 2)
+                             for name, used in cpu.items()},
         **checks,
     }
 
@@ -254,6 +376,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graders", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--flow", nargs="+", choices=["combined", "pair"],
+                        default=["combined", "pair"],
+                        help="combined: one request a grade (next/ carrying the grade); "
+                        "pair: next/ then snapshots/{id}/grade/")
     parser.add_argument("--server-url", default="postgres://postgres@127.0.0.1:5432/postgres",
                         help="PostgreSQL to create the benchmark database in")
     parser.add_argument("--database", default="searchtweak_bench_grading")
@@ -302,24 +428,35 @@ def main() -> int:
                  "--hostname", f"{queue}@%h"],
                 cwd=ROOT, env=full_env, start_new_session=True))
         wait_for(f"{base}/healthz")
+        web, worker = processes[0].pid, processes[1].pid if len(processes) > 1 else None
+        meter = CpuMeter({
+            "web": lambda: descendants(web),
+            "worker": lambda: descendants(worker) if worker else set(),
+            "postgres": lambda: postgres_backends(args.server_url, args.database),
+            "client": lambda: {os.getpid()},
+        })
         print(f"# grading benchmark: gunicorn {args.web_workers}x{args.web_threads} gthread on "
               f"{base}, PostgreSQL {args.database}, recompute={args.recompute}, "
               f"{os.cpu_count()} CPUs", flush=True)
         rows = []
-        for graders in args.graders:
+        for flow, graders in [(f, g) for f in args.flow for g in args.graders]:
             # Enough results that nobody runs dry before the time is up.
-            evaluation_id = seed_evaluation(team_id, keywords=200, positions=10, strategy=1)
-            rows.append(run_round(base, keys, graders, evaluation_id, args.seconds))
+            evaluation_id = seed_evaluation(
+                team_id, keywords=max(200, int(args.seconds * 60)), positions=10, strategy=1)
+            rows.append(run_round(base, keys, graders, evaluation_id, args.seconds, flow, meter))
             row = rows[-1]
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
-                print(f"graders={row['graders']:>2}  grades/s={row['grades_per_s']:>7}  "
+                print(f"{row['flow']:>8}  graders={row['graders']:>2}  "
+                      f"grades/s={row['grades_per_s']:>7}  "
                       f"grade p50={row['grade_p50_ms']:>6} ms  p95={row['grade_p95_ms']:>6} ms  "
                       f"cycle p95={row['cycle_p95_ms']:>6} ms  grades={row['grades']:>5}  "
                       f"lost={row['lost']}  duplicated={row['handed_twice']}"
                       f"+{row['unexplained_grades']}  errors={row['errors']} "
                       f"{row['first_error']}", flush=True)
+                print("           CPU ms per grade: " + "  ".join(
+                    f"{name}={ms}" for name, ms in row["cpu_ms_per_grade"].items()), flush=True)
         bad = [r for r in rows if r["lost"] or r["handed_twice"] or r["unexplained_grades"]
                or r["errors"]]
         return 1 if bad else 0

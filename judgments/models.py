@@ -116,6 +116,12 @@ class FeedbackSlot(models.Model):
                 fields=["evaluation", "keyword_position", "position", "index"],
                 condition=Q(grade__isnull=True), name="slot_queue_idx",
             ),
+            # The slots a grader holds ungraded: read on every "next", and tiny next to the
+            # thousands a busy grader has graded in one evaluation.
+            models.Index(
+                fields=["user", "evaluation"],
+                condition=Q(grade__isnull=True, user__isnull=False), name="slot_held_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from evaluations.models import Evaluation, Snapshot
 from judgments.models import FeedbackSlot, GraderTags, PoolJudgment, Scale, Transformer
+from searchtweak import sql
 from searchtweak.models import Role, Team, User
 from searchtweak.selectors import membership_for, team_get_for_user
 
@@ -44,6 +45,76 @@ def snapshot_get_for_user(*, user: User, snapshot_id: int) -> Snapshot:
     return snapshot
 
 
+@dataclass(frozen=True)
+class GradingTarget:
+    """What the grading API needs of an evaluation, or of one snapshot of it, once the
+    caller is known to be a member of its team."""
+
+    evaluation_id: int
+    team_id: int
+    status: str
+    scale: str
+    tags: list[str]
+    snapshot_id: int | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == Evaluation.Status.ACTIVE
+
+
+# The grading API reads these on every request: one raw statement each, the membership
+# check joined in, because building the ORM queries cost more than running them.
+_TARGET_COLUMNS = 'e."id", e."team_id", e."status", e."scale", e."tags", m."role"'
+_MEMBER_JOIN = (
+    'LEFT JOIN "searchtweak_membership" m ON m."team_id" = e."team_id" AND m."user_id" = %s')
+
+
+def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = None):
+    if row is None or row["role"] is None:  # every role may grade; outsiders see nothing
+        raise Http404(f"No such {what}.")
+    return GradingTarget(
+        evaluation_id=row["id"], team_id=row["team_id"], status=row["status"],
+        scale=row["scale"], tags=list(sql.json_value(row["tags"]) or []),
+        snapshot_id=snapshot_id)
+
+
+def evaluation_target_for_user(*, user: User, evaluation_id: int) -> GradingTarget:
+    row = sql.fetch_one(
+        f'SELECT {_TARGET_COLUMNS} FROM "evaluations_evaluation" e {_MEMBER_JOIN}'
+        ' WHERE e."id" = %s', [user.pk, evaluation_id])
+    return _grading_target(row, what="evaluation")
+
+
+def snapshot_target_for_user(*, user: User, snapshot_id: int) -> GradingTarget:
+    row = sql.fetch_one(
+        f'SELECT {_TARGET_COLUMNS} FROM "evaluations_snapshot" s'
+        ' JOIN "evaluations_keyword" k ON k."id" = s."keyword_id"'
+        ' JOIN "evaluations_evaluation" e ON e."id" = k."evaluation_id"'
+        f' {_MEMBER_JOIN} WHERE s."id" = %s', [user.pk, snapshot_id])
+    return _grading_target(row, what="snapshot", snapshot_id=snapshot_id)
+
+
+def assigned_slot(*, slot_id: int) -> dict:
+    """A slot as the grading API answers it: the slot, its grader, result and keyword."""
+    row = sql.fetch_one(
+        'SELECT f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
+        ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
+        ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
+        ' s."position", s."doc_id", s."name", s."image", s."fields"'
+        ' FROM "judgments_feedbackslot" f'
+        ' JOIN "evaluations_snapshot" s ON s."id" = f."snapshot_id"'
+        ' JOIN "evaluations_keyword" k ON k."id" = f."keyword_id"'
+        ' LEFT JOIN "searchtweak_user" u ON u."id" = f."user_id"'
+        ' WHERE f."id" = %s', [slot_id])
+    if row is None:
+        raise Http404("No such slot.")
+    for name in ("assigned_at", "lease_expires_at", "graded_at"):
+        row[name] = sql.time_value(row[name])
+    row["unsure"] = bool(row["unsure"])
+    row["fields"] = sql.json_value(row["fields"])
+    return row
+
+
 def scale_get_for_user(*, user: User, scale_id: int) -> Scale:
     scale = Scale.objects.select_related("team").filter(pk=scale_id).first()
     if scale is None:
@@ -66,6 +137,15 @@ def transformer_get_for_user(*, user: User, transformer_id: int) -> Transformer:
 def grader_tags(*, user: User, team: Team) -> list[str]:
     row = GraderTags.objects.filter(user=user, team=team).first()
     return list(row.tags) if row else []
+
+
+def routes_to(*, user: User, team_id: int, tags: list[str]) -> bool:
+    """Whether an evaluation carrying `tags` may hand work to this member: they carry all."""
+    needed = {str(tag).strip().lower() for tag in tags or []}
+    if not needed:
+        return True
+    row = GraderTags.objects.filter(user=user, team_id=team_id).first()
+    return needed <= {tag.strip().lower() for tag in (row.tags if row else [])}
 
 
 def queue_evaluation_ids(
@@ -184,7 +264,8 @@ def pool_judgment_count(*, team: Team) -> int:
 
 
 def free_slot_q(now) -> Q:
-    """An ungraded slot nobody holds: never assigned, released, or its lease ran out."""
+    """An ungraded slot nobody holds: never assigned, released, or its lease ran out.
+    (services._CLAIM_SQL states the same rule in SQL for the claim itself.)"""
     return Q(grade__isnull=True) & (Q(user__isnull=True) | Q(lease_expires_at__lt=now))
 
 

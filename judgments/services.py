@@ -5,13 +5,13 @@ transaction (DESIGN.md, the recompute pipeline), so a recompute can never miss i
 """
 
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
@@ -24,9 +24,10 @@ from judgments.models import (
     SlotSkip,
     Transformer,
 )
-from judgments.selectors import free_slot_q, queue_evaluation_ids
+from judgments.selectors import GradingTarget, queue_evaluation_ids, routes_to
 from judgments.signals import grades_changed
 from metrics import core
+from searchtweak import sql
 from searchtweak.models import Team, User
 
 LEASE = timedelta(minutes=5)
@@ -49,22 +50,27 @@ def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
     ids = sorted(set(keyword_ids))
     if not ids:
         return
-    now = timezone.now()
+    now = sql.time_param(timezone.now())
     newly_dirty = []
     for keyword_id in ids:
         # Most grades land on a keyword that is dirty already (its recompute is queued or
         # running): one UPDATE. Only a clean keyword needs a run queued for it, so the
-        # signal says which ones turned dirty here.
-        if Keyword.objects.filter(pk=keyword_id, dirty_since__isnull=False).update(
-                version=F("version") + 1):
+        # signal says which ones turned dirty here. Written out: every grade runs this.
+        if sql.execute(
+                'UPDATE "evaluations_keyword" SET "version" = "version" + 1'
+                ' WHERE "id" = %s AND "dirty_since" IS NOT NULL', [keyword_id]):
             continue
-        Keyword.objects.filter(pk=keyword_id).update(
-            version=F("version") + 1, dirty_since=Coalesce(F("dirty_since"), Value(now))
-        )
+        sql.execute(
+            'UPDATE "evaluations_keyword" SET "version" = "version" + 1,'
+            ' "dirty_since" = COALESCE("dirty_since", %s) WHERE "id" = %s', [now, keyword_id])
         newly_dirty.append(keyword_id)
+    _announce_grades_changed(keyword_ids=ids, newly_dirty_ids=newly_dirty)
+
+
+def _announce_grades_changed(*, keyword_ids: list[int], newly_dirty_ids: list[int]) -> None:
     transaction.on_commit(
         lambda: grades_changed.send(
-            sender=FeedbackSlot, keyword_ids=list(ids), newly_dirty_ids=newly_dirty)
+            sender=FeedbackSlot, keyword_ids=list(keyword_ids), newly_dirty_ids=newly_dirty_ids)
     )
 
 
@@ -204,93 +210,97 @@ def _slots_fill_from_pool(
 # --- the queue ---
 
 
-def _claimable(*, user: User, evaluation_id: int, now, include_skipped: bool):
-    held_elsewhere = FeedbackSlot.objects.filter(
-        snapshot_id=OuterRef("snapshot_id"), user=user
-    ).exclude(pk=OuterRef("pk"))
-    slots = (
-        FeedbackSlot.objects.filter(evaluation_id=evaluation_id)
-        .filter(free_slot_q(now))
-        .exclude(Exists(held_elsewhere))
-    )
+# One statement claims a slot: the first free one in hand-out order (slot_queue_idx), that
+# the grader holds no other slot of the snapshot of. FOR UPDATE SKIP LOCKED (PostgreSQL)
+# makes parallel claims pass over each other's rows instead of waiting or colliding.
+_CLAIM_SQL = """
+UPDATE "judgments_feedbackslot"
+SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
+    "unsure" = %s, "note" = '', "graded_by_id" = NULL
+WHERE "id" = (
+    SELECT s."id" FROM "judgments_feedbackslot" s
+    WHERE {where} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
+      AND NOT EXISTS (SELECT 1 FROM "judgments_feedbackslot" o
+                      WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
+                        AND o."id" <> s."id")
+      {skips}
+    ORDER BY {order} LIMIT 1{lock})
+RETURNING "id", "keyword_id"
+"""
+_NOT_SKIPPED = """AND NOT EXISTS (SELECT 1 FROM "judgments_slotskip" k
+                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
+
+
+def _claim(*, user: User, now, where: str, where_params: list, order: str,
+           include_skipped: bool) -> dict | None:
+    """Lease the first free slot matching `where` to the user: its id and keyword_id."""
+    statement = _CLAIM_SQL.format(
+        where=where, order=order, lock=sql.skip_locked(),
+        skips="" if include_skipped else _NOT_SKIPPED)
+    params = [user.pk, sql.time_param(now), sql.time_param(now + LEASE), False,
+              *where_params, sql.time_param(now), user.pk]
     if not include_skipped:
-        slots = slots.exclude(Exists(SlotSkip.objects.filter(
-            user=user, snapshot_id=OuterRef("snapshot_id"))))
-    # Matches slot_queue_idx, so PostgreSQL stops at the first claimable row.
-    return slots.order_by("keyword_position", "position", "index")
-
-
-def _claim_one(*, user: User, candidates, now) -> FeedbackSlot | None:
-    lease = {"user": user, "assigned_at": now, "lease_expires_at": now + LEASE,
-             "graded_at": None, "unsure": False, "note": "", "graded_by": None}
-    if connection.vendor == "postgresql":
-        # Rows another grader is claiming right now are skipped, not waited for.
-        slot = (
-            candidates.select_related("keyword", "snapshot")
-            .select_for_update(skip_locked=True, of=("self",))
-            .first()
-        )
-        if slot is None:
-            return None
+        params.append(user.pk)
+    for _ in range(3):
         try:
-            with transaction.atomic():
-                FeedbackSlot.objects.filter(pk=slot.pk).update(**lease)
+            # A savepoint when the caller has a transaction open, so a lost race (below)
+            # leaves it usable; none otherwise, the statement is atomic on its own.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                row = sql.fetch_one(statement, params)
         except IntegrityError:
             # The same person claimed another slot of this snapshot in a parallel request.
-            return None
-        for name, value in lease.items():
-            setattr(slot, name, value)
-        return slot
-    # SQLite has no row locks: claim with a conditional UPDATE and check the row count.
-    for slot_id in list(candidates.values_list("pk", flat=True)[:20]):
-        try:
-            with transaction.atomic():
-                claimed = FeedbackSlot.objects.filter(pk=slot_id).filter(free_slot_q(now)).update(
-                    **lease)
-        except IntegrityError:
             continue
-        if claimed:
-            return FeedbackSlot.objects.get(pk=slot_id)
+        return row
     return None
 
 
-@transaction.atomic
-def slot_claim_next(
-    *, user: User, team: Team, evaluation: Evaluation | None = None
-) -> FeedbackSlot | None:
-    """The grader's next slot in the team's queue (or one evaluation's) with a fresh lease.
+def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
+    """Renew the lease of a slot the grader holds ungraded, if any; its id."""
+    marks = ", ".join(["%s"] * len(evaluation_ids))
+    row = sql.fetch_one(
+        'UPDATE "judgments_feedbackslot" SET "lease_expires_at" = %s WHERE "id" = ('
+        ' SELECT "id" FROM "judgments_feedbackslot"'
+        f' WHERE "user_id" = %s AND "evaluation_id" IN ({marks}) AND "grade" IS NULL'
+        ' AND "lease_expires_at" >= %s ORDER BY "assigned_at", "id" LIMIT 1) RETURNING "id"',
+        [sql.time_param(now + LEASE), user.pk, *evaluation_ids, sql.time_param(now)])
+    return row["id"] if row else None
+
+
+def slot_claim_next_id(*, user: User, evaluation_ids: list[int]) -> int | None:
+    """The id of the grader's next slot among these evaluations (in this order), leased.
 
     A slot the grader already holds comes back first (reloading the page or asking twice
     does not hoard leases); then the first free slot in evaluation, keyword and position
     order; results the grader skipped come last. None when nothing is left for them.
+    The caller has checked that the evaluations are active and route work to the grader.
     """
-    evaluation_ids = queue_evaluation_ids(user=user, team=team, evaluation=evaluation)
     if not evaluation_ids:
         return None
     now = timezone.now()
-    held = (
-        FeedbackSlot.objects.filter(
-            evaluation_id__in=evaluation_ids, user=user, grade__isnull=True,
-            lease_expires_at__gte=now,
-        )
-        .select_related("keyword", "snapshot")
-        .order_by("assigned_at", "pk")
-        .first()
-    )
+    held = _renew_held(user=user, evaluation_ids=evaluation_ids, now=now)
     if held is not None:
-        FeedbackSlot.objects.filter(pk=held.pk).update(lease_expires_at=now + LEASE)
-        held.lease_expires_at = now + LEASE
         return held
-    # Evaluations in start order, each walked along its queue index.
     for include_skipped in (False, True):
         for evaluation_id in evaluation_ids:
-            candidates = _claimable(
-                user=user, evaluation_id=evaluation_id, now=now, include_skipped=include_skipped
-            )
-            slot = _claim_one(user=user, candidates=candidates, now=now)
-            if slot is not None:
-                return slot
+            claimed = _claim(
+                user=user, now=now, where='s."evaluation_id" = %s', where_params=[evaluation_id],
+                order='s."keyword_position", s."position", s."index"',
+                include_skipped=include_skipped)
+            if claimed is not None:
+                return claimed["id"]
     return None
+
+
+def slot_claim_next(
+    *, user: User, team: Team, evaluation: Evaluation | None = None
+) -> FeedbackSlot | None:
+    """The grader's next slot in the team's queue (or one evaluation's), leased and loaded;
+    see slot_claim_next_id."""
+    evaluation_ids = queue_evaluation_ids(user=user, team=team, evaluation=evaluation)
+    slot_id = slot_claim_next_id(user=user, evaluation_ids=evaluation_ids)
+    if slot_id is None:
+        return None
+    return FeedbackSlot.objects.select_related("keyword", "snapshot").get(pk=slot_id)
 
 
 @transaction.atomic
@@ -329,10 +339,14 @@ def _evaluation_scale(evaluation: Evaluation) -> scale_lookup.GradeScale:
 
 
 def _check_accepts_grades(evaluation: Evaluation) -> None:
-    if evaluation.status == Evaluation.Status.FINISHED:
+    _check_status(evaluation.status)
+
+
+def _check_status(status: str) -> None:
+    if status == Evaluation.Status.FINISHED:
         raise ValidationError(
             {"evaluation": "This evaluation is finished: its grades can no longer change."})
-    if evaluation.status != Evaluation.Status.ACTIVE:
+    if status != Evaluation.Status.ACTIVE:
         raise ValidationError(
             {"evaluation": "This evaluation is not running right now: grading is paused."})
 
@@ -385,41 +399,77 @@ def feedback_submit(
     return slot
 
 
-@transaction.atomic
-def snapshot_grade(
-    *, user: User, snapshot: Snapshot, grade: Any, unsure: bool = False, note: str = ""
-) -> FeedbackSlot:
-    """Grade a snapshot on the caller's own slot, claiming a free one when they hold none.
+# PostgreSQL writes a grade on the caller's own slot in one statement (no BEGIN/COMMIT
+# round trips): lock the slot, write the grade, and, when it changed, bump the keyword's
+# version as keywords_mark_dirty does. dirty_since comes back equal to the time passed in
+# exactly when this statement turned the keyword dirty.
+_GRADE_OWN_SLOT_SQL = """
+WITH old AS (
+    SELECT "id", "grade" FROM "judgments_feedbackslot"
+    WHERE "snapshot_id" = %s AND "user_id" = %s FOR UPDATE),
+graded AS (
+    UPDATE "judgments_feedbackslot" f
+    SET "grade" = %s, "graded_at" = %s, "unsure" = %s, "note" = %s, "graded_by_id" = NULL
+    FROM old WHERE f."id" = old."id"
+    RETURNING f."id", f."keyword_id", old."grade" IS DISTINCT FROM f."grade" AS changed),
+dirty AS (
+    UPDATE "evaluations_keyword" k
+    SET "version" = k."version" + 1, "dirty_since" = COALESCE(k."dirty_since", %s)
+    FROM graded WHERE k."id" = graded."keyword_id" AND graded.changed
+    RETURNING k."dirty_since")
+SELECT graded."id", graded."keyword_id", graded.changed, dirty."dirty_since"
+FROM graded LEFT JOIN dirty ON TRUE
+"""
 
-    Raises SlotConflict when every slot belongs to someone else.
+
+def snapshot_grade(
+    *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = ""
+) -> int:
+    """Grade a snapshot on the caller's own slot, claiming a free one when they hold none;
+    the slot's id. `target` comes from selectors.snapshot_target_for_user.
+
+    Raises SlotConflict when every slot belongs to someone else. The grading API calls this
+    for every grade, so its statements are written out (searchtweak.sql).
     """
-    evaluation = snapshot.keyword.evaluation
-    _check_accepts_grades(evaluation)
-    value = _check_grade(grade, _evaluation_scale(evaluation))
+    _check_status(target.status)
+    scale = scale_lookup.scale_for_team(team_id=target.team_id, code=target.scale)
+    if scale is None:
+        raise ValidationError({"grade": f"This evaluation's scale {target.scale!r} is gone."})
+    value = _check_grade(grade, scale)
+    note = note.strip() if unsure else ""
     now = timezone.now()
-    slot = (
-        FeedbackSlot.objects.select_for_update(of=("self",))
-        .filter(snapshot=snapshot, user=user)
-        .first()
-    )
-    if slot is None:
-        team = evaluation.team
-        if evaluation.pk not in queue_evaluation_ids(user=user, team=team, evaluation=evaluation):
-            raise ValidationError({"snapshot": (
-                "This evaluation's work is routed to graders with other tags.")})
-        free = FeedbackSlot.objects.filter(snapshot=snapshot).filter(free_slot_q(now)).order_by(
-            "index")
-        slot = _claim_one(user=user, candidates=free, now=now)
+    if sql.is_postgresql():
+        row = sql.fetch_one(_GRADE_OWN_SLOT_SQL, [
+            target.snapshot_id, user.pk, value, now, unsure, note, now])
+        if row is not None:
+            if row["changed"]:
+                newly_dirty = [row["keyword_id"]] if row["dirty_since"] == now else []
+                _announce_grades_changed(
+                    keyword_ids=[row["keyword_id"]], newly_dirty_ids=newly_dirty)
+            return row["id"]
+    with transaction.atomic():
+        slot = sql.fetch_one(
+            'SELECT "id", "grade", "keyword_id" FROM "judgments_feedbackslot"'
+            f' WHERE "snapshot_id" = %s AND "user_id" = %s{sql.for_update()}',
+            [target.snapshot_id, user.pk])
         if slot is None:
-            raise SlotConflict("Every slot of this result belongs to another grader.")
-    elif slot.grade is None and (slot.lease_expires_at is None or slot.lease_expires_at < now):
-        # The caller names the snapshot, so an expired hold of theirs is simply renewed.
-        slot.lease_expires_at = now + LEASE
-        slot.save(update_fields=["lease_expires_at"])
-    _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None)
-    # The caller serializes these; they are already loaded.
-    slot.snapshot, slot.keyword, slot.user = snapshot, snapshot.keyword, user
-    return slot
+            if not routes_to(user=user, team_id=target.team_id, tags=target.tags):
+                raise ValidationError({"snapshot": (
+                    "This evaluation's work is routed to graders with other tags.")})
+            claimed = _claim(user=user, now=now, where='s."snapshot_id" = %s',
+                             where_params=[target.snapshot_id], order='s."index"',
+                             include_skipped=True)
+            if claimed is None:
+                raise SlotConflict("Every slot of this result belongs to another grader.")
+            slot = {"id": claimed["id"], "grade": None, "keyword_id": claimed["keyword_id"]}
+        # The caller names the snapshot, so an expired hold of theirs is simply graded.
+        sql.execute(
+            'UPDATE "judgments_feedbackslot" SET "grade" = %s, "graded_at" = %s, "unsure" = %s,'
+            ' "note" = %s, "graded_by_id" = NULL WHERE "id" = %s',
+            [value, sql.time_param(now), unsure, note, slot["id"]])
+        if slot["grade"] != value:
+            keywords_mark_dirty(keyword_ids=[slot["keyword_id"]])
+    return slot["id"]
 
 
 @transaction.atomic

@@ -69,3 +69,22 @@ class TeamBaseline(models.Model):
 
     def __str__(self) -> str:
         return f"baseline of {self.team_id}: {self.evaluation_id}"
+
+
+class RecomputeDue(models.Model):
+    """A recompute run answers for the evaluation's grades (metrics.tasks): one queued for
+    `due_at`, or one running since then. Null: none.
+
+    Such a run reads every keyword dirty when it starts, and when it ends queues the next
+    run if a keyword is still dirty, or lifts the mark and then looks once more. So a grade
+    that sees the mark needs no task of its own (metrics.receivers): while an evaluation is
+    being graded, one run every short while reads them all.
+    """
+
+    evaluation = models.OneToOneField(
+        "evaluations.Evaluation", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    due_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"recompute of {self.evaluation_id} due at {self.due_at}"

@@ -1,14 +1,21 @@
 """Reads the recompute and the metric pages need: grades as the metric engine takes them."""
 
+import json
+import time
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
+from django.conf import settings
+from django.db import connection
 from django.db.models import Count, QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
-from metrics.models import KeywordMetricValue
+from metrics import core
+from metrics.models import KeywordMetricValue, RecomputeDue
+from searchtweak.models import Team
 
 Grades = list[int | None]
 
@@ -85,6 +92,170 @@ def evaluation_keywords(*, evaluation_id: int) -> QuerySet[Keyword]:
     return Keyword.objects.filter(evaluation_id=evaluation_id).order_by("position")
 
 
+# --- the recompute's own reads ---
+# A recompute runs after nearly every grade, so its reads are single SQL statements
+# written out: building the equivalent ORM queries cost several times the database's own
+# work for these small, indexed lookups.
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _fetch(statement: str, params: list) -> list[tuple]:
+    """The rows of one statement. On PostgreSQL it is bound on the server and prepared once
+    per connection, as searchtweak.sql does for the grading requests: planning these small
+    statements cost PostgreSQL more than running them, after every grade."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall()
+    import psycopg
+
+    connection.ensure_connection()
+    prepare = getattr(settings, "DATABASE_PREPARED_STATEMENTS", True) or None
+    started = time.monotonic()
+    try:
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(statement, params, prepare=prepare)
+            return cursor.fetchall()
+    finally:
+        if connection.queries_logged:  # DEBUG and tests count queries
+            connection.queries_log.append({"sql": f"{statement} -- {params!r}",
+                                           "time": f"{time.monotonic() - started:.3f}"})
+
+
+def _json(value):
+    # Raw SQL hands JSON columns over as text (the ORM decodes them in from_db_value).
+    return json.loads(value) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class DirtyKeywords:
+    """What one recompute run takes on: the keyword's evaluation and that evaluation's dirty
+    keywords with the version each had when read."""
+
+    exists: bool
+    evaluation_id: int | None
+    # (keyword id, version), oldest dirty mark first, at most `limit`.
+    versions: list[tuple[int, int]]
+    # More dirty keywords than `limit` were waiting.
+    more: bool
+
+
+def evaluation_dirty_keywords(*, keyword_id: int, limit: int) -> DirtyKeywords:
+    """The dirty keywords of `keyword_id`'s evaluation, in one query.
+
+    The keyword itself is always read too (clean or not), so an empty answer means it no
+    longer exists. The versions are read before any grade the run reads: a grade that
+    commits later carries a higher version, which keeps its keyword dirty.
+    """
+    keywords = _table(Keyword)
+    rows = _fetch(
+        f"SELECT id, evaluation_id, version, dirty_since IS NOT NULL FROM {keywords}"
+        f" WHERE id = %s OR (dirty_since IS NOT NULL AND evaluation_id ="
+        f" (SELECT evaluation_id FROM {keywords} WHERE id = %s))"
+        " ORDER BY dirty_since IS NULL, dirty_since, id LIMIT %s",
+        [keyword_id, keyword_id, limit + 1],
+    )
+    dirty = [(pk, version) for pk, _, version, is_dirty in rows if is_dirty]
+    return DirtyKeywords(
+        exists=bool(rows), evaluation_id=rows[0][1] if rows else None,
+        versions=dirty[:limit], more=len(dirty) > limit,
+    )
+
+
+def evaluation_dirty_keyword(*, evaluation_id: int) -> int | None:
+    """A keyword of the evaluation that waits for a recompute, if any."""
+    rows = _fetch(
+        f"SELECT id FROM {_table(Keyword)} WHERE dirty_since IS NOT NULL AND evaluation_id = %s"
+        " LIMIT 1", [evaluation_id])
+    return rows[0][0] if rows else None
+
+
+def evaluation_with_metric_configs(
+    *, evaluation_id: int
+) -> tuple[Evaluation, list[EvaluationMetric]] | None:
+    """The evaluation (with its team) and its metric configs in one query, or None when it
+    is gone. The evaluation carries only what a recompute reads: team, scale, strategy and
+    transformers; it is not for saving."""
+    rows = _fetch(
+        "SELECT e.team_id, t.name, e.scale, e.strategy, e.transformers,"
+        " m.id, m.code, m.k, m.params, m.position"
+        f" FROM {_table(Evaluation)} e JOIN {_table(Team)} t ON t.id = e.team_id"
+        f" LEFT JOIN {_table(EvaluationMetric)} m ON m.evaluation_id = e.id"
+        " WHERE e.id = %s ORDER BY m.position, m.id",
+        [evaluation_id],
+    )
+    if not rows:
+        return None
+    team_id, team_name, scale, strategy, transformers = rows[0][:5]
+    evaluation = Evaluation(pk=evaluation_id, team=Team(pk=team_id, name=team_name),
+                            scale=scale, strategy=strategy, transformers=_json(transformers))
+    configs = [
+        EvaluationMetric(pk=pk, evaluation_id=evaluation_id, code=code, k=k,
+                         params=_json(params), position=position)
+        for *_, pk, code, k, params, position in rows if pk is not None
+    ]
+    return evaluation, configs
+
+
+def _pool_config_sql() -> str:
+    """A filter on EvaluationMetric (alias m) for the configs that may read the keyword pool
+    (metrics.core.needs_pool): the metrics that always do, and those with an `ideal`
+    parameter whose params mention pool. A superset (a text match, the same on every
+    database); callers confirm with needs_pool."""
+    always = [code for code, spec in core.METRICS.items() if spec.needs_pool]
+    by_ideal = [code for code, spec in core.METRICS.items() if "ideal" in spec.params]
+    listed = ", ".join
+    return (f"(m.code IN ({listed(repr(c) for c in always)}) OR (m.code IN"
+            f" ({listed(repr(c) for c in by_ideal)}) AND CAST(m.params AS TEXT) LIKE '%%pool%%'))")
+
+
+@dataclass(frozen=True)
+class ChangedKeyword:
+    keyword_id: int
+    evaluation_id: int
+    # An evaluation of its team on its scale may use a pool metric: other keywords'
+    # values may depend on this keyword's grades. Usually not.
+    pool_exposed: bool
+    # A deferred run of its evaluation is queued and has not started (RecomputeDue).
+    run_due: bool
+
+
+def changed_keywords(*, keyword_ids: list[int], due_after: datetime) -> list[ChangedKeyword]:
+    """What the recompute needs to know about keywords whose grades just changed, in one
+    query: their evaluation, whether a pool metric may read them, and whether a deferred
+    run of their evaluation (due after `due_after`, else taken for lost) is queued."""
+    if not keyword_ids:
+        return []
+    evaluations = _table(Evaluation)
+    rows = _fetch(
+        f"SELECT k.id, k.evaluation_id, EXISTS (SELECT 1 FROM {_table(EvaluationMetric)} m"
+        f" JOIN {evaluations} o ON o.id = m.evaluation_id"
+        f" WHERE o.team_id = e.team_id AND o.scale = e.scale AND {_pool_config_sql()}),"
+        " d.due_at IS NOT NULL AND d.due_at > %s"
+        f" FROM {_table(Keyword)} k JOIN {evaluations} e ON e.id = k.evaluation_id"
+        f" LEFT JOIN {_table(RecomputeDue)} d ON d.evaluation_id = k.evaluation_id"
+        f" WHERE k.id IN ({', '.join(['%s'] * len(keyword_ids))})",
+        [connection.ops.adapt_datetimefield_value(due_after), *keyword_ids],
+    )
+    return [ChangedKeyword(pk, evaluation_id, bool(exposed), bool(due))
+            for pk, evaluation_id, exposed, due in rows]
+
+
+def team_metric_configs(*, keyword_ids: list[int]) -> list[EvaluationMetric]:
+    """The metric configs of every evaluation in the teams of these keywords."""
+    teams = Keyword.objects.filter(pk__in=keyword_ids).values("evaluation__team_id")
+    return list(EvaluationMetric.objects.filter(evaluation__team_id__in=teams)
+                .only("evaluation_id", "code", "params"))
+
+
+# Up to this many keywords the grades are read by keyword (the slot_keyword index);
+# beyond, by evaluation, without a long IN list.
+_BY_KEYWORD = 2000
+
+
 def evaluation_grade_array(
     *, evaluation: Evaluation, keyword_ids: list[int], positions: int
 ) -> np.ndarray:
@@ -92,11 +263,18 @@ def evaluation_grade_array(
     NaN for an empty slot or a missing position: the input of metrics.core.evaluate_batch."""
     row_of = {keyword_id: row for row, keyword_id in enumerate(keyword_ids)}
     grades = np.full((len(keyword_ids), positions, evaluation.strategy), np.nan)
+    if len(keyword_ids) <= _BY_KEYWORD:
+        where, params = f"keyword_id IN ({', '.join(['%s'] * len(keyword_ids))})", keyword_ids
+    else:
+        where, params = "evaluation_id = %s", [evaluation.pk]
     # FeedbackSlot.position repeats the snapshot's, so this reads one table, no join.
-    rows = FeedbackSlot.objects.filter(
-        evaluation_id=evaluation.pk, grade__isnull=False, position__lte=positions,
-    ).values_list("keyword_id", "position", "index", "grade")
-    table = np.array(list(rows), dtype=np.int64).reshape(-1, 4)
+    rows = _fetch(
+        f"SELECT keyword_id, position, {connection.ops.quote_name('index')}, grade"
+        f" FROM {_table(FeedbackSlot)}"
+        f" WHERE {where} AND grade IS NOT NULL AND position <= %s",
+        [*params, positions],
+    ) if keyword_ids else []
+    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
     if len(table):
         keyword_rows = np.fromiter(
             (row_of.get(keyword_id, -1) for keyword_id in table[:, 0]), dtype=np.int64,

@@ -77,6 +77,11 @@ TEMPLATES = [
 _database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    # The grading hot path's statements (searchtweak.sql) bind on the server and are
+    # prepared once a connection has run them twice; Django's own client-binding cursors
+    # never prepare. Turn off behind a pooler in transaction mode that cannot keep them.
+    if env_bool("DATABASE_PREPARED_STATEMENTS", True) and _database_url.startswith("postgres"):
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 2
 else:
     DATABASES = {
         "default": {

@@ -5,7 +5,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
-from judgments import services
+from judgments import selectors, services
 from judgments.models import FeedbackSlot
 from searchtweak.models import ApiToken, hash_token_key
 from tests.judgments.builders import evaluation_with_slots
@@ -62,6 +62,78 @@ def test_next_works_with_a_personal_token(personas, evaluation):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token k1")
     assert client.post(f"/api/v1/evaluations/{evaluation.pk}/next/").status_code == 200
+
+
+def test_next_with_a_grade_grades_that_result_then_hands_out_the_next(personas, evaluation):
+    client = client_for(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    first = client.post(url).json()
+    response = client.post(url, {"snapshot": first["snapshot"], "grade": 3, "unsure": True,
+                                 "note": " odd "}, format="json")
+    assert response.status_code == 200
+    second = response.json()
+    assert (second["keyword"], second["position"], second["grade"]) == ("query 1", 2, None)
+    graded = FeedbackSlot.objects.get(pk=first["id"])
+    assert (graded.user_id, graded.grade, graded.unsure, graded.note) == (
+        personas.grader.pk, 3, True, "odd")
+    assert graded.keyword.version == 1
+    # Grading the last result answers 204: the grade is stored, nothing is left.
+    for _ in range(3):
+        last = second
+        response = client.post(url, {"snapshot": last["snapshot"], "grade": 1}, format="json")
+        second = response.json() if response.status_code == 200 else None
+    assert response.status_code == 204
+    assert FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=False).count() == 4
+
+
+@pytest.mark.parametrize("payload, field", [
+    ({"snapshot": None, "grade": 2}, "snapshot"),
+    ({"grade": 2}, "snapshot"),
+    ({"snapshot": "SNAPSHOT"}, "grade"),
+    ({"snapshot": "SNAPSHOT", "grade": 9}, "grade"),
+    ({"snapshot": "OTHER", "grade": 2}, "snapshot"),
+])
+def test_next_with_a_bad_grade_is_a_400_and_claims_nothing(personas, evaluation, payload, field):
+    other = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    ids = {"SNAPSHOT": _snapshot(evaluation).pk, "OTHER": _snapshot(other).pk}
+    body = {key: ids.get(value, value) for key, value in payload.items()}
+    response = client_for(personas.grader).post(
+        f"/api/v1/evaluations/{evaluation.pk}/next/", body, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not FeedbackSlot.objects.exclude(user=None).exists()
+
+
+def test_next_with_a_grade_on_an_outsiders_snapshot_is_404(personas, evaluation):
+    foreign = evaluation_with_slots(personas.other_team, keywords=1, positions=1)
+    response = client_for(personas.grader).post(
+        f"/api/v1/evaluations/{evaluation.pk}/next/",
+        {"snapshot": _snapshot(foreign).pk, "grade": 1}, format="json")
+    assert response.status_code == 404
+    assert not FeedbackSlot.objects.exclude(user=None).exists()
+
+
+def test_next_with_a_grade_conflicts_when_the_result_is_someone_elses(personas, evaluation):
+    held = client_for(personas.lead).post(f"/api/v1/evaluations/{evaluation.pk}/next/").json()
+    response = client_for(personas.grader).post(
+        f"/api/v1/evaluations/{evaluation.pk}/next/",
+        {"snapshot": held["snapshot"], "grade": 1}, format="json")
+    assert response.status_code == 409
+    assert FeedbackSlot.objects.get(pk=held["id"]).grade is None
+    assert not FeedbackSlot.objects.filter(user=personas.grader).exists()
+
+
+def test_next_answers_what_the_slot_serializer_would(personas, evaluation):
+    from judgments.api import AssignedSlotOutputSerializer
+
+    client = client_for(personas.grader)
+    first = client.post(f"/api/v1/evaluations/{evaluation.pk}/next/").json()
+    graded = client.post(f"/api/v1/snapshots/{first['snapshot']}/grade/",
+                         {"grade": 2}, format="json").json()
+    slot = FeedbackSlot.objects.select_related("keyword", "snapshot", "user").get(
+        pk=first["id"])
+    assert graded == AssignedSlotOutputSerializer(slot).data
+    assert graded["graded_at"] is not None and graded["grade"] == 2
 
 
 # --- POST /api/v1/snapshots/{id}/grade/ ---
@@ -142,7 +214,9 @@ def test_grading_is_404_for_an_outsider_and_405_for_get(personas, evaluation):
 def test_the_snapshot_list_is_paginated_with_slots(personas, django_assert_max_num_queries):
     evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2, strategy=3)
     first = _snapshot(evaluation)
-    services.snapshot_grade(user=personas.grader, snapshot=first, grade=2)
+    services.snapshot_grade(
+        user=personas.grader, grade=2,
+        target=selectors.snapshot_target_for_user(user=personas.grader, snapshot_id=first.pk))
     client = client_for(personas.lead)
     with django_assert_max_num_queries(12):
         response = client.get(f"/api/v1/evaluations/{evaluation.pk}/snapshots/?page_size=4")

@@ -8,7 +8,12 @@ from evaluations.models import Evaluation, Keyword
 from evaluations.signals import snapshots_created
 from judgments import services
 from judgments.models import FeedbackSlot, GraderTags, SlotSkip, Transformer
-from judgments.selectors import grading_progress, previous_graded_slot, queue_evaluation_ids
+from judgments.selectors import (
+    grading_progress,
+    previous_graded_slot,
+    queue_evaluation_ids,
+    snapshot_target_for_user,
+)
 from judgments.signals import grades_changed
 from searchtweak.models import Role
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory
@@ -365,19 +370,55 @@ def test_progress_counts_the_graders_own_and_everyones_grades(personas):
 def test_grading_a_snapshot_claims_a_free_slot_then_reuses_the_callers(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=3)
     snapshot = evaluation.keywords.get().snapshots.get()
-    slot = services.snapshot_grade(user=personas.grader, snapshot=snapshot, grade=2)
+    target = snapshot_target_for_user(user=personas.grader, snapshot_id=snapshot.pk)
+    slot = FeedbackSlot.objects.get(pk=services.snapshot_grade(
+        user=personas.grader, target=target, grade=2))
     assert (slot.user_id, slot.grade, slot.index) == (personas.grader.pk, 2, 0)
-    again = services.snapshot_grade(user=personas.grader, snapshot=snapshot, grade=3)
-    assert again.pk == slot.pk and FeedbackSlot.objects.get(pk=slot.pk).grade == 3
+    again = services.snapshot_grade(user=personas.grader, target=target, grade=3)
+    assert again == slot.pk and FeedbackSlot.objects.get(pk=slot.pk).grade == 3
     assert FeedbackSlot.objects.filter(snapshot=snapshot, user__isnull=False).count() == 1
+
+
+def test_grading_a_snapshot_marks_its_keyword_as_a_grade_change_does(
+        personas, django_capture_on_commit_callbacks, monkeypatch):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2, strategy=1)
+    first, second = evaluation.keywords.get().snapshots.order_by("position")
+    targets = [snapshot_target_for_user(user=personas.grader, snapshot_id=s.pk)
+               for s in (first, second)]
+    received = []
+
+    class Recorder:  # stands in for the signal: no recompute runs and cleans the keyword
+        @staticmethod
+        def send(sender, keyword_ids, newly_dirty_ids):
+            received.append((keyword_ids, newly_dirty_ids))
+
+    monkeypatch.setattr(services, "grades_changed", Recorder)
+    with django_capture_on_commit_callbacks(execute=True):
+        # Claims a slot (the general path), then re-grades it on the caller's own slot
+        # (one statement on PostgreSQL): same grade, new grade, then the next result.
+        services.snapshot_grade(user=personas.grader, target=targets[0], grade=1)
+        services.snapshot_grade(user=personas.grader, target=targets[0], grade=1,
+                                unsure=True, note="  looks off ")
+        services.snapshot_grade(user=personas.grader, target=targets[0], grade=2)
+        Keyword.objects.update(dirty_since=None)  # as if a recompute had run
+        services.snapshot_grade(user=personas.grader, target=targets[1], grade=0)
+        services.snapshot_grade(user=personas.grader, target=targets[1], grade=3)
+    keyword = evaluation.keywords.get()
+    assert keyword.version == 4 and keyword.dirty_since is not None
+    # Announced only for real changes; newly dirty only when the keyword was clean.
+    assert received == [([keyword.pk], [keyword.pk]), ([keyword.pk], []),
+                        ([keyword.pk], [keyword.pk]), ([keyword.pk], [])]
+    slot = FeedbackSlot.objects.get(snapshot=first)
+    assert (slot.grade, slot.unsure, slot.note, slot.graded_by_id) == (2, False, "", None)
 
 
 def test_grading_a_snapshot_whose_slots_all_belong_to_others_conflicts(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
     snapshot = evaluation.keywords.get().snapshots.get()
     services.slot_claim_next(user=personas.lead, team=personas.team)
+    target = snapshot_target_for_user(user=personas.grader, snapshot_id=snapshot.pk)
     with pytest.raises(services.SlotConflict):
-        services.snapshot_grade(user=personas.grader, snapshot=snapshot, grade=2)
+        services.snapshot_grade(user=personas.grader, target=target, grade=2)
     assert FeedbackSlot.objects.get(snapshot=snapshot).grade is None
 
 

@@ -121,16 +121,16 @@ def test_a_run_that_read_old_grades_cannot_overwrite_newer_values(grade, monkeyp
     runs. Here the second grade commits, and its own recompute finishes, between the first
     run's read of the grades and its write; the first run's stale values must not land."""
     evaluation = build_evaluation(keywords={"race": ["a", "b"]}, metrics=[("cg", 2, {})])
-    real_keyword_results = services.keyword_results
+    real_read = services.evaluation_grade_array
 
-    def read_then_let_another_grade_land(*, keyword_id):
-        results = real_keyword_results(keyword_id=keyword_id)
-        monkeypatch.setattr(services, "keyword_results", real_keyword_results)
+    def read_then_let_another_grade_land(**kwargs):
+        grades = real_read(**kwargs)
+        monkeypatch.setattr(services, "evaluation_grade_array", real_read)
         grade([(slot(evaluation, "race", 2), 3)])
         assert stored(evaluation)[("race", "cg")] == 4.0  # the second run already wrote
-        return results
+        return grades
 
-    monkeypatch.setattr(services, "keyword_results", read_then_let_another_grade_land)
+    monkeypatch.setattr(services, "evaluation_grade_array", read_then_let_another_grade_land)
     grade([(slot(evaluation, "race", 1), 1)])
     assert stored(evaluation)[("race", "cg")] == 4.0
     assert means(evaluation)["cg"] == (4.0, 1)
@@ -143,11 +143,11 @@ def test_recompute_is_idempotent_and_coalesces(grade):
     grade([(slot(evaluation, "k", 1), 2)])
     keyword = Keyword.objects.get(evaluation=evaluation)
     before = stored(evaluation)
-    assert services.keyword_metrics_recompute(keyword_id=keyword.pk) == "fresh"
+    assert services.keyword_metrics_recompute(keyword_id=keyword.pk).outcome == "fresh"
     Keyword.objects.filter(pk=keyword.pk).update(dirty_since="2026-01-01T00:00:00Z")
-    assert services.keyword_metrics_recompute(keyword_id=keyword.pk) == "ok"
+    assert services.keyword_metrics_recompute(keyword_id=keyword.pk).outcome == "ok"
     assert stored(evaluation) == before
-    assert services.keyword_metrics_recompute(keyword_id=999_999) == "missing"
+    assert services.keyword_metrics_recompute(keyword_id=999_999).outcome == "missing"
 
 
 def test_recompute_metrics_command_equals_the_incremental_values(grade, capsys):

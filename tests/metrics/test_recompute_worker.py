@@ -108,3 +108,30 @@ def test_a_grade_saves_when_the_broker_is_unreachable_and_the_sweep_repairs_it()
     assert sweep_dirty_keywords.delay().get() == 1  # eager again, as the embedded default
     assert KeywordMetricValue.objects.get(keyword__evaluation=evaluation).value == 2.0
     assert dirty_keywords_due() == []
+
+
+def test_a_real_worker_follows_a_stream_of_grades_to_exact_values():
+    """Grades keep landing while the worker's runs read them (a run takes every dirty
+    keyword of the evaluation; a busy evaluation's runs follow each other): once the grades
+    stop, every keyword is clean and every value and mean is exact."""
+    broker_url = require_redis()
+    graders = [UserFactory(username=f"r{i}") for i in range(3)]
+    texts = [f"query {n}" for n in range(6)]
+    evaluation = build_evaluation(
+        strategy=3, keywords={text: [f"{text} doc {p}" for p in range(3)] for text in texts},
+        metrics=METRICS,
+    )
+    grades_by_keyword = {
+        text: [[(n + p + i) % 4 if (n + p + i) % 5 else None for i in range(3)]
+               for p in range(3)]
+        for n, text in enumerate(texts)
+    }
+    with celery_worker(broker_url=broker_url, database_url=database_url_for_workers()) as queue, \
+            tasks_sent_to(broker_url=broker_url, queue=queue):
+        for text, positions in grades_by_keyword.items():
+            for position, slot_grades in enumerate(positions, start=1):
+                for index, value in enumerate(slot_grades):
+                    if value is not None:
+                        set_grades(graders, [(slot(evaluation, text, position, index), value)])
+        wait_until_clean(evaluation)
+    assert_values_match_the_engine(evaluation, grades_by_keyword)
