@@ -17,4 +17,5 @@ RUN DEBUG=false SECRET_KEY=collectstatic-only python manage.py collectstatic --n
 RUN useradd --create-home searchtweak
 USER searchtweak
 EXPOSE 8000
-CMD ["gunicorn", "searchtweak.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--worker-class", "gthread", "--threads", "4", "--access-logfile", "-"]
+# gunicorn.conf.py: sync workers, two per CPU (WEB_CONCURRENCY); see its docstring.
+CMD ["gunicorn", "searchtweak.wsgi:application", "--config", "gunicorn.conf.py"]
