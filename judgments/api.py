@@ -103,7 +103,12 @@ class EvaluationNextApi(APIView):
         "result of this evaluation (as `POST /snapshots/{id}/grade/` does), so a grading "
         "client needs one request per grade; a bad grade is a 400 and claims nothing.")
     def post(self, request: Request, evaluation_id: int) -> Response:
-        if request.data:
+        if not request.data:
+            target = selectors.evaluation_target_for_user(
+                user=request.user, evaluation_id=evaluation_id)
+            slot = services.slot_claim_next_assigned(
+                user=request.user, evaluation_ids=self._queue(request, target))
+        else:
             serializer = self.InputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             grading = dict(serializer.validated_data)
@@ -113,19 +118,21 @@ class EvaluationNextApi(APIView):
             if target.evaluation_id != evaluation_id:
                 raise ValidationError({"snapshot": "That result is not in this evaluation."})
             try:
-                services.snapshot_grade(user=request.user, target=target, **grading)
+                slot = services.snapshot_grade_and_claim_next(
+                    user=request.user, target=target, **grading,
+                    evaluation_ids=self._queue(request, target))
             except services.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
-        else:
-            target = selectors.evaluation_target_for_user(
-                user=request.user, evaluation_id=evaluation_id)
+        if slot is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(assigned_slot_data(slot))
+
+    @staticmethod
+    def _queue(request: Request, target: selectors.GradingTarget) -> list[int]:
+        """The evaluation, when it hands the caller work: active and routed to them."""
         routed = target.is_active and selectors.routes_to(
             user=request.user, team_id=target.team_id, tags=target.tags)
-        slot_id = services.slot_claim_next_id(
-            user=request.user, evaluation_ids=[target.evaluation_id] if routed else [])
-        if slot_id is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(assigned_slot_data(selectors.assigned_slot(slot_id=slot_id)))
+        return [target.evaluation_id] if routed else []
 
 
 class SnapshotGradeApi(APIView):

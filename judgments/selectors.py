@@ -94,25 +94,37 @@ def snapshot_target_for_user(*, user: User, snapshot_id: int) -> GradingTarget:
     return _grading_target(row, what="snapshot", snapshot_id=snapshot_id)
 
 
-def assigned_slot(*, slot_id: int) -> dict:
-    """A slot as the grading API answers it: the slot, its grader, result and keyword."""
-    row = sql.fetch_one(
-        'SELECT f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
-        ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
-        ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
-        ' s."position", s."doc_id", s."name", s."image", s."fields"'
-        ' FROM "judgments_feedbackslot" f'
-        ' JOIN "evaluations_snapshot" s ON s."id" = f."snapshot_id"'
-        ' JOIN "evaluations_keyword" k ON k."id" = f."keyword_id"'
-        ' LEFT JOIN "searchtweak_user" u ON u."id" = f."user_id"'
-        ' WHERE f."id" = %s', [slot_id])
-    if row is None:
-        raise Http404("No such slot.")
+# A slot as the grading API answers it (the slot, its grader, result and keyword), from a
+# slot row named f: columns and joins. services reads it from a claim's RETURNING too.
+ASSIGNED_SLOT_SELECT = (
+    'f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
+    ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
+    ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
+    ' s."position", s."doc_id", s."name", s."image", s."fields"',
+    'JOIN "evaluations_snapshot" s ON s."id" = f."snapshot_id"'
+    ' JOIN "evaluations_keyword" k ON k."id" = f."keyword_id"'
+    ' LEFT JOIN "searchtweak_user" u ON u."id" = f."user_id"',
+)
+
+
+def assigned_slot_from_row(row: dict) -> dict:
+    """ASSIGNED_SLOT_SELECT's row, its values as the ORM would read them."""
     for name in ("assigned_at", "lease_expires_at", "graded_at"):
         row[name] = sql.time_value(row[name])
     row["unsure"] = bool(row["unsure"])
     row["fields"] = sql.json_value(row["fields"])
     return row
+
+
+def assigned_slot(*, slot_id: int) -> dict:
+    """A slot as the grading API answers it: the slot, its grader, result and keyword."""
+    columns, joins = ASSIGNED_SLOT_SELECT
+    row = sql.fetch_one(
+        f'SELECT {columns} FROM "judgments_feedbackslot" f {joins} WHERE f."id" = %s',
+        [slot_id])
+    if row is None:
+        raise Http404("No such slot.")
+    return assigned_slot_from_row(row)
 
 
 def scale_get_for_user(*, user: User, scale_id: int) -> Scale:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments import scales as scale_lookup
+from judgments import selectors
 from judgments.models import (
     FeedbackSlot,
     GraderTags,
@@ -217,7 +218,7 @@ _CLAIM_SQL = """
 UPDATE "judgments_feedbackslot"
 SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
     "unsure" = %s, "note" = '', "graded_by_id" = NULL
-WHERE "id" = (
+WHERE {guard}"id" = (
     SELECT s."id" FROM "judgments_feedbackslot" s
     WHERE {where} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
       AND NOT EXISTS (SELECT 1 FROM "judgments_feedbackslot" o
@@ -225,45 +226,125 @@ WHERE "id" = (
                         AND o."id" <> s."id")
       {skips}
     ORDER BY {order} LIMIT 1{lock})
-RETURNING "id", "keyword_id"
+RETURNING {returning}
 """
 _NOT_SKIPPED = """AND NOT EXISTS (SELECT 1 FROM "judgments_slotskip" k
                       WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
+# The first slot the grader holds ungraded among some evaluations, its lease renewed.
+_RENEW_HELD_SQL = """
+UPDATE "judgments_feedbackslot" SET "lease_expires_at" = %s WHERE {guard}"id" = (
+    SELECT "id" FROM "judgments_feedbackslot"
+    WHERE "user_id" = %s AND "evaluation_id" IN ({marks}) AND "grade" IS NULL
+      AND "lease_expires_at" >= %s{besides}
+    ORDER BY "assigned_at", "id" LIMIT 1)
+RETURNING {returning}
+"""
+_QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
 
 
-def _claim(*, user: User, now, where: str, where_params: list, order: str,
-           include_skipped: bool) -> dict | None:
-    """Lease the first free slot matching `where` to the user: its id and keyword_id."""
+def _claim_sql(*, user: User, now, where: str, where_params: list, order: str,
+               include_skipped: bool, guard: str = "",
+               returning: str = '"id", "keyword_id"') -> tuple[str, list]:
+    """_CLAIM_SQL for the first free slot matching `where`, and its parameters; `guard`
+    is a condition (ending in AND) that must hold for anything to be claimed."""
     statement = _CLAIM_SQL.format(
-        where=where, order=order, lock=sql.skip_locked(),
+        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
         skips="" if include_skipped else _NOT_SKIPPED)
     params = [user.pk, sql.time_param(now), sql.time_param(now + LEASE), False,
               *where_params, sql.time_param(now), user.pk]
-    if not include_skipped:
-        params.append(user.pk)
+    return statement, params if include_skipped else [*params, user.pk]
+
+
+def _queue_claim_sql(*, user: User, now, evaluation_id: int, include_skipped: bool,
+                     besides_snapshot_id: int | None = None, guard: str = "") -> tuple[str, list]:
+    """_claim_sql for an evaluation's queue, returning the whole slot."""
+    where, where_params = 's."evaluation_id" = %s', [evaluation_id]
+    if besides_snapshot_id is not None:
+        where, where_params = where + ' AND s."snapshot_id" <> %s', [
+            evaluation_id, besides_snapshot_id]
+    return _claim_sql(user=user, now=now, where=where, where_params=where_params,
+                      order=_QUEUE_ORDER, include_skipped=include_skipped, guard=guard,
+                      returning="*")
+
+
+def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = "",
+                    besides_snapshot_id: int | None = None,
+                    returning: str = '"id"') -> tuple[str, list]:
+    statement = _RENEW_HELD_SQL.format(
+        marks=", ".join(["%s"] * len(evaluation_ids)), guard=guard, returning=returning,
+        besides="" if besides_snapshot_id is None else ' AND "snapshot_id" <> %s')
+    params = [sql.time_param(now + LEASE), user.pk, *evaluation_ids, sql.time_param(now)]
+    return statement, params if besides_snapshot_id is None else [*params, besides_snapshot_id]
+
+
+def _fetch_claim(statement: str, params: list) -> dict | None:
     for _ in range(3):
         try:
             # A savepoint when the caller has a transaction open, so a lost race (below)
             # leaves it usable; none otherwise, the statement is atomic on its own.
             with transaction.atomic() if connection.in_atomic_block else nullcontext():
-                row = sql.fetch_one(statement, params)
+                return sql.fetch_one(statement, params)
         except IntegrityError:
             # The same person claimed another slot of this snapshot in a parallel request.
             continue
-        return row
     return None
+
+
+def _claim(*, user: User, now, where: str, where_params: list, order: str,
+           include_skipped: bool) -> dict | None:
+    """Lease the first free slot matching `where` to the user: its id and keyword_id."""
+    return _fetch_claim(*_claim_sql(user=user, now=now, where=where, where_params=where_params,
+                                    order=order, include_skipped=include_skipped))
 
 
 def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
     """Renew the lease of a slot the grader holds ungraded, if any; its id."""
-    marks = ", ".join(["%s"] * len(evaluation_ids))
-    row = sql.fetch_one(
-        'UPDATE "judgments_feedbackslot" SET "lease_expires_at" = %s WHERE "id" = ('
-        ' SELECT "id" FROM "judgments_feedbackslot"'
-        f' WHERE "user_id" = %s AND "evaluation_id" IN ({marks}) AND "grade" IS NULL'
-        ' AND "lease_expires_at" >= %s ORDER BY "assigned_at", "id" LIMIT 1) RETURNING "id"',
-        [sql.time_param(now + LEASE), user.pk, *evaluation_ids, sql.time_param(now)])
+    row = sql.fetch_one(*_renew_held_sql(user=user, evaluation_ids=evaluation_ids, now=now))
     return row["id"] if row else None
+
+
+# PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
+# grading API answers it, in one statement: each grade's request runs this. The slot's
+# own columns come from RETURNING, since the outer SELECT sees the table as it was.
+_RENEW_OR_CLAIM_CTES = """held AS ({renew}), claimed AS ({claim}),
+     f AS (SELECT * FROM held UNION ALL SELECT * FROM claimed)"""
+_HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
+
+
+def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) -> dict | None:
+    now = timezone.now()
+    columns, joins = selectors.ASSIGNED_SLOT_SELECT
+    for include_skipped in (False, True):
+        for evaluation_id in evaluation_ids:
+            if not include_skipped and evaluation_id == evaluation_ids[0]:
+                # Only the first statement asks for a held slot: once it found none, the
+                # grader holds none (their other requests aside, which may claim anyway).
+                renew, renew_params = _renew_held_sql(
+                    user=user, evaluation_ids=evaluation_ids, now=now, returning="*")
+                claim, claim_params = _queue_claim_sql(
+                    user=user, now=now, evaluation_id=evaluation_id, include_skipped=False,
+                    guard=_HELD_FIRST)
+                ctes = _RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)
+                params = [*renew_params, *claim_params]
+            else:
+                claim, params = _queue_claim_sql(user=user, now=now, evaluation_id=evaluation_id,
+                                                 include_skipped=include_skipped)
+                ctes = f"f AS ({claim})"
+            row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params)
+            if row is not None:
+                return selectors.assigned_slot_from_row(row)
+    return None
+
+
+def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict | None:
+    """slot_claim_next_id's slot as selectors.assigned_slot reads it, or None; on
+    PostgreSQL the lease and the read are one statement (the grading API's)."""
+    if not evaluation_ids:
+        return None
+    if sql.is_postgresql():
+        return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids)
+    slot_id = slot_claim_next_id(user=user, evaluation_ids=evaluation_ids)
+    return None if slot_id is None else selectors.assigned_slot(slot_id=slot_id)
 
 
 def slot_claim_next_id(*, user: User, evaluation_ids: list[int]) -> int | None:
@@ -284,8 +365,7 @@ def slot_claim_next_id(*, user: User, evaluation_ids: list[int]) -> int | None:
         for evaluation_id in evaluation_ids:
             claimed = _claim(
                 user=user, now=now, where='s."evaluation_id" = %s', where_params=[evaluation_id],
-                order='s."keyword_position", s."position", s."index"',
-                include_skipped=include_skipped)
+                order=_QUEUE_ORDER, include_skipped=include_skipped)
             if claimed is not None:
                 return claimed["id"]
     return None
@@ -403,8 +483,8 @@ def feedback_submit(
 # round trips): lock the slot, write the grade, and, when it changed, bump the keyword's
 # version as keywords_mark_dirty does. dirty_since comes back equal to the time passed in
 # exactly when this statement turned the keyword dirty.
-_GRADE_OWN_SLOT_SQL = """
-WITH old AS (
+_GRADE_OWN_SLOT_CTES = """
+old AS (
     SELECT "id", "grade" FROM "judgments_feedbackslot"
     WHERE "snapshot_id" = %s AND "user_id" = %s FOR UPDATE),
 graded AS (
@@ -416,10 +496,36 @@ dirty AS (
     UPDATE "evaluations_keyword" k
     SET "version" = k."version" + 1, "dirty_since" = COALESCE(k."dirty_since", %s)
     FROM graded WHERE k."id" = graded."keyword_id" AND graded.changed
-    RETURNING k."dirty_since")
-SELECT graded."id", graded."keyword_id", graded.changed, dirty."dirty_since"
-FROM graded LEFT JOIN dirty ON TRUE
-"""
+    RETURNING k."dirty_since")"""
+_GRADED_COLUMNS = """graded."id" AS graded_id, graded."keyword_id" AS graded_keyword_id,
+    graded.changed AS graded_changed, dirty."dirty_since" AS graded_dirty_since"""
+# With the grader's next slot too (the grading loop's one statement a grade): only once
+# the grade is written, never on the snapshot just graded, a held slot first.
+_NEXT_AFTER_GRADE = "EXISTS (SELECT 1 FROM graded) AND "
+
+
+def _grade_checked(*, target: GradingTarget, grade: Any, unsure: bool, note: str
+                   ) -> tuple[int, str]:
+    """The grade and note to write on the target, or a ValidationError naming the field."""
+    _check_status(target.status)
+    scale = scale_lookup.scale_for_team(team_id=target.team_id, code=target.scale)
+    if scale is None:
+        raise ValidationError({"grade": f"This evaluation's scale {target.scale!r} is gone."})
+    return _check_grade(grade, scale), note.strip() if unsure else ""
+
+
+def _grade_own_slot_sql(*, user: User, target: GradingTarget, value: int, unsure: bool,
+                        note: str, now) -> tuple[str, list]:
+    return _GRADE_OWN_SLOT_CTES, [target.snapshot_id, user.pk, value, now, unsure, note, now]
+
+
+def _announce_own_slot_graded(row: dict, *, now) -> int:
+    """After _GRADE_OWN_SLOT_CTES wrote a grade: announce it if it changed; the slot id."""
+    if row["graded_changed"]:
+        newly_dirty = [row["graded_keyword_id"]] if row["graded_dirty_since"] == now else []
+        _announce_grades_changed(
+            keyword_ids=[row["graded_keyword_id"]], newly_dirty_ids=newly_dirty)
+    return row["graded_id"]
 
 
 def snapshot_grade(
@@ -431,22 +537,15 @@ def snapshot_grade(
     Raises SlotConflict when every slot belongs to someone else. The grading API calls this
     for every grade, so its statements are written out (searchtweak.sql).
     """
-    _check_status(target.status)
-    scale = scale_lookup.scale_for_team(team_id=target.team_id, code=target.scale)
-    if scale is None:
-        raise ValidationError({"grade": f"This evaluation's scale {target.scale!r} is gone."})
-    value = _check_grade(grade, scale)
-    note = note.strip() if unsure else ""
+    value, note = _grade_checked(target=target, grade=grade, unsure=unsure, note=note)
     now = timezone.now()
     if sql.is_postgresql():
-        row = sql.fetch_one(_GRADE_OWN_SLOT_SQL, [
-            target.snapshot_id, user.pk, value, now, unsure, note, now])
+        ctes, params = _grade_own_slot_sql(
+            user=user, target=target, value=value, unsure=unsure, note=note, now=now)
+        row = sql.fetch_one(
+            f"WITH {ctes} SELECT {_GRADED_COLUMNS} FROM graded LEFT JOIN dirty ON TRUE", params)
         if row is not None:
-            if row["changed"]:
-                newly_dirty = [row["keyword_id"]] if row["dirty_since"] == now else []
-                _announce_grades_changed(
-                    keyword_ids=[row["keyword_id"]], newly_dirty_ids=newly_dirty)
-            return row["id"]
+            return _announce_own_slot_graded(row, now=now)
     with transaction.atomic():
         slot = sql.fetch_one(
             'SELECT "id", "grade", "keyword_id" FROM "judgments_feedbackslot"'
@@ -470,6 +569,44 @@ def snapshot_grade(
         if slot["grade"] != value:
             keywords_mark_dirty(keyword_ids=[slot["keyword_id"]])
     return slot["id"]
+
+
+def snapshot_grade_and_claim_next(
+    *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = "",
+    evaluation_ids: list[int],
+) -> dict | None:
+    """snapshot_grade, then slot_claim_next_assigned among `evaluation_ids`: the grader's
+    next slot, or None. The grading loop (the API's next/ with a grade) runs this for every
+    grade, so on PostgreSQL, when the grader holds the snapshot's slot as they do in that
+    loop, the grade, the lease and the read are one statement.
+    """
+    if sql.is_postgresql() and evaluation_ids:
+        value, checked_note = _grade_checked(target=target, grade=grade, unsure=unsure,
+                                             note=note)
+        now = timezone.now()
+        grade_ctes, grade_params = _grade_own_slot_sql(
+            user=user, target=target, value=value, unsure=unsure, note=checked_note, now=now)
+        renew, renew_params = _renew_held_sql(
+            user=user, evaluation_ids=evaluation_ids, now=now, guard=_NEXT_AFTER_GRADE,
+            besides_snapshot_id=target.snapshot_id, returning="*")
+        claim, claim_params = _queue_claim_sql(
+            user=user, now=now, evaluation_id=evaluation_ids[0], include_skipped=False,
+            besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + _HELD_FIRST)
+        columns, joins = selectors.ASSIGNED_SLOT_SELECT
+        row = _fetch_claim(
+            f"WITH {grade_ctes}, {_RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
+            f" SELECT {_GRADED_COLUMNS}, {columns}"
+            f" FROM graded LEFT JOIN dirty ON TRUE LEFT JOIN (f {joins}) ON TRUE",
+            [*grade_params, *renew_params, *claim_params])
+        if row is not None:
+            _announce_own_slot_graded(row, now=now)
+            if row["id"] is not None:
+                return selectors.assigned_slot_from_row(row)
+            # Nothing unskipped left in the first evaluation: the others, the skipped.
+            return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+        # No slot of theirs on the snapshot (or a lost race): the general path.
+    snapshot_grade(user=user, target=target, grade=grade, unsure=unsure, note=note)
+    return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
 
 
 @transaction.atomic

@@ -86,6 +86,69 @@ def test_next_with_a_grade_grades_that_result_then_hands_out_the_next(personas, 
     assert FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=False).count() == 4
 
 
+def test_next_with_a_grade_hands_back_a_result_the_grader_still_holds(personas, evaluation):
+    # A grader holding two results (two tabs) gets the other one back, its lease renewed,
+    # before any free result.
+    client = client_for(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    first = client.post(url).json()
+    later = FeedbackSlot.objects.get(evaluation=evaluation, keyword__position=2, position=2)
+    old_lease = timezone.now() + timedelta(minutes=1)
+    FeedbackSlot.objects.filter(pk=later.pk).update(
+        user=personas.grader, assigned_at=timezone.now(), lease_expires_at=old_lease)
+    response = client.post(url, {"snapshot": first["snapshot"], "grade": 2}, format="json")
+    assert response.status_code == 200
+    assert response.json()["id"] == later.pk
+    later.refresh_from_db()
+    assert later.lease_expires_at > old_lease + timedelta(minutes=3)
+    assert FeedbackSlot.objects.get(pk=first["id"]).grade == 2
+    assert FeedbackSlot.objects.filter(user=personas.grader).count() == 2
+
+
+def test_next_with_a_grade_hands_out_skipped_results_last(personas, evaluation):
+    client = client_for(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    first = client.post(url).json()
+    services.slot_skip(user=personas.grader, slot_id=first["id"])
+    handed = [client.post(url).json()]
+    while True:
+        response = client.post(url, {"snapshot": handed[-1]["snapshot"], "grade": 1},
+                               format="json")
+        if response.status_code == 204:
+            break
+        handed.append(response.json())
+    # The three others in queue order, then the skipped one, then nothing.
+    assert [(slot["keyword"], slot["position"]) for slot in handed] == [
+        ("query 1", 2), ("query 2", 1), ("query 2", 2), ("query 1", 1)]
+    assert list(FeedbackSlot.objects.filter(evaluation=evaluation)
+                .values_list("grade", flat=True)) == [1, 1, 1, 1]
+
+
+def test_next_with_a_grade_on_a_free_result_claims_it_first(personas, evaluation):
+    client = client_for(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    free = FeedbackSlot.objects.get(evaluation=evaluation, keyword__position=2, position=1)
+    response = client.post(url, {"snapshot": free.snapshot_id, "grade": 0}, format="json")
+    assert response.status_code == 200
+    assert (response.json()["keyword"], response.json()["position"]) == ("query 1", 1)
+    free.refresh_from_db()
+    assert (free.user_id, free.grade) == (personas.grader.pk, 0)
+    assert free.keyword.version == 1
+
+
+def test_next_with_the_same_grade_again_changes_no_version(personas, evaluation):
+    client = client_for(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    first = client.post(url).json()
+    second = client.post(url, {"snapshot": first["snapshot"], "grade": 2}, format="json").json()
+    # Re-grading the first result (Backspace) with the grade it has bumps nothing; the
+    # result still held comes back.
+    again = client.post(url, {"snapshot": first["snapshot"], "grade": 2}, format="json")
+    assert again.json()["id"] == second["id"]
+    graded = FeedbackSlot.objects.get(pk=first["id"])
+    assert (graded.grade, graded.keyword.version) == (2, 1)
+
+
 @pytest.mark.parametrize("payload, field", [
     ({"snapshot": None, "grade": 2}, "snapshot"),
     ({"grade": 2}, "snapshot"),

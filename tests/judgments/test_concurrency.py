@@ -1,11 +1,14 @@
 """Eight graders claiming and grading one evaluation at once, on real PostgreSQL rows."""
 
 import threading
+from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
 
-from judgments import services
+from evaluations.models import Keyword
+from judgments import selectors, services
 from judgments.models import FeedbackSlot
 from searchtweak.models import Role
 from tests.conftest import skip_or_fail
@@ -17,49 +20,85 @@ pytestmark = pytest.mark.django_db(transaction=True)
 GRADERS = 8
 
 
-def test_eight_graders_grade_every_slot_exactly_once(personas):
+def _grade_at_once(personas, grade_until_empty: Callable) -> tuple:
+    """Eight graders of a fresh evaluation (4 keywords x 10 results x 3 slots) each run
+    grade_until_empty(user, evaluation, handed, submitted) in a thread of their own,
+    started together; what they were handed ({user id: [slot ids]}) and sent ({slot id:
+    grade})."""
     if connection.vendor != "postgresql":
         skip_or_fail("row locks (FOR UPDATE SKIP LOCKED) need PostgreSQL: set DATABASE_URL")
-    team = personas.team
-    evaluation = evaluation_with_slots(team, keywords=4, positions=10, strategy=3)
-    users = [member(team, Role.GRADER, f"g{n}") for n in range(GRADERS)]
-    claimed: dict[int, list[int]] = {user.pk: [] for user in users}
+    evaluation = evaluation_with_slots(personas.team, keywords=4, positions=10, strategy=3)
+    users = [member(personas.team, Role.GRADER, f"g{n}") for n in range(GRADERS)]
+    handed: dict[int, list[int]] = {user.pk: [] for user in users}
     submitted: dict[int, int] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(GRADERS)
 
-    def grade_until_empty(user) -> None:
+    def run(user) -> None:
         try:
             start.wait()
-            while (slot := services.slot_claim_next(user=user, team=team,
-                                                    evaluation=evaluation)) is not None:
-                claimed[user.pk].append(slot.pk)
-                grade = (slot.pk * 7 + user.pk) % 4
-                services.feedback_submit(user=user, slot_id=slot.pk, grade=grade)
-                submitted[slot.pk] = grade
+            grade_until_empty(user, evaluation, handed[user.pk], submitted)
         except BaseException as error:  # surfaced by the main thread below
             errors.append(error)
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=grade_until_empty, args=(u,)) for u in users]
+    threads = [threading.Thread(target=run, args=(u,)) for u in users]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
     assert not errors, errors
+    return evaluation, handed, submitted
 
-    all_claims = [slot_id for slots in claimed.values() for slot_id in slots]
+
+def _assert_each_slot_graded_once(evaluation, handed, submitted) -> dict[int, FeedbackSlot]:
+    all_handed = [slot_id for slot_ids in handed.values() for slot_id in slot_ids]
     slots = {slot.pk: slot for slot in FeedbackSlot.objects.filter(evaluation=evaluation)}
     assert len(slots) == 4 * 10 * 3
     # No slot was handed to two graders, and every slot was handed out once.
-    assert sorted(all_claims) == sorted(slots)
+    assert sorted(all_handed) == sorted(slots)
     # No grade was lost: every slot holds the grade its grader sent, under their name.
-    for user_id, slot_ids in claimed.items():
+    for user_id, slot_ids in handed.items():
         for slot_id in slot_ids:
             assert (slots[slot_id].user_id, slots[slot_id].grade) == (user_id, submitted[slot_id])
     # Nobody filled two slots of one result.
     pairs = [(slot.snapshot_id, slot.user_id) for slot in slots.values()]
     assert len(pairs) == len(set(pairs))
     # More than one grader did the work.
-    assert sum(1 for slot_ids in claimed.values() if slot_ids) > 1
+    assert sum(1 for slot_ids in handed.values() if slot_ids) > 1
+    return slots
+
+
+def test_eight_graders_grade_every_slot_exactly_once(personas):
+    def grade_until_empty(user, evaluation, handed, submitted) -> None:
+        while (slot := services.slot_claim_next(user=user, team=personas.team,
+                                                evaluation=evaluation)) is not None:
+            handed.append(slot.pk)
+            grade = (slot.pk * 7 + user.pk) % 4
+            services.feedback_submit(user=user, slot_id=slot.pk, grade=grade)
+            submitted[slot.pk] = grade
+
+    _assert_each_slot_graded_once(*_grade_at_once(personas, grade_until_empty))
+
+
+def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(personas):
+    # The grading API's loop (next/ carrying the previous result's grade): on PostgreSQL
+    # each grade, lease and read is one statement.
+    def grade_until_empty(user, evaluation, handed, submitted) -> None:
+        slot = services.slot_claim_next_assigned(user=user, evaluation_ids=[evaluation.pk])
+        while slot is not None:
+            handed.append(slot["id"])
+            grade = (slot["id"] * 7 + user.pk) % 4
+            target = selectors.snapshot_target_for_user(
+                user=user, snapshot_id=slot["snapshot_id"])
+            next_slot = services.snapshot_grade_and_claim_next(
+                user=user, target=target, grade=grade, evaluation_ids=[evaluation.pk])
+            submitted[slot["id"]] = grade
+            slot = next_slot
+
+    evaluation, handed, submitted = _grade_at_once(personas, grade_until_empty)
+    slots = _assert_each_slot_graded_once(evaluation, handed, submitted)
+    # Every grade (each a change from none) bumped its keyword's version once.
+    versions = dict(Keyword.objects.filter(evaluation=evaluation).values_list("id", "version"))
+    assert versions == dict(Counter(slot.keyword_id for slot in slots.values()))
