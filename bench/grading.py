@@ -330,23 +330,6 @@ class CpuMeter:
         return spent
 
 
-def host_pace_ms() -> float:
-    """CPU ms a fixed pure-Python workload takes right now, the machine otherwise idle.
-
-    This shared 2-core machine runs some hours a third slower than others (every part's
-    CPU per grade moves together), so each round prints it beside its figures: compare
-    runs at a similar pace, or scale by it.
-    """
-    payload = {"id": 1, "keyword": "query", "fields": {"a": [1, 2, 3], "b": "text"}}
-    best = float("inf")
-    for _ in range(3):
-        began = time.process_time()
-        for n in range(20000):
-            json.loads(json.dumps({**payload, "n": n}))
-        best = min(best, time.process_time() - began)
-    return round(1000 * best, 1)
-
-
 def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
               seconds: float, flow: str, meter: CpuMeter | None = None) -> dict:
     users = sorted(keys)[:graders]
@@ -471,10 +454,8 @@ def main() -> int:
             # Enough results that nobody runs dry before the time is up.
             evaluation_id = seed_evaluation(
                 team_id, keywords=max(200, int(args.seconds * 60)), positions=10, strategy=1)
-            pace = host_pace_ms()
             rows.append(run_round(base, keys, graders, evaluation_id, args.seconds, flow, meter))
             row = rows[-1]
-            row["host_pace_ms"] = pace
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
@@ -486,8 +467,7 @@ def main() -> int:
                       f"+{row['unexplained_grades']}  errors={row['errors']} "
                       f"{row['first_error']}", flush=True)
                 print("           CPU ms per grade: " + "  ".join(
-                    f"{name}={ms}" for name, ms in row["cpu_ms_per_grade"].items())
-                    + f"   host pace={pace} ms", flush=True)
+                    f"{name}={ms}" for name, ms in row["cpu_ms_per_grade"].items()), flush=True)
         bad = [r for r in rows if r["lost"] or r["handed_twice"] or r["unexplained_grades"]
                or r["errors"]]
         return 1 if bad else 0
