@@ -107,7 +107,8 @@ class EvaluationNextApi(APIView):
             target = selectors.evaluation_target_for_user(
                 user=request.user, evaluation_id=evaluation_id)
             slot = services.slot_claim_next_assigned(
-                user=request.user, evaluation_ids=self._queue(request, target))
+                user=request.user,
+                evaluation_ids=selectors.target_queue(user=request.user, target=target))
         else:
             serializer = self.InputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -120,19 +121,12 @@ class EvaluationNextApi(APIView):
             try:
                 slot = services.snapshot_grade_and_claim_next(
                     user=request.user, target=target, **grading,
-                    evaluation_ids=self._queue(request, target))
+                    evaluation_ids=selectors.target_queue(user=request.user, target=target))
             except services.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
         if slot is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(assigned_slot_data(slot))
-
-    @staticmethod
-    def _queue(request: Request, target: selectors.GradingTarget) -> list[int]:
-        """The evaluation, when it hands the caller work: active and routed to them."""
-        routed = target.is_active and selectors.routes_to(
-            user=request.user, team_id=target.team_id, tags=target.tags)
-        return [target.evaluation_id] if routed else []
 
 
 class SnapshotGradeApi(APIView):

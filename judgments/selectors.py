@@ -160,6 +160,14 @@ def routes_to(*, user: User, team_id: int, tags: list[str]) -> bool:
     return needed <= {tag.strip().lower() for tag in (row.tags if row else [])}
 
 
+def target_queue(*, user: User, target: GradingTarget) -> list[int]:
+    """queue_evaluation_ids for one grading target the caller may see: its evaluation when
+    it is active and routes work to them, else nothing."""
+    routed = target.is_active and routes_to(
+        user=user, team_id=target.team_id, tags=target.tags)
+    return [target.evaluation_id] if routed else []
+
+
 def queue_evaluation_ids(
     *, user: User, team: Team, evaluation: Evaluation | None = None
 ) -> list[int]:

@@ -336,27 +336,8 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) ->
     return None
 
 
-def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict | None:
-    """slot_claim_next_id's slot as selectors.assigned_slot reads it, or None; on
-    PostgreSQL the lease and the read are one statement (the grading API's)."""
-    if not evaluation_ids:
-        return None
-    if sql.is_postgresql():
-        return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids)
-    slot_id = slot_claim_next_id(user=user, evaluation_ids=evaluation_ids)
-    return None if slot_id is None else selectors.assigned_slot(slot_id=slot_id)
-
-
-def slot_claim_next_id(*, user: User, evaluation_ids: list[int]) -> int | None:
-    """The id of the grader's next slot among these evaluations (in this order), leased.
-
-    A slot the grader already holds comes back first (reloading the page or asking twice
-    does not hoard leases); then the first free slot in evaluation, keyword and position
-    order; results the grader skipped come last. None when nothing is left for them.
-    The caller has checked that the evaluations are active and route work to the grader.
-    """
-    if not evaluation_ids:
-        return None
+def _claim_next_id_portable(*, user: User, evaluation_ids: list[int]) -> int | None:
+    """SQLite's slot_claim_next_assigned, one statement a step (it has no UPDATE in WITH)."""
     now = timezone.now()
     held = _renew_held(user=user, evaluation_ids=evaluation_ids, now=now)
     if held is not None:
@@ -371,16 +352,34 @@ def slot_claim_next_id(*, user: User, evaluation_ids: list[int]) -> int | None:
     return None
 
 
+def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict | None:
+    """The grader's next slot among these evaluations (in this order), leased, as
+    selectors.assigned_slot reads it; None when nothing is left for them.
+
+    A slot the grader already holds comes back first (reloading the page or asking twice
+    does not hoard leases); then the first free slot in evaluation, keyword and position
+    order; results the grader skipped come last. On PostgreSQL each step leases and reads
+    in one statement. The caller has checked that the evaluations are active and route
+    work to the grader (selectors.queue_evaluation_ids, selectors.target_queue).
+    """
+    if not evaluation_ids:
+        return None
+    if sql.is_postgresql():
+        return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids)
+    slot_id = _claim_next_id_portable(user=user, evaluation_ids=evaluation_ids)
+    return None if slot_id is None else selectors.assigned_slot(slot_id=slot_id)
+
+
 def slot_claim_next(
     *, user: User, team: Team, evaluation: Evaluation | None = None
 ) -> FeedbackSlot | None:
-    """The grader's next slot in the team's queue (or one evaluation's), leased and loaded;
-    see slot_claim_next_id."""
+    """The grader's next slot in the team's queue (or one evaluation's), leased and loaded
+    as a model; see slot_claim_next_assigned."""
     evaluation_ids = queue_evaluation_ids(user=user, team=team, evaluation=evaluation)
-    slot_id = slot_claim_next_id(user=user, evaluation_ids=evaluation_ids)
-    if slot_id is None:
+    slot = slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+    if slot is None:
         return None
-    return FeedbackSlot.objects.select_related("keyword", "snapshot").get(pk=slot_id)
+    return FeedbackSlot.objects.select_related("keyword", "snapshot").get(pk=slot["id"])
 
 
 @transaction.atomic
