@@ -6,6 +6,7 @@ stored values still end equal to a from-scratch recompute.
 """
 
 import logging
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -111,9 +112,14 @@ def keyword_metrics_recompute(*, keyword_id: int) -> RecomputeRun:
     try:
         return _recompute_dirty(keyword_id)
     except OperationalError as error:
-        if isinstance(error.__cause__, _TRANSIENT):
+        if isinstance(error.__cause__, _TRANSIENT) or _sqlite_busy(error):
             raise RecomputeConflict(str(error)) from error
         raise
+
+
+def _sqlite_busy(error: OperationalError) -> bool:
+    """SQLite's busy timeout ran out while another process held the write lock."""
+    return isinstance(error.__cause__, sqlite3.OperationalError) and "locked" in str(error)
 
 
 def _recompute_dirty(keyword_id: int) -> RecomputeRun:
@@ -371,11 +377,16 @@ def recompute_due_release(*, evaluation_id: int) -> int | None:
     dirty = evaluation_dirty_keyword(evaluation_id=evaluation_id)
     if dirty is not None:
         return dirty
+    recompute_due_clear(evaluation_id=evaluation_id)
+    return evaluation_dirty_keyword(evaluation_id=evaluation_id)
+
+
+def recompute_due_clear(*, evaluation_id: int) -> None:
+    """No run answers for the evaluation any more: later grades queue their own."""
     table = connection.ops.quote_name(RecomputeDue._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table} SET due_at = NULL WHERE evaluation_id = %s",
                        [evaluation_id])
-    return evaluation_dirty_keyword(evaluation_id=evaluation_id)
 
 
 def _uses_pool(config: EvaluationMetric) -> bool:

@@ -1,13 +1,17 @@
 """Celery tasks of the recompute pipeline: small, idempotent, each calling one service."""
 
+import logging
 import time
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from metrics import services
+
+logger = logging.getLogger(__name__)
 
 # Evaluation id -> time.monotonic() at which this worker process's deferred run of it is
 # due. Until then tasks for the evaluation's keywords need not run: the deferred run reads
@@ -52,11 +56,26 @@ def recompute_keyword(
         if _due.get(evaluation_id, 0.0) > time.monotonic():
             return "deferred"
         services.recompute_due_set(evaluation_id=evaluation_id, due_at=timezone.now())
-    run = services.keyword_metrics_recompute(keyword_id=keyword_id)
+    try:
+        run = services.keyword_metrics_recompute(keyword_id=keyword_id)
+    except Exception:
+        if evaluation_id is not None:
+            _stop_answering(evaluation_id)
+        raise
     evaluation_id = run.evaluation_id or evaluation_id
     if evaluation_id is not None:
         _answer_for_later_grades(evaluation_id, run)
     return run.outcome
+
+
+def _stop_answering(evaluation_id: int) -> None:
+    """A run failed: lift its mark, so later grades queue runs of their own. A retry (on a
+    conflict) sets it again; keywords graded while it ran are the sweep's to queue."""
+    _due.pop(evaluation_id, None)
+    try:
+        services.recompute_due_clear(evaluation_id=evaluation_id)
+    except DatabaseError:
+        logger.exception("could not lift the recompute mark of evaluation %s", evaluation_id)
 
 
 def _answer_for_later_grades(evaluation_id: int, run: services.RecomputeRun) -> None:

@@ -74,9 +74,17 @@ TEMPLATES = [
     },
 ]
 
+# SQLite: a transaction that reads and then writes while another process writes fails at
+# once with "database is locked" (waiting could deadlock, so SQLite does not wait). Taking
+# the write lock at BEGIN makes such transactions wait their turn, up to `timeout` seconds:
+# the dev server's threads and a worker process share one file.
+_SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+
 _database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    if _database_url.startswith("sqlite"):
+        DATABASES["default"]["OPTIONS"] = dict(_SQLITE_OPTIONS)
     # The grading hot path's statements (searchtweak.sql) bind on the server and are
     # prepared once a connection has run them twice; Django's own client-binding cursors
     # never prepare. Turn off behind a pooler in transaction mode that cannot keep them.
@@ -92,7 +100,7 @@ else:
             "TEST": {
                 "NAME": Path(tempfile.gettempdir()) / f"searchtweak-test-{os.getpid()}.sqlite3"
             },
-            "OPTIONS": {"timeout": 20},
+            "OPTIONS": dict(_SQLITE_OPTIONS),
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

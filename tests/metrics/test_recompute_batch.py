@@ -1,9 +1,11 @@
 """One recompute run takes every dirty keyword of its evaluation; a worker's runs of a busy
 evaluation follow each other instead of one per grade (metrics.services, metrics.tasks)."""
 
+import sqlite3
 from datetime import timedelta
 
 import pytest
+from django.db import DatabaseError, OperationalError
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.test import override_settings
@@ -309,6 +311,49 @@ def test_a_worker_run_finds_keywords_graded_after_its_read_when_it_ends(
     assert values(evaluation) == {("a", "cg"): 1.0, ("a", "precision"): 1.0,
                                   ("c", "cg"): 2.0, ("c", "precision"): 1.0}
     assert RecomputeDue.objects.get(evaluation=evaluation).due_at is None
+
+
+def test_a_worker_run_that_fails_part_way_stops_answering_for_later_grades(
+    grader, evaluation, monkeypatch, worker
+):
+    """Grades that see a failed run's mark would queue nothing and wait for the sweep."""
+    a, c = keyword(evaluation, "a"), keyword(evaluation, "c")
+    write_grade(grader, slot(evaluation, "a", 1), 1)
+
+    def fail(**kwargs):
+        assert RecomputeDue.objects.get(evaluation=evaluation).due_at is not None
+        raise DatabaseError("disk I/O error")
+
+    monkeypatch.setattr(services, "evaluation_grade_array", fail)
+    with pytest.raises(DatabaseError):
+        tasks.recompute_keyword.run(a.pk, evaluation_id=evaluation.pk)
+    assert RecomputeDue.objects.get(evaluation=evaluation).due_at is None
+    assert worker == []
+    ids = [c.pk]
+    receivers.on_grades_changed(sender=FeedbackSlot, keyword_ids=ids, newly_dirty_ids=ids)
+    assert worker == [((c.pk,), {"evaluation_id": evaluation.pk}, None)]
+    assert is_dirty(evaluation, "a")
+
+
+@pytest.mark.parametrize("message, retried", [
+    ("database is locked", True), ("no such table: metrics_keywordmetricvalue", False),
+])
+def test_a_sqlite_lock_that_outlasts_the_busy_timeout_is_retried(
+    grader, evaluation, monkeypatch, message, retried
+):
+    write_grade(grader, slot(evaluation, "a", 1), 1)
+
+    def fail(**kwargs):
+        try:
+            raise sqlite3.OperationalError(message)
+        except sqlite3.OperationalError as cause:
+            raise OperationalError(message) from cause
+
+    monkeypatch.setattr(services, "evaluation_grade_array", fail)
+    expected = services.RecomputeConflict if retried else OperationalError
+    with pytest.raises(expected, match=message):
+        services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "a").pk)
+    assert is_dirty(evaluation, "a")
 
 
 def test_the_sweep_queues_one_run_per_evaluation(grader, evaluation, sent):
