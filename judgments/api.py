@@ -65,8 +65,11 @@ class AssignedSlotOutputSerializer(SlotOutputSerializer):
     fields = serializers.JSONField(source="snapshot.fields")
 
 
+_DATETIME = serializers.DateTimeField()
+
+
 def _iso(value):
-    return serializers.DateTimeField().to_representation(value) if value else None
+    return _DATETIME.to_representation(value) if value else None
 
 
 def assigned_slot_data(row: dict) -> dict:
