@@ -1,13 +1,11 @@
 """Reads the recompute and the metric pages need: grades as the metric engine takes them."""
 
 import json
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, QuerySet
 
@@ -15,6 +13,7 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import core
 from metrics.models import KeywordMetricValue, RecomputeDue
+from searchtweak import sql
 from searchtweak.models import Team
 
 Grades = list[int | None]
@@ -103,26 +102,10 @@ def _table(model) -> str:
 
 
 def _fetch(statement: str, params: list) -> list[tuple]:
-    """The rows of one statement. On PostgreSQL it is bound on the server and prepared once
-    per connection, as searchtweak.sql does for the grading requests: planning these small
-    statements cost PostgreSQL more than running them, after every grade."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(statement, params)
-            return cursor.fetchall()
-    import psycopg
-
-    connection.ensure_connection()
-    prepare = getattr(settings, "DATABASE_PREPARED_STATEMENTS", True) or None
-    started = time.monotonic()
-    try:
-        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(statement, params, prepare=prepare)
-            return cursor.fetchall()
-    finally:
-        if connection.queries_logged:  # DEBUG and tests count queries
-            connection.queries_log.append({"sql": f"{statement} -- {params!r}",
-                                           "time": f"{time.monotonic() - started:.3f}"})
+    """The rows of one statement, prepared on PostgreSQL as the grading requests' are
+    (searchtweak.sql): planning these small statements cost PostgreSQL more than running
+    them, after every grade."""
+    return sql.fetch_all(statement, params)
 
 
 def _json(value):

@@ -95,6 +95,12 @@ def fetch_row(statement: str, params: list | tuple) -> tuple | None:
 _column_names: dict[str, tuple[str, ...]] = {}
 
 
+def fetch_all(statement: str, params: list | tuple) -> list[tuple]:
+    with _cursor() as cursor:
+        _run(cursor, statement, params)
+        return cursor.fetchall()
+
+
 def fetch_one(statement: str, params: list | tuple) -> dict[str, Any] | None:
     """The first row as {column: value}, or None."""
     with _cursor() as cursor:

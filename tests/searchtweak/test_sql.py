@@ -1,0 +1,53 @@
+"""The hot path's hand-written statements (searchtweak.sql): prepared on PostgreSQL only
+when DATABASE_PREPARED_STATEMENTS allows, since a transaction-mode pooler cannot keep them."""
+
+import pytest
+from django.db import connection
+
+from metrics.selectors import changed_keywords
+from searchtweak import sql
+from tests.conftest import skip_or_fail
+from tests.metrics.builders import build_evaluation
+
+pytestmark = pytest.mark.django_db
+
+
+def prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.fixture
+def postgresql():
+    if connection.vendor != "postgresql":
+        skip_or_fail("prepared statements are PostgreSQL's: set DATABASE_URL")
+    connection.ensure_connection()
+    threshold = connection.connection.prepare_threshold
+    yield connection.connection
+    connection.connection.prepare_threshold = threshold
+
+
+@pytest.mark.parametrize("threshold, prepared", [(2, True), (None, False)])
+def test_a_statement_run_twice_is_prepared_unless_the_setting_is_off(
+    postgresql, threshold, prepared
+):
+    postgresql.prepare_threshold = threshold
+    statement = f"SELECT %s::int + {threshold or 0} AS total"
+    assert [sql.fetch_all(statement, [n]) for n in (1, 2, 3)] == [
+        [(n + (threshold or 0),)] for n in (1, 2, 3)]
+    assert sql.fetch_one(statement, [4]) == {"total": 4 + (threshold or 0)}
+    expected = [f"SELECT $1::int + {threshold or 0} AS total"] if prepared else []
+    assert [text for text in prepared_statements() if "AS total" in text] == expected
+
+
+def test_the_recompute_reads_follow_the_setting_too(postgresql):
+    """A worker behind a pooler runs them after every grade."""
+    evaluation = build_evaluation(keywords={"lamp": ["a"]}, metrics=[("cg", 1, {})])
+    keyword_id = evaluation.keywords.get().pk
+    postgresql.prepare_threshold = None
+    for _ in range(3):
+        changed = changed_keywords(keyword_ids=[keyword_id], due_after=evaluation.created_at)
+        assert [(row.keyword_id, row.evaluation_id) for row in changed] == [
+            (keyword_id, evaluation.pk)]
+    assert not [text for text in prepared_statements() if "recomputedue" in text]
