@@ -18,3 +18,11 @@ worker_class = "sync"
 # still running after this long is stuck, and the worker is better recycled.
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
+
+
+def post_worker_init(worker) -> None:
+    """Import the URL configuration, and with it every view, before the worker accepts:
+    otherwise the first request each worker serves waits about half a second for it."""
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 - the import is the point
