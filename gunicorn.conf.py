@@ -11,8 +11,18 @@ a worker: put a buffering proxy (nginx, a cloud load balancer) in front in produ
 
 import os
 
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: a container limited with cpusets sees fewer than
+    os.cpu_count() says. A CPU quota (docker --cpus) does not show here: set
+    WEB_CONCURRENCY there."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")
-workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * (os.cpu_count() or 1))
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * usable_cpus())
 worker_class = "sync"
 # Nothing a view does waits on the search engine (fetching runs in Celery), so a request
 # still running after this long is stuck, and the worker is better recycled.

@@ -1,9 +1,12 @@
 """gunicorn.conf.py, the production web server's settings (Dockerfile, docker-compose.yml,
 bench/grading.py)."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,3 +29,13 @@ def test_workers_come_from_the_environment_and_load_every_view_before_the_first_
     output = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=environment,
                             capture_output=True, text=True, check=True, timeout=60).stdout
     assert output.split() == ["3", "sync", "127.0.0.1:9001", "False", "True"]
+
+
+def test_without_web_concurrency_two_workers_per_cpu_the_process_may_use():
+    """As in a container limited to one CPU by a cpuset, on a host with more."""
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset (util-linux) is not installed")
+    output = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", PROBE], cwd=REPO,
+                            env={"PATH": "/usr/bin"}, capture_output=True, text=True,
+                            check=True, timeout=60).stdout
+    assert output.split()[0] == "2"
