@@ -4,15 +4,23 @@ import time
 
 import pytest
 import redis
+from django.db import connection
 from django.test import override_settings
 
 from evaluations.models import EvaluationMetric, Keyword
 from metrics import core
 from metrics.models import KeywordMetricValue
 from metrics.services import dirty_keywords_due
+from tests.conftest import skip_or_fail
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.searchtweak.factories import UserFactory
-from tests.workers import celery_worker, database_url_for_workers, require_redis, tasks_sent_to
+from tests.workers import (
+    REPO,
+    celery_worker,
+    database_url_for_workers,
+    require_redis,
+    tasks_sent_to,
+)
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -135,3 +143,36 @@ def test_a_real_worker_follows_a_stream_of_grades_to_exact_values():
                         set_grades(graders, [(slot(evaluation, text, position, index), value)])
         wait_until_clean(evaluation)
     assert_values_match_the_engine(evaluation, grades_by_keyword)
+
+
+def sessions_opened() -> int:
+    """Connections ever opened to this database (PostgreSQL counts them at disconnect or
+    when a backend reports, within a second)."""
+    time.sleep(1.5)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def test_a_real_worker_keeps_its_database_connection_from_run_to_run():
+    """Celery's Django fixup closed it around every task: a new PostgreSQL connection, and
+    every statement planned afresh, for each recompute run."""
+    if connection.vendor != "postgresql":
+        skip_or_fail("counting database sessions needs PostgreSQL: set DATABASE_URL")
+    broker_url = require_redis()
+    graders = [UserFactory(username="c0")]
+    texts = [f"query {n}" for n in range(6)]
+    evaluation = build_evaluation(keywords={text: ["a"] for text in texts},
+                                  metrics=[("cg", 1, {})])
+    with celery_worker(broker_url=broker_url, database_url=database_url_for_workers()) as queue, \
+            tasks_sent_to(broker_url=broker_url, queue=queue):
+        before = sessions_opened()
+        for text in texts:  # one run each: the previous one has ended
+            set_grades(graders, [(slot(evaluation, text, 1), 2)])
+            wait_until_clean(evaluation)
+        after = sessions_opened()
+    log = (REPO / "tests" / "artifacts" / f"worker-{queue}.log").read_text()
+    assert log.count("metrics.recompute_keyword") >= 2 * len(texts)  # received, succeeded
+    assert after - before <= 1  # the worker's one connection, opened for its first run
+    assert_values_match_the_engine(evaluation, {text: [[2]] for text in texts})
