@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments import scales as scale_lookup
-from judgments import selectors
 from judgments.models import (
     FeedbackSlot,
     GraderTags,
@@ -25,7 +24,14 @@ from judgments.models import (
     SlotSkip,
     Transformer,
 )
-from judgments.selectors import GradingTarget, queue_evaluation_ids, routes_to
+from judgments.selectors import (
+    ASSIGNED_SLOT_SELECT,
+    GradingTarget,
+    assigned_slot,
+    assigned_slot_from_row,
+    queue_evaluation_ids,
+    routes_to,
+)
 from judgments.signals import grades_changed
 from metrics import core
 from searchtweak import sql
@@ -313,7 +319,7 @@ _HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
 
 def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) -> dict | None:
     now = timezone.now()
-    columns, joins = selectors.ASSIGNED_SLOT_SELECT
+    columns, joins = ASSIGNED_SLOT_SELECT
     for include_skipped in (False, True):
         for evaluation_id in evaluation_ids:
             if not include_skipped and evaluation_id == evaluation_ids[0]:
@@ -332,7 +338,7 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) ->
                 ctes = f"f AS ({claim})"
             row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params)
             if row is not None:
-                return selectors.assigned_slot_from_row(row)
+                return assigned_slot_from_row(row)
     return None
 
 
@@ -367,7 +373,7 @@ def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict |
     if sql.is_postgresql():
         return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids)
     slot_id = _claim_next_id_portable(user=user, evaluation_ids=evaluation_ids)
-    return None if slot_id is None else selectors.assigned_slot(slot_id=slot_id)
+    return None if slot_id is None else assigned_slot(slot_id=slot_id)
 
 
 def slot_claim_next(
@@ -591,7 +597,7 @@ def snapshot_grade_and_claim_next(
         claim, claim_params = _queue_claim_sql(
             user=user, now=now, evaluation_id=evaluation_ids[0], include_skipped=False,
             besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + _HELD_FIRST)
-        columns, joins = selectors.ASSIGNED_SLOT_SELECT
+        columns, joins = ASSIGNED_SLOT_SELECT
         row = _fetch_claim(
             f"WITH {grade_ctes}, {_RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
             f" SELECT {_GRADED_COLUMNS}, {columns}"
@@ -600,7 +606,7 @@ def snapshot_grade_and_claim_next(
         if row is not None:
             _announce_own_slot_graded(row, now=now)
             if row["id"] is not None:
-                return selectors.assigned_slot_from_row(row)
+                return assigned_slot_from_row(row)
             # Nothing unskipped left in the first evaluation: the others, the skipped.
             return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
         # No slot of theirs on the snapshot (or a lost race): the general path.
