@@ -1,4 +1,4 @@
-"""REST API of endpoints, search models and evaluations (DESIGN.md, /api/v1/)."""
+"""REST API of endpoints, search models and evaluations (docs/ARCHITECTURE.md, /api/v1/)."""
 
 from typing import Any
 

@@ -154,7 +154,7 @@ class Evaluation(models.Model):
 
 
 class EvaluationMetric(models.Model):
-    """One configured metric of an evaluation: code + k + params (see METRICS.md)."""
+    """One configured metric of an evaluation: code + k + params (see docs/METRICS.md)."""
 
     evaluation = models.ForeignKey(
         Evaluation, on_delete=models.CASCADE, related_name="metric_configs"
@@ -163,7 +163,7 @@ class EvaluationMetric(models.Model):
     k = models.PositiveSmallIntegerField()
     params = models.JSONField(default=dict, blank=True)
     position = models.PositiveSmallIntegerField(default=0)
-    # The evaluation's value of this metric (mean over non-null keywords, METRICS.md) and
+    # The evaluation's value of this metric (mean over non-null keywords, docs/METRICS.md) and
     # how many keywords it covers; written only by the metrics app's recompute.
     value = models.FloatField(null=True, blank=True)
     keyword_count = models.PositiveIntegerField(default=0)
@@ -200,7 +200,7 @@ class Keyword(models.Model):
     # Set by the fetch task that claimed the keyword (a conditional UPDATE); a claim older
     # than the task's time limit belongs to a worker that died and may be taken over.
     fetch_claimed_at = models.DateTimeField(null=True, blank=True)
-    # Recompute bookkeeping (DESIGN.md): every grade change bumps `version` and sets
+    # Recompute bookkeeping (docs/ARCHITECTURE.md): every grade change bumps `version` and sets
     # `dirty_since`; a recompute stores the version it read in `computed_version` and
     # clears `dirty_since` only when no newer grade arrived meanwhile.
     version = models.PositiveIntegerField(default=0)

@@ -588,7 +588,7 @@ def _check_transformers_resolvable(evaluation: Evaluation) -> None:
     for config in evaluation.metric_configs.all():
         spec = core.metric_spec(config.code)
         if spec.scale == "graded":
-            continue  # graded metrics read an admin-defined scale directly (METRICS.md)
+            continue  # graded metrics read an admin-defined scale directly (docs/METRICS.md)
         try:
             core.resolve_transformer(scale, core.SCALES[spec.scale], transformers)
         except core.MetricInputError as error:

@@ -1,4 +1,4 @@
-"""The grading API (DESIGN.md): the next slot, grading a snapshot, the snapshots with slots.
+"""The grading API (docs/ARCHITECTURE.md): the next slot, grading a snapshot, its slots.
 
 Each view checks access, validates shape, calls one service and serializes; the rules are
 the services', shared with the grading page.
@@ -25,7 +25,7 @@ from searchtweak.models import Role
 
 @extend_schema_field(OpenApiTypes.INT)
 class GradeField(serializers.Field):
-    """A JSON integer: "3", 1.5 and true are not grades (METRICS.md, Invalid input)."""
+    """A JSON integer: "3", 1.5 and true are not grades (docs/METRICS.md, Invalid input)."""
 
     default_error_messages = {"invalid": "A grade must be a JSON integer, not {value!r}."}
 

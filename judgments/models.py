@@ -33,7 +33,7 @@ class Scale(models.Model):
 
 
 class Transformer(models.Model):
-    """A team's mapping of every grade of one scale to a grade of another (METRICS.md stage 0)."""
+    """A team's mapping of every grade of one scale to one of another (docs/METRICS.md stage 0)."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="transformers")
     source = models.CharField(max_length=50)
@@ -173,7 +173,7 @@ class PoolJudgment(models.Model):
 
     Imported judgments (CSV, TREC qrels) belong to no evaluation and no grader: they join
     the pool of every keyword of the team with the same normalized text on the same scale
-    (METRICS.md, the keyword's pool), so `recall`, `best` and `ideal: pool` count them.
+    (docs/METRICS.md, the keyword's pool), so `recall`, `best` and `ideal: pool` count them.
     Several rows for one (text, document) are several grades, aggregated like slots.
     """
 

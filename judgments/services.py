@@ -1,7 +1,7 @@
 """Every write of the judgments app: slots, the grading queue, grades, scales, transformers.
 
 Any service that sets, changes or clears a grade calls `keywords_mark_dirty` inside its
-transaction (DESIGN.md, the recompute pipeline), so a recompute can never miss it.
+transaction (docs/ARCHITECTURE.md, the recompute pipeline), so a recompute can never miss it.
 """
 
 from collections.abc import Iterable, Sequence

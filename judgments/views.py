@@ -316,7 +316,7 @@ def scale_delete(request: HttpRequest, scale_id: int) -> HttpResponse:
 @login_required
 def transformer_edit(request: HttpRequest) -> HttpResponse:
     """Create or replace the team's transformer between two scales (prefilled with the
-    current mapping: the team's own, else the METRICS.md default)."""
+    current mapping: the team's own, else the docs/METRICS.md default)."""
     team = _admin_team(request)
     team_scales = scale_lookup.scales_for_team(team_id=team.pk)
     if request.method == "POST":

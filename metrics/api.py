@@ -70,7 +70,7 @@ class KeywordListApi(APIView):
 
 
 class EvaluationCompareApi(APIView):
-    """B against A over their shared keywords (DESIGN.md: GET /evaluations/{a}/compare/{b}/)."""
+    """B against A over their shared keywords: GET /evaluations/{a}/compare/{b}/."""
 
     class FilterSerializer(serializers.Serializer):
         metric = serializers.IntegerField(

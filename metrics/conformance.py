@@ -1,4 +1,4 @@
-"""``python -m metrics.conformance``: METRICS.md's JSON Lines interface to the engine.
+"""``python -m metrics.conformance``: docs/METRICS.md's JSON Lines interface to the engine.
 
 Reads one JSON object per line on stdin and writes, in order and flushed line by line,
 ``{"id", "value"}`` (a full-precision float or null) or ``{"id", "error"}`` (a message that

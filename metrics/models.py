@@ -53,7 +53,7 @@ class TeamBaseline(models.Model):
     """The finished evaluation a team compares its other evaluations against.
 
     It lives here rather than on searchtweak.Team because searchtweak may not know about
-    evaluations (DESIGN.md dependency direction).
+    evaluations (docs/ARCHITECTURE.md dependency direction).
     """
 
     team = models.OneToOneField(

@@ -47,7 +47,7 @@ def keyword_results(*, keyword_id: int) -> KeywordResults:
 
 def keyword_pool_others(*, keyword: Keyword, evaluation: Evaluation) -> list[tuple[str, Grades]]:
     """Grades given to documents for this keyword text by the team's other evaluations on the
-    same scale (METRICS.md, the keyword's pool), and the judgments imported into the team's
+    same scale (docs/METRICS.md, the keyword's pool), and the judgments imported into the team's
     pool for this text and scale. The keyword's own results are not included:
     the metric engine adds them to the pool itself.
 

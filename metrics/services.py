@@ -1,4 +1,4 @@
-"""The recompute pipeline (DESIGN.md): stored metric values always follow the grades.
+"""The recompute pipeline (docs/ARCHITECTURE.md): stored metric values always follow the grades.
 
 Every write is labelled with the keyword version whose grades produced it and only lands
 if nothing newer landed first, so runs may overlap, repeat or arrive out of order and the
@@ -69,7 +69,7 @@ def evaluation_scale(evaluation: Evaluation) -> core.Scale | str:
 
 def evaluation_transformers(evaluation: Evaluation) -> dict:
     """The transformers from the evaluation's scale: the team's, overridden by the
-    evaluation's own (METRICS.md stage 0). Team transformers between other scales are left
+    evaluation's own (docs/METRICS.md stage 0). Team transformers between other scales are left
     out; they are not this evaluation's to validate."""
     prefix = f"{evaluation.scale}->"
     team_transformers = hooks.scale_provider().transformers(evaluation.team)

@@ -3,7 +3,7 @@
 Each API view nests its own `InputSerializer` / `OutputSerializer` (STYLE.md), so the
 class name alone is not unique: components are named after the qualified name
 (`EvaluationCompareApi.OutputSerializer` → `EvaluationCompareOutput`). Every operation
-documents the error shapes the API answers with (DESIGN.md): 400 `ValidationError` (field
+documents the error shapes the API answers with (docs/ARCHITECTURE.md): 400 `ValidationError` (field
 → messages), and `Error` (`{"detail"}`) for 401, 403 and 404.
 """
 

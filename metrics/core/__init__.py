@@ -1,4 +1,4 @@
-"""SearchTweak's metric engine: every number of METRICS.md, pure Python + numpy.
+"""SearchTweak's metric engine: every number of docs/METRICS.md, pure Python + numpy.
 
 No Django here: the application calls these functions with arrays or plain lists and
 stores what they return. Values are floats; null is None (per keyword) or NaN (arrays).

@@ -1,4 +1,4 @@
-"""Stages 0 and 1 of METRICS.md, vectorised: grade arrays → one value per snapshot.
+"""Stages 0 and 1 of docs/METRICS.md, vectorised: grade arrays → one value per snapshot.
 
 A grade block is a float array (..., slots) on the evaluation's scale, NaN for an empty
 slot. Each grade becomes an integer *code* (grade - lo; the scale's size L for NaN), the

@@ -1,4 +1,4 @@
-"""Stage 2 of METRICS.md: every grade metric over aggregated values, vectorised.
+"""Stage 2 of docs/METRICS.md: every grade metric over aggregated values, vectorised.
 
 Each kernel takes float64 arrays (keywords, m) derived position by position from the
 aggregated v_1..v_m on the metric's scale (NaN = null): ``relevant``, ``gains``, ``stop``

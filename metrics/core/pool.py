@@ -1,4 +1,4 @@
-"""The keyword's pool (METRICS.md, "The keyword's pool") as arrays for the batch path."""
+"""The keyword's pool (docs/METRICS.md, "The keyword's pool") as arrays for the batch path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The metric codes of METRICS.md with the scale each needs, its parameters and their checks."""
+"""The metric codes of docs/METRICS.md with the scale each needs, its parameters, their checks."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class MetricSpec:
 
 @dataclass(frozen=True)
 class Params:
-    """Validated metric parameters with their defaults (METRICS.md, Parameters)."""
+    """Validated metric parameters with their defaults (docs/METRICS.md, Parameters)."""
 
     gain: str = "linear"
     ideal: str = "local"

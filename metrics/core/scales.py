@@ -16,7 +16,7 @@ DETAIL = "detail"
 def is_integer(value: Any) -> bool:
     """True for an int or an integral finite float; False for bool, str and the rest.
 
-    ``true`` and ``"3"`` are not grades (METRICS.md, Invalid input); ``3.0`` is the
+    ``true`` and ``"3"`` are not grades (docs/METRICS.md, Invalid input); ``3.0`` is the
     integer 3, as JSON Schema and the float grade arrays of the batch path both read it.
     """
     if isinstance(value, bool):
@@ -30,7 +30,7 @@ def is_integer(value: Any) -> bool:
 class Scale:
     """An integer grade scale lo..hi (inclusive) with optional labels per grade.
 
-    The built-ins are binary 0..1, graded 0..3 and detail 1..10 (METRICS.md, Notation);
+    The built-ins are binary 0..1, graded 0..3 and detail 1..10 (docs/METRICS.md, Notation);
     admins define further ones. ``code`` identifies the scale in transformer keys
     (``"<src>-><dst>"``), so it must not contain ``"->"``.
     """

@@ -1,4 +1,4 @@
-"""Stage 0 of METRICS.md: transformers between scales, their defaults and validation."""
+"""Stage 0 of docs/METRICS.md: transformers between scales, their defaults and validation."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def transformer_key(src: Scale, dst: Scale) -> str:
 
 
 def default_transformer(src: Scale | str, dst: Scale | str) -> Transformer | None:
-    """The default mapping of METRICS.md stage 0 between two built-in scales.
+    """The default mapping of docs/METRICS.md stage 0 between two built-in scales.
 
     Identity when ``src`` and ``dst`` are the same scale; None when there is no default
     (an admin-defined scale needs an explicit transformer before the evaluation starts).

@@ -1,4 +1,4 @@
-"""The endpoints, models and evaluations API (DESIGN.md /api/v1/)."""
+"""The endpoints, models and evaluations API (docs/ARCHITECTURE.md /api/v1/)."""
 
 import pytest
 from rest_framework.test import APIClient

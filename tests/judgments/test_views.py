@@ -218,7 +218,7 @@ def test_a_bad_scale_shows_the_offending_line(personas):
 def test_a_transformer_is_validated_line_by_line(personas):
     client = client_for(personas.admin)
     form = client.get("/transformers/edit/?source=graded&target=binary").content.decode()
-    assert "0 = 0\n1 = 1\n2 = 1\n3 = 1" in form  # the METRICS.md default, prefilled
+    assert "0 = 0\n1 = 1\n2 = 1\n3 = 1" in form  # the docs/METRICS.md default, prefilled
     response = client.post("/transformers/edit/", {
         "source": "graded", "target": "binary", "mapping": "0 = 0\n1 = 5\n2 = 1\n3 = 1"})
     assert response.status_code == 400

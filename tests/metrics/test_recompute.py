@@ -91,7 +91,7 @@ def test_means_skip_null_keywords_and_count_the_rest(grade):
                          (slot(evaluation, "two", 1), 3)])
     # "three" stays ungraded: P is null there and left out of the mean.
     assert means(evaluation)["precision"] == (pytest.approx((0.5 + 1.0) / 2), 2)
-    # RR of an all-null keyword is null too (METRICS.md: all null gives null).
+    # RR of an all-null keyword is null too (docs/METRICS.md: all null gives null).
     assert means(evaluation)["rr"] == (pytest.approx((0.5 + 1.0) / 2), 2)
 
 

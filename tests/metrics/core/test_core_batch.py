@@ -1,6 +1,6 @@
 """evaluate_batch on many keywords equals the per-keyword path and a plain reference.
 
-The reference below is a deliberately naive, scalar transcription of METRICS.md (lists,
+The reference below is a deliberately naive, scalar transcription of docs/METRICS.md (lists,
 loops, no numpy): an independent oracle for both entry points.
 """
 
@@ -34,7 +34,7 @@ def reference_aggregate(grades, transformer, majority):
 
 
 def reference_value(metric, results, k, scale, params, extra_pool):
-    """METRICS.md stage 2 on (doc, grades) results, written for clarity only."""
+    """docs/METRICS.md stage 2 on (doc, grades) results, written for clarity only."""
     needs = METRICS[metric].scale
     target = SCALES[needs]
     transformer = default_transformer(scale, target)

@@ -1,4 +1,4 @@
-"""Hand-computed values of METRICS.md for each metric, parameter, scale and error."""
+"""Hand-computed values of docs/METRICS.md for each metric, parameter, scale and error."""
 
 import math
 

@@ -111,7 +111,7 @@ def test_it_agrees_with_trec_eval(judged_runs, metric, params, measure, key, qre
 
 
 def test_recall_is_null_where_trec_eval_says_zero(judged_runs):
-    # METRICS.md: R_pool = 0 → null (left out of the mean); trec_eval reports 0 there.
+    # docs/METRICS.md: R_pool = 0 → null (left out of the mean); trec_eval reports 0 there.
     actual = ours("recall", judged_runs)
     _, _, _, pooled, _ = judged_runs
     nothing_relevant = [all(rel == 0 for rel in pooled[f"q{q}"].values()) for q in range(KEYWORDS)]
