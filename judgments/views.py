@@ -95,7 +95,11 @@ def _render_grading(
             "slot_url": reverse("judgments:slot", args=[slot.pk]) + scope.query,
         })
     else:
-        context["slot_url"] = scope.queue_url
+        context.update({
+            "slot_url": scope.queue_url,
+            "empty": selectors.grader_empty_queue(
+                user=request.user, team=scope.team, evaluation=scope.evaluation),
+        })
     template = "judgments/_grade_panel.html" if request.htmx else "judgments/grade.html"
     return render(request, template, context, status=status)
 

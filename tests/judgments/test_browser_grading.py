@@ -76,7 +76,7 @@ def test_a_grader_grades_by_keyboard_goes_back_and_skips(page, live_server, pers
     press_and_wait(page, "3", mine=11)
     expect_document(page, 1, 6)
     press_and_wait(page, "0", mine=12)
-    expect(page.get_by_test_id("thank-you")).to_contain_text("You graded 12 results")
+    expect(page.get_by_test_id("empty-queue")).to_contain_text("You graded 12 results")
 
     grades = {
         (slot.keyword.position, slot.snapshot.position): (slot.grade, slot.unsure, slot.note)

@@ -98,7 +98,7 @@ def test_a_grade_for_a_finished_evaluation_is_refused_with_a_message(personas):
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FINISHED)
     response = client.post(f"/grade/slots/{slot.pk}/", {"grade": "2"}, follow=True)
     html = response.content.decode()
-    assert "finished" in html and 'data-testid="thank-you"' in html
+    assert "finished" in html and 'data-reason="inactive"' in html
     assert FeedbackSlot.objects.get(pk=slot.pk).grade is None
 
 
@@ -126,9 +126,51 @@ def test_the_previous_result_can_be_regraded(personas):
     assert FeedbackSlot.objects.get(pk=first.pk).grade == 0
 
 
-def test_the_thank_you_shows_when_nothing_is_left(personas):
-    response = client_for(personas.grader).get("/grade/")
-    assert 'data-testid="thank-you"' in response.content.decode()
+def test_the_empty_page_thanks_a_grader_who_graded_everything(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=2)
+    client = client_for(personas.grader)
+    for _ in range(2):
+        client.get("/grade/")
+        slot = FeedbackSlot.objects.get(user=personas.grader, grade__isnull=True)
+        client.post(f"/grade/slots/{slot.pk}/", {"grade": "1"})
+    html = client.get("/grade/").content.decode()
+    assert 'data-reason="done"' in html and "Thank you!" in html
+    assert "Nothing is left for you to grade right now." in html
+    assert "You graded 2 results." in html
+
+
+def test_the_empty_page_says_nothing_is_active(personas):
+    paused = evaluation_with_slots(personas.team, keywords=1, positions=2,
+                                   status=Evaluation.Status.PENDING, name="Shoes")
+    client = client_for(personas.grader)
+    html = client.get("/grade/").content.decode()
+    assert 'data-reason="inactive"' in html and "Thank you" not in html
+    assert "No evaluation of Acme is active right now" in html
+    html = client.get(f"/grade/evaluations/{paused.pk}/").content.decode()
+    assert "Shoes is not active (pending)" in html
+
+
+def test_the_empty_page_says_how_many_results_wait_for_which_tags(personas):
+    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    evaluation_with_slots(personas.team, keywords=3, positions=4, tags=["de", "Fashion"])
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    assert 'data-reason="routed"' in html and "Thank you" not in html
+    assert "Nothing is routed to you" in html
+    assert "12 results wait for graders tagged <code>de</code>, <code>fashion</code>." in html
+    assert "You carry <code>de</code>." in html
+    assert not FeedbackSlot.objects.filter(user=personas.grader).exists()
+
+
+def test_the_empty_page_says_others_hold_the_rest_for_now(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=3)
+    for user in (personas.lead, personas.admin, personas.owner):
+        services.slot_claim_next(user=user, team=personas.team)
+    first_free = min(FeedbackSlot.objects.values_list("lease_expires_at", flat=True))
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    assert 'data-reason="leased"' in html and "Thank you" not in html
+    assert "3 results are reserved for other graders right now." in html
+    local = timezone.localtime(first_free)
+    assert f"look again after {local:%H:%M}." in html
 
 
 def test_grading_pages_refuse_wrong_methods_and_outsiders(personas):
