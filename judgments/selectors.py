@@ -1,7 +1,10 @@
 """Reads for the grading pages and APIs, and the access functions they go through."""
 
+import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 import markdown
 import nh3
@@ -243,6 +246,30 @@ def guidelines_html(*, text: str) -> SafeString:
         return mark_safe("")
     rendered = markdown.markdown(text, extensions=["sane_lists"])
     return mark_safe(nh3.clean(rendered, link_rel="noopener noreferrer nofollow"))
+
+
+# Images a browser shows without running anything: raster and SVG data URIs (an SVG in an
+# <img> runs no script) and web addresses; never javascript:, other data: types or paths.
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]", re.IGNORECASE)
+
+
+def document_image_src(image: str) -> str:
+    """A result's image (the mapper's `image`) as an <img src>, or "" when unsafe."""
+    image = (image or "").strip()
+    if _DATA_IMAGE.match(image):
+        return image
+    parsed = urlsplit(image)
+    if parsed.scheme.lower() in ("http", "https") and parsed.netloc:
+        return image
+    return ""
+
+
+def lease_minutes_left(slot: FeedbackSlot) -> int:
+    """Whole minutes, rounded up, until the grader's reservation of an ungraded slot ends."""
+    if slot.grade is not None or slot.lease_expires_at is None:
+        return 0
+    seconds = (slot.lease_expires_at - timezone.now()).total_seconds()
+    return max(0, math.ceil(seconds / 60))
 
 
 # --- lists ---

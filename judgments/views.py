@@ -90,8 +90,8 @@ def _render_grading(
             "regrade": slot.grade is not None,
             "current_label": context_scale.label_of(slot.grade) if context_scale else "",
             "fields": [(label, value) for label, value in (slot.snapshot.fields or {}).items()],
-            "image": slot.snapshot.image if slot.snapshot.image.startswith(
-                ("http://", "https://", "/")) else "",
+            "image": selectors.document_image_src(slot.snapshot.image),
+            "lease_minutes": selectors.lease_minutes_left(slot),
             "slot_url": reverse("judgments:slot", args=[slot.pk]) + scope.query,
         })
     else:

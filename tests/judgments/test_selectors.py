@@ -141,3 +141,38 @@ def test_it_ignores_tags_carried_in_another_team_or_by_a_former_member(personas)
 def test_an_evaluation_without_routing_tags_needs_no_carrier(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
     assert selectors.routing_tags_nobody_carries(evaluation=evaluation) == ()
+
+
+# --- document_image_src ---
+
+SVG_URI = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4="
+
+
+@pytest.mark.parametrize("image", [
+    SVG_URI,
+    "data:image/png;base64,iVBORw0KGgo=",
+    "DATA:image/JPEG;base64,/9j/4AAQ",
+    "data:image/webp,UklGR",
+    "data:image/gif;base64,R0lGODlh",
+    "https://cdn.example.com/shoe.jpg?w=200",
+    "http://img.example.com/a.png",
+])
+def test_it_shows_data_images_and_web_addresses(image):
+    assert selectors.document_image_src(f"  {image} ") == image
+
+
+@pytest.mark.parametrize("image", [
+    "javascript:alert(1)",
+    " JavaScript:alert(1)",
+    "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+    "data:image/svg+xmlx,<svg/>",
+    "data:image/bmp;base64,Qk0=",
+    "vbscript:msgbox",
+    "/media/shoe.jpg",
+    "//evil.example.com/x.png",
+    "https:///nohost.png",
+    "ftp://example.com/a.png",
+    "",
+])
+def test_it_refuses_anything_else_as_an_image(image):
+    assert selectors.document_image_src(image) == ""

@@ -40,6 +40,71 @@ def test_the_grading_page_shows_the_next_result_with_its_grades(personas):
     assert FeedbackSlot.objects.get(user=personas.grader).snapshot_id == snapshot.pk
 
 
+SVG_URI = ("data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHdp"
+           "ZHRoPSI5NiIgaGVpZ2h0PSI5NiIvPg==")
+
+
+def page_with_image(personas, image: str) -> str:
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    evaluation.keywords.get().snapshots.update(image=image)
+    response = client_for(personas.grader).get("/grade/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_grading_page_shows_a_data_uri_image(personas):
+    html = page_with_image(personas, SVG_URI)
+    assert f'<img src="{SVG_URI}" alt="" class="grade-image" data-testid="document-image">' in html
+
+
+def test_the_grading_page_shows_an_https_image(personas):
+    html = page_with_image(personas, "https://cdn.example.com/shoe.jpg?w=200&h=200")
+    assert ('<img src="https://cdn.example.com/shoe.jpg?w=200&amp;h=200" alt=""'
+            in html)
+
+
+@pytest.mark.parametrize("image", [
+    "javascript:alert(1)", "data:text/html;base64,PHNjcmlwdD4=", "/media/x.png"])
+def test_the_grading_page_renders_no_other_image_source(personas, image):
+    html = page_with_image(personas, image)
+    assert 'data-testid="document-image"' not in html and "<img" not in html
+    assert image not in html
+
+
+def test_the_position_shows_only_when_the_evaluation_shows_positions(personas):
+    hidden = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    shown = evaluation_with_slots(personas.team, keywords=1, positions=2, show_position=True)
+    client = client_for(personas.grader)
+    html = client.get(f"/grade/evaluations/{hidden.pk}/").content.decode()
+    assert "Result 1 for query 1" in html
+    assert 'data-testid="position"' not in html and "Position 1" not in html
+    held = FeedbackSlot.objects.get(user=personas.grader)
+    client.post(f"/grade/slots/{held.pk}/?evaluation={hidden.pk}", {"grade": "2"})
+    html = client.get(f"/grade/evaluations/{shown.pk}/").content.decode()
+    assert "Result 1 for query 1" in html
+    assert 'data-testid="position" title="Where the search engine ranked this result">' \
+        'Position 1</span>' in html
+
+
+def test_the_grading_page_says_how_long_the_result_is_reserved(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=1)
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    until = timezone.localtime(FeedbackSlot.objects.get(user=personas.grader).lease_expires_at)
+    assert f"Reserved for you for 5 more minutes (until {until:%H:%M})" in html
+    assert "Lease until" not in html
+
+
+def test_the_grading_page_lists_its_keys_without_inline_scripts(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=1, scale="binary")
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    assert '<dialog id="key-help"' in html and 'data-action="keys"' in html
+    for line in ("<dd>Grade 0 (Irrelevant)</dd>", "<dd>Grade 1 (Relevant)</dd>",
+                 "<dd>Back to the previous result</dd>", "<dd>Skip for now</dd>",
+                 "<dd>Close this panel</dd>"):
+        assert line in html
+    assert "<script>" not in html and " onclick=" not in html and " onkeydown=" not in html
+
+
 def test_posting_a_grade_saves_it_and_moves_on(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=2)
     client = client_for(personas.grader)
