@@ -2,7 +2,8 @@
 
 import pytest
 
-from evaluations.models import Evaluation
+from evaluations.demo import product_image
+from evaluations.models import DemoProduct, Evaluation
 from judgments import selectors, services
 from judgments.models import FeedbackSlot
 from tests.judgments.builders import evaluation_with_slots
@@ -159,6 +160,13 @@ SVG_URI = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjA
 ])
 def test_it_shows_data_images_and_web_addresses(image):
     assert selectors.document_image_src(f"  {image} ") == image
+
+
+def test_it_shows_the_demo_engines_images():
+    # The demo search answers data:image/svg+xml URIs; they used to be dropped.
+    image = product_image(DemoProduct(sku="D1", title="Red running shoe", color="red"))
+    assert image.startswith("data:image/svg+xml;base64,")
+    assert selectors.document_image_src(image) == image
 
 
 @pytest.mark.parametrize("image", [
