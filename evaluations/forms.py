@@ -196,7 +196,10 @@ class EvaluationForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={**MONO, "rows": 3}),
         label="Transformer overrides (JSON, optional)",
         help_text='e.g. {"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}}')
-    tags = forms.CharField(required=False, max_length=500, help_text="Comma-separated.")
+    tags = forms.CharField(
+        required=False, max_length=500, label="Grader routing tags",
+        help_text="Comma-separated. Only graders carrying all of these tags get this "
+                  "evaluation's results; leave empty to hand them to every member.")
     guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                  help_text="Shown to graders.")
     reuse_grades = forms.ChoiceField(choices=Evaluation.Reuse.choices,

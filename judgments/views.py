@@ -90,12 +90,16 @@ def _render_grading(
             "regrade": slot.grade is not None,
             "current_label": context_scale.label_of(slot.grade) if context_scale else "",
             "fields": [(label, value) for label, value in (slot.snapshot.fields or {}).items()],
-            "image": slot.snapshot.image if slot.snapshot.image.startswith(
-                ("http://", "https://", "/")) else "",
+            "image": selectors.document_image_src(slot.snapshot.image),
+            "lease_minutes": selectors.lease_minutes_left(slot),
             "slot_url": reverse("judgments:slot", args=[slot.pk]) + scope.query,
         })
     else:
-        context["slot_url"] = scope.queue_url
+        context.update({
+            "slot_url": scope.queue_url,
+            "empty": selectors.grader_empty_queue(
+                user=request.user, team=scope.team, evaluation=scope.evaluation),
+        })
     template = "judgments/_grade_panel.html" if request.htmx else "judgments/grade.html"
     return render(request, template, context, status=status)
 

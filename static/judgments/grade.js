@@ -2,6 +2,7 @@
 // this only adds keys and swaps the grading panel in place instead of reloading.
 //   digit  = that grade (0 = 10 on the detail scale)
 //   Backspace = previous result, S = skip for now, U = unsure (type a note, Enter/Esc to return)
+//   ? = the panel listing these keys (Esc or ? closes it)
 (function () {
   "use strict";
   let busy = false;
@@ -50,7 +51,8 @@
 
   document.addEventListener("submit", (event) => {
     const form = event.target;
-    if (!form.closest("#grade-panel")) return;
+    // The key panel's Close form only closes its <dialog>: the browser does that itself.
+    if (!form.closest("#grade-panel") || form.method === "dialog") return;
     event.preventDefault();
     const data = new FormData(form);
     if (event.submitter && event.submitter.name) {
@@ -68,7 +70,23 @@
     });
   });
 
+  function keyHelp() {
+    return document.getElementById("key-help");
+  }
+
+  function toggleKeyHelp() {
+    const dialog = keyHelp();
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+
   document.addEventListener("click", (event) => {
+    if (event.target.closest("#grade-panel [data-action=keys]")) {
+      event.preventDefault();
+      toggleKeyHelp();
+      return;
+    }
     const link = event.target.closest("#grade-panel a[data-fetch]");
     if (!link) return;
     event.preventDefault();
@@ -88,6 +106,20 @@
       return;
     }
     const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    const help = keyHelp();
+    if (help && help.open) {
+      // While the key panel is open no key grades: Esc (the dialog's own) or ? closes it.
+      if (key === "?") {
+        event.preventDefault();
+        help.close();
+      }
+      return;
+    }
+    if (key === "?") {
+      event.preventDefault();
+      toggleKeyHelp();
+      return;
+    }
     const gradeButton = root.querySelector(`button[data-key="${CSS.escape(key)}"]`);
     let action = null;
     if (gradeButton) action = gradeButton;

@@ -1,5 +1,6 @@
 """A grader at work in a real Chromium: keyboard only, through the real login page."""
 
+from base64 import b64encode
 from pathlib import Path
 
 import pytest
@@ -76,7 +77,7 @@ def test_a_grader_grades_by_keyboard_goes_back_and_skips(page, live_server, pers
     press_and_wait(page, "3", mine=11)
     expect_document(page, 1, 6)
     press_and_wait(page, "0", mine=12)
-    expect(page.get_by_test_id("thank-you")).to_contain_text("You graded 12 results")
+    expect(page.get_by_test_id("empty-queue")).to_contain_text("You graded 12 results")
 
     grades = {
         (slot.keyword.position, slot.snapshot.position): (slot.grade, slot.unsure, slot.note)
@@ -145,3 +146,89 @@ def test_screenshot_of_the_grading_page_on_each_scale(page, live_server, persona
         expect(page.get_by_role("button", name="Superb")).to_be_visible()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"grading-{scale}.png"), full_page=True)
+
+
+def svg_tile(color: str, text: str) -> str:
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="96" height="96">'
+           f'<rect width="96" height="96" rx="14" fill="{color}"/>'
+           f'<text x="48" y="58" font-family="sans-serif" font-size="30" fill="#fff" '
+           f'text-anchor="middle">{text}</text></svg>')
+    return "data:image/svg+xml;base64," + b64encode(svg.encode()).decode()
+
+
+IMAGE_LOADED = """() => {
+  const img = document.querySelector("[data-testid=document-image]");
+  return img !== null && img.complete && img.naturalWidth > 0;
+}"""
+
+
+def test_a_grader_sees_images_and_the_key_panel_and_grades_by_keyboard(
+        page, live_server, personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=4,
+                                       show_position=True, texts=["running shoes"])
+    colors = ["#2456d3", "#079455", "#b42318", "#f79009"]
+    snapshots = evaluation.keywords.get().snapshots.order_by("position")
+    for snapshot, color in zip(snapshots, colors, strict=True):
+        snapshot.image = svg_tile(color, f"P{snapshot.position}")
+        snapshot.save(update_fields=["image"])
+    log_in(page, live_server, "grader")
+    page.goto(f"{live_server.url}/grade/")
+    keys_ready(page)
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    page.wait_for_function(IMAGE_LOADED)
+    assert page.get_by_test_id("document-image").evaluate("img => img.naturalWidth") == 96
+    expect(page.get_by_test_id("position")).to_have_text("Position 1")
+    expect(page.get_by_test_id("reservation")).to_contain_text(
+        "Reserved for you for 5 more minutes")
+    expect(page.get_by_role("button", name="? Keys")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "grading-image.png"), full_page=True)
+
+    # ? opens the key panel; while it is open a digit grades nothing; Esc closes it.
+    page.keyboard.press("?")
+    help_panel = page.get_by_test_id("key-help")
+    expect(help_panel).to_be_visible()
+    expect(help_panel).to_contain_text("Skip for now")
+    expect(help_panel).to_contain_text("Grade 3 (Perfect)")
+    page.screenshot(path=str(ARTIFACTS / "grading-keys.png"), full_page=True)
+    page.keyboard.press("2")
+    page.keyboard.press("Escape")
+    expect(help_panel).to_be_hidden()
+    expect(page.get_by_test_id("mine-count")).to_have_text("0")
+    assert not FeedbackSlot.objects.filter(grade__isnull=False).exists()
+
+    # Three results graded by keyboard only, each with its own image loaded.
+    for mine, key in enumerate(["2", "3", "1"], start=1):
+        press_and_wait(page, key, mine=mine)
+        expect(page.get_by_test_id("position")).to_have_text(f"Position {mine + 1}")
+        page.wait_for_function(IMAGE_LOADED)
+    assert page.get_by_test_id("document-image").get_attribute("src") == svg_tile(
+        colors[3], "P4")
+    grades = dict(FeedbackSlot.objects.filter(grade__isnull=False)
+                  .values_list("snapshot__position", "grade"))
+    assert grades == {1: 2, 2: 3, 3: 1}
+
+    # The ? Keys button opens the same panel; ? closes it again.
+    page.get_by_role("button", name="? Keys").click()
+    expect(help_panel).to_be_visible()
+    page.keyboard.press("?")
+    expect(help_panel).to_be_hidden()
+
+
+def test_screenshots_of_an_empty_queue_routed_to_other_tags(page, live_server, personas):
+    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    evaluation = evaluation_with_slots(personas.team, keywords=3, positions=4,
+                                       tags=["de", "fashion"], name="Shoes DE")
+    log_in(page, live_server, "grader")
+    page.goto(f"{live_server.url}/grade/")
+    expect(page.get_by_test_id("empty-queue")).to_contain_text(
+        "12 results wait for graders tagged de, fashion.")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "grading-empty-routed.png"), full_page=True)
+    page.context.clear_cookies()
+    log_in(page, live_server, "admin")
+    page.goto(f"{live_server.url}/evaluations/{evaluation.pk}/")
+    expect(page.get_by_test_id("routing-warning")).to_contain_text(
+        "No grader carries all of the routing tags de, fashion: nobody will be handed these "
+        "results.")
+    page.screenshot(path=str(ARTIFACTS / "evaluation-routing-warning.png"), full_page=True)

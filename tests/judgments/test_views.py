@@ -40,6 +40,71 @@ def test_the_grading_page_shows_the_next_result_with_its_grades(personas):
     assert FeedbackSlot.objects.get(user=personas.grader).snapshot_id == snapshot.pk
 
 
+SVG_URI = ("data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHdp"
+           "ZHRoPSI5NiIgaGVpZ2h0PSI5NiIvPg==")
+
+
+def page_with_image(personas, image: str) -> str:
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    evaluation.keywords.get().snapshots.update(image=image)
+    response = client_for(personas.grader).get("/grade/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_grading_page_shows_a_data_uri_image(personas):
+    html = page_with_image(personas, SVG_URI)
+    assert f'<img src="{SVG_URI}" alt="" class="grade-image" data-testid="document-image">' in html
+
+
+def test_the_grading_page_shows_an_https_image(personas):
+    html = page_with_image(personas, "https://cdn.example.com/shoe.jpg?w=200&h=200")
+    assert ('<img src="https://cdn.example.com/shoe.jpg?w=200&amp;h=200" alt=""'
+            in html)
+
+
+@pytest.mark.parametrize("image", [
+    "javascript:alert(1)", "data:text/html;base64,PHNjcmlwdD4=", "/media/x.png"])
+def test_the_grading_page_renders_no_other_image_source(personas, image):
+    html = page_with_image(personas, image)
+    assert 'data-testid="document-image"' not in html and "<img" not in html
+    assert image not in html
+
+
+def test_the_position_shows_only_when_the_evaluation_shows_positions(personas):
+    hidden = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    shown = evaluation_with_slots(personas.team, keywords=1, positions=2, show_position=True)
+    client = client_for(personas.grader)
+    html = client.get(f"/grade/evaluations/{hidden.pk}/").content.decode()
+    assert "Result 1 for query 1" in html
+    assert 'data-testid="position"' not in html and "Position 1" not in html
+    held = FeedbackSlot.objects.get(user=personas.grader)
+    client.post(f"/grade/slots/{held.pk}/?evaluation={hidden.pk}", {"grade": "2"})
+    html = client.get(f"/grade/evaluations/{shown.pk}/").content.decode()
+    assert "Result 1 for query 1" in html
+    assert 'data-testid="position" title="Where the search engine ranked this result">' \
+        'Position 1</span>' in html
+
+
+def test_the_grading_page_says_how_long_the_result_is_reserved(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=1)
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    until = timezone.localtime(FeedbackSlot.objects.get(user=personas.grader).lease_expires_at)
+    assert f"Reserved for you for 5 more minutes (until {until:%H:%M})" in html
+    assert "Lease until" not in html
+
+
+def test_the_grading_page_lists_its_keys_without_inline_scripts(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=1, scale="binary")
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    assert '<dialog id="key-help"' in html and 'data-action="keys"' in html
+    for line in ("<dd>Grade 0 (Irrelevant)</dd>", "<dd>Grade 1 (Relevant)</dd>",
+                 "<dd>Back to the previous result</dd>", "<dd>Skip for now</dd>",
+                 "<dd>Close this panel</dd>"):
+        assert line in html
+    assert "<script>" not in html and " onclick=" not in html and " onkeydown=" not in html
+
+
 def test_posting_a_grade_saves_it_and_moves_on(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=2)
     client = client_for(personas.grader)
@@ -98,7 +163,7 @@ def test_a_grade_for_a_finished_evaluation_is_refused_with_a_message(personas):
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FINISHED)
     response = client.post(f"/grade/slots/{slot.pk}/", {"grade": "2"}, follow=True)
     html = response.content.decode()
-    assert "finished" in html and 'data-testid="thank-you"' in html
+    assert "finished" in html and 'data-reason="inactive"' in html
     assert FeedbackSlot.objects.get(pk=slot.pk).grade is None
 
 
@@ -126,9 +191,51 @@ def test_the_previous_result_can_be_regraded(personas):
     assert FeedbackSlot.objects.get(pk=first.pk).grade == 0
 
 
-def test_the_thank_you_shows_when_nothing_is_left(personas):
-    response = client_for(personas.grader).get("/grade/")
-    assert 'data-testid="thank-you"' in response.content.decode()
+def test_the_empty_page_thanks_a_grader_who_graded_everything(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=2)
+    client = client_for(personas.grader)
+    for _ in range(2):
+        client.get("/grade/")
+        slot = FeedbackSlot.objects.get(user=personas.grader, grade__isnull=True)
+        client.post(f"/grade/slots/{slot.pk}/", {"grade": "1"})
+    html = client.get("/grade/").content.decode()
+    assert 'data-reason="done"' in html and "Thank you!" in html
+    assert "Nothing is left for you to grade right now." in html
+    assert "You graded 2 results." in html
+
+
+def test_the_empty_page_says_nothing_is_active(personas):
+    paused = evaluation_with_slots(personas.team, keywords=1, positions=2,
+                                   status=Evaluation.Status.PENDING, name="Shoes")
+    client = client_for(personas.grader)
+    html = client.get("/grade/").content.decode()
+    assert 'data-reason="inactive"' in html and "Thank you" not in html
+    assert "No evaluation of Acme is active right now" in html
+    html = client.get(f"/grade/evaluations/{paused.pk}/").content.decode()
+    assert "Shoes is not active (pending)" in html
+
+
+def test_the_empty_page_says_how_many_results_wait_for_which_tags(personas):
+    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    evaluation_with_slots(personas.team, keywords=3, positions=4, tags=["de", "Fashion"])
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    assert 'data-reason="routed"' in html and "Thank you" not in html
+    assert "Nothing is routed to you" in html
+    assert "12 results wait for graders tagged <code>de</code>, <code>fashion</code>." in html
+    assert "You carry <code>de</code>." in html
+    assert not FeedbackSlot.objects.filter(user=personas.grader).exists()
+
+
+def test_the_empty_page_says_others_hold_the_rest_for_now(personas):
+    evaluation_with_slots(personas.team, keywords=1, positions=3)
+    for user in (personas.lead, personas.admin, personas.owner):
+        services.slot_claim_next(user=user, team=personas.team)
+    first_free = min(FeedbackSlot.objects.values_list("lease_expires_at", flat=True))
+    html = client_for(personas.grader).get("/grade/").content.decode()
+    assert 'data-reason="leased"' in html and "Thank you" not in html
+    assert "3 results are reserved for other graders right now." in html
+    local = timezone.localtime(first_free)
+    assert f"look again after {local:%H:%M}." in html
 
 
 def test_grading_pages_refuse_wrong_methods_and_outsiders(personas):
