@@ -5,6 +5,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -167,6 +168,8 @@ def slot_skip(request: HttpRequest, slot_id: int) -> HttpResponse:
 
 # --- leads: the feedback of one evaluation, graded or reset inline ---
 
+FEEDBACK_PAGE_SIZE = 100
+
 
 @require_GET
 @login_required
@@ -180,9 +183,15 @@ def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         grader_id=int(grader_id) if grader_id.isdigit() else None,
         keyword_id=int(keyword_id) if keyword_id.isdigit() else None,
     )
+    page = Paginator(rows, FEEDBACK_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "judgments/feedback_list.html", {
         "evaluation": evaluation,
-        "rows": rows,
+        "page": page,
+        "rows": page.object_list,
+        # Page links carry the filters, so page 2 is page 2 of the same rows.
+        "filter_query": urlencode(
+            {name: value for name, value in (("grader", grader_id), ("keyword", keyword_id))
+             if value}),
         "scale": scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale),
         "graders": selectors.evaluation_graders(evaluation=evaluation),
         "keywords": evaluation.keywords.order_by("position"),
