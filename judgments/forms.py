@@ -4,6 +4,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.utils.safestring import mark_safe
 
 from judgments.scales import GradeScale
 
@@ -35,8 +36,9 @@ class ScaleForm(forms.Form):
     hi = forms.IntegerField(label="Highest grade", min_value=0, max_value=10)
     labels = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8}),
-        help_text="One line per grade: the grade, its label and a colour, e.g. "
-                  "<code>1 Bad #d92d20</code>.",
+        # Safe: the example is markup written here, and the shared form template escapes.
+        help_text=mark_safe("One line per grade: the grade, its label and a colour, e.g. "
+                            "<code>1 Bad #d92d20</code>."),
     )
 
     def __init__(self, *args, editing: bool = False, **kwargs):
