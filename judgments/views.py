@@ -243,8 +243,7 @@ def _admin_team(request: HttpRequest) -> Team:
     membership = current_membership(user=request.user)
     if membership is None:
         raise Http404("No team.")
-    return team_get_for_user(user=request.user, team_id=membership.team_id,
-                             minimum_role=Role.ADMIN)
+    return selectors.team_get_for_admin(user=request.user, team_id=membership.team_id)
 
 
 @require_GET

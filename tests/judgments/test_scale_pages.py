@@ -109,3 +109,21 @@ def test_an_unknown_source_falls_back_to_graded(personas):
     assert _rows(html) == ["0", "1", "2", "3"]
     assert re.search(r'<select name="target"[^>]*>.*?<option value="binary" selected>',
                      html, flags=re.S)
+
+
+def test_the_transformer_form_needs_an_admin(personas):
+    for user, status in ((personas.lead, 403), (personas.grader, 403), (personas.outsider, 200)):
+        # The outsider is an owner of their own team: the form edits that team's transformers.
+        assert client_for(user).get("/transformers/edit/?source=detail").status_code == status
+    assert client_for(personas.admin).delete("/transformers/edit/").status_code == 405
+
+
+def test_a_scale_of_the_team_is_403_below_admin_and_404_outside(personas):
+    scale = services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=2,
+                                  labels={"1": {"label": "Bad"}, "2": {"label": "Good"}})
+    assert client_for(personas.admin).get(f"/scales/{scale.pk}/").status_code == 200
+    assert client_for(personas.grader).get(f"/scales/{scale.pk}/").status_code == 403
+    assert client_for(personas.outsider).get(f"/scales/{scale.pk}/").status_code == 404
+    assert client_for(personas.lead).post(f"/scales/{scale.pk}/delete/").status_code == 403
+    assert client_for(personas.outsider).post(f"/scales/{scale.pk}/delete/").status_code == 404
+    scale.refresh_from_db()

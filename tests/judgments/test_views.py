@@ -252,5 +252,5 @@ def test_admin_pages_need_an_admin(personas):
     for user in (personas.lead, personas.grader):
         client = client_for(user)
         for url in ("/scales/", "/scales/new/", "/transformers/edit/", "/grader-tags/"):
-            assert client.get(url).status_code == 404
+            assert client.get(url).status_code == 403
     assert client_for(personas.admin).post("/scales/").status_code == 405
