@@ -155,6 +155,18 @@ def transformer_get_for_user(*, user: User, transformer_id: int) -> Transformer:
     return transformer
 
 
+def team_scales(*, team: Team) -> QuerySet[Scale]:
+    return Scale.objects.filter(team=team).order_by("name", "pk")
+
+
+def team_transformers(*, team: Team) -> QuerySet[Transformer]:
+    return Transformer.objects.filter(team=team).order_by("source", "target")
+
+
+def transformer_for_pair(*, team: Team, source: str, target: str) -> Transformer | None:
+    return Transformer.objects.filter(team=team, source=source, target=target).first()
+
+
 # --- the queue ---
 
 
