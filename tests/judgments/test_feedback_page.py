@@ -3,7 +3,9 @@
 import re
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from judgments import services
 from judgments.models import FeedbackSlot
@@ -98,3 +100,16 @@ def test_the_evaluation_page_and_dashboard_link_it_for_leads(personas):
         assert lead_page.status_code == 200 and link in lead_page.content.decode(), url
         grader_page = client_for(personas.grader).get(url)
         assert grader_page.status_code == 200 and link not in grader_page.content.decode(), url
+
+
+def test_the_page_costs_the_same_queries_for_a_full_page(personas):
+    small = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    large = evaluation_with_slots(personas.team, keywords=3, positions=50)
+    client = client_for(personas.lead)
+    client.get(f"/feedback/evaluations/{small.pk}/")  # session and user rows warmed alike
+    counts = []
+    for evaluation in (small, large):
+        with CaptureQueriesContext(connection) as captured:
+            client.get(f"/feedback/evaluations/{evaluation.pk}/?page=1")
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1] <= 12
