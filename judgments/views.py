@@ -369,7 +369,9 @@ def transformer_edit(request: HttpRequest) -> HttpResponse:
     }, status=400 if form.errors else 200)
 
 
-def _known_mappings(team: Team, team_scales: list) -> dict[str, dict[str, int]]:
+def _known_mappings(
+    team: Team, team_scales: list[scale_lookup.GradeScale]
+) -> dict[str, dict[str, int]]:
     """Every "src->dst" pair of the team's scales that has a mapping: the team's own, else
     the default between built-ins."""
     mappings = {}
