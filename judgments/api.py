@@ -10,6 +10,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -181,11 +182,12 @@ class EvaluationSnapshotListApi(APIView):
 # --- export and import of judgments ---
 
 
-_TEXT_TYPES = {
-    "csv": ("text/csv; charset=utf-8", "csv"),
-    "trec": ("text/plain; charset=utf-8", "qrels"),
-    "trec_mapping": ("text/plain; charset=utf-8", "mapping.tsv"),
-    "trec_run": ("text/plain; charset=utf-8", "run"),
+_CONTENT_TYPES = {
+    "json": "application/json",
+    "csv": "text/csv; charset=utf-8",
+    "trec": "text/plain; charset=utf-8",
+    "trec_mapping": "text/plain; charset=utf-8",
+    "trec_run": "text/plain; charset=utf-8",
 }
 
 
@@ -253,6 +255,9 @@ class EvaluationJudgmentsApi(APIView):
     class ExportFilterSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=_EXPORT_FORMATS, default="json")
         per_grader = serializers.BooleanField(default=False)
+        download = serializers.BooleanField(
+            default=False, help_text="`json` only: answer the JSON as a file to save "
+            "(Content-Disposition: attachment); the other formats always are.")
 
     class InputSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=["csv", "trec"], default="csv")
@@ -279,7 +284,9 @@ class EvaluationJudgmentsApi(APIView):
             "`trec`: qrels `qid 0 docid grade` (aggregate rounded half up, qid = keyword "
             "position); `trec_mapping`: `qid<TAB>keyword`; `trec_run`: `qid Q0 docid rank "
             "score tag`. An evaluation that is not finished is exported too, marked partial: "
-            "header `X-SearchTweak-Partial: true` and `partial` in JSON."
+            "header `X-SearchTweak-Partial: true` and `partial` in JSON. Files are named "
+            "`searchtweak-<evaluation name slug, else id>-<judgments|judgments-per-grader|"
+            "qid-mapping|run>-<YYYYMMDD>.<json|csv|trec|tsv|run>`."
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> Response:
@@ -288,22 +295,27 @@ class EvaluationJudgmentsApi(APIView):
         filters = self.ExportFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         kind = filters.validated_data["format"]
+        per_grader = filters.validated_data["per_grader"]
         partial = "true" if exports.is_partial(evaluation) else "false"
+        name = exports.filename(evaluation, kind, per_grader=per_grader)
         if kind == "json":
-            response = Response(exports.judgments_json(evaluation))
-            response["X-SearchTweak-Partial"] = partial
-            return response
-        if kind == "csv":
+            data = exports.judgments_json(evaluation)
+            if not filters.validated_data["download"]:
+                # API clients read it inline; the name is there for a browser's "save as".
+                response = Response(data)
+                response["Content-Disposition"] = f'inline; filename="{name}"'
+                response["X-SearchTweak-Partial"] = partial
+                return response
+            # Rendered here: a browser's Accept would otherwise pick the browsable API.
+            body = JSONRenderer().render(data)
+        elif kind == "csv":
             body = (exports.judgments_csv_per_grader(evaluation)
-                    if filters.validated_data["per_grader"] else exports.judgments_csv(evaluation))
+                    if per_grader else exports.judgments_csv(evaluation))
         else:
             body = {"trec": exports.qrels, "trec_mapping": exports.trec_mapping,
                     "trec_run": exports.trec_run}[kind](evaluation)
-        content_type, extension = _TEXT_TYPES[kind]
-        http = HttpResponse(body, content_type=content_type)
-        http["Content-Disposition"] = (
-            f'attachment; filename="evaluation-{evaluation.pk}-judgments.{extension}"'
-            if kind != "trec_run" else f'attachment; filename="evaluation-{evaluation.pk}.run"')
+        http = HttpResponse(body, content_type=_CONTENT_TYPES[kind])
+        http["Content-Disposition"] = f'attachment; filename="{name}"'
         http["X-SearchTweak-Partial"] = partial
         return http
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from judgments import api
+from judgments import api, api_scales
 
 app_name = "judgments_api"
 urlpatterns = [
@@ -12,4 +12,11 @@ urlpatterns = [
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/judgments/", api.EvaluationJudgmentsApi.as_view(),
          name="judgments"),
+]
+urlpatterns += [
+    path("scales/", api_scales.ScaleListApi.as_view(), name="scales"),
+    path("scales/<int:scale_id>/", api_scales.ScaleDetailApi.as_view(), name="scale"),
+    path("transformers/", api_scales.TransformerListApi.as_view(), name="transformers"),
+    path("transformers/<int:transformer_id>/", api_scales.TransformerDetailApi.as_view(),
+         name="transformer"),
 ]

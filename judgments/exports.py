@@ -15,6 +15,9 @@
   results - rank + 1 (higher is better, as trec_eval sorts by score), tag `searchtweak-<id>`.
 Documents whose id contains whitespace cannot be written in the TREC formats faithfully;
 such characters are replaced by `_` there (CSV and JSON keep them).
+
+Each download is named for what it holds (`filename`), so several exports of several
+evaluations can sit side by side in a downloads folder.
 """
 
 import csv
@@ -23,8 +26,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
+from django.utils import timezone
+from django.utils.text import slugify
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments import scales as scale_lookup
@@ -33,6 +39,28 @@ from metrics import core
 from metrics.core.aggregate import Aggregation
 
 FORMATS = ("json", "csv", "trec", "trec_mapping", "trec_run")
+
+
+# What each format's file is called after "searchtweak-<evaluation>-", and its extension.
+_FILE_PARTS = {
+    "json": ("judgments", "json"),
+    "csv": ("judgments", "csv"),
+    "trec": ("judgments", "trec"),
+    "trec_mapping": ("qid-mapping", "tsv"),
+    "trec_run": ("run", "run"),
+}
+
+
+def filename(evaluation: Evaluation, kind: str, *, per_grader: bool = False,
+             on: date | None = None) -> str:
+    """`searchtweak-<slug of the name, else the id>-<what>-<YYYYMMDD>.<ext>`, e.g.
+    `searchtweak-shoes-q3-judgments-20260105.csv`; the date is the day of the export."""
+    what, extension = _FILE_PARTS[kind]
+    if kind == "csv" and per_grader:
+        what = "judgments-per-grader"
+    name = slugify(evaluation.name)[:60].strip("-") or str(evaluation.pk)
+    day = (on or timezone.localdate()).strftime("%Y%m%d")
+    return f"searchtweak-{name}-{what}-{day}.{extension}"
 
 
 def is_partial(evaluation: Evaluation) -> bool:

@@ -4,8 +4,9 @@ import re
 from typing import Any
 
 from django import forms
+from django.utils.safestring import mark_safe
 
-from judgments.scales import GradeScale
+from judgments.scales import Grade, GradeScale
 
 _INTEGER = re.compile(r"-?\d+")
 _COLOR = re.compile(r"#[0-9a-fA-F]{6}")
@@ -35,8 +36,9 @@ class ScaleForm(forms.Form):
     hi = forms.IntegerField(label="Highest grade", min_value=0, max_value=10)
     labels = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8}),
-        help_text="One line per grade: the grade, its label and a colour, e.g. "
-                  "<code>1 Bad #d92d20</code>.",
+        # Safe: the example is markup written here, and the shared form template escapes.
+        help_text=mark_safe("One line per grade: the grade, its label and a colour, e.g. "
+                            "<code>1 Bad #d92d20</code>."),
     )
 
     def __init__(self, *args, editing: bool = False, **kwargs):
@@ -76,60 +78,61 @@ class ScaleForm(forms.Form):
         )
 
 
+def _grade_text(grade: Grade) -> str:
+    # The detail scale's grades are labelled with their own number: "7", not "7 7".
+    return str(grade.value) if grade.label == str(grade.value) else f"{grade.value} {grade.label}"
+
+
 class TransformerForm(forms.Form):
+    """A transformer as one row per grade of the source scale: `grade_<g>` picks the target
+    grade of source grade g. The rows are those of the source the page was built for (the
+    posted one on a POST), so every grade of it must be mapped."""
+
     source = forms.ChoiceField()
     target = forms.ChoiceField()
-    mapping = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 10}),
-        help_text="One line per source grade: <code>source = target</code>, e.g. "
-                  "<code>2 = 1</code>.",
-    )
 
-    def __init__(self, *args, scales: list[GradeScale], **kwargs):
+    def __init__(self, *args, scales: list[GradeScale], source: str, target: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.scales = {scale.code: scale for scale in scales}
         choices = [(scale.code, scale.describe()) for scale in scales]
         self.fields["source"].choices = choices
         self.fields["target"].choices = choices
+        source_scale = self.scales.get(source)
+        target_scale = self.scales.get(target)
+        self.grade_field_names: list[str] = []
+        for grade in source_scale.grades if source_scale else ():
+            name = f"grade_{grade.value}"
+            self.fields[name] = forms.ChoiceField(
+                label=_grade_text(grade),
+                choices=[("", "—")] + [(str(g.value), _grade_text(g))
+                                       for g in (target_scale.grades if target_scale else ())],
+                error_messages={
+                    "required": f"Grade {grade.value} is not mapped.",
+                    "invalid_choice": "%(value)s is not a grade of "
+                                      f"{target_scale.describe() if target_scale else target}.",
+                },
+            )
+            self.grade_field_names.append(name)
+
+    @property
+    def grade_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.grade_field_names]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
-        source = self.scales.get(cleaned.get("source", ""))
-        target = self.scales.get(cleaned.get("target", ""))
-        text = cleaned.get("mapping")
-        if source is None or target is None or text is None:
-            return cleaned
-        if source.code == target.code:
+        source, target = cleaned.get("source"), cleaned.get("target")
+        if source and target and source == target:
             self.add_error("target", "Choose a scale other than the source.")
-            return cleaned
-        mapping: dict[str, int] = {}
-        problems = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            left, sep, right = line.replace("->", "=").partition("=")
-            left, right = left.strip(), right.strip()
-            if not sep or not _INTEGER.fullmatch(left) or not _INTEGER.fullmatch(right):
-                problems.append(f"Line {number}: write 'source = target', e.g. '2 = 1'.")
-            elif not source.contains(int(left)):
-                problems.append(f"Line {number}: {left} is not a grade of {source.describe()}.")
-            elif not target.contains(int(right)):
-                problems.append(f"Line {number}: {right} is not a grade of {target.describe()}.")
-            elif str(int(left)) in mapping:
-                problems.append(f"Line {number}: grade {int(left)} is mapped twice.")
-            else:
-                mapping[str(int(left))] = int(right)
-        for grade in range(source.lo, source.hi + 1):
-            if not problems and str(grade) not in mapping:
-                problems.append(f"Grade {grade} is not mapped: add a line '{grade} = …'.")
-        if problems:
-            self.add_error("mapping", problems)
-        cleaned["mapping"] = mapping
+        cleaned["mapping"] = {
+            name.removeprefix("grade_"): int(cleaned[name])
+            for name in self.grade_field_names if cleaned.get(name)
+        }
         return cleaned
 
     @staticmethod
-    def mapping_text(mapping: dict[Any, int]) -> str:
-        return "\n".join(f"{k} = {v}" for k, v in sorted(mapping.items(), key=lambda i: int(i[0])))
+    def initial_for(mapping: dict[Any, int] | None) -> dict[str, str]:
+        """The rows' initial values from a stored or default mapping."""
+        return {f"grade_{int(k)}": str(v) for k, v in (mapping or {}).items()}
 
 
 class GraderTagsForm(forms.Form):

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 import markdown
 import nh3
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Min, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -130,11 +131,22 @@ def assigned_slot(*, slot_id: int) -> dict:
     return assigned_slot_from_row(row)
 
 
+def team_get_for_admin(*, user: User, team_id: int) -> Team:
+    """The team whose scales and transformers the caller manages: 404 outside the caller's
+    teams, 403 with the reason for a member below admin."""
+    membership = membership_for(user=user, team_id=team_id)
+    if membership is None:
+        raise Http404("No such team.")
+    if not membership.can(Role.ADMIN):
+        raise PermissionDenied("Scales and transformers need the admin role.")
+    return membership.team
+
+
 def scale_get_for_user(*, user: User, scale_id: int) -> Scale:
     scale = Scale.objects.select_related("team").filter(pk=scale_id).first()
     if scale is None:
         raise Http404("No such scale.")
-    team_get_for_user(user=user, team_id=scale.team_id, minimum_role=Role.ADMIN)
+    team_get_for_admin(user=user, team_id=scale.team_id)
     return scale
 
 
@@ -142,8 +154,20 @@ def transformer_get_for_user(*, user: User, transformer_id: int) -> Transformer:
     transformer = Transformer.objects.select_related("team").filter(pk=transformer_id).first()
     if transformer is None:
         raise Http404("No such transformer.")
-    team_get_for_user(user=user, team_id=transformer.team_id, minimum_role=Role.ADMIN)
+    team_get_for_admin(user=user, team_id=transformer.team_id)
     return transformer
+
+
+def team_scales(*, team: Team) -> QuerySet[Scale]:
+    return Scale.objects.filter(team=team).order_by("name", "pk")
+
+
+def team_transformers(*, team: Team) -> QuerySet[Transformer]:
+    return Transformer.objects.filter(team=team).order_by("source", "target")
+
+
+def transformer_for_pair(*, team: Team, source: str, target: str) -> Transformer | None:
+    return Transformer.objects.filter(team=team, source=source, target=target).first()
 
 
 # --- the queue ---

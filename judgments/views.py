@@ -1,10 +1,12 @@
 """Grading pages (keyboard-first, plain POSTs that grade.js speeds up) and admin pages."""
 
+import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -171,6 +173,8 @@ def slot_skip(request: HttpRequest, slot_id: int) -> HttpResponse:
 
 # --- leads: the feedback of one evaluation, graded or reset inline ---
 
+FEEDBACK_PAGE_SIZE = 100
+
 
 @require_GET
 @login_required
@@ -184,9 +188,15 @@ def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         grader_id=int(grader_id) if grader_id.isdigit() else None,
         keyword_id=int(keyword_id) if keyword_id.isdigit() else None,
     )
+    page = Paginator(rows, FEEDBACK_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "judgments/feedback_list.html", {
         "evaluation": evaluation,
-        "rows": rows,
+        "page": page,
+        "rows": page.object_list,
+        # Page links carry the filters, so page 2 is page 2 of the same rows.
+        "filter_query": urlencode(
+            {name: value for name, value in (("grader", grader_id), ("keyword", keyword_id))
+             if value}),
         "scale": scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale),
         "graders": selectors.evaluation_graders(evaluation=evaluation),
         "keywords": evaluation.keywords.order_by("position"),
@@ -237,8 +247,7 @@ def _admin_team(request: HttpRequest) -> Team:
     membership = current_membership(user=request.user)
     if membership is None:
         raise Http404("No team.")
-    return team_get_for_user(user=request.user, team_id=membership.team_id,
-                             minimum_role=Role.ADMIN)
+    return selectors.team_get_for_admin(user=request.user, team_id=membership.team_id)
 
 
 @require_GET
@@ -319,35 +328,65 @@ def scale_delete(request: HttpRequest, scale_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def transformer_edit(request: HttpRequest) -> HttpResponse:
-    """Create or replace the team's transformer between two scales (prefilled with the
-    current mapping: the team's own, else the docs/METRICS.md default)."""
+    """Create or replace the team's transformer between two scales: one row per grade of
+    the source, prefilled with the current mapping (the team's own, else the
+    docs/METRICS.md default). `?source=&target=`, or posting "show", picks the rows
+    without JavaScript; transformer.js rebuilds them in place from data attributes."""
     team = _admin_team(request)
     team_scales = scale_lookup.scales_for_team(team_id=team.pk)
-    if request.method == "POST":
-        form = TransformerForm(request.POST, scales=team_scales)
+    known = {scale.code: scale for scale in team_scales}
+    mappings = _known_mappings(team, team_scales)
+    if request.method == "POST" and "show" not in request.POST:
+        form = TransformerForm(request.POST, scales=team_scales,
+                               source=request.POST.get("source", ""),
+                               target=request.POST.get("target", ""))
         if form.is_valid():
+            data = form.cleaned_data
             try:
-                services.transformer_save(team=team, **form.cleaned_data)
+                services.transformer_save(team=team, source=data["source"],
+                                          target=data["target"], mapping=data["mapping"])
             except ValidationError as error:
                 add_service_errors(form, error)
             else:
-                messages.success(request, "Transformer "
-                                 f"{form.cleaned_data['source']} → {form.cleaned_data['target']}"
-                                 " saved.")
+                messages.success(request,
+                                 f"Transformer {data['source']} → {data['target']} saved.")
                 return redirect("judgments:scales")
     else:
-        source = request.GET.get("source", "graded")
-        target = request.GET.get("target", "binary")
-        known = {scale.code: scale for scale in team_scales}
-        mapping = scale_lookup.transformer_mappings(team_id=team.pk).get(f"{source}->{target}")
-        if mapping is None and source in known and target in known:
-            mapping = scale_lookup.default_mapping(known[source], known[target])
-        form = TransformerForm(scales=team_scales, initial={
+        # A GET, or "Show the grades" of the form without JavaScript: rows for the scales.
+        chosen = request.GET if request.method == "GET" else request.POST
+        source = chosen.get("source", "")
+        source = source if source in known else "graded"
+        target = chosen.get("target", "")
+        if target not in known or target == source:
+            target = next(code for code in known if code != source)
+        form = TransformerForm(scales=team_scales, source=source, target=target, initial={
             "source": source, "target": target,
-            "mapping": TransformerForm.mapping_text(mapping or {}),
+            **TransformerForm.initial_for(mappings.get(f"{source}->{target}")),
         })
-    return render(request, "judgments/transformer_form.html", {"form": form},
-                  status=400 if form.errors else 200)
+    return render(request, "judgments/transformer_form.html", {
+        "form": form,
+        # Read by transformer.js; autoescaping keeps the JSON intact inside the attribute.
+        "scales_json": json.dumps({
+            code: [{"value": g.value, "label": g.label} for g in scale.grades]
+            for code, scale in known.items()}),
+        "mappings_json": json.dumps(mappings),
+    }, status=400 if form.errors else 200)
+
+
+def _known_mappings(
+    team: Team, team_scales: list[scale_lookup.GradeScale]
+) -> dict[str, dict[str, int]]:
+    """Every "src->dst" pair of the team's scales that has a mapping: the team's own, else
+    the default between built-ins."""
+    mappings = {}
+    for source in team_scales:
+        for target in team_scales:
+            if source.code != target.code:
+                default = scale_lookup.default_mapping(source, target)
+                if default is not None:
+                    mappings[f"{source.code}->{target.code}"] = {
+                        str(k): v for k, v in default.items()}
+    return mappings | scale_lookup.transformer_mappings(team_id=team.pk)
 
 
 @require_POST

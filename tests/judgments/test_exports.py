@@ -1,8 +1,11 @@
 """Export of an evaluation's judgments and import into the team's pool (API and parsing)."""
 
 import io
+import json
+from datetime import date
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
@@ -111,6 +114,46 @@ def test_trec_qrels_mapping_and_run(personas, graded):
     tag = f"searchtweak-{graded.pk}"
     assert run.splitlines() == [
         f"1 Q0 d1 1 3 {tag}", f"1 Q0 d2 2 2 {tag}", f"1 Q0 d3 3 1 {tag}", f"2 Q0 p1 1 1 {tag}"]
+
+
+@pytest.mark.parametrize(("query", "disposition"), [
+    ("?format=json&download=1", "attachment; filename=\"searchtweak-{slug}-judgments-{day}.json\""),
+    ("?format=json", "inline; filename=\"searchtweak-{slug}-judgments-{day}.json\""),
+    ("?format=csv", "attachment; filename=\"searchtweak-{slug}-judgments-{day}.csv\""),
+    ("?format=csv&per_grader=true",
+     "attachment; filename=\"searchtweak-{slug}-judgments-per-grader-{day}.csv\""),
+    ("?format=trec", "attachment; filename=\"searchtweak-{slug}-judgments-{day}.trec\""),
+    ("?format=trec_mapping",
+     "attachment; filename=\"searchtweak-{slug}-qid-mapping-{day}.tsv\""),
+    ("?format=trec_run", "attachment; filename=\"searchtweak-{slug}-run-{day}.run\""),
+])
+def test_each_export_is_named_for_the_evaluation_its_format_and_the_day(
+        personas, graded, query, disposition):
+    Evaluation.objects.filter(pk=graded.pk).update(name="Shoes: Q3 / BM25 vs. ÉLSER")
+    response = client_for(personas.owner).get(_url(graded, query))
+    assert response.status_code == 200
+    day = timezone.localdate().strftime("%Y%m%d")
+    assert response["Content-Disposition"] == disposition.format(
+        slug="shoes-q3-bm25-vs-elser", day=day)
+
+
+def test_an_export_of_an_evaluation_without_a_sluggable_name_uses_its_id(graded):
+    graded.name = "☃ ☃"
+    assert exports.filename(graded, "csv", on=date(2026, 1, 5)) == (
+        f"searchtweak-{graded.pk}-judgments-20260105.csv")
+
+
+def test_json_download_is_the_json_export_as_a_file_even_for_a_browser(personas, graded):
+    client = client_for(personas.lead)
+    inline = client.get(_url(graded, "?format=json"))
+    download = client.get(_url(graded, "?format=json&download=1"),
+                          HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+    assert download.status_code == 200
+    assert download["Content-Type"] == "application/json"
+    assert download["Content-Disposition"].startswith("attachment; ")
+    assert download["X-SearchTweak-Partial"] == "true"
+    assert json.loads(download.content) == inline.json()
+    assert len(inline.json()["judgments"]) == 12
 
 
 def test_export_rejects_an_unknown_format(personas, graded):
