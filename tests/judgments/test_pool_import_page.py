@@ -61,7 +61,7 @@ def test_the_feedback_page_links_every_export(client, personas):
     client.force_login(personas.lead)
     page = client.get(reverse("judgments:feedback", args=[evaluation.pk])).content.decode()
     base = f"/api/v1/evaluations/{evaluation.pk}/judgments/?format="
-    for suffix in ("json", "csv", "csv&amp;per_grader=true", "trec", "trec_mapping",
+    for suffix in ("json&amp;download=1", "csv", "csv&amp;per_grader=true", "trec", "trec_mapping",
                    "trec_run"):
         assert f'href="{base}{suffix}"' in page
     assert f'href="/api/v1/evaluations/{evaluation.pk}/metric-table/"' in page
