@@ -23,12 +23,13 @@ from evaluations import crypto
 from evaluations.fetching import (
     PLACEHOLDER,
     FetchResult,
+    RequestSpec,
     fetch_keyword_results,
     new_client,
     request_spec_for,
 )
 from evaluations.hooks import scale_provider
-from evaluations.mapper import MapperError, validate_mapper
+from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import (
     Endpoint,
     Evaluation,
@@ -96,22 +97,22 @@ def _split_headers(
 
 def _validate_endpoint_fields(*, name: str, url: str, method: str, timeout_seconds: float,
                               mapper: Any) -> dict[str, Any]:
+    """The mapper normalised; every bad field is named in one ValidationError."""
+    problems: dict[str, str] = {}
     if not name.strip():
-        raise ValidationError({"name": "An endpoint needs a name."})
+        problems["name"] = "An endpoint needs a name."
     try:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
-        raise ValidationError({"url": "Enter an http:// or https:// URL."}) from None
+        problems["url"] = "Enter an http:// or https:// URL."
     if method not in Endpoint.Method.values:
-        raise ValidationError({"method": f"Use one of {', '.join(Endpoint.Method.values)}."})
+        problems["method"] = f"Use one of {', '.join(Endpoint.Method.values)}."
     if not 0 < timeout_seconds <= MAX_TIMEOUT_SECONDS:
-        raise ValidationError(
-            {"timeout_seconds": f"Between 0 and {MAX_TIMEOUT_SECONDS:g} seconds."}
-        )
-    try:
-        return validate_mapper(mapper)
-    except MapperError as error:
-        raise ValidationError({error.field: error.problem}) from None
+        problems["timeout_seconds"] = f"Between 0 and {MAX_TIMEOUT_SECONDS:g} seconds."
+    problems.update(mapper_problems(mapper))
+    if problems:
+        raise ValidationError(problems)
+    return validate_mapper(mapper)
 
 
 @transaction.atomic
@@ -176,6 +177,45 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
         update_fields.append("archived_at")
     endpoint.save(update_fields=update_fields)
     return endpoint
+
+
+def endpoint_test(
+    *, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
+    method: str = Endpoint.Method.GET, headers: dict | None = None,
+    secret_headers: dict | None = None, timeout_seconds: float = 10.0,
+    endpoint: Endpoint | None = None, transport: httpx.BaseTransport | None = None,
+) -> FetchResult:
+    """Send one query with endpoint settings not saved yet (the form's) and map the answer,
+    exactly as a fetch would, once, storing nothing. `params` stand in for a search model's;
+    `endpoint` is the stored endpoint being edited, whose secrets a masked value keeps."""
+    problems: dict[str, str] = {}
+    if not query.strip():
+        problems["query"] = "Enter a query to test with."
+    if PLACEHOLDER not in url and not any(PLACEHOLDER in str(value) for value in params.values()):
+        problems["params"] = "Put #query# where the keyword goes, e.g. q=#query#."
+    try:
+        mapper = _validate_endpoint_fields(name="test", url=url, method=method,
+                                           timeout_seconds=timeout_seconds, mapper=mapper)
+    except ValidationError as error:
+        problems.update({field: messages[0] for field, messages in error.message_dict.items()})
+    if problems:
+        raise ValidationError(problems)
+    try:
+        stored = endpoint_secret_headers(endpoint=endpoint) if endpoint is not None and \
+            endpoint.secret_headers_encrypted else {}
+    except crypto.SecretsUnreadable as error:
+        return FetchResult(error=str(error), error_field="secret_headers")
+    plain, secrets = _split_headers(
+        headers=_clean_headers("headers", headers),
+        secret_headers=_clean_headers("secret_headers", secret_headers), stored=stored,
+    )
+    spec = RequestSpec(
+        endpoint_id=endpoint.pk if endpoint is not None else 0, method=method, url=url,
+        params=dict(params), headers={**plain, **secrets}, body=None,
+        body_format=SearchModel.BodyFormat.JSON, timeout_seconds=timeout_seconds,
+        mapper=mapper, limit=settings.FETCH_MAX_RESULTS,
+    )
+    return _fetch_once(spec, query, transport=transport)
 
 
 @transaction.atomic
@@ -291,6 +331,11 @@ def search_model_test(
         spec = request_spec_for(model, limit=settings.FETCH_MAX_RESULTS)
     except crypto.SecretsUnreadable as error:
         return FetchResult(error=str(error), error_field="secret_headers")
+    return _fetch_once(spec, query, transport=transport)
+
+
+def _fetch_once(spec: RequestSpec, query: str,
+                transport: httpx.BaseTransport | None) -> FetchResult:
     with new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
         return fetch_keyword_results(spec, query.strip(), client=client, retries=0)
 

@@ -6,18 +6,20 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations import demo, selectors, services
 from evaluations.forms import (
     EndpointForm,
+    EndpointTestForm,
     EvaluationForm,
     ModelTestForm,
     SearchModelForm,
     metric_catalog,
 )
 from evaluations.mapper import PRESETS, preset_mapper
-from evaluations.models import Evaluation, Keyword
+from evaluations.models import Endpoint, Evaluation, Keyword
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.selectors import current_membership
@@ -50,17 +52,53 @@ def endpoint_list(request: HttpRequest) -> HttpResponse:
     })
 
 
-def _render_endpoint_form(request, form, endpoint=None, status=200) -> HttpResponse:
+def _demo_url(request: HttpRequest) -> str:
+    return request.build_absolute_uri(reverse("evaluations:demo_search"))
+
+
+def _render_endpoint_form(request, form, test_form, endpoint=None, result=None,
+                          status=200) -> HttpResponse:
     presets = {key: preset_mapper(key) for key in PRESETS}
-    return render(request, "evaluations/endpoint_form.html",
-                  {"form": form, "endpoint": endpoint, "presets": presets}, status=status)
+    presets["demo"]["url"] = _demo_url(request)
+    return render(request, "evaluations/endpoint_form.html", {
+        "form": form, "test_form": test_form, "endpoint": endpoint, "presets": presets,
+        "result": result,
+    }, status=status)
+
+
+def _endpoint_test(request: HttpRequest, form: EndpointForm, test_form: EndpointTestForm,
+                   endpoint: Endpoint | None = None) -> HttpResponse:
+    """The form's Test button: one query with the settings as typed; nothing is saved."""
+    form.is_valid()
+    form.errors.pop("name", None)  # a test needs no name
+    test_form_valid = test_form.is_valid()
+    result = None
+    if not form.errors and test_form_valid:
+        settings_typed = form.service_kwargs()
+        settings_typed.pop("name")
+        try:
+            result = services.endpoint_test(endpoint=endpoint, **settings_typed,
+                                            **test_form.cleaned_data)
+        except ValidationError as error:
+            test_errors = {field: messages for field, messages in error.message_dict.items()
+                           if field in test_form.fields}
+            add_service_errors(test_form, ValidationError(test_errors))
+            add_service_errors(form, ValidationError({
+                field: messages for field, messages in error.message_dict.items()
+                if field not in test_errors}))
+    status = 400 if form.errors or test_form.errors else 200
+    return _render_endpoint_form(request, form, test_form, endpoint, result=result,
+                                 status=status)
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
 def endpoint_create(request: HttpRequest) -> HttpResponse:
     team = _team(request, Role.ADMIN)
-    form = EndpointForm(request.POST or None)
+    form = EndpointForm(request.POST or None, demo_url=_demo_url(request))
+    test_form = EndpointTestForm(request.POST or None, prefix="test")
+    if request.method == "POST" and "test" in request.POST:
+        return _endpoint_test(request, form, test_form)
     if request.method == "POST" and form.is_valid():
         try:
             endpoint = services.endpoint_create(team=team, created_by=request.user,
@@ -68,10 +106,10 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
         except ValidationError as error:
             add_service_errors(form, error)
         else:
-            messages.success(request, f"Endpoint {endpoint.name} created. Now add a search "
-                             "model that queries it.")
-            return redirect("evaluations:model_create")
-    return _render_endpoint_form(request, form, status=400 if form.errors else 200)
+            messages.success(request, f"Endpoint {endpoint.name} created. Now create a search "
+                             "model on it: how to query it.")
+            return redirect(f"{reverse('evaluations:model_create')}?endpoint={endpoint.pk}")
+    return _render_endpoint_form(request, form, test_form, status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -83,7 +121,11 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
         secrets = services.endpoint_secret_headers(endpoint=endpoint)
     except Exception:
         secrets = {}
-    form = EndpointForm(request.POST or None, initial=EndpointForm.initial_for(endpoint, secrets))
+    form = EndpointForm(request.POST or None, initial=EndpointForm.initial_for(endpoint, secrets),
+                        demo_url=_demo_url(request))
+    test_form = EndpointTestForm(request.POST or None, prefix="test")
+    if request.method == "POST" and "test" in request.POST:
+        return _endpoint_test(request, form, test_form, endpoint)
     if request.method == "POST" and form.is_valid():
         try:
             services.endpoint_update(endpoint=endpoint, **form.service_kwargs())
@@ -92,7 +134,8 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Endpoint {endpoint.name} saved.")
             return redirect("evaluations:endpoint_list")
-    return _render_endpoint_form(request, form, endpoint, status=400 if form.errors else 200)
+    return _render_endpoint_form(request, form, test_form, endpoint,
+                                 status=400 if form.errors else 200)
 
 
 @require_POST
@@ -130,6 +173,8 @@ def model_create(request: HttpRequest) -> HttpResponse:
     team = _team(request, Role.ADMIN)
     form = SearchModelForm(request.POST or None, team=team,
                            initial={"params": "q=#query#"})
+    if request.method == "GET":
+        form.initial["endpoint"] = _preselected_endpoint(form, request.GET.get("endpoint", ""))
     if request.method == "POST" and form.is_valid():
         try:
             model = services.search_model_create(team=team, created_by=request.user,
@@ -141,6 +186,15 @@ def model_create(request: HttpRequest) -> HttpResponse:
             return redirect("evaluations:model_test", model_id=model.pk)
     return render(request, "evaluations/model_form.html", {"form": form},
                   status=400 if form.errors else 200)
+
+
+def _preselected_endpoint(form: SearchModelForm, wanted: str) -> int | None:
+    """?endpoint=<id> (the one just created) when it is the team's and active, else the
+    team's only active endpoint, else none."""
+    endpoint_ids = list(form.fields["endpoint"].queryset.values_list("pk", flat=True)[:2])
+    if wanted.isdigit() and form.fields["endpoint"].queryset.filter(pk=int(wanted)).exists():
+        return int(wanted)
+    return endpoint_ids[0] if len(endpoint_ids) == 1 else None
 
 
 @require_http_methods(["GET", "POST"])

@@ -30,8 +30,8 @@ def login(client, user):
 
 def test_an_admin_creates_an_endpoint_from_a_preset(client, personas):
     response = login(client, personas.admin).post("/endpoints/new/", ENDPOINT_POST)
-    assert response.status_code == 302 and response.url == "/models/new/"
     endpoint = Endpoint.objects.get(name="Shop")
+    assert response.status_code == 302 and response.url == f"/models/new/?endpoint={endpoint.pk}"
     assert endpoint.mapper["documents"] == "hits.hits" and endpoint.mapper["id"] == "_id"
     assert endpoint.headers == {"Accept-Language": "en"}
     page = client.get(f"/endpoints/{endpoint.pk}/").content.decode()
