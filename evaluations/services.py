@@ -230,6 +230,11 @@ def endpoint_delete(*, endpoint: Endpoint) -> bool:
     return True
 
 
+def endpoint_restore(*, endpoint: Endpoint) -> Endpoint:
+    """Bring an archived endpoint back into the lists and the model form."""
+    return endpoint_update(endpoint=endpoint, archived=False)
+
+
 # --- search models -----------------------------------------------------------------------
 
 
@@ -319,6 +324,14 @@ def search_model_delete(*, model: SearchModel) -> bool:
         return False
     model.delete()
     return True
+
+
+def search_model_restore(*, model: SearchModel) -> SearchModel:
+    """Bring an archived model back; its endpoint must be active (restore that first)."""
+    if model.endpoint.archived_at is not None:
+        raise ValidationError({"endpoint": f"Its endpoint {model.endpoint.name} is archived: "
+                               "restore the endpoint first."})
+    return search_model_update(model=model, archived=False)
 
 
 def search_model_test(
@@ -737,6 +750,10 @@ def evaluation_archive(*, evaluation: Evaluation, archived: bool = True) -> Eval
     evaluation.archived_at = (evaluation.archived_at or timezone.now()) if archived else None
     evaluation.save(update_fields=["archived_at"])
     return evaluation
+
+
+def evaluation_restore(*, evaluation: Evaluation) -> Evaluation:
+    return evaluation_archive(evaluation=evaluation, archived=False)
 
 
 @transaction.atomic

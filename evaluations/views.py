@@ -44,11 +44,10 @@ def _can(request: HttpRequest, team_id: int, role: str) -> bool:
 @login_required
 def endpoint_list(request: HttpRequest) -> HttpResponse:
     team = _team(request)
-    show_archived = request.GET.get("archived") == "1"
     return render(request, "evaluations/endpoint_list.html", {
-        "endpoints": selectors.endpoints_of_team(team_id=team.pk,
-                                                 include_archived=show_archived),
-        "can_edit": _can(request, team.pk, Role.ADMIN), "show_archived": show_archived,
+        "endpoints": selectors.endpoints_of_team(team_id=team.pk),
+        "archived_endpoints": selectors.endpoints_of_team(team_id=team.pk, archived=True),
+        "can_edit": _can(request, team.pk, Role.ADMIN),
     })
 
 
@@ -138,16 +137,61 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
                                  status=400 if form.errors else 200)
 
 
-@require_POST
+def _confirm(request: HttpRequest, *, title: str, dependents: str, consequence: str,
+             button: str, cancel_url: str, danger: bool = False) -> HttpResponse:
+    """The page a destructive action's GET shows; its form POSTs to the same address.
+    No button when there is nothing to do (button="")."""
+    return render(request, "evaluations/confirm.html", {
+        "title": title, "dependents": dependents, "consequence": consequence,
+        "button": button, "danger": danger, "cancel_url": cancel_url,
+    })
+
+
+@require_http_methods(["GET", "POST"])
 @login_required
 def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """GET asks (naming what uses it); POST deletes an unused endpoint, archives a used one."""
     endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
                                                minimum_role=Role.ADMIN)
+    if request.method == "GET":
+        dependents = selectors.endpoint_dependents(endpoint=endpoint)
+        used = dependents.counts["search model"] > 0
+        if not used:
+            consequence, button = "It will be deleted for good.", "Delete endpoint"
+        elif endpoint.archived_at is None:
+            consequence, button = (
+                "So it will be archived, not deleted: it leaves the endpoint list and the "
+                "search model form, and their evaluations cannot start until you restore it. "
+                "Nothing is lost."), "Archive endpoint"
+        else:
+            consequence, button = ("It is archived already, and cannot be deleted while "
+                                   "search models use it."), ""
+        return _confirm(
+            request, title=f"Delete endpoint {endpoint.name}?",
+            dependents=f"{dependents.summary()} {dependents.uses()} this endpoint." if used
+            else "Nothing uses this endpoint.",
+            consequence=consequence, button=button, danger=not used,
+            cancel_url=reverse("evaluations:endpoint_list"))
     if services.endpoint_delete(endpoint=endpoint):
         messages.success(request, f"Endpoint {endpoint.name} deleted.")
     else:
         messages.success(request, f"Endpoint {endpoint.name} is used by search models, so it "
-                         "was archived instead of deleted.")
+                         "was archived instead of deleted. Restore it from the list.")
+    return redirect("evaluations:endpoint_list")
+
+
+@require_POST
+@login_required
+def endpoint_restore(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
+                                               minimum_role=Role.ADMIN)
+    try:
+        services.endpoint_restore(endpoint=endpoint)
+    except ValidationError as error:
+        messages.error(request, f"Endpoint {endpoint.name} was not restored: "
+                       f"{' '.join(error.messages)}")
+    else:
+        messages.success(request, f"Endpoint {endpoint.name} restored.")
     return redirect("evaluations:endpoint_list")
 
 
@@ -158,12 +202,11 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 @login_required
 def model_list(request: HttpRequest) -> HttpResponse:
     team = _team(request)
-    show_archived = request.GET.get("archived") == "1"
     return render(request, "evaluations/model_list.html", {
-        "models": selectors.search_models_of_team(team_id=team.pk,
-                                                  include_archived=show_archived),
+        "models": selectors.search_models_of_team(team_id=team.pk),
+        "archived_models": selectors.search_models_of_team(team_id=team.pk, archived=True),
         "can_edit": _can(request, team.pk, Role.ADMIN),
-        "can_test": _can(request, team.pk, Role.LEAD), "show_archived": show_archived,
+        "can_test": _can(request, team.pk, Role.LEAD),
     })
 
 
@@ -216,16 +259,51 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
                   status=400 if form.errors else 200)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
+    """GET asks (naming what uses it); POST deletes an unused model, archives a used one."""
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=Role.ADMIN)
+    if request.method == "GET":
+        dependents = selectors.search_model_dependents(model=model)
+        if not dependents:
+            consequence, button = "It will be deleted for good.", "Delete search model"
+        elif model.archived_at is None:
+            consequence, button = (
+                "So it will be archived, not deleted: it leaves the model list and the "
+                "evaluation form, and its evaluations cannot start until you restore it. "
+                "Their results and grades are kept."), "Archive search model"
+        else:
+            consequence, button = ("It is archived already, and cannot be deleted while "
+                                   "evaluations use it."), ""
+        return _confirm(
+            request, title=f"Delete search model {model.name}?",
+            dependents=f"{dependents.summary()} {dependents.uses()} this search model."
+            if dependents
+            else "No evaluation uses this search model.",
+            consequence=consequence, button=button, danger=not dependents,
+            cancel_url=reverse("evaluations:model_list"))
     if services.search_model_delete(model=model):
         messages.success(request, f"Search model {model.name} deleted.")
     else:
         messages.success(request, f"Search model {model.name} is used by evaluations, so it "
-                         "was archived instead of deleted.")
+                         "was archived instead of deleted. Restore it from the list.")
+    return redirect("evaluations:model_list")
+
+
+@require_POST
+@login_required
+def model_restore(request: HttpRequest, model_id: int) -> HttpResponse:
+    model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                minimum_role=Role.ADMIN)
+    try:
+        services.search_model_restore(model=model)
+    except ValidationError as error:
+        messages.error(request, f"Search model {model.name} was not restored: "
+                       f"{' '.join(error.messages)}")
+    else:
+        messages.success(request, f"Search model {model.name} restored.")
     return redirect("evaluations:model_list")
 
 
@@ -259,12 +337,14 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     if status not in Evaluation.Status.values:
         status = ""
     show_archived = request.GET.get("archived") == "1"
-    evaluations = selectors.evaluations_of_team(team_id=team.pk, include_archived=show_archived,
-                                                status=status)
+    evaluations = selectors.evaluations_of_team(team_id=team.pk, status=status)
     page = Paginator(evaluations, 50).get_page(request.GET.get("page"))
     return render(request, "evaluations/evaluation_list.html", {
         "page": page, "status": status, "statuses": Evaluation.Status.choices,
-        "show_archived": show_archived, "can_create": _can(request, team.pk, Role.LEAD),
+        "show_archived": show_archived,
+        "archived_evaluations": selectors.evaluations_of_team(team_id=team.pk, archived=True)
+        if show_archived else None,
+        "can_create": _can(request, team.pk, Role.LEAD),
     })
 
 
@@ -381,18 +461,85 @@ def evaluation_progress(request: HttpRequest, evaluation_id: int) -> JsonRespons
     return JsonResponse(selectors.fetch_progress(evaluation=evaluation).as_dict())
 
 
+@require_http_methods(["GET", "POST"])
+@login_required
+def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """GET asks; POST archives (a soft flag: restore brings it back)."""
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=Role.LEAD)
+    if request.method == "GET":
+        dependents = selectors.evaluation_dependents(evaluation=evaluation)
+        if evaluation.archived_at is not None:
+            consequence, button = "It is archived already.", ""
+        elif evaluation.status == Evaluation.Status.FETCHING:
+            consequence, button = "Pause it before archiving it: it is fetching.", ""
+        else:
+            consequence, button = (
+                "Archiving hides it from the evaluation list and the dashboards. Its keywords, "
+                "results, grades and metrics are kept, and you can restore it."), \
+                "Archive evaluation"
+        return _confirm(
+            request, title=f"Archive evaluation {evaluation.name}?",
+            dependents=f"It has {dependents.summary()}." if dependents else "It is empty.",
+            consequence=consequence, button=button,
+            cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
+    try:
+        services.evaluation_archive(evaluation=evaluation)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
+    messages.success(request, f"Evaluation {evaluation.name} archived. Show archived "
+                     "evaluations in the list to restore it.")
+    return redirect("evaluations:evaluation_list")
+
+
+@require_POST
+@login_required
+def evaluation_restore(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=Role.LEAD)
+    services.evaluation_restore(evaluation=evaluation)
+    messages.success(request, f"Evaluation {evaluation.name} restored.")
+    return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def evaluation_delete(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """GET asks, naming what goes with it; POST deletes."""
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=Role.LEAD)
+    if request.method == "GET":
+        dependents = selectors.evaluation_dependents(evaluation=evaluation)
+        fetching = evaluation.status == Evaluation.Status.FETCHING
+        return _confirm(
+            request, title=f"Delete evaluation {evaluation.name}?",
+            dependents=f"It has {dependents.summary()}." if dependents else "It is empty.",
+            consequence="Pause it before deleting it: it is fetching." if fetching else
+            "Deleting removes them and every grade given to them, for good. Archiving "
+            "instead hides it and keeps everything.",
+            button="" if fetching else "Delete evaluation", danger=True,
+            cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
+    try:
+        services.evaluation_delete(evaluation=evaluation)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
+    messages.success(request, f"Evaluation {evaluation.name} deleted.")
+    return redirect("evaluations:evaluation_list")
+
+
 ACTIONS = {
     "start": (services.evaluation_start, "Fetching started."),
     "pause": (services.evaluation_pause, "Paused; starting again fetches only what is left."),
     "finish": (services.evaluation_finish, "Evaluation finished."),
-    "archive": (services.evaluation_archive, "Evaluation archived."),
 }
 
 
 @require_POST
 @login_required
 def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> HttpResponse:
-    if action not in {*ACTIONS, "clone", "delete"}:
+    if action not in {*ACTIONS, "clone"}:
         raise Http404("No such action.")
     evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
                                                    minimum_role=Role.LEAD)
@@ -401,10 +548,6 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
             clone = services.evaluation_clone(evaluation=evaluation, created_by=request.user)
             messages.success(request, f"Cloned as {clone.name}.")
             return redirect("evaluations:evaluation_detail", evaluation_id=clone.pk)
-        if action == "delete":
-            services.evaluation_delete(evaluation=evaluation)
-            messages.success(request, f"Evaluation {evaluation.name} deleted.")
-            return redirect("evaluations:evaluation_list")
         service, message = ACTIONS[action]
         evaluation = service(evaluation=evaluation)
     except ValidationError as error:

@@ -55,7 +55,7 @@ def test_endpoint_pages_need_the_admin_role_and_membership(client, personas):
     assert client.get(f"/endpoints/{endpoint.pk}/").status_code == 404
     assert client.post(f"/endpoints/{endpoint.pk}/delete/").status_code == 404
     assert Endpoint.objects.filter(pk=endpoint.pk).exists()
-    assert login(client, personas.admin).get(f"/endpoints/{endpoint.pk}/delete/").status_code \
+    assert login(client, personas.admin).put(f"/endpoints/{endpoint.pk}/delete/").status_code \
         == 405
 
 
