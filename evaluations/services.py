@@ -724,11 +724,16 @@ def evaluation_finish(*, evaluation: Evaluation) -> Evaluation:
 
 
 @transaction.atomic
-def evaluation_clone(*, evaluation: Evaluation, created_by: User | None) -> Evaluation:
-    """A new pending evaluation with the same configuration and keywords, nothing fetched."""
+def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
+                     name: str | None = None) -> Evaluation:
+    """A new pending evaluation with the same configuration and keywords, nothing fetched,
+    named `name` or "<name> (copy)"."""
+    if name is not None and not name.strip():
+        raise ValidationError({"name": "The copy needs a name (or none for \"(copy)\")."})
     clone = Evaluation.objects.create(
         team=evaluation.team, model=evaluation.model, created_by=created_by,
-        name=f"{evaluation.name} (copy)"[:200], description=evaluation.description,
+        name=(name.strip() if name is not None else f"{evaluation.name} (copy)")[:200],
+        description=evaluation.description,
         scale=evaluation.scale, strategy=evaluation.strategy,
         transformers=evaluation.transformers, tags=evaluation.tags,
         guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
