@@ -4,13 +4,12 @@ import json
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
 
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, SearchModel
+from evaluations.services import is_http_url
 from metrics import core
 from searchtweak.models import Team
 
@@ -133,11 +132,8 @@ class EndpointForm(forms.Form):
         if "url" in data:
             if not data["url"]:
                 self.add_error("url", "This field is required.")
-            else:
-                try:
-                    URLValidator(schemes=["http", "https"])(data["url"])
-                except ValidationError:
-                    self.add_error("url", "Enter an http:// or https:// URL.")
+            elif not is_http_url(data["url"]):
+                self.add_error("url", "Enter an http:// or https:// URL.")
         mapper = {"documents": data.get("mapper_documents", ""), "id": data.get("mapper_id", ""),
                   "name": data.get("mapper_name", ""), "image": data.get("mapper_image") or None,
                   "fields": data.get("mapper_fields", {})}

@@ -25,3 +25,22 @@ def test_endpoint_create_names_every_bad_field(personas):
     assert set(raised.value.message_dict) == {"name", "url", "mapper.documents",
                                               "mapper.fields.P"}
     assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize(("url", "valid"), [
+    ("https://search.example.com/s?q=#query#", True),
+    ("http://elasticsearch:9200/products/_search", True),
+    ("http://127.0.0.1:8000/demo/search", True),
+    ("http://[::1]:9200/", True),
+    ("http://localhost/x", True),
+    ("not a url", False),
+    ("ftp://search.example.com/", False),
+    ("http://", False),
+    ("http://exa mple.com/", False),
+    ("http://host:99999/", False),
+    ("https://a..b/", False),
+    ("http://-/", False),
+    ("//search.example.com/", False),
+])
+def test_is_http_url_accepts_hosts_without_a_dot_and_rejects_the_rest(url, valid):
+    assert services.is_http_url(url) is valid

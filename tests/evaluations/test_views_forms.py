@@ -187,7 +187,6 @@ def test_the_demo_preset_offers_this_sites_demo_search(client, personas):
 
 
 def test_the_demo_preset_fills_url_and_mapper_without_javascript(client, personas):
-    # The host as a browser sends it ("testserver" has no dot, which URLs must have).
     response = login(client, personas.admin).post("/endpoints/new/", {
         **BLANK, "url": "", "preset": "demo", "mapper_documents": "", "mapper_id": "",
         "mapper_name": ""}, HTTP_HOST="localhost:8000")
@@ -195,6 +194,14 @@ def test_the_demo_preset_fills_url_and_mapper_without_javascript(client, persona
     assert response.url == f"/models/new/?endpoint={endpoint.pk}"
     assert endpoint.url == "http://localhost:8000/demo/search"
     assert endpoint.mapper == demo.DEMO_MAPPER
+
+
+def test_an_engine_beside_the_app_is_a_valid_url(client, personas):
+    # Docker service names have no dot: http://elasticsearch:9200 is what users type.
+    response = login(client, personas.admin).post("/endpoints/new/", {
+        **BLANK, "url": "http://elasticsearch:9200/products/_search"})
+    assert response.status_code == 302
+    assert Endpoint.objects.get().url == "http://elasticsearch:9200/products/_search"
 
 
 @pytest.mark.django_db(transaction=True)
