@@ -329,6 +329,9 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
 # --- evaluations -------------------------------------------------------------------------
 
 
+ARCHIVED_SHOWN = 100
+
+
 @require_GET
 @login_required
 def evaluation_list(request: HttpRequest) -> HttpResponse:
@@ -342,8 +345,10 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     return render(request, "evaluations/evaluation_list.html", {
         "page": page, "status": status, "statuses": Evaluation.Status.choices,
         "show_archived": show_archived,
-        "archived_evaluations": selectors.evaluations_of_team(team_id=team.pk, archived=True)
-        if show_archived else None,
+        # The newest only: archives grow without bound and this section is not paged.
+        "archived_evaluations": selectors.evaluations_of_team(
+            team_id=team.pk, archived=True)[:ARCHIVED_SHOWN] if show_archived else None,
+        "archived_shown": ARCHIVED_SHOWN,
         "can_create": _can(request, team.pk, Role.LEAD),
     })
 

@@ -202,6 +202,9 @@ def test_archiving_an_evaluation_asks_first_then_hides_it(client, personas):
 def test_restoring_an_evaluation_brings_it_back_to_the_list(client, personas):
     evaluation = EvaluationFactory(model__endpoint__team=personas.team, archived_at=ARCHIVED)
     login(client, personas.lead)
+    detail = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert f'action="/evaluations/{evaluation.pk}/restore/"' in detail
+    assert f'href="/evaluations/{evaluation.pk}/archive/"' not in detail
     assert client.get(f"/evaluations/{evaluation.pk}/restore/").status_code == 405
     response = client.post(f"/evaluations/{evaluation.pk}/restore/")
     assert response.url == f"/evaluations/{evaluation.pk}/"
