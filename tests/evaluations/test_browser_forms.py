@@ -93,3 +93,27 @@ def test_the_form_names_every_bad_field_at_once(page, live_server, personas):
     expect(errors.nth(2)).to_contain_text("Price: invalid JMESPath 'price['")
     shot(page, "5-errors")
     assert not Endpoint.objects.exists()
+
+
+def test_an_evaluation_is_archived_after_asking_and_restored(page, live_server, personas):
+    from tests.evaluations.factories import EvaluationFactory, KeywordFactory
+
+    evaluation = EvaluationFactory(model__endpoint__team=personas.team, name="Spring",
+                                   status="active")
+    for text in ("boots", "hats"):
+        KeywordFactory(evaluation=evaluation, text=text)
+    log_in(page, live_server.url)
+    page.goto(f"{live_server.url}/evaluations/{evaluation.pk}/")
+    page.get_by_role("link", name="Archive…").click()
+    expect(page.get_by_test_id("dependents")).to_have_text("It has 2 keywords.")
+    shot(page, "6-evaluation-archive-confirm")
+    page.get_by_role("button", name="Archive evaluation").click()
+    expect(page.get_by_text("Evaluation Spring archived.")).to_be_visible()
+    page.get_by_role("link", name="Show archived").click()
+    archived = page.get_by_test_id("archived")
+    expect(archived).to_contain_text("Spring")
+    shot(page, "7-evaluation-archived")
+    archived.get_by_role("button", name="Restore").click()
+    expect(page.get_by_text("Evaluation Spring restored.")).to_be_visible()
+    expect(page.get_by_role("link", name="Archive…")).to_be_visible()
+    shot(page, "8-evaluation-restored")
