@@ -164,6 +164,18 @@ class EndpointDetailApi(APIView):
         return Response(EndpointOutputSerializer(endpoint).data)
 
 
+class EndpointRestoreApi(APIView):
+    @extend_schema(request=None, responses=EndpointOutputSerializer,
+                   operation_id="endpoints_restore",
+                   description="Brings an archived endpoint back (admins); a no-op on an "
+                               "active one.")
+    def post(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
+                                                   minimum_role=Role.ADMIN)
+        endpoint = services.endpoint_restore(endpoint=endpoint)
+        return Response(EndpointOutputSerializer(endpoint).data)
+
+
 # --- search models -----------------------------------------------------------------------
 
 
@@ -270,6 +282,18 @@ class SearchModelDetailApi(APIView):
                                                     minimum_role=Role.ADMIN)
         if services.search_model_delete(model=model):
             return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(SearchModelOutputSerializer(model).data)
+
+
+class SearchModelRestoreApi(APIView):
+    @extend_schema(request=None, responses=SearchModelOutputSerializer,
+                   operation_id="models_restore",
+                   description="Brings an archived search model back (admins); 400 while its "
+                               "endpoint is archived.")
+    def post(self, request: Request, model_id: int) -> Response:
+        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                    minimum_role=Role.ADMIN)
+        model = services.search_model_restore(model=model)
         return Response(SearchModelOutputSerializer(model).data)
 
 
@@ -462,6 +486,51 @@ class EvaluationDetailApi(APIView):
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
         services.evaluation_delete(evaluation=evaluation)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class EvaluationCloneApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False,
+                                     help_text='Default: "<name> (copy)".')
+
+        class Meta:
+            ref_name = "EvaluationCloneInput"
+
+    @extend_schema(request=InputSerializer, responses={201: EvaluationOutputSerializer},
+                   operation_id="evaluations_clone",
+                   description="A new pending evaluation with the same model, keywords, "
+                               "metrics and settings; nothing fetched or graded (leads).")
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = selectors.evaluation_get_for_user(
+            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        clone = services.evaluation_clone(evaluation=evaluation, created_by=request.user,
+                                          name=serializer.validated_data.get("name"))
+        return Response(_evaluation_data(clone), status=status.HTTP_201_CREATED)
+
+
+class EvaluationArchiveApi(APIView):
+    @extend_schema(request=None, responses=EvaluationOutputSerializer,
+                   operation_id="evaluations_archive",
+                   description="Hides it from lists and dashboards, keeping everything "
+                               "(leads); 400 while fetching.")
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = selectors.evaluation_get_for_user(
+            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+        evaluation = services.evaluation_archive(evaluation=evaluation)
+        return Response(_evaluation_data(evaluation))
+
+
+class EvaluationRestoreApi(APIView):
+    @extend_schema(request=None, responses=EvaluationOutputSerializer,
+                   operation_id="evaluations_restore",
+                   description="Brings an archived evaluation back (leads).")
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = selectors.evaluation_get_for_user(
+            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+        evaluation = services.evaluation_restore(evaluation=evaluation)
+        return Response(_evaluation_data(evaluation))
 
 
 class _EvaluationActionApi(APIView):

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from django.db import IntegrityError, connection, transaction
 
+from evaluations.mapper import preset_mapper
 from evaluations.models import DemoProduct
 
 CATALOG_SIZE = 3000
@@ -204,9 +205,7 @@ def _hit(product: DemoProduct) -> dict[str, Any]:
             "price": float(product.price), "image": product_image(product)}
 
 
-DEMO_MAPPER = {"documents": "hits", "id": "id", "name": "title", "image": "image",
-               "fields": {"Category": "category", "Brand": "brand", "Price": "price",
-                          "Description": "description"}}
+DEMO_MAPPER = preset_mapper("demo")  # the endpoint form offers the same preset
 
 
 def in_process_transport() -> httpx.MockTransport:

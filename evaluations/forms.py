@@ -7,8 +7,9 @@ from django import forms
 
 from evaluations import crypto
 from evaluations.hooks import scale_provider
-from evaluations.mapper import PRESETS, preset_mapper
+from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, SearchModel
+from evaluations.services import is_http_url
 from metrics import core
 from searchtweak.models import Team
 
@@ -66,7 +67,8 @@ def format_metrics(configs) -> str:
 
 class EndpointForm(forms.Form):
     name = forms.CharField(max_length=100)
-    url = forms.CharField(label="URL", max_length=2000,
+    # Not required here: the demo preset fills it (clean) with the demo engine's address.
+    url = forms.CharField(label="URL", max_length=2000, required=False,
                           widget=forms.URLInput(attrs={"placeholder": "https://search.example.com/products/_search"}))
     method = forms.ChoiceField(choices=Endpoint.Method.choices)
     timeout_seconds = forms.FloatField(label="Timeout (seconds)", initial=10, min_value=0.1)
@@ -80,7 +82,7 @@ class EndpointForm(forms.Form):
     preset = forms.ChoiceField(
         required=False, label="Mapper preset",
         choices=[("", "— custom —")] + [(key, p["label"]) for key, p in PRESETS.items()],
-        help_text="Fills the empty mapper fields below.")
+        help_text="Fills the empty mapper fields below; the demo engine also fills the URL.")
     mapper_documents = forms.CharField(label="Documents (JMESPath to the list)", required=False,
                                        widget=forms.TextInput(attrs={"class": "mono"}))
     mapper_id = forms.CharField(label="Document id", required=False,
@@ -92,6 +94,11 @@ class EndpointForm(forms.Form):
     mapper_fields = forms.CharField(
         label="Extra fields (optional)", required=False, widget=forms.Textarea(attrs=MONO),
         help_text="One 'Label: expression' per line, shown to graders beside each result.")
+
+    def __init__(self, *args, demo_url: str = "", **kwargs) -> None:
+        """demo_url: where this site serves /demo/search, for the demo preset."""
+        super().__init__(*args, **kwargs)
+        self.demo_url = demo_url
 
     @staticmethod
     def initial_for(endpoint: Endpoint, secrets: dict[str, str]) -> dict[str, Any]:
@@ -116,17 +123,55 @@ class EndpointForm(forms.Form):
     def clean_mapper_fields(self) -> dict[str, str]:
         return parse_pairs(self.cleaned_data["mapper_fields"], separator=":", field="Label")
 
-    def service_kwargs(self) -> dict[str, Any]:
-        data = self.cleaned_data
-        mapper = {"documents": data["mapper_documents"], "id": data["mapper_id"],
-                  "name": data["mapper_name"], "image": data["mapper_image"] or None,
-                  "fields": data["mapper_fields"]}
-        if data["preset"]:
+    def clean(self) -> dict[str, Any]:
+        """Check the URL and every mapper expression here, so one answer names each bad
+        field, even when another field (headers, say) did not parse."""
+        data = super().clean()
+        if data.get("preset") == "demo" and not data.get("url") and self.demo_url:
+            data["url"] = self.demo_url
+        if "url" in data:
+            if not data["url"]:
+                self.add_error("url", "This field is required.")
+            elif not is_http_url(data["url"]):
+                self.add_error("url", "Enter an http:// or https:// URL.")
+        mapper = {"documents": data.get("mapper_documents", ""), "id": data.get("mapper_id", ""),
+                  "name": data.get("mapper_name", ""), "image": data.get("mapper_image") or None,
+                  "fields": data.get("mapper_fields", {})}
+        if data.get("preset"):
             preset = preset_mapper(data["preset"])
             mapper = {key: value or preset[key] for key, value in mapper.items()}
-        return {"name": data["name"], "url": data["url"], "method": data["method"],
+        for key, problem in mapper_problems(mapper).items():
+            field_name = "_".join(key.split(".")[:2])  # mapper.fields.Price -> mapper_fields
+            if field_name not in self.fields or field_name not in data:
+                continue  # unparsed: that field already has its error
+            if problem == "is required":
+                problem = "This field is required (or choose a mapper preset)."
+            if key.startswith("mapper.fields."):
+                problem = f"{key.split('.', 2)[2]}: {problem}"
+            self.add_error(field_name, problem)
+        data["mapper"] = mapper
+        return data
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {"name": data.get("name", ""), "url": data["url"], "method": data["method"],
                 "timeout_seconds": data["timeout_seconds"], "headers": data["headers"],
-                "secret_headers": data["secret_headers"], "mapper": mapper}
+                "secret_headers": data["secret_headers"], "mapper": data["mapper"]}
+
+
+class EndpointTestForm(forms.Form):
+    """The Test button's inputs beside the endpoint form; none of it is stored."""
+
+    use_required_attribute = False  # the same <form> also saves, without a test query
+    query = forms.CharField(label="Test query", max_length=500, required=False,
+                            widget=forms.TextInput(attrs={"placeholder": "e.g. running shoes"}))
+    params = forms.CharField(
+        label="Test parameters", required=False, initial="q=#query#",
+        widget=forms.Textarea(attrs={**MONO, "rows": 2}),
+        help_text="One 'name=value' per line, as a search model would send them.")
+
+    def clean_params(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data["params"], separator="=", field="name")
 
 
 class SearchModelForm(forms.Form):

@@ -27,6 +27,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "label": "Generic JSON list",
         "documents": "@", "id": "id", "name": "name", "image": None, "fields": {},
     },
+    # The app's own /demo/search (evaluations.demo); the endpoint form adds its URL on the
+    # current host, which only the request knows.
+    "demo": {
+        "label": "SearchTweak demo engine",
+        "documents": "hits", "id": "id", "name": "title", "image": "image",
+        "fields": {"Category": "category", "Brand": "brand", "Price": "price",
+                   "Description": "description"},
+    },
 }
 MAX_ID_LENGTH = 500
 
@@ -51,43 +59,84 @@ def preset_mapper(preset: str) -> dict[str, Any]:
 
 
 def validate_mapper(mapper: Any) -> dict[str, Any]:
-    """Check the mapper's shape and compile every expression; return it normalised."""
+    """Check the mapper's shape and compile every expression; return it normalised.
+
+    Raises the first problem; mapper_problems lists them all."""
+    problems = mapper_problems(mapper)
+    if problems:
+        field_name, problem = next(iter(problems.items()))
+        raise MapperError(field_name, problem)
+    return _normalised(mapper)
+
+
+def mapper_problems(mapper: Any) -> dict[str, str]:
+    """Every problem of the mapper, by field ("mapper.id", "mapper.fields.Price"), so a form
+    can name each bad field in one answer; empty when the mapper is valid."""
     if not isinstance(mapper, dict):
-        raise MapperError("mapper", "must be an object")
+        return {"mapper": "must be an object"}
+    problems: dict[str, str] = {}
     unknown = sorted(set(mapper) - {"documents", "id", "name", "image", "fields"})
     if unknown:
-        raise MapperError(f"mapper.{unknown[0]}", "unknown key (known: documents, id, name, "
-                          "image, fields)")
-    clean: dict[str, Any] = {}
+        problems[f"mapper.{unknown[0]}"] = ("unknown key (known: documents, id, name, image, "
+                                            "fields)")
     for key in ("documents", "id", "name"):
         expression = mapper.get(key)
         if not isinstance(expression, str) or not expression.strip():
-            raise MapperError(f"mapper.{key}", "is required")
-        clean[key] = _compiled(f"mapper.{key}", expression.strip()).expression
+            problems[f"mapper.{key}"] = "is required"
+        else:
+            _note_problem(problems, f"mapper.{key}", expression.strip())
     image = mapper.get("image")
     if image is not None and not isinstance(image, str):
-        raise MapperError("mapper.image", "must be an expression or null")
-    clean["image"] = _compiled("mapper.image", image.strip()).expression if image and \
-        image.strip() else None
+        problems["mapper.image"] = "must be an expression or null"
+    elif image and image.strip():
+        _note_problem(problems, "mapper.image", image.strip())
     fields = mapper.get("fields") or {}
     if not isinstance(fields, dict):
-        raise MapperError("mapper.fields", "must be an object {label: expression}")
-    clean["fields"] = {}
+        problems["mapper.fields"] = "must be an object {label: expression}"
+        return problems
     for label, expression in fields.items():
         if not str(label).strip() or not isinstance(expression, str) or not expression.strip():
-            raise MapperError(f"mapper.fields.{label}", "needs a label and an expression")
-        clean["fields"][str(label).strip()] = _compiled(
-            f"mapper.fields.{label}", expression.strip()
-        ).expression
-    return clean
+            problems[f"mapper.fields.{label}"] = "needs a label and an expression"
+        else:
+            _note_problem(problems, f"mapper.fields.{label}", expression.strip())
+    return problems
+
+
+def _note_problem(problems: dict[str, str], field_name: str, expression: str) -> None:
+    try:
+        _compiled(field_name, expression)
+    except MapperError as error:
+        problems[field_name] = error.problem
+
+
+def _normalised(mapper: dict[str, Any]) -> dict[str, Any]:
+    image = mapper.get("image")
+    return {
+        "documents": mapper["documents"].strip(), "id": mapper["id"].strip(),
+        "name": mapper["name"].strip(), "image": image.strip() if image and image.strip() else None,
+        "fields": {str(label).strip(): expression.strip()
+                   for label, expression in (mapper.get("fields") or {}).items()},
+    }
 
 
 def _compiled(field_name: str, expression: str):
     try:
         return jmespath.compile(expression)
     except JMESPathError as error:
-        message = str(error).splitlines()[0]
-        raise MapperError(field_name, f"invalid JMESPath {expression!r}: {message}") from None
+        raise MapperError(field_name, f"invalid JMESPath {expression!r}: "
+                          f"{jmespath_problem(error, expression)}") from None
+
+
+def jmespath_problem(error: JMESPathError, expression: str) -> str:
+    """jmespath's whole message on one line: its first line, then where the error is (the
+    library draws a caret under the expression on further lines, lost in one line of HTML)."""
+    head = str(error).splitlines()[0].rstrip(":").removesuffix(", for expression")
+    position = getattr(error, "lex_position", None)
+    if not isinstance(position, int):
+        return head
+    if "at column" not in head:
+        head += f" at column {position}"
+    return f"{head}: {expression[:position]}⟨here⟩{expression[position:]}"
 
 
 def map_documents(mapper: dict[str, Any], data: Any, *, limit: int) -> list[Document]:

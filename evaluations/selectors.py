@@ -6,7 +6,14 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from evaluations.models import Endpoint, Evaluation, EvaluationMetric, Keyword, SearchModel
+from evaluations.models import (
+    Endpoint,
+    Evaluation,
+    EvaluationMetric,
+    Keyword,
+    SearchModel,
+    Snapshot,
+)
 from searchtweak.models import Role, User
 from searchtweak.selectors import membership_for
 
@@ -63,28 +70,28 @@ def keyword_get_for_user(*, user: User, keyword_id: int,
 # --- lists -------------------------------------------------------------------------------
 
 
-def endpoints_of_team(*, team_id: int, include_archived: bool = False) -> QuerySet[Endpoint]:
-    endpoints = Endpoint.objects.filter(team_id=team_id).annotate(
+def endpoints_of_team(*, team_id: int, archived: bool = False) -> QuerySet[Endpoint]:
+    """The team's active endpoints, or its archived ones."""
+    return Endpoint.objects.filter(team_id=team_id, archived_at__isnull=not archived).annotate(
         model_count=Count("models")).order_by("name", "id")
-    return endpoints if include_archived else endpoints.filter(archived_at=None)
 
 
-def search_models_of_team(*, team_id: int,
-                          include_archived: bool = False) -> QuerySet[SearchModel]:
-    models = SearchModel.objects.filter(team_id=team_id).select_related("endpoint").annotate(
-        evaluation_count=Count("evaluations")).order_by("name", "id")
-    return models if include_archived else models.filter(archived_at=None)
+def search_models_of_team(*, team_id: int, archived: bool = False) -> QuerySet[SearchModel]:
+    """The team's active search models, or its archived ones."""
+    return SearchModel.objects.filter(team_id=team_id, archived_at__isnull=not archived) \
+        .select_related("endpoint").annotate(evaluation_count=Count("evaluations")) \
+        .order_by("name", "id")
 
 
-def evaluations_of_team(*, team_id: int, include_archived: bool = False,
+def evaluations_of_team(*, team_id: int, archived: bool = False,
                         status: str = "") -> QuerySet[Evaluation]:
+    """The team's active evaluations, or its archived ones."""
     evaluations = evaluations_with_counts(
-        Evaluation.objects.filter(team_id=team_id).select_related("model")
+        Evaluation.objects.filter(team_id=team_id, archived_at__isnull=not archived)
+        .select_related("model")
     ).prefetch_related(Prefetch("metric_configs",
                                 queryset=EvaluationMetric.objects.order_by("position", "id")))
-    if status:
-        evaluations = evaluations.filter(status=status)
-    return evaluations if include_archived else evaluations.filter(archived_at=None)
+    return evaluations.filter(status=status) if status else evaluations
 
 
 def evaluations_with_counts(evaluations: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
@@ -143,3 +150,45 @@ def keywords_of_evaluation(*, evaluation: Evaluation,
 
 def metric_configs_of(*, evaluation: Evaluation) -> list[EvaluationMetric]:
     return list(evaluation.metric_configs.order_by("position", "id"))
+
+
+# --- what depends on an object (the delete and archive confirm pages) --------------------
+
+
+@dataclass(frozen=True)
+class Dependents:
+    """Counts by what they count ("search model": 2), in the order to name them."""
+
+    counts: dict[str, int]
+
+    def __bool__(self) -> bool:
+        return any(self.counts.values())
+
+    def uses(self) -> str:
+        """The verb that agrees with summary(): '1 evaluation uses', '2 evaluations use'."""
+        return "uses" if sum(self.counts.values()) == 1 else "use"
+
+    def summary(self) -> str:
+        """'2 search models and 1 evaluation'; empty when there are none."""
+        parts = [f"{count} {noun}{'' if count == 1 else 's'}"
+                 for noun, count in self.counts.items() if count]
+        return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else \
+            "".join(parts)
+
+
+def endpoint_dependents(*, endpoint: Endpoint) -> Dependents:
+    return Dependents(counts={
+        "search model": endpoint.models.count(),
+        "evaluation": Evaluation.objects.filter(model__endpoint=endpoint).count(),
+    })
+
+
+def search_model_dependents(*, model: SearchModel) -> Dependents:
+    return Dependents(counts={"evaluation": model.evaluations.count()})
+
+
+def evaluation_dependents(*, evaluation: Evaluation) -> Dependents:
+    return Dependents(counts={
+        "keyword": evaluation.keywords.count(),
+        "fetched result": Snapshot.objects.filter(keyword__evaluation=evaluation).count(),
+    })

@@ -10,11 +10,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
@@ -23,12 +23,13 @@ from evaluations import crypto
 from evaluations.fetching import (
     PLACEHOLDER,
     FetchResult,
+    RequestSpec,
     fetch_keyword_results,
     new_client,
     request_spec_for,
 )
 from evaluations.hooks import scale_provider
-from evaluations.mapper import MapperError, validate_mapper
+from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import (
     Endpoint,
     Evaluation,
@@ -94,24 +95,40 @@ def _split_headers(
     return plain, secrets
 
 
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?"
+_HOST = re.compile(rf"^(?:{_HOST_LABEL}\.)*{_HOST_LABEL}\.?$|^[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*$")
+
+
+def is_http_url(url: str) -> bool:
+    """An http(s) URL with a host. Unlike URLValidator, a host without a dot passes: search
+    engines often sit at http://elasticsearch:9200 or http://solr:8983 beside the app."""
+    if any(char.isspace() for char in url):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and \
+        bool(_HOST.match(parts.hostname))
+
+
 def _validate_endpoint_fields(*, name: str, url: str, method: str, timeout_seconds: float,
                               mapper: Any) -> dict[str, Any]:
+    """The mapper normalised; every bad field is named in one ValidationError."""
+    problems: dict[str, str] = {}
     if not name.strip():
-        raise ValidationError({"name": "An endpoint needs a name."})
-    try:
-        URLValidator(schemes=["http", "https"])(url)
-    except ValidationError:
-        raise ValidationError({"url": "Enter an http:// or https:// URL."}) from None
+        problems["name"] = "An endpoint needs a name."
+    if not is_http_url(url):
+        problems["url"] = "Enter an http:// or https:// URL."
     if method not in Endpoint.Method.values:
-        raise ValidationError({"method": f"Use one of {', '.join(Endpoint.Method.values)}."})
+        problems["method"] = f"Use one of {', '.join(Endpoint.Method.values)}."
     if not 0 < timeout_seconds <= MAX_TIMEOUT_SECONDS:
-        raise ValidationError(
-            {"timeout_seconds": f"Between 0 and {MAX_TIMEOUT_SECONDS:g} seconds."}
-        )
-    try:
-        return validate_mapper(mapper)
-    except MapperError as error:
-        raise ValidationError({error.field: error.problem}) from None
+        problems["timeout_seconds"] = f"Between 0 and {MAX_TIMEOUT_SECONDS:g} seconds."
+    problems.update(mapper_problems(mapper))
+    if problems:
+        raise ValidationError(problems)
+    return validate_mapper(mapper)
 
 
 @transaction.atomic
@@ -178,6 +195,45 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     return endpoint
 
 
+def endpoint_test(
+    *, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
+    method: str = Endpoint.Method.GET, headers: dict | None = None,
+    secret_headers: dict | None = None, timeout_seconds: float = 10.0,
+    endpoint: Endpoint | None = None, transport: httpx.BaseTransport | None = None,
+) -> FetchResult:
+    """Send one query with endpoint settings not saved yet (the form's) and map the answer,
+    exactly as a fetch would, once, storing nothing. `params` stand in for a search model's;
+    `endpoint` is the stored endpoint being edited, whose secrets a masked value keeps."""
+    problems: dict[str, str] = {}
+    if not query.strip():
+        problems["query"] = "Enter a query to test with."
+    if PLACEHOLDER not in url and not any(PLACEHOLDER in str(value) for value in params.values()):
+        problems["params"] = "Put #query# where the keyword goes, e.g. q=#query#."
+    try:
+        mapper = _validate_endpoint_fields(name="test", url=url, method=method,
+                                           timeout_seconds=timeout_seconds, mapper=mapper)
+    except ValidationError as error:
+        problems.update({field: messages[0] for field, messages in error.message_dict.items()})
+    if problems:
+        raise ValidationError(problems)
+    try:
+        stored = endpoint_secret_headers(endpoint=endpoint) if endpoint is not None and \
+            endpoint.secret_headers_encrypted else {}
+    except crypto.SecretsUnreadable as error:
+        return FetchResult(error=str(error), error_field="secret_headers")
+    plain, secrets = _split_headers(
+        headers=_clean_headers("headers", headers),
+        secret_headers=_clean_headers("secret_headers", secret_headers), stored=stored,
+    )
+    spec = RequestSpec(
+        endpoint_id=endpoint.pk if endpoint is not None else 0, method=method, url=url,
+        params=dict(params), headers={**plain, **secrets}, body=None,
+        body_format=SearchModel.BodyFormat.JSON, timeout_seconds=timeout_seconds,
+        mapper=mapper, limit=settings.FETCH_MAX_RESULTS,
+    )
+    return _fetch_once(spec, query, transport=transport)
+
+
 @transaction.atomic
 def endpoint_delete(*, endpoint: Endpoint) -> bool:
     """Delete an unused endpoint; archive one that models use. True when deleted."""
@@ -188,6 +244,11 @@ def endpoint_delete(*, endpoint: Endpoint) -> bool:
         return False
     endpoint.delete()
     return True
+
+
+def endpoint_restore(*, endpoint: Endpoint) -> Endpoint:
+    """Bring an archived endpoint back into the lists and the model form."""
+    return endpoint_update(endpoint=endpoint, archived=False)
 
 
 # --- search models -----------------------------------------------------------------------
@@ -281,6 +342,14 @@ def search_model_delete(*, model: SearchModel) -> bool:
     return True
 
 
+def search_model_restore(*, model: SearchModel) -> SearchModel:
+    """Bring an archived model back; its endpoint must be active (restore that first)."""
+    if model.endpoint.archived_at is not None:
+        raise ValidationError({"endpoint": f"Its endpoint {model.endpoint.name} is archived: "
+                               "restore the endpoint first."})
+    return search_model_update(model=model, archived=False)
+
+
 def search_model_test(
     *, model: SearchModel, query: str, transport: httpx.BaseTransport | None = None
 ) -> FetchResult:
@@ -291,6 +360,11 @@ def search_model_test(
         spec = request_spec_for(model, limit=settings.FETCH_MAX_RESULTS)
     except crypto.SecretsUnreadable as error:
         return FetchResult(error=str(error), error_field="secret_headers")
+    return _fetch_once(spec, query, transport=transport)
+
+
+def _fetch_once(spec: RequestSpec, query: str,
+                transport: httpx.BaseTransport | None) -> FetchResult:
     with new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
         return fetch_keyword_results(spec, query.strip(), client=client, retries=0)
 
@@ -666,11 +740,16 @@ def evaluation_finish(*, evaluation: Evaluation) -> Evaluation:
 
 
 @transaction.atomic
-def evaluation_clone(*, evaluation: Evaluation, created_by: User | None) -> Evaluation:
-    """A new pending evaluation with the same configuration and keywords, nothing fetched."""
+def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
+                     name: str | None = None) -> Evaluation:
+    """A new pending evaluation with the same configuration and keywords, nothing fetched,
+    named `name` or "<name> (copy)"."""
+    if name is not None and not name.strip():
+        raise ValidationError({"name": "The copy needs a name (or none for \"(copy)\")."})
     clone = Evaluation.objects.create(
         team=evaluation.team, model=evaluation.model, created_by=created_by,
-        name=f"{evaluation.name} (copy)"[:200], description=evaluation.description,
+        name=(name.strip() if name is not None else f"{evaluation.name} (copy)")[:200],
+        description=evaluation.description,
         scale=evaluation.scale, strategy=evaluation.strategy,
         transformers=evaluation.transformers, tags=evaluation.tags,
         guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
@@ -692,6 +771,10 @@ def evaluation_archive(*, evaluation: Evaluation, archived: bool = True) -> Eval
     evaluation.archived_at = (evaluation.archived_at or timezone.now()) if archived else None
     evaluation.save(update_fields=["archived_at"])
     return evaluation
+
+
+def evaluation_restore(*, evaluation: Evaluation) -> Evaluation:
+    return evaluation_archive(evaluation=evaluation, archived=False)
 
 
 @transaction.atomic

@@ -6,18 +6,20 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations import demo, selectors, services
 from evaluations.forms import (
     EndpointForm,
+    EndpointTestForm,
     EvaluationForm,
     ModelTestForm,
     SearchModelForm,
     metric_catalog,
 )
 from evaluations.mapper import PRESETS, preset_mapper
-from evaluations.models import Evaluation, Keyword
+from evaluations.models import Endpoint, Evaluation, Keyword
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.selectors import current_membership
@@ -42,25 +44,60 @@ def _can(request: HttpRequest, team_id: int, role: str) -> bool:
 @login_required
 def endpoint_list(request: HttpRequest) -> HttpResponse:
     team = _team(request)
-    show_archived = request.GET.get("archived") == "1"
     return render(request, "evaluations/endpoint_list.html", {
-        "endpoints": selectors.endpoints_of_team(team_id=team.pk,
-                                                 include_archived=show_archived),
-        "can_edit": _can(request, team.pk, Role.ADMIN), "show_archived": show_archived,
+        "endpoints": selectors.endpoints_of_team(team_id=team.pk),
+        "archived_endpoints": selectors.endpoints_of_team(team_id=team.pk, archived=True),
+        "can_edit": _can(request, team.pk, Role.ADMIN),
     })
 
 
-def _render_endpoint_form(request, form, endpoint=None, status=200) -> HttpResponse:
+def _demo_url(request: HttpRequest) -> str:
+    return request.build_absolute_uri(reverse("evaluations:demo_search"))
+
+
+def _render_endpoint_form(request, form, test_form, endpoint=None, result=None,
+                          status=200) -> HttpResponse:
     presets = {key: preset_mapper(key) for key in PRESETS}
-    return render(request, "evaluations/endpoint_form.html",
-                  {"form": form, "endpoint": endpoint, "presets": presets}, status=status)
+    presets["demo"]["url"] = _demo_url(request)
+    return render(request, "evaluations/endpoint_form.html", {
+        "form": form, "test_form": test_form, "endpoint": endpoint, "presets": presets,
+        "result": result,
+    }, status=status)
+
+
+def _endpoint_test(request: HttpRequest, form: EndpointForm, test_form: EndpointTestForm,
+                   endpoint: Endpoint | None = None) -> HttpResponse:
+    """The form's Test button: one query with the settings as typed; nothing is saved."""
+    form.is_valid()
+    form.errors.pop("name", None)  # a test needs no name
+    test_form_valid = test_form.is_valid()
+    result = None
+    if not form.errors and test_form_valid:
+        settings_typed = form.service_kwargs()
+        settings_typed.pop("name")
+        try:
+            result = services.endpoint_test(endpoint=endpoint, **settings_typed,
+                                            **test_form.cleaned_data)
+        except ValidationError as error:
+            test_errors = {field: messages for field, messages in error.message_dict.items()
+                           if field in test_form.fields}
+            add_service_errors(test_form, ValidationError(test_errors))
+            add_service_errors(form, ValidationError({
+                field: messages for field, messages in error.message_dict.items()
+                if field not in test_errors}))
+    status = 400 if form.errors or test_form.errors else 200
+    return _render_endpoint_form(request, form, test_form, endpoint, result=result,
+                                 status=status)
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
 def endpoint_create(request: HttpRequest) -> HttpResponse:
     team = _team(request, Role.ADMIN)
-    form = EndpointForm(request.POST or None)
+    form = EndpointForm(request.POST or None, demo_url=_demo_url(request))
+    test_form = EndpointTestForm(request.POST or None, prefix="test")
+    if request.method == "POST" and "test" in request.POST:
+        return _endpoint_test(request, form, test_form)
     if request.method == "POST" and form.is_valid():
         try:
             endpoint = services.endpoint_create(team=team, created_by=request.user,
@@ -68,10 +105,10 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
         except ValidationError as error:
             add_service_errors(form, error)
         else:
-            messages.success(request, f"Endpoint {endpoint.name} created. Now add a search "
-                             "model that queries it.")
-            return redirect("evaluations:model_create")
-    return _render_endpoint_form(request, form, status=400 if form.errors else 200)
+            messages.success(request, f"Endpoint {endpoint.name} created. Now create a search "
+                             "model on it: how to query it.")
+            return redirect(f"{reverse('evaluations:model_create')}?endpoint={endpoint.pk}")
+    return _render_endpoint_form(request, form, test_form, status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -83,7 +120,11 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
         secrets = services.endpoint_secret_headers(endpoint=endpoint)
     except Exception:
         secrets = {}
-    form = EndpointForm(request.POST or None, initial=EndpointForm.initial_for(endpoint, secrets))
+    form = EndpointForm(request.POST or None, initial=EndpointForm.initial_for(endpoint, secrets),
+                        demo_url=_demo_url(request))
+    test_form = EndpointTestForm(request.POST or None, prefix="test")
+    if request.method == "POST" and "test" in request.POST:
+        return _endpoint_test(request, form, test_form, endpoint)
     if request.method == "POST" and form.is_valid():
         try:
             services.endpoint_update(endpoint=endpoint, **form.service_kwargs())
@@ -92,19 +133,65 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Endpoint {endpoint.name} saved.")
             return redirect("evaluations:endpoint_list")
-    return _render_endpoint_form(request, form, endpoint, status=400 if form.errors else 200)
+    return _render_endpoint_form(request, form, test_form, endpoint,
+                                 status=400 if form.errors else 200)
 
 
-@require_POST
+def _confirm(request: HttpRequest, *, title: str, dependents: str, consequence: str,
+             button: str, cancel_url: str, danger: bool = False) -> HttpResponse:
+    """The page a destructive action's GET shows; its form POSTs to the same address.
+    No button when there is nothing to do (button="")."""
+    return render(request, "evaluations/confirm.html", {
+        "title": title, "dependents": dependents, "consequence": consequence,
+        "button": button, "danger": danger, "cancel_url": cancel_url,
+    })
+
+
+@require_http_methods(["GET", "POST"])
 @login_required
 def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """GET asks (naming what uses it); POST deletes an unused endpoint, archives a used one."""
     endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
                                                minimum_role=Role.ADMIN)
+    if request.method == "GET":
+        dependents = selectors.endpoint_dependents(endpoint=endpoint)
+        used = dependents.counts["search model"] > 0
+        if not used:
+            consequence, button = "It will be deleted for good.", "Delete endpoint"
+        elif endpoint.archived_at is None:
+            consequence, button = (
+                "So it will be archived, not deleted: it leaves the endpoint list and the "
+                "search model form, and their evaluations cannot start until you restore it. "
+                "Nothing is lost."), "Archive endpoint"
+        else:
+            consequence, button = ("It is archived already, and cannot be deleted while "
+                                   "search models use it."), ""
+        return _confirm(
+            request, title=f"Delete endpoint {endpoint.name}?",
+            dependents=f"{dependents.summary()} {dependents.uses()} this endpoint." if used
+            else "Nothing uses this endpoint.",
+            consequence=consequence, button=button, danger=not used,
+            cancel_url=reverse("evaluations:endpoint_list"))
     if services.endpoint_delete(endpoint=endpoint):
         messages.success(request, f"Endpoint {endpoint.name} deleted.")
     else:
         messages.success(request, f"Endpoint {endpoint.name} is used by search models, so it "
-                         "was archived instead of deleted.")
+                         "was archived instead of deleted. Restore it from the list.")
+    return redirect("evaluations:endpoint_list")
+
+
+@require_POST
+@login_required
+def endpoint_restore(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
+                                               minimum_role=Role.ADMIN)
+    try:
+        services.endpoint_restore(endpoint=endpoint)
+    except ValidationError as error:
+        messages.error(request, f"Endpoint {endpoint.name} was not restored: "
+                       f"{' '.join(error.messages)}")
+    else:
+        messages.success(request, f"Endpoint {endpoint.name} restored.")
     return redirect("evaluations:endpoint_list")
 
 
@@ -115,12 +202,11 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 @login_required
 def model_list(request: HttpRequest) -> HttpResponse:
     team = _team(request)
-    show_archived = request.GET.get("archived") == "1"
     return render(request, "evaluations/model_list.html", {
-        "models": selectors.search_models_of_team(team_id=team.pk,
-                                                  include_archived=show_archived),
+        "models": selectors.search_models_of_team(team_id=team.pk),
+        "archived_models": selectors.search_models_of_team(team_id=team.pk, archived=True),
         "can_edit": _can(request, team.pk, Role.ADMIN),
-        "can_test": _can(request, team.pk, Role.LEAD), "show_archived": show_archived,
+        "can_test": _can(request, team.pk, Role.LEAD),
     })
 
 
@@ -130,6 +216,8 @@ def model_create(request: HttpRequest) -> HttpResponse:
     team = _team(request, Role.ADMIN)
     form = SearchModelForm(request.POST or None, team=team,
                            initial={"params": "q=#query#"})
+    if request.method == "GET":
+        form.initial["endpoint"] = _preselected_endpoint(form, request.GET.get("endpoint", ""))
     if request.method == "POST" and form.is_valid():
         try:
             model = services.search_model_create(team=team, created_by=request.user,
@@ -141,6 +229,15 @@ def model_create(request: HttpRequest) -> HttpResponse:
             return redirect("evaluations:model_test", model_id=model.pk)
     return render(request, "evaluations/model_form.html", {"form": form},
                   status=400 if form.errors else 200)
+
+
+def _preselected_endpoint(form: SearchModelForm, wanted: str) -> int | None:
+    """?endpoint=<id> (the one just created) when it is the team's and active, else the
+    team's only active endpoint, else none."""
+    endpoint_ids = list(form.fields["endpoint"].queryset.values_list("pk", flat=True)[:2])
+    if wanted.isdigit() and form.fields["endpoint"].queryset.filter(pk=int(wanted)).exists():
+        return int(wanted)
+    return endpoint_ids[0] if len(endpoint_ids) == 1 else None
 
 
 @require_http_methods(["GET", "POST"])
@@ -162,16 +259,51 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
                   status=400 if form.errors else 200)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
+    """GET asks (naming what uses it); POST deletes an unused model, archives a used one."""
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=Role.ADMIN)
+    if request.method == "GET":
+        dependents = selectors.search_model_dependents(model=model)
+        if not dependents:
+            consequence, button = "It will be deleted for good.", "Delete search model"
+        elif model.archived_at is None:
+            consequence, button = (
+                "So it will be archived, not deleted: it leaves the model list and the "
+                "evaluation form, and its evaluations cannot start until you restore it. "
+                "Their results and grades are kept."), "Archive search model"
+        else:
+            consequence, button = ("It is archived already, and cannot be deleted while "
+                                   "evaluations use it."), ""
+        return _confirm(
+            request, title=f"Delete search model {model.name}?",
+            dependents=f"{dependents.summary()} {dependents.uses()} this search model."
+            if dependents
+            else "No evaluation uses this search model.",
+            consequence=consequence, button=button, danger=not dependents,
+            cancel_url=reverse("evaluations:model_list"))
     if services.search_model_delete(model=model):
         messages.success(request, f"Search model {model.name} deleted.")
     else:
         messages.success(request, f"Search model {model.name} is used by evaluations, so it "
-                         "was archived instead of deleted.")
+                         "was archived instead of deleted. Restore it from the list.")
+    return redirect("evaluations:model_list")
+
+
+@require_POST
+@login_required
+def model_restore(request: HttpRequest, model_id: int) -> HttpResponse:
+    model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                minimum_role=Role.ADMIN)
+    try:
+        services.search_model_restore(model=model)
+    except ValidationError as error:
+        messages.error(request, f"Search model {model.name} was not restored: "
+                       f"{' '.join(error.messages)}")
+    else:
+        messages.success(request, f"Search model {model.name} restored.")
     return redirect("evaluations:model_list")
 
 
@@ -197,6 +329,9 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
 # --- evaluations -------------------------------------------------------------------------
 
 
+ARCHIVED_SHOWN = 100
+
+
 @require_GET
 @login_required
 def evaluation_list(request: HttpRequest) -> HttpResponse:
@@ -205,12 +340,16 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     if status not in Evaluation.Status.values:
         status = ""
     show_archived = request.GET.get("archived") == "1"
-    evaluations = selectors.evaluations_of_team(team_id=team.pk, include_archived=show_archived,
-                                                status=status)
+    evaluations = selectors.evaluations_of_team(team_id=team.pk, status=status)
     page = Paginator(evaluations, 50).get_page(request.GET.get("page"))
     return render(request, "evaluations/evaluation_list.html", {
         "page": page, "status": status, "statuses": Evaluation.Status.choices,
-        "show_archived": show_archived, "can_create": _can(request, team.pk, Role.LEAD),
+        "show_archived": show_archived,
+        # The newest only: archives grow without bound and this section is not paged.
+        "archived_evaluations": selectors.evaluations_of_team(
+            team_id=team.pk, archived=True)[:ARCHIVED_SHOWN] if show_archived else None,
+        "archived_shown": ARCHIVED_SHOWN,
+        "can_create": _can(request, team.pk, Role.LEAD),
     })
 
 
@@ -327,18 +466,85 @@ def evaluation_progress(request: HttpRequest, evaluation_id: int) -> JsonRespons
     return JsonResponse(selectors.fetch_progress(evaluation=evaluation).as_dict())
 
 
+@require_http_methods(["GET", "POST"])
+@login_required
+def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """GET asks; POST archives (a soft flag: restore brings it back)."""
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=Role.LEAD)
+    if request.method == "GET":
+        dependents = selectors.evaluation_dependents(evaluation=evaluation)
+        if evaluation.archived_at is not None:
+            consequence, button = "It is archived already.", ""
+        elif evaluation.status == Evaluation.Status.FETCHING:
+            consequence, button = "Pause it before archiving it: it is fetching.", ""
+        else:
+            consequence, button = (
+                "Archiving hides it from the evaluation list and the dashboards. Its keywords, "
+                "results, grades and metrics are kept, and you can restore it."), \
+                "Archive evaluation"
+        return _confirm(
+            request, title=f"Archive evaluation {evaluation.name}?",
+            dependents=f"It has {dependents.summary()}." if dependents else "It is empty.",
+            consequence=consequence, button=button,
+            cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
+    try:
+        services.evaluation_archive(evaluation=evaluation)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
+    messages.success(request, f"Evaluation {evaluation.name} archived. Show archived "
+                     "evaluations in the list to restore it.")
+    return redirect("evaluations:evaluation_list")
+
+
+@require_POST
+@login_required
+def evaluation_restore(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=Role.LEAD)
+    services.evaluation_restore(evaluation=evaluation)
+    messages.success(request, f"Evaluation {evaluation.name} restored.")
+    return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def evaluation_delete(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """GET asks, naming what goes with it; POST deletes."""
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=Role.LEAD)
+    if request.method == "GET":
+        dependents = selectors.evaluation_dependents(evaluation=evaluation)
+        fetching = evaluation.status == Evaluation.Status.FETCHING
+        return _confirm(
+            request, title=f"Delete evaluation {evaluation.name}?",
+            dependents=f"It has {dependents.summary()}." if dependents else "It is empty.",
+            consequence="Pause it before deleting it: it is fetching." if fetching else
+            "Deleting removes them and every grade given to them, for good. Archiving "
+            "instead hides it and keeps everything.",
+            button="" if fetching else "Delete evaluation", danger=True,
+            cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
+    try:
+        services.evaluation_delete(evaluation=evaluation)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
+    messages.success(request, f"Evaluation {evaluation.name} deleted.")
+    return redirect("evaluations:evaluation_list")
+
+
 ACTIONS = {
     "start": (services.evaluation_start, "Fetching started."),
     "pause": (services.evaluation_pause, "Paused; starting again fetches only what is left."),
     "finish": (services.evaluation_finish, "Evaluation finished."),
-    "archive": (services.evaluation_archive, "Evaluation archived."),
 }
 
 
 @require_POST
 @login_required
 def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> HttpResponse:
-    if action not in {*ACTIONS, "clone", "delete"}:
+    if action not in {*ACTIONS, "clone"}:
         raise Http404("No such action.")
     evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
                                                    minimum_role=Role.LEAD)
@@ -347,10 +553,6 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
             clone = services.evaluation_clone(evaluation=evaluation, created_by=request.user)
             messages.success(request, f"Cloned as {clone.name}.")
             return redirect("evaluations:evaluation_detail", evaluation_id=clone.pk)
-        if action == "delete":
-            services.evaluation_delete(evaluation=evaluation)
-            messages.success(request, f"Evaluation {evaluation.name} deleted.")
-            return redirect("evaluations:evaluation_list")
         service, message = ACTIONS[action]
         evaluation = service(evaluation=evaluation)
     except ValidationError as error:

@@ -2,7 +2,8 @@
 (function () {
   "use strict";
 
-  // Endpoint form: choosing a mapper preset fills the mapper fields at once.
+  // Endpoint form: choosing a mapper preset fills the mapper fields at once (and the URL,
+  // for the demo engine).
   var presets = document.getElementById("mapper-presets");
   var presetSelect = document.getElementById("id_preset");
   if (presets && presetSelect) {
@@ -10,6 +11,7 @@
     presetSelect.addEventListener("change", function () {
       var mapper = mappers[presetSelect.value];
       if (!mapper) return;
+      if (mapper.url) document.getElementById("id_url").value = mapper.url;
       document.getElementById("id_mapper_documents").value = mapper.documents || "";
       document.getElementById("id_mapper_id").value = mapper.id || "";
       document.getElementById("id_mapper_name").value = mapper.name || "";

@@ -43,7 +43,7 @@ def test_a_team_configures_the_demo_engine_and_fetches_an_evaluation(page, live_
     shot(page, "1-endpoint")
     page.get_by_role("button", name="Create endpoint").click()
 
-    page.wait_for_url(re.compile(r"/models/new/$"))
+    page.wait_for_url(re.compile(r"/models/new/\?endpoint=\d+$"))
     page.locator("#id_name").fill("Demo BM25")
     page.get_by_label("Endpoint").select_option(label="Demo engine")
     page.get_by_label("Query parameters").fill("q=#query#\nsize=10")

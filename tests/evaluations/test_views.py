@@ -30,8 +30,8 @@ def login(client, user):
 
 def test_an_admin_creates_an_endpoint_from_a_preset(client, personas):
     response = login(client, personas.admin).post("/endpoints/new/", ENDPOINT_POST)
-    assert response.status_code == 302 and response.url == "/models/new/"
     endpoint = Endpoint.objects.get(name="Shop")
+    assert response.status_code == 302 and response.url == f"/models/new/?endpoint={endpoint.pk}"
     assert endpoint.mapper["documents"] == "hits.hits" and endpoint.mapper["id"] == "_id"
     assert endpoint.headers == {"Accept-Language": "en"}
     page = client.get(f"/endpoints/{endpoint.pk}/").content.decode()
@@ -55,7 +55,7 @@ def test_endpoint_pages_need_the_admin_role_and_membership(client, personas):
     assert client.get(f"/endpoints/{endpoint.pk}/").status_code == 404
     assert client.post(f"/endpoints/{endpoint.pk}/delete/").status_code == 404
     assert Endpoint.objects.filter(pk=endpoint.pk).exists()
-    assert login(client, personas.admin).get(f"/endpoints/{endpoint.pk}/delete/").status_code \
+    assert login(client, personas.admin).put(f"/endpoints/{endpoint.pk}/delete/").status_code \
         == 405
 
 

@@ -1,0 +1,46 @@
+"""Endpoint services name every bad field in one error, and a test stores nothing."""
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from evaluations import services
+from evaluations.models import Endpoint
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_endpoint_test_service_collects_every_problem(personas):
+    with pytest.raises(ValidationError) as raised:
+        services.endpoint_test(query=" ", params={}, url="nope", timeout_seconds=500,
+                               mapper={"documents": "[", "id": "id", "name": ""})
+    assert set(raised.value.message_dict) == {
+        "query", "params", "url", "timeout_seconds", "mapper.documents", "mapper.name"}
+
+
+def test_endpoint_create_names_every_bad_field(personas):
+    with pytest.raises(ValidationError) as raised:
+        services.endpoint_create(team=personas.team, created_by=None, name=" ", url="x",
+                                 mapper={"documents": "a[", "id": "id", "name": "n",
+                                         "fields": {"P": "p[", "Q": "q"}})
+    assert set(raised.value.message_dict) == {"name", "url", "mapper.documents",
+                                              "mapper.fields.P"}
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize(("url", "valid"), [
+    ("https://search.example.com/s?q=#query#", True),
+    ("http://elasticsearch:9200/products/_search", True),
+    ("http://127.0.0.1:8000/demo/search", True),
+    ("http://[::1]:9200/", True),
+    ("http://localhost/x", True),
+    ("not a url", False),
+    ("ftp://search.example.com/", False),
+    ("http://", False),
+    ("http://exa mple.com/", False),
+    ("http://host:99999/", False),
+    ("https://a..b/", False),
+    ("http://-/", False),
+    ("//search.example.com/", False),
+])
+def test_is_http_url_accepts_hosts_without_a_dot_and_rejects_the_rest(url, valid):
+    assert services.is_http_url(url) is valid
