@@ -195,7 +195,8 @@ class EvaluationForm(forms.Form):
     metrics = forms.CharField(
         widget=forms.Textarea(attrs={**MONO, "rows": 4}), initial="precision@10\nap@10\nndcg@10",
         help_text="One per line: code@k then optional parameters, e.g. "
-                  "'ndcg@10 gain=exponential ideal=pool'.")
+                  "'ndcg@10 gain=exponential ideal=pool'. The usual names work too "
+                  "(P@10, map@10, mrr@10, ndcg_cut_10) and are stored as the codes.")
     transformers = forms.CharField(
         required=False, widget=forms.Textarea(attrs={**MONO, "rows": 3}),
         label="Transformer overrides (JSON, optional)",

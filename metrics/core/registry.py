@@ -113,7 +113,7 @@ def resolve_metric_name(text: Any, field: str = "code") -> tuple[str, int | None
     k: int | None = None
     if "@" in name:
         name, _, cutoff = name.partition("@")
-        if not cutoff.isdigit():
+        if not (cutoff.isascii() and cutoff.isdigit()):
             raise MetricInputError(field, f"write code@k with a whole k, e.g. ndcg@10, not "
                                           f"{text.strip()!r}")
         k = int(cutoff)

@@ -38,6 +38,7 @@ def test_it_resolves_the_names_people_type_to_codes_and_cutoffs(typed, expected)
     ("mmr@10", "code: unknown metric code 'mmr'; did you mean 'rr' ('mrr')?"),
     ("zzz", "code: unknown metric code 'zzz' (known: " + ", ".join(METRICS) + ")"),
     ("ndcg@ten", "code: write code@k with a whole k, e.g. ndcg@10, not 'ndcg@ten'"),
+    ("ndcg@²", "code: write code@k with a whole k, e.g. ndcg@10, not 'ndcg@²'"),
     ("", "code: name a metric code, e.g. ndcg or ndcg@10"),
     (None, "code: name a metric code, e.g. ndcg or ndcg@10"),
 ])
