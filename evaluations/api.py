@@ -331,7 +331,7 @@ class MetricConfigSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         try:
-            code, named_k = core.resolve_metric_name(attrs["code"])
+            code, named_k = core.resolve_metric_name(attrs.get("code"))
         except core.MetricInputError as error:
             raise serializers.ValidationError({"code": error.problem}) from None
         k = attrs.get("k", named_k)

@@ -108,3 +108,14 @@ def test_the_api_update_takes_aliases_too(personas):
         format="json")
     assert response.status_code == 200, response.json()
     assert list(evaluation.metric_configs.values_list("code", "k")) == [("ndcg", 5)]
+
+
+def test_the_api_update_asks_for_a_code_even_in_a_partial_update(personas):
+    evaluation = EvaluationFactory(model__endpoint__team=personas.team)
+    EvaluationMetricFactory(evaluation=evaluation, code="ap", k=10)
+    response = api_client(personas.lead).patch(
+        f"/api/v1/evaluations/{evaluation.pk}/", {"metrics": [{"k": 5}]}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "metrics": {"0": {"code": ["name a metric code, e.g. ndcg or ndcg@10"]}}}
+    assert list(evaluation.metric_configs.values_list("code", "k")) == [("ap", 10)]
