@@ -149,3 +149,31 @@ def test_compare_warns_when_only_the_grades_differ(page, live_server, demo):
     both = page.get_by_test_id("both-count").all_inner_texts()
     assert both and all(text.endswith("of 50") for text in both), both
     _shot(page, "metrics-compare-regraded.png")
+
+
+def test_a_new_teams_dashboard_and_a_two_point_history_read_right(page, live_server, personas):
+    from metrics.models import MetricHistoryPoint
+    from tests.searchtweak.factories import PASSWORD
+
+    evaluation = build_evaluation(team=personas.team, keywords={"boots": ["a", "b"]},
+                                  metrics=[("precision", 2, {}), ("cg", 2, {})])
+    for config, values in zip(evaluation.metric_configs.order_by("position"),
+                              ([0.5, 0.75], [None]), strict=True):
+        for value in values:
+            MetricHistoryPoint.objects.create(metric=config, value=value, keyword_count=1,
+                                              recorded_at=timezone.now())
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(personas.lead.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/dashboard/")
+    # No grade yet: the activity chart counts from 0 to 1, nothing below 0.
+    ticks = page.locator("[data-testid=activity-chart] svg text.tick")
+    expect(ticks).to_have_text(["0", "1"])
+    _shot(page, "metrics-team-dashboard-empty.png")
+    page.goto(f"{live_server.url}/dashboard/evaluations/{evaluation.pk}/")
+    cards = page.get_by_test_id("metric-cards")
+    expect(cards.locator("svg.sparkline polyline")).to_have_count(1)  # P@2: two points
+    assert cards.locator("svg.sparkline-single").count() == 0
+    _shot(page, "metrics-evaluation-dashboard-two-points.png")
