@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from evaluations import crypto, selectors, services
 from evaluations.models import Endpoint, Evaluation, SearchModel
+from metrics import core
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role, Team, User
 from searchtweak.selectors import current_membership
@@ -345,13 +346,31 @@ class SearchModelTestApi(APIView):
 
 
 class MetricConfigSerializer(serializers.Serializer):
-    code = serializers.CharField(max_length=20)
-    k = serializers.IntegerField()
+    code = serializers.CharField(
+        max_length=50, help_text="A metric code, or a name people use for it (P@10, map, "
+                                 "ndcg_cut_10), stored as the code.")
+    k = serializers.IntegerField(required=False,
+                                 help_text="Required unless the code carries it (ndcg@10).")
     params = serializers.JSONField(required=False, default=dict)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            code, named_k = core.resolve_metric_name(attrs.get("code"))
+        except core.MetricInputError as error:
+            raise serializers.ValidationError({"code": error.problem}) from None
+        k = attrs.get("k", named_k)
+        if k is None:
+            raise serializers.ValidationError(
+                {"k": "This field is required unless the code carries it (e.g. ndcg@10)."})
+        if named_k is not None and k != named_k:
+            raise serializers.ValidationError(
+                {"k": f"{k} differs from the cutoff in code {attrs['code']!r}."})
+        return {**attrs, "code": code, "k": k}
 
 
 class EvaluationOutputSerializer(serializers.Serializer):
     class MetricSerializer(MetricConfigSerializer):
+        k = serializers.IntegerField()
         value = serializers.FloatField(allow_null=True)
         keyword_count = serializers.IntegerField()
 

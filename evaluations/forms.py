@@ -34,14 +34,18 @@ def format_pairs(pairs: dict[str, Any], *, separator: str) -> str:
 
 
 def parse_metrics(text: str) -> list[dict[str, Any]]:
-    """'ndcg@10 gain=exponential' lines into [{"code", "k", "params"}]."""
+    """'ndcg@10 gain=exponential' lines into [{"code", "k", "params"}]; the names people
+    type ('P@10', 'map@10', 'ndcg_cut_10') become the registry's codes."""
     metrics = []
     for number, line in enumerate(text.splitlines(), start=1):
         words = line.split()
         if not words:
             continue
-        code, _, k = words[0].partition("@")
-        if not k.isdigit():
+        try:
+            code, k = core.resolve_metric_name(words[0])
+        except core.MetricInputError as error:
+            raise forms.ValidationError(f"Line {number}: {error.problem}") from None
+        if k is None:
             raise forms.ValidationError(f"Line {number}: write code@k, e.g. ndcg@10.")
         params: dict[str, Any] = {}
         for word in words[1:]:
@@ -52,7 +56,7 @@ def parse_metrics(text: str) -> list[dict[str, Any]]:
                 params[name] = float(value) if name == "beta" else value
             except ValueError:
                 raise forms.ValidationError(f"Line {number}: beta must be a number.") from None
-        metrics.append({"code": code, "k": int(k), "params": params})
+        metrics.append({"code": code, "k": k, "params": params})
     return metrics
 
 
@@ -236,7 +240,8 @@ class EvaluationForm(forms.Form):
     metrics = forms.CharField(
         widget=forms.Textarea(attrs={**MONO, "rows": 4}), initial="precision@10\nap@10\nndcg@10",
         help_text="One per line: code@k then optional parameters, e.g. "
-                  "'ndcg@10 gain=exponential ideal=pool'.")
+                  "'ndcg@10 gain=exponential ideal=pool'. The usual names work too "
+                  "(P@10, map@10, mrr@10, ndcg_cut_10) and are stored as the codes.")
     transformers = forms.CharField(
         required=False, widget=forms.Textarea(attrs={**MONO, "rows": 3}),
         label="Transformer overrides (JSON, optional)",

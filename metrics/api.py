@@ -91,7 +91,9 @@ class EvaluationCompareApi(APIView):
             code = serializers.CharField()
             k = serializers.IntegerField()
             params = serializers.DictField()
-            keyword_count = serializers.IntegerField()
+            keyword_count = serializers.IntegerField(
+                help_text="Shared keywords with a value on both sides; every statistic of "
+                          "the metric covers these.")
             mean_a = serializers.FloatField(allow_null=True)
             mean_b = serializers.FloatField(allow_null=True)
             delta = serializers.FloatField(allow_null=True)
@@ -104,6 +106,11 @@ class EvaluationCompareApi(APIView):
             ci_high = serializers.FloatField(allow_null=True)
             verdict = serializers.CharField()
             direction = serializers.ChoiceField(choices=["better", "worse", "same", "unknown"])
+            grading_only_count = serializers.IntegerField(
+                help_text="Keywords with identical rankings (RBO 1) whose value differs.")
+            ranking_note = serializers.CharField(
+                allow_null=True, help_text="Set when the value moved although the rankings "
+                                           "did not: a grading difference, not a ranking one.")
 
         class KeywordSerializer(serializers.Serializer):
             text = serializers.CharField()
@@ -113,6 +120,8 @@ class EvaluationCompareApi(APIView):
             values_b = serializers.ListField(child=serializers.FloatField(allow_null=True))
             deltas = serializers.ListField(child=serializers.FloatField(allow_null=True))
             rbo = serializers.FloatField(allow_null=True)
+            same_ranking = serializers.BooleanField(
+                help_text="A and B returned the same documents in the same order.")
 
         a = EvaluationRefSerializer()
         b = EvaluationRefSerializer()
@@ -121,6 +130,8 @@ class EvaluationCompareApi(APIView):
         only_b_count = serializers.IntegerField()
         rbo_k = serializers.IntegerField()
         mean_rbo = serializers.FloatField(allow_null=True)
+        identical_rankings = serializers.BooleanField(
+            help_text="Every shared keyword has the same results in A and B (RBO 1).")
         metrics = MetricSerializer(many=True)
         keywords = KeywordSerializer(many=True, help_text="Sorted by the largest change.")
 
@@ -141,6 +152,7 @@ class EvaluationCompareApi(APIView):
             "a": a, "b": b, "shared_keyword_count": comparison.shared_count,
             "only_a_count": comparison.only_a_count, "only_b_count": comparison.only_b_count,
             "rbo_k": comparison.rbo_k, "mean_rbo": comparison.mean_rbo,
+            "identical_rankings": comparison.identical_rankings,
             "metrics": [{
                 "code": m.config_a.code, "k": m.config_a.k, "params": m.config_a.params,
                 "keyword_count": m.result.keyword_count, "mean_a": m.result.mean_a,
@@ -149,10 +161,11 @@ class EvaluationCompareApi(APIView):
                 "t_test_p": m.result.t_test_p, "randomization_p": m.result.randomization_p,
                 "ci_low": m.ci[0] if m.ci else None, "ci_high": m.ci[1] if m.ci else None,
                 "verdict": m.verdict, "direction": m.direction,
+                "grading_only_count": m.grading_only_count, "ranking_note": m.ranking_note,
             } for m in comparison.metrics],
             "keywords": [{
                 "text": row.text, "keyword_a": row.keyword_a_id, "keyword_b": row.keyword_b_id,
                 "values_a": row.values_a, "values_b": row.values_b, "deltas": row.deltas,
-                "rbo": row.rbo,
+                "rbo": row.rbo, "same_ranking": row.same_ranking,
             } for row in comparison.keywords],
         }).data)

@@ -8,10 +8,13 @@ class MetricsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from evaluations.models import EvaluationMetric
+        from evaluations.signals import snapshots_created
         from judgments.signals import grades_changed
         from metrics import receivers
 
         grades_changed.connect(receivers.on_grades_changed, dispatch_uid="metrics.grades")
+        snapshots_created.connect(receivers.on_snapshots_created,
+                                  dispatch_uid="metrics.snapshots_created")
         # Adding, changing or removing a metric recomputes the evaluation.
         for signal in (post_save, post_delete):
             signal.connect(receivers.on_metric_configs_changed, sender=EvaluationMetric,

@@ -40,6 +40,45 @@ def _scale(lo: float, hi: float, out_lo: float, out_hi: float):
     return lambda value: out_lo + (value - lo) / span * (out_hi - out_lo)
 
 
+def nice_ticks(lo: float, hi: float, *, integer: bool = False, count: int = 5) -> list[float]:
+    """About ``count`` evenly spaced round values (steps of 1, 2, 2.5 or 5 times 10^n) from at
+    or below ``lo`` to at or above ``hi``; the chart's y axis spans the first to the last.
+
+    ``integer`` (counts): whole steps only, so a chart of counts up to 3 reads 0, 1, 2, 3.
+    Data that never goes below 0 never gets an axis below 0, empty or flat data included.
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo, hi = 0.0, 1.0
+    lo, hi = min(lo, hi), max(lo, hi)
+    if hi == lo:
+        # Flat (or no) data: a unit around the value, kept at or above 0 when it is.
+        lo, hi = (lo, lo + 1.0) if lo >= 0 and (integer or lo == 0) else (lo - 0.5, hi + 0.5)
+        if lo < 0 <= hi - 0.5:
+            lo, hi = 0.0, hi + 0.5
+    raw = (hi - lo) / max(count - 1, 1)
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    multiples = (1.0, 2.0, 5.0, 10.0) if integer else (1.0, 2.0, 2.5, 5.0, 10.0)
+    step = next(m * magnitude for m in multiples if m * magnitude >= raw * (1 - 1e-9))
+    if integer:
+        step = max(1.0, round(step))
+    first = math.floor(lo / step + 1e-9)
+    last = math.ceil(hi / step - 1e-9)
+    return [_clean(index * step) for index in range(first, last + 1)]
+
+
+def _clean(value: float) -> float:
+    # index * step carries float noise (0.30000000000000004); ticks are round numbers.
+    return float(f"{value:.10g}") + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _tick_text(value: float, ticks: Sequence[float]) -> str:
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = 0
+    while decimals < 10 and round(step * 10**decimals, 9) % 1:
+        decimals += 1  # as many as the step needs: 0.25 two, 2.5 one, 5 none
+    return f"{value:.{decimals}f}"
+
+
 def _segments(points: list[tuple[float, float] | None]) -> list[list[tuple[float, float]]]:
     """Runs of consecutive present points: a missing value breaks the line."""
     runs: list[list[tuple[float, float]]] = [[]]
@@ -56,18 +95,21 @@ def sparkline(values: Sequence[Number], *, width: int = 120, height: int = 28,
               label: str = "Trend") -> str:
     """A small line of the values in order (e.g. a metric's history), its last point marked.
 
-    Fewer than one present value draws an empty frame.
+    A line needs two points: no present value draws an empty frame, a single one its value
+    as text (a lone dot reads as a trend it is not).
     """
     pad = 3
     present = [float(v) for v in values if _present(v)]
     body: list[str] = []
+    if len(present) == 1:
+        return _svg(width, height, f"{label}: one point so far, {present[0]:.4f}", [
+            f'<text class="single" x="{pad}" y="{_fmt(height / 2 + 4)}" font-size="11" '
+            f'fill="currentColor">{present[0]:.4f} (1 point)</text>'], "sparkline-single")
     if present:
         y_of = _scale(min(present), max(present), height - pad, pad)
         x_of = _scale(0, max(len(values) - 1, 1), pad, width - pad)
         points = [(x_of(i), y_of(float(v))) if _present(v) else None
                   for i, v in enumerate(values)]
-        if len(values) == 1:
-            points = [(width / 2, y_of(present[0]))]
         for run in _segments(points):
             body.append('<polyline fill="none" stroke="currentColor" stroke-width="1.5" '
                         f'points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for x, y in run)}"/>')
@@ -77,17 +119,31 @@ def sparkline(values: Sequence[Number], *, width: int = 120, height: int = 28,
     return _svg(width, height, label, body, "sparkline")
 
 
+FONT_SIZE = 11
+"""Label size in SVG units; pages draw charts at (about) their own width, so at that size."""
+
+
 def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height: int = 220,
                label: str = "Chart", y_min: float | None = None,
-               y_max: float | None = None) -> str:
+               y_max: float | None = None, integer: bool = False) -> str:
     """A line over labelled x positions (e.g. evaluations in finish order) with a y axis,
-    gridlines, and a hoverable dot per present value (its <title> names label and value)."""
-    left, right, top, bottom = 48, 12, 12, 36
+    gridlines, and a hoverable dot per present value (its <title> names label and value).
+
+    ``y_min``/``y_max`` fix the y range (default: round values around the data);
+    ``integer`` (counts) puts the gridlines on whole numbers.
+    """
+    left, right, top, bottom = 48, 16, 12, 36
     present = [float(v) for _, v in points if _present(v)]
     lo = y_min if y_min is not None else (min(present) if present else 0.0)
     hi = y_max if y_max is not None else (max(present) if present else 1.0)
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
+    if y_max is None and present and y_min is not None:
+        hi = max(hi, y_min)
+    ticks = nice_ticks(lo, hi, integer=integer)
+    if y_min is not None and y_max is not None and y_max > y_min:
+        ticks = [t for t in ticks if y_min <= t <= y_max]
+        lo, hi = y_min, y_max
+    else:
+        lo, hi = ticks[0], ticks[-1]
     y_of = _scale(lo, hi, height - bottom, top)
     x_of = _scale(0, max(len(points) - 1, 1), left, width - right)
     if len(points) == 1:
@@ -96,29 +152,56 @@ def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height
             'stroke="#999"/>',
             f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" '
             f'y2="{height - bottom}" stroke="#999"/>']
-    for step in range(5):
-        value = lo + (hi - lo) * step / 4
+    for value in ticks:
         y = y_of(value)
         body.append(f'<line class="grid" x1="{left}" y1="{_fmt(y)}" x2="{width - right}" '
                     f'y2="{_fmt(y)}" stroke="#eee"/>')
-        body.append(f'<text x="{left - 4}" y="{_fmt(y + 4)}" text-anchor="end" '
-                    f'font-size="10">{_fmt(round(value, 3))}</text>')
+        body.append(f'<text class="tick" x="{left - 5}" y="{_fmt(y + 4)}" text-anchor="end" '
+                    f'font-size="{FONT_SIZE}">{_tick_text(value, ticks)}</text>')
+    if not present:
+        body.append(f'<text class="empty" x="{_fmt((left + width - right) / 2)}" '
+                    f'y="{_fmt((top + height - bottom) / 2)}" text-anchor="middle" '
+                    f'font-size="{FONT_SIZE + 1}" fill="#666">No values yet</text>')
     coords = [(x_of(i), y_of(float(v))) if _present(v) else None
               for i, (_, v) in enumerate(points)]
     for run in _segments(coords):
         body.append('<polyline fill="none" stroke="#2563eb" stroke-width="2" '
                     f'points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for x, y in run)}"/>')
-    every = max(1, math.ceil(len(points) / 8))  # at most ~8 x labels stay readable
-    for index, ((name, value), coord) in enumerate(zip(points, coords, strict=True)):
+    for (name, value), coord in zip(points, coords, strict=True):
         if coord is not None:
+            shown = f"{int(value)}" if integer else f"{float(value):.4f}"
             body.append(f'<circle class="point" cx="{_fmt(coord[0])}" cy="{_fmt(coord[1])}" '
                         f'r="3.5" fill="#2563eb"><title>{escape(name)}: '
-                        f'{float(value):.4f}</title></circle>')
-        if index % every == 0:
-            text = name if len(name) <= 18 else name[:17] + "…"
-            body.append(f'<text x="{_fmt(x_of(index))}" y="{height - bottom + 14}" '
-                        f'text-anchor="middle" font-size="10">{escape(text)}</text>')
+                        f'{shown}</title></circle>')
+    body += _x_labels([name for name, _ in points], x_of, left=left, right=width - right,
+                      width=width, y=height - bottom + 15)
     return _svg(width, height, label, body, "line-chart")
+
+
+def _x_labels(names: Sequence[str], x_of, *, left: float, right: float, width: float,
+              y: float) -> list[str]:
+    """Labels under the x axis, centred on their points, as many as fit side by side, each
+    cut to the room it has and kept inside the chart."""
+    if not names:
+        return []
+    char_width = FONT_SIZE * 0.6  # a sans-serif average
+    # Up to 18 characters per label decide how many labels fit; each then gets its room.
+    widest = min(max(len(name) for name in names), 18) * char_width + 8
+    room = (right - left) if len(names) == 1 else (right - left) / (len(names) - 1)
+    # An edge label pulled inside the chart moves toward its neighbour by up to this much.
+    pull = max(0.0, widest / 2 - min(left, width - right))
+    every = max(1, math.ceil((widest + pull) / max(room, 1.0)), math.ceil(len(names) / 10))
+    chars = max(4, int((room * every - pull - 8) / char_width))
+    labels = []
+    for index in range(0, len(names), every):
+        name = names[index]
+        text = name if len(name) <= chars else name[:chars - 1] + "…"
+        half = (len(text) * char_width + 4) / 2
+        x = min(max(x_of(index), half), width - half)
+        labels.append(f'<text class="x-label" x="{_fmt(x)}" y="{_fmt(y)}" '
+                      f'text-anchor="middle" font-size="{FONT_SIZE}">'
+                      f'<title>{escape(name)}</title>{escape(text)}</text>')
+    return labels
 
 
 def histogram_bins(values: Sequence[Number], *, bins: int = 10,
@@ -136,21 +219,26 @@ def histogram_bins(values: Sequence[Number], *, bins: int = 10,
 
 
 def histogram(values: Sequence[Number], *, bins: int = 10, lo: float | None = None,
-              hi: float | None = None, width: int = 640, height: int = 200,
+              hi: float | None = None, width: int = 400, height: int = 200,
               label: str = "Distribution") -> str:
     """Bars of how many values fall in each of `bins` equal ranges between lo and hi
-    (default: the values' own range); each bar's <title> gives its range and count."""
-    left, right, top, bottom = 40, 12, 12, 32
+    (default: the values' own range); each bar's <title> gives its range and count. The
+    count axis has whole-number gridlines from 0."""
+    left, right, top, bottom = 36, 14, 12, 34
     counts, edges = histogram_bins(values, bins=bins, lo=lo, hi=hi)
     tallest = max(counts) if counts else 0
-    y_of = _scale(0, max(tallest, 1), height - bottom, top)
+    ticks = nice_ticks(0, tallest, integer=True)
+    y_of = _scale(0, ticks[-1], height - bottom, top)
     bar_width = (width - left - right) / bins
     body = [f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" '
-            f'y2="{height - bottom}" stroke="#999"/>',
-            f'<text x="{left - 4}" y="{top + 4}" text-anchor="end" font-size="10">'
-            f'{tallest}</text>',
-            f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end" font-size="10">0'
-            '</text>']
+            f'y2="{height - bottom}" stroke="#999"/>']
+    for value in ticks:
+        y = y_of(value)
+        if value:
+            body.append(f'<line class="grid" x1="{left}" y1="{_fmt(y)}" x2="{width - right}" '
+                        f'y2="{_fmt(y)}" stroke="#eee"/>')
+        body.append(f'<text class="tick" x="{left - 5}" y="{_fmt(y + 4)}" text-anchor="end" '
+                    f'font-size="{FONT_SIZE}">{int(value)}</text>')
     for index, count in enumerate(counts):
         x = left + index * bar_width
         y = y_of(count)
@@ -160,6 +248,8 @@ def histogram(values: Sequence[Number], *, bins: int = 10, lo: float | None = No
             f'{edges[index]:.3g} to {edges[index + 1]:.3g}: {count}</title></rect>'
         )
     for index in (0, bins // 2, bins):
-        body.append(f'<text x="{_fmt(left + index * bar_width)}" y="{height - bottom + 14}" '
-                    f'text-anchor="middle" font-size="10">{edges[index]:.3g}</text>')
+        anchor = "start" if index == 0 else "end" if index == bins else "middle"
+        body.append(f'<text class="x-label" x="{_fmt(left + index * bar_width)}" '
+                    f'y="{height - bottom + 15}" text-anchor="{anchor}" '
+                    f'font-size="{FONT_SIZE}">{edges[index]:.3g}</text>')
     return _svg(width, height, label, body, "histogram")

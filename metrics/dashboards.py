@@ -389,6 +389,15 @@ class MetricComparison:
     ci: tuple[float, float] | None
     verdict: str
     direction: str  # "better", "worse", "same", "unknown"
+    # Keywords with a value on both sides whose result lists are identical (RBO 1) but
+    # whose value differs: the grades changed, not the ranking.
+    grading_only_count: int = 0
+    ranking_note: str | None = None
+
+    @property
+    def both_count(self) -> int:
+        """Shared keywords with a value on both sides: what every statistic here covers."""
+        return self.result.keyword_count
 
 
 @dataclass(frozen=True)
@@ -401,6 +410,8 @@ class KeywordComparison:
     values_b: list[float | None]
     deltas: list[float | None]
     rbo: float | None
+    # A and B returned the same documents in the same order (top RBO-k): RBO 1.
+    same_ranking: bool = False
 
     @property
     def cells(self) -> list[tuple[float | None, float | None, float | None]]:
@@ -426,6 +437,11 @@ class Comparison:
     def shared_count(self) -> int:
         return len(self.keywords)
 
+    @property
+    def identical_rankings(self) -> bool:
+        """Every shared keyword has the same result list in A and B (RBO 1)."""
+        return bool(self.keywords) and all(row.same_ranking for row in self.keywords)
+
 
 def comparison_verdict(result: statistics.PairedComparison,
                        ci: tuple[float, float] | None) -> tuple[str, str]:
@@ -443,6 +459,21 @@ def comparison_verdict(result: statistics.PairedComparison,
             f"keywords ({result.wins} up, {result.losses} down, {result.ties} unchanged)"
             f"{ci_text}; unlikely to be chance (randomization p = {p:.3f}, "
             f"t-test p = {_p_text(result.t_test_p)}).", word)
+
+
+def ranking_note(*, label: str, both_count: int, same_count: int, grading_only_count: int,
+                 mean_delta: float | None) -> str | None:
+    """A warning when values moved although the rankings did not: a grading difference
+    (new or changed grades, another scale or transformer), not a ranking one."""
+    if not grading_only_count:
+        return None
+    if same_count == both_count:
+        moved = f" (mean Δ {mean_delta:+.4f})" if mean_delta else ""
+        return (f"The rankings are identical (RBO 1) for all {both_count} keyword"
+                f"{'s' if both_count != 1 else ''} with a value on both sides, yet {label} "
+                f"moved{moved}: a grading difference, not a ranking one.")
+    return (f"{grading_only_count} of {both_count} keywords have identical rankings (RBO 1) "
+            f"but a different {label}: grading differences, not ranking ones.")
 
 
 def _p_text(p: float | None) -> str:
@@ -475,18 +506,27 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
     ).order_by("keyword_id", "position").values_list("keyword_id", "doc_id"):
         doc_ids[keyword_id].append(doc_id)
 
+    same_ranking = {t: doc_ids[keywords_a[t]] == doc_ids[keywords_b[t]] for t in shared}
     metrics = []
     for config_a, config_b in pairs:
         values_a = {t: stored.get((keywords_a[t], config_a.pk)) for t in shared}
         values_b = {t: stored.get((keywords_b[t], config_b.pk)) for t in shared}
         result = statistics.paired_comparison(values_a, values_b, resamples=resamples)
-        deltas = [values_b[t] - values_a[t] for t in shared
-                  if values_a[t] is not None and values_b[t] is not None]
+        both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
+        deltas = [values_b[t] - values_a[t] for t in both]
         ci = statistics.bootstrap_ci(deltas, resamples=resamples) if deltas else None
         verdict, direction = comparison_verdict(result, ci)
+        grading_only = sum(1 for t, delta in zip(both, deltas, strict=True)
+                           if same_ranking[t] and delta != 0)
+        label = metric_label(config_a)
         metrics.append(MetricComparison(
-            key=metric_key(config_a), label=metric_label(config_a), config_a=config_a,
+            key=metric_key(config_a), label=label, config_a=config_a,
             config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
+            grading_only_count=grading_only,
+            ranking_note=ranking_note(
+                label=label, both_count=len(both), grading_only_count=grading_only,
+                same_count=sum(1 for t in both if same_ranking[t]),
+                mean_delta=result.mean_delta),
         ))
 
     rows = []
@@ -499,6 +539,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
             values_a=values_a, values_b=values_b,
             deltas=[_delta(vb, va) for va, vb in zip(values_a, values_b, strict=True)],
             rbo=core.rbo(doc_ids[ka], doc_ids[kb], k=rbo_k, p=rbo_p),
+            same_ranking=same_ranking[text],
         ))
     index = sort_index if 0 <= sort_index < len(pairs) else 0
     rows.sort(key=lambda row: (

@@ -53,6 +53,17 @@ def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) ->
                  countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
 
 
+def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) -> None:
+    """A search that returned nothing has pool metric values (0 when the pool knows
+    documents) that no grade will trigger: its keyword is marked dirty like a graded one,
+    and the recompute is queued after the fetch commits (on_grades_changed)."""
+    if snapshots:
+        return  # their grades recompute them
+    from metrics.services import keyword_empty_results_mark_dirty
+
+    keyword_empty_results_mark_dirty(keyword_id=keyword.pk, evaluation_id=evaluation.pk)
+
+
 def on_metric_configs_changed(sender, *, instance: EvaluationMetric, **kwargs) -> None:
     from metrics.tasks import recompute_evaluation
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from evaluations import hooks
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
+from judgments.services import keywords_mark_dirty
 from metrics import core
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue, TeamBaseline
 from metrics.selectors import (
@@ -229,14 +230,32 @@ def _pool_metric_values(
     results = [keyword_results(keyword_id=keyword_id) for keyword_id in keyword_ids]
     pools = [keyword_pool_others(keyword=keywords[keyword_id], evaluation=evaluation)
              for keyword_id in keyword_ids]
+    # No results is "the search returned nothing" (recall and best then give 0) only for a
+    # fetched keyword; one not fetched yet or whose fetch failed has no value.
+    unknown = np.array([keywords[keyword_id].fetch_status != Keyword.FetchStatus.FETCHED
+                        for keyword_id in keyword_ids], dtype=bool)
     return [
-        core.evaluate_keywords(
+        np.where(unknown, np.nan, core.evaluate_keywords(
             config.code, [r.grades for r in results], doc_ids=[r.doc_ids for r in results],
             k=config.k, scale=scale, params=config.params, transformers=transformers,
             pools=pools,
-        )
+        ))
         for config in configs
     ]
+
+
+def keyword_empty_results_mark_dirty(*, keyword_id: int, evaluation_id: int) -> bool:
+    """A fetch stored no results for the keyword: with a pool metric configured, its value
+    is known now (recall and best give 0 when the pool knows documents the search missed),
+    though no grade will ever ask for it, so the keyword is marked dirty like a graded one.
+
+    Runs inside the fetch transaction. Returns whether it marked the keyword.
+    """
+    if not any(_uses_pool(config)
+               for config in evaluation_metric_configs(evaluation_id=evaluation_id)):
+        return False
+    keywords_mark_dirty(keyword_ids=[keyword_id])
+    return True
 
 
 def _as_optional(value: float) -> float | None:

@@ -174,10 +174,17 @@ def team_dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "metrics/team_dashboard.html", {
         "team": membership.team, "dashboard": dashboard,
         "activity_svg": mark_safe(charts.line_chart(
-            dashboard.daily_counts, width=560, height=180, y_min=0,
+            dashboard.daily_counts, width=560, height=180, y_min=0, integer=True,
             label="Grades per day, last 14 days")),
         "can_lead": membership.can(Role.LEAD),
     })
+
+
+def _unit_range(values: list[float | None]) -> dict:
+    """y from 0 to 1 for values that all lie there (most metrics); the unbounded ones (CG,
+    DCG) keep a range around their own values."""
+    present = [value for value in values if value is not None]
+    return {"y_min": 0.0, "y_max": 1.0} if all(0.0 <= v <= 1.0 for v in present) else {}
 
 
 @require_GET
@@ -190,7 +197,8 @@ def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
         "histories": [
             (history, mark_safe(charts.line_chart(
                 [(evaluation.name, value) for evaluation, value, _ in history.points],
-                label=f"{history.label} over finished evaluations")))
+                label=f"{history.label} over finished evaluations",
+                **_unit_range([value for _, value, _ in history.points]))))
             for history in histories
         ],
     })

@@ -17,11 +17,13 @@ from metrics.core.errors import MetricInputError
 from metrics.core.pool import Pool, build_pool
 from metrics.core.rbo import rbo
 from metrics.core.registry import (
+    ALIASES,
     METRICS,
     MetricSpec,
     Params,
     metric_spec,
     needs_pool,
+    resolve_metric_name,
     resolve_params,
     validate_k,
 )
@@ -35,6 +37,7 @@ from metrics.core.transform import (
 )
 
 __all__ = [
+    "ALIASES",
     "METRICS",
     "SCALES",
     "MetricInputError",
@@ -55,6 +58,7 @@ __all__ = [
     "metric_spec",
     "needs_pool",
     "rbo",
+    "resolve_metric_name",
     "resolve_params",
     "resolve_scale",
     "resolve_transformer",

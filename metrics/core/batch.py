@@ -123,7 +123,8 @@ def evaluate_batch_many(
         assert pool is not None
         pool = Pool(_grade_array(pool.grades, "pool.grades"), pool.doc_index)
         pool.check(
-            keyword_count, read_positions, need_positions=any(p.code == "best" for p in plans)
+            keyword_count, read_positions,
+            need_positions=any(p.code in kernels.ZERO_WHEN_NOTHING_RETURNED for p in plans),
         )
     results = [np.empty(keyword_count) for _ in plans]
     per_keyword = max(read_positions * slot_count, 1)
@@ -152,7 +153,7 @@ def evaluate_batch_many(
                     pooled[aggregation] = aggregation.lookup(pool_codes)
                 pool_values = pooled[aggregation]
             doc_index = None
-            if plan.code == "best":
+            if plan.code in kernels.ZERO_WHEN_NOTHING_RETURNED:
                 assert pool is not None and pool.doc_index is not None
                 doc_index = pool.doc_index[start:stop, : min(plan.k, read_positions)]
             result[start:stop] = _stage2(plan, scale_blocks[aggregation], pool_values, doc_index)
@@ -212,7 +213,11 @@ class _ScaleBlock:
 def _stage2(
     plan: _Plan, block: _ScaleBlock, pool_values: np.ndarray | None, doc_index: np.ndarray | None
 ) -> np.ndarray:
-    """One metric over a block's aggregated values; the all-null rule applied last."""
+    """One metric over a block's aggregated values; the all-null rule applied last.
+
+    ``doc_index`` (keywords, m) is the pool index of each position's document, -1 where the
+    search returned none; given for ``recall`` and ``best``, which tell m = 0 by it.
+    """
     code, k, params = plan.code, plan.k, plan.params
     m = min(k, block.position_count)
     top_grade = plan.aggregation.target.hi
@@ -257,6 +262,11 @@ def _stage2(
     else:  # pragma: no cover - metric_spec() rejected it already
         raise MetricInputError("metric", f"unknown metric code {code!r}")
     all_null = block.count(kernels.judged, m) == 0.0
+    if code in kernels.ZERO_WHEN_NOTHING_RETURNED:
+        # m = 0: the search missed the pool, so the kernel's value (0, or null under the
+        # metric's own null condition) stands; only m > 0 with nothing graded is null.
+        assert doc_index is not None
+        all_null &= kernels.returned_any(doc_index)
     return np.where(all_null, np.nan, out)
 
 

@@ -4,8 +4,9 @@ Each kernel takes float64 arrays (keywords, m) derived position by position from
 aggregated v_1..v_m on the metric's scale (NaN = null): ``relevant``, ``gains``, ``stop``
 ..., computed by the functions below, or per-keyword counts of them; it returns one
 float64 per keyword. The "all null → null" rule is applied by the caller (batch.py) for
-every metric, so kernels may return anything for such rows. Positions are 1-based in the
-formulas and 0-based in the arrays.
+every metric, so kernels may return anything for such rows, except ``recall`` and
+``best`` for keywords with m = 0, whose kernel value the caller keeps. Positions are
+1-based in the formulas and 0-based in the arrays.
 
 Every kernel computes a keyword from its own row alone, in an order that depends on m
 only, so a keyword's value does not depend on its block or on the thread that computes it.
@@ -198,6 +199,16 @@ def expected_reciprocal_rank(stop: np.ndarray, exponent: float) -> np.ndarray:
     if length > 1:
         np.cumprod(1.0 - stop[:, :-1], axis=1, out=reach[:, 1:])
     return weighted_row_sums(stop * reach, power_discounts(length, exponent))
+
+
+ZERO_WHEN_NOTHING_RETURNED = ("recall", "best")
+"""The pool metrics whose value for m = 0 is not null but 0 (docs/METRICS.md, Stage 2):
+a search that returned nothing missed the documents the pool knows."""
+
+
+def returned_any(doc_index: np.ndarray) -> np.ndarray:
+    """m > 0 per keyword: ``doc_index`` (keywords, m) holds a document (>= 0) anywhere."""
+    return (doc_index >= 0).any(axis=1)
 
 
 def relevant_in_pool(pool_values: np.ndarray) -> np.ndarray:

@@ -23,8 +23,9 @@ class Pool:
     Stages 0 and 1 aggregate them per document exactly like a snapshot's slots.
 
     ``doc_index``: int array (keywords, positions): the document at each result position
-    as an index into ``grades``' document axis, -1 for a missing position. Only ``best``
-    needs it (it asks *which* document sits at a position).
+    as an index into ``grades``' document axis, -1 for a missing position. ``best`` needs
+    it (it asks *which* document sits at a position), and so does ``recall``: both tell by
+    it a search that returned nothing (m = 0, value 0) from one not graded yet (null).
     """
 
     grades: np.ndarray
@@ -37,7 +38,9 @@ class Pool:
                 "pool.grades", f"must have shape ({keyword_count}, documents, grades)"
             )
         if need_positions and self.doc_index is None:
-            raise MetricInputError("pool.doc_index", "best needs each position's document")
+            raise MetricInputError(
+                "pool.doc_index", "recall and best need each position's document"
+            )
         if self.doc_index is not None:
             if self.doc_index.ndim != 2 or self.doc_index.shape[0] != keyword_count:
                 raise MetricInputError(

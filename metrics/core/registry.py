@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +70,78 @@ METRICS: dict[str, MetricSpec] = {
                    needs_pool=True),
     )
 }
+
+
+ALIASES: dict[str, str] = {
+    alias: code
+    for code, aliases in {
+        # MP@k, MAP@k and MRR@k are the means over keywords of P@k, AP@k and RR@k, which
+        # is what an evaluation's value of precision, ap and rr is.
+        "precision": ("p", "mp", "prec"),
+        "ap": ("map", "map_cut", "avg_precision", "average_precision"),
+        "rr": ("mrr", "recip_rank", "reciprocal_rank", "mrr_cut"),
+        "cg": ("cumulative_gain",),
+        "dcg": ("dcg_cut",),
+        "ndcg": ("ndcg_cut", "n_dcg"),
+        "err": ("expected_reciprocal_rank",),
+        "err_018": ("err0.18", "err_0.18", "err_18", "err018"),
+        "recall": ("r", "rec", "recall_cut"),
+        "f_score": ("f", "f1", "fscore", "f_beta", "fbeta", "f_measure"),
+        "best": ("best_at_k",),
+    }.items()
+    for alias in aliases
+}
+"""Names people type for a metric (trec_eval's ``P``, ``map``, ``ndcg_cut``, the means'
+``MAP``/``MRR``/``MP``...), lower case, ``-`` read as ``_``. Only for people's input in
+forms, the API and commands; the engine and ``metrics.conformance`` take the codes alone
+(docs/METRICS.md: an unknown metric code is an error)."""
+
+# "ndcg_cut_10", "P_10", "ndcg10", "map_cut.10": a trailing cutoff after the name.
+_TRAILING_K = re.compile(r"^(?P<name>[a-z](?:[a-z0-9_.]*?[a-z])?)[_.]?(?P<k>[0-9]+)$")
+
+
+def resolve_metric_name(text: Any, field: str = "code") -> tuple[str, int | None]:
+    """The metric code and cutoff a person meant by ``text``, e.g. ``"P@10"`` →
+    ``("precision", 10)``, ``"ndcg_cut_10"`` → ``("ndcg", 10)``, ``"map"`` → ``("ap", None)``.
+
+    Case does not matter; a cutoff may follow ``@`` or close the name (trec_eval style).
+    An unknown name raises MetricInputError on ``field``, suggesting the nearest code.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise MetricInputError(field, "name a metric code, e.g. ndcg or ndcg@10")
+    name = text.strip().lower().replace("-", "_")
+    k: int | None = None
+    if "@" in name:
+        name, _, cutoff = name.partition("@")
+        if not (cutoff.isascii() and cutoff.isdigit()):
+            raise MetricInputError(field, f"write code@k with a whole k, e.g. ndcg@10, not "
+                                          f"{text.strip()!r}")
+        k = int(cutoff)
+    name = name.strip()
+    code = _known_code(name)
+    if code is None and k is None and (match := _TRAILING_K.match(name)):
+        code = _known_code(match["name"])
+        if code is None:
+            name = match["name"]  # the suggestion is for the name, not the cutoff
+        else:
+            k = int(match["k"])
+    if code is None:
+        raise MetricInputError(field, _unknown_code_problem(name or text.strip()))
+    return code, k
+
+
+def _known_code(name: str) -> str | None:
+    return name if name in METRICS else ALIASES.get(name)
+
+
+def _unknown_code_problem(name: str) -> str:
+    problem = f"unknown metric code {name!r}"
+    nearest = difflib.get_close_matches(name, [*METRICS, *ALIASES], n=1, cutoff=0.6)
+    if not nearest:
+        return f"{problem} (known: {', '.join(METRICS)})"
+    if nearest[0] in METRICS:
+        return f"{problem}; did you mean {nearest[0]!r}?"
+    return f"{problem}; did you mean {ALIASES[nearest[0]]!r} ({nearest[0]!r})?"
 
 
 def metric_spec(code: Any) -> MetricSpec:

@@ -1,5 +1,6 @@
 """The inline SVG charts: well-formed, escaped, gaps for missing values, honest bins."""
 
+import itertools
 import math
 import xml.etree.ElementTree as ET
 
@@ -54,3 +55,76 @@ def test_histogram_counts_values_into_equal_bins_including_the_top_edge():
 def test_histogram_of_identical_values_still_draws():
     counts, edges = charts.histogram_bins([3.0, 3.0], bins=2)
     assert sum(counts) == 2 and edges[0] == 3.0
+
+
+def _ticks(root: ET.Element) -> list[str]:
+    return [text.text for text in root.iter(f"{SVG}text") if text.get("class") == "tick"]
+
+
+def test_a_count_chart_has_whole_number_ticks():
+    days = [("2026-11-01", 0), ("2026-11-02", 3), ("2026-11-03", 1)]
+    root = _parse(charts.line_chart(days, y_min=0, integer=True))
+    assert _ticks(root) == ["0", "1", "2", "3"]
+    assert [p.find(f"{SVG}title").text for p in root.findall(f"{SVG}circle")] == [
+        "2026-11-01: 0", "2026-11-02: 3", "2026-11-03: 1"]
+    # The histogram's count axis too: tallest bar 3.
+    assert _ticks(_parse(charts.histogram([0.1, 0.1, 0.1, 0.9], bins=2, lo=0, hi=1))) == [
+        "0", "1", "2", "3"]
+    # Large counts step by round numbers, never 638.5.
+    assert _ticks(_parse(charts.line_chart([("a", 0), ("b", 2554)], y_min=0, integer=True))
+                  ) == ["0", "1000", "2000", "3000"]
+
+
+def test_an_empty_or_flat_zero_chart_has_no_negative_tick():
+    for svg in (charts.line_chart([("a", None), ("b", None)]),
+                charts.line_chart([("a", 0), ("b", 0)], y_min=0, integer=True),
+                charts.line_chart([], y_min=0, integer=True),
+                charts.line_chart([("a", 0.0)]),
+                charts.histogram([], bins=4)):
+        ticks = _ticks(_parse(svg))
+        assert ticks and all(float(tick) >= 0 for tick in ticks), ticks
+    assert _ticks(_parse(charts.line_chart([("a", 0), ("b", 0)], y_min=0, integer=True))) == [
+        "0", "1"]
+    empty = _parse(charts.line_chart([("a", None)]))
+    assert [t.text for t in empty.iter(f"{SVG}text") if t.get("class") == "empty"] == [
+        "No values yet"]
+
+
+def test_metric_ticks_are_round_values_with_the_decimals_they_need():
+    root = _parse(charts.line_chart([("a", 0.34), ("b", 0.84)]))
+    assert _ticks(root) == ["0.2", "0.4", "0.6", "0.8", "1.0"]
+    assert _ticks(_parse(charts.line_chart([("a", 0.84)], y_min=0, y_max=1))) == [
+        "0.00", "0.25", "0.50", "0.75", "1.00"]
+    assert charts.nice_ticks(0.0, 10.0) == [0.0, 2.5, 5.0, 7.5, 10.0]
+
+
+def test_a_single_point_renders_its_value_not_a_sparkline():
+    root = _parse(charts.sparkline([None, 0.8348, None], label="History of P@10"))
+    assert root.get("class") == "chart sparkline-single"
+    assert root.findall(f"{SVG}polyline") == [] and root.findall(f"{SVG}circle") == []
+    assert root.find(f"{SVG}text").text == "0.8348 (1 point)"
+    assert root.get("aria-label") == "History of P@10: one point so far, 0.8348"
+    # Two points draw the line.
+    two = _parse(charts.sparkline([0.5, 0.6]))
+    assert two.get("class") == "chart sparkline" and len(two.findall(f"{SVG}polyline")) == 1
+
+
+def test_labels_are_legible_and_x_labels_do_not_overlap():
+    days = [(f"2026-11-{day:02d}", day) for day in range(1, 15)]
+    root = _parse(charts.line_chart(days, width=560, height=180, y_min=0, integer=True))
+    texts = list(root.iter(f"{SVG}text"))
+    assert all(float(text.get("font-size")) >= 11 for text in texts)
+    labels = [text for text in texts if text.get("class") == "x-label"]
+    assert 2 <= len(labels) < 14
+    spans = [(float(label.get("x")) - half, float(label.get("x")) + half)
+             for label in labels
+             for half in [len(label.find(f"{SVG}title").tail) * 11 * 0.6 / 2]]
+    assert all(first[1] <= second[0] for first, second in itertools.pairwise(spans))
+    assert spans[0][0] >= 0 and spans[-1][1] <= 560
+    # Long evaluation names are cut to their room; the full text stays in the title.
+    names = [(f"Spring relevance review number {i}", 0.5) for i in range(12)]
+    named = [t for t in _parse(charts.line_chart(names, width=640)).iter(f"{SVG}text")
+             if t.get("class") == "x-label"]
+    assert len(named) == 3
+    assert named[0].find(f"{SVG}title").text == "Spring relevance review number 0"
+    assert named[0].find(f"{SVG}title").tail == "Spring relevance revie…"

@@ -145,3 +145,78 @@ def test_the_compare_api_returns_the_same_numbers(client, personas, pair):
     outsider = {"HTTP_AUTHORIZATION": f"Token {_token(personas.outsider)}"}
     assert client.get(url, **outsider).status_code == 404
     assert ApiToken.objects.count() == 2
+
+
+@pytest.fixture
+def regraded(personas):
+    """A and B return the same lists for k1, k2, k3; only their grades differ. Stored P@2 —
+    A: .5, .5, .5; B: 1, .5, null (k3 not graded in B yet)."""
+    keywords = {"k1": ["d1", "d2"], "k2": ["d3", "d4"], "k3": ["d5", "d6"]}
+    a = build_evaluation(team=personas.team, scale="binary", keywords=keywords, metrics=[P2])
+    b = build_evaluation(team=personas.team, scale="binary", keywords=keywords, metrics=[P2])
+    for evaluation, values in ((a, {"k1": 0.5, "k2": 0.5, "k3": 0.5}),
+                               (b, {"k1": 1.0, "k2": 0.5, "k3": None})):
+        config = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
+        for keyword in evaluation.keywords.all():
+            KeywordMetricValue.objects.create(keyword=keyword, metric=config,
+                                              value=values[keyword.normalized_text])
+    return a, b
+
+
+REGRADED_NOTE = ("The rankings are identical (RBO 1) for all 2 keywords with a value on both "
+                 "sides, yet P@2 moved (mean Δ +0.2500): a grading difference, not a ranking "
+                 "one.")
+
+
+def test_identical_rankings_with_a_moved_metric_are_called_a_grading_difference(regraded):
+    comparison = dashboards.evaluation_comparison(a=regraded[0], b=regraded[1])
+    assert comparison.identical_rankings is True
+    assert [row.same_ranking for row in comparison.keywords] == [True, True, True]
+    [precision] = comparison.metrics
+    assert (precision.both_count, comparison.shared_count) == (2, 3)
+    assert precision.grading_only_count == 1  # k1; k2 did not move, k3 has no B value
+    assert precision.ranking_note == REGRADED_NOTE
+
+
+def test_no_ranking_note_when_the_rankings_differ_or_the_metric_did_not_move(pair):
+    comparison = dashboards.evaluation_comparison(a=pair[0], b=pair[1])
+    assert comparison.identical_rankings is False
+    assert [(row.normalized_text, row.same_ranking) for row in comparison.keywords] == [
+        ("k3", False), ("k1", False), ("k2", True)]
+    assert [m.ranking_note for m in comparison.metrics] == [None, None]
+    assert comparison.metrics[0].grading_only_count == 0  # k2 has the same value
+
+
+def test_some_identical_rankings_that_moved_are_counted():
+    assert dashboards.ranking_note(label="AP@10", both_count=5, same_count=2,
+                                   grading_only_count=1, mean_delta=0.1) == (
+        "1 of 5 keywords have identical rankings (RBO 1) but a different AP@10: grading "
+        "differences, not ranking ones.")
+
+
+def test_the_compare_page_states_the_both_sides_count_and_the_grading_warning(
+        client, personas, regraded, pair):
+    a, b = regraded
+    client.force_login(personas.lead)
+    html = client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert '<td class="num" data-testid="both-count">2 of 3</td>' in html
+    assert REGRADED_NOTE in html and 'data-testid="ranking-note"' in html
+    assert "every shared keyword has the same results in A and B" in html
+    assert html.count(">same results</span>") == 3
+    other = client.get(reverse("metrics:compare"), {"a": pair[0].pk, "b": pair[1].pk})
+    other_html = other.content.decode()
+    assert '<td class="num" data-testid="both-count">3 of 3</td>' in other_html
+    assert 'data-testid="ranking-note"' not in other_html
+    assert other_html.count(">same results</span>") == 1  # k2
+
+
+def test_the_compare_api_carries_the_both_sides_count_and_the_grading_warning(
+        client, personas, regraded):
+    a, b = regraded
+    headers = {"HTTP_AUTHORIZATION": f"Token {_token(personas.grader)}"}
+    body = client.get(f"/api/v1/evaluations/{a.pk}/compare/{b.pk}/", **headers).json()
+    assert (body["shared_keyword_count"], body["identical_rankings"]) == (3, True)
+    [metric] = body["metrics"]
+    assert (metric["keyword_count"], metric["grading_only_count"]) == (2, 1)
+    assert metric["ranking_note"] == REGRADED_NOTE
+    assert [k["same_ranking"] for k in body["keywords"]] == [True, True, True]

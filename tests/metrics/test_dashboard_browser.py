@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot
@@ -72,7 +73,9 @@ def test_the_evaluation_dashboard_renders_cards_charts_and_expanding_rows(
     _login(page, live_server)
     page.goto(f"{live_server.url}/dashboard/evaluations/{current.pk}/")
     cards = page.get_by_test_id("metric-cards")
-    assert cards.locator("svg.sparkline").first.is_visible()
+    # One recompute, one history point: each card says its value, no one-point line.
+    expect(cards.locator("svg.sparkline-single").first).to_contain_text("(1 point)")
+    assert cards.locator("svg.sparkline").count() == 0
     assert page.locator("[data-testid=distribution] svg").is_visible()
     assert cards.get_by_text("vs previous Demo: last month").first.is_visible()
     assert "Landis & Koch" in page.get_by_test_id("kappa-reading").inner_text()
@@ -94,6 +97,8 @@ def test_team_dashboard_model_history_and_leaderboards_render(page, live_server,
     page.get_by_role("link", name="Dashboard").click()
     assert page.get_by_test_id("queue-size").is_visible()
     assert page.locator("[data-testid=activity-chart] svg").is_visible()
+    ticks = page.locator("[data-testid=activity-chart] svg text.tick").all_text_contents()
+    assert ticks and all(tick.isdigit() for tick in ticks), ticks  # counts: whole numbers
     assert page.get_by_test_id("active-evaluations").get_by_text(current.name).is_visible()
     _shot(page, "metrics-team-dashboard.png")
     page.goto(f"{live_server.url}/models/{current.model_id}/history/")
@@ -119,3 +124,56 @@ def test_compare_two_evaluations_and_open_one_keyword_side_by_side(page, live_se
     table = page.get_by_test_id("side-by-side")
     assert table.locator("tbody tr").count() >= 1
     _shot(page, "metrics-compare-keyword.png")
+
+
+def test_compare_warns_when_only_the_grades_differ(page, live_server, demo):
+    current, _ = demo
+    graders = [User.objects.get(username=f"grader{i}") for i in (1, 2, 3)]
+    same_lists = {
+        keyword.text: list(Snapshot.objects.filter(keyword=keyword).order_by("position")
+                           .values_list("doc_id", flat=True))
+        for keyword in Keyword.objects.filter(evaluation=current)
+    }
+    regraded = build_evaluation(team=current.team, scale="graded", strategy=3,
+                                keywords=same_lists,
+                                metrics=[("precision", 10, {}), ("ap", 10, {}),
+                                         ("ndcg", 10, {})],
+                                status=Evaluation.Status.FINISHED)
+    Evaluation.objects.filter(pk=regraded.pk).update(name="Demo: regraded")
+    _grade_all(regraded, graders, seed=3, share=1.0)
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/compare/?a={current.pk}&b={regraded.pk}")
+    notes = page.get_by_test_id("ranking-note")
+    expect(notes.first).to_contain_text("The rankings are identical (RBO 1)")
+    expect(notes.first).to_contain_text("a grading difference, not a ranking one")
+    both = page.get_by_test_id("both-count").all_inner_texts()
+    assert both and all(text.endswith("of 50") for text in both), both
+    _shot(page, "metrics-compare-regraded.png")
+
+
+def test_a_new_teams_dashboard_and_a_two_point_history_read_right(page, live_server, personas):
+    from metrics.models import MetricHistoryPoint
+    from tests.searchtweak.factories import PASSWORD
+
+    evaluation = build_evaluation(team=personas.team, keywords={"boots": ["a", "b"]},
+                                  metrics=[("precision", 2, {}), ("cg", 2, {})])
+    for config, values in zip(evaluation.metric_configs.order_by("position"),
+                              ([0.5, 0.75], [None]), strict=True):
+        for value in values:
+            MetricHistoryPoint.objects.create(metric=config, value=value, keyword_count=1,
+                                              recorded_at=timezone.now())
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill(personas.lead.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/dashboard/")
+    # No grade yet: the activity chart counts from 0 to 1, nothing below 0.
+    ticks = page.locator("[data-testid=activity-chart] svg text.tick")
+    expect(ticks).to_have_text(["0", "1"])
+    _shot(page, "metrics-team-dashboard-empty.png")
+    page.goto(f"{live_server.url}/dashboard/evaluations/{evaluation.pk}/")
+    cards = page.get_by_test_id("metric-cards")
+    expect(cards.locator("svg.sparkline polyline")).to_have_count(1)  # P@2: two points
+    assert cards.locator("svg.sparkline-single").count() == 0
+    _shot(page, "metrics-evaluation-dashboard-two-points.png")

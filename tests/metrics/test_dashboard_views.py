@@ -1,10 +1,13 @@
 """Pages of the metrics app: happy paths, wrong methods, outsiders, bad input."""
 
+import re
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from evaluations.models import Evaluation
-from metrics.models import TeamBaseline
+from metrics.models import MetricHistoryPoint, TeamBaseline
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +70,10 @@ def test_the_dashboard_shows_values_cards_and_charts(client, personas, finished)
     before = first.metric_configs.get(code="precision")
     assert f"{precision.value:.4f}" in html
     assert f"{precision.value - before.value:+.4f}" in html  # change vs previous
-    assert html.count('class="chart sparkline"') == 3
+    # One history point each (one recompute): the value, not a one-point line.
+    assert html.count('class="chart sparkline-single"') == 3
+    assert 'class="chart sparkline"' not in html
+    assert f"{precision.value:.4f} (1 point)</text>" in html
     assert 'class="chart histogram"' in html
     assert "Landis &amp; Koch" in html
     assert html.count("<details>") == 12
@@ -131,3 +137,39 @@ def test_model_history_draws_one_line_chart_per_metric(client, personas, finishe
     client.force_login(personas.outsider)
     assert client.get(reverse("metrics:model_history", args=[first.model_id])
                       ).status_code == 404
+
+
+def test_a_second_history_point_draws_the_sparkline(client, personas, finished):
+    _, second = finished
+    precision = second.metric_configs.get(code="precision")
+    MetricHistoryPoint.objects.create(metric=precision, value=0.1, keyword_count=3,
+                                      recorded_at=timezone.now())
+    client.force_login(personas.lead)
+    html = client.get(reverse("metrics:evaluation_dashboard", args=[second.pk])
+                      ).content.decode()
+    assert html.count('class="chart sparkline"') == 1
+    assert html.count('class="chart sparkline-single"') == 2
+
+
+def _tick_texts(html: str, chart_class: str) -> list[str]:
+    svg = html[html.index(f'class="chart {chart_class}"'):]
+    svg = svg[:svg.index("</svg>")]
+    return re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', svg)
+
+
+def test_the_team_activity_chart_counts_in_whole_numbers_from_zero(client, personas):
+    client.force_login(personas.lead)
+    html = client.get(reverse("metrics:team_dashboard")).content.decode()
+    assert _tick_texts(html, "line-chart") == ["0", "1"]  # no grades: no negative axis
+    graders = graders_of(personas.team)
+    bulk_evaluation(team=personas.team, graders=graders, keyword_count=1, positions=1,
+                    strategy=3, status=Evaluation.Status.ACTIVE)  # 3 grades today
+    html = client.get(reverse("metrics:team_dashboard")).content.decode()
+    assert _tick_texts(html, "line-chart") == ["0", "1", "2", "3"]
+
+
+def test_model_history_of_a_0_to_1_metric_spans_0_to_1(client, personas, finished):
+    first, _ = finished
+    client.force_login(personas.lead)
+    html = client.get(reverse("metrics:model_history", args=[first.model_id])).content.decode()
+    assert _tick_texts(html, "line-chart") == ["0.00", "0.25", "0.50", "0.75", "1.00"]

@@ -85,7 +85,8 @@ def test_it_exits_2_when_a_thresholded_value_is_null(model, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--metric", "nope@3"], "unknown metric 'nope'"),
+    (["--metric", "nope@3"], "unknown metric code 'nope'"),
+    (["--metric", "ndgc@3"], r"unknown metric code 'ndgc'; did you mean 'ndcg'\?"),
     (["--metric", "ndcg"], "is not code@k"),
     (["--metric", "ndcg@3", "--fail-under", "p@5=0.5"], "precision@5 is not one of"),
     (["--metric", "ndcg@3", "--scale", "stars"], "scale: Unknown scale 'stars'."),

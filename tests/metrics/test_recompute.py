@@ -5,6 +5,7 @@ import math
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -328,3 +329,54 @@ def test_two_evaluations_whose_pools_include_each_other_settle(grade, monkeypatc
     assert stored(first)[("tent", "recall")] == 1.0
     assert stored(second)[("Tent", "recall")] is None  # nothing of its own graded yet
     assert not Keyword.objects.filter(dirty_since__isnull=False).exists()
+
+
+def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
+    grade, django_capture_on_commit_callbacks, capsys
+):
+    """docs/METRICS.md, Stage 2: recall and best of a fetched keyword with no results are 0
+    when the team's pool knows documents for its text; null while it is not fetched, when
+    its fetch failed, or when it returned results that nobody graded yet. The incremental
+    path and `recompute_metrics` agree."""
+    from evaluations.fetching import FetchResult
+    from evaluations.services import keyword_fetch_store
+
+    first = build_evaluation(keywords={"Tent": ["a", "b", "c"], "Stove": ["s1"], "Lamp": ["l1"]},
+                             metrics=[("cg", 3, {})])
+    second = build_evaluation(team=first.team, keywords={"tent": [], "stove": ["x", "y"],
+                                                         "lamp": []},
+                              metrics=[("recall", 5, {}), ("best", 5, {})])
+    Keyword.objects.filter(evaluation=second, text="tent").update(
+        fetch_status=Keyword.FetchStatus.PENDING, fetch_claimed_at=timezone.now())
+    Keyword.objects.filter(evaluation=second, text="lamp").update(
+        fetch_status=Keyword.FetchStatus.FAILED, fetch_error="HTTP 500")
+    # graded -> binary: a, s1, l1 (3) and b (2) are relevant, c (0) is not; a is "tent"'s best.
+    grade([(slot(first, "Tent", 1), 3), (slot(first, "Tent", 2), 2),
+           (slot(first, "Tent", 3), 0), (slot(first, "Stove", 1), 3),
+           (slot(first, "Lamp", 1), 3)])
+    # The pool changed for every keyword of `second`: recomputed, all still null.
+    assert stored(second) == {(text, code): None for text in ("tent", "stove", "lamp")
+                              for code in ("recall", "best")}
+    tent = Keyword.objects.get(evaluation=second, text="tent")
+    with django_capture_on_commit_callbacks(execute=True):
+        keyword_fetch_store(keyword_id=tent.pk,
+                            result=FetchResult(status_code=200, documents=[]))
+    expected = {
+        ("tent", "recall"): 0.0, ("tent", "best"): 0.0,  # missed 2 relevant, and the best
+        ("stove", "recall"): None, ("stove", "best"): None,  # m = 2, nothing graded yet
+        ("lamp", "recall"): None, ("lamp", "best"): None,  # the fetch failed
+    }
+    assert stored(second) == expected
+    assert means(second) == {"recall": (0.0, 1), "best": (0.0, 1)}
+    tent.refresh_from_db()
+    assert tent.dirty_since is None and tent.computed_version == tent.version
+
+    KeywordMetricValue.objects.filter(keyword__evaluation=second).delete()
+    EvaluationMetric.objects.filter(evaluation=second).update(value=None, keyword_count=0)
+    call_command("recompute_metrics", "--evaluation", str(second.pk), "--quiet")
+    assert stored(second) == expected
+    assert means(second) == {"recall": (0.0, 1), "best": (0.0, 1)}
+    # Once "stove" is graded its values follow its grades as before: y is relevant, 1 of 2.
+    grade([(slot(second, "stove", 2), 1)])
+    assert stored(second)[("stove", "recall")] == 0.5
+    assert stored(second)[("stove", "best")] == 0.0

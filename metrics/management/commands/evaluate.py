@@ -6,7 +6,6 @@ exits 2 when a `--fail-under` threshold is not met or its value is null (nothing
 Exit codes: 0 ok, 1 bad arguments, a failed start or fetch timeout, 2 threshold failed.
 """
 
-import re
 import time
 from pathlib import Path
 
@@ -21,20 +20,16 @@ from metrics import core
 from metrics.services import evaluation_metrics_recompute
 from searchtweak.models import User
 
-ALIASES = {"p": "precision", "mrr": "rr", "map": "ap"}
-_METRIC = re.compile(r"^(?P<code>[a-z_0-9]+)@(?P<k>[0-9]+)$")
-
 
 def parse_metric(text: str) -> tuple[str, int]:
-    """"ndcg@10" → ("ndcg", 10); "p@5" → ("precision", 5)."""
-    match = _METRIC.match(text.strip().lower())
-    if not match:
+    """"ndcg@10" → ("ndcg", 10); "p@5" → ("precision", 5) (the registry's aliases)."""
+    try:
+        code, k = core.resolve_metric_name(text, "metric")
+    except core.MetricInputError as error:
+        raise CommandError(str(error)) from None
+    if k is None:
         raise CommandError(f"metric: {text!r} is not code@k (e.g. ndcg@10)")
-    code = ALIASES.get(match["code"], match["code"])
-    if code not in core.METRICS:
-        raise CommandError(f"metric: unknown metric {match['code']!r}; one of "
-                           f"{', '.join(core.METRICS)}")
-    return code, int(match["k"])
+    return code, k
 
 
 def parse_threshold(text: str) -> tuple[tuple[str, int], float]:

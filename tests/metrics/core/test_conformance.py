@@ -92,6 +92,11 @@ def test_it_keeps_going_after_malformed_lines_and_exits_zero():
          "params.beta: must be > 0, not 0"),
         ({"metric": "rbo", "k": 3, "p": 1.0, "a": [], "b": []},
          "p: must be a number in (0, 1), not 1.0"),
+        # Strict to the spec's codes: the names people type are for forms and the API.
+        ({"metric": "map", "k": 3, "scale": "binary", "results": []},
+         "metric: unknown metric code 'map'"),
+        ({"metric": "ndcg@10", "k": 10, "scale": "graded", "results": []},
+         "metric: unknown metric code 'ndcg@10'"),
         ({"metric": "recall", "k": 3, "scale": "binary", "keywords": [[]], "pool": []},
          "pool: not allowed with keywords"),
     ],

@@ -40,7 +40,9 @@ def reference_value(metric, results, k, scale, params, extra_pool):
     transformer = default_transformer(scale, target)
     majority = needs == "binary"
     values = [reference_aggregate(g, transformer, majority) for _, g in results[:k]]
-    if all(v is None for v in values):
+    # recall and best on a search that returned nothing (m = 0) fall through to their own
+    # null conditions: the search missed the pool.
+    if all(v is None for v in values) and not (metric in ("recall", "best") and not values):
         return None
     pooled_grades = {}
     for doc, grades in [*results, *extra_pool]:

@@ -100,6 +100,61 @@ def test_best_uses_the_pooled_grade_of_each_document():
     assert value("best", [[0], [0]]) == 0.0
 
 
+def test_recall_and_best_of_a_search_that_returned_nothing_are_0_when_the_pool_knows():
+    # m = 0: the pool's relevant / best documents were missed (docs/METRICS.md, Stage 2).
+    assert value("recall", [], scale="binary", pool=[("x1", [1]), ("x2", [0])]) == 0.0
+    assert value("best", [], pool=[("x1", [3]), ("x2", [1])]) == 0.0
+    assert value("best", [], pool=[("x1", [0])]) == 0.0  # top grade 0: nothing is "best"
+    # ... null only under their own null condition: R_pool = 0, or a pool with no grade.
+    assert value("recall", [], scale="binary", pool=[("x1", [0])]) is None
+    assert value("recall", [], scale="binary") is None
+    assert value("best", [], pool=[("x1", [None])]) is None
+    assert value("best", []) is None
+    # m > 0 with nothing graded is not graded yet: null, whatever the pool holds.
+    assert value("recall", [[None], [None]], scale="binary", pool=[("x1", [1])]) is None
+    assert value("best", [[None]], pool=[("x1", [3])]) is None
+    # The other metrics, f_score and ideal: pool included, stay null for m = 0.
+    assert value("f_score", [], scale="binary", pool=[("x1", [1])]) is None
+    assert value("ndcg", [], pool=[("x1", [3])], params={"ideal": "pool"}) is None
+    assert value("precision", [], scale="binary") is None
+
+
+def test_batch_tells_a_search_that_returned_nothing_from_one_not_graded_yet():
+    # Keywords: returned nothing; returned two ungraded documents; returned d1 (relevant),
+    # d2 (not). Each keyword's pool also knows x1 (relevant) and x2 (not) from elsewhere.
+    grades = np.array([
+        [[np.nan], [np.nan]],
+        [[np.nan], [np.nan]],
+        [[1.0], [0.0]],
+    ])
+    pool = Pool(
+        grades=np.array([
+            [[1.0], [0.0], [np.nan], [np.nan]],
+            [[np.nan], [np.nan], [1.0], [0.0]],
+            [[1.0], [0.0], [1.0], [0.0]],
+        ]),
+        doc_index=np.array([[-1, -1], [0, 1], [0, 1]]),
+    )
+    recall = evaluate_batch("recall", grades, k=10, scale="binary", pool=pool)
+    np.testing.assert_array_equal(recall, [0.0, np.nan, 0.5])  # 1 of R_pool = 2
+    graded = np.where(np.isnan(grades), np.nan, grades * 3)  # d1 → 3, d2 → 0
+    graded_pool = Pool(grades=pool.grades * 3, doc_index=pool.doc_index)
+    best = evaluate_batch("best", graded, k=10, scale="graded", pool=graded_pool)
+    np.testing.assert_array_equal(best, [0.0, np.nan, 1.0])
+    # A keyword that returned nothing and whose pool knows no relevant document: null.
+    empty_pool = Pool(grades=np.array([[[0.0]]]), doc_index=np.full((1, 0), -1))
+    assert np.isnan(
+        evaluate_batch("recall", np.full((1, 0, 1), np.nan), k=5, scale="binary",
+                       pool=empty_pool)
+    ).all()
+
+
+def test_batch_recall_needs_each_positions_document():
+    with pytest.raises(MetricInputError, match=r"^pool\.doc_index: recall and best need"):
+        evaluate_batch("recall", np.array([[[1.0]]]), k=5, scale="binary",
+                       pool=Pool(grades=np.array([[[1.0]]])))
+
+
 def test_admin_scale_runs_graded_metrics_directly_and_needs_transformers_otherwise():
     stars = Scale("stars", 1, 5)
     assert value("cg", [[5], [1]], scale=stars) == 6.0
@@ -170,7 +225,7 @@ def test_batch_reads_only_positions_up_to_k():
 
 def test_batch_pool_arrays_feed_recall_and_best():
     binary = np.array([[[1.0], [0.0]]])
-    binary_pool = Pool(grades=np.array([[[1.0], [0.0], [1.0]]]))
+    binary_pool = Pool(grades=np.array([[[1.0], [0.0], [1.0]]]), doc_index=np.array([[0, 1]]))
     assert evaluate_batch("recall", binary, k=5, scale="binary", pool=binary_pool).tolist() == [
         0.5
     ]
