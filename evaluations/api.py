@@ -394,6 +394,8 @@ class EvaluationOutputSerializer(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField())
     guidelines = serializers.CharField()
     reuse_grades = serializers.CharField()
+    show_position = serializers.BooleanField()
+    auto_finish = serializers.BooleanField()
     keyword_count = serializers.IntegerField(source="fetch.total")
     fetch = FetchSerializer(help_text="Keywords fetched / failed / total.")
     metrics = MetricSerializer(many=True)
@@ -433,6 +435,8 @@ class EvaluationInputSerializer(serializers.Serializer):
     guidelines = serializers.CharField(required=False, allow_blank=True, default="")
     reuse_grades = serializers.ChoiceField(choices=Evaluation.Reuse.choices, required=False,
                                            default=Evaluation.Reuse.NONE)
+    show_position = serializers.BooleanField(required=False, default=False)
+    auto_finish = serializers.BooleanField(required=False, default=True)
 
 
 def _resolve_model(data: dict[str, Any], team_id: int) -> dict[str, Any]:

@@ -254,6 +254,11 @@ class EvaluationForm(forms.Form):
                                  help_text="Shown to graders.")
     reuse_grades = forms.ChoiceField(choices=Evaluation.Reuse.choices,
                                      label="Reuse earlier grades")
+    show_position = forms.BooleanField(
+        required=False, label="Show graders each result's position",
+        help_text="Off by default: knowing the engine ranked a result first can sway a grade.")
+    auto_finish = forms.BooleanField(
+        required=False, initial=True, label="Finish when every result is graded")
 
     def __init__(self, *args, team: Team, frozen: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -278,6 +283,7 @@ class EvaluationForm(forms.Form):
             else "",
             "tags": ", ".join(evaluation.tags), "guidelines": evaluation.guidelines,
             "reuse_grades": evaluation.reuse_grades,
+            "show_position": evaluation.show_position, "auto_finish": evaluation.auto_finish,
         }
 
     def clean_metrics(self) -> list[dict[str, Any]]:

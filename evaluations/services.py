@@ -543,6 +543,7 @@ def evaluation_create(
     strategy: int, keywords: list[str], metrics: list[dict[str, Any]],
     transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
+    show_position: bool = False, auto_finish: bool = True,
 ) -> Evaluation:
     _validate_evaluation_fields(team=team, model=model, name=name, strategy=strategy)
     scale_obj = _team_scale(team, scale)
@@ -556,6 +557,7 @@ def evaluation_create(
         team=team, created_by=created_by, model=model, name=name.strip(),
         description=description, scale=scale, strategy=strategy, transformers=transformers,
         tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
+        show_position=bool(show_position), auto_finish=bool(auto_finish),
     )
     Keyword.objects.bulk_create(_keyword_rows(evaluation, keywords), batch_size=1000)
     _create_metric_configs(evaluation, metrics)
@@ -577,7 +579,8 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     may be added but not removed (their grades would go with them)."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
-               "guidelines", "reuse_grades", "keywords", "metrics"}
+               "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
+               "auto_finish"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
@@ -604,8 +607,11 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     if "reuse_grades" in changes and changes["reuse_grades"] not in Evaluation.Reuse.values:
         raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
     update_fields = []
+    for key in ("show_position", "auto_finish"):
+        if key in changes and not isinstance(changes[key], bool):
+            raise ValidationError({key: "must be true or false"})
     for key in ("name", "description", "model", "scale", "strategy", "transformers", "tags",
-                "guidelines", "reuse_grades"):
+                "guidelines", "reuse_grades", "show_position", "auto_finish"):
         if key in changes:
             setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)

@@ -396,7 +396,8 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                     description=data["description"], scale=data["scale"],
                     strategy=data["strategy"], keywords=keywords, metrics=data["metrics"],
                     transformers=data["transformers"], tags=data["tags"],
-                    guidelines=data["guidelines"], reuse_grades=data["reuse_grades"])
+                    guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
+                    show_position=data["show_position"], auto_finish=data["auto_finish"])
             except ValidationError as error:
                 add_service_errors(form, error)
             else:
@@ -422,7 +423,8 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             keywords, notice = parsed
             data = form.cleaned_data
             changes = {key: data[key] for key in ("name", "description", "metrics", "tags",
-                                                  "guidelines", "reuse_grades")}
+                                                  "guidelines", "reuse_grades",
+                                                  "show_position", "auto_finish")}
             if not evaluation.has_started():
                 changes.update({key: data[key] for key in ("model", "scale", "strategy",
                                                            "transformers")})
