@@ -1,7 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from searchtweak import api, views
 
@@ -45,5 +49,9 @@ urlpatterns = [
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    # The split view serves Swagger UI's start-up script as a file, not an inline <script>.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"),
+         name="api_docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(
+        url_name="api_schema", template_name="searchtweak/redoc.html"), name="api_redoc"),
 ]
