@@ -54,6 +54,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "searchtweak.errors.NotFoundPageMiddleware",
 ]
 
 ROOT_URLCONF = "searchtweak.urls"

@@ -9,7 +9,8 @@ from drf_spectacular.views import (
 
 from searchtweak import api, views
 
-handler404 = "searchtweak.api_errors.not_found"
+handler403 = "searchtweak.errors.forbidden"
+handler404 = "searchtweak.errors.not_found"
 
 api_v1 = [
     path("me/", api.MeApi.as_view(), name="me"),
