@@ -13,7 +13,14 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from searchtweak.envvars import env_bool, env_int, env_list, env_str, env_url
+from searchtweak.envvars import (
+    env_bool,
+    env_email_url,
+    env_int,
+    env_list,
+    env_str,
+    env_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -115,6 +122,27 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Mail (password reset links, invitations): EMAIL_URL names the server, e.g.
+# smtp://user:pass@mail.example.com:587?tls=true (see searchtweak.envvars.env_email_url).
+# Without it mail is printed on the console, where a developer finds a reset link.
+_email = env_email_url("EMAIL_URL")
+EMAIL_BACKEND = (_email.backend if _email else
+                 "django.core.mail.backends.console.EmailBackend")
+if _email:
+    EMAIL_HOST = _email.host
+    EMAIL_PORT = _email.port
+    EMAIL_HOST_USER = _email.username
+    EMAIL_HOST_PASSWORD = _email.password
+    EMAIL_USE_TLS = _email.use_tls
+    EMAIL_USE_SSL = _email.use_ssl
+# A web request waits for the mail server this long at most.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "SearchTweak <searchtweak@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# Invitations to an e-mail address are mailed only when a mail server is configured;
+# the inviter always sees the link to pass on.
+INVITATION_EMAILS = _email is not None
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
