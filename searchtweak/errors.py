@@ -31,20 +31,32 @@ def _reason(exception: Exception | None, default: str) -> str:
 
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler403: the reason in the layout, and one log line without a traceback."""
-    reason = _reason(exception, FORBIDDEN_REASON)
+    return _forbidden(request, _reason(exception, FORBIDDEN_REASON), about_roles=True)
+
+
+def _forbidden(request: HttpRequest, reason: str, *, about_roles: bool) -> HttpResponse:
     if _is_api(request):
         response = JsonResponse({"detail": reason}, status=403)
     else:
-        response = render(request, "403.html", {"reason": reason}, status=403)
+        response = render(request, "403.html",
+                          {"reason": reason, "about_roles": about_roles}, status=403)
     user = getattr(request, "user", None)
-    # log_response marks the response as logged, so Django's own line with the traceback,
-    # written after this handler returns, is skipped.
+    # log_response marks the response as logged, so Django's own line (with the traceback
+    # for PermissionDenied), written after this view returns, is skipped.
     log_response(
         "Forbidden (403): %s user=%s reason=%s", request.path,
         user.pk if user is not None and user.is_authenticated else "-", reason,
         response=response, request=request,
     )
     return response
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a form kept open past its session, or a page opened from
+    another site, answers our 403 page saying what to do, not Django's debug page."""
+    return _forbidden(request, "This form had expired or was sent from another site (CSRF "
+                      f"check failed: {reason.rstrip('.')}). Reload the page and try again.",
+                      about_roles=False)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -33,6 +33,7 @@ ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"]
 )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "searchtweak.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -3,10 +3,12 @@
 import logging
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from evaluations.models import Endpoint
+from searchtweak.models import Team
 
 pytestmark = pytest.mark.django_db
 
@@ -24,6 +26,7 @@ def test_a_grader_opening_an_admin_page_sees_the_reason_in_the_layout(
     html = response.content.decode()
     assert "<h1>Not allowed</h1>" in html
     assert "This needs the admin role." in html
+    assert "Ask an owner or admin of your team if you need it." in html
     assert MAIN_NAV in html and ">grader · Grader</span>" in html
 
 
@@ -106,3 +109,19 @@ def test_a_403_is_logged_as_one_line_without_a_traceback(client, personas, caplo
     ]
     assert records[0].levelno == logging.WARNING
     assert records[0].exc_info is None and records[0].status_code == 403
+
+
+def test_a_stale_form_answers_our_403_page_saying_what_to_do(personas, caplog):
+    csrf_client = Client(enforce_csrf_checks=True)
+    csrf_client.force_login(personas.grader)
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = csrf_client.post(reverse("team_create"), {"name": "Stale"})
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "This form had expired or was sent from another site" in html
+    assert "Reload the page and try again." in html and MAIN_NAV in html
+    assert "Ask an owner or admin" not in html  # no role would help here
+    assert not Team.objects.filter(name="Stale").exists()
+    messages = [r.getMessage() for r in caplog.records if r.name == "django.request"]
+    assert len(messages) == 1 and messages[0].startswith(
+        f"Forbidden (403): /teams/new/ user={personas.grader.pk} reason=This form had expired")
