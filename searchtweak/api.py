@@ -90,6 +90,9 @@ class InvitationCreateApi(APIView):
         invitee = serializers.CharField()
         role = serializers.CharField()
         link = serializers.CharField()
+        emailed = serializers.BooleanField(
+            help_text="Whether the link was e-mailed to the invitee (an e-mail address, "
+                      "with a mail server configured).")
         expires_at = serializers.DateTimeField()
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer},
@@ -102,4 +105,6 @@ class InvitationCreateApi(APIView):
             team=team, invited_by=request.user, **serializer.validated_data
         )
         invitation.link = request.build_absolute_uri(f"/invitations/{invitation.token}/")
+        invitation.emailed = services.invitation_send(invitation=invitation,
+                                                      link=invitation.link)
         return Response(self.OutputSerializer(invitation).data, status=status.HTTP_201_CREATED)

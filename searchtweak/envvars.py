@@ -7,6 +7,8 @@ default ("yes" is not a boolean).
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -73,3 +75,83 @@ def env_url(
         allowed = ", ".join(f"{s}://" for s in schemes)
         raise ImproperlyConfigured(f"{name}: {raw!r} must start with one of {allowed}")
     return raw
+
+
+@dataclass(frozen=True)
+class EmailSettings:
+    """Django's EMAIL_* settings, as read from one URL."""
+
+    backend: str
+    host: str = "localhost"
+    port: int = 25
+    username: str = ""
+    password: str = ""
+    use_tls: bool = False
+    use_ssl: bool = False
+
+
+_EMAIL_BACKENDS = {
+    "smtp": "django.core.mail.backends.smtp.EmailBackend",
+    "smtps": "django.core.mail.backends.smtp.EmailBackend",
+    "console": "django.core.mail.backends.console.EmailBackend",
+}
+
+
+def env_email_url(
+    name: str, *, environ: Mapping[str, str] | None = None
+) -> EmailSettings | None:
+    """Read a mail server from a URL, or None when unset.
+
+    smtp://user:pass@host:587?tls=true  (STARTTLS; port 25 when omitted)
+    smtps://user:pass@host              (TLS from the start; port 465 when omitted)
+    console://                          (print each mail on standard output)
+    The user and password are percent-encoded, as in any URL ("@" is %40).
+    """
+    raw = env_str(name, environ=environ)
+    if raw == "":
+        return None
+    parts = urlsplit(raw)
+    scheme = parts.scheme.lower()
+    if "://" not in raw or scheme not in _EMAIL_BACKENDS:
+        raise ImproperlyConfigured(
+            f"{name}: {_without_password(parts, raw)!r} must start with one of "
+            + ", ".join(f"{s}://" for s in _EMAIL_BACKENDS)
+        )
+    if scheme == "console":
+        return EmailSettings(backend=_EMAIL_BACKENDS[scheme])
+    shown = _without_password(parts, raw)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: {shown!r} has a port that is not 1-65535") from None
+    if port == 0:
+        raise ImproperlyConfigured(f"{name}: {shown!r} has a port that is not 1-65535")
+    if not parts.hostname:
+        raise ImproperlyConfigured(f"{name}: {shown!r} names no host")
+    options = {}
+    for key, values in parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in ("tls", "ssl"):
+            raise ImproperlyConfigured(f"{name}: unknown option {key!r}; use tls or ssl")
+        options[key] = env_bool(f"{name} option {key}", False, environ={
+            f"{name} option {key}": values[-1]})
+    use_ssl = scheme == "smtps" or options.get("ssl", False)
+    use_tls = options.get("tls", False)
+    if use_ssl and use_tls:
+        raise ImproperlyConfigured(
+            f"{name}: tls (STARTTLS) and ssl (smtps) exclude each other; choose one")
+    return EmailSettings(
+        backend=_EMAIL_BACKENDS[scheme],
+        host=parts.hostname,
+        port=port or (465 if use_ssl else 25),
+        username=unquote(parts.username or ""),
+        password=unquote(parts.password or ""),
+        use_tls=use_tls,
+        use_ssl=use_ssl,
+    )
+
+
+def _without_password(parts: SplitResult, raw: str) -> str:
+    """The URL for an error message: its password stays out of logs."""
+    if parts.password is None:
+        return raw
+    return raw.replace(f":{parts.password}@", ":***@", 1)

@@ -33,6 +33,11 @@ class RegisterForm(forms.Form):
     password = forms.CharField(widget=forms.PasswordInput, min_length=8)
 
 
+class AccountForm(forms.Form):
+    first_name = forms.CharField(max_length=150, required=False)
+    last_name = forms.CharField(max_length=150, required=False)
+
+
 class ApiTokenForm(forms.Form):
     name = forms.CharField(max_length=100, widget=forms.TextInput(
         attrs={"placeholder": "CI on main"}))

@@ -1,10 +1,14 @@
 """Writes for teams, memberships, invitations, API tokens and users."""
 
+import logging
 import secrets
 
+from django.conf import settings
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import transaction
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from searchtweak.models import (
@@ -17,6 +21,8 @@ from searchtweak.models import (
     User,
     hash_token_key,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -58,6 +64,29 @@ def invitation_create(*, team: Team, invited_by: User, invitee: str, role: str) 
     return Invitation.objects.create(
         team=team, invitee=invitee, role=role, invited_by=invited_by
     )
+
+
+def invitation_send(*, invitation: Invitation, link: str) -> bool:
+    """E-mail the invitation's link to an invitee named by e-mail address, when a mail
+    server is configured (settings.INVITATION_EMAILS). Returns whether the mail went out;
+    a mail server that fails is logged, not raised: the invitation exists either way and
+    the inviter still has the link to pass on."""
+    if "@" not in invitation.invitee or not settings.INVITATION_EMAILS:
+        return False
+    context = {"invitation": invitation, "team": invitation.team, "link": link,
+               "inviter": invitation.invited_by}
+    try:
+        send_mail(
+            subject=f"You are invited to {invitation.team.name} on SearchTweak",
+            message=render_to_string("searchtweak/invitation_email.txt", context),
+            from_email=None,
+            recipient_list=[invitation.invitee],
+        )
+    except OSError as error:  # smtplib's errors and refused connections alike
+        logger.warning("Invitation %s: the e-mail to %s failed: %s",
+                       invitation.pk, invitation.invitee, error)
+        return False
+    return True
 
 
 @transaction.atomic
@@ -141,6 +170,13 @@ def _ensure_an_owner_remains(*, membership: Membership, new_role: str | None) ->
     )
     if len(owners) <= 1:
         raise ValidationError({"role": "A team needs at least one owner."})
+
+
+def user_change_name(*, user: User, first_name: str, last_name: str) -> User:
+    user.first_name = first_name.strip()
+    user.last_name = last_name.strip()
+    user.save(update_fields=["first_name", "last_name"])
+    return user
 
 
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:

@@ -13,7 +13,14 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from searchtweak.envvars import env_bool, env_int, env_list, env_str, env_url
+from searchtweak.envvars import (
+    env_bool,
+    env_email_url,
+    env_int,
+    env_list,
+    env_str,
+    env_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -26,6 +33,7 @@ ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"]
 )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "searchtweak.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -36,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "searchtweak",
     "evaluations",
@@ -53,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "searchtweak.errors.NotFoundPageMiddleware",
 ]
 
 ROOT_URLCONF = "searchtweak.urls"
@@ -114,6 +124,27 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Mail (password reset links, invitations): EMAIL_URL names the server, e.g.
+# smtp://user:pass@mail.example.com:587?tls=true (see searchtweak.envvars.env_email_url).
+# Without it mail is printed on the console, where a developer finds a reset link.
+_email = env_email_url("EMAIL_URL")
+EMAIL_BACKEND = (_email.backend if _email else
+                 "django.core.mail.backends.console.EmailBackend")
+if _email:
+    EMAIL_HOST = _email.host
+    EMAIL_PORT = _email.port
+    EMAIL_HOST_USER = _email.username
+    EMAIL_HOST_PASSWORD = _email.password
+    EMAIL_USE_TLS = _email.use_tls
+    EMAIL_USE_SSL = _email.use_ssl
+# A web request waits for the mail server this long at most.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "SearchTweak <searchtweak@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# Invitations to an e-mail address are mailed only when a mail server is configured;
+# the inviter always sees the link to pass on.
+INVITATION_EMAILS = _email is not None
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -147,6 +178,10 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc from the app's own static files, not a CDN: the docs work offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

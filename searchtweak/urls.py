@@ -1,11 +1,16 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from searchtweak import api, views
 
-handler404 = "searchtweak.api_errors.not_found"
+handler403 = "searchtweak.errors.forbidden"
+handler404 = "searchtweak.errors.not_found"
 
 api_v1 = [
     path("me/", api.MeApi.as_view(), name="me"),
@@ -25,6 +30,18 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Django's own password views, with our templates in templates/registration/.
+    path("password-reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(),
+         name="password_reset_done"),
+    path("password-reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("password-reset/done/", auth_views.PasswordResetCompleteView.as_view(),
+         name="password_reset_complete"),
+    path("account/", views.account, name="account"),
+    path("account/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("account/password/done/", auth_views.PasswordChangeDoneView.as_view(),
+         name="password_change_done"),
     path("teams/new/", views.team_create, name="team_create"),
     path("teams/switch/", views.team_switch, name="team_switch"),
     path("teams/<int:team_id>/", views.team_detail, name="team_detail"),
@@ -45,5 +62,9 @@ urlpatterns = [
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    # The split view serves Swagger UI's start-up script as a file, not an inline <script>.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"),
+         name="api_docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(
+        url_name="api_schema", template_name="searchtweak/redoc.html"), name="api_redoc"),
 ]

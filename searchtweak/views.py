@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -11,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from searchtweak import healthz as health
 from searchtweak import services
 from searchtweak.forms import (
+    AccountForm,
     ApiTokenForm,
     InvitationForm,
     RegisterForm,
@@ -77,6 +79,7 @@ def _render_team(request: HttpRequest, team, *, invitation_form, status: int = 2
         "invitations": team_open_invitations(team=team) if can_manage else [],
         "invitation_form": invitation_form,
         "can_manage": can_manage,
+        "invitations_emailed": settings.INVITATION_EMAILS,
         "roles": Role.choices,
     }, status=status)
 
@@ -97,8 +100,12 @@ def invitation_create(request: HttpRequest, team_id: int) -> HttpResponse:
             link = request.build_absolute_uri(
                 reverse("invitation_detail", args=[invitation.token])
             )
-            messages.success(request, f"Invitation for {invitation.invitee} created. "
-                             f"Send them this link: {link}")
+            if services.invitation_send(invitation=invitation, link=link):
+                messages.success(request, f"Invitation for {invitation.invitee} created and "
+                                 f"e-mailed to them. Their link: {link}")
+            else:
+                messages.success(request, f"Invitation for {invitation.invitee} created. "
+                                 f"Send them this link: {link}")
             return redirect("team_detail", team_id=team.pk)
     return _render_team(request, team, invitation_form=form, status=400)
 
@@ -200,6 +207,23 @@ def healthz(request: HttpRequest) -> JsonResponse:
     healthy = all(status in ("ok", "eager") for status in report.values())
     report["status"] = "ok" if healthy else "error"
     return JsonResponse(report, status=200 if healthy else 503)
+
+
+# --- the user's account ---
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def account(request: HttpRequest) -> HttpResponse:
+    """The user's name; the password has Django's own pages (password_change)."""
+    form = AccountForm(request.POST or None, initial={
+        "first_name": request.user.first_name, "last_name": request.user.last_name})
+    if request.method == "POST" and form.is_valid():
+        services.user_change_name(user=request.user, **form.cleaned_data)
+        messages.success(request, "Your name was saved.")
+        return redirect("account")
+    return render(request, "searchtweak/account.html", {"form": form},
+                  status=400 if form.errors else 200)
 
 
 # --- API tokens (the user's settings) ---

@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from searchtweak.envvars import env_bool, env_int, env_list, env_url
+from searchtweak.envvars import (
+    EmailSettings,
+    env_bool,
+    env_email_url,
+    env_int,
+    env_list,
+    env_url,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,3 +82,46 @@ def test_embedded_default_starts_with_no_environment_variables():
     result = _manage_check()
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def test_env_email_url_reads_an_smtp_server_with_starttls():
+    email = env_email_url("EMAIL_URL", environ={
+        "EMAIL_URL": "smtp://mailer%40example.test:p%3Ass@mail.example.test:587?tls=true"})
+    assert email == EmailSettings(
+        backend="django.core.mail.backends.smtp.EmailBackend", host="mail.example.test",
+        port=587, username="mailer@example.test", password="p:ss", use_tls=True,
+        use_ssl=False)
+
+
+def test_env_email_url_defaults_the_port_by_scheme_and_reads_console():
+    assert env_email_url("E", environ={"E": "smtp://relay"}).port == 25
+    smtps = env_email_url("E", environ={"E": "smtps://u:p@relay"})
+    assert (smtps.port, smtps.use_ssl, smtps.use_tls) == (465, True, False)
+    assert env_email_url("E", environ={"E": "console://"}) == EmailSettings(
+        backend="django.core.mail.backends.console.EmailBackend")
+    assert env_email_url("E", environ={}) is None
+
+
+@pytest.mark.parametrize("raw", ["http://mail.example.test", "mail.example.test:25",
+                                 "sendmail://x"])
+def test_env_email_url_rejects_another_scheme(raw):
+    with pytest.raises(ImproperlyConfigured, match=r"^E: .* must start with one of smtp://"):
+        env_email_url("E", environ={"E": raw})
+
+
+@pytest.mark.parametrize("port", ["abc", "70000", "0", "-1"])
+def test_env_email_url_rejects_a_bad_port_without_showing_the_password(port):
+    with pytest.raises(ImproperlyConfigured, match=r"has a port that is not 1-65535") as caught:
+        env_email_url("E", environ={"E": f"smtp://user:hunter2@mail.example.test:{port}"})
+    assert "hunter2" not in str(caught.value) and "user:***@" in str(caught.value)
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("smtp://", "names no host"),
+    ("smtp://relay?tls=yes", "'yes' is not a boolean"),
+    ("smtp://relay?starttls=1", "unknown option 'starttls'"),
+    ("smtps://relay?tls=true", "exclude each other"),
+])
+def test_env_email_url_rejects_other_mistakes(raw, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        env_email_url("E", environ={"E": raw})

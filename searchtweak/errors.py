@@ -1,0 +1,87 @@
+"""403 and 404 pages inside the site's layout, naming the reason; JSON under /api/.
+
+Django renders handler403 for every PermissionDenied, DEBUG or not, but logs it with its
+traceback; forbidden() logs one line instead. It renders handler404 only when DEBUG is
+off: with DEBUG on (the embedded default) it shows its technical page, so
+NotFoundPageMiddleware renders ours for the Http404 our views raise ("No such team.").
+A URL that matches no route still gets the technical page under DEBUG, which lists the
+routes: that one is a developer's typo, not a page a user follows.
+"""
+
+from collections.abc import Callable
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils.log import log_response
+
+FORBIDDEN_REASON = "You do not have permission to open this page."
+NOT_FOUND_REASON = "There is nothing here, or it belongs to a team you are not in."
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _reason(exception: Exception | None, default: str) -> str:
+    # Only a plain message is shown: the URL resolver's Http404 carries a dict of the
+    # patterns it tried, which is for developers.
+    message = exception.args[0] if exception is not None and exception.args else None
+    return message if isinstance(message, str) and message.strip() else default
+
+
+def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler403: the reason in the layout, and one log line without a traceback."""
+    return _forbidden(request, _reason(exception, FORBIDDEN_REASON), about_roles=True)
+
+
+def _forbidden(request: HttpRequest, reason: str, *, about_roles: bool) -> HttpResponse:
+    if _is_api(request):
+        response = JsonResponse({"detail": reason}, status=403)
+    else:
+        response = render(request, "403.html",
+                          {"reason": reason, "about_roles": about_roles}, status=403)
+    user = getattr(request, "user", None)
+    # log_response marks the response as logged, so Django's own line (with the traceback
+    # for PermissionDenied), written after this view returns, is skipped.
+    log_response(
+        "Forbidden (403): %s user=%s reason=%s", request.path,
+        user.pk if user is not None and user.is_authenticated else "-", reason,
+        response=response, request=request,
+    )
+    return response
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a form kept open past its session, or a page opened from
+    another site, answers our 403 page saying what to do, not Django's debug page."""
+    return _forbidden(request, "This form had expired or was sent from another site (CSRF "
+                      f"check failed: {reason.rstrip('.')}). Reload the page and try again.",
+                      about_roles=False)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: a URL under /api/ (e.g. a negative id) answers the API's JSON error
+    shape; pages answer our page in the layout."""
+    if _is_api(request):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return render(request, "404.html", {"reason": _reason(exception, NOT_FOUND_REASON)},
+                  status=404)
+
+
+class NotFoundPageMiddleware:
+    """Render our 404 page for an Http404 a page view raises, also with DEBUG on.
+
+    The API's views are DRF's, which turn Http404 into JSON before any middleware sees it.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, Http404) and not _is_api(request):
+            return not_found(request, exception)
+        return None
+

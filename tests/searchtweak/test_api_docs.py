@@ -1,0 +1,50 @@
+"""The API docs pages load everything from this server: they work offline."""
+
+import re
+
+import pytest
+from django.contrib.staticfiles import finders
+
+pytestmark = pytest.mark.django_db
+
+# src="...", href="...", url(...) and import("...") in HTML or JavaScript.
+_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url\(\s*["']?([^"')]+)""")
+_EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+
+
+def references(text: str) -> list[str]:
+    return [first or second for first, second in _REFERENCE.findall(text)]
+
+
+@pytest.mark.parametrize("path", ["/api/docs/", "/api/docs/?script=", "/api/redoc/"])
+def test_the_docs_pages_reference_no_other_host(client, path):
+    response = client.get(path)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert not re.search(r"https?://", text), "a full URL points elsewhere"
+    external = [ref for ref in references(text) if _EXTERNAL.match(ref)]
+    assert external == []
+
+
+@pytest.mark.parametrize(("path", "assets"), [
+    ("/api/docs/", ["swagger-ui-dist/swagger-ui-bundle.js",
+                    "swagger-ui-dist/swagger-ui-standalone-preset.js",
+                    "swagger-ui-dist/swagger-ui.css", "swagger-ui-dist/favicon-32x32.png"]),
+    ("/api/redoc/", ["redoc/bundles/redoc.standalone.js"]),
+])
+def test_the_docs_pages_load_their_assets_from_our_static_files(client, path, assets):
+    text = client.get(path).content.decode()
+    for asset in assets:
+        assert f"/static/drf_spectacular_sidecar/{asset}" in text
+        # collectstatic (production, WhiteNoise) and runserver (DEBUG) both find it.
+        assert finders.find(f"drf_spectacular_sidecar/{asset}") is not None
+
+
+def test_swagger_ui_starts_from_a_script_file_not_an_inline_script(client):
+    html = client.get("/api/docs/").content.decode()
+    inline_scripts = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", html)
+    assert inline_scripts == []
+    assert '<script src="/api/docs/?script="></script>' in html
+    script = client.get("/api/docs/?script=")
+    assert script["Content-Type"].startswith("application/javascript")
+    assert 'url: "/api/schema/"' in script.content.decode()
