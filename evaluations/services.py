@@ -638,6 +638,36 @@ def _enqueue_fetch(evaluation_id: int, keyword_ids: list[int]) -> None:
 
 
 @transaction.atomic
+def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluation:
+    """Fetch the failed keywords of a started evaluation again: they go back to pending,
+    the evaluation to fetching, and their fetch tasks out after commit. Without failed
+    keywords nothing changes, so a repeated request is harmless.
+
+    enqueue=False leaves the fetching to the caller (seed_demo fetches in-process)."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if evaluation.status not in (Evaluation.Status.ACTIVE, Evaluation.Status.FETCHING):
+        state = evaluation.get_status_display().lower()
+        hint = " Start it: that fetches them again." if (
+            evaluation.status == Evaluation.Status.PENDING) else ""
+        raise ValidationError({"status": "Only an active or fetching evaluation retries failed "
+                               f"keywords (it is {state}).{hint}"})
+    if evaluation.archived_at is not None:
+        raise ValidationError({"status": "An archived evaluation cannot fetch."})
+    failed = evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FAILED)
+    to_fetch = list(failed.order_by("position").values_list("pk", flat=True))
+    if not to_fetch:
+        return evaluation
+    failed.update(fetch_status=Keyword.FetchStatus.PENDING, fetch_error="",
+                  fetch_claimed_at=None)
+    if evaluation.status != Evaluation.Status.FETCHING:
+        evaluation.status = Evaluation.Status.FETCHING
+        evaluation.save(update_fields=["status"])
+    if enqueue:
+        _enqueue_fetch(evaluation.pk, to_fetch)
+    return evaluation
+
+
+@transaction.atomic
 def evaluation_pause(*, evaluation: Evaluation) -> Evaluation:
     """fetching or active → pending. Fetch tasks still queued find it pending and stop."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)

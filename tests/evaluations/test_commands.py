@@ -165,3 +165,16 @@ def test_the_demo_model_fetches_over_http_from_a_base_demo_address(live_server, 
     assert "skillet" in Snapshot.objects.get(keyword__evaluation=evaluation,
                                              keyword__text="cast iron skillet",
                                              position=1).name.lower()
+
+
+def test_seeding_again_fetches_the_keywords_that_failed_before(capsys):
+    call_command("seed_demo")
+    evaluation = Evaluation.objects.get(team__name="Demo")
+    evaluation.keywords.filter(position__lte=2).update(
+        fetch_status="failed", fetch_error="HTTP 502 from the endpoint")
+    evaluation.keywords.filter(position__lte=2).first().snapshots.all().delete()
+    capsys.readouterr()
+    call_command("seed_demo")
+    assert "50 of 50 keywords fetched, 0 failed (2 tried just now)." in capsys.readouterr().out
+    assert set(evaluation.keywords.values_list("fetch_status", flat=True)) == {"fetched"}
+    assert Snapshot.objects.filter(keyword__evaluation=evaluation).count() == 500

@@ -129,6 +129,9 @@ class Command(BaseCommand):
         """Fetch what waits, synchronously (the counts are printed); the keywords tried."""
         if evaluation.status == Evaluation.Status.PENDING and evaluation.started_at is None:
             evaluation = services.evaluation_start(evaluation=evaluation, enqueue=False)
+        elif evaluation.status == Evaluation.Status.ACTIVE:
+            # Keywords that failed in an earlier run (the server was not up) get another try.
+            evaluation = services.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
         if evaluation.status != Evaluation.Status.FETCHING:
             return []
         waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
