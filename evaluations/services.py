@@ -629,12 +629,12 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluat
 
 
 def _enqueue_fetch(evaluation_id: int, keyword_ids: list[int]) -> None:
-    from evaluations.tasks import fetch_keywords
+    from evaluations.tasks import fetch_keywords_dispatch
 
     size = settings.FETCH_BATCH_SIZE
     for start in range(0, len(keyword_ids), size):
         batch = keyword_ids[start:start + size]
-        transaction.on_commit(lambda batch=batch: fetch_keywords.delay(evaluation_id, batch))
+        transaction.on_commit(lambda batch=batch: fetch_keywords_dispatch(evaluation_id, batch))
 
 
 @transaction.atomic
@@ -790,6 +790,18 @@ def keyword_fetch_store(*, keyword_id: int, result: FetchResult) -> Keyword | No
         snapshots_created.send(sender=Evaluation, evaluation=keyword.evaluation,
                                keyword=keyword, snapshots=snapshots)
     return keyword
+
+
+def keywords_fetch_abandon(*, evaluation_id: int, keyword_ids: list[int], error: str) -> int:
+    """Record the keywords of a batch that crashed before storing them as failed, claimed
+    or not, so the evaluation ends instead of fetching forever; how many were recorded."""
+    abandoned = Keyword.objects.filter(
+        pk__in=keyword_ids, evaluation_id=evaluation_id,
+        fetch_status=Keyword.FetchStatus.PENDING,
+    ).update(fetch_status=Keyword.FetchStatus.FAILED, fetch_error=error, fetch_claimed_at=None,
+             fetched_at=timezone.now())
+    evaluation_fetch_complete(evaluation_id=evaluation_id)
+    return abandoned
 
 
 def keyword_fetch_fail(*, keyword_ids: list[int], error: str) -> None:
