@@ -229,3 +229,19 @@ def test_retry_answers_405_to_a_get(client, personas, failed_evaluation):
         f"/api/v1/evaluations/{failed_evaluation.pk}/retry-failed/")
     assert response.status_code == 405
     assert statuses(failed_evaluation) == {"failed"}
+
+
+def test_retrying_a_paused_evaluation_is_a_400_naming_the_status(client, personas,
+                                                                 failed_evaluation):
+    services.evaluation_pause(evaluation=failed_evaluation)
+    response = api_for(personas.lead).post(
+        f"/api/v1/evaluations/{failed_evaluation.pk}/retry-failed/")
+    assert response.status_code == 400
+    assert "Start it" in str(response.json()["status"])
+    client.force_login(personas.lead)
+    page = client.post(f"/evaluations/{failed_evaluation.pk}/retry-failed/", follow=True)
+    assert "Only an active or fetching evaluation retries failed keywords" in \
+        page.content.decode()
+    failed_evaluation.refresh_from_db()
+    assert failed_evaluation.status == Evaluation.Status.PENDING
+    assert statuses(failed_evaluation) == {"failed"}
