@@ -7,6 +7,8 @@ DEV_STAMP := $(VENV)/.installed-dev
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where the demo endpoint fetches from: this server unless set (a base address or full URL).
+DEMO_SEARCH_URL ?= http://$(HOST):$(PORT)
 
 .PHONY: run test lint bench install install-dev migrate worker beat clean
 
@@ -31,7 +33,7 @@ migrate: $(RUN_STAMP)
 
 ## make run: install, migrate, load the demo data, serve on http://$(HOST):$(PORT)
 run: migrate
-	$(PY) manage.py seed_demo
+	$(PY) manage.py seed_demo --demo-url "$(DEMO_SEARCH_URL)"
 	@echo "Serving SearchTweak on http://$(HOST):$(PORT)/ (Ctrl+C to stop)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

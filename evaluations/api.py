@@ -378,8 +378,16 @@ class EvaluationOutputSerializer(serializers.Serializer):
         total = serializers.IntegerField()
         fetched = serializers.IntegerField()
         failed = serializers.IntegerField()
+        class ErrorSerializer(serializers.Serializer):
+            error = serializers.CharField()
+            keyword = serializers.CharField(help_text="The first keyword with this error.")
+            keyword_count = serializers.IntegerField()
+
         pending = serializers.IntegerField()
         percent = serializers.IntegerField()
+        all_failed = serializers.BooleanField(help_text="Every keyword failed: nothing to grade.")
+        errors = ErrorSerializer(many=True, required=False, help_text=(
+            "The first distinct errors of failed keywords (on one evaluation, not in lists)."))
 
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
@@ -407,14 +415,15 @@ class EvaluationOutputSerializer(serializers.Serializer):
 
 def _evaluation_data(evaluation: Evaluation, *, counted: bool = False) -> dict:
     if counted:
-        progress = selectors.FetchProgress(
-            status=evaluation.status, total=evaluation.keyword_total,
-            fetched=evaluation.keyword_fetched, failed=evaluation.keyword_failed)
+        progress = selectors.fetch_progress_counted(evaluation)
         configs = list(evaluation.metric_configs.all())
     else:
         progress = selectors.fetch_progress(evaluation=evaluation)
         configs = selectors.metric_configs_of(evaluation=evaluation)
-    evaluation.fetch = progress.as_dict()
+    evaluation.fetch = {**progress.as_dict(), "all_failed": progress.all_failed}
+    if not counted:
+        evaluation.fetch["errors"] = [vars(error) for error in selectors.fetch_errors(
+            evaluation=evaluation)] if progress.failed else []
     evaluation.metrics = configs
     return EvaluationOutputSerializer(evaluation).data
 
@@ -590,5 +599,15 @@ class EvaluationFinishApi(_EvaluationActionApi):
 
     @extend_schema(request=None, responses=EvaluationOutputSerializer,
                    operation_id="evaluations_finish")
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        return super().post(request, evaluation_id)
+
+
+class EvaluationRetryFailedApi(_EvaluationActionApi):
+    service = staticmethod(services.evaluation_retry_failed)
+
+    @extend_schema(request=None, responses=EvaluationOutputSerializer,
+                   operation_id="evaluations_retry_failed",
+                   description="Fetch the failed keywords again; without any, nothing changes.")
     def post(self, request: Request, evaluation_id: int) -> Response:
         return super().post(request, evaluation_id)

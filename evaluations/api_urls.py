@@ -28,4 +28,6 @@ urlpatterns = [
          name="evaluation_pause"),
     path("evaluations/<int:evaluation_id>/finish/", api.EvaluationFinishApi.as_view(),
          name="evaluation_finish"),
+    path("evaluations/<int:evaluation_id>/retry-failed/", api.EvaluationRetryFailedApi.as_view(),
+         name="evaluation_retry_failed"),
 ]

@@ -11,6 +11,7 @@ import time
 from base64 import b64encode
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.db import IntegrityError, connection, transaction
@@ -18,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from evaluations.mapper import preset_mapper
 from evaluations.models import DemoProduct
 
+SEARCH_PATH = "/demo/search"  # where evaluations.urls serves the demo engine
 CATALOG_SIZE = 3000
 MAX_SIZE = 100
 FTS_TABLE = "evaluations_demoproduct_fts"
@@ -123,6 +125,16 @@ def catalog_ensure() -> int:
     return DemoProduct.objects.count()
 
 
+def search_url(address: str) -> str:
+    """The demo engine's search URL from DEMO_SEARCH_URL or --demo-url: a base address
+    (http://127.0.0.1:8100) gets the demo path appended, a full search URL stays as it is."""
+    parts = urlsplit(address.strip())
+    path = parts.path.rstrip("/")
+    if not path.endswith(SEARCH_PATH):
+        path += SEARCH_PATH
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
 def _terms(query: str) -> list[str]:
     return re.findall(r"\w+", query.lower())[:20]
 
@@ -215,7 +227,7 @@ def in_process_transport() -> httpx.MockTransport:
     mapper as a real fetch, without a server (make run seeds before it serves).
     """
     def handle(request: httpx.Request) -> httpx.Response:
-        if not request.url.path.rstrip("/").endswith("/demo/search"):
+        if not request.url.path.rstrip("/").endswith(SEARCH_PATH):
             return httpx.Response(404, json={"error": "not the demo engine"})
         params = request.url.params
         try:

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Min, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from evaluations.models import (
@@ -121,6 +121,11 @@ class FetchProgress:
         return self.total - self.done
 
     @property
+    def all_failed(self) -> bool:
+        """Every keyword done and none fetched: nothing to grade, not a healthy evaluation."""
+        return self.total > 0 and self.failed == self.total
+
+    @property
     def percent(self) -> int:
         # Floor, so 100 % means every keyword is done, never 99.6 rounded up.
         return 100 if self.total == 0 else self.done * 100 // self.total
@@ -128,6 +133,12 @@ class FetchProgress:
     def as_dict(self) -> dict:
         return {"status": self.status, "total": self.total, "fetched": self.fetched,
                 "failed": self.failed, "pending": self.pending, "percent": self.percent}
+
+
+def fetch_progress_counted(evaluation: Evaluation) -> FetchProgress:
+    """The progress of an evaluation read by evaluations_with_counts, without a query."""
+    return FetchProgress(status=evaluation.status, total=evaluation.keyword_total,
+                         fetched=evaluation.keyword_fetched, failed=evaluation.keyword_failed)
 
 
 def fetch_progress(*, evaluation: Evaluation) -> FetchProgress:
@@ -139,6 +150,25 @@ def fetch_progress(*, evaluation: Evaluation) -> FetchProgress:
         fetched=counts.get(Keyword.FetchStatus.FETCHED, 0),
         failed=counts.get(Keyword.FetchStatus.FAILED, 0),
     )
+
+
+@dataclass(frozen=True)
+class FetchError:
+    error: str
+    keyword: str  # the first keyword (by position) that failed with this error
+    keyword_count: int
+
+
+def fetch_errors(*, evaluation: Evaluation, limit: int = 5) -> list[FetchError]:
+    """The first `limit` distinct errors of the failed keywords, in keyword order."""
+    groups = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FAILED)
+                  .order_by().values("fetch_error")
+                  .annotate(keyword_count=Count("id"), first_position=Min("position"))
+                  .order_by("first_position")[:limit])
+    texts = dict(evaluation.keywords.filter(
+        position__in=[group["first_position"] for group in groups]).values_list("position", "text"))
+    return [FetchError(error=group["fetch_error"], keyword=texts.get(group["first_position"], ""),
+                       keyword_count=group["keyword_count"]) for group in groups]
 
 
 def keywords_of_evaluation(*, evaluation: Evaluation,

@@ -709,12 +709,42 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluat
 
 
 def _enqueue_fetch(evaluation_id: int, keyword_ids: list[int]) -> None:
-    from evaluations.tasks import fetch_keywords
+    from evaluations.tasks import fetch_keywords_dispatch
 
     size = settings.FETCH_BATCH_SIZE
     for start in range(0, len(keyword_ids), size):
         batch = keyword_ids[start:start + size]
-        transaction.on_commit(lambda batch=batch: fetch_keywords.delay(evaluation_id, batch))
+        transaction.on_commit(lambda batch=batch: fetch_keywords_dispatch(evaluation_id, batch))
+
+
+@transaction.atomic
+def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluation:
+    """Fetch the failed keywords of a started evaluation again: they go back to pending,
+    the evaluation to fetching, and their fetch tasks out after commit. Without failed
+    keywords nothing changes, so a repeated request is harmless.
+
+    enqueue=False leaves the fetching to the caller (seed_demo fetches in-process)."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if evaluation.status not in (Evaluation.Status.ACTIVE, Evaluation.Status.FETCHING):
+        state = evaluation.get_status_display().lower()
+        hint = " Start it: that fetches them again." if (
+            evaluation.status == Evaluation.Status.PENDING) else ""
+        raise ValidationError({"status": "Only an active or fetching evaluation retries failed "
+                               f"keywords (it is {state}).{hint}"})
+    if evaluation.archived_at is not None:
+        raise ValidationError({"status": "An archived evaluation cannot fetch."})
+    failed = evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FAILED)
+    to_fetch = list(failed.order_by("position").values_list("pk", flat=True))
+    if not to_fetch:
+        return evaluation
+    failed.update(fetch_status=Keyword.FetchStatus.PENDING, fetch_error="",
+                  fetch_claimed_at=None)
+    if evaluation.status != Evaluation.Status.FETCHING:
+        evaluation.status = Evaluation.Status.FETCHING
+        evaluation.save(update_fields=["status"])
+    if enqueue:
+        _enqueue_fetch(evaluation.pk, to_fetch)
+    return evaluation
 
 
 @transaction.atomic
@@ -849,6 +879,18 @@ def keyword_fetch_store(*, keyword_id: int, result: FetchResult) -> Keyword | No
         snapshots_created.send(sender=Evaluation, evaluation=keyword.evaluation,
                                keyword=keyword, snapshots=snapshots)
     return keyword
+
+
+def keywords_fetch_abandon(*, evaluation_id: int, keyword_ids: list[int], error: str) -> int:
+    """Record the keywords of a batch that crashed before storing them as failed, claimed
+    or not, so the evaluation ends instead of fetching forever; how many were recorded."""
+    abandoned = Keyword.objects.filter(
+        pk__in=keyword_ids, evaluation_id=evaluation_id,
+        fetch_status=Keyword.FetchStatus.PENDING,
+    ).update(fetch_status=Keyword.FetchStatus.FAILED, fetch_error=error, fetch_claimed_at=None,
+             fetched_at=timezone.now())
+    evaluation_fetch_complete(evaluation_id=evaluation_id)
+    return abandoned
 
 
 def keyword_fetch_fail(*, keyword_ids: list[int], error: str) -> None:

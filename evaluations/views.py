@@ -342,6 +342,8 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     show_archived = request.GET.get("archived") == "1"
     evaluations = selectors.evaluations_of_team(team_id=team.pk, status=status)
     page = Paginator(evaluations, 50).get_page(request.GET.get("page"))
+    for evaluation in page.object_list:
+        evaluation.fetch = selectors.fetch_progress_counted(evaluation)
     return render(request, "evaluations/evaluation_list.html", {
         "page": page, "status": status, "statuses": Evaluation.Status.choices,
         "show_archived": show_archived,
@@ -452,8 +454,10 @@ def evaluation_detail(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         fetch_status = ""
     keywords = Paginator(selectors.keywords_of_evaluation(evaluation=evaluation,
                                                           fetch_status=fetch_status), 100)
+    fetch = selectors.fetch_progress(evaluation=evaluation)
     return render(request, "evaluations/evaluation_detail.html", {
-        "evaluation": evaluation, "fetch": selectors.fetch_progress(evaluation=evaluation),
+        "evaluation": evaluation, "fetch": fetch,
+        "fetch_errors": selectors.fetch_errors(evaluation=evaluation) if fetch.failed else [],
         "metrics": selectors.metric_configs_of(evaluation=evaluation),
         "keywords": keywords.get_page(request.GET.get("page")), "fetch_status": fetch_status,
         "can_lead": _can(request, evaluation.team_id, Role.LEAD),
@@ -540,6 +544,7 @@ ACTIONS = {
     "start": (services.evaluation_start, "Fetching started."),
     "pause": (services.evaluation_pause, "Paused; starting again fetches only what is left."),
     "finish": (services.evaluation_finish, "Evaluation finished."),
+    "retry-failed": (services.evaluation_retry_failed, "Fetching the failed keywords again."),
 }
 
 
@@ -563,6 +568,11 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
         evaluation.refresh_from_db(fields=["status"])
         if action == "start" and evaluation.status == Evaluation.Status.ACTIVE:
             message = "Every keyword is fetched; the evaluation is active."
+        if action == "retry-failed" and evaluation.status == Evaluation.Status.ACTIVE:
+            # Fetched already (tasks run eagerly without a broker), or nothing had failed.
+            failed = selectors.fetch_progress(evaluation=evaluation).failed
+            message = (f"{failed} keyword{'s' if failed != 1 else ''} failed again." if failed
+                       else "Every keyword is fetched; the evaluation is active.")
         messages.success(request, message)
     return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
 

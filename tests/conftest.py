@@ -30,6 +30,7 @@ def _eager_celery():
     tasks run. A test that wants a real worker opts out with tests.workers.tasks_sent_to.
     """
     from celery._state import _set_task_join_will_block
+    from django.conf import settings
 
     from searchtweak.celery import app as celery_app
 
@@ -38,7 +39,11 @@ def _eager_celery():
     _set_task_join_will_block(False)
     previous = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True
+    # Synchronous, as tests expect; tests/evaluations/test_tasks.py turns it on.
+    previous_background = settings.EMBEDDED_TASKS_IN_BACKGROUND
+    settings.EMBEDDED_TASKS_IN_BACKGROUND = False
     yield
+    settings.EMBEDDED_TASKS_IN_BACKGROUND = previous_background
     celery_app.conf.task_always_eager = previous
 
 

@@ -161,7 +161,8 @@ def test_a_lead_creates_an_evaluation_and_reads_it_back(personas):
     assert body["metrics"] == [
         {"code": "ndcg", "k": 10, "params": {}, "value": None, "keyword_count": 0},
         {"code": "precision", "k": 5, "params": {}, "value": None, "keyword_count": 0}]
-    assert body["fetch"] == {"total": 2, "fetched": 0, "failed": 0, "pending": 2, "percent": 0}
+    assert body["fetch"] == {"total": 2, "fetched": 0, "failed": 0, "pending": 2, "percent": 0,
+                             "all_failed": False, "errors": []}
 
 
 def test_evaluation_detail_shows_metric_values_written_by_the_metrics_app(personas):
@@ -219,7 +220,8 @@ def test_start_pause_finish_through_the_api(personas):
     assert body["status"] in ("fetching", "active")
     body = lead.get(f"{base}/").json()
     assert body["status"] == "active"
-    assert body["fetch"] == {"total": 1, "fetched": 1, "failed": 0, "pending": 0, "percent": 100}
+    assert body["fetch"] == {"total": 1, "fetched": 1, "failed": 0, "pending": 0, "percent": 100,
+                             "all_failed": False, "errors": []}
     response = lead.post(f"{base}/start/")
     assert response.status_code == 400
     assert response.json() == {"status": ["Only a pending evaluation can start (it is active)."]}

@@ -5,6 +5,11 @@ server answers /demo/search yet. The fetch goes through the same code path as an
 (services.keywords_fetch: request building, httpx, size cap, JSON, mapper, snapshots and
 the snapshots_created signal), with an httpx transport that calls the demo engine's search
 function directly instead of opening a socket (evaluations.demo.in_process_transport).
+
+The demo evaluation carries no grader routing tag: every grader of the Demo team gets its
+work at once (an evaluations command may not set judgments' grader tags, and a tag nobody
+carries left the graders with nothing to grade). Re-running the command repairs a database
+seeded before: it drops the old "demo" tag and points the endpoint at the current address.
 """
 
 from django.conf import settings
@@ -40,6 +45,8 @@ DEMO_KEYWORDS = [
     "trekking poles", "camping stove", "hammock", "leather loafers", "summer sandals",
     "slippers", "resistance bands", "jump rope", "dutch oven", "blender",
 ]
+# Demo evaluations seeded before carried this tag, which no grader carried.
+OLD_ROUTING_TAG = "demo"
 METRICS = [{"code": "precision", "k": 10, "params": {}}, {"code": "ap", "k": 10, "params": {}},
            {"code": "ndcg", "k": 10, "params": {}}]
 
@@ -50,22 +57,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--password", default="demo")
-        parser.add_argument("--demo-url", default=settings.DEMO_SEARCH_URL,
-                            help="Where the demo engine is served (default: %(default)s).")
+        parser.add_argument(
+            "--demo-url", default=settings.DEMO_SEARCH_URL,
+            help="Where the demo engine is served: a base address (http://127.0.0.1:8100) or "
+                 "the full search URL (default: %(default)s).")
 
     def handle(self, *args, password: str, demo_url: str, **options) -> None:
+        demo_url = demo.search_url(demo_url)
         team, lead = self._team_and_users(password)
         product_count = demo.catalog_ensure()
         evaluation = self._demo_evaluation(team, lead, demo_url)
-        fetched = self._fetch(evaluation)
+        attempted = self._fetch(evaluation)
         evaluation.refresh_from_db()
         self.stdout.write(self.style.SUCCESS(
             f"Demo catalog: {product_count} products, served at {demo_url}?q=…"))
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo evaluation '{evaluation.name}' is {evaluation.status}: "
-            f"{evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FETCHED).count()}"
-            f"/{evaluation.keywords.count()} keywords fetched"
-            f"{f' ({fetched} just now)' if fetched else ''}."))
+        self._report_fetch(evaluation, attempted)
         self.stdout.write(self.style.SUCCESS("Demo team ready. Log in with:"))
         for username, role in DEMO_USERS:
             self.stdout.write(f"  {username} / {password}  ({role.label})")
@@ -94,6 +100,9 @@ class Command(BaseCommand):
             endpoint = services.endpoint_create(
                 team=team, created_by=None, name=ENDPOINT_NAME, url=demo_url,
                 mapper=demo.DEMO_MAPPER, timeout_seconds=10.0)
+        elif endpoint.url != demo_url:
+            # Served on another port than last time: later fetches must reach this server.
+            endpoint = services.endpoint_update(endpoint=endpoint, url=demo_url)
         model = SearchModel.objects.filter(team=team, name=MODEL_NAME).first()
         if model is None:
             model = services.search_model_create(
@@ -108,17 +117,40 @@ class Command(BaseCommand):
                 description="Fifty shoppers' queries against the demo catalog. Grade each "
                             "result 0 (poor) to 3 (perfect).",
                 scale="graded", strategy=3, keywords=DEMO_KEYWORDS, metrics=METRICS,
-                tags=["demo"],
                 guidelines="3: exactly what was asked for. 2: close (other color or "
                            "audience). 1: same category, different product. 0: unrelated.")
+        elif OLD_ROUTING_TAG in evaluation.tags and evaluation.status != Evaluation.Status.FINISHED:
+            evaluation = services.evaluation_update(
+                evaluation=evaluation,
+                tags=[tag for tag in evaluation.tags if tag != OLD_ROUTING_TAG])
         return evaluation
 
-    def _fetch(self, evaluation: Evaluation) -> int:
+    def _fetch(self, evaluation: Evaluation) -> list[int]:
+        """Fetch what waits, synchronously (the counts are printed); the keywords tried."""
         if evaluation.status == Evaluation.Status.PENDING and evaluation.started_at is None:
             evaluation = services.evaluation_start(evaluation=evaluation, enqueue=False)
+        elif evaluation.status == Evaluation.Status.ACTIVE:
+            # Keywords that failed in an earlier run (the server was not up) get another try.
+            evaluation = services.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
         if evaluation.status != Evaluation.Status.FETCHING:
-            return 0
+            return []
         waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
                        .values_list("pk", flat=True))
-        return services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
-                                       transport=demo.in_process_transport())
+        services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
+                                transport=demo.in_process_transport())
+        return waiting
+
+    def _report_fetch(self, evaluation: Evaluation, attempted: list[int]) -> None:
+        keywords = evaluation.keywords
+        fetched = keywords.filter(fetch_status=Keyword.FetchStatus.FETCHED).count()
+        failed = keywords.filter(fetch_status=Keyword.FetchStatus.FAILED)
+        failed_count = failed.count()
+        style = self.style.ERROR if failed_count else self.style.SUCCESS
+        self.stdout.write(style(
+            f"Demo evaluation '{evaluation.name}' is {evaluation.status}: "
+            f"{fetched} of {keywords.count()} keywords fetched, {failed_count} failed"
+            f"{f' ({len(attempted)} tried just now)' if attempted else ''}."))
+        first_failed = failed.order_by("position").first()
+        if first_failed is not None:
+            self.stdout.write(self.style.ERROR(
+                f"First error ({first_failed.text!r}): {first_failed.fetch_error}"))
