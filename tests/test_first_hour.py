@@ -100,11 +100,11 @@ def test_a_grader_and_a_lead_get_through_the_first_hour(demo, offline, live_serv
     lead.screenshot(path=str(ARTIFACTS / "first-hour-3-lead-dashboard.png"), full_page=True)
 
     lead.get_by_role("link", name="Judgments").first.click()
-    expect(lead.get_by_text("grader1").first).to_be_visible()
-    lead.screenshot(path=str(ARTIFACTS / "first-hour-4-lead-judgments.png"), full_page=True)
+    expect(lead.get_by_role("cell", name="grader1").first).to_be_visible()
+    lead.screenshot(path=str(ARTIFACTS / "first-hour-4-lead-judgments.png"))
 
     lead.goto(f"{live_server.url}/api/docs/")
     expect(lead.get_by_text("/api/v1/evaluations/", exact=True).first).to_be_visible()
-    lead.screenshot(path=str(ARTIFACTS / "first-hour-5-api-docs.png"), full_page=True)
+    lead.screenshot(path=str(ARTIFACTS / "first-hour-5-api-docs.png"))
 
     assert blocked == []
