@@ -32,6 +32,8 @@ from metrics.core.aggregate import Aggregation, Derive, SlotCodes, slot_codes
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import GradeList, Pool, build_pool
 from metrics.core.registry import (
+    BatchInputs,
+    MetricSpec,
     Params,
     metric_scale,
     metric_spec,
@@ -56,7 +58,7 @@ MetricRequest = tuple[str, int] | tuple[str, int, Mapping[str, Any] | None]
 
 @dataclass(frozen=True)
 class _Plan:
-    code: str
+    spec: MetricSpec
     k: int
     params: Params
     aggregation: Aggregation
@@ -111,20 +113,20 @@ def evaluate_batch_many(
             transformer = resolve_transformer(evaluation_scale, target, transformers)
             aggregations[target] = Aggregation(evaluation_scale, target, transformer)
         plans.append(
-            _Plan(code, validate_k(k), resolved, aggregations[target], needs_pool(code, resolved))
+            _Plan(spec, validate_k(k), resolved, aggregations[target], needs_pool(code, resolved))
         )
     grades = _grade_array(grades)
     keyword_count, position_count, slot_count = grades.shape
     read_positions = min(max((plan.k for plan in plans), default=0), position_count)
     pool_plans = [plan for plan in plans if plan.uses_pool]
     if pool_plans and pool is None:
-        raise MetricInputError("pool", f"metric {pool_plans[0].code!r} needs the keyword pool")
+        raise MetricInputError("pool", f"metric {pool_plans[0].spec.code!r} needs the keyword pool")
     if pool_plans:
         assert pool is not None
         pool = Pool(_grade_array(pool.grades, "pool.grades"), pool.doc_index)
         pool.check(
             keyword_count, read_positions,
-            need_positions=any(p.code in kernels.ZERO_WHEN_NOTHING_RETURNED for p in plans),
+            need_positions=any(p.spec.zero_when_nothing_returned for p in plans),
         )
     results = [np.empty(keyword_count) for _ in plans]
     per_keyword = max(read_positions * slot_count, 1)
@@ -153,7 +155,7 @@ def evaluate_batch_many(
                     pooled[aggregation] = aggregation.lookup(pool_codes)
                 pool_values = pooled[aggregation]
             doc_index = None
-            if plan.code in kernels.ZERO_WHEN_NOTHING_RETURNED:
+            if plan.spec.zero_when_nothing_returned:
                 assert pool is not None and pool.doc_index is not None
                 doc_index = pool.doc_index[start:stop, : min(plan.k, read_positions)]
             result[start:stop] = _stage2(plan, scale_blocks[aggregation], pool_values, doc_index)
@@ -216,53 +218,16 @@ def _stage2(
     """One metric over a block's aggregated values; the all-null rule applied last.
 
     ``doc_index`` (keywords, m) is the pool index of each position's document, -1 where the
-    search returned none; given for ``recall`` and ``best``, which tell m = 0 by it.
+    search returned none; given for the zero_when_nothing_returned metrics, which tell
+    m = 0 by it.
     """
-    code, k, params = plan.code, plan.k, plan.params
-    m = min(k, block.position_count)
-    top_grade = plan.aggregation.target.hi
-    if code == "precision":
-        out = kernels.precision(
-            block.count(kernels.relevant, m), block.count(kernels.judged, m)
-        )
-    elif code == "ap":
-        out = block.of_relevance_pattern(kernels.average_precision, m)
-    elif code == "rr":
-        out = block.of_relevance_pattern(kernels.reciprocal_rank, m)
-    elif code in ("cg", "cg_d"):
-        out = kernels.cumulative_gain(block.positions(kernels.nulls_as_zero, m))
-    elif code in ("dcg", "dcg_d"):
-        out = kernels.dcg(block.positions(kernels.gains_function(params.gain), m))
-    elif code in ("ndcg", "ndcg_d"):
-        gains = block.positions(kernels.gains_function(params.gain), m)
-        if params.ideal == "local":
-            ideal = kernels.ideal_dcg_local(gains)
-        elif params.ideal == "pool":
-            assert pool_values is not None
-            ideal = kernels.ideal_dcg_pool(pool_values, k, params.gain)
-        else:
-            ideal = kernels.ideal_dcg_max(block.keyword_count, k, params.gain, top_grade)
-        out = kernels.ndcg(kernels.dcg(gains), ideal)
-    elif code in ("err", "err_018"):
-        stop = block.positions(kernels.stop_probabilities(top_grade), m)
-        out = kernels.expected_reciprocal_rank(stop, 1.0 if code == "err" else 0.18)
-    elif code == "recall":
-        assert pool_values is not None
-        out = kernels.recall(block.count(kernels.relevant, m), pool_values)
-    elif code == "f_score":
-        assert pool_values is not None
-        out = kernels.f_score(
-            kernels.precision(block.count(kernels.relevant, m), block.count(kernels.judged, m)),
-            kernels.recall(block.count(kernels.relevant, m), pool_values),
-            params.beta,
-        )
-    elif code == "best":
-        assert pool_values is not None and doc_index is not None
-        out = kernels.best(pool_values, doc_index)
-    else:  # pragma: no cover - metric_spec() rejected it already
-        raise MetricInputError("metric", f"unknown metric code {code!r}")
+    m = min(plan.k, block.position_count)
+    out = plan.spec.batch(BatchInputs(
+        block=block, m=m, k=plan.k, params=plan.params,
+        top_grade=plan.aggregation.target.hi, pool_values=pool_values, doc_index=doc_index,
+    ))
     all_null = block.count(kernels.judged, m) == 0.0
-    if code in kernels.ZERO_WHEN_NOTHING_RETURNED:
+    if plan.spec.zero_when_nothing_returned:
         # m = 0: the search missed the pool, so the kernel's value (0, or null under the
         # metric's own null condition) stands; only m > 0 with nothing graded is null.
         assert doc_index is not None

@@ -201,11 +201,6 @@ def expected_reciprocal_rank(stop: np.ndarray, exponent: float) -> np.ndarray:
     return weighted_row_sums(stop * reach, power_discounts(length, exponent))
 
 
-ZERO_WHEN_NOTHING_RETURNED = ("recall", "best")
-"""The pool metrics whose value for m = 0 is not null but 0 (docs/METRICS.md, Stage 2):
-a search that returned nothing missed the documents the pool knows."""
-
-
 def returned_any(doc_index: np.ndarray) -> np.ndarray:
     """m > 0 per keyword: ``doc_index`` (keywords, m) holds a document (>= 0) anywhere."""
     return (doc_index >= 0).any(axis=1)

@@ -1,8 +1,33 @@
-"""The metric registry's names for people's input: aliases, cutoffs in the name, suggestions."""
+"""The metric registry: names people type, and one entry per metric (label, scale,
+parameters, batch function) that the engine dispatches through."""
 
+from dataclasses import fields
+
+import numpy as np
 import pytest
 
-from metrics.core import ALIASES, METRICS, MetricInputError, metric_spec, resolve_metric_name
+from metrics.core import (
+    ALIASES,
+    METRICS,
+    PARAMETERS,
+    SCALES,
+    BatchInputs,
+    MetricInputError,
+    MetricSpec,
+    Params,
+    evaluate_batch,
+    evaluate_batch_many,
+    evaluate_keyword,
+    kernels,
+    metric_code_at_k,
+    metric_column,
+    metric_key_label,
+    metric_label,
+    metric_line,
+    metric_spec,
+    resolve_metric_name,
+    resolve_params,
+)
 
 
 @pytest.mark.parametrize(("typed", "expected"), [
@@ -62,3 +87,84 @@ def test_the_engine_itself_takes_the_codes_alone():
     # docs/METRICS.md: an unknown metric code is an error; aliases are for people's input.
     with pytest.raises(MetricInputError, match=r"^metric: unknown metric code 'map'$"):
         metric_spec("map")
+
+
+# --- one entry per metric: identity, label, scale, parameters and batch function ---
+
+
+@pytest.mark.parametrize("code", list(METRICS))
+def test_every_entry_carries_its_code_label_scale_parameters_and_batch_function(code):
+    spec = METRICS[code]
+    assert spec.code == code
+    assert "@k" in spec.name and spec.label(7) == spec.name.replace("@k", "@7")
+    assert spec.scale in SCALES
+    assert spec.description.strip()
+    assert set(spec.params) <= set(PARAMETERS)
+    assert callable(spec.batch)
+
+
+def test_the_parameter_defaults_are_those_of_params():
+    assert {spec.name: spec.default for spec in PARAMETERS.values()} == {
+        f.name: f.default for f in fields(Params)}
+    assert resolve_params({}) == Params() == Params("linear", "local", 1.0)
+
+
+def _fake_batch(inputs: BatchInputs) -> np.ndarray:
+    # The number of graded positions up to k, times beta: reads the block and a parameter.
+    return inputs.block.count(kernels.judged, inputs.m) * inputs.params.beta
+
+
+def test_a_new_entry_is_dispatched_by_the_batch_engine_through_the_registry(monkeypatch):
+    monkeypatch.setitem(METRICS, "graded_count", MetricSpec(
+        "graded_count", "Graded@k", "graded", "Graded positions up to k.", _fake_batch,
+        ("beta",)))
+    grades = np.array([[[3.0], [np.nan], [0.0]], [[np.nan], [np.nan], [np.nan]]])
+    values = evaluate_batch("graded_count", grades, k=3, scale="graded", params={"beta": 2})
+    assert values[0] == 4.0 and np.isnan(values[1])  # the all-null rule still applies
+    shared = evaluate_batch_many([("graded_count", 1), ("precision", 3)], grades,
+                                 scale="graded")
+    assert shared[0][0] == 1.0 and shared[1][0] == 0.5  # graded 3 → relevant, 0 → not
+    assert evaluate_keyword("graded_count", [[2], [None]], k=5, scale="graded") == 1.0
+    assert metric_label("graded_count", 5, {}) == "Graded@5"
+
+
+def test_an_unregistered_code_is_refused_by_the_engine():
+    with pytest.raises(MetricInputError, match=r"^metric: unknown metric code 'graded_count'"):
+        evaluate_batch("graded_count", np.zeros((1, 1, 1)), k=1, scale="graded")
+
+
+@pytest.mark.parametrize(("code", "k", "params", "label"), [
+    ("ndcg", 10, {}, "nDCG@10"),
+    ("ndcg", 10, {"ideal": "pool", "gain": "exponential"}, "nDCG@10 gain=exponential ideal=pool"),
+    ("precision", 5, {}, "P@5"),
+    ("ap", 10, None, "AP@10"),
+    ("err_018", 3, {}, "ERR-0.18@3"),
+    ("ndcg_d", 20, {"gain": "linear"}, "nDCG@20 (detail) gain=linear"),
+    ("f_score", 10, {"beta": 2.0}, "F-beta@10 beta=2.0"),
+    ("gone", 4, {"x": 1}, "gone@4 x=1"),  # a code the registry no longer knows
+])
+def test_the_page_label_of_a_configured_metric_is_as_written_today(code, k, params, label):
+    assert metric_label(code, k, params) == label
+
+
+@pytest.mark.parametrize(("key", "label"), [
+    (("ndcg", 10, (("gain", "linear"), ("ideal", "local"))), "nDCG@10"),
+    (("ndcg", 10, (("gain", "exponential"), ("ideal", "local"))), "nDCG@10 gain=exponential"),
+    (("f_score", 5, (("beta", 1.0),)), "F-beta@5"),
+    (("f_score", 5, (("beta", 0.5),)), "F-beta@5 beta=0.5"),
+    (("recall", 10, ()), "Recall@10"),
+    (("gone", 3, (("x", "1"),)), "gone@3 x=1"),
+])
+def test_the_label_of_a_metric_identity_leaves_out_default_parameters(key, label):
+    assert metric_key_label(*key) == label
+
+
+def test_the_code_forms_of_exports_forms_and_commands_are_as_written_today():
+    assert metric_code_at_k("ndcg", 10) == "ndcg@10"
+    assert metric_column("ndcg", 10, {}) == "ndcg@10"
+    assert metric_column("ndcg", 10, {"ideal": "pool", "gain": "exponential"}) == (
+        "ndcg@10[gain=exponential,ideal=pool]")
+    assert metric_line("f_score", 10, {"beta": 2.0}) == "f_score@10 beta=2"
+    assert metric_line("f_score", 10, {"beta": 0.5}) == "f_score@10 beta=0.5"
+    assert metric_line("ndcg", 5, {"gain": "exponential"}) == "ndcg@5 gain=exponential"
+    assert metric_line("precision", 5, {}) == "precision@5"
