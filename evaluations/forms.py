@@ -61,12 +61,8 @@ def parse_metrics(text: str) -> list[dict[str, Any]]:
 
 
 def format_metrics(configs) -> str:
-    lines = []
-    for config in configs:
-        params = " ".join(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
-                          for name, value in config.params.items())
-        lines.append(f"{config.code}@{config.k} {params}".strip())
-    return "\n".join(lines)
+    return "\n".join(core.metric_line(config.code, config.k, config.params)
+                     for config in configs)
 
 
 class EndpointForm(forms.Form):

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from metrics import core
 from searchtweak.models import Team, User
 
 
@@ -176,7 +177,7 @@ class EvaluationMetric(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.code}@{self.k}"
+        return core.metric_code_at_k(self.code, self.k)
 
 
 class Keyword(models.Model):

@@ -503,8 +503,8 @@ def _validate_metrics(metrics: Any) -> list[dict[str, Any]]:
             raise ValidationError({"metrics": f"item {index + 1}: {error}"}) from None
         key = (item["code"], k, json.dumps(params, sort_keys=True))
         if key in seen:
-            raise ValidationError({"metrics": f"item {index + 1}: {item['code']}@{k} is listed "
-                                   "twice"})
+            raise ValidationError({"metrics": f"item {index + 1}: "
+                                   f"{core.metric_code_at_k(item['code'], k)} is listed twice"})
         seen.add(key)
         clean.append({"code": item["code"], "k": k, "params": params})
     return clean

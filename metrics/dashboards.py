@@ -52,19 +52,11 @@ def metric_key(config: EvaluationMetric) -> MetricKey:
 
 
 def metric_label(config: EvaluationMetric) -> str:
-    spec = core.METRICS.get(config.code)
-    name = spec.name.replace("@k", f"@{config.k}") if spec else f"{config.code}@{config.k}"
-    extras = " ".join(f"{k}={v}" for k, v in sorted((config.params or {}).items()))
-    return f"{name} {extras}".strip()
+    return core.metric_label(config.code, config.k, config.params)
 
 
 def metric_key_label(key: MetricKey) -> str:
-    code, k, params = key
-    spec = core.METRICS.get(code)
-    name = spec.name.replace("@k", f"@{k}") if spec else f"{code}@{k}"
-    defaults = core.Params()
-    extras = " ".join(f"{n}={v}" for n, v in params if getattr(defaults, n, None) != v)
-    return f"{name} {extras}".strip()
+    return core.metric_key_label(*key)
 
 
 def metric_key_slug(key: MetricKey) -> str:

@@ -11,13 +11,13 @@ from rest_framework.views import APIView
 
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
+from metrics import core
 from metrics.selectors import evaluation_keywords, evaluation_metric_configs, keyword_rows
 from searchtweak.api_files import FileContentNegotiation
 
 
 def metric_label(code: str, k: int, params: dict) -> str:
-    extra = ",".join(f"{name}={value}" for name, value in sorted((params or {}).items()))
-    return f"{code}@{k}" + (f"[{extra}]" if extra else "")
+    return core.metric_column(code, k, params)
 
 
 def metric_table_csv(evaluation: Evaluation) -> str:

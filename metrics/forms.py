@@ -26,9 +26,9 @@ class KeywordTableForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["sort"].choices = [("", "Position"), ("position", "Position"),
                                        ("text", "Keyword")] + [
-            (f"m{config.pk}", f"{config.code}@{config.k}") for config in configs]
+            (f"m{config.pk}", str(config)) for config in configs]
         self.fields["dist"].choices = [("", "First metric")] + [
-            (str(config.pk), f"{config.code}@{config.k}") for config in configs]
+            (str(config.pk), str(config)) for config in configs]
 
 
 class CompareForm(forms.Form):

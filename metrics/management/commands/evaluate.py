@@ -43,7 +43,7 @@ def parse_threshold(text: str) -> tuple[tuple[str, int], float]:
 
 
 def _label(code: str, k: int) -> str:
-    return f"{code}@{k}"
+    return core.metric_code_at_k(code, k)
 
 
 class Command(BaseCommand):
