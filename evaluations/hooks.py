@@ -3,11 +3,13 @@
 Scales that admins define and team transformers live in judgments, which may import
 evaluations but not the other way round. judgments registers its answers at start-up
 (`register_scale_provider`); until then only the built-in scales of metrics.core exist.
+`team_scale` is the one way evaluations and metrics turn a team's scale code into a scale.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from metrics import core
 from searchtweak.models import Team
 
 
@@ -21,17 +23,16 @@ class ScaleProvider:
     transformers: Callable[[Team], dict[str, dict[str, int]]]
 
 
-_BUILTIN_SCALES: dict[str, tuple[str, int, int]] = {
-    "binary": ("Binary (0 Irrelevant, 1 Relevant)", 0, 1),
-    "graded": ("Graded (0 Poor … 3 Perfect)", 0, 3),
-    "detail": ("Detail (1 … 10)", 1, 10),
-}
+def _builtin_bounds(team: Team, code: str) -> tuple[int, int] | None:
+    scale = core.SCALES.get(code)
+    return (scale.lo, scale.hi) if scale else None
 
 
 def _builtin_provider() -> ScaleProvider:
     return ScaleProvider(
-        choices=lambda team: [(code, label) for code, (label, _, _) in _BUILTIN_SCALES.items()],
-        bounds=lambda team, code: _BUILTIN_SCALES[code][1:] if code in _BUILTIN_SCALES else None,
+        choices=lambda team: [(scale.code, f"{scale.name} ({scale.lo}..{scale.hi})")
+                              for scale in core.SCALES.values()],
+        bounds=_builtin_bounds,
         transformers=lambda team: {},
     )
 
@@ -46,3 +47,14 @@ def register_scale_provider(provider: ScaleProvider) -> None:
 
 def scale_provider() -> ScaleProvider:
     return _provider
+
+
+def team_scale(team: Team, code: str) -> core.Scale | None:
+    """The scale ``code`` as ``team`` grades on it: a built-in of metrics.core, else the
+    team's own scale (asked of the provider), or None when the team has no such scale."""
+    if code in core.SCALES:
+        return core.SCALES[code]
+    bounds = _provider.bounds(team, code)
+    if bounds is None:
+        return None
+    return core.Scale(code, bounds[0], bounds[1])

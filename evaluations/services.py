@@ -28,7 +28,7 @@ from evaluations.fetching import (
     new_client,
     request_spec_for,
 )
-from evaluations.hooks import scale_provider
+from evaluations.hooks import scale_provider, team_scale
 from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import (
     Endpoint,
@@ -479,12 +479,10 @@ def _keyword_rows(evaluation: Evaluation, keywords: list[str], start: int = 1) -
 
 
 def _team_scale(team: Team, code: str) -> core.Scale:
-    if code in core.SCALES:
-        return core.SCALES[code]
-    bounds = scale_provider().bounds(team, code)
-    if bounds is None:
+    scale = team_scale(team, code)
+    if scale is None:
         raise ValidationError({"scale": f"Unknown scale {code!r}."})
-    return core.Scale(code, bounds[0], bounds[1])
+    return scale
 
 
 def _validate_metrics(metrics: Any) -> list[dict[str, Any]]:

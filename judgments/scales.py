@@ -1,7 +1,8 @@
 """What a grade is for one team: the built-in scales of metrics.core plus the team's own.
 
-The evaluation stores only a scale code; these functions turn it into bounds, labels,
-colours and keyboard keys, and answer evaluations' ScaleProvider questions.
+The evaluation stores only a scale code; scale_for_team turns it into the team's scale (a
+metrics.core Scale: code, bounds, labels) wrapped with colours and keyboard keys for the
+grading pages, and answers evaluations' ScaleProvider questions.
 """
 
 from dataclasses import dataclass
@@ -10,11 +11,6 @@ from judgments.models import Scale, Transformer
 from metrics import core
 
 # Shown for the built-ins; admin-defined scales carry their own labels and colours.
-_BUILTIN_NAMES = {
-    core.SCALES["binary"].code: "Binary",
-    core.SCALES["graded"].code: "Graded",
-    core.SCALES["detail"].code: "Detail",
-}
 _BUILTIN_COLORS = {
     "binary": {0: "#d92d20", 1: "#079455"},
     "graded": {0: "#d92d20", 1: "#f79009", 2: "#2e90fa", 3: "#079455"},
@@ -38,18 +34,34 @@ class Grade:
 
 @dataclass(frozen=True)
 class GradeScale:
-    code: str
-    name: str
-    lo: int
-    hi: int
+    """A team's scale as the grading pages show it: the core Scale (code, bounds, labels,
+    name; the one place they live) with each grade's colour and keyboard key."""
+
+    scale: core.Scale
     grades: tuple[Grade, ...]
     builtin: bool
+
+    @property
+    def code(self) -> str:
+        return self.scale.code
+
+    @property
+    def name(self) -> str:
+        return self.scale.name
+
+    @property
+    def lo(self) -> int:
+        return self.scale.lo
+
+    @property
+    def hi(self) -> int:
+        return self.scale.hi
 
     def describe(self) -> str:
         return f"{self.name} ({self.lo}..{self.hi})"
 
     def contains(self, grade: int) -> bool:
-        return self.lo <= grade <= self.hi
+        return self.scale.contains(grade)
 
     def label_of(self, grade: int | None) -> str:
         for item in self.grades:
@@ -58,7 +70,7 @@ class GradeScale:
         return ""
 
     def core_scale(self) -> core.Scale:
-        return core.SCALES.get(self.code) or core.Scale(self.code, self.lo, self.hi)
+        return self.scale
 
 
 def grade_key(value: int, lo: int) -> str:
@@ -78,16 +90,19 @@ def builtin_scale(code: str) -> GradeScale | None:
               grade_key(g, scale.lo))
         for g in scale.grades
     )
-    return GradeScale(code, _BUILTIN_NAMES.get(code, code), scale.lo, scale.hi, grades, True)
+    return GradeScale(scale, grades, True)
 
 
-def from_model(scale: Scale) -> GradeScale:
-    grades = []
-    for g in range(scale.lo, scale.hi + 1):
-        entry = scale.labels.get(str(g)) or {}
-        grades.append(Grade(g, entry.get("label") or str(g), entry.get("color") or "#5b6675",
-                            grade_key(g, scale.lo)))
-    return GradeScale(scale.code, scale.name, scale.lo, scale.hi, tuple(grades), False)
+def from_model(row: Scale) -> GradeScale:
+    scale = core.Scale(row.code, row.lo, row.hi, name=row.name, labels={
+        g: (row.labels.get(str(g)) or {}).get("label") or str(g) for g in range(row.lo, row.hi + 1)
+    })
+    grades = tuple(
+        Grade(g, scale.labels[g], (row.labels.get(str(g)) or {}).get("color") or "#5b6675",
+              grade_key(g, scale.lo))
+        for g in scale.grades
+    )
+    return GradeScale(scale, grades, False)
 
 
 def scale_for_team(*, team_id: int, code: str) -> GradeScale | None:

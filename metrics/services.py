@@ -62,10 +62,10 @@ except ImportError:  # pragma: no cover - SQLite-only installs
 def evaluation_scale(evaluation: Evaluation) -> core.Scale | str:
     if evaluation.scale in core.SCALES:
         return evaluation.scale
-    bounds = hooks.scale_provider().bounds(evaluation.team, evaluation.scale)
-    if bounds is None:
+    scale = hooks.team_scale(evaluation.team, evaluation.scale)
+    if scale is None:
         raise core.MetricInputError("scale", f"unknown scale {evaluation.scale!r}")
-    return core.Scale(evaluation.scale, *bounds)
+    return scale
 
 
 def evaluation_transformers(evaluation: Evaluation) -> dict:

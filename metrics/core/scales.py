@@ -30,15 +30,19 @@ def is_integer(value: Any) -> bool:
 class Scale:
     """An integer grade scale lo..hi (inclusive) with optional labels per grade.
 
-    The built-ins are binary 0..1, graded 0..3 and detail 1..10 (docs/METRICS.md, Notation);
-    admins define further ones. ``code`` identifies the scale in transformer keys
-    (``"<src>-><dst>"``), so it must not contain ``"->"``.
+    The one shape of a scale: the built-ins are binary 0..1, graded 0..3 and detail 1..10
+    (docs/METRICS.md, Notation); admins define further ones (judgments.models.Scale stores
+    them, judgments.scales.GradeScale adds colours and keys for the grading page).
+    ``code`` identifies the scale in transformer keys (``"<src>-><dst>"``), so it must not
+    contain ``"->"``. ``name`` is what people read ("Graded"); like the labels it plays no
+    part in equality.
     """
 
     code: str
     lo: int
     hi: int
     labels: Mapping[int, str] = field(default_factory=dict, compare=False, hash=False)
+    name: str = field(default="", compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.code or "->" in self.code:
@@ -54,6 +58,10 @@ class Scale:
         """Every grade of the scale in ascending order."""
         return range(self.lo, self.hi + 1)
 
+    def contains(self, grade: int) -> bool:
+        """Whether ``grade`` lies within lo..hi (an integer is assumed)."""
+        return self.lo <= grade <= self.hi
+
     @property
     def is_builtin(self) -> bool:
         return SCALES.get(self.code) == self
@@ -63,9 +71,9 @@ class Scale:
 
 
 SCALES: dict[str, Scale] = {
-    BINARY: Scale(BINARY, 0, 1, {0: "irrelevant", 1: "relevant"}),
-    GRADED: Scale(GRADED, 0, 3, {0: "poor", 1: "fair", 2: "good", 3: "perfect"}),
-    DETAIL: Scale(DETAIL, 1, 10),
+    BINARY: Scale(BINARY, 0, 1, {0: "irrelevant", 1: "relevant"}, "Binary"),
+    GRADED: Scale(GRADED, 0, 3, {0: "poor", 1: "fair", 2: "good", 3: "perfect"}, "Graded"),
+    DETAIL: Scale(DETAIL, 1, 10, name="Detail"),
 }
 
 
