@@ -36,19 +36,12 @@ SIGNIFICANCE = 0.05
 KEYWORDS_PER_PAGE = 50
 SPARKLINE_POINTS = 60
 
-MetricKey = tuple[str, int, tuple]
+MetricKey = core.MetricKey
 
 
 def metric_key(config: EvaluationMetric) -> MetricKey:
-    """What makes two configured metrics the same number: code, k and the parameters the
-    metric reads, with defaults filled in ({} and {"gain": "linear"} are one nDCG)."""
-    try:
-        spec = core.metric_spec(config.code)
-        resolved = core.resolve_params(config.params)
-        params = tuple((name, getattr(resolved, name)) for name in spec.params)
-    except core.MetricInputError:
-        params = tuple(sorted((str(k), str(v)) for k, v in (config.params or {}).items()))
-    return (config.code, config.k, params)
+    """What makes two configured metrics the same number (core.metric_key)."""
+    return core.metric_key(config.code, config.k, config.params)
 
 
 def metric_label(config: EvaluationMetric) -> str:

@@ -355,7 +355,24 @@ def resolve_params(params: Mapping[str, Any] | None) -> Params:
                      for name, spec in PARAMETERS.items()})
 
 
-# --- labels: how pages, forms, exports and commands write a configured metric ---
+# --- identity and labels: how pages, forms, exports and commands name a configured metric ---
+
+MetricKey = tuple[str, int, tuple[tuple[str, Any], ...]]
+"""(code, k, ((parameter, value), ...)): see metric_key."""
+
+
+def metric_key(code: str, k: int, params: Mapping[str, Any] | None) -> MetricKey:
+    """What makes two configured metrics the same number: code, k and the parameters the
+    metric reads, with defaults filled in ({} and {"gain": "linear"} are one nDCG). A code
+    or parameters the registry refuses keep their given parameters, as strings, sorted."""
+    try:
+        spec = metric_spec(code)
+        resolved = resolve_params(params)
+        read = tuple((name, getattr(resolved, name)) for name in spec.params)
+    except MetricInputError:
+        read = tuple(sorted((str(name), str(value)) for name, value in (params or {}).items()))
+    return (code, k, read)
+
 
 
 def metric_code_at_k(code: str, k: int) -> str:

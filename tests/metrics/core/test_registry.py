@@ -21,6 +21,7 @@ from metrics.core import (
     kernels,
     metric_code_at_k,
     metric_column,
+    metric_key,
     metric_key_label,
     metric_label,
     metric_line,
@@ -168,3 +169,15 @@ def test_the_code_forms_of_exports_forms_and_commands_are_as_written_today():
     assert metric_line("f_score", 10, {"beta": 0.5}) == "f_score@10 beta=0.5"
     assert metric_line("ndcg", 5, {"gain": "exponential"}) == "ndcg@5 gain=exponential"
     assert metric_line("precision", 5, {}) == "precision@5"
+
+
+def test_a_metric_key_fills_in_the_defaults_of_the_parameters_the_metric_reads():
+    assert metric_key("ndcg", 10, {}) == metric_key("ndcg", 10, {"gain": "linear"}) == (
+        "ndcg", 10, (("gain", "linear"), ("ideal", "local")))
+    assert metric_key("precision", 5, {"gain": "exponential"}) == ("precision", 5, ())
+    assert metric_key("f_score", 5, {"beta": 2}) == ("f_score", 5, (("beta", 2.0),))
+    # What the registry refuses keeps its given parameters, as strings.
+    assert metric_key("gone", 3, {"x": 1}) == ("gone", 3, (("x", "1"),))
+    assert metric_key("ndcg", 3, {"gain": "cubic"}) == ("ndcg", 3, (("gain", "cubic"),))
+    assert metric_key_label(*metric_key("ndcg", 10, {"gain": "exponential"})) == (
+        "nDCG@10 gain=exponential")
