@@ -173,3 +173,28 @@ def test_model_history_of_a_0_to_1_metric_spans_0_to_1(client, personas, finishe
     client.force_login(personas.lead)
     html = client.get(reverse("metrics:model_history", args=[first.model_id])).content.decode()
     assert _tick_texts(html, "line-chart") == ["0.00", "0.25", "0.50", "0.75", "1.00"]
+
+
+def test_pages_write_each_metric_by_its_registry_label_or_its_code_at_k(client, personas):
+    evaluation = bulk_evaluation(
+        team=personas.team, graders=graders_of(personas.team), keyword_count=3, seed=3,
+        metrics=[("ndcg", 10, {"gain": "exponential"}), ("precision", 5, {})])
+    client.force_login(personas.lead)
+
+    def page(name, app="metrics"):
+        return client.get(reverse(f"{app}:{name}", args=[evaluation.pk])).content.decode()
+
+    live = page("evaluation_dashboard_live")
+    assert 'data-metric="ndcg@10"' in live and 'data-metric="precision@5"' in live
+    assert ">nDCG@10 gain=exponential</h2>" in live and ">P@5</h2>" in live
+    assert "Distribution of ndcg@10</h2>" in live
+    table = page("evaluation_dashboard_table")
+    assert ">ndcg@10</option>" in table and ">precision@5</option>" in table
+    assert 'title="Sort by nDCG@10 gain=exponential"' in table
+    detail = page("evaluation_detail", app="evaluations")
+    assert '<td class="mono">ndcg@10 gain=exponential</td>' in detail
+    assert '<td class="mono">precision@5</td>' in detail
+    listing = client.get(reverse("evaluations:evaluation_list")).content.decode()
+    assert re.search(r"ndcg@10=0\.\d{3} precision@5=[01]\.\d{3}", listing)
+    team = client.get(reverse("metrics:team_dashboard")).content.decode()
+    assert '<span class="mono">ndcg@10</span>' in team
