@@ -3,8 +3,9 @@
 ``evaluate_batch_many`` is the implementation: it validates the configuration once, walks
 the keywords in cache-sized blocks (a loop over blocks of thousands of keywords, never over
 keywords or positions), turns each block into slot codes once (validating it), aggregates
-them once per metric scale (stages 0 and 1, aggregate.py) and runs the stage 2 kernels
-(kernels.py) on them, sharing what several metrics need (relevance, counts, gains).
+them once per metric scale (stages 0 and 1, aggregate.py) and runs each metric's batch
+function from its registry entry (stage 2, over kernels.py) on them, sharing what several
+metrics need (relevance, counts, gains); no metric is named here.
 ``evaluate_batch`` is that for one metric; ``evaluate_keyword`` turns one keyword's lists
 into a 1-keyword array and calls it, so the application and the benchmarks compute every
 number the same way.
