@@ -42,7 +42,7 @@ from metrics import core
 from searchtweak import sql
 from searchtweak.models import User
 
-# --- recompute bookkeeping ---
+# --- marking the graded keywords dirty ---
 
 
 def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
@@ -65,6 +65,8 @@ def _announce_grades_changed(*, keyword_ids: list[int], newly_dirty_ids: list[in
             sender=FeedbackSlot, keyword_ids=list(keyword_ids), newly_dirty_ids=newly_dirty_ids)
     )
 
+
+# --- grades reused from earlier evaluations and imported judgments ---
 
 
 @transaction.atomic

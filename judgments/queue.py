@@ -11,10 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation
-from judgments.models import (
-    FeedbackSlot,
-    SlotSkip,
-)
+from judgments.models import FeedbackSlot, SlotSkip
 from judgments.selectors import (
     ASSIGNED_SLOT_SELECT,
     assigned_slot,
@@ -29,10 +26,6 @@ LEASE = timedelta(minutes=5)
 
 class SlotConflict(Exception):
     """Every slot of a snapshot is held or filled by someone else (the API answers 409)."""
-
-
-
-# --- the queue ---
 
 
 # One statement claims a slot: the first free one in hand-out order (slot_queue_idx), that
