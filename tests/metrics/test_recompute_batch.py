@@ -385,3 +385,10 @@ def test_a_deadlock_victim_becomes_a_conflict_the_task_retries(evaluation, monke
     with pytest.raises(services.RecomputeConflict):
         services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "a").pk)
     assert services.RecomputeConflict in tasks.recompute_keyword.autoretry_for
+
+
+def test_the_busy_interval_is_a_defined_setting_of_100_ms_by_default(settings):
+    # Was read with getattr and a default the settings never defined.
+    assert settings.RECOMPUTE_BUSY_INTERVAL_SECONDS == 0.1
+    settings.RECOMPUTE_BUSY_INTERVAL_SECONDS = 0.5
+    assert scheduling.busy_interval() == 0.5
