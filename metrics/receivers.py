@@ -20,48 +20,40 @@ def _enqueue(task, *args, countdown: float | None = None, **kwargs) -> None:
 
 
 def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) -> None:
-    """Enqueue a recompute of each evaluation with a keyword that just became dirty.
+    """Enqueue a recompute of each evaluation with a keyword that just became dirty
+    (metrics.recompute.scheduling.grades_changed_runs says which; one query, no writes).
 
-    `newly_dirty_ids` (sent by judgments.services.keywords_mark_dirty) are the keywords the
-    transaction turned from clean to dirty. The others were dirty already, so a run is
-    queued or running and reads this grade: either it has not read the keyword yet, or it
-    finds the keyword still dirty when it finishes and queues another (metrics.tasks).
-    Senders that do not say get every keyword enqueued.
-
-    One task per evaluation, as a run reads every dirty keyword of its evaluation; none
-    while a run answers for the evaluation (metrics.models.RecomputeDue), since it looks
-    for dirty keywords once more when it ends.
-
-    Keywords whose pool changed (the same text elsewhere in the team, where a pool metric
-    is configured) are marked dirty here, on grade changes only: a recompute never marks
-    others, so two pools that include each other cannot keep waking each other up.
+    `newly_dirty_ids` (sent by judgments.grading.keywords_mark_dirty) are the keywords the
+    transaction turned from clean to dirty; senders that do not say get every keyword
+    enqueued. When a pool metric of the team may read these grades, a task marks the
+    keywords whose pool changed (the same text elsewhere in the team) dirty and queues
+    their runs: on grade changes only, so two pools that include each other cannot keep
+    waking each other up.
     """
-    from metrics.services import keyword_pool_siblings_mark_dirty
-    from metrics.tasks import recompute_keyword
+    from metrics.recompute.scheduling import grades_changed_runs
+    from metrics.tasks import mark_pool_siblings_dirty, recompute_keyword
 
-    changed = keyword_pool_siblings_mark_dirty(keyword_ids=keyword_ids)
-    wanted = keyword_ids if newly_dirty_ids is None else newly_dirty_ids
-    runs: dict[int, int] = {}  # evaluation id -> the keyword its task names
-    for keyword_id in sorted(wanted):
-        evaluation_id = changed.evaluation_of.get(keyword_id)  # None: deleted since
-        if evaluation_id is not None and evaluation_id not in changed.run_due:
-            runs.setdefault(evaluation_id, keyword_id)
-    for keyword_id, evaluation_id in sorted(changed.pool_siblings.items()):
-        runs.setdefault(evaluation_id, keyword_id)
-    for evaluation_id, keyword_id in runs.items():
+    wanted = grades_changed_runs(keyword_ids=keyword_ids, newly_dirty_ids=newly_dirty_ids)
+    if wanted.pool_exposed:
+        # First, so the siblings are dirty before the runs queued below read the pool.
+        _enqueue(mark_pool_siblings_dirty, sorted(keyword_ids))
+    for evaluation_id, keyword_id in wanted.runs.items():
         _enqueue(recompute_keyword, keyword_id, evaluation_id=evaluation_id,
                  countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
 
 
 def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) -> None:
     """A search that returned nothing has pool metric values (0 when the pool knows
-    documents) that no grade will trigger: its keyword is marked dirty like a graded one,
-    and the recompute is queued after the fetch commits (on_grades_changed)."""
+    documents) that no grade will trigger: after the fetch commits, a task marks its
+    keyword dirty like a graded one when a pool metric is configured, which queues its
+    recompute (on_grades_changed)."""
     if snapshots:
         return  # their grades recompute them
-    from metrics.services import keyword_empty_results_mark_dirty
+    from metrics.tasks import mark_empty_results_dirty
 
-    keyword_empty_results_mark_dirty(keyword_id=keyword.pk, evaluation_id=evaluation.pk)
+    keyword_id, evaluation_id = keyword.pk, evaluation.pk
+    transaction.on_commit(
+        lambda: _enqueue(mark_empty_results_dirty, keyword_id, evaluation_id))
 
 
 def on_metric_configs_changed(sender, *, instance: EvaluationMetric, **kwargs) -> None:

@@ -221,6 +221,10 @@ RECOMPUTE_SWEEP_AFTER_SECONDS = env_int("RECOMPUTE_SWEEP_AFTER_SECONDS", 5, mini
 # Delay before a keyword's recompute runs, so a burst of grades is read by one run; 0 (the
 # default) runs at once: grades that land while a run is queued or running join it anyway.
 RECOMPUTE_DEBOUNCE_SECONDS = float(env_int("RECOMPUTE_DEBOUNCE_MS", 0, minimum=0)) / 1000
+# While an evaluation is being graded, a worker starts its next run this long after the
+# previous one ended (or after the debounce, if longer), so each run reads many grades.
+RECOMPUTE_BUSY_INTERVAL_SECONDS = (
+    float(env_int("RECOMPUTE_BUSY_INTERVAL_MS", 100, minimum=0)) / 1000)
 # One history point per metric per this many seconds, however many grades arrive.
 METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60, minimum=0)
 CELERY_BEAT_SCHEDULE = {

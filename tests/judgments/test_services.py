@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.signals import snapshots_created
-from judgments import services
+from judgments import grading, services
 from judgments.models import FeedbackSlot, GraderTags, SlotSkip, Transformer
 from judgments.selectors import (
     grading_progress,
@@ -392,7 +392,7 @@ def test_grading_a_snapshot_marks_its_keyword_as_a_grade_change_does(
         def send(sender, keyword_ids, newly_dirty_ids):
             received.append((keyword_ids, newly_dirty_ids))
 
-    monkeypatch.setattr(services, "grades_changed", Recorder)
+    monkeypatch.setattr(grading, "grades_changed", Recorder)
     with django_capture_on_commit_callbacks(execute=True):
         # Claims a slot (the general path), then re-grades it on the caller's own slot
         # (one statement on PostgreSQL): same grade, new grade, then the next result.

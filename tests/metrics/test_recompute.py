@@ -13,6 +13,8 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import core, services
 from metrics.models import KeywordMetricValue, MetricHistoryPoint
+from metrics.recompute import run as recompute_run
+from metrics.recompute import scheduling
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.searchtweak.factories import UserFactory
 
@@ -122,16 +124,16 @@ def test_a_run_that_read_old_grades_cannot_overwrite_newer_values(grade, monkeyp
     runs. Here the second grade commits, and its own recompute finishes, between the first
     run's read of the grades and its write; the first run's stale values must not land."""
     evaluation = build_evaluation(keywords={"race": ["a", "b"]}, metrics=[("cg", 2, {})])
-    real_read = services.evaluation_grade_array
+    real_read = recompute_run.evaluation_grade_array
 
     def read_then_let_another_grade_land(**kwargs):
         grades = real_read(**kwargs)
-        monkeypatch.setattr(services, "evaluation_grade_array", real_read)
+        monkeypatch.setattr(recompute_run, "evaluation_grade_array", real_read)
         grade([(slot(evaluation, "race", 2), 3)])
         assert stored(evaluation)[("race", "cg")] == 4.0  # the second run already wrote
         return grades
 
-    monkeypatch.setattr(services, "evaluation_grade_array", read_then_let_another_grade_land)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", read_then_let_another_grade_land)
     grade([(slot(evaluation, "race", 1), 1)])
     assert stored(evaluation)[("race", "cg")] == 4.0
     assert means(evaluation)["cg"] == (4.0, 1)
@@ -323,7 +325,7 @@ def test_two_evaluations_whose_pools_include_each_other_settle(grade, monkeypatc
         assert len(runs) < 10, "recomputes keep waking each other up"
         return real_recompute(keyword_id=keyword_id)
 
-    monkeypatch.setattr(services, "keyword_metrics_recompute", counting)
+    monkeypatch.setattr(scheduling, "keyword_metrics_recompute", counting)
     grade([(slot(first, "tent", 1), 3)])
     assert sorted(runs) == sorted(Keyword.objects.values_list("pk", flat=True))
     assert stored(first)[("tent", "recall")] == 1.0

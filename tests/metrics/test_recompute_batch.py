@@ -15,6 +15,8 @@ from evaluations.models import EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import receivers, services, tasks
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue
+from metrics.recompute import run as recompute_run
+from metrics.recompute import scheduling
 from tests.metrics.builders import build_evaluation, slot
 from tests.searchtweak.factories import UserFactory
 
@@ -36,9 +38,9 @@ def evaluation():
 
 @pytest.fixture(autouse=True)
 def no_runs_due():
-    tasks._due.clear()
+    scheduling._due.clear()
     yield
-    tasks._due.clear()
+    scheduling._due.clear()
 
 
 def write_grade(grader, feedback_slot: FeedbackSlot, value: int) -> None:
@@ -100,14 +102,14 @@ def test_a_grade_during_a_run_keeps_its_keyword_dirty_for_the_next(
 ):
     write_grade(grader, slot(evaluation, "a", 1), 2)
     write_grade(grader, slot(evaluation, "b", 1), 1)
-    real_read = services.evaluation_grade_array
+    real_read = recompute_run.evaluation_grade_array
 
     def read_then_grade_b_again(**kwargs):
         grades = real_read(**kwargs)
         write_grade(grader, slot(evaluation, "b", 2), 3)
         return grades
 
-    monkeypatch.setattr(services, "evaluation_grade_array", read_then_grade_b_again)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", read_then_grade_b_again)
     run = services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "a").pk)
 
     b = keyword(evaluation, "b")
@@ -117,7 +119,7 @@ def test_a_grade_during_a_run_keeps_its_keyword_dirty_for_the_next(
     assert values(evaluation)[("b", "cg")] == 1.0
     assert (b.version, b.computed_version) == (2, 1) and b.dirty_since is not None
 
-    monkeypatch.setattr(services, "evaluation_grade_array", real_read)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", real_read)
     assert services.keyword_metrics_recompute(keyword_id=b.pk).keyword_ids == (b.pk,)
     assert values(evaluation)[("b", "cg")] == 4.0  # 1 + 3
     assert means(evaluation)["cg"] == (3.0, 2)  # (2 + 4) / 2
@@ -127,7 +129,7 @@ def test_a_grade_during_a_run_keeps_its_keyword_dirty_for_the_next(
 def test_a_run_takes_the_oldest_keywords_up_to_its_size_and_says_more_wait(
     grader, evaluation, monkeypatch
 ):
-    monkeypatch.setattr(services, "RUN_KEYWORDS", 2)
+    monkeypatch.setattr(recompute_run, "RUN_KEYWORDS", 2)
     for text in ("c", "a", "b"):  # c waits longest
         write_grade(grader, slot(evaluation, text, 1), 1)
     run = services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "b").pk)
@@ -252,14 +254,14 @@ def test_a_worker_run_that_leaves_keywords_dirty_queues_the_next_run_a_little_la
 ):
     a, b = keyword(evaluation, "a"), keyword(evaluation, "b")
     write_grade(grader, slot(evaluation, "a", 1), 2)
-    real_read = services.evaluation_grade_array
+    real_read = recompute_run.evaluation_grade_array
 
     def read_then_grade_b(**kwargs):
         grades = real_read(**kwargs)
         write_grade(grader, slot(evaluation, "b", 1), 3)
         return grades
 
-    monkeypatch.setattr(services, "evaluation_grade_array", read_then_grade_b)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", read_then_grade_b)
     outcome = tasks.recompute_keyword.run(a.pk, evaluation_id=evaluation.pk)
 
     assert outcome == "ok"
@@ -274,7 +276,7 @@ def test_a_worker_run_that_leaves_keywords_dirty_queues_the_next_run_a_little_la
     receivers.on_grades_changed(sender=FeedbackSlot, keyword_ids=ids, newly_dirty_ids=ids)
     assert len(worker) == 1
 
-    monkeypatch.setattr(services, "evaluation_grade_array", real_read)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", real_read)
     assert tasks.recompute_keyword.run(b.pk, evaluation_id=evaluation.pk, deferred=True) == "ok"
     assert values(evaluation)[("b", "cg")] == 3.0
     assert not is_dirty(evaluation, "b")
@@ -290,7 +292,7 @@ def test_a_worker_run_finds_keywords_graded_after_its_read_when_it_ends(
     mark and queues nothing: the run queues the run that reads it."""
     a, c = keyword(evaluation, "a"), keyword(evaluation, "c")
     write_grade(grader, slot(evaluation, "a", 1), 1)
-    real_read = services.evaluation_grade_array
+    real_read = recompute_run.evaluation_grade_array
 
     def read_then_grade_c(**kwargs):
         grades = real_read(**kwargs)
@@ -300,13 +302,13 @@ def test_a_worker_run_finds_keywords_graded_after_its_read_when_it_ends(
         receivers.on_grades_changed(sender=FeedbackSlot, keyword_ids=ids, newly_dirty_ids=ids)
         return grades
 
-    monkeypatch.setattr(services, "evaluation_grade_array", read_then_grade_c)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", read_then_grade_c)
     assert tasks.recompute_keyword.run(a.pk, evaluation_id=evaluation.pk) == "ok"
     assert worker == [((c.pk,), {"evaluation_id": evaluation.pk, "deferred": True},
-                       tasks.busy_interval())]
+                       scheduling.busy_interval())]
     assert RecomputeDue.objects.get(evaluation=evaluation).due_at is not None
 
-    monkeypatch.setattr(services, "evaluation_grade_array", real_read)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", real_read)
     tasks.recompute_keyword.run(c.pk, evaluation_id=evaluation.pk, deferred=True)
     assert values(evaluation) == {("a", "cg"): 1.0, ("a", "precision"): 1.0,
                                   ("c", "cg"): 2.0, ("c", "precision"): 1.0}
@@ -324,7 +326,7 @@ def test_a_worker_run_that_fails_part_way_stops_answering_for_later_grades(
         assert RecomputeDue.objects.get(evaluation=evaluation).due_at is not None
         raise DatabaseError("disk I/O error")
 
-    monkeypatch.setattr(services, "evaluation_grade_array", fail)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", fail)
     with pytest.raises(DatabaseError):
         tasks.recompute_keyword.run(a.pk, evaluation_id=evaluation.pk)
     assert RecomputeDue.objects.get(evaluation=evaluation).due_at is None
@@ -349,7 +351,7 @@ def test_a_sqlite_lock_that_outlasts_the_busy_timeout_is_retried(
         except sqlite3.OperationalError as cause:
             raise OperationalError(message) from cause
 
-    monkeypatch.setattr(services, "evaluation_grade_array", fail)
+    monkeypatch.setattr(recompute_run, "evaluation_grade_array", fail)
     expected = services.RecomputeConflict if retried else OperationalError
     with pytest.raises(expected, match=message):
         services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "a").pk)
@@ -379,7 +381,14 @@ def test_a_deadlock_victim_becomes_a_conflict_the_task_retries(evaluation, monke
         except psycopg.errors.DeadlockDetected as cause:
             raise OperationalError("deadlock detected") from cause
 
-    monkeypatch.setattr(services, "_recompute_dirty", deadlocked)
+    monkeypatch.setattr(recompute_run, "_recompute_dirty", deadlocked)
     with pytest.raises(services.RecomputeConflict):
         services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "a").pk)
     assert services.RecomputeConflict in tasks.recompute_keyword.autoretry_for
+
+
+def test_the_busy_interval_is_a_defined_setting_of_100_ms_by_default(settings):
+    # Was read with getattr and a default the settings never defined.
+    assert settings.RECOMPUTE_BUSY_INTERVAL_SECONDS == 0.1
+    settings.RECOMPUTE_BUSY_INTERVAL_SECONDS = 0.5
+    assert scheduling.busy_interval() == 0.5

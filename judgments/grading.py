@@ -1,0 +1,442 @@
+"""The one place a slot's grade is written: the grading page, the grading API (both its
+PostgreSQL one-statement path and the portable one), a lead's grade and reset, grades
+reused from earlier evaluations or filled from imported judgments, and any later writer
+(an LLM judge calls these functions too).
+
+Each writer validates, writes, and marks the keyword dirty in the same transaction
+(`keywords_mark_dirty`, docs/ARCHITECTURE.md, the recompute pipeline), so a recompute can
+never miss a grade. The keyword's bookkeeping columns themselves are written by
+evaluations.recompute_marks; PostgreSQL's one-statement grade takes its keyword update
+from there as a common table expression.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from evaluations import recompute_marks
+from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments import scales as scale_lookup
+from judgments.models import FeedbackSlot, PoolJudgment
+from judgments.queue import (
+    _HELD_FIRST,
+    _RENEW_OR_CLAIM_CTES,
+    SlotConflict,
+    _claim,
+    _fetch_claim,
+    _queue_claim_sql,
+    _renew_held_sql,
+    slot_claim_next_assigned,
+)
+from judgments.selectors import (
+    ASSIGNED_SLOT_SELECT,
+    GradingTarget,
+    assigned_slot_from_row,
+    routes_to,
+)
+from judgments.signals import grades_changed
+from metrics import core
+from searchtweak import sql
+from searchtweak.models import User
+
+# --- marking the graded keywords dirty ---
+
+
+def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
+    """Bump each keyword's version and announce the change after commit.
+
+    Must run inside the transaction that changed the grades: the version bump commits or
+    rolls back with them, and the metrics app's receiver only ever sees committed work.
+    The signal also carries `newly_dirty_ids`, the keywords that were clean before.
+    """
+    ids = sorted(set(keyword_ids))
+    if not ids:
+        return
+    newly_dirty = recompute_marks.keywords_version_bump(keyword_ids=ids)
+    _announce_grades_changed(keyword_ids=ids, newly_dirty_ids=newly_dirty)
+
+
+def _announce_grades_changed(*, keyword_ids: list[int], newly_dirty_ids: list[int]) -> None:
+    transaction.on_commit(
+        lambda: grades_changed.send(
+            sender=FeedbackSlot, keyword_ids=list(keyword_ids), newly_dirty_ids=newly_dirty_ids)
+    )
+
+
+# --- grades reused from earlier evaluations and imported judgments ---
+
+
+@transaction.atomic
+def slots_reuse_fill(
+    *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot]
+) -> int:
+    """Fill empty slots with grades given earlier in the team's other evaluations on the
+    same scale for the same keyword text and document (and position, in position mode),
+    then, in document mode, with the team's imported judgments (PoolJudgment).
+
+    The newest grade of each person wins; a person fills at most one slot of a snapshot
+    (the same rule as live grading), and unsure grades are not carried over. Grades people
+    gave in this tool come first, since they were given to these results under the team's
+    guidelines; imported grades only fill the slots left empty, one slot per imported
+    grade, never more than the snapshot's slots. Returns the number of slots filled.
+    """
+    by_position = evaluation.reuse_grades == Evaluation.Reuse.POSITION
+    sources = (
+        FeedbackSlot.objects.filter(
+            evaluation__team_id=evaluation.team_id,
+            evaluation__scale=evaluation.scale,
+            keyword__normalized_text=keyword.normalized_text,
+            snapshot__doc_id__in={s.doc_id for s in snapshots},
+            grade__isnull=False,
+            user__isnull=False,
+            unsure=False,
+        )
+        .exclude(evaluation_id=evaluation.pk)
+        .select_related("snapshot")
+        .order_by("-graded_at", "-pk")
+    )
+    candidates: dict[tuple[str, int | None], list[FeedbackSlot]] = {}
+    for source in sources:
+        key = (source.snapshot.doc_id, source.snapshot.position if by_position else None)
+        candidates.setdefault(key, []).append(source)
+
+    empty = FeedbackSlot.objects.filter(
+        snapshot__in=snapshots, grade__isnull=True, user__isnull=True
+    ).order_by("snapshot_id", "index")
+    empty_by_snapshot: dict[int, list[FeedbackSlot]] = {}
+    for slot in empty:
+        empty_by_snapshot.setdefault(slot.snapshot_id, []).append(slot)
+    taken = set(
+        FeedbackSlot.objects.filter(snapshot__in=snapshots, user__isnull=False)
+        .values_list("snapshot_id", "user_id")
+    )
+
+    now = timezone.now()
+    filled: list[FeedbackSlot] = []
+    for snapshot in snapshots:
+        key = (snapshot.doc_id, snapshot.position if by_position else None)
+        free = empty_by_snapshot.get(snapshot.pk, [])
+        for source in candidates.get(key, []):
+            if not free:
+                break
+            if (snapshot.pk, source.user_id) in taken:
+                continue
+            slot = free.pop(0)
+            slot.user_id = source.user_id
+            slot.grade = source.grade
+            slot.assigned_at = now
+            slot.graded_at = now
+            slot.reused_from_id = source.pk
+            taken.add((snapshot.pk, source.user_id))
+            filled.append(slot)
+    if not by_position:
+        filled += _slots_fill_from_pool(
+            evaluation=evaluation, keyword=keyword, snapshots=snapshots,
+            empty_by_snapshot=empty_by_snapshot, now=now,
+        )
+    if filled:
+        FeedbackSlot.objects.bulk_update(
+            filled, ["user", "grade", "assigned_at", "graded_at", "reused_from",
+                     "reused_from_pool"]
+        )
+        keywords_mark_dirty(keyword_ids=[keyword.pk])
+    return len(filled)
+
+
+def _slots_fill_from_pool(
+    *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot],
+    empty_by_snapshot: dict[int, list[FeedbackSlot]], now,
+) -> list[FeedbackSlot]:
+    """Give the slots still empty the team's imported grades of the same scale, keyword
+    text and document, each imported row to at most one slot of a snapshot (pops the
+    filled slots from `empty_by_snapshot`).
+
+    Only document reuse reads the pool: an imported judgment (CSV, TREC qrels) says how
+    relevant a document is to a query, not at which position it was shown, so it cannot
+    meet position reuse's promise that the grade was given at the same position.
+    """
+    waiting = {s.doc_id for s in snapshots if empty_by_snapshot.get(s.pk)}
+    if not waiting:
+        return []
+    imported: dict[str, list[PoolJudgment]] = {}
+    for row in PoolJudgment.objects.filter(
+        team_id=evaluation.team_id, scale=evaluation.scale,
+        normalized_text=keyword.normalized_text, doc_id__in=waiting,
+    ).order_by("pk").only("pk", "doc_id", "grade"):
+        imported.setdefault(row.doc_id, []).append(row)
+    filled = []
+    for snapshot in snapshots:
+        free = empty_by_snapshot.get(snapshot.pk, [])
+        for row in imported.get(snapshot.doc_id, []):
+            if not free:
+                break
+            slot = free.pop(0)
+            # No grader: the slot is graded, so the queue never hands it out.
+            slot.grade = row.grade
+            slot.graded_at = now
+            slot.reused_from_pool_id = row.pk
+            filled.append(slot)
+    return filled
+
+
+
+# --- grades ---
+
+
+def _check_grade(grade: Any, scale: scale_lookup.GradeScale) -> int:
+    if not core.scales.is_integer(grade):
+        raise ValidationError({"grade": f"{grade!r} is not an integer grade."})
+    value = int(grade)
+    if not scale.contains(value):
+        raise ValidationError(
+            {"grade": f"{value} is not a grade of the {scale.describe()} scale."})
+    return value
+
+
+def _evaluation_scale(evaluation: Evaluation) -> scale_lookup.GradeScale:
+    scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
+    if scale is None:
+        raise ValidationError({"grade": f"This evaluation's scale {evaluation.scale!r} is gone."})
+    return scale
+
+
+def _check_accepts_grades(evaluation: Evaluation) -> None:
+    _check_status(evaluation.status)
+
+
+def _check_status(status: str) -> None:
+    if status == Evaluation.Status.FINISHED:
+        raise ValidationError(
+            {"evaluation": "This evaluation is finished: its grades can no longer change."})
+    if status != Evaluation.Status.ACTIVE:
+        raise ValidationError(
+            {"evaluation": "This evaluation is not running right now: grading is paused."})
+
+
+def _write_grade(
+    slot: FeedbackSlot, *, grade: int, unsure: bool, note: str, now, graded_by: User | None
+) -> None:
+    changed = slot.grade != grade
+    slot.grade = grade
+    slot.graded_at = now
+    slot.unsure = unsure
+    slot.note = note if unsure else ""
+    slot.graded_by = graded_by
+    slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by"])
+    if changed:
+        keywords_mark_dirty(keyword_ids=[slot.keyword_id])
+
+
+def _lock_slot(slot_id: int) -> FeedbackSlot | None:
+    return (
+        FeedbackSlot.objects.select_for_update(of=("self",))
+        .select_related("evaluation")
+        .filter(pk=slot_id)
+        .first()
+    )
+
+
+@transaction.atomic
+def feedback_submit(
+    *, user: User, slot_id: int, grade: Any, unsure: bool = False, note: str = ""
+) -> FeedbackSlot:
+    """Write the grader's grade on a slot they hold or graded before.
+
+    An ungraded slot needs a live lease; the grader's own graded slot may be re-graded
+    (Backspace on the page) while the evaluation is active. Errors name the field and
+    change nothing.
+    """
+    slot = _lock_slot(slot_id)
+    if slot is None or slot.user_id != user.pk:
+        raise ValidationError(
+            {"slot": "This result was handed to another grader; your grade was not saved."})
+    now = timezone.now()
+    _check_accepts_grades(slot.evaluation)
+    if slot.grade is None and (slot.lease_expires_at is None or slot.lease_expires_at < now):
+        raise ValidationError({"slot": (
+            "Your 5-minute hold on this result ran out, so the grade was not saved; "
+            "the result went back to the queue.")})
+    value = _check_grade(grade, _evaluation_scale(slot.evaluation))
+    _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None)
+    return slot
+
+
+# PostgreSQL writes a grade on the caller's own slot in one statement (no BEGIN/COMMIT
+# round trips): lock the slot, write the grade, and, when it changed, bump the keyword's
+# version as keywords_mark_dirty does. dirty_since comes back equal to the time passed in
+# exactly when this statement turned the keyword dirty.
+_GRADE_OWN_SLOT_CTES = """
+old AS (
+    SELECT "id", "grade" FROM "judgments_feedbackslot"
+    WHERE "snapshot_id" = %s AND "user_id" = %s FOR UPDATE),
+graded AS (
+    UPDATE "judgments_feedbackslot" f
+    SET "grade" = %s, "graded_at" = %s, "unsure" = %s, "note" = %s, "graded_by_id" = NULL
+    FROM old WHERE f."id" = old."id"
+    RETURNING f."id", f."keyword_id", old."grade" IS DISTINCT FROM f."grade" AS changed),
+""" + recompute_marks.keyword_version_bump_cte(name="dirty", graded="graded")
+_GRADED_COLUMNS = """graded."id" AS graded_id, graded."keyword_id" AS graded_keyword_id,
+    graded.changed AS graded_changed, dirty."dirty_since" AS graded_dirty_since"""
+# With the grader's next slot too (the grading loop's one statement a grade): only once
+# the grade is written, never on the snapshot just graded, a held slot first.
+_NEXT_AFTER_GRADE = "EXISTS (SELECT 1 FROM graded) AND "
+
+
+def _grade_checked(*, target: GradingTarget, grade: Any, unsure: bool, note: str
+                   ) -> tuple[int, str]:
+    """The grade and note to write on the target, or a ValidationError naming the field."""
+    _check_status(target.status)
+    scale = scale_lookup.scale_for_team(team_id=target.team_id, code=target.scale)
+    if scale is None:
+        raise ValidationError({"grade": f"This evaluation's scale {target.scale!r} is gone."})
+    return _check_grade(grade, scale), note.strip() if unsure else ""
+
+
+def _grade_own_slot_sql(*, user: User, target: GradingTarget, value: int, unsure: bool,
+                        note: str, now) -> tuple[str, list]:
+    return _GRADE_OWN_SLOT_CTES, [target.snapshot_id, user.pk, value, now, unsure, note, now]
+
+
+def _announce_own_slot_graded(row: dict, *, now) -> int:
+    """After _GRADE_OWN_SLOT_CTES wrote a grade: announce it if it changed; the slot id."""
+    if row["graded_changed"]:
+        newly_dirty = [row["graded_keyword_id"]] if row["graded_dirty_since"] == now else []
+        _announce_grades_changed(
+            keyword_ids=[row["graded_keyword_id"]], newly_dirty_ids=newly_dirty)
+    return row["graded_id"]
+
+
+def snapshot_grade(
+    *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = ""
+) -> int:
+    """Grade a snapshot on the caller's own slot, claiming a free one when they hold none;
+    the slot's id. `target` comes from selectors.snapshot_target_for_user.
+
+    Raises SlotConflict when every slot belongs to someone else. The grading API calls this
+    for every grade, so its statements are written out (searchtweak.sql).
+    """
+    value, note = _grade_checked(target=target, grade=grade, unsure=unsure, note=note)
+    now = timezone.now()
+    if sql.is_postgresql():
+        ctes, params = _grade_own_slot_sql(
+            user=user, target=target, value=value, unsure=unsure, note=note, now=now)
+        row = sql.fetch_one(
+            f"WITH {ctes} SELECT {_GRADED_COLUMNS} FROM graded LEFT JOIN dirty ON TRUE", params)
+        if row is not None:
+            return _announce_own_slot_graded(row, now=now)
+    with transaction.atomic():
+        slot = sql.fetch_one(
+            'SELECT "id", "grade", "keyword_id" FROM "judgments_feedbackslot"'
+            f' WHERE "snapshot_id" = %s AND "user_id" = %s{sql.for_update()}',
+            [target.snapshot_id, user.pk])
+        if slot is None:
+            if not routes_to(user=user, team_id=target.team_id, tags=target.tags):
+                raise ValidationError({"snapshot": (
+                    "This evaluation's work is routed to graders with other tags.")})
+            claimed = _claim(user=user, now=now, where='s."snapshot_id" = %s',
+                             where_params=[target.snapshot_id], order='s."index"',
+                             include_skipped=True)
+            if claimed is None:
+                raise SlotConflict("Every slot of this result belongs to another grader.")
+            slot = {"id": claimed["id"], "grade": None, "keyword_id": claimed["keyword_id"]}
+        # The caller names the snapshot, so an expired hold of theirs is simply graded.
+        sql.execute(
+            'UPDATE "judgments_feedbackslot" SET "grade" = %s, "graded_at" = %s, "unsure" = %s,'
+            ' "note" = %s, "graded_by_id" = NULL WHERE "id" = %s',
+            [value, sql.time_param(now), unsure, note, slot["id"]])
+        if slot["grade"] != value:
+            keywords_mark_dirty(keyword_ids=[slot["keyword_id"]])
+    return slot["id"]
+
+
+def snapshot_grade_and_claim_next(
+    *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = "",
+    evaluation_ids: list[int],
+) -> dict | None:
+    """snapshot_grade, then slot_claim_next_assigned among `evaluation_ids`: the grader's
+    next slot, or None. The grading loop (the API's next/ with a grade) runs this for every
+    grade, so on PostgreSQL, when the grader holds the snapshot's slot as they do in that
+    loop, the grade, the lease and the read are one statement.
+    """
+    if sql.is_postgresql() and evaluation_ids:
+        value, checked_note = _grade_checked(target=target, grade=grade, unsure=unsure,
+                                             note=note)
+        now = timezone.now()
+        grade_ctes, grade_params = _grade_own_slot_sql(
+            user=user, target=target, value=value, unsure=unsure, note=checked_note, now=now)
+        renew, renew_params = _renew_held_sql(
+            user=user, evaluation_ids=evaluation_ids, now=now, guard=_NEXT_AFTER_GRADE,
+            besides_snapshot_id=target.snapshot_id, returning="*")
+        claim, claim_params = _queue_claim_sql(
+            user=user, now=now, evaluation_id=evaluation_ids[0], include_skipped=False,
+            besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + _HELD_FIRST)
+        columns, joins = ASSIGNED_SLOT_SELECT
+        row = _fetch_claim(
+            f"WITH {grade_ctes}, {_RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
+            f" SELECT {_GRADED_COLUMNS}, {columns}"
+            f" FROM graded LEFT JOIN dirty ON TRUE LEFT JOIN (f {joins}) ON TRUE",
+            [*grade_params, *renew_params, *claim_params])
+        if row is not None:
+            _announce_own_slot_graded(row, now=now)
+            if row["id"] is not None:
+                return assigned_slot_from_row(row)
+            # Nothing unskipped left in the first evaluation: the others, the skipped.
+            return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+        # No slot of theirs on the snapshot (or a lost race): the general path.
+    snapshot_grade(user=user, target=target, grade=grade, unsure=unsure, note=note)
+    return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+
+
+@transaction.atomic
+def slot_grade_by_lead(*, lead: User, slot_id: int, grade: Any) -> FeedbackSlot:
+    """A lead sets any slot's grade. A slot nobody holds becomes the lead's; a grader's
+    slot keeps its grader and records the lead as the one who wrote the grade."""
+    slot = _lock_slot(slot_id)
+    if slot is None:
+        raise ValidationError({"slot": "No such slot."})
+    value = _check_grade(grade, _evaluation_scale(slot.evaluation))
+    now = timezone.now()
+    held = slot.user_id is not None and (
+        slot.grade is not None or (slot.lease_expires_at and slot.lease_expires_at >= now))
+    if held and slot.user_id != lead.pk:
+        _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=lead)
+        return slot
+    if FeedbackSlot.objects.filter(snapshot_id=slot.snapshot_id, user=lead).exclude(
+            pk=slot.pk).exists():
+        raise ValidationError({"slot": "You already fill another slot of this result."})
+    slot.user = lead
+    slot.assigned_at = slot.assigned_at or now
+    slot.lease_expires_at = None
+    slot.reused_from = None
+    slot.reused_from_pool = None
+    slot.save(update_fields=["user", "assigned_at", "lease_expires_at", "reused_from",
+                             "reused_from_pool"])
+    _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=None)
+    return slot
+
+
+@transaction.atomic
+def slot_reset(*, slot_id: int) -> FeedbackSlot:
+    """Empty a slot: no grader, no grade; it returns to the queue."""
+    slot = _lock_slot(slot_id)
+    if slot is None:
+        raise ValidationError({"slot": "No such slot."})
+    had_grade = slot.grade is not None
+    for name, value in {
+        "user": None, "grade": None, "assigned_at": None, "lease_expires_at": None,
+        "graded_at": None, "unsure": False, "note": "", "graded_by": None, "reused_from": None,
+        "reused_from_pool": None,
+    }.items():
+        setattr(slot, name, value)
+    slot.save(update_fields=[
+        "user", "grade", "assigned_at", "lease_expires_at", "graded_at", "unsure", "note",
+        "graded_by", "reused_from", "reused_from_pool",
+    ])
+    if had_grade:
+        keywords_mark_dirty(keyword_ids=[slot.keyword_id])
+    return slot
+
+

@@ -1,0 +1,216 @@
+"""The grading queue: which slot a grader gets next, leased for a while, and skips.
+
+Claims are single conditional statements (searchtweak.sql): parallel graders pass over
+each other's rows instead of waiting or colliding. Grades are written by judgments.grading.
+"""
+
+from contextlib import nullcontext
+from datetime import timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from evaluations.models import Evaluation
+from judgments.models import FeedbackSlot, SlotSkip
+from judgments.selectors import (
+    ASSIGNED_SLOT_SELECT,
+    assigned_slot,
+    assigned_slot_from_row,
+    queue_evaluation_ids,
+)
+from searchtweak import sql
+from searchtweak.models import Team, User
+
+LEASE = timedelta(minutes=5)
+
+
+class SlotConflict(Exception):
+    """Every slot of a snapshot is held or filled by someone else (the API answers 409)."""
+
+
+# One statement claims a slot: the first free one in hand-out order (slot_queue_idx), that
+# the grader holds no other slot of the snapshot of. FOR UPDATE SKIP LOCKED (PostgreSQL)
+# makes parallel claims pass over each other's rows instead of waiting or colliding.
+_CLAIM_SQL = """
+UPDATE "judgments_feedbackslot"
+SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
+    "unsure" = %s, "note" = '', "graded_by_id" = NULL
+WHERE {guard}"id" = (
+    SELECT s."id" FROM "judgments_feedbackslot" s
+    WHERE {where} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
+      AND NOT EXISTS (SELECT 1 FROM "judgments_feedbackslot" o
+                      WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
+                        AND o."id" <> s."id")
+      {skips}
+    ORDER BY {order} LIMIT 1{lock})
+RETURNING {returning}
+"""
+_NOT_SKIPPED = """AND NOT EXISTS (SELECT 1 FROM "judgments_slotskip" k
+                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
+# The first slot the grader holds ungraded among some evaluations, its lease renewed.
+_RENEW_HELD_SQL = """
+UPDATE "judgments_feedbackslot" SET "lease_expires_at" = %s WHERE {guard}"id" = (
+    SELECT "id" FROM "judgments_feedbackslot"
+    WHERE "user_id" = %s AND "evaluation_id" IN ({marks}) AND "grade" IS NULL
+      AND "lease_expires_at" >= %s{besides}
+    ORDER BY "assigned_at", "id" LIMIT 1)
+RETURNING {returning}
+"""
+_QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
+
+
+def _claim_sql(*, user: User, now, where: str, where_params: list, order: str,
+               include_skipped: bool, guard: str = "",
+               returning: str = '"id", "keyword_id"') -> tuple[str, list]:
+    """_CLAIM_SQL for the first free slot matching `where`, and its parameters; `guard`
+    is a condition (ending in AND) that must hold for anything to be claimed."""
+    statement = _CLAIM_SQL.format(
+        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
+        skips="" if include_skipped else _NOT_SKIPPED)
+    params = [user.pk, sql.time_param(now), sql.time_param(now + LEASE), False,
+              *where_params, sql.time_param(now), user.pk]
+    return statement, params if include_skipped else [*params, user.pk]
+
+
+def _queue_claim_sql(*, user: User, now, evaluation_id: int, include_skipped: bool,
+                     besides_snapshot_id: int | None = None, guard: str = "") -> tuple[str, list]:
+    """_claim_sql for an evaluation's queue, returning the whole slot."""
+    where, where_params = 's."evaluation_id" = %s', [evaluation_id]
+    if besides_snapshot_id is not None:
+        where, where_params = where + ' AND s."snapshot_id" <> %s', [
+            evaluation_id, besides_snapshot_id]
+    return _claim_sql(user=user, now=now, where=where, where_params=where_params,
+                      order=_QUEUE_ORDER, include_skipped=include_skipped, guard=guard,
+                      returning="*")
+
+
+def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = "",
+                    besides_snapshot_id: int | None = None,
+                    returning: str = '"id"') -> tuple[str, list]:
+    statement = _RENEW_HELD_SQL.format(
+        marks=", ".join(["%s"] * len(evaluation_ids)), guard=guard, returning=returning,
+        besides="" if besides_snapshot_id is None else ' AND "snapshot_id" <> %s')
+    params = [sql.time_param(now + LEASE), user.pk, *evaluation_ids, sql.time_param(now)]
+    return statement, params if besides_snapshot_id is None else [*params, besides_snapshot_id]
+
+
+def _fetch_claim(statement: str, params: list) -> dict | None:
+    for _ in range(3):
+        try:
+            # A savepoint when the caller has a transaction open, so a lost race (below)
+            # leaves it usable; none otherwise, the statement is atomic on its own.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                return sql.fetch_one(statement, params)
+        except IntegrityError:
+            # The same person claimed another slot of this snapshot in a parallel request.
+            continue
+    return None
+
+
+def _claim(*, user: User, now, where: str, where_params: list, order: str,
+           include_skipped: bool) -> dict | None:
+    """Lease the first free slot matching `where` to the user: its id and keyword_id."""
+    return _fetch_claim(*_claim_sql(user=user, now=now, where=where, where_params=where_params,
+                                    order=order, include_skipped=include_skipped))
+
+
+def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
+    """Renew the lease of a slot the grader holds ungraded, if any; its id."""
+    row = sql.fetch_one(*_renew_held_sql(user=user, evaluation_ids=evaluation_ids, now=now))
+    return row["id"] if row else None
+
+
+# PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
+# grading API answers it, in one statement: each grade's request runs this. The slot's
+# own columns come from RETURNING, since the outer SELECT sees the table as it was.
+_RENEW_OR_CLAIM_CTES = """held AS ({renew}), claimed AS ({claim}),
+     f AS (SELECT * FROM held UNION ALL SELECT * FROM claimed)"""
+_HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
+
+
+def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) -> dict | None:
+    now = timezone.now()
+    columns, joins = ASSIGNED_SLOT_SELECT
+    for include_skipped in (False, True):
+        for evaluation_id in evaluation_ids:
+            if not include_skipped and evaluation_id == evaluation_ids[0]:
+                # Only the first statement asks for a held slot: once it found none, the
+                # grader holds none (their other requests aside, which may claim anyway).
+                renew, renew_params = _renew_held_sql(
+                    user=user, evaluation_ids=evaluation_ids, now=now, returning="*")
+                claim, claim_params = _queue_claim_sql(
+                    user=user, now=now, evaluation_id=evaluation_id, include_skipped=False,
+                    guard=_HELD_FIRST)
+                ctes = _RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)
+                params = [*renew_params, *claim_params]
+            else:
+                claim, params = _queue_claim_sql(user=user, now=now, evaluation_id=evaluation_id,
+                                                 include_skipped=include_skipped)
+                ctes = f"f AS ({claim})"
+            row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params)
+            if row is not None:
+                return assigned_slot_from_row(row)
+    return None
+
+
+def _claim_next_id_portable(*, user: User, evaluation_ids: list[int]) -> int | None:
+    """SQLite's slot_claim_next_assigned, one statement a step (it has no UPDATE in WITH)."""
+    now = timezone.now()
+    held = _renew_held(user=user, evaluation_ids=evaluation_ids, now=now)
+    if held is not None:
+        return held
+    for include_skipped in (False, True):
+        for evaluation_id in evaluation_ids:
+            claimed = _claim(
+                user=user, now=now, where='s."evaluation_id" = %s', where_params=[evaluation_id],
+                order=_QUEUE_ORDER, include_skipped=include_skipped)
+            if claimed is not None:
+                return claimed["id"]
+    return None
+
+
+def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict | None:
+    """The grader's next slot among these evaluations (in this order), leased, as
+    selectors.assigned_slot reads it; None when nothing is left for them.
+
+    A slot the grader already holds comes back first (reloading the page or asking twice
+    does not hoard leases); then the first free slot in evaluation, keyword and position
+    order; results the grader skipped come last. On PostgreSQL each step leases and reads
+    in one statement. The caller has checked that the evaluations are active and route
+    work to the grader (selectors.queue_evaluation_ids, selectors.target_queue).
+    """
+    if not evaluation_ids:
+        return None
+    if sql.is_postgresql():
+        return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids)
+    slot_id = _claim_next_id_portable(user=user, evaluation_ids=evaluation_ids)
+    return None if slot_id is None else assigned_slot(slot_id=slot_id)
+
+
+def slot_claim_next(
+    *, user: User, team: Team, evaluation: Evaluation | None = None
+) -> FeedbackSlot | None:
+    """The grader's next slot in the team's queue (or one evaluation's), leased and loaded
+    as a model; see slot_claim_next_assigned."""
+    evaluation_ids = queue_evaluation_ids(user=user, team=team, evaluation=evaluation)
+    slot = slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+    if slot is None:
+        return None
+    return FeedbackSlot.objects.select_related("keyword", "snapshot").get(pk=slot["id"])
+
+
+@transaction.atomic
+def slot_skip(*, user: User, slot_id: int) -> None:
+    """Put a held result aside: release its slot to the pool and remember the skip."""
+    slot = FeedbackSlot.objects.select_for_update().filter(pk=slot_id, user=user).first()
+    if slot is None or slot.grade is not None:
+        return
+    FeedbackSlot.objects.filter(pk=slot.pk).update(
+        user=None, assigned_at=None, lease_expires_at=None
+    )
+    SlotSkip.objects.update_or_create(
+        user=user, snapshot_id=slot.snapshot_id,
+        defaults={"evaluation_id": slot.evaluation_id, "skipped_at": timezone.now()},
+    )
+
+

@@ -1,0 +1,37 @@
+"""The recompute pipeline (docs/ARCHITECTURE.md): stored metric values always follow the grades.
+
+Modules:
+- `run`: one run, a keyword's evaluation's dirty keywords (or a whole evaluation) through
+  metrics.core, values written with the keyword version they were computed from;
+- `means`: after each run, the evaluation's means, history, progress and automatic finish;
+- `scheduling`: when runs happen, the states below.
+
+The keyword's bookkeeping columns (version, computed_version, dirty_since) are written by
+evaluations.recompute_marks alone; the evaluation's RecomputeDue mark by `scheduling` alone.
+
+States of a keyword (evaluations.Keyword):
+- clean: `dirty_since` is NULL and `computed_version == version`;
+- dirty: a grade changed (judgments.grading) or its pool did (a sibling's grade, or a fetch
+  that stored no results, with a pool metric configured): `version` went up and
+  `dirty_since` holds the time it first turned dirty;
+- computed: a run read the keyword at version v and stored its values labelled v; it sets
+  `computed_version = v` and clears `dirty_since` only if `version` is still v. A grade
+  that landed meanwhile leaves it dirty, and that run queues the next.
+A keyword dirty for longer than RECOMPUTE_SWEEP_AFTER_SECONDS is queued again by the
+periodic sweep, so a lost message, a stopped worker or a failed run only delays values.
+
+States of an evaluation's runs (metrics.models.RecomputeDue, worker mode only):
+- nobody answers: no row, `due_at` NULL, or `due_at` more than a grace period past
+  (its run was lost): each grade that turns a keyword dirty queues a run;
+- a run answers: `due_at` is set, to now by a run that starts reading, or to the future
+  time of a deferred run, set before that run is sent. Grades that see the mark queue
+  nothing; the run reads them, or finds their keywords dirty when it ends;
+- handed over: a run ends with keywords of the evaluation still dirty; it moves `due_at`
+  to its successor's time and sends it (at once when more were waiting than a run takes,
+  else after RECOMPUTE_BUSY_INTERVAL_SECONDS or the debounce, so the next run reads many
+  grades);
+- released: a run ends with nothing dirty, or fails: `due_at` back to NULL, then one
+  last look for a keyword graded in between (recompute_due_release).
+With Celery eager (tests, development) runs happen inline and take no marks.
+A per-process map of deferred runs (scheduling._due) saves tasks; nothing relies on it.
+"""

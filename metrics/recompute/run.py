@@ -1,0 +1,279 @@
+"""The recompute run: a keyword's evaluation's dirty keywords (or a whole evaluation)
+through metrics.core, written with the keyword version they were computed from.
+
+Every write is labelled with the keyword version whose grades produced it and only lands
+if nothing newer landed first, so runs may overlap, repeat or arrive out of order and the
+stored values still end equal to a from-scratch recompute.
+"""
+
+import logging
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import OperationalError, connection
+from django.utils import timezone
+
+from evaluations import hooks, recompute_marks
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from metrics import core
+from metrics.models import KeywordMetricValue
+from metrics.recompute.means import evaluation_means_refresh
+from metrics.selectors import (
+    evaluation_dirty_keywords,
+    evaluation_grade_array,
+    evaluation_metric_configs,
+    evaluation_with_metric_configs,
+    keyword_pool_others,
+    keyword_results,
+)
+
+logger = logging.getLogger(__name__)
+
+# Rows per INSERT/UPDATE statement: far below SQLite's 32,766 bound parameters.
+_WRITE_CHUNK = 2000
+
+
+class RecomputeConflict(Exception):
+    """A transient conflict (e.g. a deadlock victim); the task retries."""
+
+
+# Errors a retry resolves: runs of one evaluation in two worker processes can lock rows
+# in opposite orders (PostgreSQL picks a victim).
+_TRANSIENT: tuple[type[BaseException], ...] = ()
+try:
+    import psycopg.errors
+
+    _TRANSIENT = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+except ImportError:  # pragma: no cover - SQLite-only installs
+    pass
+
+
+def evaluation_scale(evaluation: Evaluation) -> core.Scale | str:
+    if evaluation.scale in core.SCALES:
+        return evaluation.scale
+    scale = hooks.team_scale(evaluation.team, evaluation.scale)
+    if scale is None:
+        raise core.MetricInputError("scale", f"unknown scale {evaluation.scale!r}")
+    return scale
+
+
+def evaluation_transformers(evaluation: Evaluation) -> dict:
+    """The transformers from the evaluation's scale: the team's, overridden by the
+    evaluation's own (docs/METRICS.md stage 0). Team transformers between other scales are left
+    out; they are not this evaluation's to validate."""
+    prefix = f"{evaluation.scale}->"
+    team_transformers = hooks.scale_provider().transformers(evaluation.team)
+    return {
+        **{key: mapping for key, mapping in team_transformers.items() if key.startswith(prefix)},
+        **evaluation.transformers,
+    }
+
+
+# Keywords one run recomputes at most: it bounds a run's time and statement sizes. A run
+# that found more waiting is followed at once by another (metrics.tasks).
+RUN_KEYWORDS = 1000
+
+
+@dataclass(frozen=True)
+class RecomputeRun:
+    """What one keyword_metrics_recompute did.
+
+    outcome: "missing" (no such keyword), "fresh" (nothing of its evaluation was dirty),
+    "error" (stored on the evaluation) or "ok".
+    """
+
+    outcome: str
+    evaluation_id: int | None = None
+    keyword_ids: tuple[int, ...] = ()
+    # Keywords of this run graded again while it ran: they stay dirty, and nothing else
+    # queues their next run (their grades found them dirty already).
+    left_dirty: tuple[int, ...] = ()
+    # More dirty keywords were waiting than one run takes.
+    more: bool = False
+
+
+def keyword_metrics_recompute(*, keyword_id: int) -> RecomputeRun:
+    """Recompute the keyword and every other dirty keyword of its evaluation (up to
+    RUN_KEYWORDS, oldest first) together, then the evaluation's means once.
+
+    Under load one run covers the keywords graded since the previous one; the runs queued
+    for them find nothing dirty and return "fresh".
+    """
+    try:
+        return _recompute_dirty(keyword_id)
+    except OperationalError as error:
+        if isinstance(error.__cause__, _TRANSIENT) or _sqlite_busy(error):
+            raise RecomputeConflict(str(error)) from error
+        raise
+
+
+def _sqlite_busy(error: OperationalError) -> bool:
+    """SQLite's busy timeout ran out while another process held the write lock."""
+    return isinstance(error.__cause__, sqlite3.OperationalError) and "locked" in str(error)
+
+
+def _recompute_dirty(keyword_id: int) -> RecomputeRun:
+    dirty = evaluation_dirty_keywords(keyword_id=keyword_id, limit=RUN_KEYWORDS)
+    if not dirty.exists:
+        return RecomputeRun("missing")
+    evaluation_id = dirty.evaluation_id
+    if not dirty.versions:
+        return RecomputeRun("fresh", evaluation_id)
+    keyword_ids = [pk for pk, _ in dirty.versions]
+    loaded = evaluation_with_metric_configs(evaluation_id=evaluation_id)
+    if loaded is None:
+        return RecomputeRun("missing")  # deleted since
+    evaluation, configs = loaded
+    outcome = "ok"
+    if configs:
+        try:
+            values_by_config = _batch_values(evaluation, configs, keyword_ids)
+        except core.MetricInputError as error:
+            _record_error(evaluation, error)
+            outcome = "error"
+        else:
+            # In keyword order, as every run writes: two runs wait for each other's rows
+            # instead of deadlocking.
+            rows = sorted(range(len(keyword_ids)), key=keyword_ids.__getitem__)
+            _upsert_values(
+                (keyword_ids[row], config.pk, _as_optional(values[row]), dirty.versions[row][1])
+                for row in rows
+                for config, values in zip(configs, values_by_config, strict=True)
+            )
+    if outcome == "ok":
+        evaluation_means_refresh(evaluation_id=evaluation_id)
+    # Last, so a clean keyword's values are in the means as well.
+    left_dirty = recompute_marks.keywords_mark_computed(dirty.versions)
+    return RecomputeRun(outcome, evaluation_id, tuple(keyword_ids), tuple(left_dirty),
+                        dirty.more)
+
+
+def evaluation_metrics_recompute(*, evaluation_id: int, progress=None) -> int:
+    """Recompute every keyword of an evaluation from scratch with evaluate_batch.
+
+    `progress`, if given, is called with the number of keywords done after each chunk.
+    Returns the number of keywords recomputed.
+    """
+    evaluation = Evaluation.objects.select_related("team").filter(pk=evaluation_id).first()
+    if evaluation is None:
+        return 0
+    configs = evaluation_metric_configs(evaluation_id=evaluation_id)
+    keywords = list(Keyword.objects.filter(evaluation_id=evaluation_id)
+                    .order_by("position").values_list("pk", "version"))
+    keyword_ids = [pk for pk, _ in keywords]
+    versions = dict(keywords)
+    if not configs or not keyword_ids:
+        recompute_marks.keywords_mark_computed(keywords)
+        evaluation_means_refresh(evaluation_id=evaluation_id)
+        if progress is not None:
+            progress(len(keyword_ids))
+        return len(keyword_ids)
+    try:
+        values_by_config = _batch_values(evaluation, configs, keyword_ids)
+    except core.MetricInputError as error:
+        _record_error(evaluation, error)
+        recompute_marks.keywords_mark_computed(keywords)
+        return 0
+    for start in range(0, len(keyword_ids), _WRITE_CHUNK):
+        chunk = keyword_ids[start:start + _WRITE_CHUNK]
+        _upsert_values(
+            (keyword_id, config.pk, _as_optional(values[start + offset]), versions[keyword_id])
+            for config, values in zip(configs, values_by_config, strict=True)
+            for offset, keyword_id in enumerate(chunk)
+        )
+        recompute_marks.keywords_mark_computed(
+            [(keyword_id, versions[keyword_id]) for keyword_id in chunk])
+        if progress is not None:
+            progress(len(chunk))
+    evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True)
+    return len(keyword_ids)
+
+
+def _batch_values(
+    evaluation: Evaluation, configs: list[EvaluationMetric], keyword_ids: list[int]
+) -> list[np.ndarray]:
+    scale = evaluation_scale(evaluation)
+    transformers = evaluation_transformers(evaluation)
+    pooled = [core.needs_pool(c.code, core.resolve_params(c.params)) for c in configs]
+    grades = evaluation_grade_array(
+        evaluation=evaluation, keyword_ids=keyword_ids, positions=max(c.k for c in configs)
+    )
+    plain = [(c.code, c.k, c.params) for c, uses_pool in zip(configs, pooled, strict=True)
+             if not uses_pool]
+    plain_values = iter(core.evaluate_batch_many(
+        plain, grades, scale=scale, transformers=transformers
+    ) if plain else [])
+    pool_values = iter(_pool_metric_values(
+        evaluation, [c for c, uses_pool in zip(configs, pooled, strict=True) if uses_pool],
+        keyword_ids, scale=scale, transformers=transformers,
+    ) if any(pooled) else [])
+    return [next(pool_values) if uses_pool else next(plain_values) for uses_pool in pooled]
+
+
+def _pool_metric_values(
+    evaluation: Evaluation, configs: list[EvaluationMetric], keyword_ids: list[int], *,
+    scale, transformers: dict,
+) -> list[np.ndarray]:
+    # Pool metrics read other evaluations' grades per keyword text: gathered per keyword,
+    # then evaluated together by the same engine path the per-keyword recompute uses.
+    keywords = Keyword.objects.in_bulk(keyword_ids)
+    results = [keyword_results(keyword_id=keyword_id) for keyword_id in keyword_ids]
+    pools = [keyword_pool_others(keyword=keywords[keyword_id], evaluation=evaluation)
+             for keyword_id in keyword_ids]
+    # No results is "the search returned nothing" (recall and best then give 0) only for a
+    # fetched keyword; one not fetched yet or whose fetch failed has no value.
+    unknown = np.array([keywords[keyword_id].fetch_status != Keyword.FetchStatus.FETCHED
+                        for keyword_id in keyword_ids], dtype=bool)
+    return [
+        np.where(unknown, np.nan, core.evaluate_keywords(
+            config.code, [r.grades for r in results], doc_ids=[r.doc_ids for r in results],
+            k=config.k, scale=scale, params=config.params, transformers=transformers,
+            pools=pools,
+        ))
+        for config in configs
+    ]
+
+
+
+def _as_optional(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def _upsert_values(rows: Iterable[tuple[int, int, float | None, int]]) -> None:
+    """Write (keyword_id, metric_id, value, version) rows; a row computed from an older
+    keyword version than the stored one is dropped, so late runs cannot overwrite."""
+    table = connection.ops.quote_name(KeywordMetricValue._meta.db_table)
+    now = timezone.now()
+    rows = list(rows)
+    for start in range(0, len(rows), _WRITE_CHUNK):
+        chunk = rows[start:start + _WRITE_CHUNK]
+        placeholders = ", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk))
+        params: list = []
+        for keyword_id, metric_id, value, version in chunk:
+            params += [keyword_id, metric_id, value, version, now]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (keyword_id, metric_id, value, computed_version, updated_at)"
+                f" VALUES {placeholders}"
+                " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"
+                " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
+                f" WHERE {table}.computed_version <= excluded.computed_version",
+                params,
+            )
+
+
+
+def _uses_pool(config: EvaluationMetric) -> bool:
+    try:
+        return core.needs_pool(config.code, core.resolve_params(config.params))
+    except core.MetricInputError:
+        return False
+
+
+def _record_error(evaluation: Evaluation, error: Exception) -> None:
+    logger.warning("recompute of evaluation %s failed: %s", evaluation.pk, error)
+    Evaluation.objects.filter(pk=evaluation.pk).update(recompute_error=str(error))
+
+

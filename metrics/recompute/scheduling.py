@@ -1,0 +1,311 @@
+"""When recompute runs happen: see the package docstring for the states."""
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, connection
+from django.utils import timezone
+
+from evaluations import recompute_marks
+from evaluations.models import Keyword
+from judgments.services import keywords_mark_dirty
+from metrics import core
+from metrics.models import RecomputeDue
+from metrics.recompute.run import RecomputeRun, _uses_pool, keyword_metrics_recompute
+from metrics.selectors import (
+    changed_keywords,
+    evaluation_dirty_keyword,
+    evaluation_metric_configs,
+    team_metric_configs,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def keyword_empty_results_mark_dirty(*, keyword_id: int, evaluation_id: int) -> bool:
+    """A fetch stored no results for the keyword: with a pool metric configured, its value
+    is known now (recall and best give 0 when the pool knows documents the search missed),
+    though no grade will ever ask for it, so the keyword is marked dirty like a graded one.
+
+    Runs after the fetch committed (metrics.tasks.mark_empty_results_dirty). Returns
+    whether it marked the keyword.
+    """
+    if not any(_uses_pool(config)
+               for config in evaluation_metric_configs(evaluation_id=evaluation_id)):
+        return False
+    keywords_mark_dirty(keyword_ids=[keyword_id])
+    return True
+
+
+@dataclass(frozen=True)
+class ChangedKeywords:
+    # The evaluation of each changed keyword that still exists.
+    evaluation_of: dict[int, int]
+    # Keywords whose pool changed, now marked dirty, and their evaluations.
+    pool_siblings: dict[int, int]
+    # Evaluations a run answers for (RecomputeDue): it reads these grades, or finds their
+    # keywords dirty when it ends.
+    run_due: set[int]
+
+
+# A mark this long past its time is taken for lost (its run died, or runs for long):
+# grades queue runs again, which is safe, only more work.
+_DUE_GRACE = timedelta(seconds=1)
+
+
+def keyword_pool_siblings_mark_dirty(*, keyword_ids: Iterable[int]) -> ChangedKeywords:
+    """A grade changes the pool of every keyword of the team with the same text and scale;
+    those whose evaluation uses a pool metric are marked dirty too (returned, to enqueue).
+
+    Called when grades change (metrics.tasks.mark_pool_siblings_dirty, queued by
+    metrics.receivers after their commit), so the siblings' runs read a pool that
+    includes them. One query when no evaluation of the team on that
+    scale configures a pool metric, the usual case; it also says which evaluations a run
+    answers for (RecomputeDue).
+    """
+    keyword_ids = list(keyword_ids)
+    changed = changed_keywords(keyword_ids=keyword_ids, due_after=timezone.now() - _DUE_GRACE)
+    evaluation_of = {row.keyword_id: row.evaluation_id for row in changed}
+    run_due = {row.evaluation_id for row in changed if row.run_due}
+    exposed = [row.keyword_id for row in changed if row.pool_exposed]
+    if not exposed:
+        return ChangedKeywords(evaluation_of, {}, run_due)
+    texts = list(Keyword.objects.filter(pk__in=exposed).values_list(
+        "normalized_text", "evaluation__team_id", "evaluation__scale"))
+    pool_evaluation_ids = {
+        config.evaluation_id for config in team_metric_configs(keyword_ids=exposed)
+        if config.code in core.METRICS and _uses_pool(config)
+    }
+    if not pool_evaluation_ids:
+        return ChangedKeywords(evaluation_of, {}, run_due)
+    siblings = Keyword.objects.filter(
+        evaluation_id__in=pool_evaluation_ids,
+        normalized_text__in={text for text, _, _ in texts},
+    ).exclude(pk__in=keyword_ids)
+    wanted = set(texts)
+    sibling_evaluations = {
+        pk: evaluation_id for pk, evaluation_id, text, team, scale in siblings.values_list(
+            "pk", "evaluation_id", "normalized_text", "evaluation__team_id", "evaluation__scale")
+        if (text, team, scale) in wanted
+    }
+    if sibling_evaluations:
+        recompute_marks.keywords_version_bump_all(keyword_ids=sibling_evaluations)
+    return ChangedKeywords(evaluation_of, sibling_evaluations, run_due)
+
+
+def recompute_due_set(*, evaluation_id: int, due_at) -> None:
+    """Record that a run of the evaluation answers for its grades: one queued for `due_at`
+    (set before it is sent) or one starting now (set before it reads), so whoever sees the
+    mark can count on that run."""
+    table = connection.ops.quote_name(RecomputeDue._meta.db_table)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (evaluation_id, due_at) VALUES (%s, %s)"
+                " ON CONFLICT (evaluation_id) DO UPDATE SET due_at = excluded.due_at",
+                [evaluation_id, connection.ops.adapt_datetimefield_value(due_at)],
+            )
+    except IntegrityError:
+        pass  # the evaluation was deleted meanwhile
+
+
+def recompute_due_release(*, evaluation_id: int) -> int | None:
+    """A run of the evaluation ends: lift its mark unless a keyword of the evaluation is
+    dirty. Returns such a keyword, for the caller to queue the next run from (keeping the
+    mark), or None.
+
+    The mark comes off before the last look: a grade that saw the mark committed before
+    that look, which finds its keyword.
+    """
+    dirty = evaluation_dirty_keyword(evaluation_id=evaluation_id)
+    if dirty is not None:
+        return dirty
+    recompute_due_clear(evaluation_id=evaluation_id)
+    return evaluation_dirty_keyword(evaluation_id=evaluation_id)
+
+
+def recompute_due_clear(*, evaluation_id: int) -> None:
+    """No run answers for the evaluation any more: later grades queue their own."""
+    table = connection.ops.quote_name(RecomputeDue._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET due_at = NULL WHERE evaluation_id = %s",
+                       [evaluation_id])
+
+
+def dirty_keywords_due(*, limit: int = 5000) -> list[int]:
+    return [pk for pk, _ in _dirty_due(limit)]
+
+
+def dirty_keywords_due_by_evaluation(*, limit: int = 5000) -> dict[int, list[int]]:
+    """The keywords left dirty too long, by evaluation: one run per evaluation takes them
+    all (up to RUN_KEYWORDS, then the next run)."""
+    by_evaluation: dict[int, list[int]] = {}
+    for pk, evaluation_id in _dirty_due(limit):
+        by_evaluation.setdefault(evaluation_id, []).append(pk)
+    return by_evaluation
+
+
+def _dirty_due(limit: int) -> list[tuple[int, int]]:
+    cutoff = timezone.now() - timedelta(seconds=settings.RECOMPUTE_SWEEP_AFTER_SECONDS)
+    return list(
+        Keyword.objects.filter(dirty_since__lte=cutoff)
+        .order_by("dirty_since").values_list("pk", "evaluation_id")[:limit]
+    )
+
+
+
+
+# --- after grades change: which runs to queue (metrics.receivers) ---
+
+
+@dataclass(frozen=True)
+class RecomputeRunsWanted:
+    # Evaluation id -> the keyword its recompute task names.
+    runs: dict[int, int]
+    # A pool metric of the team may read these grades: their pool siblings are to be
+    # marked dirty (keyword_pool_siblings_mark_dirty, in a task of its own).
+    pool_exposed: bool
+
+
+def grades_changed_runs(
+    *, keyword_ids: Iterable[int], newly_dirty_ids: Iterable[int] | None
+) -> RecomputeRunsWanted:
+    """The recompute tasks to queue for keywords whose grades just changed; reads only,
+    one query.
+
+    `newly_dirty_ids` are the keywords the grades turned from clean to dirty (judgments'
+    grades_changed signal). The others were dirty already, so a run is queued or running
+    and reads these grades: either it has not read the keyword yet, or it finds the keyword
+    still dirty when it finishes and queues another. None means every keyword.
+
+    One run per evaluation, as a run reads every dirty keyword of its evaluation; none
+    while a run answers for the evaluation (RecomputeDue), since it looks for dirty
+    keywords once more when it ends.
+    """
+    keyword_ids = list(keyword_ids)
+    changed = changed_keywords(keyword_ids=keyword_ids, due_after=timezone.now() - _DUE_GRACE)
+    evaluation_of = {row.keyword_id: row.evaluation_id for row in changed}
+    run_due = {row.evaluation_id for row in changed if row.run_due}
+    wanted = keyword_ids if newly_dirty_ids is None else newly_dirty_ids
+    runs: dict[int, int] = {}
+    for keyword_id in sorted(wanted):
+        evaluation_id = evaluation_of.get(keyword_id)  # None: deleted since
+        if evaluation_id is not None and evaluation_id not in run_due:
+            runs.setdefault(evaluation_id, keyword_id)
+    return RecomputeRunsWanted(runs, any(row.pool_exposed for row in changed))
+
+
+def pool_sibling_runs(*, keyword_ids: Iterable[int]) -> dict[int, int]:
+    """Mark the pool siblings of keywords whose grades changed dirty
+    (keyword_pool_siblings_mark_dirty); the runs to queue for them, evaluation id -> the
+    keyword its task names.
+
+    Only grades mark siblings, never a recompute, so two pools that include each other
+    cannot keep waking each other up.
+    """
+    changed = keyword_pool_siblings_mark_dirty(keyword_ids=keyword_ids)
+    runs: dict[int, int] = {}
+    for keyword_id, evaluation_id in sorted(changed.pool_siblings.items()):
+        runs.setdefault(evaluation_id, keyword_id)
+    return runs
+
+
+# --- a worker's runs of a busy evaluation (metrics.tasks.recompute_keyword) ---
+
+
+# Evaluation id -> time.monotonic() at which this worker process's deferred run of it is
+# due. Until then tasks for the evaluation's keywords need not run: the deferred run reads
+# every keyword dirty by then, theirs included (their grades committed before they were
+# sent). A task costs the worker far more than the few statements of a run.
+#
+# Only an optimisation, per process: correctness never depends on it. What others count
+# on is the RecomputeDue mark in the database, set before the deferred run is sent. A task
+# this map ends early names a keyword that is dirty and stays dirty until a run reads it:
+# the deferred run does when it comes; if that run is lost or fails, the keyword is still
+# dirty and the periodic sweep (RECOMPUTE_SWEEP_AFTER_SECONDS) queues it again. Clearing
+# the map, or a second worker process with its own, only costs redundant runs.
+_due: dict[int, float] = {}
+
+
+def busy_interval() -> float:
+    """While an evaluation is being graded, its next run starts this long after the
+    previous one ended, so each run reads many grades."""
+    return settings.RECOMPUTE_BUSY_INTERVAL_SECONDS
+
+
+# send(keyword_id, evaluation_id, deferred, countdown) queues a recompute_keyword task.
+SendRun = Callable[[int, int | None, bool, float | None], None]
+
+
+def keyword_recompute_scheduled(
+    *, keyword_id: int, evaluation_id: int | None, deferred: bool, eager: bool, send: SendRun
+) -> str:
+    """One recompute task: keyword_metrics_recompute, and the next run of the evaluation
+    queued through `send` when anything of it is still dirty. Returns the run's outcome,
+    or "deferred" when a deferred run of this process answers for the evaluation.
+
+    `eager` (Celery runs tasks inline: tests, the development server) has no other worker
+    to hand over to and no marks to keep: a run that left keywords dirty queues the next
+    at once, which runs inline. In a worker, a run answers for its evaluation until it
+    ends (RecomputeDue): grades that see the mark queue nothing, and the run, once done,
+    queues the next run if anything of the evaluation is dirty (recompute_due_release).
+    """
+    if eager:
+        run = keyword_metrics_recompute(keyword_id=keyword_id)
+        if run.outcome in ("ok", "error") and (run.left_dirty or run.more):
+            # Grades that arrived while this run computed found their keywords dirty and
+            # queued nothing (metrics.receivers): the run that reads them is queued here.
+            send((run.left_dirty or run.keyword_ids)[0], run.evaluation_id, False, None)
+        return run.outcome
+    if deferred:
+        _due.pop(evaluation_id, None)
+    elif evaluation_id is not None:
+        if _due.get(evaluation_id, 0.0) > time.monotonic():
+            return "deferred"
+        recompute_due_set(evaluation_id=evaluation_id, due_at=timezone.now())
+    try:
+        run = keyword_metrics_recompute(keyword_id=keyword_id)
+    except Exception:
+        if evaluation_id is not None:
+            _stop_answering(evaluation_id)
+        raise
+    evaluation_id = run.evaluation_id or evaluation_id
+    if evaluation_id is not None:
+        _answer_for_later_grades(evaluation_id, run, send)
+    return run.outcome
+
+
+def _stop_answering(evaluation_id: int) -> None:
+    """A run failed: lift its mark, so later grades queue runs of their own. A retry (on a
+    conflict) sets it again; keywords graded while it ran are the sweep's to queue."""
+    _due.pop(evaluation_id, None)
+    try:
+        recompute_due_clear(evaluation_id=evaluation_id)
+    except DatabaseError:
+        logger.exception("could not lift the recompute mark of evaluation %s", evaluation_id)
+
+
+def _answer_for_later_grades(evaluation_id: int, run: RecomputeRun, send: SendRun) -> None:
+    """Queue the evaluation's next run if anything of it is dirty; lift the mark if not."""
+    if run.left_dirty or run.more:
+        keyword_id = (run.left_dirty or run.keyword_ids)[0]
+    else:
+        keyword_id = recompute_due_release(evaluation_id=evaluation_id)
+        if keyword_id is None:
+            return
+    if _due.get(evaluation_id, 0.0) > time.monotonic():
+        return  # this process has one queued already; it answers for the evaluation
+    # More keywords waiting than a run takes: at once. Otherwise a little later, so the
+    # next run reads the grades of a while.
+    delay = 0.0 if run.more else max(settings.RECOMPUTE_DEBOUNCE_SECONDS, busy_interval())
+    # Marked before it is sent: whoever sees the mark can count on the run.
+    recompute_due_set(evaluation_id=evaluation_id,
+                      due_at=timezone.now() + timedelta(seconds=delay))
+    send(keyword_id, evaluation_id, True, delay or None)
+    if len(_due) > 10_000:
+        _due.clear()  # entries of evaluations no longer graded
+    _due[evaluation_id] = time.monotonic() + delay

@@ -1,0 +1,80 @@
+"""metrics.receivers only enqueue: every write they cause happens in a task's service."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from evaluations.models import Keyword
+from judgments.models import FeedbackSlot
+from metrics import receivers, tasks
+from tests.metrics.builders import build_evaluation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Tasks sent by name, as (args, kwargs), instead of running them."""
+    calls = []
+    for task in (tasks.recompute_keyword, tasks.mark_pool_siblings_dirty,
+                 tasks.mark_empty_results_dirty):
+        def apply_async(args=None, kwargs=None, countdown=None, _name=task.name, **options):
+            calls.append((_name, tuple(args or ()), kwargs or {}))
+        monkeypatch.setattr(task, "apply_async", apply_async)
+    return calls
+
+
+def writes(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries
+            if not q["sql"].lstrip().upper().startswith(("SELECT", "SAVEPOINT", "RELEASE"))]
+
+
+def test_a_grade_read_by_a_pool_metric_queues_the_marking_of_its_siblings_without_writing(sent):
+    graded = build_evaluation(keywords={"Tent": ["d1"]}, metrics=[("cg", 1, {})])
+    recall = build_evaluation(team=graded.team, keywords={"tent": ["d2"]},
+                              metrics=[("recall", 1, {})])
+    graded_id = Keyword.objects.get(evaluation=graded).pk
+    with CaptureQueriesContext(connection) as queries:
+        receivers.on_grades_changed(sender=FeedbackSlot, keyword_ids=[graded_id],
+                                    newly_dirty_ids=[graded_id])
+    assert writes(queries) == []
+    assert sent == [
+        ("metrics.mark_pool_siblings_dirty", ([graded_id],), {}),
+        ("metrics.recompute_keyword", (graded_id,), {"evaluation_id": graded.pk}),
+    ]
+    assert Keyword.objects.get(evaluation=recall).dirty_since is None  # not yet: the task's
+
+
+def test_the_siblings_task_marks_them_dirty_and_queues_their_run(sent):
+    graded = build_evaluation(keywords={"Tent": ["d1"]}, metrics=[("cg", 1, {})])
+    recall = build_evaluation(team=graded.team, keywords={"tent": ["d2"]},
+                              metrics=[("recall", 1, {})])
+    sibling = Keyword.objects.get(evaluation=recall)
+    assert tasks.mark_pool_siblings_dirty.run([Keyword.objects.get(evaluation=graded).pk]) == 1
+    sibling.refresh_from_db()
+    assert sibling.dirty_since is not None and sibling.version == 1
+    assert sent == [("metrics.recompute_keyword", (sibling.pk,), {"evaluation_id": recall.pk})]
+
+
+def test_an_empty_fetch_result_queues_its_marking_after_commit_without_writing(
+        sent, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"tent": []}, metrics=[("recall", 1, {})])
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    with CaptureQueriesContext(connection) as queries, \
+            django_capture_on_commit_callbacks(execute=False) as callbacks:
+        receivers.on_snapshots_created(sender=None, evaluation=evaluation, keyword=keyword,
+                                       snapshots=[])
+    assert writes(queries) == [] and sent == []
+    callbacks[0]()
+    assert sent == [("metrics.mark_empty_results_dirty", (keyword.pk, evaluation.pk), {})]
+
+
+@pytest.mark.parametrize(("metric", "marked"), [("recall", True), ("cg", False)])
+def test_the_empty_results_task_marks_the_keyword_only_for_a_pool_metric(
+        metric, marked, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"tent": []}, metrics=[(metric, 1, {})])
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        assert tasks.mark_empty_results_dirty.run(keyword.pk, evaluation.pk) is marked
+    keyword.refresh_from_db()
+    assert (keyword.version, keyword.dirty_since is not None) == (int(marked), marked)
