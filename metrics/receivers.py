@@ -10,13 +10,19 @@ from evaluations.models import EvaluationMetric
 logger = logging.getLogger(__name__)
 
 
-def _enqueue(task, *args, countdown: float | None = None, **kwargs) -> None:
+def _enqueue(task, *args, countdown: float | None = None, marks: bool = False,
+             **kwargs) -> None:
     # A broker that is down must not fail the grade that already committed: the keyword
-    # stays dirty and the periodic sweep repairs it.
+    # stays dirty and the periodic sweep repairs it. A task that only marks keywords dirty
+    # runs here instead, because the sweep finds only keywords that are marked.
     try:
         task.apply_async(args, kwargs or None, countdown=countdown)
     except Exception:
-        logger.exception("could not enqueue %s%r; the sweep will retry", task.name, args)
+        if marks:
+            logger.warning("could not enqueue %s%r; marking here", task.name, args)
+            task.apply(args, kwargs or None)
+        else:
+            logger.exception("could not enqueue %s%r; the sweep will retry", task.name, args)
 
 
 def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) -> None:
@@ -36,7 +42,7 @@ def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) ->
     wanted = grades_changed_runs(keyword_ids=keyword_ids, newly_dirty_ids=newly_dirty_ids)
     if wanted.pool_exposed:
         # First, so the siblings are dirty before the runs queued below read the pool.
-        _enqueue(mark_pool_siblings_dirty, sorted(keyword_ids))
+        _enqueue(mark_pool_siblings_dirty, sorted(keyword_ids), marks=True)
     for evaluation_id, keyword_id in wanted.runs.items():
         _enqueue(recompute_keyword, keyword_id, evaluation_id=evaluation_id,
                  countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
@@ -53,7 +59,7 @@ def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) ->
 
     keyword_id, evaluation_id = keyword.pk, evaluation.pk
     transaction.on_commit(
-        lambda: _enqueue(mark_empty_results_dirty, keyword_id, evaluation_id))
+        lambda: _enqueue(mark_empty_results_dirty, keyword_id, evaluation_id, marks=True))
 
 
 def on_metric_configs_changed(sender, *, instance: EvaluationMetric, **kwargs) -> None:

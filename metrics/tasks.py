@@ -48,8 +48,14 @@ def mark_pool_siblings_dirty(keyword_ids: list[int]) -> int:
     team: mark those dirty (scheduling.pool_sibling_runs) and queue their runs."""
     runs = scheduling.pool_sibling_runs(keyword_ids=keyword_ids)
     for evaluation_id, keyword_id in runs.items():
-        recompute_keyword.apply_async((keyword_id,), {"evaluation_id": evaluation_id},
-                                      countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
+        try:
+            recompute_keyword.apply_async(
+                (keyword_id,), {"evaluation_id": evaluation_id},
+                countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
+        except Exception:
+            # The siblings are marked dirty already: the sweep runs them later.
+            logger.exception("could not enqueue the run of keyword %s; the sweep will",
+                             keyword_id)
     return len(runs)
 
 

@@ -78,3 +78,21 @@ def test_the_empty_results_task_marks_the_keyword_only_for_a_pool_metric(
         assert tasks.mark_empty_results_dirty.run(keyword.pk, evaluation.pk) is marked
     keyword.refresh_from_db()
     assert (keyword.version, keyword.dirty_since is not None) == (int(marked), marked)
+
+
+def test_with_the_broker_down_the_siblings_are_marked_here_so_the_sweep_finds_them(
+        monkeypatch):
+    graded = build_evaluation(keywords={"Tent": ["d1"]}, metrics=[("cg", 1, {})])
+    recall = build_evaluation(team=graded.team, keywords={"tent": ["d2"]},
+                              metrics=[("recall", 1, {})])
+    graded_id = Keyword.objects.get(evaluation=graded).pk
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    for task in (tasks.recompute_keyword, tasks.mark_pool_siblings_dirty):
+        monkeypatch.setattr(task, "apply_async", broker_down)
+    receivers.on_grades_changed(sender=FeedbackSlot, keyword_ids=[graded_id],
+                                newly_dirty_ids=[graded_id])
+    sibling = Keyword.objects.get(evaluation=recall)
+    assert sibling.dirty_since is not None and sibling.version == 1
