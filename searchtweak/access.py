@@ -46,8 +46,10 @@ def membership_for(*, user: User, team_id: int | None) -> Membership | None:
 
 def current_membership(*, user: User) -> Membership | None:
     """The user's membership in their current team, falling back to their first team."""
+    if not user.is_authenticated:
+        return None
     membership = membership_for(user=user, team_id=user.current_team_id)
-    if membership is None and user.is_authenticated:
+    if membership is None:
         membership = Membership.objects.select_related("team").filter(user=user).first()
     return membership
 
