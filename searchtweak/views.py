@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from searchtweak import access, services
 from searchtweak import healthz as health
+from searchtweak.context_processors import allows_by_role
 from searchtweak.forms import (
     AccountForm,
     ApiTokenForm,
@@ -41,8 +42,8 @@ def home(request: HttpRequest) -> HttpResponse:
     membership = current_membership(user=request.user)
     return render(request, "searchtweak/home.html", {
         "membership": membership,
+        "allows": allows_by_role(membership),
         "invitations": invitations_for_user(user=request.user),
-        "Role": Role,
     })
 
 
