@@ -12,9 +12,9 @@ from rest_framework.views import APIView
 from evaluations import crypto, selectors, services
 from evaluations.models import Endpoint, Evaluation, SearchModel
 from metrics import core
+from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role, Team, User
-from searchtweak.selectors import current_membership
 
 
 def _team_for_create(*, user: User, team_id: Any, minimum_role: str) -> Team:
@@ -25,13 +25,8 @@ def _team_for_create(*, user: User, team_id: Any, minimum_role: str) -> Team:
             team_id = int(team_id)
         except (TypeError, ValueError):
             raise ValidationError({"team": "must be a team id"}) from None
-    if team_id is None:
-        membership = current_membership(user=user)
-        if membership is None:
-            raise ValidationError({"team": "You are not in a team."})
-        team_id = membership.team_id
-    selectors._check_role(user=user, team_id=team_id, minimum_role=minimum_role, what="team")
-    return Team.objects.get(pk=team_id)
+    return access.team_or_current_access(user=user, team_id=team_id,
+                                         minimum_role=minimum_role).team
 
 
 def _requested_team(request: Request) -> Any:
@@ -41,7 +36,7 @@ def _requested_team(request: Request) -> Any:
 
 
 def _visible_team_ids(request: Request) -> list[int]:
-    ids = list(request.user.memberships.values_list("team_id", flat=True))
+    ids = access.visible_team_ids(user=request.user)
     wanted = request.query_params.get("team")
     if wanted:
         ids = [team_id for team_id in ids if str(team_id) == wanted]

@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass
 
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Min, Prefetch, Q, QuerySet
 from django.http import Http404
 
@@ -14,17 +13,8 @@ from evaluations.models import (
     SearchModel,
     Snapshot,
 )
+from searchtweak import access
 from searchtweak.models import Role, User
-from searchtweak.selectors import membership_for
-
-
-def _check_role(*, user: User, team_id: int, minimum_role: str, what: str) -> None:
-    """404 outside the caller's teams; 403 for a member whose role is too low."""
-    membership = membership_for(user=user, team_id=team_id)
-    if membership is None:
-        raise Http404(f"No such {what}.")
-    if not membership.can(minimum_role):
-        raise PermissionDenied(f"This needs the {Role(minimum_role).label.lower()} role.")
 
 
 def endpoint_get_for_user(*, user: User, endpoint_id: int,
@@ -32,7 +22,8 @@ def endpoint_get_for_user(*, user: User, endpoint_id: int,
     endpoint = Endpoint.objects.select_related("team").filter(pk=endpoint_id).first()
     if endpoint is None:
         raise Http404("No such endpoint.")
-    _check_role(user=user, team_id=endpoint.team_id, minimum_role=minimum_role, what="endpoint")
+    access.team_access(user=user, team_id=endpoint.team_id, minimum_role=minimum_role,
+                       what="endpoint")
     return endpoint
 
 
@@ -41,8 +32,8 @@ def search_model_get_for_user(*, user: User, model_id: int,
     model = SearchModel.objects.select_related("team", "endpoint").filter(pk=model_id).first()
     if model is None:
         raise Http404("No such search model.")
-    _check_role(user=user, team_id=model.team_id, minimum_role=minimum_role,
-                what="search model")
+    access.team_access(user=user, team_id=model.team_id, minimum_role=minimum_role,
+                       what="search model")
     return model
 
 
@@ -52,8 +43,8 @@ def evaluation_get_for_user(*, user: User, evaluation_id: int,
         pk=evaluation_id).first()
     if evaluation is None:
         raise Http404("No such evaluation.")
-    _check_role(user=user, team_id=evaluation.team_id, minimum_role=minimum_role,
-                what="evaluation")
+    access.team_access(user=user, team_id=evaluation.team_id, minimum_role=minimum_role,
+                       what="evaluation")
     return evaluation
 
 
@@ -62,8 +53,8 @@ def keyword_get_for_user(*, user: User, keyword_id: int,
     keyword = Keyword.objects.select_related("evaluation__team").filter(pk=keyword_id).first()
     if keyword is None:
         raise Http404("No such keyword.")
-    _check_role(user=user, team_id=keyword.evaluation.team_id, minimum_role=minimum_role,
-                what="keyword")
+    access.team_access(user=user, team_id=keyword.evaluation.team_id,
+                       minimum_role=minimum_role, what="keyword")
     return keyword
 
 

@@ -20,21 +20,17 @@ from evaluations.forms import (
 )
 from evaluations.mapper import PRESETS, preset_mapper
 from evaluations.models import Endpoint, Evaluation, Keyword
+from searchtweak import access
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
-from searchtweak.selectors import current_membership
 
 
 def _team(request: HttpRequest, minimum_role: str = Role.GRADER) -> Team:
-    membership = current_membership(user=request.user)
-    selectors._check_role(user=request.user, team_id=membership.team_id if membership else 0,
-                          minimum_role=minimum_role, what="team")
-    return membership.team
+    return access.current_team_access(user=request.user, minimum_role=minimum_role).team
 
 
 def _can(request: HttpRequest, team_id: int, role: str) -> bool:
-    membership = current_membership(user=request.user)
-    return membership is not None and membership.team_id == team_id and membership.can(role)
+    return access.current_team_can(user=request.user, team_id=team_id, minimum_role=role)
 
 
 # --- endpoints ---------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from rest_framework.views import APIView
 from judgments import selectors, services
 from judgments.api import GradeField
 from judgments.models import Scale, Transformer
+from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
-from searchtweak.models import Team, User
-from searchtweak.selectors import current_membership
+from searchtweak.models import Role, Team, User
 
 _INTEGER = re.compile(r"-?\d+")
 _DEFAULT_COLOR = "#5b6675"  # what the page stores for a grade written without a colour
@@ -32,16 +32,17 @@ TEAM_PARAM = OpenApiParameter(
 def _team_for_admin(*, user: User, team_id: Any) -> Team:
     """The team named in the request, or the caller's current team, checked before the
     input so a caller without the role learns nothing from validation errors."""
-    if team_id is None or team_id == "":
-        membership = current_membership(user=user)
-        if membership is None:
-            raise ValidationError({"team": "You are not in a team."})
-        return selectors.team_get_for_admin(user=user, team_id=membership.team_id)
-    # An id from the query string or the JSON body; true, 1.5 or "a" name no team.
-    text = str(team_id) if isinstance(team_id, int | str) and not isinstance(team_id, bool) else ""
-    if not text.isdigit():
-        raise ValidationError({"team": "must be a team id"})
-    return selectors.team_get_for_admin(user=user, team_id=int(text))
+    if team_id == "":
+        team_id = None
+    if team_id is not None:
+        # An id from the query string or the JSON body; true, 1.5 or "a" name no team.
+        named = isinstance(team_id, int | str) and not isinstance(team_id, bool)
+        text = str(team_id) if named else ""
+        if not text.isdigit():
+            raise ValidationError({"team": "must be a team id"})
+        team_id = int(text)
+    return access.team_or_current_access(user=user, team_id=team_id, minimum_role=Role.ADMIN,
+                                         reason=selectors.ADMIN_REASON).team
 
 
 def _body_team(request: Request) -> Any:

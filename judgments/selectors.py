@@ -8,7 +8,6 @@ from urllib.parse import urlsplit
 
 import markdown
 import nh3
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Min, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -16,9 +15,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from evaluations.models import Evaluation, Snapshot
 from judgments.models import FeedbackSlot, GraderTags, PoolJudgment, Scale, Transformer
-from searchtweak import sql
+from searchtweak import access, sql
 from searchtweak.models import Role, Team, User
-from searchtweak.selectors import membership_for, team_get_for_user
 
 # --- access functions: 404 for missing rows and rows outside the caller's teams ---
 
@@ -32,7 +30,10 @@ def slot_get_for_user(*, user: User, slot_id: int, minimum_role: str = Role.GRAD
     )
     if slot is None:
         raise Http404("No such slot.")
-    team_get_for_user(user=user, team_id=slot.evaluation.team_id, minimum_role=minimum_role)
+    # A member below minimum_role gets the 404 of an outsider here, as always (the grading
+    # page's own slots, the lead's slot actions): see searchtweak.access.
+    access.team_access(user=user, team_id=slot.evaluation.team_id, minimum_role=minimum_role,
+                       hide_low_role=True)
     return slot
 
 
@@ -45,7 +46,7 @@ def snapshot_get_for_user(*, user: User, snapshot_id: int) -> Snapshot:
     )
     if snapshot is None:
         raise Http404("No such snapshot.")
-    team_get_for_user(user=user, team_id=snapshot.keyword.evaluation.team_id)
+    access.team_access(user=user, team_id=snapshot.keyword.evaluation.team_id)
     return snapshot
 
 
@@ -74,8 +75,8 @@ _MEMBER_JOIN = (
 
 
 def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = None):
-    if row is None or row["role"] is None:  # every role may grade; outsiders see nothing
-        raise Http404(f"No such {what}.")
+    # Every role may grade; a missing row and a non-member (no role joined) alike are 404.
+    access.check_membership_row(row["role"] if row else None, Role.GRADER, what=what)
     return GradingTarget(
         evaluation_id=row["id"], team_id=row["team_id"], status=row["status"],
         scale=row["scale"], tags=list(sql.json_value(row["tags"]) or []),
@@ -131,15 +132,14 @@ def assigned_slot(*, slot_id: int) -> dict:
     return assigned_slot_from_row(row)
 
 
+ADMIN_REASON = "Scales and transformers need the admin role."
+
+
 def team_get_for_admin(*, user: User, team_id: int) -> Team:
     """The team whose scales and transformers the caller manages: 404 outside the caller's
     teams, 403 with the reason for a member below admin."""
-    membership = membership_for(user=user, team_id=team_id)
-    if membership is None:
-        raise Http404("No such team.")
-    if not membership.can(Role.ADMIN):
-        raise PermissionDenied("Scales and transformers need the admin role.")
-    return membership.team
+    return access.team_access(user=user, team_id=team_id, minimum_role=Role.ADMIN,
+                              reason=ADMIN_REASON).team
 
 
 def scale_get_for_user(*, user: User, scale_id: int) -> Scale:
@@ -199,7 +199,7 @@ def queue_evaluation_ids(
     *, user: User, team: Team, evaluation: Evaluation | None = None
 ) -> list[int]:
     """The active evaluations whose work may go to this user: they carry all its tags."""
-    if membership_for(user=user, team_id=team.pk) is None:
+    if not access.can(user=user, team_id=team.pk, minimum_role=Role.GRADER):
         return []
     if evaluation is not None:
         # The caller loaded it in this request: no need to read it again.

@@ -26,9 +26,10 @@ from judgments.forms import (
     parse_grade,
 )
 from judgments.models import FeedbackSlot
+from searchtweak import access
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
-from searchtweak.selectors import current_membership, team_get_for_user, team_members
+from searchtweak.selectors import team_members
 
 # --- the grading page ---
 
@@ -44,7 +45,7 @@ class _Scope:
                 user=request.user, evaluation_id=int(evaluation_id))
             self.team: Team | None = self.evaluation.team
         else:
-            membership = current_membership(user=request.user)
+            membership = access.current_membership(user=request.user)
             self.team = membership.team if membership else None
         self.evaluation_ids = (
             selectors.queue_evaluation_ids(
@@ -244,10 +245,8 @@ def feedback_reset(request: HttpRequest, slot_id: int) -> HttpResponse:
 
 
 def _admin_team(request: HttpRequest) -> Team:
-    membership = current_membership(user=request.user)
-    if membership is None:
-        raise Http404("No team.")
-    return selectors.team_get_for_admin(user=request.user, team_id=membership.team_id)
+    return access.current_team_access(user=request.user, minimum_role=Role.ADMIN,
+                                      reason=selectors.ADMIN_REASON).team
 
 
 @require_GET
@@ -434,11 +433,9 @@ def grader_tags_update(request: HttpRequest, user_id: int) -> HttpResponse:
 def pool_import(request: HttpRequest) -> HttpResponse:
     """Import judgments into the current team's pool. "Preview" parses and shows what would
     be imported and every error; "Import" stores all of it, or nothing if any line fails."""
-    membership = current_membership(user=request.user)
-    if membership is None:
-        raise Http404("No team.")
-    team = team_get_for_user(user=request.user, team_id=membership.team_id,
-                             minimum_role=Role.LEAD)
+    # A grader gets the 404 of an outsider here, as always: see searchtweak.access.
+    team = access.current_team_access(user=request.user, minimum_role=Role.LEAD,
+                                      hide_low_role=True).team
     form = PoolImportForm(request.POST or None, request.FILES or None,
                           scale_choices=scale_lookup.provider_choices(team))
     preview = None

@@ -24,8 +24,8 @@ from metrics.forms import (
     KeywordTableForm,
     LeaderboardForm,
 )
+from searchtweak import access
 from searchtweak.models import Role
-from searchtweak.selectors import current_membership
 
 LIVE_STATUSES = {Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE}
 
@@ -58,15 +58,14 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
                 values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
                 label=f"{dashboards.metric_label(dist_config)} over keywords")),
         }
-    membership = current_membership(user=request.user)
     return {
         "evaluation": evaluation, "reference": reference,
         "cards": [(card, mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
         "agreement": dashboards.evaluation_agreement(evaluation=evaluation, configs=configs),
         "distribution": distribution, "live": evaluation.status in LIVE_STATUSES,
-        "can_lead": membership is not None and membership.team_id == evaluation.team_id
-        and membership.can(Role.LEAD),
+        "can_lead": access.current_team_can(user=request.user, team_id=evaluation.team_id,
+                                            minimum_role=Role.LEAD),
     }
 
 
@@ -166,7 +165,7 @@ def baseline(request: HttpRequest, evaluation_id: int) -> HttpResponse:
 @require_GET
 @login_required
 def team_dashboard(request: HttpRequest) -> HttpResponse:
-    membership = current_membership(user=request.user)
+    membership = access.current_membership(user=request.user)
     if membership is None:
         messages.info(request, "Join or create a team to see its dashboard.")
         return redirect("home")
@@ -176,7 +175,7 @@ def team_dashboard(request: HttpRequest) -> HttpResponse:
         "activity_svg": mark_safe(charts.line_chart(
             dashboard.daily_counts, width=560, height=180, y_min=0, integer=True,
             label="Grades per day, last 14 days")),
-        "can_lead": membership.can(Role.LEAD),
+        "can_lead": access.membership_allows(membership, minimum_role=Role.LEAD),
     })
 
 
@@ -205,7 +204,7 @@ def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
 
 
 def _picker_context(request: HttpRequest) -> dict:
-    membership = current_membership(user=request.user)
+    membership = access.current_membership(user=request.user)
     team_ids = [membership.team_id] if membership else []
     return {"evaluations": dashboards.team_evaluations_for_picker(team_ids=team_ids)}
 
@@ -250,7 +249,7 @@ def compare_keyword(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def leaderboard(request: HttpRequest) -> HttpResponse:
-    membership = current_membership(user=request.user)
+    membership = access.current_membership(user=request.user)
     if membership is None:
         messages.info(request, "Join or create a team to see its leaderboards.")
         return redirect("home")

@@ -1,5 +1,7 @@
 from django.http import HttpRequest
 
+from searchtweak import access
+from searchtweak.models import Membership, Role
 from searchtweak.selectors import memberships_of_user
 
 
@@ -12,4 +14,11 @@ def team_context(request: HttpRequest) -> dict:
     current = next((m for m in memberships if m.team_id == user.current_team_id), None)
     if current is None and memberships:
         current = memberships[0]
-    return {"current_membership": current, "user_memberships": memberships}
+    return {"current_membership": current, "user_memberships": memberships,
+            "current_allows": allows_by_role(current)}
+
+
+def allows_by_role(membership: Membership | None) -> dict[str, bool]:
+    """For links and buttons: {"lead": True, "admin": False, …}, decided by access."""
+    return {role: access.membership_allows(membership, minimum_role=role)
+            for role in Role.values}

@@ -3,21 +3,9 @@
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
+from searchtweak import access
+from searchtweak.access import current_membership, membership_for  # noqa: F401 (re-exported)
 from searchtweak.models import ApiToken, Invitation, Membership, Role, Team, User
-
-
-def membership_for(*, user: User, team_id: int | None) -> Membership | None:
-    if team_id is None or not user.is_authenticated:
-        return None
-    return Membership.objects.select_related("team").filter(user=user, team_id=team_id).first()
-
-
-def current_membership(*, user: User) -> Membership | None:
-    """The user's membership in their current team, falling back to their first team."""
-    membership = membership_for(user=user, team_id=user.current_team_id)
-    if membership is None and user.is_authenticated:
-        membership = Membership.objects.select_related("team").filter(user=user).first()
-    return membership
 
 
 def memberships_of_user(*, user: User) -> QuerySet[Membership]:
@@ -48,10 +36,10 @@ def teams_with_member_counts(*, user: User) -> QuerySet[Team]:
 
 
 def team_get_for_user(*, user: User, team_id: int, minimum_role: str = Role.GRADER) -> Team:
-    membership = membership_for(user=user, team_id=team_id)
-    if membership is None or not membership.can(minimum_role):
-        raise Http404("No such team.")
-    return membership.team
+    """The team pages (and the slot actions built on this) answer a member below the role
+    a 404 like an outsider, as they always have; see searchtweak.access."""
+    return access.team_access(user=user, team_id=team_id, minimum_role=minimum_role,
+                              hide_low_role=True).team
 
 
 def membership_get_for_user(

@@ -9,8 +9,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from searchtweak import access, services
 from searchtweak import healthz as health
-from searchtweak import services
+from searchtweak.context_processors import allows_by_role
 from searchtweak.forms import (
     AccountForm,
     ApiTokenForm,
@@ -41,8 +42,8 @@ def home(request: HttpRequest) -> HttpResponse:
     membership = current_membership(user=request.user)
     return render(request, "searchtweak/home.html", {
         "membership": membership,
+        "allows": allows_by_role(membership),
         "invitations": invitations_for_user(user=request.user),
-        "Role": Role,
     })
 
 
@@ -71,7 +72,7 @@ def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
 
 def _render_team(request: HttpRequest, team, *, invitation_form, status: int = 200):
     membership = next(m for m in team_members(team=team) if m.user_id == request.user.pk)
-    can_manage = membership.can(Role.ADMIN)
+    can_manage = access.membership_allows(membership, minimum_role=Role.ADMIN)
     return render(request, "searchtweak/team_detail.html", {
         "team": team,
         "my_membership": membership,

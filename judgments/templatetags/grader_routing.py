@@ -8,6 +8,7 @@ from django import template
 
 from evaluations.models import Evaluation
 from judgments.selectors import routing_tags_nobody_carries
+from searchtweak import access
 from searchtweak.models import Role
 
 register = template.Library()
@@ -18,6 +19,6 @@ def routing_tags_warning(context: template.Context, evaluation: Evaluation) -> d
     unmatched = () if evaluation.status == Evaluation.Status.FINISHED else (
         routing_tags_nobody_carries(evaluation=evaluation))
     membership = context.get("current_membership")
-    can_tag = bool(membership and membership.team_id == evaluation.team_id
-                   and membership.can(Role.ADMIN))
+    can_tag = access.membership_allows(membership, minimum_role=Role.ADMIN,
+                                       team_id=evaluation.team_id)
     return {"unmatched_tags": unmatched, "can_tag": can_tag}

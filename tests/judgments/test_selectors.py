@@ -1,11 +1,15 @@
-"""Why a grader's queue is empty, and evaluations whose routing tags nobody carries."""
+"""Why a grader's queue is empty, evaluations whose routing tags nobody carries, and the
+access functions of the grading pages and API."""
 
 import pytest
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 
 from evaluations.demo import product_image
-from evaluations.models import DemoProduct, Evaluation
+from evaluations.models import DemoProduct, Evaluation, Snapshot
 from judgments import selectors, services
 from judgments.models import FeedbackSlot
+from searchtweak.models import Role
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import member
 
@@ -184,3 +188,52 @@ def test_it_shows_the_demo_engines_images():
 ])
 def test_it_refuses_anything_else_as_an_image(image):
     assert selectors.document_image_src(image) == ""
+
+
+# --- the grading API's raw-SQL targets: the access rule of searchtweak.access ---
+
+
+@pytest.mark.parametrize("persona", ["owner", "admin", "lead", "grader"])
+def test_the_grading_targets_let_every_member_of_the_team_in(personas, persona):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, tags=["de"])
+    snapshot = Snapshot.objects.get(keyword__evaluation=evaluation)
+    user = getattr(personas, persona)
+    target = selectors.evaluation_target_for_user(user=user, evaluation_id=evaluation.pk)
+    assert (target.evaluation_id, target.team_id, target.status, target.scale, target.tags,
+            target.snapshot_id) == (evaluation.pk, personas.team.pk, Evaluation.Status.ACTIVE,
+                                    "graded", ["de"], None)
+    target = selectors.snapshot_target_for_user(user=user, snapshot_id=snapshot.pk)
+    assert (target.evaluation_id, target.snapshot_id) == (evaluation.pk, snapshot.pk)
+
+
+def test_the_grading_targets_are_404_for_an_outsider_and_a_missing_row(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    snapshot = Snapshot.objects.get(keyword__evaluation=evaluation)
+    for user, evaluation_id in ((personas.outsider, evaluation.pk), (personas.owner, 999_999)):
+        with pytest.raises(Http404, match=r"^No such evaluation\.$"):
+            selectors.evaluation_target_for_user(user=user, evaluation_id=evaluation_id)
+    for user, snapshot_id in ((personas.outsider, snapshot.pk), (personas.owner, 999_999)):
+        with pytest.raises(Http404, match=r"^No such snapshot\.$"):
+            selectors.snapshot_target_for_user(user=user, snapshot_id=snapshot_id)
+
+
+def test_a_slot_answers_a_member_below_the_role_like_an_outsider(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    slot = FeedbackSlot.objects.filter(evaluation=evaluation).first()
+    assert selectors.slot_get_for_user(user=personas.grader, slot_id=slot.pk) == slot
+    assert selectors.slot_get_for_user(user=personas.lead, slot_id=slot.pk,
+                                       minimum_role=Role.LEAD) == slot
+    for user, minimum_role in ((personas.grader, Role.LEAD), (personas.outsider, Role.GRADER)):
+        with pytest.raises(Http404):
+            selectors.slot_get_for_user(user=user, slot_id=slot.pk, minimum_role=minimum_role)
+
+
+def test_scales_are_the_admins_and_say_so(personas):
+    assert selectors.team_get_for_admin(user=personas.admin,
+                                        team_id=personas.team.pk) == personas.team
+    for user in (personas.lead, personas.grader):
+        with pytest.raises(PermissionDenied) as caught:
+            selectors.team_get_for_admin(user=user, team_id=personas.team.pk)
+        assert str(caught.value) == "Scales and transformers need the admin role."
+    with pytest.raises(Http404, match=r"^No such team\.$"):
+        selectors.team_get_for_admin(user=personas.outsider, team_id=personas.team.pk)

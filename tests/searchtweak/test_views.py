@@ -37,6 +37,18 @@ def test_home_tells_an_admin_what_they_can_administer(client, personas):
         assert f'href="{url}"' in page
 
 
+@pytest.mark.parametrize("persona,leads,administers", [
+    ("owner", True, True), ("admin", True, True), ("lead", True, False),
+    ("grader", False, False)])
+def test_home_and_nav_offer_what_the_role_allows(client, personas, persona, leads,
+                                                 administers):
+    client.force_login(getattr(personas, persona))
+    page = client.get(reverse("home")).content.decode()
+    assert ('data-testid="new-evaluation"' in page) is leads
+    assert ("<strong>Administer</strong>: configure" in page) is administers
+    assert ('>Scales</a>' in page) is administers  # the top bar's link
+
+
 def test_home_rejects_post(client, personas):
     client.force_login(personas.grader)
     assert client.post(reverse("home")).status_code == 405

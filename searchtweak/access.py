@@ -1,0 +1,115 @@
+"""Who may do what in a team: the one rule every view and API goes through.
+
+A user outside the team (not a member, not logged in, or no such team) gets a 404 that
+says nothing of what exists; a member whose role is below the one needed gets a 403 that
+names the role ("This needs the admin role."). Roles rank owner > admin > lead > grader,
+each allowed what the ones below it are (searchtweak.models.role_at_least).
+
+The per-object access functions (`evaluation_get_for_user`, `slot_get_for_user`, …) load
+their row and ask `team_access` about its team; the grading API's raw statement reads the
+caller's role in its own join and asks `check_membership_row`.
+"""
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
+
+from searchtweak.models import Membership, Role, User, role_at_least
+
+
+def role_reason(minimum_role: str) -> str:
+    """What a 403 says to a member below `minimum_role`."""
+    return f"This needs the {Role(minimum_role).label.lower()} role."
+
+
+def check_membership_row(role: str | None, minimum_role: str, *, what: str = "team",
+                         reason: str = "", hide_low_role: bool = False) -> None:
+    """The rule, for a caller whose role in the team is `role` (None: not a member).
+
+    Raises Http404 ("No such <what>.") for a non-member, PermissionDenied with `reason`
+    (by default role_reason) for a member below `minimum_role`. `hide_low_role` answers
+    that member a 404 too: the team pages and the slot actions have always done so.
+    """
+    if role is None:
+        raise Http404(f"No such {what}.")
+    if not role_at_least(role, minimum_role):
+        if hide_low_role:
+            raise Http404(f"No such {what}.")
+        raise PermissionDenied(reason or role_reason(minimum_role))
+
+
+def membership_for(*, user: User, team_id: int | None) -> Membership | None:
+    """The user's membership in this team (its team loaded), or None."""
+    if team_id is None or not user.is_authenticated:
+        return None
+    return Membership.objects.select_related("team").filter(user=user, team_id=team_id).first()
+
+
+def current_membership(*, user: User) -> Membership | None:
+    """The user's membership in their current team, falling back to their first team."""
+    if not user.is_authenticated:
+        return None
+    membership = membership_for(user=user, team_id=user.current_team_id)
+    if membership is None:
+        membership = Membership.objects.select_related("team").filter(user=user).first()
+    return membership
+
+
+def team_access(*, user: User, team_id: int | None, minimum_role: str = Role.GRADER,
+                what: str = "team", reason: str = "",
+                hide_low_role: bool = False) -> Membership:
+    """The user's membership in this team, its team loaded, once the rule allows it."""
+    membership = membership_for(user=user, team_id=team_id)
+    check_membership_row(membership.role if membership else None, minimum_role, what=what,
+                         reason=reason, hide_low_role=hide_low_role)
+    return membership
+
+
+def current_team_access(*, user: User, minimum_role: str = Role.GRADER, reason: str = "",
+                        hide_low_role: bool = False) -> Membership:
+    """The user's membership in their current team, for the pages that work on it; a user
+    in no team at all gets the 404 of a team that is not theirs."""
+    membership = current_membership(user=user)
+    check_membership_row(membership.role if membership else None, minimum_role,
+                         reason=reason, hide_low_role=hide_low_role)
+    return membership
+
+
+def team_or_current_access(*, user: User, team_id: int | None, minimum_role: str,
+                           reason: str = "") -> Membership:
+    """For an API call that names its team or defaults to the caller's current one. A
+    caller in no team gets a 400 on `team` (there is nothing to default to)."""
+    if team_id is None:
+        current = current_membership(user=user)
+        if current is None:
+            raise ValidationError({"team": "You are not in a team."})
+        team_id = current.team_id
+    return team_access(user=user, team_id=team_id, minimum_role=minimum_role, reason=reason)
+
+
+def membership_allows(membership: Membership | None, *, minimum_role: str,
+                      team_id: int | None = None) -> bool:
+    """Whether this membership (already loaded, e.g. the current one) holds `minimum_role`,
+    in `team_id` when given. For buttons and links; it never raises."""
+    if membership is None or (team_id is not None and membership.team_id != team_id):
+        return False
+    return role_at_least(membership.role, minimum_role)
+
+
+def can(*, user: User, team_id: int | None, minimum_role: str) -> bool:
+    """Whether team_access would let the user in; for buttons, it never raises."""
+    return membership_allows(membership_for(user=user, team_id=team_id),
+                             minimum_role=minimum_role)
+
+
+def current_team_can(*, user: User, team_id: int, minimum_role: str) -> bool:
+    """Whether `team_id` is the user's current team and their role there is enough: the
+    pages show their action buttons only for the team the user is working in."""
+    return membership_allows(current_membership(user=user), minimum_role=minimum_role,
+                             team_id=team_id)
+
+
+def visible_team_ids(*, user: User) -> list[int]:
+    """The ids of every team of the user: what an API list may show."""
+    if not user.is_authenticated:
+        return []
+    return list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
