@@ -143,6 +143,26 @@ def _confirm(request: HttpRequest, *, title: str, dependents: str, consequence: 
     })
 
 
+def _delete_confirm(request: HttpRequest, *, noun: str, name: str,
+                    dependents: selectors.Dependents, used: bool, users: str, archived: bool,
+                    nobody: str, archive_effect: str, cancel_url: str) -> HttpResponse:
+    """The confirm page of the delete-or-archive rule shared by endpoints and models: an
+    unused one is deleted, a used one archived, an archived used one cannot go further."""
+    if not used:
+        consequence, button = "It will be deleted for good.", f"Delete {noun}"
+    elif not archived:
+        consequence, button = (f"So it will be archived, not deleted: {archive_effect}",
+                               f"Archive {noun}")
+    else:
+        consequence, button = (f"It is archived already, and cannot be deleted while "
+                               f"{users} use it."), ""
+    return _confirm(
+        request, title=f"Delete {noun} {name}?",
+        dependents=f"{dependents.summary()} {dependents.uses()} this {noun}." if used
+        else f"{nobody} uses this {noun}.",
+        consequence=consequence, button=button, danger=not used, cancel_url=cancel_url)
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
@@ -151,22 +171,13 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
                                                minimum_role=Role.ADMIN)
     if request.method == "GET":
         dependents = selectors.endpoint_dependents(endpoint=endpoint)
-        used = dependents.counts["search model"] > 0
-        if not used:
-            consequence, button = "It will be deleted for good.", "Delete endpoint"
-        elif endpoint.archived_at is None:
-            consequence, button = (
-                "So it will be archived, not deleted: it leaves the endpoint list and the "
-                "search model form, and their evaluations cannot start until you restore it. "
-                "Nothing is lost."), "Archive endpoint"
-        else:
-            consequence, button = ("It is archived already, and cannot be deleted while "
-                                   "search models use it."), ""
-        return _confirm(
-            request, title=f"Delete endpoint {endpoint.name}?",
-            dependents=f"{dependents.summary()} {dependents.uses()} this endpoint." if used
-            else "Nothing uses this endpoint.",
-            consequence=consequence, button=button, danger=not used,
+        return _delete_confirm(
+            request, noun="endpoint", name=endpoint.name, dependents=dependents,
+            used=dependents.counts["search model"] > 0, users="search models",
+            archived=endpoint.archived_at is not None, nobody="Nothing",
+            archive_effect="it leaves the endpoint list and the search model form, and "
+                           "their evaluations cannot start until you restore it. Nothing "
+                           "is lost.",
             cancel_url=reverse("evaluations:endpoint_list"))
     if services.endpoint_delete(endpoint=endpoint):
         messages.success(request, f"Endpoint {endpoint.name} deleted.")
@@ -263,22 +274,13 @@ def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
                                                 minimum_role=Role.ADMIN)
     if request.method == "GET":
         dependents = selectors.search_model_dependents(model=model)
-        if not dependents:
-            consequence, button = "It will be deleted for good.", "Delete search model"
-        elif model.archived_at is None:
-            consequence, button = (
-                "So it will be archived, not deleted: it leaves the model list and the "
-                "evaluation form, and its evaluations cannot start until you restore it. "
-                "Their results and grades are kept."), "Archive search model"
-        else:
-            consequence, button = ("It is archived already, and cannot be deleted while "
-                                   "evaluations use it."), ""
-        return _confirm(
-            request, title=f"Delete search model {model.name}?",
-            dependents=f"{dependents.summary()} {dependents.uses()} this search model."
-            if dependents
-            else "No evaluation uses this search model.",
-            consequence=consequence, button=button, danger=not dependents,
+        return _delete_confirm(
+            request, noun="search model", name=model.name, dependents=dependents,
+            used=bool(dependents), users="evaluations",
+            archived=model.archived_at is not None, nobody="No evaluation",
+            archive_effect="it leaves the model list and the evaluation form, and its "
+                           "evaluations cannot start until you restore it. Their results "
+                           "and grades are kept.",
             cancel_url=reverse("evaluations:model_list"))
     if services.search_model_delete(model=model):
         messages.success(request, f"Search model {model.name} deleted.")
