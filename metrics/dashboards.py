@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import numpy as np
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db import connection
@@ -535,7 +534,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
     return Comparison(
         a=a, b=b, metrics=metrics, keywords=rows,
         only_a_count=len(keywords_a) - len(shared), only_b_count=len(keywords_b) - len(shared),
-        rbo_k=rbo_k, mean_rbo=float(np.mean(rbos)) if rbos else None,
+        rbo_k=rbo_k, mean_rbo=core.mean_over_keywords(rbos)[0],
     )
 
 
@@ -713,10 +712,10 @@ def model_leaderboard(*, team: Team, metric: str = "") -> ModelLeaderboard:
     shared = set.intersection(*keyword_sets) if keyword_sets else set()
     standings = []
     for config in latest.values():
-        present = [values[config.pk][t] for t in shared if values[config.pk][t] is not None]
+        value, keyword_count = core.mean_over_keywords(values[config.pk][t] for t in shared)
         standings.append(ModelStanding(
             model=config.evaluation.model, evaluation=config.evaluation,
-            value=float(np.mean(present)) if present else None, keyword_count=len(present),
+            value=value, keyword_count=keyword_count,
             stored_value=config.value,
         ))
     standings.sort(key=lambda s: (s.value is None, -(s.value or 0.0), s.model.name))

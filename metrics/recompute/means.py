@@ -1,6 +1,7 @@
 """After each run: an evaluation's means, keyword counts, history and progress, and its
 automatic finish at 100 %."""
 
+from collections import defaultdict
 from datetime import timedelta
 
 from django.conf import settings
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric
 from judgments.models import FeedbackSlot
+from metrics import core
 from metrics.models import KeywordMetricValue, MetricHistoryPoint
 
 
@@ -34,13 +36,21 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
             return
         status, auto_finish = row
         # Each config's stored mean and count, and those of its stored keyword values.
+        # The values come to Python because SQL's AVG sums in whatever order it reads
+        # the rows: core.mean_over_keywords is the one exact rule.
+        cursor.execute(f"SELECT id, value, keyword_count FROM {configs} WHERE evaluation_id = %s",
+                       [evaluation_id])
+        stored = cursor.fetchall()
         cursor.execute(
-            "SELECT m.id, m.value, m.keyword_count, AVG(v.value), COUNT(v.value)"
-            f" FROM {configs} m LEFT JOIN {values} v ON v.metric_id = m.id"
-            " WHERE m.evaluation_id = %s GROUP BY m.id, m.value, m.keyword_count",
+            f"SELECT v.metric_id, v.value FROM {values} v JOIN {configs} m ON m.id = v.metric_id"
+            " WHERE m.evaluation_id = %s AND v.value IS NOT NULL",
             [evaluation_id],
         )
-        rows = cursor.fetchall()
+        values_by_metric: dict[int, list[float]] = defaultdict(list)
+        for metric_id, value in cursor.fetchall():
+            values_by_metric[metric_id].append(value)
+        rows = [(pk, value, keyword_count, *core.mean_over_keywords(values_by_metric[pk]))
+                for pk, value, keyword_count in stored]
         means = [(pk, mean, count) for pk, _, _, mean, count in rows]
         if means:
             # Written even when equal: updated_at marks the grade state (metrics.dashboards).
