@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from metrics import core, dashboards
+from metrics import core, leaderboards
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue
 from tests.metrics.builders import build_evaluation, set_grades, slot
@@ -90,6 +90,6 @@ def test_comparisons_and_leaderboards_average_with_the_same_rule(grade, personas
     for order in (["k1", "k2", "k3"], ["k3", "k2", "k1"]):
         values = {text: by_text[text] for text in order}
         assert statistics.paired_comparison(values, values, resamples=10).mean_a == stored
-    board = dashboards.model_leaderboard(team=personas.team)
+    board = leaderboards.model_leaderboard(team=personas.team)
     assert [standing.value for standing in board.standings] == [stored]
     assert Keyword.objects.filter(evaluation=evaluation).count() == 3
