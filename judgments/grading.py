@@ -31,11 +31,11 @@ from judgments.queue import (
     _renew_held_sql,
     slot_claim_next_assigned,
 )
+from judgments.queue_selectors import routes_to
 from judgments.selectors import (
     ASSIGNED_SLOT_SELECT,
     GradingTarget,
     assigned_slot_from_row,
-    routes_to,
 )
 from judgments.signals import grades_changed
 from metrics import core

@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judgments.models import FeedbackSlot, SlotSkip
+from judgments.queue_selectors import queue_evaluation_ids
 from judgments.selectors import (
     ASSIGNED_SLOT_SELECT,
     assigned_slot,
     assigned_slot_from_row,
-    queue_evaluation_ids,
 )
 from searchtweak import sql
 from searchtweak.models import Team, User
@@ -177,7 +177,7 @@ def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict |
     does not hoard leases); then the first free slot in evaluation, keyword and position
     order; results the grader skipped come last. On PostgreSQL each step leases and reads
     in one statement. The caller has checked that the evaluations are active and route
-    work to the grader (selectors.queue_evaluation_ids, selectors.target_queue).
+    work to the grader (queue_selectors.queue_evaluation_ids, queue_selectors.target_queue).
     """
     if not evaluation_ids:
         return None

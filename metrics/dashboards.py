@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel, Snapshot
 from judgments.models import FeedbackSlot
-from judgments.selectors import grader_queue_size
+from judgments.queue_selectors import grader_queue_size
 from metrics import core
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline

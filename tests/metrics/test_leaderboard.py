@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judgments.models import FeedbackSlot
-from judgments.selectors import grader_queue_size
+from judgments.queue_selectors import grader_queue_size
 from metrics import leaderboards
 from metrics.models import KeywordMetricValue
 from tests.metrics.builders import build_evaluation
