@@ -14,7 +14,6 @@ from datetime import timedelta
 
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db import connection
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -22,7 +21,7 @@ from django.utils import timezone
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel, Snapshot
 from judgments.models import FeedbackSlot
 from judgments.queue_selectors import grader_queue_size
-from metrics import core
+from metrics import core, queries
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
 from metrics.selectors import KeywordRow, keyword_rows
@@ -176,17 +175,7 @@ def _snapshot_patterns(evaluation_id: int) -> list[tuple[list[int | None], int]]
     """Every snapshot's slot grades as (grades, how many snapshots share them), counted
     in SQL. With at most three slots per snapshot the multiset of grades is exactly
     (count, min, max, sum): the middle grade is sum - min - max."""
-    table = connection.ops.quote_name(FeedbackSlot._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT total, graded, lo, hi, grade_sum, COUNT(*) FROM ("
-            " SELECT COUNT(*) AS total, COUNT(grade) AS graded, MIN(grade) AS lo,"
-            " MAX(grade) AS hi, SUM(grade) AS grade_sum"
-            f" FROM {table} WHERE evaluation_id = %s GROUP BY snapshot_id) per_snapshot"
-            " GROUP BY total, graded, lo, hi, grade_sum",
-            [evaluation_id],
-        )
-        rows = cursor.fetchall()
+    rows = queries.snapshot_grade_patterns(evaluation_id=evaluation_id)
     patterns = []
     for total, graded, lo, hi, grade_sum, count in rows:
         if total > 3:

@@ -5,8 +5,7 @@ their latest evaluations share, and graders by grades given and agreement with t
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import connection
-from django.db.models import Count
+from django.db.models import Case, Count, F, Max, Min, OuterRef, Q, Subquery, Sum, Value, When
 
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from judgments.models import FeedbackSlot
@@ -94,26 +93,29 @@ def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
                                     user__isnull=False, reused_from__isnull=True)
         .values("user_id").annotate(n=Count("id")).values_list("user_id", "n")
     )
-    table = connection.ops.quote_name(FeedbackSlot._meta.db_table)
-    evaluations = connection.ops.quote_name(Evaluation._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT user_id, SUM(CASE WHEN same >= 1 THEN 1 ELSE 0 END),"
-            " SUM(CASE WHEN same >= 1 OR others_lo = others_hi THEN 1 ELSE 0 END) FROM ("
-            "  SELECT s.id, s.user_id AS user_id, COUNT(o.id) AS others,"
-            "   SUM(CASE WHEN o.grade = s.grade THEN 1 ELSE 0 END) AS same,"
-            "   MIN(o.grade) AS others_lo, MAX(o.grade) AS others_hi"
-            f"  FROM {table} s JOIN {evaluations} e ON e.id = s.evaluation_id"
-            f"  JOIN {table} o ON o.snapshot_id = s.snapshot_id AND o.id <> s.id"
-            "   AND o.grade IS NOT NULL"
-            "  WHERE e.team_id = %s AND s.grade IS NOT NULL AND s.user_id IS NOT NULL"
-            "   AND s.reused_from_id IS NULL"
-            "  GROUP BY s.id, s.user_id) per_slot"
-            " WHERE others = 2 GROUP BY user_id",
-            [team.pk],
+    # Per graded slot, the other graded slots of its snapshot: how many, how many share its
+    # grade, their lowest and highest grade (equal: the other two agree, a majority).
+    others = (FeedbackSlot.objects.filter(snapshot_id=OuterRef("snapshot_id"),
+                                          grade__isnull=False)
+              .exclude(pk=OuterRef("pk")).order_by().values("snapshot_id"))
+
+    def of_others(aggregate) -> Subquery:
+        return Subquery(others.annotate(result=aggregate).values("result"))
+
+    slots = (FeedbackSlot.objects.filter(evaluation__team=team, grade__isnull=False,
+                                         user__isnull=False, reused_from__isnull=True)
+             .annotate(others=of_others(Count("pk")),
+                       same=of_others(Count("pk", filter=Q(grade=OuterRef("grade")))),
+                       others_lo=of_others(Min("grade")), others_hi=of_others(Max("grade")))
+             .filter(others=2))
+    agreement = {
+        row["user_id"]: (row["agreed"], row["majority"])
+        for row in slots.order_by().values("user_id").annotate(
+            agreed=Sum(Case(When(same__gte=1, then=Value(1)), default=Value(0))),
+            majority=Sum(Case(When(Q(same__gte=1) | Q(others_lo=F("others_hi")),
+                                   then=Value(1)), default=Value(0))),
         )
-        agreement = {user_id: (agreed, majority) for user_id, agreed, majority in
-                     cursor.fetchall()}
+    }
     members = Membership.objects.filter(team=team).select_related("user")
     standings = [
         GraderStanding(
