@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from evaluations.models import Evaluation, Snapshot
+from judgments import queries
 from judgments.models import FeedbackSlot, GraderTags, PoolJudgment, Scale, Transformer
 from searchtweak import access, sql
 from searchtweak.models import Role, Team, User
@@ -61,11 +62,8 @@ class GradingTarget:
         return self.status == Evaluation.Status.ACTIVE
 
 
-# The grading API reads these on every request: one raw statement each, the membership
-# check joined in, because building the ORM queries cost more than running them.
-_TARGET_COLUMNS = 'e."id", e."team_id", e."status", e."scale", e."tags", m."role"'
-_MEMBER_JOIN = (
-    'LEFT JOIN "searchtweak_membership" m ON m."team_id" = e."team_id" AND m."user_id" = %s')
+# The grading API reads these on every request: one statement each, the membership
+# check joined in (judgments.queries).
 
 
 def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = None):
@@ -78,36 +76,17 @@ def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = No
 
 
 def evaluation_target_for_user(*, user: User, evaluation_id: int) -> GradingTarget:
-    row = sql.fetch_one(
-        f'SELECT {_TARGET_COLUMNS} FROM "evaluations_evaluation" e {_MEMBER_JOIN}'
-        ' WHERE e."id" = %s', [user.pk, evaluation_id])
+    row = queries.evaluation_target_row(user_id=user.pk, evaluation_id=evaluation_id)
     return _grading_target(row, what="evaluation")
 
 
 def snapshot_target_for_user(*, user: User, snapshot_id: int) -> GradingTarget:
-    row = sql.fetch_one(
-        f'SELECT {_TARGET_COLUMNS} FROM "evaluations_snapshot" s'
-        ' JOIN "evaluations_keyword" k ON k."id" = s."keyword_id"'
-        ' JOIN "evaluations_evaluation" e ON e."id" = k."evaluation_id"'
-        f' {_MEMBER_JOIN} WHERE s."id" = %s', [user.pk, snapshot_id])
+    row = queries.snapshot_target_row(user_id=user.pk, snapshot_id=snapshot_id)
     return _grading_target(row, what="snapshot", snapshot_id=snapshot_id)
 
 
-# A slot as the grading API answers it (the slot, its grader, result and keyword), from a
-# slot row named f: columns and joins. services reads it from a claim's RETURNING too.
-ASSIGNED_SLOT_SELECT = (
-    'f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
-    ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
-    ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
-    ' s."position", s."doc_id", s."name", s."image", s."fields"',
-    'JOIN "evaluations_snapshot" s ON s."id" = f."snapshot_id"'
-    ' JOIN "evaluations_keyword" k ON k."id" = f."keyword_id"'
-    ' LEFT JOIN "searchtweak_user" u ON u."id" = f."user_id"',
-)
-
-
 def assigned_slot_from_row(row: dict) -> dict:
-    """ASSIGNED_SLOT_SELECT's row, its values as the ORM would read them."""
+    """queries.ASSIGNED_SLOT_SELECT's row, its values as the ORM would read them."""
     for name in ("assigned_at", "lease_expires_at", "graded_at"):
         row[name] = sql.time_value(row[name])
     row["unsure"] = bool(row["unsure"])
@@ -117,10 +96,7 @@ def assigned_slot_from_row(row: dict) -> dict:
 
 def assigned_slot(*, slot_id: int) -> dict:
     """A slot as the grading API answers it: the slot, its grader, result and keyword."""
-    columns, joins = ASSIGNED_SLOT_SELECT
-    row = sql.fetch_one(
-        f'SELECT {columns} FROM "judgments_feedbackslot" f {joins} WHERE f."id" = %s',
-        [slot_id])
+    row = queries.assigned_slot_row(slot_id=slot_id)
     if row is None:
         raise Http404("No such slot.")
     return assigned_slot_from_row(row)
