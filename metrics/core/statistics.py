@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from metrics.core.batch import mean_over_keywords
+
 SlotGrades = Sequence[int | None]
 """The slots of one snapshot; None = not graded yet."""
 
@@ -140,9 +142,9 @@ def paired_comparison(
         return PairedComparison(0, None, None, None, 0, 0, 0, None, None)
     return PairedComparison(
         keyword_count=count,
-        mean_a=float(first.mean()),
-        mean_b=float(second.mean()),
-        mean_delta=float(deltas.mean()),
+        mean_a=mean_over_keywords(first)[0],
+        mean_b=mean_over_keywords(second)[0],
+        mean_delta=mean_over_keywords(deltas)[0],
         wins=int((deltas > 0).sum()),
         losses=int((deltas < 0).sum()),
         ties=int((deltas == 0).sum()),
