@@ -8,6 +8,7 @@ ALLOWED_HOSTS (see docker-compose.yml).
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "searchtweak",
     "evaluations",
     "judgments",
@@ -63,6 +65,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "searchtweak.errors.NotFoundPageMiddleware",
+    # Last, as axes asks: it turns a login that its backend refused into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "searchtweak.urls"
@@ -123,6 +127,32 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Login throttling (searchtweak.login_throttle, django-axes): failures within the last
+# LOGIN_LOCKOUT_MINUTES, counted per username + client address and per client address.
+# `manage.py axes_reset` (or axes_reset_ip / axes_reset_username) lifts a lock at once.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20, minimum=1)
+LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 10, minimum=1)
+# Reverse proxies in front of the app that append to X-Forwarded-For; 0 trusts none and
+# takes the connection's address (behind a proxy that would be the proxy's, for everyone).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+AUTHENTICATION_BACKENDS = [
+    "searchtweak.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = "searchtweak.login_throttle.failure_limit"
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_CALLABLE = "searchtweak.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "searchtweak.login_throttle.client_address"
+# A failure while locked does not extend the lock: an attacker cannot keep a shared
+# address locked past the cool-off by retrying.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Successes are not recorded (the failures are all the throttle needs), and a success
+# does not clear the address's failures: one known password must not reset the count.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_RESET_ON_SUCCESS = False
 
 # Mail (password reset links, invitations): EMAIL_URL names the server, e.g.
 # smtp://user:pass@mail.example.com:587?tls=true (see searchtweak.envvars.env_email_url).
