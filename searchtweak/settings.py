@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "csp",
     "axes",
     "searchtweak",
     "evaluations",
@@ -63,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "searchtweak.errors.NotFoundPageMiddleware",
     # Last, as axes asks: it turns a login that its backend refused into the lockout page.
@@ -187,6 +189,43 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# HTTPS in production: plain HTTP is redirected and browsers are told (HSTS) to use HTTPS
+# only. Behind a TLS proxy that redirects and sends HSTS itself, set SECURE_SSL_REDIRECT=false
+# and SECURE_HSTS_SECONDS=0; a proxy that only terminates TLS must then send
+# X-Forwarded-Proto, or the redirect would loop. /healthz answers over plain HTTP for the
+# load balancer's and docker-compose's checks.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+# Only allows a submission to the browsers' preload list; nothing is submitted by itself.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
+if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp), in development too so a violation shows at once:
+# no inline script, handler or style anywhere (JS and CSS are files in static/; values a
+# template must pass to CSS go in data-* attributes that static/js/app.js applies).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # The grading page and the keyword and Test pages show each result's image from
+        # wherever the search engine says it lives, so any HTTPS host (and data: URLs,
+        # which engines and Swagger UI use for small images); plain http: stays out.
+        "img-src": ["'self'", "data:", "https:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        # Redoc runs its search index in a worker it builds from a blob: URL.
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
