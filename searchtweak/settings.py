@@ -214,8 +214,9 @@ CONTENT_SECURITY_POLICY = {
         "style-src": ["'self'"],
         # The grading page and the keyword and Test pages show each result's image from
         # wherever the search engine says it lives, so any HTTPS host (and data: URLs,
-        # which engines and Swagger UI use for small images); plain http: stays out.
-        "img-src": ["'self'", "data:", "https:"],
+        # which engines, the demo and Swagger UI use for small images). Plain http: only
+        # in development, whose own pages are plain HTTP and whose engines often are too.
+        "img-src": ["'self'", "data:", "https:", *(["http:"] if DEBUG else [])],
         "font-src": ["'self'", "data:"],
         "connect-src": ["'self'"],
         # Redoc runs its search index in a worker it builds from a blob: URL.
