@@ -155,6 +155,8 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 # does not clear the address's failures: one known password must not reset the count.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_RESET_ON_SUCCESS = False
+# Axes prints a banner on every start-up (each manage.py command, each worker): noise.
+AXES_VERBOSE = False
 
 # Mail (password reset links, invitations): EMAIL_URL names the server, e.g.
 # smtp://user:pass@mail.example.com:587?tls=true (see searchtweak.envvars.env_email_url).
