@@ -1,5 +1,7 @@
 """Answer validation: each pair accepted or rejected with a reason, never dropped."""
 
+import json
+
 import httpx
 import pytest
 
@@ -16,7 +18,14 @@ from judges.core.prompts import Document, build_prompt, default_template
 from judges.core.providers import Anthropic, Ollama, OpenAICompatible
 from judges.core.sending import send
 from metrics.core.scales import GRADED, SCALES
-from tests.judges.fake_providers import ANTHROPIC, OLLAMA, OPENAI, answer, fake_provider
+from tests.judges.fake_providers import (
+    ANTHROPIC,
+    OLLAMA,
+    OPENAI,
+    answer,
+    fake_provider,
+    grade_all,
+)
 
 IDS = ["d1", "d2", "d3"]
 GRADED_GRADES = range(0, 4)
@@ -175,3 +184,25 @@ def test_wrong_and_missing_grades_from_a_real_provider_reject_only_those_pairs(p
     assert verdict.accepted == (Accepted("d1", 3, "because"),)
     assert [(r.id, r.code) for r in verdict.rejected] == [
         ("d2", Rejection.OUT_OF_SCALE), ("d3", Rejection.MISSING)]
+
+
+@pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC, OLLAMA])
+def test_a_full_batch_of_twenty_is_graded_end_to_end(protocol):
+    scale = SCALES[GRADED]
+    ids = [f"slot-{n}" for n in range(20)]
+    documents = [Document(doc_id, {"title": f"result {doc_id}"}) for doc_id in ids]
+    prompt = build_prompt(default_template(scale), keyword="shoes", guidelines="Be strict.",
+                          documents=documents, scale=scale)
+    provider_class = {OPENAI: OpenAICompatible, ANTHROPIC: Anthropic, OLLAMA: Ollama}[protocol]
+    with fake_provider(protocol, api_key=None) as fake:
+        fake.default = grade_all(lambda doc_id: int(doc_id.split("-")[1]) % 4)
+        provider = provider_class(model="m", base_url=fake.base_url)
+        request = provider.build_request(system=prompt.system, user=prompt.user,
+                                         schema=prompt.schema, parameters={}, api_key=None)
+        with httpx.Client() as client:
+            result = send(provider, request, client=client, timeout_seconds=5)
+        sent = fake.bodies()[0]
+    verdict = validate_answer(result.completion.answer, ids=ids, grades=scale.grades)
+    assert verdict.rejected == () and verdict.strays == ()
+    assert [(a.id, a.grade) for a in verdict.accepted] == [(i, n % 4) for n, i in enumerate(ids)]
+    assert "Be strict." in json.dumps(sent)
