@@ -365,7 +365,7 @@ def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
                               for code in ("recall", "best")}
     tent = Keyword.objects.get(evaluation=second, text="tent")
     with django_capture_on_commit_callbacks(execute=True):
-        keyword_fetch_store(keyword_id=tent.pk,
+        keyword_fetch_store(keyword_id=tent.pk, claimed_at=tent.fetch_claimed_at,
                             result=FetchResult(status_code=200, documents=[]))
     expected = {
         ("tent", "recall"): 0.0, ("tent", "best"): 0.0,  # missed 2 relevant, and the best
