@@ -15,6 +15,7 @@ from metrics.models import KeywordMetricValue
 from metrics.services import dirty_keywords_due
 from tests.conftest import skip_or_fail
 from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
 from tests.searchtweak.factories import UserFactory
 from tests.workers import (
     REPO,
@@ -103,6 +104,7 @@ def test_grades_made_while_no_worker_runs_converge_once_one_starts():
         assert sweep_dirty_keywords.delay().get(timeout=30) == 2
         wait_until_clean(evaluation)
     assert_values_match_the_engine(evaluation, grades_by_keyword)
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
 
 
 @override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
@@ -119,6 +121,7 @@ def test_a_grade_saves_when_the_broker_is_unreachable_and_the_sweep_repairs_it()
     assert sweep_dirty_keywords.delay().get() == 1  # eager again, as the embedded default
     assert KeywordMetricValue.objects.get(keyword__evaluation=evaluation).value == 2.0
     assert dirty_keywords_due() == []
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
 
 
 def test_a_real_worker_follows_a_stream_of_grades_to_exact_values():
