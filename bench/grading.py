@@ -400,6 +400,7 @@ def main() -> int:
     env = {
         "DATABASE_URL": database_url, "DEBUG": "false", "SECRET_KEY": "bench-" + uuid.uuid4().hex,
         "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false",
+        "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0",
         "CELERY_TASK_DEFAULT_QUEUE": queue,
     }
     if args.recompute != "eager":

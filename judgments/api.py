@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
-from judgments import exports, imports, selectors, services
+from judgments import exports, imports, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
 from metrics.core.scales import is_integer
 from searchtweak.api_files import FileContentNegotiation
@@ -112,7 +112,7 @@ class EvaluationNextApi(APIView):
                 user=request.user, evaluation_id=evaluation_id)
             slot = services.slot_claim_next_assigned(
                 user=request.user,
-                evaluation_ids=selectors.target_queue(user=request.user, target=target))
+                evaluation_ids=queue_selectors.target_queue(user=request.user, target=target))
         else:
             serializer = self.InputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -125,7 +125,7 @@ class EvaluationNextApi(APIView):
             try:
                 slot = services.snapshot_grade_and_claim_next(
                     user=request.user, target=target, **grading,
-                    evaluation_ids=selectors.target_queue(user=request.user, target=target))
+                    evaluation_ids=queue_selectors.target_queue(user=request.user, target=target))
             except services.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
         if slot is None:

@@ -51,3 +51,12 @@ def test_the_recompute_reads_follow_the_setting_too(postgresql):
         assert [(row.keyword_id, row.evaluation_id) for row in changed] == [
             (keyword_id, evaluation.pk)]
     assert not [text for text in prepared_statements() if "recomputedue" in text]
+
+
+def test_raw_rows_have_one_json_decoder():
+    from tests.source_scan import matching_lines
+
+    # A JSON column from raw SQL is text on some drivers: searchtweak.sql.json_value
+    # decodes it, and no module keeps its own copy of that rule.
+    found = matching_lines([r"json\.loads\(\w+\) if isinstance\(\w+, str\)"])
+    assert set(found) == {"searchtweak/sql.py"}, found

@@ -1,0 +1,116 @@
+"""The judgments app's hand-written SQL: the grading API's reads and the queue's claims.
+
+A grade costs two API requests and the ORM's query compilation was most of their CPU
+(bench/grading.py), so what those requests run is written out here, with table names from
+the models' `_meta` (searchtweak.sql runs them). The statements that write a grade are the
+exception: they stay in judgments.grading, the one module that writes grades (a scan in
+tests/judgments/test_grading.py holds it to that), built from the names below. Each
+statement is tested against the ORM in tests/judgments/test_queries.py.
+"""
+
+from django.db import connection
+
+from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments.models import FeedbackSlot, SlotSkip
+from searchtweak import sql
+from searchtweak.models import Membership, User
+
+_q = connection.ops.quote_name
+SLOTS = _q(FeedbackSlot._meta.db_table)
+SKIPS = _q(SlotSkip._meta.db_table)
+SNAPSHOTS = _q(Snapshot._meta.db_table)
+KEYWORDS = _q(Keyword._meta.db_table)
+EVALUATIONS = _q(Evaluation._meta.db_table)
+MEMBERSHIPS = _q(Membership._meta.db_table)
+USERS = _q(User._meta.db_table)
+
+# --- the grading target: an evaluation or snapshot with the caller's role in its team ---
+
+_TARGET_COLUMNS = 'e."id", e."team_id", e."status", e."scale", e."tags", m."role"'
+_MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
+
+
+def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
+    """{id, team_id, status, scale, tags (JSON as the driver gives it), role (None: not a
+    member)} of the evaluation, or None when there is none."""
+    return sql.fetch_one(
+        f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
+        [user_id, evaluation_id])
+
+
+def snapshot_target_row(*, user_id: int, snapshot_id: int) -> dict | None:
+    """evaluation_target_row of the snapshot's evaluation."""
+    return sql.fetch_one(
+        f'SELECT {_TARGET_COLUMNS} FROM {SNAPSHOTS} s'
+        f' JOIN {KEYWORDS} k ON k."id" = s."keyword_id"'
+        f' JOIN {EVALUATIONS} e ON e."id" = k."evaluation_id"'
+        f' {_MEMBER_JOIN} WHERE s."id" = %s', [user_id, snapshot_id])
+
+
+# --- the slot as the grading API answers it ---
+
+# Columns and joins from a slot row named f: the slot, its grader, result and keyword.
+# judgments.queue reads it from a claim's RETURNING too. The names are the slot JSON's
+# (judgments.slot_json) or decoded into it.
+ASSIGNED_SLOT_SELECT = (
+    'f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
+    ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
+    ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
+    ' s."position", s."doc_id", s."name", s."image", s."fields"',
+    f'JOIN {SNAPSHOTS} s ON s."id" = f."snapshot_id"'
+    f' JOIN {KEYWORDS} k ON k."id" = f."keyword_id"'
+    f' LEFT JOIN {USERS} u ON u."id" = f."user_id"',
+)
+
+
+def assigned_slot_row(*, slot_id: int) -> dict | None:
+    columns, joins = ASSIGNED_SLOT_SELECT
+    return sql.fetch_one(f'SELECT {columns} FROM {SLOTS} f {joins} WHERE f."id" = %s',
+                         [slot_id])
+
+
+def own_slot_row_for_update(*, snapshot_id: int, user_id: int) -> dict | None:
+    """{id, grade, keyword_id} of the caller's slot on the snapshot, locked (PostgreSQL)."""
+    return sql.fetch_one(
+        f'SELECT "id", "grade", "keyword_id" FROM {SLOTS}'
+        f' WHERE "snapshot_id" = %s AND "user_id" = %s{sql.for_update()}',
+        [snapshot_id, user_id])
+
+
+# --- claims (judgments.queue) ---
+
+# One statement claims a slot: the first free one in hand-out order (slot_queue_idx), that
+# the grader holds no other slot of the snapshot of. FOR UPDATE SKIP LOCKED (PostgreSQL)
+# makes parallel claims pass over each other's rows instead of waiting or colliding.
+CLAIM_SQL = f"""
+UPDATE {SLOTS}
+SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
+    "unsure" = %s, "note" = '', "graded_by_id" = NULL
+WHERE {{guard}}"id" = (
+    SELECT s."id" FROM {SLOTS} s
+    WHERE {{where}} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
+      AND NOT EXISTS (SELECT 1 FROM {SLOTS} o
+                      WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
+                        AND o."id" <> s."id")
+      {{skips}}
+    ORDER BY {{order}} LIMIT 1{{lock}})
+RETURNING {{returning}}
+"""
+NOT_SKIPPED = f"""AND NOT EXISTS (SELECT 1 FROM {SKIPS} k
+                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
+# The first slot the grader holds ungraded among some evaluations, its lease renewed.
+RENEW_HELD_SQL = f"""
+UPDATE {SLOTS} SET "lease_expires_at" = %s WHERE {{guard}}"id" = (
+    SELECT "id" FROM {SLOTS}
+    WHERE "user_id" = %s AND "evaluation_id" IN ({{marks}}) AND "grade" IS NULL
+      AND "lease_expires_at" >= %s{{besides}}
+    ORDER BY "assigned_at", "id" LIMIT 1)
+RETURNING {{returning}}
+"""
+QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
+# PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
+# grading API answers it, in one statement: each grade's request runs this. The slot's
+# own columns come from RETURNING, since the outer SELECT sees the table as it was.
+RENEW_OR_CLAIM_CTES = """held AS ({renew}), claimed AS ({claim}),
+     f AS (SELECT * FROM held UNION ALL SELECT * FROM claimed)"""
+HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
