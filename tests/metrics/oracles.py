@@ -2,7 +2,6 @@
 
 import io
 
-import pytest
 from django.core.management import call_command
 
 from evaluations.models import EvaluationMetric
@@ -30,9 +29,5 @@ def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
                  for key in values.keys() | expected_values.keys()
                  if values.get(key) != expected_values.get(key)}
     assert differing == {}, "stored (left) and recomputed (right) keyword values differ"
-    assert {pk: count for pk, (_, count) in means.items()} == {
-        pk: count for pk, (_, count) in expected_means.items()}
-    # Means may still differ in the last bit (issue 17, defect 9); once both paths sum in
-    # one canonical order this becomes an exact comparison.
-    for pk, (mean, _) in expected_means.items():
-        assert means[pk][0] == (None if mean is None else pytest.approx(mean, abs=1e-12)), pk
+    # Bit for bit: both paths take the mean in one canonical way (math.fsum / count).
+    assert means == expected_means, "stored (left) and recomputed (right) means differ"
