@@ -12,6 +12,7 @@ from django.db import connection
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot, SlotSkip
+from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import sql
 from searchtweak.models import Membership, User
 
@@ -49,14 +50,11 @@ def snapshot_target_row(*, user_id: int, snapshot_id: int) -> dict | None:
 
 # --- the slot as the grading API answers it ---
 
-# Columns and joins from a slot row named f: the slot, its grader, result and keyword.
-# judgments.queue reads it from a claim's RETURNING too. The names are the slot JSON's
-# (judgments.slot_json) or decoded into it.
+# Columns and joins from a slot row named f: the slot, its grader, result and keyword,
+# each column named after its field of the slot JSON (judgments.slot_json). judgments.queue
+# reads it from a claim's RETURNING too.
 ASSIGNED_SLOT_SELECT = (
-    'f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
-    ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
-    ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
-    ' s."position", s."doc_id", s."name", s."image", s."fields"',
+    ", ".join(f"{field.column} AS {_q(field.name)}" for field in ASSIGNED_SLOT_FIELDS),
     f'JOIN {SNAPSHOTS} s ON s."id" = f."snapshot_id"'
     f' JOIN {KEYWORDS} k ON k."id" = f."keyword_id"'
     f' LEFT JOIN {USERS} u ON u."id" = f."user_id"',
