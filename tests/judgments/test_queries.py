@@ -116,9 +116,9 @@ def test_claim_statement(personas, include_skipped):
     expected = orm_first_free(evaluation=evaluation, user=personas.grader, now=now,
                               include_skipped=include_skipped)
     assert expected == (slots[3].pk if include_skipped else slots[7].pk)
-    statement, params = queue._queue_claim_sql(
-        user=personas.grader, now=now, evaluation_id=evaluation.pk,
-        include_skipped=include_skipped)
+    statement, params = queries.queue_claim_sql(
+        user_id=personas.grader.pk, now=now, lease_until=now + queue.LEASE,
+        evaluation_id=evaluation.pk, include_skipped=include_skipped)
     claimed = sql.fetch_one(statement, params)
     assert claimed["id"] == expected
     slot = FeedbackSlot.objects.get(pk=expected)
@@ -147,9 +147,11 @@ def test_renew_held_statement(personas):
         lease_expires_at__gte=now).order_by("assigned_at", "pk").values_list(
         "pk", flat=True).first()
     assert expected == slots[0].pk
-    renewed = sql.fetch_one(*queue._renew_held_sql(
-        user=personas.grader, evaluation_ids=[evaluation.pk], now=now))
+    renewed = sql.fetch_one(*queries.renew_held_sql(
+        user_id=personas.grader.pk, evaluation_ids=[evaluation.pk], now=now,
+        lease_until=now + queue.LEASE))
     assert renewed == {"id": expected}
     assert FeedbackSlot.objects.get(pk=expected).lease_expires_at == now + queue.LEASE
-    assert sql.fetch_one(*queue._renew_held_sql(
-        user=personas.lead, evaluation_ids=[evaluation.pk], now=now)) is None
+    assert sql.fetch_one(*queries.renew_held_sql(
+        user_id=personas.lead.pk, evaluation_ids=[evaluation.pk], now=now,
+        lease_until=now + queue.LEASE)) is None
