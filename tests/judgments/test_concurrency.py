@@ -103,7 +103,7 @@ def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(per
             handed.append(slot["id"])
             grade = (slot["id"] * 7 + user.pk) % 4
             target = selectors.snapshot_target_for_user(
-                user=user, snapshot_id=slot["snapshot_id"])
+                user=user, snapshot_id=slot["snapshot"])
             next_slot = services.snapshot_grade_and_claim_next(
                 user=user, target=target, grade=grade, evaluation_ids=[evaluation.pk])
             submitted[slot["id"]] = grade
