@@ -225,7 +225,8 @@ class EvaluationForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     model = forms.ModelChoiceField(queryset=SearchModel.objects.none(), label="Search model")
     keywords = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
+        # Not stripped: blank lines before the first keyword keep error line numbers right.
+        required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
         help_text="One per line (up to 10,000); duplicates and blank lines are removed.")
     keywords_file = forms.FileField(
         required=False, label="…or upload keywords (CSV or TXT)",
