@@ -44,3 +44,28 @@ def test_endpoint_create_names_every_bad_field(personas):
 ])
 def test_is_http_url_accepts_hosts_without_a_dot_and_rejects_the_rest(url, valid):
     assert services.is_http_url(url) is valid
+
+
+def test_a_mapper_expression_nested_too_deeply_is_a_named_error_not_a_crash(personas):
+    nested = "(" * 5000 + "a" + ")" * 5000
+    with pytest.raises(ValidationError) as raised:
+        services.endpoint_create(team=personas.team, created_by=None, name="Deep",
+                                 url="https://search.test/s",
+                                 mapper={"documents": "hits", "id": "id", "name": "name",
+                                         "fields": {"Deep": "!" * 2000 + "a"}, "image": nested})
+    assert raised.value.message_dict == {
+        "mapper.image": ["invalid JMESPath: nested too deeply"],
+        "mapper.fields.Deep": ["invalid JMESPath: nested too deeply"]}
+    assert not Endpoint.objects.exists()
+
+
+def test_a_nul_character_in_a_mapper_is_refused_before_postgresql_would_fail(personas):
+    with pytest.raises(ValidationError) as raised:
+        services.endpoint_create(team=personas.team, created_by=None, name="Nul",
+                                 url="https://search.test/s",
+                                 mapper={"documents": "hits", "id": "'a\x00b'", "name": "name",
+                                         "fields": {"Pr\x00ice": "price"}})
+    assert raised.value.message_dict == {
+        "mapper.id": ["may not contain a NUL character (U+0000)"],
+        "mapper.fields.Pr\x00ice": ["may not contain a NUL character (U+0000)"]}
+    assert not Endpoint.objects.exists()
