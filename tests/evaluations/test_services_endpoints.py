@@ -4,7 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from evaluations import services
-from evaluations.models import Endpoint
+from evaluations.models import Endpoint, SearchModel
+from tests.evaluations.factories import EndpointFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -69,3 +70,17 @@ def test_a_nul_character_in_a_mapper_is_refused_before_postgresql_would_fail(per
         "mapper.id": ["may not contain a NUL character (U+0000)"],
         "mapper.fields.Pr\x00ice": ["may not contain a NUL character (U+0000)"]}
     assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("params", [{"q": "#query#", "x": "a\x00"},
+                                    {"q": "#query#", "x\x00": "a"},
+                                    {"q": ["#query#", "b\x00"]}])
+def test_a_nul_character_in_model_params_is_refused_before_postgresql_would_fail(
+        personas, params):
+    endpoint = EndpointFactory(team=personas.team)
+    with pytest.raises(ValidationError) as raised:
+        services.search_model_create(team=personas.team, created_by=None, endpoint=endpoint,
+                                     name="Nul", params=params)
+    assert list(raised.value.message_dict) == ["params"]
+    assert "NUL character" in raised.value.message_dict["params"][0]
+    assert not SearchModel.objects.exists()
