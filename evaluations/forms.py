@@ -227,7 +227,8 @@ class EvaluationForm(forms.Form):
     keywords = forms.CharField(
         # Not stripped: blank lines before the first keyword keep error line numbers right.
         required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
-        help_text="One per line (up to 10,000); duplicates and blank lines are removed.")
+        help_text="One per line (up to 10,000); duplicates and blank lines are removed, "
+                  "extra spaces too.")
     keywords_file = forms.FileField(
         required=False, label="…or upload keywords (CSV or TXT)",
         help_text="TXT: one per line. CSV: the first column.")
