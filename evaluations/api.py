@@ -140,8 +140,11 @@ class EvaluationInputSerializer(serializers.Serializer):
     model = serializers.IntegerField()
     scale = serializers.CharField(max_length=50)
     strategy = serializers.IntegerField()
-    keywords = serializers.ListField(child=serializers.CharField(max_length=500,
-                                                                 allow_blank=True))
+    keywords = serializers.ListField(
+        child=serializers.CharField(max_length=500, allow_blank=True),
+        help_text="One keyword per item, stored with runs of whitespace as one space and "
+                  "zero-width characters dropped; duplicates (ignoring case) and blanks are "
+                  "removed. A control character, or no keyword left, is a 400 on keywords.")
     metrics = MetricConfigSerializer(many=True)
     transformers = serializers.JSONField(required=False, default=dict)
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,

@@ -225,8 +225,10 @@ class EvaluationForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     model = forms.ModelChoiceField(queryset=SearchModel.objects.none(), label="Search model")
     keywords = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
-        help_text="One per line (up to 10,000); duplicates and blank lines are removed.")
+        # Not stripped: blank lines before the first keyword keep error line numbers right.
+        required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
+        help_text="One per line (up to 10,000); duplicates and blank lines are removed, "
+                  "extra spaces too.")
     keywords_file = forms.FileField(
         required=False, label="…or upload keywords (CSV or TXT)",
         help_text="TXT: one per line. CSV: the first column.")

@@ -97,12 +97,21 @@ def mapper_problems(mapper: Any) -> dict[str, str]:
     for label, expression in fields.items():
         if not str(label).strip() or not isinstance(expression, str) or not expression.strip():
             problems[f"mapper.fields.{label}"] = "needs a label and an expression"
+        elif "\x00" in str(label):
+            problems[f"mapper.fields.{label}"] = _NUL_PROBLEM
         else:
             _note_problem(problems, f"mapper.fields.{label}", expression.strip())
     return problems
 
 
+# PostgreSQL's jsonb cannot hold U+0000: storing one would fail the whole request.
+_NUL_PROBLEM = "may not contain a NUL character (U+0000)"
+
+
 def _note_problem(problems: dict[str, str], field_name: str, expression: str) -> None:
+    if "\x00" in expression:
+        problems[field_name] = _NUL_PROBLEM
+        return
     try:
         _compiled(field_name, expression)
     except MapperError as error:
@@ -125,6 +134,9 @@ def _compiled(field_name: str, expression: str):
     except JMESPathError as error:
         raise MapperError(field_name, f"invalid JMESPath {expression!r}: "
                           f"{jmespath_problem(error, expression)}") from None
+    except RecursionError:
+        # jmespath's parser recurses once per nesting level: "((((…" exhausts the stack.
+        raise MapperError(field_name, "invalid JMESPath: nested too deeply") from None
 
 
 def jmespath_problem(error: JMESPathError, expression: str) -> str:

@@ -68,14 +68,15 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
 def _keywords_from_form(form: EvaluationForm) -> tuple[list[str], str] | None:
     """The form's keywords (typed or uploaded) and the notice of what was cleaned away."""
     upload = form.cleaned_data.get("keywords_file")
-    lines = form.cleaned_data["keywords"].splitlines()
-    if upload:
-        try:
+    # Typed lines first, so a line number in an error is the textarea's.
+    lines = services.keyword_lines(form.cleaned_data["keywords"])
+    try:
+        if upload:
             lines += services.keywords_from_upload(filename=upload.name, content=upload.read())
-        except ValidationError as error:
-            add_service_errors(form, error)
-            return None
-    cleaned = services.keywords_clean(lines)
+        cleaned = services.keywords_clean(lines)
+    except ValidationError as error:
+        add_service_errors(form, error)
+        return None
     return cleaned.keywords, cleaned.notice()
 
 

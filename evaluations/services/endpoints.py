@@ -245,6 +245,10 @@ def _validate_model_fields(
         if not all(isinstance(item, str | int | float) and not isinstance(item, bool)
                    for item in items):
             raise ValidationError({"params": f"the value of {key} must be text or a number"})
+        # PostgreSQL's jsonb cannot hold U+0000: storing one would fail the whole request.
+        if "\x00" in key or any("\x00" in str(item) for item in items):
+            raise ValidationError({"params": f"{key!r} may not contain a NUL character "
+                                   "(U+0000)"})
     if body_format not in SearchModel.BodyFormat.values:
         raise ValidationError({"body_format": "Use json or form."})
     if body is not None and body_format == SearchModel.BodyFormat.JSON and body.strip():

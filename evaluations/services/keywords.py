@@ -1,8 +1,16 @@
 """Keyword lists: cleaning (trim, deduplicate), limits, the TXT/CSV upload, and the rows
-an evaluation's keywords are stored as."""
+an evaluation's keywords are stored as.
+
+One rule for every way keywords arrive (the form's text, an upload, the API, on create and
+update): a keyword is NFC text with zero-width characters dropped and each run of
+whitespace (tabs and line breaks too) made one space, trimmed; a control character
+rejects the list with a message naming its line; an empty list is refused.
+"""
 
 import csv
 import io
+import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -13,6 +21,41 @@ from evaluations.models import Evaluation, Keyword
 
 MAX_KEYWORDS = 10_000
 MAX_KEYWORD_LENGTH = 500  # Keyword.text's max_length
+# Enough to fix a list; a file of garbage would otherwise answer with megabytes of errors.
+MAX_UPLOAD_ERRORS = 50
+
+# Invisible in every view of a keyword: two keywords differing only by one would be two rows
+# that graders cannot tell apart.
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+# Control characters that are whitespace: collapsed like spaces, not refused.
+_WHITESPACE_CONTROLS = frozenset("\t\n\r\x0b\x0c")
+# The line ends a browser's textarea and editors number (str.splitlines knows more: \x1c,
+# \x85, \u2028, which then could not be named by their line).
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def keyword_lines(text: str) -> list[str]:
+    """The lines of a keywords textarea, split where a person sees them break; like
+    str.splitlines, a final line end starts no further line."""
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def keyword_text_clean(text: str) -> str:
+    """The stored form of a keyword: NFC, zero-width characters dropped, runs of whitespace
+    as one space, trimmed."""
+    return " ".join(unicodedata.normalize("NFC", text).translate(_ZERO_WIDTH).split())
+
+
+def keyword_text_problem(text: str) -> str | None:
+    """Why `text` cannot be a keyword whatever its cleaning: a C0 or C1 control character
+    other than whitespace (a terminal escape, a bell) would reach every page and export."""
+    for column, char in enumerate(text, start=1):
+        if unicodedata.category(char) == "Cc" and char not in _WHITESPACE_CONTROLS:
+            return f"control character U+{ord(char):04X} at column {column}"
+    return None
 
 
 @dataclass
@@ -32,11 +75,19 @@ class KeywordList:
 
 
 def keywords_clean(lines: Iterable[str]) -> KeywordList:
-    """Trimmed keywords in their first order; duplicates (case-folded) and blanks removed."""
+    """Cleaned keywords (keyword_text_clean) in their first order; duplicates (case-folded)
+    and blanks removed. A line with a control character raises a ValidationError on
+    `keywords` naming each such line (1-based)."""
+    lines = [str(line) for line in lines]
+    problems = [f"line {number}: {problem}" for number, problem in (
+        (number, keyword_text_problem(line)) for number, line in enumerate(lines, start=1))
+        if problem]
+    if problems:
+        raise ValidationError({"keywords": _capped(problems)})
     result = KeywordList(keywords=[])
     seen: set[str] = set()
     for line in lines:
-        text = str(line).strip()
+        text = keyword_text_clean(line)
         if not text:
             result.blank_count += 1
             continue
@@ -47,10 +98,6 @@ def keywords_clean(lines: Iterable[str]) -> KeywordList:
         seen.add(normalized)
         result.keywords.append(text)
     return result
-
-
-# Enough to fix a file; a file of garbage would otherwise answer with megabytes of errors.
-MAX_UPLOAD_ERRORS = 50
 
 
 def keywords_from_upload(*, filename: str, content: bytes) -> list[str]:
@@ -88,21 +135,33 @@ def keywords_from_upload(*, filename: str, content: bytes) -> list[str]:
             rows = rows[1:]
     else:
         rows = list(enumerate(lines, start=1))
-    errors = [f"line {number}: keyword longer than {MAX_KEYWORD_LENGTH} characters "
-              f"({len(text.strip()):,})"
-              for number, text in rows if len(text.strip()) > MAX_KEYWORD_LENGTH]
+    errors = []
+    for number, text in rows:
+        problem = keyword_text_problem(text)
+        if problem:
+            errors.append(f"line {number}: {problem}")
+        elif len(cleaned := keyword_text_clean(text)) > MAX_KEYWORD_LENGTH:
+            errors.append(f"line {number}: keyword longer than {MAX_KEYWORD_LENGTH} characters "
+                          f"({len(cleaned):,})")
     if errors:
         _raise_upload_errors(errors)
     return [text for _, text in rows]
 
 
-def _raise_upload_errors(errors: list[str]) -> None:
+def _capped(errors: list[str]) -> list[str]:
     extra = len(errors) - MAX_UPLOAD_ERRORS
-    shown = errors[:MAX_UPLOAD_ERRORS] + ([f"… and {extra} more errors."] if extra > 0 else [])
-    raise ValidationError({"keywords_file": shown})
+    return errors[:MAX_UPLOAD_ERRORS] + ([f"… and {extra} more errors."] if extra > 0 else [])
+
+
+def _raise_upload_errors(errors: list[str]) -> None:
+    raise ValidationError({"keywords_file": _capped(errors)})
 
 
 def keywords_validate(keywords: list[str]) -> None:
+    """Limits of a cleaned list: at least one keyword, at most MAX_KEYWORDS, each within
+    MAX_KEYWORD_LENGTH."""
+    if not keywords:
+        raise ValidationError({"keywords": "Add at least one keyword."})
     if len(keywords) > MAX_KEYWORDS:
         raise ValidationError({"keywords": f"At most {MAX_KEYWORDS:,} keywords "
                                f"({len(keywords):,} given)."})
