@@ -188,7 +188,8 @@ def endpoint_test(
     *, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
     method: str = Endpoint.Method.GET, headers: dict | None = None,
     secret_headers: dict | None = None, timeout_seconds: float = 10.0,
-    allow_cross_origin_redirects: bool = False,
+    allow_cross_origin_redirects: bool = False, max_concurrent_requests: int | None = None,
+    requests_per_minute: int | None = None,
     endpoint: Endpoint | None = None, transport: httpx.BaseTransport | None = None,
 ) -> FetchResult:
     """Send one query with endpoint settings not saved yet (the form's) and map the answer,
@@ -200,8 +201,10 @@ def endpoint_test(
     if PLACEHOLDER not in url and not any(PLACEHOLDER in str(value) for value in params.values()):
         problems["params"] = "Put #query# where the keyword goes, e.g. q=#query#."
     try:
-        mapper = _validate_endpoint_fields(name="test", url=url, method=method,
-                                           timeout_seconds=timeout_seconds, mapper=mapper)
+        mapper = _validate_endpoint_fields(
+            name="test", url=url, method=method, timeout_seconds=timeout_seconds, mapper=mapper,
+            max_concurrent_requests=max_concurrent_requests,
+            requests_per_minute=requests_per_minute)
     except ValidationError as error:
         problems.update({field: messages[0] for field, messages in error.message_dict.items()})
     if problems:
@@ -221,9 +224,9 @@ def endpoint_test(
         body_format=SearchModel.BodyFormat.JSON, timeout_seconds=timeout_seconds,
         mapper=mapper, limit=settings.FETCH_MAX_RESULTS,
         allow_cross_origin_redirects=bool(allow_cross_origin_redirects),
-        # A stored endpoint's limits hold for its test too: its engine counts every request.
-        max_concurrent_requests=endpoint.max_concurrent_requests if endpoint else None,
-        requests_per_minute=endpoint.requests_per_minute if endpoint else None,
+        # The limits as typed, under the stored endpoint's key: its engine counts every
+        # request, fetches' and tests' together.
+        max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute,
     )
     return _fetch_once(spec, query, transport=transport)
 

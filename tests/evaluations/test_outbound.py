@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from rest_framework.test import APIClient
 
 from evaluations import services
-from evaluations.models import Evaluation, Keyword
+from evaluations.models import Endpoint, Evaluation, Keyword
 from tests.evaluations.factories import ES_MAPPER, fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 
@@ -227,3 +228,39 @@ def test_the_test_deadline_ends_before_gunicorn_kills_the_worker(settings):
     gunicorn = runpy.run_path(str(Path(__file__).resolve().parents[2] / "gunicorn.conf.py"))
     assert gunicorn["timeout"] == settings.WEB_TIMEOUT_SECONDS
     assert 0 < settings.OUTBOUND_TEST_DEADLINE_SECONDS < settings.WEB_TIMEOUT_SECONDS
+
+
+def test_an_admin_sets_the_endpoints_limits_and_redirect_rule_through_the_api(personas):
+    api = APIClient()
+    api.force_authenticate(personas.admin)
+    created = api.post("/api/v1/endpoints/", {
+        "name": "Limited", "url": "https://search.test/s", "mapper": ES_MAPPER,
+        "requests_per_minute": 600, "allow_cross_origin_redirects": True}, format="json")
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert (body["max_concurrent_requests"], body["requests_per_minute"],
+            body["allow_cross_origin_redirects"]) == (16, 600, True)
+
+    changed = api.patch(f"/api/v1/endpoints/{body['id']}/", {
+        "max_concurrent_requests": 2, "requests_per_minute": None}, format="json").json()
+    assert (changed["max_concurrent_requests"], changed["requests_per_minute"],
+            changed["allow_cross_origin_redirects"]) == (2, None, True)
+
+    refused = api.patch(f"/api/v1/endpoints/{body['id']}/", {"max_concurrent_requests": 0},
+                        format="json")
+    assert refused.status_code == 400
+    assert list(refused.json()) == ["max_concurrent_requests"]
+
+
+def test_the_endpoint_form_saves_the_limits_and_redirect_rule(client, personas):
+    client.force_login(personas.admin)
+    response = client.post("/endpoints/new/", {
+        "name": "Shop", "url": "https://search.test/s", "method": "GET", "timeout_seconds": "5",
+        "headers": "", "secret_headers": "", "preset": "", "mapper_documents": "hits.hits",
+        "mapper_id": "_id", "mapper_name": "_source.title", "mapper_image": "",
+        "mapper_fields": "", "max_concurrent_requests": "4", "requests_per_minute": "120",
+        "allow_cross_origin_redirects": "on", "test-query": "", "test-params": "q=#query#"})
+    assert response.status_code == 302
+    endpoint = Endpoint.objects.get(name="Shop")
+    assert (endpoint.max_concurrent_requests, endpoint.requests_per_minute,
+            endpoint.allow_cross_origin_redirects) == (4, 120, True)
