@@ -10,6 +10,8 @@ A turn in flight is a lease that expires (`lease_seconds`): a process killed mid
 frees its turn when the lease runs out instead of holding it for ever.
 """
 
+import contextlib
+import logging
 import threading
 import time
 import uuid
@@ -20,6 +22,8 @@ from functools import cache
 from typing import Protocol
 
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60.0
 POLL_SECONDS = 0.05
@@ -90,24 +94,36 @@ return 1
 
 class RedisLimiter:
     """The counts of every process using this Redis. Times come from the callers' clocks,
-    so hosts sharing a limit need synchronised clocks (NTP)."""
+    so hosts sharing a limit need synchronised clocks (NTP). While Redis cannot be
+    reached the counts fall back to this process's: a Test must not fail for it, and a
+    fetch without a broker is not running anyway."""
 
     def __init__(self, url: str) -> None:
         import redis
 
         self._redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
         self._acquire = self._redis.register_script(_ACQUIRE)
+        self._errors = (redis.RedisError, OSError)
 
     def try_acquire(self, key: str, token: str, *, max_concurrent: int | None,
                     per_minute: int | None, now: float, lease_seconds: float) -> bool:
         keys = [f"searchtweak:outbound:{key}:in-flight", f"searchtweak:outbound:{key}:starts"]
-        return self._acquire(keys=keys, args=[
-            repr(now), token, max_concurrent or 0, per_minute or 0, repr(now + lease_seconds),
-            repr(WINDOW_SECONDS),
-        ]) == 1
+        try:
+            return self._acquire(keys=keys, args=[
+                repr(now), token, max_concurrent or 0, per_minute or 0,
+                repr(now + lease_seconds), repr(WINDOW_SECONDS),
+            ]) == 1
+        except self._errors as error:
+            logger.warning("outbound limits: Redis unreachable (%s); counting in this "
+                           "process only", error)
+            return _local.try_acquire(key, token, max_concurrent=max_concurrent,
+                                      per_minute=per_minute, now=now,
+                                      lease_seconds=lease_seconds)
 
     def release(self, key: str, token: str) -> None:
-        self._redis.zrem(f"searchtweak:outbound:{key}:in-flight", token)
+        _local.release(key, token)
+        with contextlib.suppress(*self._errors):  # else the lease expires on its own
+            self._redis.zrem(f"searchtweak:outbound:{key}:in-flight", token)
 
 
 _local = LocalLimiter()

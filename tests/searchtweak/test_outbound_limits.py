@@ -131,3 +131,16 @@ def test_no_limits_take_no_turns(backend):
                   lease_seconds=1, limiter_=limiter, clock=clock, sleep=clock.sleep):
             pass
     assert clock.now == 1_000_000.0
+
+
+def test_an_unreachable_redis_falls_back_to_counting_in_this_process():
+    # Port 9 (discard) on 127.0.0.1: nothing listens, the connection is refused at once.
+    limiter, clock, endpoint = RedisLimiter("redis://127.0.0.1:9/0"), FakeClock(), key()
+    limits = {"max_concurrent": 1, "per_minute": None, "lease_seconds": 30,
+              "limiter_": limiter, "clock": clock, "sleep": clock.sleep}
+    # The first turn is held in this process while a second one is refused.
+    with turn(endpoint, wait_seconds=0, **limits), pytest.raises(LimitWaitExceeded), \
+            turn(endpoint, wait_seconds=0, **limits):
+        pass
+    with turn(endpoint, wait_seconds=0, **limits):
+        pass
