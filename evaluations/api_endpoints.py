@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from evaluations import crypto, selectors, services
 from evaluations.api import TEAM_PARAM, requested_team, team_for_create, visible_team_ids
 from evaluations.models import Endpoint, SearchModel
+from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role
 
@@ -70,10 +71,12 @@ class EndpointInputSerializer(serializers.Serializer):
                                            help_text="Stored encrypted, shown back masked.")
     timeout_seconds = serializers.FloatField(default=10.0)
     max_concurrent_requests = serializers.IntegerField(
-        min_value=1, allow_null=True, required=False,
+        min_value=1, max_value=LIMIT_MAXIMUMS["max_concurrent_requests"], allow_null=True,
+        required=False,
         help_text="Requests at once, over all workers together; null: no limit (default 16).")
     requests_per_minute = serializers.IntegerField(
-        min_value=1, allow_null=True, required=False,
+        min_value=1, max_value=LIMIT_MAXIMUMS["requests_per_minute"], allow_null=True,
+        required=False,
         help_text="Requests started per minute, over all workers; null (default): no limit.")
     allow_cross_origin_redirects = serializers.BooleanField(
         required=False, help_text="Follow redirects to other hosts, without any of the "

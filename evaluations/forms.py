@@ -10,6 +10,7 @@ from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, SearchModel
 from evaluations.services import is_http_url
+from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from metrics import core
 from searchtweak.models import Team
 
@@ -81,9 +82,11 @@ class EndpointForm(forms.Form):
         help_text="Encrypted at rest and shown masked; keep a masked value to keep the secret.")
     max_concurrent_requests = forms.IntegerField(
         label="At most this many requests at once", required=False, min_value=1, initial=16,
+        max_value=LIMIT_MAXIMUMS["max_concurrent_requests"],
         help_text="Counted over all workers together. Empty: no limit.")
     requests_per_minute = forms.IntegerField(
         label="At most this many requests a minute", required=False, min_value=1,
+        max_value=LIMIT_MAXIMUMS["requests_per_minute"],
         help_text="Counted over all workers together. Empty: no limit.")
     allow_cross_origin_redirects = forms.BooleanField(
         label="Follow redirects to other hosts", required=False,

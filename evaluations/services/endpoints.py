@@ -26,6 +26,7 @@ from evaluations.models import Endpoint, SearchModel
 from searchtweak.models import Team, User
 
 MAX_TIMEOUT_SECONDS = 120.0
+LIMIT_MAXIMUMS = {"max_concurrent_requests": 1000, "requests_per_minute": 1_000_000}
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
@@ -94,8 +95,9 @@ def _validate_endpoint_fields(*, name: str, url: str, method: str, timeout_secon
     for field, limit in (("max_concurrent_requests", max_concurrent_requests),
                          ("requests_per_minute", requests_per_minute)):
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 1):
-            problems[field] = "A whole number of at least 1, or empty for no limit."
+                                  or not 1 <= limit <= LIMIT_MAXIMUMS[field]):
+            problems[field] = (f"A whole number from 1 to {LIMIT_MAXIMUMS[field]}, or empty "
+                               "for no limit.")
     if not name.strip():
         problems["name"] = "An endpoint needs a name."
     if not is_http_url(url):

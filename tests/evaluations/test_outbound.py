@@ -250,6 +250,11 @@ def test_an_admin_sets_the_endpoints_limits_and_redirect_rule_through_the_api(pe
                         format="json")
     assert refused.status_code == 400
     assert list(refused.json()) == ["max_concurrent_requests"]
+    # Beyond a PostgreSQL integer, too: a 400, not a database error.
+    refused = api.patch(f"/api/v1/endpoints/{body['id']}/", {"requests_per_minute": 2**40},
+                        format="json")
+    assert refused.status_code == 400
+    assert list(refused.json()) == ["requests_per_minute"]
 
 
 def test_the_endpoint_form_saves_the_limits_and_redirect_rule(client, personas):
