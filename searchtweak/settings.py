@@ -308,7 +308,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
-# endpoint per worker process, keywords per task, and the limits of one response.
+# endpoint per worker process (the endpoint's own limits hold over all workers),
+# keywords per task, and the limits of one response.
 FETCH_CONCURRENCY_PER_ENDPOINT = env_int("FETCH_CONCURRENCY_PER_ENDPOINT", 16, minimum=1)
 FETCH_BATCH_SIZE = env_int("FETCH_BATCH_SIZE", 100, minimum=1)
 FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, minimum=1024)
