@@ -373,6 +373,16 @@ def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
     }
 
 
+def stop_processes(processes: list[subprocess.Popen]) -> None:
+    """Stop the server and worker process groups this benchmark started: politely, then not."""
+    for process in processes:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graders", type=int, nargs="+", default=[1, 4, 8])
@@ -473,12 +483,7 @@ def main() -> int:
                or r["errors"]]
         return 1 if bad else 0
     finally:
-        for process in processes:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(process.pid, signal.SIGKILL)
+        stop_processes(processes)
         from django.db import connections
 
         connections.close_all()

@@ -272,3 +272,32 @@ def _timeout_message(error: httpx.TimeoutException, timeout_seconds: float) -> s
     if isinstance(error, httpx.ConnectTimeout):
         return f"could not connect within {min(timeout_seconds, 5.0):g} s"
     return f"no answer within the endpoint's timeout of {timeout_seconds:g} s"
+
+
+def limits_make_requests_wait(*, max_concurrent_requests: int | None,
+                              requests_per_minute: int | None) -> bool:
+    """Whether an endpoint's limits make a fetch wait even with one worker: a rate, or
+    fewer requests at once than a worker sends. Waits behind other workers are not
+    counted: a claim that lapses then costs a repeated request, never a stored duplicate."""
+    return bool(requests_per_minute) or (
+        max_concurrent_requests is not None
+        and max_concurrent_requests < settings.FETCH_CONCURRENCY_PER_ENDPOINT)
+
+
+def fetch_claim_lease_seconds(timeout_seconds: float, *, limited: bool = False) -> float:
+    """How long a fetch task may hold a keyword's claim before it counts as lost: the
+    longest one keyword's fetch can take against an endpoint with this timeout.
+
+    Each attempt ends within three timeouts (the body deadline of two, checked after a
+    read that may pause for one more); FETCH_RETRIES more attempts follow, after their
+    backoffs; FETCH_CLAIM_MARGIN_SECONDS covers storing the answer. A task renews the
+    claims it still holds whenever it stores a result, so this bounds the wait for the
+    next result, not the whole batch. Under limits that make requests wait (`limited`,
+    see `limits_make_requests_wait`) each attempt may first wait up to
+    OUTBOUND_LIMIT_WAIT_SECONDS for its turn.
+    """
+    attempts = settings.FETCH_RETRIES + 1
+    backoffs = settings.FETCH_RETRY_BACKOFF_MS / 1000 * (2 ** settings.FETCH_RETRIES - 1)
+    turn_waits = attempts * settings.OUTBOUND_LIMIT_WAIT_SECONDS if limited else 0
+    return (attempts * 3 * timeout_seconds + backoffs + turn_waits
+            + settings.FETCH_CLAIM_MARGIN_SECONDS)

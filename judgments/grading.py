@@ -24,7 +24,7 @@ from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.queue import (
     SlotConflict,
-    _claim,
+    _claim_snapshot,
     _fetch_claim,
     _queue_claim_sql,
     _renew_held_sql,
@@ -330,9 +330,7 @@ def snapshot_grade(
             if not routes_to(user=user, team_id=target.team_id, tags=target.tags):
                 raise ValidationError({"snapshot": (
                     "This evaluation's work is routed to graders with other tags.")})
-            claimed = _claim(user=user, now=now, where='s."snapshot_id" = %s',
-                             where_params=[target.snapshot_id], order='s."index"',
-                             include_skipped=True)
+            claimed = _claim_snapshot(user=user, now=now, snapshot_id=target.snapshot_id)
             if claimed is None:
                 raise SlotConflict("Every slot of this result belongs to another grader.")
             slot = {"id": claimed["id"], "grade": None, "keyword_id": claimed["keyword_id"]}

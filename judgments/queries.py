@@ -12,6 +12,7 @@ from django.db import connection
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot, SlotSkip
+from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import sql
 from searchtweak.models import Membership, User
 
@@ -49,14 +50,11 @@ def snapshot_target_row(*, user_id: int, snapshot_id: int) -> dict | None:
 
 # --- the slot as the grading API answers it ---
 
-# Columns and joins from a slot row named f: the slot, its grader, result and keyword.
-# judgments.queue reads it from a claim's RETURNING too. The names are the slot JSON's
-# (judgments.slot_json) or decoded into it.
+# Columns and joins from a slot row named f: the slot, its grader, result and keyword,
+# each column named after its field of the slot JSON (judgments.slot_json). judgments.queue
+# reads it from a claim's RETURNING too.
 ASSIGNED_SLOT_SELECT = (
-    'f."id", f."index", f."grade", f."unsure", f."note", f."assigned_at",'
-    ' f."lease_expires_at", f."graded_at", f."reused_from_id", f."reused_from_pool_id",'
-    ' f."evaluation_id", f."snapshot_id", u."username", k."text" AS keyword,'
-    ' s."position", s."doc_id", s."name", s."image", s."fields"',
+    ", ".join(f"{field.column} AS {_q(field.name)}" for field in ASSIGNED_SLOT_FIELDS),
     f'JOIN {SNAPSHOTS} s ON s."id" = f."snapshot_id"'
     f' JOIN {KEYWORDS} k ON k."id" = f."keyword_id"'
     f' LEFT JOIN {USERS} u ON u."id" = f."user_id"',
@@ -114,3 +112,56 @@ QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
 RENEW_OR_CLAIM_CTES = """held AS ({renew}), claimed AS ({claim}),
      f AS (SELECT * FROM held UNION ALL SELECT * FROM claimed)"""
 HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
+
+
+def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list, order: str,
+              include_skipped: bool, guard: str = "",
+              returning: str = '"id", "keyword_id"') -> tuple[str, list]:
+    """CLAIM_SQL for the first free slot (alias s) matching `where`, and its parameters;
+    `guard` is a condition (ending in AND) that must hold for anything to be claimed."""
+    statement = CLAIM_SQL.format(
+        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
+        skips="" if include_skipped else NOT_SKIPPED)
+    params = [user_id, sql.time_param(now), sql.time_param(lease_until), False,
+              *where_params, sql.time_param(now), user_id]
+    return statement, params if include_skipped else [*params, user_id]
+
+
+def queue_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
+                    include_skipped: bool, besides_snapshot_id: int | None = None,
+                    guard: str = "") -> tuple[str, list]:
+    """claim_sql for an evaluation's queue in hand-out order, returning the whole slot."""
+    where, where_params = 's."evaluation_id" = %s', [evaluation_id]
+    if besides_snapshot_id is not None:
+        where, where_params = where + ' AND s."snapshot_id" <> %s', [
+            evaluation_id, besides_snapshot_id]
+    return claim_sql(user_id=user_id, now=now, lease_until=lease_until, where=where,
+                     where_params=where_params, order=QUEUE_ORDER,
+                     include_skipped=include_skipped, guard=guard, returning="*")
+
+
+def evaluation_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
+                         include_skipped: bool) -> tuple[str, list]:
+    """claim_sql for an evaluation's queue in hand-out order: the slot's id and keyword_id."""
+    return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
+                     where='s."evaluation_id" = %s', where_params=[evaluation_id],
+                     order=QUEUE_ORDER, include_skipped=include_skipped)
+
+
+def snapshot_claim_sql(*, user_id: int, now, lease_until, snapshot_id: int
+                       ) -> tuple[str, list]:
+    """claim_sql for a free slot of one snapshot, skipped or not: id and keyword_id."""
+    return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
+                     where='s."snapshot_id" = %s', where_params=[snapshot_id],
+                     order='s."index"', include_skipped=True)
+
+
+def renew_held_sql(*, user_id: int, evaluation_ids: list[int], now, lease_until,
+                   guard: str = "", besides_snapshot_id: int | None = None,
+                   returning: str = '"id"') -> tuple[str, list]:
+    """RENEW_HELD_SQL for the user's first held slot among the evaluations."""
+    statement = RENEW_HELD_SQL.format(
+        marks=", ".join(["%s"] * len(evaluation_ids)), guard=guard, returning=returning,
+        besides="" if besides_snapshot_id is None else ' AND "snapshot_id" <> %s')
+    params = [sql.time_param(lease_until), user_id, *evaluation_ids, sql.time_param(now)]
+    return statement, params if besides_snapshot_id is None else [*params, besides_snapshot_id]

@@ -25,39 +25,21 @@ class SlotConflict(Exception):
     """Every slot of a snapshot is held or filled by someone else (the API answers 409)."""
 
 
-def _claim_sql(*, user: User, now, where: str, where_params: list, order: str,
-               include_skipped: bool, guard: str = "",
-               returning: str = '"id", "keyword_id"') -> tuple[str, list]:
-    """_CLAIM_SQL for the first free slot matching `where`, and its parameters; `guard`
-    is a condition (ending in AND) that must hold for anything to be claimed."""
-    statement = queries.CLAIM_SQL.format(
-        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
-        skips="" if include_skipped else queries.NOT_SKIPPED)
-    params = [user.pk, sql.time_param(now), sql.time_param(now + LEASE), False,
-              *where_params, sql.time_param(now), user.pk]
-    return statement, params if include_skipped else [*params, user.pk]
-
-
 def _queue_claim_sql(*, user: User, now, evaluation_id: int, include_skipped: bool,
                      besides_snapshot_id: int | None = None, guard: str = "") -> tuple[str, list]:
-    """_claim_sql for an evaluation's queue, returning the whole slot."""
-    where, where_params = 's."evaluation_id" = %s', [evaluation_id]
-    if besides_snapshot_id is not None:
-        where, where_params = where + ' AND s."snapshot_id" <> %s', [
-            evaluation_id, besides_snapshot_id]
-    return _claim_sql(user=user, now=now, where=where, where_params=where_params,
-                      order=queries.QUEUE_ORDER, include_skipped=include_skipped, guard=guard,
-                      returning="*")
+    """queries.queue_claim_sql with this queue's lease."""
+    return queries.queue_claim_sql(
+        user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
+        include_skipped=include_skipped, besides_snapshot_id=besides_snapshot_id, guard=guard)
 
 
 def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = "",
                     besides_snapshot_id: int | None = None,
                     returning: str = '"id"') -> tuple[str, list]:
-    statement = queries.RENEW_HELD_SQL.format(
-        marks=", ".join(["%s"] * len(evaluation_ids)), guard=guard, returning=returning,
-        besides="" if besides_snapshot_id is None else ' AND "snapshot_id" <> %s')
-    params = [sql.time_param(now + LEASE), user.pk, *evaluation_ids, sql.time_param(now)]
-    return statement, params if besides_snapshot_id is None else [*params, besides_snapshot_id]
+    """queries.renew_held_sql with this queue's lease."""
+    return queries.renew_held_sql(
+        user_id=user.pk, evaluation_ids=evaluation_ids, now=now, lease_until=now + LEASE,
+        guard=guard, besides_snapshot_id=besides_snapshot_id, returning=returning)
 
 
 def _fetch_claim(statement: str, params: list) -> dict | None:
@@ -73,11 +55,10 @@ def _fetch_claim(statement: str, params: list) -> dict | None:
     return None
 
 
-def _claim(*, user: User, now, where: str, where_params: list, order: str,
-           include_skipped: bool) -> dict | None:
-    """Lease the first free slot matching `where` to the user: its id and keyword_id."""
-    return _fetch_claim(*_claim_sql(user=user, now=now, where=where, where_params=where_params,
-                                    order=order, include_skipped=include_skipped))
+def _claim_snapshot(*, user: User, now, snapshot_id: int) -> dict | None:
+    """Lease the user a free slot of the snapshot: its id and keyword_id."""
+    return _fetch_claim(*queries.snapshot_claim_sql(
+        user_id=user.pk, now=now, lease_until=now + LEASE, snapshot_id=snapshot_id))
 
 
 def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
@@ -119,9 +100,9 @@ def _claim_next_id_portable(*, user: User, evaluation_ids: list[int]) -> int | N
         return held
     for include_skipped in (False, True):
         for evaluation_id in evaluation_ids:
-            claimed = _claim(
-                user=user, now=now, where='s."evaluation_id" = %s', where_params=[evaluation_id],
-                order=queries.QUEUE_ORDER, include_skipped=include_skipped)
+            claimed = _fetch_claim(*queries.evaluation_claim_sql(
+                user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
+                include_skipped=include_skipped))
             if claimed is not None:
                 return claimed["id"]
     return None

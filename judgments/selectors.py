@@ -10,6 +10,7 @@ from django.http import Http404
 from evaluations.models import Evaluation, Snapshot
 from judgments import queries
 from judgments.models import FeedbackSlot, GraderTags, PoolJudgment, Scale, Transformer
+from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import access, sql
 from searchtweak.models import Role, Team, User
 
@@ -86,12 +87,15 @@ def snapshot_target_for_user(*, user: User, snapshot_id: int) -> GradingTarget:
 
 
 def assigned_slot_from_row(row: dict) -> dict:
-    """queries.ASSIGNED_SLOT_SELECT's row, its values as the ORM would read them."""
-    for name in ("assigned_at", "lease_expires_at", "graded_at"):
-        row[name] = sql.time_value(row[name])
-    row["unsure"] = bool(row["unsure"])
-    row["fields"] = sql.json_value(row["fields"])
+    """queries.ASSIGNED_SLOT_SELECT's row, its values as the ORM would read them (keyed by
+    the slot JSON's field names, judgments.slot_json)."""
+    for field in ASSIGNED_SLOT_FIELDS:
+        if field.kind in _DECODERS:
+            row[field.name] = _DECODERS[field.kind](row[field.name])
     return row
+
+
+_DECODERS = {"datetime": sql.time_value, "bool": bool, "json": sql.json_value}
 
 
 def assigned_slot(*, slot_id: int) -> dict:

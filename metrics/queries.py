@@ -167,7 +167,11 @@ def metric_config_means(*, evaluation_id: int) -> list[tuple[int, float | None, 
 
 
 def metric_values_present(*, evaluation_id: int) -> list[tuple[int, float]]:
-    """(config id, value) of every non-null keyword value of the evaluation's configs."""
+    """(config id, value) of every non-null keyword value of the evaluation's configs.
+
+    The means refresh averages them with core.mean_over_keywords, exact whatever the row
+    order, where SQL's AVG was not: reading them costs 35 ms against AVG's 14 ms at 5,000
+    keywords x 6 metrics (`bench/queries.py`), once per recompute run."""
     configs = _table(EvaluationMetric)
     return _run(
         f"SELECT v.metric_id, v.value FROM {_table(KeywordMetricValue)} v"
@@ -237,8 +241,9 @@ def snapshot_grade_patterns(*, evaluation_id: int) -> list[tuple[int, int, int, 
     for every distinct such tuple of the evaluation's snapshots.
 
     Written out: the ORM cannot group by a grouped subquery's columns, and grouping per
-    snapshot in Python would bring every snapshot's row over (50,000 at 5,000 keywords)
-    on each refresh of a live dashboard (bench/dashboard.py, "nothing cached").
+    snapshot in Python brings every snapshot's row over: at 5,000 keywords (50,000
+    snapshots) 262 ms against 181 ms for this statement (`bench/queries.py`, medians on the
+    shared 2-core machine), on each uncached refresh of a live dashboard.
     """
     return _run(
         "SELECT total, graded, lo, hi, grade_sum, COUNT(*) FROM ("

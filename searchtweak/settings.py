@@ -289,6 +289,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # or older than CONN_MAX_AGE) around each task.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_RESULT_EXPIRES = 3600
+# metrics.recompute_evaluation rebuilds a whole evaluation (recompute_metrics, new metrics).
+RECOMPUTE_EVALUATION_TIME_LIMIT = 1800
 # Keywords still dirty this long after a grade are re-enqueued by the periodic sweep.
 RECOMPUTE_SWEEP_AFTER_SECONDS = env_int("RECOMPUTE_SWEEP_AFTER_SECONDS", 5, minimum=1)
 # Delay before a keyword's recompute runs, so a burst of grades is read by one run; 0 (the
@@ -305,6 +307,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "metrics.sweep_dirty_keywords",
         "schedule": float(env_int("RECOMPUTE_SWEEP_EVERY_SECONDS", 5, minimum=1)),
     },
+    # Re-queues keywords whose fetch claim lapsed (FETCH_CLAIM_MARGIN_SECONDS), so a
+    # killed worker delays a fetch by about a lease, not by the broker's timeout.
+    "sweep-stalled-fetches": {
+        "task": "evaluations.sweep_stalled_fetches",
+        "schedule": float(env_int("FETCH_SWEEP_EVERY_SECONDS", 15, minimum=1)),
+    },
 }
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
@@ -316,6 +324,19 @@ FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024,
 FETCH_RETRIES = env_int("FETCH_RETRIES", 3, minimum=0)
 FETCH_RETRY_BACKOFF_MS = env_int("FETCH_RETRY_BACKOFF_MS", 500, minimum=0)
 FETCH_MAX_RESULTS = env_int("FETCH_MAX_RESULTS", 100, minimum=1)
+# A keyword's fetch claim lapses once its task has gone this much longer than the endpoint's
+# requests can take (evaluations.fetching.fetch_claim_lease_seconds): its worker died.
+FETCH_CLAIM_MARGIN_SECONDS = env_int("FETCH_CLAIM_MARGIN_SECONDS", 30, minimum=0)
+# A fetch task stops (soft limit: the keywords it has not stored are recorded as failed)
+# and is killed a minute later.
+FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)
+# Tasks are acknowledged late (CELERY_TASK_ACKS_LATE): Redis hands a message whose worker
+# vanished to another one after this timeout. It must outlast the longest task, or a task
+# still running would run twice; it need not be longer, and the sweeps repair before it.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": max(FETCH_TASK_TIME_LIMIT, CELERY_TASK_TIME_LIMIT,
+                              RECOMPUTE_EVALUATION_TIME_LIMIT) + 60,
+}
 # Every outbound request (fetching, Test, judges) goes through searchtweak.outbound, which
 # checks the address each connection actually reaches, redirect hops included. Denied
 # networks win; a non-empty allow list admits only its networks. The default denies

@@ -269,3 +269,16 @@ def test_the_endpoint_form_saves_the_limits_and_redirect_rule(client, personas):
     endpoint = Endpoint.objects.get(name="Shop")
     assert (endpoint.max_concurrent_requests, endpoint.requests_per_minute,
             endpoint.allow_cross_origin_redirects) == (4, 120, True)
+
+
+def test_a_claim_under_endpoint_limits_outlasts_the_waits_for_a_turn(settings):
+    from evaluations.fetching import fetch_claim_lease_seconds, limits_make_requests_wait
+
+    settings.OUTBOUND_LIMIT_WAIT_SECONDS = 300
+    unlimited = fetch_claim_lease_seconds(5.0)
+    assert fetch_claim_lease_seconds(5.0, limited=True) == \
+        unlimited + (settings.FETCH_RETRIES + 1) * 300
+    # The default (16 at once, as one worker sends) keeps the short lease of defect 1.
+    assert not limits_make_requests_wait(max_concurrent_requests=16, requests_per_minute=None)
+    assert limits_make_requests_wait(max_concurrent_requests=2, requests_per_minute=None)
+    assert limits_make_requests_wait(max_concurrent_requests=None, requests_per_minute=60)

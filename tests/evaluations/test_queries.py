@@ -11,6 +11,7 @@ from django.utils import timezone
 from evaluations import queries
 from evaluations.models import Keyword
 from searchtweak import sql
+from tests.conftest import skip_or_fail
 from tests.evaluations.factories import KeywordFactory
 
 pytestmark = pytest.mark.django_db
@@ -98,7 +99,7 @@ def test_mark_computed(keywords):
 
 def test_bump_cte_on_postgresql(keywords):
     if not sql.is_postgresql():
-        pytest.skip("the one-statement grade is PostgreSQL's")
+        skip_or_fail("the one-statement grade is PostgreSQL's: set DATABASE_URL")
     clean, dirty, _ = keywords
     now = timezone.now()
     cte = queries.keyword_version_bump_cte(name="dirty", graded="graded")

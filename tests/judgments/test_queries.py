@@ -4,12 +4,13 @@ ORM answers (SQLite by default; PostgreSQL with DATABASE_URL)."""
 from datetime import timedelta
 
 import pytest
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Snapshot
 from judgments import queries, queue
 from judgments.models import FeedbackSlot, SlotSkip
+from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import sql
 from searchtweak.models import Membership
 from tests.judgments.builders import evaluation_with_slots
@@ -50,19 +51,20 @@ def test_assigned_slot_row(personas):
         user=personas.grader, assigned_at=now, lease_expires_at=now + timedelta(minutes=5),
         unsure=True, note="hm")
     Snapshot.objects.filter(pk=slot.snapshot_id).update(fields={"price": 3})
-    expected = FeedbackSlot.objects.filter(pk=slot.pk).values(
-        "id", "index", "grade", "unsure", "note", "assigned_at", "lease_expires_at",
-        "graded_at", "reused_from_id", "reused_from_pool_id", "evaluation_id", "snapshot_id",
-        username=F("user__username"), keyword_text=F("keyword__text"),
-        snapshot_position=F("snapshot__position"), doc_id=F("snapshot__doc_id"),
-        name=F("snapshot__name"), image=F("snapshot__image"), fields=F("snapshot__fields"),
-    ).get()
-    expected["keyword"] = expected.pop("keyword_text")
-    expected["position"] = expected.pop("snapshot_position")
+    loaded = FeedbackSlot.objects.select_related("user", "keyword", "snapshot").get(pk=slot.pk)
+
+    def read(source: str):
+        value = loaded
+        for name in source.split("."):
+            value = getattr(value, name) if value is not None else None
+        return value
+
+    expected = {field.name: read(field.source) for field in ASSIGNED_SLOT_FIELDS}
     row = queries.assigned_slot_row(slot_id=slot.pk)
     assert {**row, "unsure": bool(row["unsure"]), "fields": sql.json_value(row["fields"]),
             **{name: sql.time_value(row[name])
                for name in ("assigned_at", "lease_expires_at", "graded_at")}} == expected
+    assert expected["user"] == personas.grader.username and expected["fields"] == {"price": 3}
     assert queries.assigned_slot_row(slot_id=0) is None
 
 
@@ -114,9 +116,9 @@ def test_claim_statement(personas, include_skipped):
     expected = orm_first_free(evaluation=evaluation, user=personas.grader, now=now,
                               include_skipped=include_skipped)
     assert expected == (slots[3].pk if include_skipped else slots[7].pk)
-    statement, params = queue._queue_claim_sql(
-        user=personas.grader, now=now, evaluation_id=evaluation.pk,
-        include_skipped=include_skipped)
+    statement, params = queries.queue_claim_sql(
+        user_id=personas.grader.pk, now=now, lease_until=now + queue.LEASE,
+        evaluation_id=evaluation.pk, include_skipped=include_skipped)
     claimed = sql.fetch_one(statement, params)
     assert claimed["id"] == expected
     slot = FeedbackSlot.objects.get(pk=expected)
@@ -145,9 +147,11 @@ def test_renew_held_statement(personas):
         lease_expires_at__gte=now).order_by("assigned_at", "pk").values_list(
         "pk", flat=True).first()
     assert expected == slots[0].pk
-    renewed = sql.fetch_one(*queue._renew_held_sql(
-        user=personas.grader, evaluation_ids=[evaluation.pk], now=now))
+    renewed = sql.fetch_one(*queries.renew_held_sql(
+        user_id=personas.grader.pk, evaluation_ids=[evaluation.pk], now=now,
+        lease_until=now + queue.LEASE))
     assert renewed == {"id": expected}
     assert FeedbackSlot.objects.get(pk=expected).lease_expires_at == now + queue.LEASE
-    assert sql.fetch_one(*queue._renew_held_sql(
-        user=personas.lead, evaluation_ids=[evaluation.pk], now=now)) is None
+    assert sql.fetch_one(*queries.renew_held_sql(
+        user_id=personas.lead.pk, evaluation_ids=[evaluation.pk], now=now,
+        lease_until=now + queue.LEASE)) is None
