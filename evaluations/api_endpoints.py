@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from evaluations import crypto, selectors, services
 from evaluations.api import TEAM_PARAM, requested_team, team_for_create, visible_team_ids
 from evaluations.models import Endpoint, SearchModel
+from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role
 
@@ -37,6 +38,9 @@ class EndpointOutputSerializer(serializers.Serializer):
     )
     secret_header_names = serializers.SerializerMethodField()
     timeout_seconds = serializers.FloatField()
+    max_concurrent_requests = serializers.IntegerField(allow_null=True)
+    requests_per_minute = serializers.IntegerField(allow_null=True)
+    allow_cross_origin_redirects = serializers.BooleanField()
     mapper = MapperSerializer()
     created_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
@@ -66,6 +70,17 @@ class EndpointInputSerializer(serializers.Serializer):
                                            required=False,
                                            help_text="Stored encrypted, shown back masked.")
     timeout_seconds = serializers.FloatField(default=10.0)
+    max_concurrent_requests = serializers.IntegerField(
+        min_value=1, max_value=LIMIT_MAXIMUMS["max_concurrent_requests"], allow_null=True,
+        required=False,
+        help_text="Requests at once, over all workers together; null: no limit (default 16).")
+    requests_per_minute = serializers.IntegerField(
+        min_value=1, max_value=LIMIT_MAXIMUMS["requests_per_minute"], allow_null=True,
+        required=False,
+        help_text="Requests started per minute, over all workers; null (default): no limit.")
+    allow_cross_origin_redirects = serializers.BooleanField(
+        required=False, help_text="Follow redirects to other hosts, without any of the "
+                                  "endpoint's headers (default false: such a redirect fails).")
     mapper = serializers.JSONField()
     archived = serializers.BooleanField(required=False)
 
@@ -283,7 +298,8 @@ class SearchModelTestApi(APIView):
         error = serializers.CharField()
         error_field = serializers.CharField(help_text="The mapper field that failed, if any.")
         documents = DocumentSerializer(many=True)
-        raw = serializers.CharField(help_text="The response body (first 64 KB).")
+        raw = serializers.CharField(help_text="The response body (first 64 KB); empty "
+                                    "unless the caller is an admin of the model's team.")
 
         class Meta:
             ref_name = "ModelTestResult"
@@ -302,5 +318,7 @@ class SearchModelTestApi(APIView):
         return Response(self.OutputSerializer({
             "ok": result.ok, "status_code": result.status_code,
             "duration_ms": result.duration_ms, "error": result.error,
-            "error_field": result.error_field, "documents": documents, "raw": result.raw,
+            "error_field": result.error_field, "documents": documents,
+            "raw": result.raw if selectors.raw_preview_visible(
+                user=request.user, team_id=model.team_id) else "",
         }).data)

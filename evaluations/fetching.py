@@ -19,13 +19,13 @@ from django.conf import settings
 from evaluations import crypto
 from evaluations.mapper import Document, MapperError, map_documents
 from evaluations.models import Endpoint, SearchModel
+from searchtweak import outbound, outbound_limits
 
 # httpx logs every request at INFO: a line per keyword fetched drowns the worker's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
 PLACEHOLDER = "#query#"
 RAW_PREVIEW_CHARS = 64 * 1024
-USER_AGENT = "SearchTweak/1 (+relevance evaluation)"
 # Failures worth another try: the request may not have reached the engine, or the engine
 # broke mid-answer. A read timeout is not retried: a slow engine stays slow.
 _RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
@@ -46,6 +46,9 @@ class RequestSpec:
     timeout_seconds: float
     mapper: dict[str, Any]
     limit: int
+    allow_cross_origin_redirects: bool = False
+    max_concurrent_requests: int | None = None
+    requests_per_minute: int | None = None
 
 
 @dataclass
@@ -74,6 +77,9 @@ def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
         params=dict(model.params), headers=headers, body=model.body,
         body_format=model.body_format, timeout_seconds=endpoint.timeout_seconds,
         mapper=endpoint.mapper, limit=limit,
+        allow_cross_origin_redirects=endpoint.allow_cross_origin_redirects,
+        max_concurrent_requests=endpoint.max_concurrent_requests,
+        requests_per_minute=endpoint.requests_per_minute,
     )
 
 
@@ -85,7 +91,7 @@ def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
         for item in value if isinstance(value, list) else [value]:
             text = item if isinstance(item, str) else json.dumps(item)
             params.append((name, text.replace(PLACEHOLDER, keyword)))
-    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+    headers = dict(outbound.BASE_HEADERS)
     for name, value in spec.headers.items():
         # A keyword may not smuggle extra header lines, and headers are ASCII on the wire.
         headers[name] = str(value).replace(PLACEHOLDER, quote(keyword, safe=" "))
@@ -104,12 +110,9 @@ def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
 
 def new_client(*, timeout_seconds: float, transport: httpx.BaseTransport | None = None,
                connections: int | None = None) -> httpx.Client:
-    connections = connections or settings.FETCH_CONCURRENCY_PER_ENDPOINT
-    return httpx.Client(
-        timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 5.0)),
-        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-        follow_redirects=True, max_redirects=5, transport=transport,
-    )
+    return outbound.new_client(
+        timeout_seconds=timeout_seconds, transport=transport,
+        connections=connections or settings.FETCH_CONCURRENCY_PER_ENDPOINT)
 
 
 _semaphores: dict[int, threading.BoundedSemaphore] = {}
@@ -127,35 +130,76 @@ def endpoint_semaphore(endpoint_id: int) -> threading.BoundedSemaphore:
         return _semaphores[endpoint_id]
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """When the whole query must be over (monotonic clock), and the bound it came from."""
+
+    at: float
+    seconds: float
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def message(self, timeout_seconds: float) -> str:
+        web = settings.WEB_TIMEOUT_SECONDS
+        return (f"no complete answer within {self.seconds:g} s, the longest a test may take "
+                f"(the web server stops a request at {web} s, WEB_TIMEOUT); fetching waits "
+                f"up to the endpoint's own timeout of {timeout_seconds:g} s")
+
+
 def fetch_keyword_results(
     spec: RequestSpec, keyword: str, *, client: httpx.Client, retries: int | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = time.sleep, deadline_seconds: float | None = None,
 ) -> FetchResult:
-    """Query the endpoint for `keyword`, retrying connection errors and 5xx with backoff."""
+    """Query the endpoint for `keyword`, retrying connection errors and 5xx with backoff.
+
+    `deadline_seconds` bounds everything (waiting for a turn, connecting, redirects,
+    reading, retries): Test runs inside a web request, which the web server kills."""
     retries = settings.FETCH_RETRIES if retries is None else retries
     backoff = settings.FETCH_RETRY_BACKOFF_MS / 1000
     attempts = 0
-    while True:
-        attempts += 1
-        with endpoint_semaphore(spec.endpoint_id):
-            result = _attempt(spec, keyword, client=client)
-        result.attempts = attempts
-        if not result.retryable or attempts > retries:
-            if result.retryable and attempts > 1:
-                result.error += f" (after {attempts} attempts)"
-            return result
-        sleep(backoff * 2 ** (attempts - 1))
+    with outbound.deadline(deadline_seconds) as deadline_at:
+        deadline = Deadline(deadline_at, deadline_seconds) if deadline_at is not None else None
+        while True:
+            attempts += 1
+            with endpoint_semaphore(spec.endpoint_id):
+                result = _attempt_in_turn(spec, keyword, client=client, deadline=deadline)
+            result.attempts = attempts
+            if not result.retryable or attempts > retries or (deadline and deadline.passed()):
+                if result.retryable and attempts > 1:
+                    result.error += f" (after {attempts} attempts)"
+                return result
+            sleep(backoff * 2 ** (attempts - 1))
 
 
-def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client) -> FetchResult:
+def _attempt_in_turn(spec: RequestSpec, keyword: str, *, client: httpx.Client,
+                     deadline: Deadline | None) -> FetchResult:
+    """One attempt, once the endpoint's shared limits give it a turn."""
+    wait = settings.OUTBOUND_LIMIT_WAIT_SECONDS if deadline is None else \
+        max(deadline.at - time.monotonic(), 0.0)
+    try:
+        with outbound_limits.turn(
+            f"endpoint:{spec.endpoint_id}", max_concurrent=spec.max_concurrent_requests,
+            per_minute=spec.requests_per_minute, wait_seconds=wait,
+            # Longer than an attempt can last (connect, then the body's deadline below).
+            lease_seconds=spec.timeout_seconds * 3 + 10,
+        ):
+            return _attempt(spec, keyword, client=client, deadline=deadline)
+    except outbound_limits.LimitWaitExceeded as error:
+        return FetchResult(error=str(error))
+
+
+def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
+             deadline: Deadline | None) -> FetchResult:
     cap = settings.FETCH_MAX_RESPONSE_BYTES
     result = FetchResult()
     started = time.monotonic()
     # The read timeout bounds each pause; this deadline bounds a server that trickles.
-    deadline = started + spec.timeout_seconds * 2
+    body_deadline = started + spec.timeout_seconds * 2
     try:
         request = build_request(spec, keyword)
-        response = client.send(request, stream=True)
+        response = outbound.send(
+            client, request, allow_cross_origin_redirects=spec.allow_cross_origin_redirects)
         try:
             result.status_code = response.status_code
             declared = response.headers.get("Content-Length", "")
@@ -168,17 +212,31 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client) -> FetchR
                 if len(body) > cap:
                     result.error = _too_big(cap)
                     return result
-                if time.monotonic() > deadline:
+                if deadline is not None and deadline.passed():
+                    result.error = deadline.message(spec.timeout_seconds)
+                    return result
+                if time.monotonic() > body_deadline:
                     result.error = (f"the endpoint took longer than {spec.timeout_seconds * 2:g}"
                                     " s to send its answer")
                     return result
         finally:
             response.close()
+    except outbound.RedirectRefused as error:
+        result.status_code = error.response.status_code
+        result.error = str(error)
+        return result
     except httpx.TimeoutException as error:
+        if deadline is not None and deadline.passed():
+            result.error = deadline.message(spec.timeout_seconds)
+            return result
         result.error = _timeout_message(error, spec.timeout_seconds)
         result.retryable = isinstance(error, _RETRYABLE)
         return result
     except httpx.HTTPError as error:
+        refused = outbound.refusal(error)
+        if refused is not None:
+            result.error = str(refused)
+            return result
         result.error = f"request failed: {type(error).__name__}: {error}"
         result.retryable = isinstance(error, _RETRYABLE)
         return result
@@ -216,7 +274,17 @@ def _timeout_message(error: httpx.TimeoutException, timeout_seconds: float) -> s
     return f"no answer within the endpoint's timeout of {timeout_seconds:g} s"
 
 
-def fetch_claim_lease_seconds(timeout_seconds: float) -> float:
+def limits_make_requests_wait(*, max_concurrent_requests: int | None,
+                              requests_per_minute: int | None) -> bool:
+    """Whether an endpoint's limits make a fetch wait even with one worker: a rate, or
+    fewer requests at once than a worker sends. Waits behind other workers are not
+    counted: a claim that lapses then costs a repeated request, never a stored duplicate."""
+    return bool(requests_per_minute) or (
+        max_concurrent_requests is not None
+        and max_concurrent_requests < settings.FETCH_CONCURRENCY_PER_ENDPOINT)
+
+
+def fetch_claim_lease_seconds(timeout_seconds: float, *, limited: bool = False) -> float:
     """How long a fetch task may hold a keyword's claim before it counts as lost: the
     longest one keyword's fetch can take against an endpoint with this timeout.
 
@@ -224,8 +292,12 @@ def fetch_claim_lease_seconds(timeout_seconds: float) -> float:
     read that may pause for one more); FETCH_RETRIES more attempts follow, after their
     backoffs; FETCH_CLAIM_MARGIN_SECONDS covers storing the answer. A task renews the
     claims it still holds whenever it stores a result, so this bounds the wait for the
-    next result, not the whole batch.
+    next result, not the whole batch. Under limits that make requests wait (`limited`,
+    see `limits_make_requests_wait`) each attempt may first wait up to
+    OUTBOUND_LIMIT_WAIT_SECONDS for its turn.
     """
     attempts = settings.FETCH_RETRIES + 1
     backoffs = settings.FETCH_RETRY_BACKOFF_MS / 1000 * (2 ** settings.FETCH_RETRIES - 1)
-    return attempts * 3 * timeout_seconds + backoffs + settings.FETCH_CLAIM_MARGIN_SECONDS
+    turn_waits = attempts * settings.OUTBOUND_LIMIT_WAIT_SECONDS if limited else 0
+    return (attempts * 3 * timeout_seconds + backoffs + turn_waits
+            + settings.FETCH_CLAIM_MARGIN_SECONDS)

@@ -10,6 +10,7 @@ from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, SearchModel
 from evaluations.services import is_http_url
+from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from metrics import core
 from searchtweak.models import Team
 
@@ -79,6 +80,18 @@ class EndpointForm(forms.Form):
     secret_headers = forms.CharField(
         required=False, widget=forms.Textarea(attrs=MONO),
         help_text="Encrypted at rest and shown masked; keep a masked value to keep the secret.")
+    max_concurrent_requests = forms.IntegerField(
+        label="At most this many requests at once", required=False, min_value=1, initial=16,
+        max_value=LIMIT_MAXIMUMS["max_concurrent_requests"],
+        help_text="Counted over all workers together. Empty: no limit.")
+    requests_per_minute = forms.IntegerField(
+        label="At most this many requests a minute", required=False, min_value=1,
+        max_value=LIMIT_MAXIMUMS["requests_per_minute"],
+        help_text="Counted over all workers together. Empty: no limit.")
+    allow_cross_origin_redirects = forms.BooleanField(
+        label="Follow redirects to other hosts", required=False,
+        help_text="Off: a redirect to another host is an error. On: it is followed, but "
+                  "without any of the headers above, so secrets never leave this host.")
     preset = forms.ChoiceField(
         required=False, label="Mapper preset",
         choices=[("", "— custom —")] + [(key, p["label"]) for key, p in PRESETS.items()],
@@ -106,6 +119,9 @@ class EndpointForm(forms.Form):
         return {
             "name": endpoint.name, "url": endpoint.url, "method": endpoint.method,
             "timeout_seconds": endpoint.timeout_seconds,
+            "max_concurrent_requests": endpoint.max_concurrent_requests,
+            "requests_per_minute": endpoint.requests_per_minute,
+            "allow_cross_origin_redirects": endpoint.allow_cross_origin_redirects,
             "headers": format_pairs(endpoint.headers, separator=": "),
             "secret_headers": format_pairs(
                 {name: crypto.mask(value) for name, value in secrets.items()}, separator=": "),
@@ -156,7 +172,10 @@ class EndpointForm(forms.Form):
         data = self.cleaned_data
         return {"name": data.get("name", ""), "url": data["url"], "method": data["method"],
                 "timeout_seconds": data["timeout_seconds"], "headers": data["headers"],
-                "secret_headers": data["secret_headers"], "mapper": data["mapper"]}
+                "secret_headers": data["secret_headers"], "mapper": data["mapper"],
+                "max_concurrent_requests": data.get("max_concurrent_requests"),
+                "requests_per_minute": data.get("requests_per_minute"),
+                "allow_cross_origin_redirects": data.get("allow_cross_origin_redirects", False)}
 
 
 class EndpointTestForm(forms.Form):

@@ -38,6 +38,12 @@ class Endpoint(models.Model):
     timeout_seconds = models.FloatField(default=10.0)
     # {"documents": <JMESPath>, "id": …, "name": …, "image": … or null, "fields": {label: …}}
     mapper = models.JSONField(default=dict)
+    # Limits shared by every worker (searchtweak.outbound_limits); null: no limit.
+    max_concurrent_requests = models.PositiveIntegerField(null=True, blank=True, default=16)
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    # Off: a redirect to another origin is an error. On: followed, without any header set
+    # here (plain or secret), so credentials never leave the endpoint's own origin.
+    allow_cross_origin_redirects = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -52,6 +58,15 @@ class Endpoint(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(timeout_seconds__gt=0), name="endpoint_timeout_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_concurrent_requests__isnull=True)
+                | Q(max_concurrent_requests__gte=1),
+                name="endpoint_max_concurrent_requests_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(requests_per_minute__isnull=True) | Q(requests_per_minute__gte=1),
+                name="endpoint_requests_per_minute_positive",
             ),
         ]
 

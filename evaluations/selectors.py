@@ -213,3 +213,9 @@ def evaluation_dependents(*, evaluation: Evaluation) -> Dependents:
         "keyword": evaluation.keywords.count(),
         "fetched result": Snapshot.objects.filter(keyword__evaluation=evaluation).count(),
     })
+
+
+def raw_preview_visible(*, user: User, team_id: int) -> bool:
+    """Whether a test's raw response is shown: whatever answered, a loopback service
+    included, may say more than the mapped documents, so admins only see it."""
+    return access.can(user=user, team_id=team_id, minimum_role=Role.ADMIN)

@@ -41,7 +41,9 @@ def _render_endpoint_form(request, form, test_form, endpoint=None, result=None,
     presets["demo"]["url"] = _demo_url(request)
     return render(request, "evaluations/endpoint_form.html", {
         "form": form, "test_form": test_form, "endpoint": endpoint, "presets": presets,
-        "result": result,
+        "result": result, "show_raw": selectors.raw_preview_visible(
+            user=request.user, team_id=endpoint.team_id if endpoint else current_team(
+                request, Role.ADMIN).pk),
     }, status=status)
 
 
@@ -296,4 +298,5 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
             add_service_errors(form, error)
     return render(request, "evaluations/model_test.html", {
         "model": model, "form": form, "result": result,
+        "show_raw": selectors.raw_preview_visible(user=request.user, team_id=model.team_id),
     }, status=400 if form.errors else 200)

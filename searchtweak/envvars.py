@@ -5,6 +5,7 @@ be read as the type asked for, so a typo stops start-up instead of being read as
 default ("yes" is not a boolean).
 """
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -61,6 +62,20 @@ def env_list(
     if any(item == "" for item in items):
         raise ImproperlyConfigured(f"{name}: {raw!r} has an empty item; separate values by commas")
     return items
+
+
+def env_networks(
+    name: str, default: list[str], *, environ: Mapping[str, str] | None = None
+) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Comma-separated CIDR networks ("169.254.0.0/16,fe80::/10"); a bare address is a /32
+    or /128."""
+    networks = []
+    for item in env_list(name, default, environ=environ):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an IP network") from None
+    return networks
 
 
 def env_url(

@@ -19,6 +19,7 @@ from searchtweak.envvars import (
     env_email_url,
     env_int,
     env_list,
+    env_networks,
     env_str,
     env_url,
 )
@@ -315,7 +316,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
-# endpoint per worker process, keywords per task, and the limits of one response.
+# endpoint per worker process (the endpoint's own limits hold over all workers),
+# keywords per task, and the limits of one response.
 FETCH_CONCURRENCY_PER_ENDPOINT = env_int("FETCH_CONCURRENCY_PER_ENDPOINT", 16, minimum=1)
 FETCH_BATCH_SIZE = env_int("FETCH_BATCH_SIZE", 100, minimum=1)
 FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, minimum=1024)
@@ -335,6 +337,27 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": max(FETCH_TASK_TIME_LIMIT, CELERY_TASK_TIME_LIMIT,
                               RECOMPUTE_EVALUATION_TIME_LIMIT) + 60,
 }
+# Every outbound request (fetching, Test, judges) goes through searchtweak.outbound, which
+# checks the address each connection actually reaches, redirect hops included. Denied
+# networks win; a non-empty allow list admits only its networks. The default denies
+# link-local (cloud metadata at 169.254.169.254, fe80::/10) and the AWS and Alibaba
+# metadata addresses outside it.
+OUTBOUND_DENY_NETWORKS = env_networks("OUTBOUND_DENY_NETWORKS", [
+    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32"])
+OUTBOUND_ALLOW_NETWORKS = env_networks("OUTBOUND_ALLOW_NETWORKS", [])
+OUTBOUND_MAX_REDIRECTS = env_int("OUTBOUND_MAX_REDIRECTS", 5, minimum=0)
+# gunicorn.conf.py kills a web request after WEB_TIMEOUT seconds; Test runs in the request,
+# so its whole deadline (connect, redirects, read) ends this margin earlier, leaving time
+# to render the answer.
+WEB_TIMEOUT_SECONDS = env_int("WEB_TIMEOUT", 30, minimum=2)
+OUTBOUND_TEST_DEADLINE_SECONDS = float(max(1, WEB_TIMEOUT_SECONDS - min(
+    5, WEB_TIMEOUT_SECONDS // 4)))
+# Per-endpoint limits (Endpoint.max_concurrent_requests, requests_per_minute) are shared
+# by all processes through this Redis (default: the broker's, when it is Redis); with
+# none, they hold within each process. A request waits at most this long for its turn.
+OUTBOUND_LIMITS_REDIS_URL = env_url("OUTBOUND_LIMITS_REDIS_URL", schemes=("redis", "rediss")) or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimum=1)
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

@@ -26,6 +26,7 @@ from evaluations.models import Endpoint, SearchModel
 from searchtweak.models import Team, User
 
 MAX_TIMEOUT_SECONDS = 120.0
+LIMIT_MAXIMUMS = {"max_concurrent_requests": 1000, "requests_per_minute": 1_000_000}
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
@@ -87,9 +88,16 @@ def is_http_url(url: str) -> bool:
 
 
 def _validate_endpoint_fields(*, name: str, url: str, method: str, timeout_seconds: float,
-                              mapper: Any) -> dict[str, Any]:
+                              mapper: Any, max_concurrent_requests: int | None = None,
+                              requests_per_minute: int | None = None) -> dict[str, Any]:
     """The mapper normalised; every bad field is named in one ValidationError."""
     problems: dict[str, str] = {}
+    for field, limit in (("max_concurrent_requests", max_concurrent_requests),
+                         ("requests_per_minute", requests_per_minute)):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or not 1 <= limit <= LIMIT_MAXIMUMS[field]):
+            problems[field] = (f"A whole number from 1 to {LIMIT_MAXIMUMS[field]}, or empty "
+                               "for no limit.")
     if not name.strip():
         problems["name"] = "An endpoint needs a name."
     if not is_http_url(url):
@@ -109,9 +117,12 @@ def endpoint_create(
     *, team: Team, created_by: User | None, name: str, url: str, mapper: dict[str, Any],
     method: str = Endpoint.Method.GET, headers: dict | None = None,
     secret_headers: dict | None = None, timeout_seconds: float = 10.0,
+    max_concurrent_requests: int | None = 16, requests_per_minute: int | None = None,
+    allow_cross_origin_redirects: bool = False,
 ) -> Endpoint:
-    mapper = _validate_endpoint_fields(name=name, url=url, method=method,
-                                       timeout_seconds=timeout_seconds, mapper=mapper)
+    mapper = _validate_endpoint_fields(
+        name=name, url=url, method=method, timeout_seconds=timeout_seconds, mapper=mapper,
+        max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute)
     plain, secrets = _split_headers(
         headers=_clean_headers("headers", headers),
         secret_headers=_clean_headers("secret_headers", secret_headers), stored={},
@@ -120,6 +131,8 @@ def endpoint_create(
         team=team, created_by=created_by, name=name.strip(), url=url, method=method,
         headers=plain, secret_headers_encrypted=crypto.encrypt_headers(secrets),
         timeout_seconds=timeout_seconds, mapper=mapper,
+        max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute,
+        allow_cross_origin_redirects=bool(allow_cross_origin_redirects),
     )
 
 
@@ -129,17 +142,22 @@ def endpoint_secret_headers(*, endpoint: Endpoint) -> dict[str, str]:
 
 @transaction.atomic
 def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
-    """Change any of name, url, method, timeout_seconds, mapper, headers, secret_headers,
-    archived. Headers and secret_headers together describe the full new set (see
-    _split_headers); giving only secret_headers keeps the plain headers."""
-    allowed = {"name", "url", "method", "timeout_seconds", "mapper", "headers",
+    """Change any of name, url, method, timeout_seconds, mapper, max_concurrent_requests,
+    requests_per_minute, allow_cross_origin_redirects, headers, secret_headers, archived.
+    Headers and secret_headers together describe the full new set (see _split_headers);
+    giving only secret_headers keeps the plain headers."""
+    allowed = {"name", "url", "method", "timeout_seconds", "mapper", "max_concurrent_requests",
+               "requests_per_minute", "allow_cross_origin_redirects", "headers",
                "secret_headers", "archived"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
     fields = {key: changes.get(key, getattr(endpoint, key))
-              for key in ("name", "url", "method", "timeout_seconds", "mapper")}
+              for key in ("name", "url", "method", "timeout_seconds", "mapper",
+                          "max_concurrent_requests", "requests_per_minute")}
     fields["mapper"] = _validate_endpoint_fields(**fields)
+    fields["allow_cross_origin_redirects"] = bool(changes.get(
+        "allow_cross_origin_redirects", endpoint.allow_cross_origin_redirects))
     update_fields = list(fields)
     for key, value in fields.items():
         setattr(endpoint, key, value.strip() if key == "name" else value)
@@ -172,6 +190,8 @@ def endpoint_test(
     *, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
     method: str = Endpoint.Method.GET, headers: dict | None = None,
     secret_headers: dict | None = None, timeout_seconds: float = 10.0,
+    allow_cross_origin_redirects: bool = False, max_concurrent_requests: int | None = None,
+    requests_per_minute: int | None = None,
     endpoint: Endpoint | None = None, transport: httpx.BaseTransport | None = None,
 ) -> FetchResult:
     """Send one query with endpoint settings not saved yet (the form's) and map the answer,
@@ -183,8 +203,10 @@ def endpoint_test(
     if PLACEHOLDER not in url and not any(PLACEHOLDER in str(value) for value in params.values()):
         problems["params"] = "Put #query# where the keyword goes, e.g. q=#query#."
     try:
-        mapper = _validate_endpoint_fields(name="test", url=url, method=method,
-                                           timeout_seconds=timeout_seconds, mapper=mapper)
+        mapper = _validate_endpoint_fields(
+            name="test", url=url, method=method, timeout_seconds=timeout_seconds, mapper=mapper,
+            max_concurrent_requests=max_concurrent_requests,
+            requests_per_minute=requests_per_minute)
     except ValidationError as error:
         problems.update({field: messages[0] for field, messages in error.message_dict.items()})
     if problems:
@@ -203,6 +225,10 @@ def endpoint_test(
         params=dict(params), headers={**plain, **secrets}, body=None,
         body_format=SearchModel.BodyFormat.JSON, timeout_seconds=timeout_seconds,
         mapper=mapper, limit=settings.FETCH_MAX_RESULTS,
+        allow_cross_origin_redirects=bool(allow_cross_origin_redirects),
+        # The limits as typed, under the stored endpoint's key: its engine counts every
+        # request, fetches' and tests' together.
+        max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute,
     )
     return _fetch_once(spec, query, transport=transport)
 
@@ -343,5 +369,7 @@ def search_model_test(
 
 def _fetch_once(spec: RequestSpec, query: str,
                 transport: httpx.BaseTransport | None) -> FetchResult:
+    """Within the web request's own deadline: a test runs while the page waits."""
     with new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
-        return fetch_keyword_results(spec, query.strip(), client=client, retries=0)
+        return fetch_keyword_results(spec, query.strip(), client=client, retries=0,
+                                     deadline_seconds=settings.OUTBOUND_TEST_DEADLINE_SECONDS)

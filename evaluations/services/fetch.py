@@ -26,6 +26,7 @@ from evaluations.fetching import (
     FetchResult,
     fetch_claim_lease_seconds,
     fetch_keyword_results,
+    limits_make_requests_wait,
     new_client,
     request_spec_for,
 )
@@ -163,10 +164,14 @@ def keywords_fetch_requeue_lapsed() -> int:
         fetch_status=Keyword.FetchStatus.PENDING, fetch_claimed_at__isnull=False,
         evaluation__status=Evaluation.Status.FETCHING,
     ).order_by("evaluation_id", "position").values_list(
-        "pk", "evaluation_id", "fetch_claimed_at", "evaluation__model__endpoint__timeout_seconds")
+        "pk", "evaluation_id", "fetch_claimed_at", "evaluation__model__endpoint__timeout_seconds",
+        "evaluation__model__endpoint__max_concurrent_requests",
+        "evaluation__model__endpoint__requests_per_minute")
     lapsed: dict[int, list[int]] = {}
-    for keyword_id, evaluation_id, claimed_at, timeout_seconds in claims:
-        lease = timedelta(seconds=fetch_claim_lease_seconds(timeout_seconds))
+    for keyword_id, evaluation_id, claimed_at, timeout_seconds, concurrent, per_minute in claims:
+        lease = timedelta(seconds=fetch_claim_lease_seconds(
+            timeout_seconds, limited=limits_make_requests_wait(
+                max_concurrent_requests=concurrent, requests_per_minute=per_minute)))
         if claimed_at < now - lease:
             lapsed.setdefault(evaluation_id, []).append(keyword_id)
     for evaluation_id, keyword_ids in lapsed.items():
@@ -192,7 +197,11 @@ def keywords_fetch(
         pk=evaluation_id, status=Evaluation.Status.FETCHING).first()
     if evaluation is None:
         return 0
-    lease_seconds = fetch_claim_lease_seconds(evaluation.model.endpoint.timeout_seconds)
+    endpoint = evaluation.model.endpoint
+    lease_seconds = fetch_claim_lease_seconds(
+        endpoint.timeout_seconds, limited=limits_make_requests_wait(
+            max_concurrent_requests=endpoint.max_concurrent_requests,
+            requests_per_minute=endpoint.requests_per_minute))
     # One stamp for the batch: it renews and releases the task's claims in one statement.
     claimed_at = timezone.now()
     claimed = {kid: text for kid, text in Keyword.objects.filter(pk__in=keyword_ids)

@@ -77,6 +77,18 @@ def test_a_model_is_created_then_tested_on_its_page(client, personas):
     assert server.received[0].query == {"q": ["boots"], "size": ["10"]}
 
 
+def test_a_lead_testing_a_model_sees_the_documents_but_not_the_raw_answer(client, personas):
+    with running_server() as server:
+        endpoint = EndpointFactory(team=personas.team, url=f"{server.url}/search", mapper={
+            "documents": "hits.hits", "id": "_id", "name": "_source.title", "image": None,
+            "fields": {}})
+        model = SearchModelFactory(endpoint=endpoint)
+        page = login(client, personas.lead).post(
+            f"/models/{model.pk}/test/", {"query": "boots"}).content.decode()
+    assert "boots result 1" in page and "boots-3" in page
+    assert "Raw response" not in page and "_source" not in page
+
+
 def test_model_test_page_is_for_leads_and_members_only(client, personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     assert login(client, personas.grader).get(f"/models/{model.pk}/test/").status_code == 403

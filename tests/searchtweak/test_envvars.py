@@ -1,3 +1,4 @@
+import ipaddress
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from searchtweak.envvars import (
     env_email_url,
     env_int,
     env_list,
+    env_networks,
     env_url,
 )
 
@@ -48,6 +50,14 @@ def test_env_list_splits_on_commas_and_rejects_empty_items():
         env_list("H", [], environ={"H": "a,,b"})
 
 
+def test_env_networks_reads_cidr_and_bare_addresses_and_names_a_bad_one():
+    assert env_networks("N", ["169.254.0.0/16"], environ={"N": "10.0.0.0/8, 127.0.0.2"}) == [
+        ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("127.0.0.2/32")]
+    assert env_networks("N", ["fe80::/10"], environ={}) == [ipaddress.ip_network("fe80::/10")]
+    with pytest.raises(ImproperlyConfigured, match=r"^N: 'intranet' is not an IP network$"):
+        env_networks("N", [], environ={"N": "10.0.0.0/8,intranet"})
+
+
 def test_env_url_accepts_only_the_given_schemes():
     assert env_url("DATABASE_URL", schemes=("postgres",), environ={}) == ""
     url = "postgres://postgres@127.0.0.1:5432/x"
@@ -71,6 +81,7 @@ def _manage_check(**overrides: str) -> subprocess.CompletedProcess:
     ({"DEBUG": "false"}, "SECRET_KEY: must be set when DEBUG is false"),
     ({"CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL: 'amqp://"),
     ({"CELERY_TASK_TIME_LIMIT": "soon"}, "CELERY_TASK_TIME_LIMIT: 'soon' is not an integer"),
+    ({"OUTBOUND_DENY_NETWORKS": "metadata"}, "OUTBOUND_DENY_NETWORKS: 'metadata' is not an IP"),
 ])
 def test_bad_settings_stop_start_up_naming_the_variable(overrides, message):
     result = _manage_check(**overrides)

@@ -1,0 +1,254 @@
+"""The one way SearchTweak talks to other servers (search endpoints, LLM judges).
+
+Three rules hold for every request sent through `new_client` and `send`:
+
+- The network policy (OUTBOUND_DENY_NETWORKS, OUTBOUND_ALLOW_NETWORKS) is checked on the
+  address a connection really reaches: the transport resolves the host itself, checks
+  every address, and connects to the checked one, so a hostname that resolves to a denied
+  network, or a DNS answer that changes between check and connect, cannot slip through.
+  TLS still verifies the certificate against the hostname, and Host stays the hostname.
+- Redirects are followed here, hop by hop, never by httpx: a hop to the same origin keeps
+  the request's headers; a hop to another origin is refused unless the caller allows it,
+  and then carries none of the caller's headers (secrets and custom ones stay home).
+- An optional deadline bounds the whole exchange (connect, TLS, every hop, every read):
+  each socket operation waits at most until it.
+"""
+
+import contextvars
+import ipaddress
+import socket
+import time
+import typing
+from collections.abc import Iterable
+from contextlib import contextmanager
+
+import httpcore
+import httpx
+from django.conf import settings
+
+# Sent on every request, and the only headers a cross-origin redirect hop carries.
+USER_AGENT = "SearchTweak/1 (+relevance evaluation)"
+BASE_HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_BODY_HEADERS = frozenset({"content-type", "content-length", "transfer-encoding"})
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "outbound_deadline", default=None)
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class OutboundRefused(httpcore.ConnectError):
+    """The network policy refused the address a host resolved to (never retried)."""
+
+
+class RedirectRefused(httpx.HTTPError):
+    """A redirect the rules do not follow: to another origin, or one too many."""
+
+    def __init__(self, message: str, *, response: httpx.Response) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+def refusal(error: BaseException) -> OutboundRefused | None:
+    """The policy refusal behind an httpx error, if that is what it is."""
+    while error is not None:
+        if isinstance(error, OutboundRefused):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def address_refusal(address: IPAddress) -> str:
+    """Why the policy refuses `address`, or "" when it may be reached."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for network in _networks(settings.OUTBOUND_DENY_NETWORKS):
+        if address.version == network.version and address in network:
+            return f"{address} is in a denied network ({network}, OUTBOUND_DENY_NETWORKS)"
+    allowed = _networks(settings.OUTBOUND_ALLOW_NETWORKS)
+    if allowed and not any(address.version == network.version and address in network
+                           for network in allowed):
+        return f"{address} is outside the allowed networks (OUTBOUND_ALLOW_NETWORKS)"
+    return ""
+
+
+def _networks(values: Iterable[typing.Any]) -> list[IPNetwork]:
+    return [value if isinstance(value, ipaddress.IPv4Network | ipaddress.IPv6Network)
+            else ipaddress.ip_network(str(value), strict=False) for value in values]
+
+
+def _remaining(timeout: float | None) -> float | None:
+    deadline = _deadline.get()
+    if deadline is None:
+        return timeout
+    left = max(deadline - time.monotonic(), 0.001)
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every wait also ends at the deadline of the current send."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _remaining(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _remaining(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname,
+                                                      _remaining(timeout)))
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return self._stream.get_extra_info(info)
+
+
+class _GuardedBackend(httpcore.NetworkBackend):
+    """Resolves, checks every address against the policy, connects to a checked one."""
+
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[typing.Any] | None = None,
+                    ) -> httpcore.NetworkStream:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as error:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from error
+        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0])
+                                       for info in infos))
+        # One denied address refuses the host: which one a connection would reach is the
+        # resolver's choice, so an allowed twin must not make a denied address reachable.
+        for address in addresses:
+            reason = address_refusal(address)
+            if reason:
+                shown = host if host == str(address) else f"{host} ({address})"
+                raise OutboundRefused(f"refused to connect to {shown}: {reason}")
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                stream = self._backend.connect_tcp(
+                    str(address), port, timeout=_remaining(timeout),
+                    local_address=local_address, socket_options=socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                last_error = error
+                continue
+            return _DeadlineStream(stream)
+        raise last_error or httpcore.ConnectError(f"no address for {host}")
+
+    def connect_unix_socket(self, *args, **kwargs) -> httpcore.NetworkStream:
+        raise OutboundRefused("unix sockets are not reachable from outbound requests")
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class GuardedTransport(httpx.HTTPTransport):
+    """httpx's transport with the policy-checking network backend; never a proxy from the
+    environment, which would make the checked address the proxy's."""
+
+    def __init__(self, *, limits: httpx.Limits) -> None:
+        super().__init__(limits=limits, trust_env=False)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_GuardedBackend(),
+        )
+
+
+def new_client(*, timeout_seconds: float, connections: int,
+               transport: httpx.BaseTransport | None = None) -> httpx.Client:
+    """A client for `send`. `transport` replaces the network (seed_demo's in-process
+    answers): the policy guards sockets, and such a transport opens none."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.Client(
+        timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 5.0)),
+        transport=transport or GuardedTransport(limits=limits), limits=limits,
+        follow_redirects=False, trust_env=False,
+    )
+
+
+@contextmanager
+def deadline(seconds: float | None) -> typing.Iterator[float | None]:
+    """Bound every socket wait inside the block to `seconds` from now (None: no bound).
+    Yields the monotonic deadline."""
+    if seconds is None:
+        yield None
+        return
+    at = time.monotonic() + seconds
+    token = _deadline.set(at)
+    try:
+        yield at
+    finally:
+        _deadline.reset(token)
+
+
+def origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default_port = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default_port
+
+
+def send(client: httpx.Client, request: httpx.Request, *,
+         allow_cross_origin_redirects: bool = False) -> httpx.Response:
+    """Send `request` and follow its redirects by the rules above; return the final
+    response, streaming (the caller reads and closes it). Raises RedirectRefused, and
+    httpx errors whose cause `refusal()` finds when the policy refused an address."""
+    home = origin(request.url)
+    hops = 0
+    while True:
+        response = client.send(request, stream=True)
+        location = response.headers.get("Location")
+        if response.status_code not in _REDIRECT_STATUSES or not location:
+            return response
+        response.close()
+        try:
+            target = request.url.join(location)
+        except httpx.InvalidURL as error:
+            raise RedirectRefused(f"the endpoint redirected to an invalid URL: {error}",
+                                  response=response) from error
+        if target.scheme not in ("http", "https"):
+            raise RedirectRefused(f"the endpoint redirected to {target.scheme}: URLs, "
+                                  "which are not followed", response=response)
+        hops += 1
+        if hops > settings.OUTBOUND_MAX_REDIRECTS:
+            raise RedirectRefused(f"more than {settings.OUTBOUND_MAX_REDIRECTS} redirects "
+                                  "(OUTBOUND_MAX_REDIRECTS)", response=response)
+        same_origin = origin(target) == home
+        if not same_origin and not allow_cross_origin_redirects:
+            raise RedirectRefused(
+                f"the endpoint redirected to another origin ({target.scheme}://"
+                f"{target.netloc.decode()}); not followed, so its headers stay with it: "
+                "allow cross-origin redirects on the endpoint to follow them",
+                response=response)
+        request = _redirected(request, response.status_code, target, same_origin)
+
+
+def _redirected(request: httpx.Request, status: int, target: httpx.URL,
+                same_origin: bool) -> httpx.Request:
+    method = request.method
+    # What browsers and httpx do: 303 always, and 301/302 after a POST, become a GET.
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method = "GET"
+    keep_body = method == request.method
+    headers = dict(request.headers) if same_origin else dict(BASE_HEADERS)
+    if not same_origin and keep_body and "Content-Type" in request.headers:
+        headers["Content-Type"] = request.headers["Content-Type"]
+    # httpx sets Host and Content-Length from the new URL and body.
+    dropped = {"host", "content-length", "transfer-encoding"} if keep_body else \
+        {"host", *_BODY_HEADERS}
+    headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
+    return httpx.Request(method, target, headers=headers,
+                         content=request.content if keep_body else None,
+                         extensions=request.extensions)

@@ -1,0 +1,171 @@
+"""Per-endpoint limits shared by every process that sends to the endpoint: at most
+`max_concurrent` requests in flight and `per_minute` requests started in any 60 seconds
+(Quepid's requests_per_minute). Fetching, Test and judges take a turn before each request.
+
+With OUTBOUND_LIMITS_REDIS_URL (by default the Redis broker) the counts live in Redis, so
+N workers together respect the limit; without Redis (SQLite + eager Celery, one process)
+they live in this process, behind the same interface.
+
+A turn in flight is a lease that expires (`lease_seconds`): a process killed mid-request
+frees its turn when the lease runs out instead of holding it for ever.
+"""
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cache
+from typing import Protocol
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60.0
+POLL_SECONDS = 0.05
+
+
+class LimitWaitExceeded(Exception):
+    """No turn came within the wait allowed."""
+
+
+class Limiter(Protocol):
+    def try_acquire(self, key: str, token: str, *, max_concurrent: int | None,
+                    per_minute: int | None, now: float, lease_seconds: float) -> bool: ...
+
+    def release(self, key: str, token: str) -> None: ...
+
+
+class LocalLimiter:
+    """The counts of this process only: right when it is the only one sending."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, dict[str, float]] = {}
+        self._started: dict[str, deque[float]] = {}
+
+    def try_acquire(self, key: str, token: str, *, max_concurrent: int | None,
+                    per_minute: int | None, now: float, lease_seconds: float) -> bool:
+        with self._lock:
+            leases = self._in_flight.setdefault(key, {})
+            for expired in [t for t, until in leases.items() if until <= now]:
+                del leases[expired]
+            if max_concurrent and len(leases) >= max_concurrent:
+                return False
+            if per_minute:
+                started = self._started.setdefault(key, deque())
+                while started and started[0] <= now - WINDOW_SECONDS:
+                    started.popleft()
+                if len(started) >= per_minute:
+                    return False
+                started.append(now)
+            leases[token] = now + lease_seconds
+            return True
+
+    def release(self, key: str, token: str) -> None:
+        with self._lock:
+            self._in_flight.get(key, {}).pop(token, None)
+
+
+# KEYS: in-flight leases (token -> expiry), starts in the window (token -> start time).
+# ARGV: now, token, max_concurrent (0: none), per_minute (0: none), lease expiry, window.
+_ACQUIRE = """
+local now = tonumber(ARGV[1])
+local max_concurrent = tonumber(ARGV[3])
+local per_minute = tonumber(ARGV[4])
+local window = tonumber(ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if max_concurrent > 0 and redis.call('ZCARD', KEYS[1]) >= max_concurrent then return 0 end
+if per_minute > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+  if redis.call('ZCARD', KEYS[2]) >= per_minute then return 0 end
+  redis.call('ZADD', KEYS[2], now, ARGV[2])
+  redis.call('EXPIRE', KEYS[2], math.ceil(window) + 60)
+end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[5]), ARGV[2])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[5]) - now) + 60)
+return 1
+"""
+
+
+class RedisLimiter:
+    """The counts of every process using this Redis. Times come from the callers' clocks,
+    so hosts sharing a limit need synchronised clocks (NTP). While Redis cannot be
+    reached the counts fall back to this process's: a Test must not fail for it, and a
+    fetch without a broker is not running anyway."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self._redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self._acquire = self._redis.register_script(_ACQUIRE)
+        self._errors = (redis.RedisError, OSError)
+
+    def try_acquire(self, key: str, token: str, *, max_concurrent: int | None,
+                    per_minute: int | None, now: float, lease_seconds: float) -> bool:
+        keys = [f"searchtweak:outbound:{key}:in-flight", f"searchtweak:outbound:{key}:starts"]
+        try:
+            return self._acquire(keys=keys, args=[
+                repr(now), token, max_concurrent or 0, per_minute or 0,
+                repr(now + lease_seconds), repr(WINDOW_SECONDS),
+            ]) == 1
+        except self._errors as error:
+            logger.warning("outbound limits: Redis unreachable (%s); counting in this "
+                           "process only", error)
+            return _local.try_acquire(key, token, max_concurrent=max_concurrent,
+                                      per_minute=per_minute, now=now,
+                                      lease_seconds=lease_seconds)
+
+    def release(self, key: str, token: str) -> None:
+        _local.release(key, token)
+        with contextlib.suppress(*self._errors):  # else the lease expires on its own
+            self._redis.zrem(f"searchtweak:outbound:{key}:in-flight", token)
+
+
+_local = LocalLimiter()
+
+
+@cache
+def _redis_limiter(url: str) -> RedisLimiter:
+    return RedisLimiter(url)
+
+
+def limiter() -> Limiter:
+    url = settings.OUTBOUND_LIMITS_REDIS_URL
+    return _redis_limiter(url) if url else _local
+
+
+@contextmanager
+def turn(key: str, *, max_concurrent: int | None, per_minute: int | None,
+         wait_seconds: float, lease_seconds: float, limiter_: Limiter | None = None,
+         clock: Callable[[], float] = time.time,
+         sleep: Callable[[float], None] = time.sleep) -> Iterator[None]:
+    """Hold one of `key`'s turns for the block, waiting at most `wait_seconds` for it.
+    Raises LimitWaitExceeded when none comes in time. No limits: no wait, no bookkeeping."""
+    if not max_concurrent and not per_minute:
+        yield
+        return
+    backend = limiter_ or limiter()
+    token = uuid.uuid4().hex
+    give_up_at = clock() + wait_seconds
+    while not backend.try_acquire(key, token, max_concurrent=max_concurrent,
+                                  per_minute=per_minute, now=clock(),
+                                  lease_seconds=lease_seconds):
+        if clock() >= give_up_at:
+            raise LimitWaitExceeded(_wait_message(max_concurrent, per_minute, wait_seconds))
+        sleep(POLL_SECONDS)
+    try:
+        yield
+    finally:
+        backend.release(key, token)
+
+
+def _wait_message(max_concurrent: int | None, per_minute: int | None, waited: float) -> str:
+    limits = [f"{max_concurrent} at a time" if max_concurrent else "",
+              f"{per_minute} a minute" if per_minute else ""]
+    return (f"no turn to send within {waited:g} s: the endpoint allows "
+            f"{' and '.join(limit for limit in limits if limit)} requests")

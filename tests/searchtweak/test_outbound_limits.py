@@ -1,0 +1,146 @@
+"""Per-endpoint limits shared by workers (searchtweak.outbound_limits), in Redis and, with
+no Redis, in-process: concurrency seen by a real server, requests per minute on a clock
+the test controls, and leases that free the turns of a killed worker."""
+
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from evaluations.fetching import RequestSpec, fetch_keyword_results, new_client
+from searchtweak import outbound_limits
+from searchtweak.outbound_limits import LimitWaitExceeded, LocalLimiter, RedisLimiter, turn
+from tests.evaluations.factories import ES_MAPPER
+from tests.evaluations.servers import Reply, hits, running_server
+from tests.workers import require_redis
+
+
+@pytest.fixture(params=["local", "redis"])
+def backend(request, settings):
+    """The limiter kind, and a factory of limiters as separate workers would each hold."""
+    if request.param == "redis":
+        url = require_redis()
+        settings.OUTBOUND_LIMITS_REDIS_URL = url
+        return lambda: RedisLimiter(url)
+    settings.OUTBOUND_LIMITS_REDIS_URL = ""
+    shared = LocalLimiter()
+    # Without Redis every "worker" is a thread of this one process: one set of counts.
+    return lambda: shared
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def key() -> str:
+    return f"test:{uuid.uuid4().hex}"
+
+
+def test_requests_per_minute_wait_for_the_window_to_move(backend):
+    limiter, clock, endpoint = backend(), FakeClock(), key()
+    limits = {"max_concurrent": None, "per_minute": 3, "lease_seconds": 30,
+              "limiter_": limiter, "clock": clock, "sleep": clock.sleep}
+    for _ in range(3):
+        with turn(endpoint, wait_seconds=0, **limits):
+            clock.now += 1
+    with pytest.raises(LimitWaitExceeded, match="allows 3 a minute requests"), \
+            turn(endpoint, wait_seconds=10, **limits):
+        pass
+    assert clock.now == pytest.approx(1_000_013.0)
+
+    with turn(endpoint, wait_seconds=120, **limits):
+        # The first of the three started at 1_000_000: its minute ends at 1_000_060.
+        assert 1_000_060.0 <= clock.now < 1_000_060.1
+
+
+def test_a_turn_never_released_frees_itself_when_its_lease_ends(backend):
+    limiter, clock, endpoint = backend(), FakeClock(), key()
+    # A worker killed mid-request: it took a turn and will never release it.
+    assert limiter.try_acquire(endpoint, "killed", max_concurrent=1, per_minute=None,
+                               now=clock.now, lease_seconds=30)
+    limits = {"max_concurrent": 1, "per_minute": None, "lease_seconds": 30,
+              "limiter_": limiter, "clock": clock, "sleep": clock.sleep}
+    with pytest.raises(LimitWaitExceeded, match="allows 1 at a time requests"), \
+            turn(endpoint, wait_seconds=5, **limits):
+        pass
+    with turn(endpoint, wait_seconds=60, **limits):
+        assert 1_000_030.0 <= clock.now < 1_000_030.1
+
+
+class CountingServer:
+    """Counts the requests it is answering at once."""
+
+    def __init__(self, server) -> None:
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most = 0
+        self.release = threading.Event()
+        server.handler = self.handle
+
+    def handle(self, request) -> Reply:
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        # Hold each request until a second one could have arrived beside it (or a bound).
+        self.release.wait(0.2)
+        with self.lock:
+            self.in_flight -= 1
+        return Reply(body=hits(request.query["q"][0]))
+
+
+def test_two_workers_together_never_exceed_the_endpoints_concurrency(backend, settings):
+    settings.FETCH_RETRY_BACKOFF_MS = 5
+    endpoint_id = uuid.uuid4().int % 10**9
+    with running_server() as server:
+        counting = CountingServer(server)
+        spec = RequestSpec(
+            endpoint_id=endpoint_id, method="GET", url=f"{server.url}/search",
+            params={"q": "#query#"}, headers={}, body=None, body_format="json",
+            timeout_seconds=5, mapper=ES_MAPPER, limit=10, max_concurrent_requests=2,
+        )
+
+        def worker(name: str) -> list[bool]:
+            # Each worker process holds its own limiter (its own Redis connection).
+            outbound_limits._redis_limiter.cache_clear()
+            with new_client(timeout_seconds=5, connections=8) as client, \
+                    ThreadPoolExecutor(max_workers=8) as pool:
+                return list(pool.map(lambda n: fetch_keyword_results(
+                    spec, f"{name}-{n}", client=client).ok, range(8)))
+
+        with ThreadPoolExecutor(max_workers=2) as workers:
+            outcomes = list(workers.map(worker, ["a", "b"]))
+
+    assert outcomes == [[True] * 8, [True] * 8]
+    assert len(server.received) == 16
+    assert counting.most <= 2
+    assert counting.in_flight == 0
+
+
+def test_no_limits_take_no_turns(backend):
+    limiter, clock = backend(), FakeClock()
+    for _ in range(100):
+        with turn(key(), max_concurrent=None, per_minute=None, wait_seconds=0,
+                  lease_seconds=1, limiter_=limiter, clock=clock, sleep=clock.sleep):
+            pass
+    assert clock.now == 1_000_000.0
+
+
+def test_an_unreachable_redis_falls_back_to_counting_in_this_process():
+    # Port 9 (discard) on 127.0.0.1: nothing listens, the connection is refused at once.
+    limiter, clock, endpoint = RedisLimiter("redis://127.0.0.1:9/0"), FakeClock(), key()
+    limits = {"max_concurrent": 1, "per_minute": None, "lease_seconds": 30,
+              "limiter_": limiter, "clock": clock, "sleep": clock.sleep}
+    # The first turn is held in this process while a second one is refused.
+    with turn(endpoint, wait_seconds=0, **limits), pytest.raises(LimitWaitExceeded), \
+            turn(endpoint, wait_seconds=0, **limits):
+        pass
+    with turn(endpoint, wait_seconds=0, **limits):
+        pass
