@@ -1,18 +1,20 @@
 from django.urls import path
 
-from evaluations import api
+from evaluations import api, api_endpoints
 
 app_name = "evaluations_api"
 urlpatterns = [
-    path("endpoints/", api.EndpointListApi.as_view(), name="endpoints"),
-    path("endpoints/<int:endpoint_id>/", api.EndpointDetailApi.as_view(), name="endpoint"),
-    path("endpoints/<int:endpoint_id>/restore/", api.EndpointRestoreApi.as_view(),
+    path("endpoints/", api_endpoints.EndpointListApi.as_view(), name="endpoints"),
+    path("endpoints/<int:endpoint_id>/", api_endpoints.EndpointDetailApi.as_view(),
+         name="endpoint"),
+    path("endpoints/<int:endpoint_id>/restore/", api_endpoints.EndpointRestoreApi.as_view(),
          name="endpoint_restore"),
-    path("models/", api.SearchModelListApi.as_view(), name="models"),
-    path("models/<int:model_id>/", api.SearchModelDetailApi.as_view(), name="model"),
-    path("models/<int:model_id>/restore/", api.SearchModelRestoreApi.as_view(),
+    path("models/", api_endpoints.SearchModelListApi.as_view(), name="models"),
+    path("models/<int:model_id>/", api_endpoints.SearchModelDetailApi.as_view(), name="model"),
+    path("models/<int:model_id>/restore/", api_endpoints.SearchModelRestoreApi.as_view(),
          name="model_restore"),
-    path("models/<int:model_id>/test/", api.SearchModelTestApi.as_view(), name="model_test"),
+    path("models/<int:model_id>/test/", api_endpoints.SearchModelTestApi.as_view(),
+         name="model_test"),
     path("evaluations/", api.EvaluationListApi.as_view(), name="evaluations"),
     path("evaluations/<int:evaluation_id>/", api.EvaluationDetailApi.as_view(),
          name="evaluation"),

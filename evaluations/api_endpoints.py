@@ -1,0 +1,306 @@
+"""REST API of endpoints and search models (docs/ARCHITECTURE.md, /api/v1/)."""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluations import crypto, selectors, services
+from evaluations.api import TEAM_PARAM, requested_team, team_for_create, visible_team_ids
+from evaluations.models import Endpoint, SearchModel
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.models import Role
+
+# --- endpoints ---------------------------------------------------------------------------
+
+
+class MapperSerializer(serializers.Serializer):
+    documents = serializers.CharField()
+    id = serializers.CharField()
+    name = serializers.CharField()
+    image = serializers.CharField(allow_null=True, required=False, allow_blank=True)
+    fields = serializers.DictField(child=serializers.CharField(), required=False)
+
+
+class EndpointOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    team = serializers.IntegerField(source="team_id")
+    name = serializers.CharField()
+    url = serializers.CharField()
+    method = serializers.CharField()
+    headers = serializers.SerializerMethodField(
+        help_text="Plain headers, and secret ones masked (••••abcd)."
+    )
+    secret_header_names = serializers.SerializerMethodField()
+    timeout_seconds = serializers.FloatField()
+    mapper = MapperSerializer()
+    created_at = serializers.DateTimeField()
+    archived_at = serializers.DateTimeField(allow_null=True)
+
+    def _secrets(self, endpoint: Endpoint) -> dict[str, str]:
+        try:
+            return services.endpoint_secret_headers(endpoint=endpoint)
+        except crypto.SecretsUnreadable:
+            return {}
+
+    def get_headers(self, endpoint: Endpoint) -> dict[str, str]:
+        masked = {name: crypto.mask(value) for name, value in self._secrets(endpoint).items()}
+        return {**endpoint.headers, **masked}
+
+    def get_secret_header_names(self, endpoint: Endpoint) -> list[str]:
+        return sorted(self._secrets(endpoint))
+
+
+class EndpointInputSerializer(serializers.Serializer):
+    team = serializers.IntegerField(required=False)
+    name = serializers.CharField(max_length=100)
+    url = serializers.CharField(max_length=2000)
+    method = serializers.ChoiceField(choices=Endpoint.Method.choices, default="GET")
+    headers = serializers.DictField(child=serializers.CharField(allow_blank=True),
+                                    required=False)
+    secret_headers = serializers.DictField(child=serializers.CharField(allow_blank=True),
+                                           required=False,
+                                           help_text="Stored encrypted, shown back masked.")
+    timeout_seconds = serializers.FloatField(default=10.0)
+    mapper = serializers.JSONField()
+    archived = serializers.BooleanField(required=False)
+
+
+class EndpointListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=EndpointOutputSerializer(many=True), parameters=[TEAM_PARAM],
+                   operation_id="endpoints_list")
+    def get(self, request: Request) -> Response:
+        endpoints = Endpoint.objects.filter(team_id__in=visible_team_ids(request))
+        if request.query_params.get("archived") != "true":
+            endpoints = endpoints.filter(archived_at=None)
+        return paginated_response(self, request, endpoints,
+                                  lambda page: EndpointOutputSerializer(page, many=True).data)
+
+    @extend_schema(request=EndpointInputSerializer, responses={201: EndpointOutputSerializer},
+                   operation_id="endpoints_create")
+    def post(self, request: Request) -> Response:
+        team = team_for_create(user=request.user, team_id=requested_team(request),
+                                minimum_role=Role.ADMIN)
+        serializer = EndpointInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        data.pop("archived", None)
+        data.pop("team", None)
+        endpoint = services.endpoint_create(team=team, created_by=request.user, **data)
+        return Response(EndpointOutputSerializer(endpoint).data, status=status.HTTP_201_CREATED)
+
+
+class EndpointDetailApi(APIView):
+    @extend_schema(responses=EndpointOutputSerializer, operation_id="endpoints_retrieve")
+    def get(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id)
+        return Response(EndpointOutputSerializer(endpoint).data)
+
+    @extend_schema(request=EndpointInputSerializer, responses=EndpointOutputSerializer,
+                   operation_id="endpoints_partial_update")
+    def patch(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
+                                                   minimum_role=Role.ADMIN)
+        serializer = EndpointInputSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        changes = dict(serializer.validated_data)
+        changes.pop("team", None)
+        # Partial: only keys the caller sent, not the serializer's defaults.
+        changes = {key: value for key, value in changes.items() if key in request.data}
+        endpoint = services.endpoint_update(endpoint=endpoint, **changes)
+        return Response(EndpointOutputSerializer(endpoint).data)
+
+    @extend_schema(responses={204: None, 200: EndpointOutputSerializer},
+                   operation_id="endpoints_destroy",
+                   description="Deletes an unused endpoint (204); archives one that search "
+                               "models use and returns it (200).")
+    def delete(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
+                                                   minimum_role=Role.ADMIN)
+        if services.endpoint_delete(endpoint=endpoint):
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(EndpointOutputSerializer(endpoint).data)
+
+
+class EndpointRestoreApi(APIView):
+    @extend_schema(request=None, responses=EndpointOutputSerializer,
+                   operation_id="endpoints_restore",
+                   description="Brings an archived endpoint back (admins); a no-op on an "
+                               "active one.")
+    def post(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
+                                                   minimum_role=Role.ADMIN)
+        endpoint = services.endpoint_restore(endpoint=endpoint)
+        return Response(EndpointOutputSerializer(endpoint).data)
+
+
+# --- search models -----------------------------------------------------------------------
+
+
+class SearchModelOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    team = serializers.IntegerField(source="team_id")
+    endpoint = serializers.IntegerField(source="endpoint_id")
+    name = serializers.CharField()
+    description = serializers.CharField()
+    params = serializers.JSONField()
+    body = serializers.CharField(allow_null=True)
+    body_format = serializers.CharField()
+    headers = serializers.JSONField()
+    default_keywords = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    archived_at = serializers.DateTimeField(allow_null=True)
+
+    def get_default_keywords(self, model: SearchModel) -> list[str]:
+        return services.keywords_clean(model.default_keywords.splitlines()).keywords
+
+
+class SearchModelInputSerializer(serializers.Serializer):
+    team = serializers.IntegerField(required=False)
+    endpoint = serializers.IntegerField()
+    name = serializers.CharField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    params = serializers.JSONField(required=False, default=dict)
+    body = serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                 default=None, trim_whitespace=False)
+    body_format = serializers.ChoiceField(choices=SearchModel.BodyFormat.choices,
+                                          default=SearchModel.BodyFormat.JSON)
+    headers = serializers.DictField(child=serializers.CharField(allow_blank=True),
+                                    required=False, default=dict)
+    default_keywords = serializers.ListField(child=serializers.CharField(max_length=500),
+                                             required=False, default=list)
+    archived = serializers.BooleanField(required=False)
+
+
+def _model_changes(request: Request, data: dict[str, Any], team_id: int) -> dict[str, Any]:
+    if "endpoint" in data:
+        # A foreign or missing endpoint is bad input here, not a missing page.
+        endpoint = Endpoint.objects.filter(pk=data["endpoint"], team_id=team_id).first()
+        if endpoint is None:
+            raise ValidationError({"endpoint": "No such endpoint in this team."})
+        data["endpoint"] = endpoint
+    if "default_keywords" in data:
+        data["default_keywords"] = "\n".join(data["default_keywords"])
+    return data
+
+
+class SearchModelListApi(APIView):
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=SearchModelOutputSerializer(many=True), parameters=[TEAM_PARAM],
+                   operation_id="models_list")
+    def get(self, request: Request) -> Response:
+        models = SearchModel.objects.filter(team_id__in=visible_team_ids(request))
+        if request.query_params.get("archived") != "true":
+            models = models.filter(archived_at=None)
+        return paginated_response(self, request, models,
+                                  lambda page: SearchModelOutputSerializer(page, many=True).data)
+
+    @extend_schema(request=SearchModelInputSerializer,
+                   responses={201: SearchModelOutputSerializer}, operation_id="models_create")
+    def post(self, request: Request) -> Response:
+        team = team_for_create(user=request.user, team_id=requested_team(request),
+                                minimum_role=Role.ADMIN)
+        serializer = SearchModelInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        data.pop("archived", None)
+        data.pop("team", None)
+        data = _model_changes(request, data, team.pk)
+        model = services.search_model_create(team=team, created_by=request.user, **data)
+        return Response(SearchModelOutputSerializer(model).data, status=status.HTTP_201_CREATED)
+
+
+class SearchModelDetailApi(APIView):
+    @extend_schema(responses=SearchModelOutputSerializer, operation_id="models_retrieve")
+    def get(self, request: Request, model_id: int) -> Response:
+        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id)
+        return Response(SearchModelOutputSerializer(model).data)
+
+    @extend_schema(request=SearchModelInputSerializer, responses=SearchModelOutputSerializer,
+                   operation_id="models_partial_update")
+    def patch(self, request: Request, model_id: int) -> Response:
+        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                    minimum_role=Role.ADMIN)
+        serializer = SearchModelInputSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        changes = {key: value for key, value in serializer.validated_data.items()
+                   if key in request.data and key != "team"}
+        changes = _model_changes(request, changes, model.team_id)
+        model = services.search_model_update(model=model, **changes)
+        return Response(SearchModelOutputSerializer(model).data)
+
+    @extend_schema(responses={204: None, 200: SearchModelOutputSerializer},
+                   operation_id="models_destroy",
+                   description="Deletes an unused model (204); archives one that evaluations "
+                               "use and returns it (200).")
+    def delete(self, request: Request, model_id: int) -> Response:
+        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                    minimum_role=Role.ADMIN)
+        if services.search_model_delete(model=model):
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(SearchModelOutputSerializer(model).data)
+
+
+class SearchModelRestoreApi(APIView):
+    @extend_schema(request=None, responses=SearchModelOutputSerializer,
+                   operation_id="models_restore",
+                   description="Brings an archived search model back (admins); 400 while its "
+                               "endpoint is archived.")
+    def post(self, request: Request, model_id: int) -> Response:
+        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                    minimum_role=Role.ADMIN)
+        model = services.search_model_restore(model=model)
+        return Response(SearchModelOutputSerializer(model).data)
+
+
+class SearchModelTestApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        query = serializers.CharField(max_length=500)
+
+        class Meta:
+            ref_name = "ModelTestInput"  # nested names repeat across apps' schemas
+
+    class OutputSerializer(serializers.Serializer):
+        class DocumentSerializer(serializers.Serializer):
+            position = serializers.IntegerField()
+            doc_id = serializers.CharField()
+            name = serializers.CharField()
+            image = serializers.CharField()
+            fields = serializers.JSONField()
+
+        ok = serializers.BooleanField()
+        status_code = serializers.IntegerField(allow_null=True)
+        duration_ms = serializers.IntegerField()
+        error = serializers.CharField()
+        error_field = serializers.CharField(help_text="The mapper field that failed, if any.")
+        documents = DocumentSerializer(many=True)
+        raw = serializers.CharField(help_text="The response body (first 64 KB).")
+
+        class Meta:
+            ref_name = "ModelTestResult"
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer,
+                   operation_id="models_test")
+    def post(self, request: Request, model_id: int) -> Response:
+        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
+                                                    minimum_role=Role.LEAD)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.search_model_test(model=model, query=serializer.validated_data["query"])
+        documents = [{"position": position, "doc_id": doc.doc_id, "name": doc.name,
+                      "image": doc.image, "fields": doc.fields}
+                     for position, doc in enumerate(result.documents or [], start=1)]
+        return Response(self.OutputSerializer({
+            "ok": result.ok, "status_code": result.status_code,
+            "duration_ms": result.duration_ms, "error": result.error,
+            "error_field": result.error_field, "documents": documents, "raw": result.raw,
+        }).data)

@@ -1,0 +1,343 @@
+"""Writes for an evaluation's lifecycle: create, update (with its metric configuration and
+transformers), start, retry failed keywords, pause, finish, clone, archive, restore, delete."""
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from evaluations.hooks import scale_provider, team_scale
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel
+from evaluations.services.keywords import (
+    evaluation_keywords_replace,
+    keyword_rows,
+    keywords_clean,
+    keywords_validate,
+)
+from metrics import core
+from searchtweak.models import Team, User
+
+
+def _team_scale(team: Team, code: str) -> core.Scale:
+    scale = team_scale(team, code)
+    if scale is None:
+        raise ValidationError({"scale": f"Unknown scale {code!r}."})
+    return scale
+
+
+def _validate_metrics(metrics: Any) -> list[dict[str, Any]]:
+    if not isinstance(metrics, list):
+        raise ValidationError({"metrics": "must be a list of {code, k, params}"})
+    clean, seen = [], set()
+    for index, item in enumerate(metrics):
+        if not isinstance(item, dict):
+            raise ValidationError({"metrics": f"item {index + 1} must be an object"})
+        params = item.get("params") or {}
+        try:
+            core.metric_spec(item.get("code"))
+            k = core.validate_k(item.get("k"))
+            core.resolve_params(params)
+        except core.MetricInputError as error:
+            raise ValidationError({"metrics": f"item {index + 1}: {error}"}) from None
+        key = (item["code"], k, json.dumps(params, sort_keys=True))
+        if key in seen:
+            raise ValidationError({"metrics": f"item {index + 1}: "
+                                   f"{core.metric_code_at_k(item['code'], k)} is listed twice"})
+        seen.add(key)
+        clean.append({"code": item["code"], "k": k, "params": params})
+    return clean
+
+
+def _validate_transformers(team: Team, scale: core.Scale, transformers: Any) -> dict:
+    transformers = transformers or {}
+    try:
+        core.validate_transformers(transformers, scale)
+    except core.MetricInputError as error:
+        raise ValidationError({"transformers": str(error)}) from None
+    return transformers
+
+
+def _validate_evaluation_fields(*, team: Team, model: SearchModel, name: str,
+                                strategy: int) -> None:
+    if not name.strip():
+        raise ValidationError({"name": "An evaluation needs a name."})
+    if model.team_id != team.pk:
+        raise ValidationError({"model": "No such search model in this team."})
+    if model.archived_at is not None:
+        raise ValidationError({"model": f"{model.name} is archived."})
+    if strategy not in (1, 3):
+        raise ValidationError({"strategy": "Use 1 or 3 graders per result."})
+
+
+def _create_metric_configs(evaluation: Evaluation, metrics: list[dict[str, Any]]) -> None:
+    # One by one, not bulk_create: the metrics app recomputes on EvaluationMetric post_save.
+    for position, item in enumerate(metrics):
+        EvaluationMetric.objects.create(evaluation=evaluation, position=position, **item)
+
+
+@transaction.atomic
+def evaluation_create(
+    *, team: Team, created_by: User | None, model: SearchModel, name: str, scale: str,
+    strategy: int, keywords: list[str], metrics: list[dict[str, Any]],
+    transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
+    guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
+    show_position: bool = False, auto_finish: bool = True,
+) -> Evaluation:
+    _validate_evaluation_fields(team=team, model=model, name=name, strategy=strategy)
+    scale_obj = _team_scale(team, scale)
+    metrics = _validate_metrics(metrics)
+    transformers = _validate_transformers(team, scale_obj, transformers)
+    keywords = keywords_clean(keywords).keywords
+    keywords_validate(keywords)
+    if reuse_grades not in Evaluation.Reuse.values:
+        raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
+    evaluation = Evaluation.objects.create(
+        team=team, created_by=created_by, model=model, name=name.strip(),
+        description=description, scale=scale, strategy=strategy, transformers=transformers,
+        tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
+        show_position=bool(show_position), auto_finish=bool(auto_finish),
+    )
+    Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
+    _create_metric_configs(evaluation, metrics)
+    return evaluation
+
+
+def _clean_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise ValidationError({"tags": "must be a list of strings"})
+    return list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
+
+
+@transaction.atomic
+def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
+    """Change an evaluation. Scale, strategy and transformers freeze at the first start;
+    the model and keywords change only while pending, and after the first start keywords
+    may be added but not removed (their grades would go with them)."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
+               "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
+               "auto_finish"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
+    if evaluation.status == Evaluation.Status.FINISHED:
+        raise ValidationError({"status": "A finished evaluation cannot be changed."})
+    for key in ("scale", "strategy", "transformers"):
+        if key in changes and changes[key] != getattr(evaluation, key) \
+                and evaluation.has_started():
+            raise ValidationError({key: "cannot change after the evaluation has started"})
+    for key in ("model", "keywords"):
+        if key in changes and evaluation.status != Evaluation.Status.PENDING:
+            raise ValidationError({key: f"can change only while the evaluation is pending "
+                                   f"(it is {evaluation.status})"})
+    model = changes.get("model", evaluation.model)
+    _validate_evaluation_fields(team=evaluation.team, model=model,
+                                name=changes.get("name", evaluation.name),
+                                strategy=changes.get("strategy", evaluation.strategy))
+    scale = _team_scale(evaluation.team, changes.get("scale", evaluation.scale))
+    if "transformers" in changes or "scale" in changes:
+        changes["transformers"] = _validate_transformers(
+            evaluation.team, scale, changes.get("transformers", evaluation.transformers))
+    if "tags" in changes:
+        changes["tags"] = _clean_tags(changes["tags"])
+    if "reuse_grades" in changes and changes["reuse_grades"] not in Evaluation.Reuse.values:
+        raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
+    update_fields = []
+    for key in ("show_position", "auto_finish"):
+        if key in changes and not isinstance(changes[key], bool):
+            raise ValidationError({key: "must be true or false"})
+    for key in ("name", "description", "model", "scale", "strategy", "transformers", "tags",
+                "guidelines", "reuse_grades", "show_position", "auto_finish"):
+        if key in changes:
+            setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
+            update_fields.append(key)
+    if update_fields:
+        evaluation.save(update_fields=update_fields)
+    if "keywords" in changes:
+        evaluation_keywords_replace(evaluation=evaluation, keywords=changes["keywords"])
+    if "metrics" in changes:
+        _replace_metrics(evaluation, _validate_metrics(changes["metrics"]))
+    return evaluation
+
+
+def _replace_metrics(evaluation: Evaluation, metrics: list[dict[str, Any]]) -> None:
+    current = {(m.code, m.k, json.dumps(m.params, sort_keys=True)): m
+               for m in evaluation.metric_configs.all()}
+    wanted = [(m["code"], m["k"], json.dumps(m["params"], sort_keys=True)) for m in metrics]
+    for key, config in current.items():
+        if key not in wanted:
+            config.delete()
+    for position, (key, item) in enumerate(zip(wanted, metrics, strict=True)):
+        config = current.get(key)
+        if config is None:
+            EvaluationMetric.objects.create(evaluation=evaluation, position=position, **item)
+        elif config.position != position:
+            config.position = position
+            config.save(update_fields=["position"])
+
+
+def _check_transformers_resolvable(evaluation: Evaluation) -> None:
+    """A metric on another scale needs a transformer; a custom scale has no default one."""
+    scale = _team_scale(evaluation.team, evaluation.scale)
+    if scale.is_builtin:
+        return
+    transformers = {**scale_provider().transformers(evaluation.team), **evaluation.transformers}
+    for config in evaluation.metric_configs.all():
+        spec = core.metric_spec(config.code)
+        if spec.scale == "graded":
+            continue  # graded metrics read an admin-defined scale directly (docs/METRICS.md)
+        try:
+            core.resolve_transformer(scale, core.SCALES[spec.scale], transformers)
+        except core.MetricInputError as error:
+            raise ValidationError({"transformers": f"{error} (needed by {config})"}) from None
+
+
+@transaction.atomic
+def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluation:
+    """pending → fetching; fetch tasks for keywords never fetched (or failed) go out after
+    commit. With nothing left to fetch the evaluation goes straight to active.
+
+    enqueue=False leaves the fetching to the caller (seed_demo fetches in-process).
+    """
+    evaluation = Evaluation.objects.select_for_update().select_related(
+        "model__endpoint", "team").get(pk=evaluation.pk)
+    if evaluation.status != Evaluation.Status.PENDING:
+        raise ValidationError({"status": f"Only a pending evaluation can start (it is "
+                               f"{evaluation.get_status_display().lower()})."})
+    if evaluation.archived_at is not None:
+        raise ValidationError({"status": "An archived evaluation cannot start."})
+    if not evaluation.keywords.exists():
+        raise ValidationError({"keywords": "Add at least one keyword."})
+    if not evaluation.metric_configs.exists():
+        raise ValidationError({"metrics": "Configure at least one metric."})
+    if evaluation.model.archived_at or evaluation.model.endpoint.archived_at:
+        raise ValidationError({"model": "The search model or its endpoint is archived."})
+    _check_transformers_resolvable(evaluation)
+    evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FAILED).update(
+        fetch_status=Keyword.FetchStatus.PENDING, fetch_error="", fetch_claimed_at=None)
+    to_fetch = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
+                    .order_by("position").values_list("pk", flat=True))
+    evaluation.status = Evaluation.Status.FETCHING if to_fetch else Evaluation.Status.ACTIVE
+    evaluation.started_at = evaluation.started_at or timezone.now()
+    evaluation.save(update_fields=["status", "started_at"])
+    if to_fetch and enqueue:
+        _enqueue_fetch(evaluation.pk, to_fetch)
+    return evaluation
+
+
+def _enqueue_fetch(evaluation_id: int, keyword_ids: list[int]) -> None:
+    from evaluations.tasks import fetch_keywords_dispatch
+
+    size = settings.FETCH_BATCH_SIZE
+    for start in range(0, len(keyword_ids), size):
+        batch = keyword_ids[start:start + size]
+        transaction.on_commit(lambda batch=batch: fetch_keywords_dispatch(evaluation_id, batch))
+
+
+@transaction.atomic
+def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluation:
+    """Fetch the failed keywords of a started evaluation again: they go back to pending,
+    the evaluation to fetching, and their fetch tasks out after commit. Without failed
+    keywords nothing changes, so a repeated request is harmless.
+
+    enqueue=False leaves the fetching to the caller (seed_demo fetches in-process)."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if evaluation.status not in (Evaluation.Status.ACTIVE, Evaluation.Status.FETCHING):
+        state = evaluation.get_status_display().lower()
+        hint = " Start it: that fetches them again." if (
+            evaluation.status == Evaluation.Status.PENDING) else ""
+        raise ValidationError({"status": "Only an active or fetching evaluation retries failed "
+                               f"keywords (it is {state}).{hint}"})
+    if evaluation.archived_at is not None:
+        raise ValidationError({"status": "An archived evaluation cannot fetch."})
+    failed = evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FAILED)
+    to_fetch = list(failed.order_by("position").values_list("pk", flat=True))
+    if not to_fetch:
+        return evaluation
+    failed.update(fetch_status=Keyword.FetchStatus.PENDING, fetch_error="",
+                  fetch_claimed_at=None)
+    if evaluation.status != Evaluation.Status.FETCHING:
+        evaluation.status = Evaluation.Status.FETCHING
+        evaluation.save(update_fields=["status"])
+    if enqueue:
+        _enqueue_fetch(evaluation.pk, to_fetch)
+    return evaluation
+
+
+@transaction.atomic
+def evaluation_pause(*, evaluation: Evaluation) -> Evaluation:
+    """fetching or active → pending. Fetch tasks still queued find it pending and stop."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if evaluation.status not in (Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE):
+        raise ValidationError({"status": f"Only a fetching or active evaluation can pause (it "
+                               f"is {evaluation.get_status_display().lower()})."})
+    evaluation.status = Evaluation.Status.PENDING
+    evaluation.save(update_fields=["status"])
+    return evaluation
+
+
+@transaction.atomic
+def evaluation_finish(*, evaluation: Evaluation) -> Evaluation:
+    """By hand, or by the recompute when every slot is graded; finishing twice is a no-op."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if evaluation.status == Evaluation.Status.FINISHED:
+        return evaluation
+    if evaluation.status == Evaluation.Status.FETCHING:
+        raise ValidationError({"status": "Wait until fetching ends, or pause, before finishing."})
+    if not evaluation.has_started():
+        raise ValidationError({"status": "An evaluation that never started cannot finish."})
+    evaluation.status = Evaluation.Status.FINISHED
+    evaluation.finished_at = timezone.now()
+    evaluation.save(update_fields=["status", "finished_at"])
+    return evaluation
+
+
+@transaction.atomic
+def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
+                     name: str | None = None) -> Evaluation:
+    """A new pending evaluation with the same configuration and keywords, nothing fetched,
+    named `name` or "<name> (copy)"."""
+    if name is not None and not name.strip():
+        raise ValidationError({"name": "The copy needs a name (or none for \"(copy)\")."})
+    clone = Evaluation.objects.create(
+        team=evaluation.team, model=evaluation.model, created_by=created_by,
+        name=(name.strip() if name is not None else f"{evaluation.name} (copy)")[:200],
+        description=evaluation.description,
+        scale=evaluation.scale, strategy=evaluation.strategy,
+        transformers=evaluation.transformers, tags=evaluation.tags,
+        guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
+        auto_finish=evaluation.auto_finish, show_position=evaluation.show_position,
+    )
+    Keyword.objects.bulk_create(
+        keyword_rows(clone, list(evaluation.keywords.order_by("position")
+                                  .values_list("text", flat=True))), batch_size=1000)
+    _create_metric_configs(clone, [
+        {"code": m.code, "k": m.k, "params": m.params} for m in evaluation.metric_configs.all()
+    ])
+    return clone
+
+
+@transaction.atomic
+def evaluation_archive(*, evaluation: Evaluation, archived: bool = True) -> Evaluation:
+    if evaluation.status == Evaluation.Status.FETCHING:
+        raise ValidationError({"status": "Pause the evaluation before archiving it."})
+    evaluation.archived_at = (evaluation.archived_at or timezone.now()) if archived else None
+    evaluation.save(update_fields=["archived_at"])
+    return evaluation
+
+
+def evaluation_restore(*, evaluation: Evaluation) -> Evaluation:
+    return evaluation_archive(evaluation=evaluation, archived=False)
+
+
+@transaction.atomic
+def evaluation_delete(*, evaluation: Evaluation) -> None:
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if evaluation.status == Evaluation.Status.FETCHING:
+        raise ValidationError({"status": "Pause the evaluation before deleting it."})
+    evaluation.delete()
