@@ -106,8 +106,11 @@ def current_team_can(*, user: User, team_id: int, minimum_role: str) -> bool:
                              team_id=team_id)
 
 
-def visible_team_ids(*, user: User) -> list[int]:
-    """The ids of every team of the user: what an API list may show."""
+def visible_team_ids(*, user: User, minimum_role: str = Role.GRADER) -> list[int]:
+    """The ids of every team where the user holds `minimum_role`: what an API list may show
+    (of all the user's teams by default)."""
     if not user.is_authenticated:
         return []
-    return list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
+    return [team_id for team_id, role in
+            Membership.objects.filter(user=user).values_list("team_id", "role")
+            if role_at_least(role, minimum_role)]
