@@ -7,6 +7,7 @@ COPY pyproject.toml README.md ./
 COPY searchtweak ./searchtweak
 COPY evaluations ./evaluations
 COPY judgments ./judgments
+COPY judges ./judges
 COPY metrics ./metrics
 RUN pip install .
 

@@ -32,7 +32,9 @@ from _support import (
 
 DB_NAME = "searchtweak_bench_dashboard"
 ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only",
-       "ALLOWED_HOSTS": "testserver,127.0.0.1"}
+       "ALLOWED_HOSTS": "testserver,127.0.0.1",
+       # The test client asks over plain HTTP.
+       "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0"}
 
 
 def seed(keyword_count: int, *, team, graders, name: str):

@@ -373,6 +373,16 @@ def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
     }
 
 
+def stop_processes(processes: list[subprocess.Popen]) -> None:
+    """Stop the server and worker process groups this benchmark started: politely, then not."""
+    for process in processes:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graders", type=int, nargs="+", default=[1, 4, 8])
@@ -400,6 +410,7 @@ def main() -> int:
     env = {
         "DATABASE_URL": database_url, "DEBUG": "false", "SECRET_KEY": "bench-" + uuid.uuid4().hex,
         "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false",
+        "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0",
         "CELERY_TASK_DEFAULT_QUEUE": queue,
     }
     if args.recompute != "eager":
@@ -472,12 +483,7 @@ def main() -> int:
                or r["errors"]]
         return 1 if bad else 0
     finally:
-        for process in processes:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(process.pid, signal.SIGKILL)
+        stop_processes(processes)
         from django.db import connections
 
         connections.close_all()

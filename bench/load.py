@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -152,12 +151,7 @@ def main() -> int:
                   or row["same_result_twice"] or row["errors"] or not row["equal_to_recompute"])
         return 1 if failed else 0
     finally:
-        for process in processes:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(process.pid, signal.SIGKILL)
+        grading.stop_processes(processes)
         from django.db import connections
 
         connections.close_all()

@@ -35,7 +35,9 @@ DB_NAME = "searchtweak_bench_recompute"
 BROKER_URL = "redis://127.0.0.1:6379/12"
 ENV = {"DATABASE_URL": database_url(DB_NAME), "CELERY_BROKER_URL": BROKER_URL,
        "DEBUG": "false", "SECRET_KEY": "bench-only", "ALLOWED_HOSTS": "127.0.0.1",
-       "RECOMPUTE_SWEEP_AFTER_SECONDS": "60"}
+       "RECOMPUTE_SWEEP_AFTER_SECONDS": "60",
+       # Plain HTTP to the server it starts.
+       "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0"}
 
 
 def wait_for(url: str, timeout: float = 30) -> None:

@@ -3,6 +3,11 @@
 SQLite (the embedded default) ranks with FTS5's bm25; PostgreSQL with ts_rank_cd over an
 English tsvector. The catalog is generated deterministically (no download, no internet),
 and /demo/search serves it as JSON like any search API a team would point SearchTweak at.
+
+Its SQL stays here rather than in evaluations/queries.py: it is the demo engine itself,
+not the application's data access. The FTS5 virtual table is no model (the ORM cannot
+create, fill or MATCH it) and the PostgreSQL ranking is a tsvector expression; nothing
+outside this module reads either.
 """
 
 import random

@@ -214,3 +214,18 @@ def _timeout_message(error: httpx.TimeoutException, timeout_seconds: float) -> s
     if isinstance(error, httpx.ConnectTimeout):
         return f"could not connect within {min(timeout_seconds, 5.0):g} s"
     return f"no answer within the endpoint's timeout of {timeout_seconds:g} s"
+
+
+def fetch_claim_lease_seconds(timeout_seconds: float) -> float:
+    """How long a fetch task may hold a keyword's claim before it counts as lost: the
+    longest one keyword's fetch can take against an endpoint with this timeout.
+
+    Each attempt ends within three timeouts (the body deadline of two, checked after a
+    read that may pause for one more); FETCH_RETRIES more attempts follow, after their
+    backoffs; FETCH_CLAIM_MARGIN_SECONDS covers storing the answer. A task renews the
+    claims it still holds whenever it stores a result, so this bounds the wait for the
+    next result, not the whole batch.
+    """
+    attempts = settings.FETCH_RETRIES + 1
+    backoffs = settings.FETCH_RETRY_BACKOFF_MS / 1000 * (2 ** settings.FETCH_RETRIES - 1)
+    return attempts * 3 * timeout_seconds + backoffs + settings.FETCH_CLAIM_MARGIN_SECONDS

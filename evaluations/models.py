@@ -198,8 +198,10 @@ class Keyword(models.Model):
     fetch_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     fetch_error = models.TextField(blank=True, default="")
     fetched_at = models.DateTimeField(null=True, blank=True)
-    # Set by the fetch task that claimed the keyword (a conditional UPDATE); a claim older
-    # than the task's time limit belongs to a worker that died and may be taken over.
+    # Set by the fetch task that claimed the keyword (a conditional UPDATE), and the claim
+    # itself: the task quotes it to store the keyword. A claim older than the endpoint's
+    # requests can take (fetching.fetch_claim_lease_seconds) belongs to a worker that died
+    # and may be taken over.
     fetch_claimed_at = models.DateTimeField(null=True, blank=True)
     # Recompute bookkeeping (docs/ARCHITECTURE.md): every grade change bumps `version` and sets
     # `dirty_since`; a recompute stores the version it read in `computed_version` and

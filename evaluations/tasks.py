@@ -14,10 +14,14 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(
-    name="evaluations.fetch_keywords", acks_late=True,
-    # A batch of FETCH_BATCH_SIZE keywords with retries fits well inside; the claim lease
-    # (services.FETCH_CLAIM_LEASE) equals the hard limit so a killed task's keywords return.
-    soft_time_limit=1740, time_limit=1800,
+    name="evaluations.fetch_keywords",
+    # Acknowledged once done, and put back when the process running it dies: the message
+    # of a killed worker returns (at once from a lost pool process, after the broker's
+    # visibility timeout from a vanished worker) and finds what was stored done. Claims
+    # (fetching.fetch_claim_lease_seconds) and the sweep below bring the rest back sooner.
+    acks_late=True, reject_on_worker_lost=True,
+    soft_time_limit=settings.FETCH_TASK_TIME_LIMIT - 60,
+    time_limit=settings.FETCH_TASK_TIME_LIMIT,
     # HTTP retries happen per keyword inside the task; these cover a database hiccup.
     autoretry_for=(DatabaseError,), retry_backoff=2, retry_backoff_max=60, max_retries=3,
 )
@@ -29,6 +33,13 @@ def fetch_keywords(evaluation_id: int, keyword_ids: list[int]) -> int:
     except SoftTimeLimitExceeded:
         # keywords_fetch already recorded the unfinished keywords as failed.
         return 0
+
+
+@shared_task(name="evaluations.sweep_stalled_fetches", time_limit=60, soft_time_limit=50)
+def sweep_stalled_fetches() -> int:
+    """Re-queue the keywords whose fetch claim lapsed (their worker died mid-fetch); how
+    many. Celery beat runs it every FETCH_SWEEP_EVERY_SECONDS."""
+    return services.keywords_fetch_requeue_lapsed()
 
 
 # Two batches at a time: SQLite takes one writer anyway, and each batch already sends up to

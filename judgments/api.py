@@ -16,8 +16,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
-from judgments import exports, imports, selectors, services
+from judgments import exports, imports, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
+from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics.core.scales import is_integer
 from searchtweak.api_files import FileContentNegotiation
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
@@ -39,52 +40,44 @@ class GradeField(serializers.Field):
         return value
 
 
-class SlotOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    index = serializers.IntegerField()
-    user = serializers.CharField(source="user.username", allow_null=True, default=None)
-    grade = serializers.IntegerField(allow_null=True)
-    unsure = serializers.BooleanField()
-    note = serializers.CharField()
-    assigned_at = serializers.DateTimeField(allow_null=True)
-    lease_expires_at = serializers.DateTimeField(allow_null=True)
-    graded_at = serializers.DateTimeField(allow_null=True)
-    reused_from = serializers.IntegerField(source="reused_from_id", allow_null=True)
-    reused_from_pool = serializers.IntegerField(
-        source="reused_from_pool_id", allow_null=True,
-        help_text="The imported judgment this grade was copied from (no grader then).")
+_FIELD_CLASSES = {"int": serializers.IntegerField, "str": serializers.CharField,
+                  "bool": serializers.BooleanField, "datetime": serializers.DateTimeField,
+                  "json": serializers.JSONField}
 
 
-class AssignedSlotOutputSerializer(SlotOutputSerializer):
-    evaluation = serializers.IntegerField(source="evaluation_id")
-    snapshot = serializers.IntegerField(source="snapshot_id")
-    keyword = serializers.CharField(source="keyword.text")
-    position = serializers.IntegerField(source="snapshot.position")
-    doc_id = serializers.CharField(source="snapshot.doc_id")
-    name = serializers.CharField(source="snapshot.name")
-    image = serializers.CharField(source="snapshot.image")
-    fields = serializers.JSONField(source="snapshot.fields")
+def _serializer_fields(fields: tuple[SlotField, ...]) -> dict[str, serializers.Field]:
+    """Serializer fields for slot_json's fields, reading a FeedbackSlot."""
+    built = {}
+    for field in fields:
+        options: dict = {}
+        if field.source != field.name:
+            options["source"] = field.source
+        if field.nullable:
+            # A dotted source through a null relation (no grader) reads as the default.
+            options.update(allow_null=True, **({"default": None} if "." in field.source
+                                               else {}))
+        if field.help_text:
+            options["help_text"] = field.help_text
+        built[field.name] = _FIELD_CLASSES[field.kind](**options)
+    return built
 
+
+# Built from judgments.slot_json, which the fast path below reads too: one definition.
+SlotOutputSerializer = type("SlotOutputSerializer", (serializers.Serializer,), {
+    "__module__": __name__, **_serializer_fields(SLOT_FIELDS)})
+AssignedSlotOutputSerializer = type("AssignedSlotOutputSerializer", (SlotOutputSerializer,), {
+    "__module__": __name__, **_serializer_fields(ASSIGNED_SLOT_FIELDS[len(SLOT_FIELDS):])})
 
 _DATETIME = serializers.DateTimeField()
 
 
-def _iso(value):
-    return _DATETIME.to_representation(value) if value else None
-
-
 def assigned_slot_data(row: dict) -> dict:
-    """AssignedSlotOutputSerializer's output, from selectors.assigned_slot's row; built by
-    hand because both grading calls answer with it (tests compare the two)."""
-    return {
-        "id": row["id"], "index": row["index"], "user": row["username"], "grade": row["grade"],
-        "unsure": row["unsure"], "note": row["note"], "assigned_at": _iso(row["assigned_at"]),
-        "lease_expires_at": _iso(row["lease_expires_at"]), "graded_at": _iso(row["graded_at"]),
-        "reused_from": row["reused_from_id"], "reused_from_pool": row["reused_from_pool_id"],
-        "evaluation": row["evaluation_id"], "snapshot": row["snapshot_id"],
-        "keyword": row["keyword"], "position": row["position"], "doc_id": row["doc_id"],
-        "name": row["name"], "image": row["image"], "fields": row["fields"],
-    }
+    """AssignedSlotOutputSerializer's output from selectors.assigned_slot's row (the same
+    fields, judgments.slot_json), without building a model: both grading calls answer
+    with it on every grade."""
+    return {field.name: (_DATETIME.to_representation(row[field.name])
+                         if field.kind == "datetime" and row[field.name] else row[field.name])
+            for field in ASSIGNED_SLOT_FIELDS}
 
 
 class GradeInputSerializer(serializers.Serializer):
@@ -112,7 +105,7 @@ class EvaluationNextApi(APIView):
                 user=request.user, evaluation_id=evaluation_id)
             slot = services.slot_claim_next_assigned(
                 user=request.user,
-                evaluation_ids=selectors.target_queue(user=request.user, target=target))
+                evaluation_ids=queue_selectors.target_queue(user=request.user, target=target))
         else:
             serializer = self.InputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -125,7 +118,7 @@ class EvaluationNextApi(APIView):
             try:
                 slot = services.snapshot_grade_and_claim_next(
                     user=request.user, target=target, **grading,
-                    evaluation_ids=selectors.target_queue(user=request.user, target=target))
+                    evaluation_ids=queue_selectors.target_queue(user=request.user, target=target))
             except services.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
         if slot is None:

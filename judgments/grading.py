@@ -19,24 +19,19 @@ from django.utils import timezone
 
 from evaluations import recompute_marks
 from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments import queries
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.queue import (
-    _HELD_FIRST,
-    _RENEW_OR_CLAIM_CTES,
     SlotConflict,
-    _claim,
+    _claim_snapshot,
     _fetch_claim,
     _queue_claim_sql,
     _renew_held_sql,
     slot_claim_next_assigned,
 )
-from judgments.selectors import (
-    ASSIGNED_SLOT_SELECT,
-    GradingTarget,
-    assigned_slot_from_row,
-    routes_to,
-)
+from judgments.queue_selectors import routes_to
+from judgments.selectors import GradingTarget, assigned_slot_from_row
 from judgments.signals import grades_changed
 from metrics import core
 from searchtweak import sql
@@ -268,12 +263,13 @@ def feedback_submit(
 # round trips): lock the slot, write the grade, and, when it changed, bump the keyword's
 # version as keywords_mark_dirty does. dirty_since comes back equal to the time passed in
 # exactly when this statement turned the keyword dirty.
-_GRADE_OWN_SLOT_CTES = """
+# Written here, not in judgments.queries: this module alone writes grades.
+_GRADE_OWN_SLOT_CTES = f"""
 old AS (
-    SELECT "id", "grade" FROM "judgments_feedbackslot"
+    SELECT "id", "grade" FROM {queries.SLOTS}
     WHERE "snapshot_id" = %s AND "user_id" = %s FOR UPDATE),
 graded AS (
-    UPDATE "judgments_feedbackslot" f
+    UPDATE {queries.SLOTS} f
     SET "grade" = %s, "graded_at" = %s, "unsure" = %s, "note" = %s, "graded_by_id" = NULL
     FROM old WHERE f."id" = old."id"
     RETURNING f."id", f."keyword_id", old."grade" IS DISTINCT FROM f."grade" AS changed),
@@ -328,23 +324,19 @@ def snapshot_grade(
         if row is not None:
             return _announce_own_slot_graded(row, now=now)
     with transaction.atomic():
-        slot = sql.fetch_one(
-            'SELECT "id", "grade", "keyword_id" FROM "judgments_feedbackslot"'
-            f' WHERE "snapshot_id" = %s AND "user_id" = %s{sql.for_update()}',
-            [target.snapshot_id, user.pk])
+        slot = queries.own_slot_row_for_update(snapshot_id=target.snapshot_id,
+                                               user_id=user.pk)
         if slot is None:
             if not routes_to(user=user, team_id=target.team_id, tags=target.tags):
                 raise ValidationError({"snapshot": (
                     "This evaluation's work is routed to graders with other tags.")})
-            claimed = _claim(user=user, now=now, where='s."snapshot_id" = %s',
-                             where_params=[target.snapshot_id], order='s."index"',
-                             include_skipped=True)
+            claimed = _claim_snapshot(user=user, now=now, snapshot_id=target.snapshot_id)
             if claimed is None:
                 raise SlotConflict("Every slot of this result belongs to another grader.")
             slot = {"id": claimed["id"], "grade": None, "keyword_id": claimed["keyword_id"]}
         # The caller names the snapshot, so an expired hold of theirs is simply graded.
         sql.execute(
-            'UPDATE "judgments_feedbackslot" SET "grade" = %s, "graded_at" = %s, "unsure" = %s,'
+            f'UPDATE {queries.SLOTS} SET "grade" = %s, "graded_at" = %s, "unsure" = %s,'
             ' "note" = %s, "graded_by_id" = NULL WHERE "id" = %s',
             [value, sql.time_param(now), unsure, note, slot["id"]])
         if slot["grade"] != value:
@@ -372,10 +364,10 @@ def snapshot_grade_and_claim_next(
             besides_snapshot_id=target.snapshot_id, returning="*")
         claim, claim_params = _queue_claim_sql(
             user=user, now=now, evaluation_id=evaluation_ids[0], include_skipped=False,
-            besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + _HELD_FIRST)
-        columns, joins = ASSIGNED_SLOT_SELECT
+            besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + queries.HELD_FIRST)
+        columns, joins = queries.ASSIGNED_SLOT_SELECT
         row = _fetch_claim(
-            f"WITH {grade_ctes}, {_RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
+            f"WITH {grade_ctes}, {queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
             f" SELECT {_GRADED_COLUMNS}, {columns}"
             f" FROM graded LEFT JOIN dirty ON TRUE LEFT JOIN (f {joins}) ON TRUE",
             [*grade_params, *renew_params, *claim_params])

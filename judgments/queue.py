@@ -1,6 +1,6 @@
 """The grading queue: which slot a grader gets next, leased for a while, and skips.
 
-Claims are single conditional statements (searchtweak.sql): parallel graders pass over
+Claims are single conditional statements (judgments.queries): parallel graders pass over
 each other's rows instead of waiting or colliding. Grades are written by judgments.grading.
 """
 
@@ -11,13 +11,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation
+from judgments import queries
 from judgments.models import FeedbackSlot, SlotSkip
-from judgments.selectors import (
-    ASSIGNED_SLOT_SELECT,
-    assigned_slot,
-    assigned_slot_from_row,
-    queue_evaluation_ids,
-)
+from judgments.queue_selectors import queue_evaluation_ids
+from judgments.selectors import assigned_slot, assigned_slot_from_row
 from searchtweak import sql
 from searchtweak.models import Team, User
 
@@ -28,70 +25,21 @@ class SlotConflict(Exception):
     """Every slot of a snapshot is held or filled by someone else (the API answers 409)."""
 
 
-# One statement claims a slot: the first free one in hand-out order (slot_queue_idx), that
-# the grader holds no other slot of the snapshot of. FOR UPDATE SKIP LOCKED (PostgreSQL)
-# makes parallel claims pass over each other's rows instead of waiting or colliding.
-_CLAIM_SQL = """
-UPDATE "judgments_feedbackslot"
-SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
-    "unsure" = %s, "note" = '', "graded_by_id" = NULL
-WHERE {guard}"id" = (
-    SELECT s."id" FROM "judgments_feedbackslot" s
-    WHERE {where} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
-      AND NOT EXISTS (SELECT 1 FROM "judgments_feedbackslot" o
-                      WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
-                        AND o."id" <> s."id")
-      {skips}
-    ORDER BY {order} LIMIT 1{lock})
-RETURNING {returning}
-"""
-_NOT_SKIPPED = """AND NOT EXISTS (SELECT 1 FROM "judgments_slotskip" k
-                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
-# The first slot the grader holds ungraded among some evaluations, its lease renewed.
-_RENEW_HELD_SQL = """
-UPDATE "judgments_feedbackslot" SET "lease_expires_at" = %s WHERE {guard}"id" = (
-    SELECT "id" FROM "judgments_feedbackslot"
-    WHERE "user_id" = %s AND "evaluation_id" IN ({marks}) AND "grade" IS NULL
-      AND "lease_expires_at" >= %s{besides}
-    ORDER BY "assigned_at", "id" LIMIT 1)
-RETURNING {returning}
-"""
-_QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
-
-
-def _claim_sql(*, user: User, now, where: str, where_params: list, order: str,
-               include_skipped: bool, guard: str = "",
-               returning: str = '"id", "keyword_id"') -> tuple[str, list]:
-    """_CLAIM_SQL for the first free slot matching `where`, and its parameters; `guard`
-    is a condition (ending in AND) that must hold for anything to be claimed."""
-    statement = _CLAIM_SQL.format(
-        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
-        skips="" if include_skipped else _NOT_SKIPPED)
-    params = [user.pk, sql.time_param(now), sql.time_param(now + LEASE), False,
-              *where_params, sql.time_param(now), user.pk]
-    return statement, params if include_skipped else [*params, user.pk]
-
-
 def _queue_claim_sql(*, user: User, now, evaluation_id: int, include_skipped: bool,
                      besides_snapshot_id: int | None = None, guard: str = "") -> tuple[str, list]:
-    """_claim_sql for an evaluation's queue, returning the whole slot."""
-    where, where_params = 's."evaluation_id" = %s', [evaluation_id]
-    if besides_snapshot_id is not None:
-        where, where_params = where + ' AND s."snapshot_id" <> %s', [
-            evaluation_id, besides_snapshot_id]
-    return _claim_sql(user=user, now=now, where=where, where_params=where_params,
-                      order=_QUEUE_ORDER, include_skipped=include_skipped, guard=guard,
-                      returning="*")
+    """queries.queue_claim_sql with this queue's lease."""
+    return queries.queue_claim_sql(
+        user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
+        include_skipped=include_skipped, besides_snapshot_id=besides_snapshot_id, guard=guard)
 
 
 def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = "",
                     besides_snapshot_id: int | None = None,
                     returning: str = '"id"') -> tuple[str, list]:
-    statement = _RENEW_HELD_SQL.format(
-        marks=", ".join(["%s"] * len(evaluation_ids)), guard=guard, returning=returning,
-        besides="" if besides_snapshot_id is None else ' AND "snapshot_id" <> %s')
-    params = [sql.time_param(now + LEASE), user.pk, *evaluation_ids, sql.time_param(now)]
-    return statement, params if besides_snapshot_id is None else [*params, besides_snapshot_id]
+    """queries.renew_held_sql with this queue's lease."""
+    return queries.renew_held_sql(
+        user_id=user.pk, evaluation_ids=evaluation_ids, now=now, lease_until=now + LEASE,
+        guard=guard, besides_snapshot_id=besides_snapshot_id, returning=returning)
 
 
 def _fetch_claim(statement: str, params: list) -> dict | None:
@@ -107,11 +55,10 @@ def _fetch_claim(statement: str, params: list) -> dict | None:
     return None
 
 
-def _claim(*, user: User, now, where: str, where_params: list, order: str,
-           include_skipped: bool) -> dict | None:
-    """Lease the first free slot matching `where` to the user: its id and keyword_id."""
-    return _fetch_claim(*_claim_sql(user=user, now=now, where=where, where_params=where_params,
-                                    order=order, include_skipped=include_skipped))
+def _claim_snapshot(*, user: User, now, snapshot_id: int) -> dict | None:
+    """Lease the user a free slot of the snapshot: its id and keyword_id."""
+    return _fetch_claim(*queries.snapshot_claim_sql(
+        user_id=user.pk, now=now, lease_until=now + LEASE, snapshot_id=snapshot_id))
 
 
 def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
@@ -120,17 +67,9 @@ def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
     return row["id"] if row else None
 
 
-# PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
-# grading API answers it, in one statement: each grade's request runs this. The slot's
-# own columns come from RETURNING, since the outer SELECT sees the table as it was.
-_RENEW_OR_CLAIM_CTES = """held AS ({renew}), claimed AS ({claim}),
-     f AS (SELECT * FROM held UNION ALL SELECT * FROM claimed)"""
-_HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
-
-
 def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) -> dict | None:
     now = timezone.now()
-    columns, joins = ASSIGNED_SLOT_SELECT
+    columns, joins = queries.ASSIGNED_SLOT_SELECT
     for include_skipped in (False, True):
         for evaluation_id in evaluation_ids:
             if not include_skipped and evaluation_id == evaluation_ids[0]:
@@ -140,8 +79,8 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) ->
                     user=user, evaluation_ids=evaluation_ids, now=now, returning="*")
                 claim, claim_params = _queue_claim_sql(
                     user=user, now=now, evaluation_id=evaluation_id, include_skipped=False,
-                    guard=_HELD_FIRST)
-                ctes = _RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)
+                    guard=queries.HELD_FIRST)
+                ctes = queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)
                 params = [*renew_params, *claim_params]
             else:
                 claim, params = _queue_claim_sql(user=user, now=now, evaluation_id=evaluation_id,
@@ -161,9 +100,9 @@ def _claim_next_id_portable(*, user: User, evaluation_ids: list[int]) -> int | N
         return held
     for include_skipped in (False, True):
         for evaluation_id in evaluation_ids:
-            claimed = _claim(
-                user=user, now=now, where='s."evaluation_id" = %s', where_params=[evaluation_id],
-                order=_QUEUE_ORDER, include_skipped=include_skipped)
+            claimed = _fetch_claim(*queries.evaluation_claim_sql(
+                user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
+                include_skipped=include_skipped))
             if claimed is not None:
                 return claimed["id"]
     return None
@@ -177,7 +116,7 @@ def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict |
     does not hoard leases); then the first free slot in evaluation, keyword and position
     order; results the grader skipped come last. On PostgreSQL each step leases and reads
     in one statement. The caller has checked that the evaluations are active and route
-    work to the grader (selectors.queue_evaluation_ids, selectors.target_queue).
+    work to the grader (queue_selectors.queue_evaluation_ids, queue_selectors.target_queue).
     """
     if not evaluation_ids:
         return None

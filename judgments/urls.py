@@ -1,6 +1,6 @@
 from django.urls import path
 
-from judgments import views
+from judgments import admin_views, views
 
 app_name = "judgments"
 urlpatterns = [
@@ -12,14 +12,14 @@ urlpatterns = [
     path("feedback/evaluations/<int:evaluation_id>/", views.feedback_list, name="feedback"),
     path("feedback/slots/<int:slot_id>/grade/", views.feedback_lead_grade, name="lead_grade"),
     path("feedback/slots/<int:slot_id>/reset/", views.feedback_reset, name="reset"),
-    path("pool/import/", views.pool_import, name="pool_import"),
-    path("scales/", views.scale_list, name="scales"),
-    path("scales/new/", views.scale_create, name="scale_create"),
-    path("scales/<int:scale_id>/", views.scale_edit, name="scale_edit"),
-    path("scales/<int:scale_id>/delete/", views.scale_delete, name="scale_delete"),
-    path("transformers/edit/", views.transformer_edit, name="transformer_edit"),
-    path("transformers/<int:transformer_id>/delete/", views.transformer_delete,
+    path("pool/import/", admin_views.pool_import, name="pool_import"),
+    path("scales/", admin_views.scale_list, name="scales"),
+    path("scales/new/", admin_views.scale_create, name="scale_create"),
+    path("scales/<int:scale_id>/", admin_views.scale_edit, name="scale_edit"),
+    path("scales/<int:scale_id>/delete/", admin_views.scale_delete, name="scale_delete"),
+    path("transformers/edit/", admin_views.transformer_edit, name="transformer_edit"),
+    path("transformers/<int:transformer_id>/delete/", admin_views.transformer_delete,
          name="transformer_delete"),
-    path("grader-tags/", views.grader_tags, name="grader_tags"),
-    path("grader-tags/<int:user_id>/", views.grader_tags_update, name="grader_tags_update"),
+    path("grader-tags/", admin_views.grader_tags, name="grader_tags"),
+    path("grader-tags/<int:user_id>/", admin_views.grader_tags_update, name="grader_tags_update"),
 ]

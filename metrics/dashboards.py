@@ -1,4 +1,6 @@
-"""Reads for the dashboard, comparison, history and leaderboard pages (and the compare API).
+"""Reads for the evaluation dashboard (metric cards, agreement, distribution, per-keyword
+table), the team dashboard and a search model's history; the metric identity helpers the
+comparison and leaderboard pages share (metrics.comparisons, metrics.leaderboards).
 
 Every number comes from stored values (KeywordMetricValue, EvaluationMetric.value,
 MetricHistoryPoint) or from metrics.core statistics over them; SQL only counts and groups.
@@ -7,32 +9,28 @@ Each selector runs a fixed number of queries whatever the number of keywords.
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import numpy as np
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db import connection
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel, Snapshot
 from judgments.models import FeedbackSlot
-from judgments.selectors import grader_queue_size
-from metrics import core
+from judgments.queue_selectors import grader_queue_size
+from metrics import core, queries
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
 from metrics.selectors import KeywordRow, keyword_rows
-from searchtweak.models import Membership, Team, User
+from searchtweak.models import Team, User
 
 # Below this share of graded slots the page warns that the values are provisional.
 LOW_COVERAGE = 0.8
 # Above this share of tied binary votes the page warns that ties are eating the metrics.
 HIGH_TIE_RATE = 0.1
-SIGNIFICANCE = 0.05
 KEYWORDS_PER_PAGE = 50
 SPARKLINE_POINTS = 60
 
@@ -57,12 +55,12 @@ def metric_key_slug(key: MetricKey) -> str:
     return ":".join([code, str(k), *(f"{n}={v}" for n, v in params)])
 
 
-def _configs(evaluation_id: int) -> list[EvaluationMetric]:
+def metric_configs(evaluation_id: int) -> list[EvaluationMetric]:
     return list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
                 .order_by("position", "id"))
 
 
-def _delta(value: float | None, reference: float | None) -> float | None:
+def value_delta(value: float | None, reference: float | None) -> float | None:
     return None if value is None or reference is None else value - reference
 
 
@@ -122,14 +120,15 @@ def evaluation_reference(*, evaluation: Evaluation, against: str = "") -> Refere
 
 def metric_cards(*, evaluation: Evaluation, reference: Reference,
                  configs: list[EvaluationMetric] | None = None) -> list[MetricCard]:
-    configs = _configs(evaluation.pk) if configs is None else configs
+    configs = metric_configs(evaluation.pk) if configs is None else configs
     history: dict[int, list[float | None]] = defaultdict(list)
     for metric_id, value in MetricHistoryPoint.objects.filter(metric__in=configs).order_by(
             "recorded_at", "id").values_list("metric_id", "value"):
         history[metric_id].append(value)
     reference_values: dict[MetricKey, float | None] = {}
     if reference.evaluation is not None:
-        reference_values = {metric_key(c): c.value for c in _configs(reference.evaluation.pk)}
+        reference_values = {metric_key(c): c.value
+                            for c in metric_configs(reference.evaluation.pk)}
     cards = []
     for config in configs:
         reference_value = reference_values.get(metric_key(config))
@@ -137,7 +136,7 @@ def metric_cards(*, evaluation: Evaluation, reference: Reference,
         cards.append(MetricCard(
             config=config, label=metric_label(config),
             description=spec.description if spec else "",
-            reference_value=reference_value, delta=_delta(config.value, reference_value),
+            reference_value=reference_value, delta=value_delta(config.value, reference_value),
             history=history[config.pk][-SPARKLINE_POINTS:],
         ))
     return cards
@@ -176,17 +175,7 @@ def _snapshot_patterns(evaluation_id: int) -> list[tuple[list[int | None], int]]
     """Every snapshot's slot grades as (grades, how many snapshots share them), counted
     in SQL. With at most three slots per snapshot the multiset of grades is exactly
     (count, min, max, sum): the middle grade is sum - min - max."""
-    table = connection.ops.quote_name(FeedbackSlot._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT total, graded, lo, hi, grade_sum, COUNT(*) FROM ("
-            " SELECT COUNT(*) AS total, COUNT(grade) AS graded, MIN(grade) AS lo,"
-            " MAX(grade) AS hi, SUM(grade) AS grade_sum"
-            f" FROM {table} WHERE evaluation_id = %s GROUP BY snapshot_id) per_snapshot"
-            " GROUP BY total, graded, lo, hi, grade_sum",
-            [evaluation_id],
-        )
-        rows = cursor.fetchall()
+    rows = queries.snapshot_grade_patterns(evaluation_id=evaluation_id)
     patterns = []
     for total, graded, lo, hi, grade_sum, count in rows:
         if total > 3:
@@ -285,7 +274,7 @@ class SnapshotDetail:
     slots: list[SlotView]
 
 
-def _snapshot_details(keyword_ids: list[int]) -> dict[int, list[SnapshotDetail]]:
+def snapshot_details(keyword_ids: list[int]) -> dict[int, list[SnapshotDetail]]:
     """Each keyword's snapshots in position order with their slots, in two queries."""
     slots: dict[int, list[SlotView]] = defaultdict(list)
     for snapshot_id, index, grade, unsure, username, pool_id in FeedbackSlot.objects.filter(
@@ -356,229 +345,9 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     page = Paginator(keywords, per_page).get_page(page_number)
     page_keywords = list(page.object_list)
     rows = keyword_rows(evaluation=evaluation, keywords=page_keywords)
-    snapshots = _snapshot_details([keyword.pk for keyword in page_keywords])
+    snapshots = snapshot_details([keyword.pk for keyword in page_keywords])
     return KeywordTable(page=page, rows=[TableRow(row, snapshots[row.keyword.pk])
                                          for row in rows])
-
-
-# --- comparing two evaluations -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MetricComparison:
-    key: MetricKey
-    label: str
-    config_a: EvaluationMetric
-    config_b: EvaluationMetric
-    result: statistics.PairedComparison
-    ci: tuple[float, float] | None
-    verdict: str
-    direction: str  # "better", "worse", "same", "unknown"
-    # Keywords with a value on both sides whose result lists are identical (RBO 1) but
-    # whose value differs: the grades changed, not the ranking.
-    grading_only_count: int = 0
-    ranking_note: str | None = None
-
-    @property
-    def both_count(self) -> int:
-        """Shared keywords with a value on both sides: what every statistic here covers."""
-        return self.result.keyword_count
-
-
-@dataclass(frozen=True)
-class KeywordComparison:
-    text: str
-    normalized_text: str
-    keyword_a_id: int
-    keyword_b_id: int
-    values_a: list[float | None]
-    values_b: list[float | None]
-    deltas: list[float | None]
-    rbo: float | None
-    # A and B returned the same documents in the same order (top RBO-k): RBO 1.
-    same_ranking: bool = False
-
-    @property
-    def cells(self) -> list[tuple[float | None, float | None, float | None]]:
-        return list(zip(self.values_a, self.values_b, self.deltas, strict=True))
-
-    def change(self, index: int) -> float | None:
-        delta = self.deltas[index] if self.deltas else None
-        return None if delta is None else abs(delta)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    a: Evaluation
-    b: Evaluation
-    metrics: list[MetricComparison]
-    keywords: list[KeywordComparison]
-    only_a_count: int
-    only_b_count: int
-    rbo_k: int
-    mean_rbo: float | None
-
-    @property
-    def shared_count(self) -> int:
-        return len(self.keywords)
-
-    @property
-    def identical_rankings(self) -> bool:
-        """Every shared keyword has the same result list in A and B (RBO 1)."""
-        return bool(self.keywords) and all(row.same_ranking for row in self.keywords)
-
-
-def comparison_verdict(result: statistics.PairedComparison,
-                       ci: tuple[float, float] | None) -> tuple[str, str]:
-    """A plain-words reading of B against A: (sentence, direction)."""
-    if result.keyword_count < 2 or result.mean_delta is None:
-        return ("Too few keywords with a value in both evaluations to tell.", "unknown")
-    p = result.randomization_p
-    delta = result.mean_delta
-    ci_text = f" (95% CI of the change {ci[0]:+.4f} to {ci[1]:+.4f})" if ci else ""
-    if delta == 0 or p is None or p >= SIGNIFICANCE:
-        return (f"No clear difference: B changes the mean by {delta:+.4f}{ci_text}, which "
-                f"chance alone produces often (randomization p = {_p_text(p)}).", "same")
-    word = "better" if delta > 0 else "worse"
-    return (f"B is {word} than A: {delta:+.4f} on average over {result.keyword_count} "
-            f"keywords ({result.wins} up, {result.losses} down, {result.ties} unchanged)"
-            f"{ci_text}; unlikely to be chance (randomization p = {p:.3f}, "
-            f"t-test p = {_p_text(result.t_test_p)}).", word)
-
-
-def ranking_note(*, label: str, both_count: int, same_count: int, grading_only_count: int,
-                 mean_delta: float | None) -> str | None:
-    """A warning when values moved although the rankings did not: a grading difference
-    (new or changed grades, another scale or transformer), not a ranking one."""
-    if not grading_only_count:
-        return None
-    if same_count == both_count:
-        moved = f" (mean Δ {mean_delta:+.4f})" if mean_delta else ""
-        return (f"The rankings are identical (RBO 1) for all {both_count} keyword"
-                f"{'s' if both_count != 1 else ''} with a value on both sides, yet {label} "
-                f"moved{moved}: a grading difference, not a ranking one.")
-    return (f"{grading_only_count} of {both_count} keywords have identical rankings (RBO 1) "
-            f"but a different {label}: grading differences, not ranking ones.")
-
-
-def _p_text(p: float | None) -> str:
-    return "n/a" if p is None else f"{p:.3f}"
-
-
-def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
-                          rbo_k: int | None = None, rbo_p: float = 0.9,
-                          resamples: int = 10_000) -> Comparison:
-    """B against A over the keywords they share (matched by normalized text) for every
-    metric configured in both with the same code, k and parameters. Keywords come sorted
-    by the largest change of the `sort_index`-th shared metric, then by lowest RBO."""
-    keywords_a = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "pk"))
-    keywords_b = dict(Keyword.objects.filter(evaluation=b).values_list("normalized_text", "pk"))
-    texts = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "text"))
-    shared = [text for text in keywords_a if text in keywords_b]
-    configs_b = {metric_key(c): c for c in _configs(b.pk)}
-    pairs = [(c, configs_b[metric_key(c)]) for c in _configs(a.pk) if metric_key(c) in configs_b]
-    stored: dict[tuple[int, int], float | None] = {
-        (keyword_id, metric_id): value
-        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
-            metric_id__in=[c.pk for pair in pairs for c in pair]
-        ).values_list("keyword_id", "metric_id", "value")
-    }
-    if rbo_k is None:
-        rbo_k = max((pair[0].k for pair in pairs), default=10)
-    doc_ids: dict[int, list[str]] = defaultdict(list)
-    for keyword_id, doc_id in Snapshot.objects.filter(
-            keyword__evaluation_id__in=[a.pk, b.pk], position__lte=rbo_k,
-    ).order_by("keyword_id", "position").values_list("keyword_id", "doc_id"):
-        doc_ids[keyword_id].append(doc_id)
-
-    same_ranking = {t: doc_ids[keywords_a[t]] == doc_ids[keywords_b[t]] for t in shared}
-    metrics = []
-    for config_a, config_b in pairs:
-        values_a = {t: stored.get((keywords_a[t], config_a.pk)) for t in shared}
-        values_b = {t: stored.get((keywords_b[t], config_b.pk)) for t in shared}
-        result = statistics.paired_comparison(values_a, values_b, resamples=resamples)
-        both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
-        deltas = [values_b[t] - values_a[t] for t in both]
-        ci = statistics.bootstrap_ci(deltas, resamples=resamples) if deltas else None
-        verdict, direction = comparison_verdict(result, ci)
-        grading_only = sum(1 for t, delta in zip(both, deltas, strict=True)
-                           if same_ranking[t] and delta != 0)
-        label = metric_label(config_a)
-        metrics.append(MetricComparison(
-            key=metric_key(config_a), label=label, config_a=config_a,
-            config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
-            grading_only_count=grading_only,
-            ranking_note=ranking_note(
-                label=label, both_count=len(both), grading_only_count=grading_only,
-                same_count=sum(1 for t in both if same_ranking[t]),
-                mean_delta=result.mean_delta),
-        ))
-
-    rows = []
-    for text in shared:
-        ka, kb = keywords_a[text], keywords_b[text]
-        values_a = [stored.get((ka, ca.pk)) for ca, _ in pairs]
-        values_b = [stored.get((kb, cb.pk)) for _, cb in pairs]
-        rows.append(KeywordComparison(
-            text=texts[text], normalized_text=text, keyword_a_id=ka, keyword_b_id=kb,
-            values_a=values_a, values_b=values_b,
-            deltas=[_delta(vb, va) for va, vb in zip(values_a, values_b, strict=True)],
-            rbo=core.rbo(doc_ids[ka], doc_ids[kb], k=rbo_k, p=rbo_p),
-            same_ranking=same_ranking[text],
-        ))
-    index = sort_index if 0 <= sort_index < len(pairs) else 0
-    rows.sort(key=lambda row: (
-        row.change(index) is None, -(row.change(index) or 0.0),
-        row.rbo if row.rbo is not None else 1.0, row.normalized_text,
-    ))
-    rbos = [row.rbo for row in rows if row.rbo is not None and not math.isnan(row.rbo)]
-    return Comparison(
-        a=a, b=b, metrics=metrics, keywords=rows,
-        only_a_count=len(keywords_a) - len(shared), only_b_count=len(keywords_b) - len(shared),
-        rbo_k=rbo_k, mean_rbo=float(np.mean(rbos)) if rbos else None,
-    )
-
-
-@dataclass(frozen=True)
-class SideBySideRow:
-    position: int
-    a: SnapshotDetail | None
-    b: SnapshotDetail | None
-    a_in_b: bool
-    b_in_a: bool
-
-    @property
-    def same(self) -> bool:
-        """Both lists hold the same document at this position."""
-        return (self.a is not None and self.b is not None
-                and self.a.snapshot.doc_id == self.b.snapshot.doc_id)
-
-    @property
-    def cells(self) -> list[tuple[SnapshotDetail | None, bool]]:
-        return [(self.a, self.a_in_b), (self.b, self.b_in_a)]
-
-
-def keyword_side_by_side(*, a: Evaluation, b: Evaluation, normalized_text: str
-                         ) -> tuple[Keyword | None, Keyword | None, list[SideBySideRow]]:
-    """One keyword's two result lists position by position, each result with its slots."""
-    keywords = {k.evaluation_id: k for k in Keyword.objects.filter(
-        evaluation_id__in=[a.pk, b.pk], normalized_text=normalized_text)}
-    keyword_a, keyword_b = keywords.get(a.pk), keywords.get(b.pk)
-    lists = _snapshot_details([keyword.pk for keyword in keywords.values()])
-    list_a = lists[keyword_a.pk] if keyword_a else []
-    list_b = lists[keyword_b.pk] if keyword_b else []
-    docs_a = {d.snapshot.doc_id for d in list_a}
-    docs_b = {d.snapshot.doc_id for d in list_b}
-    rows = []
-    for index in range(max(len(list_a), len(list_b))):
-        left = list_a[index] if index < len(list_a) else None
-        right = list_b[index] if index < len(list_b) else None
-        rows.append(SideBySideRow(
-            position=index + 1, a=left, b=right,
-            a_in_b=left is not None and left.snapshot.doc_id in docs_b,
-            b_in_a=right is not None and right.snapshot.doc_id in docs_a,
-        ))
-    return keyword_a, keyword_b, rows
 
 
 # --- team dashboard ------------------------------------------------------------------------
@@ -664,120 +433,3 @@ def model_history(*, model: SearchModel) -> list[MetricHistory]:
         series.setdefault(metric_key(config), []).append(
             (config.evaluation, config.value, config.keyword_count))
     return [MetricHistory(key, metric_key_label(key), points) for key, points in series.items()]
-
-
-# --- leaderboards --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelStanding:
-    model: SearchModel
-    evaluation: Evaluation
-    value: float | None  # mean over the shared keywords
-    keyword_count: int  # shared keywords with a value
-    stored_value: float | None  # the evaluation's own mean over all its keywords
-
-
-@dataclass(frozen=True)
-class ModelLeaderboard:
-    choices: list[tuple[str, str]]  # (slug, label)
-    chosen: str
-    shared_keyword_count: int
-    standings: list[ModelStanding]
-
-
-def model_leaderboard(*, team: Team, metric: str = "") -> ModelLeaderboard:
-    """Search models ranked by one metric over their latest finished evaluation that has it,
-    each averaged over the keywords all those evaluations share (a fair race)."""
-    configs = list(EvaluationMetric.objects.filter(
-        evaluation__team=team, evaluation__status=Evaluation.Status.FINISHED,
-        evaluation__archived_at=None,
-    ).select_related("evaluation__model").order_by("-evaluation__finished_at", "-evaluation_id"))
-    by_key: dict[str, list[EvaluationMetric]] = defaultdict(list)
-    labels: dict[str, str] = {}
-    for config in configs:
-        slug = metric_key_slug(metric_key(config))
-        by_key[slug].append(config)
-        labels[slug] = metric_key_label(metric_key(config))
-    choices = sorted(labels.items(), key=lambda item: item[1])
-    chosen = metric if metric in by_key else (choices[0][0] if choices else "")
-    latest: dict[int, EvaluationMetric] = {}
-    for config in by_key.get(chosen, []):
-        latest.setdefault(config.evaluation.model_id, config)
-    values: dict[int, dict[str, float | None]] = defaultdict(dict)
-    for metric_id, text, value in KeywordMetricValue.objects.filter(
-            metric_id__in=[c.pk for c in latest.values()]
-    ).values_list("metric_id", "keyword__normalized_text", "value"):
-        values[metric_id][text] = value
-    keyword_sets = [set(values[c.pk]) for c in latest.values()]
-    shared = set.intersection(*keyword_sets) if keyword_sets else set()
-    standings = []
-    for config in latest.values():
-        present = [values[config.pk][t] for t in shared if values[config.pk][t] is not None]
-        standings.append(ModelStanding(
-            model=config.evaluation.model, evaluation=config.evaluation,
-            value=float(np.mean(present)) if present else None, keyword_count=len(present),
-            stored_value=config.value,
-        ))
-    standings.sort(key=lambda s: (s.value is None, -(s.value or 0.0), s.model.name))
-    return ModelLeaderboard(choices=choices, chosen=chosen, shared_keyword_count=len(shared),
-                            standings=standings)
-
-
-@dataclass(frozen=True)
-class GraderStanding:
-    username: str
-    grades_given: int
-    with_majority: int  # their grades on results where the three graders had a majority
-    agreed: int  # ... of which matched that majority
-
-    @property
-    def agreement(self) -> float | None:
-        return self.agreed / self.with_majority if self.with_majority else None
-
-
-def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
-    """Members ranked by grades given, with how often their grade matched the majority on
-    results graded by three people (a result whose three grades all differ has no majority
-    and is left out). Counting is done in SQL; the share is computed here."""
-    given = dict(
-        FeedbackSlot.objects.filter(evaluation__team=team, grade__isnull=False,
-                                    user__isnull=False, reused_from__isnull=True)
-        .values("user_id").annotate(n=Count("id")).values_list("user_id", "n")
-    )
-    table = connection.ops.quote_name(FeedbackSlot._meta.db_table)
-    evaluations = connection.ops.quote_name(Evaluation._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT user_id, SUM(CASE WHEN same >= 1 THEN 1 ELSE 0 END),"
-            " SUM(CASE WHEN same >= 1 OR others_lo = others_hi THEN 1 ELSE 0 END) FROM ("
-            "  SELECT s.id, s.user_id AS user_id, COUNT(o.id) AS others,"
-            "   SUM(CASE WHEN o.grade = s.grade THEN 1 ELSE 0 END) AS same,"
-            "   MIN(o.grade) AS others_lo, MAX(o.grade) AS others_hi"
-            f"  FROM {table} s JOIN {evaluations} e ON e.id = s.evaluation_id"
-            f"  JOIN {table} o ON o.snapshot_id = s.snapshot_id AND o.id <> s.id"
-            "   AND o.grade IS NOT NULL"
-            "  WHERE e.team_id = %s AND s.grade IS NOT NULL AND s.user_id IS NOT NULL"
-            "   AND s.reused_from_id IS NULL"
-            "  GROUP BY s.id, s.user_id) per_slot"
-            " WHERE others = 2 GROUP BY user_id",
-            [team.pk],
-        )
-        agreement = {user_id: (agreed, majority) for user_id, agreed, majority in
-                     cursor.fetchall()}
-    members = Membership.objects.filter(team=team).select_related("user")
-    standings = [
-        GraderStanding(
-            username=m.user.username, grades_given=given.get(m.user_id, 0),
-            agreed=int(agreement.get(m.user_id, (0, 0))[0] or 0),
-            with_majority=int(agreement.get(m.user_id, (0, 0))[1] or 0),
-        )
-        for m in members
-    ]
-    standings.sort(key=lambda s: (-s.grades_given, s.username))
-    return standings
-
-
-def team_evaluations_for_picker(*, team_ids: Sequence[int]) -> QuerySet[Evaluation]:
-    return Evaluation.objects.filter(team_id__in=team_ids, archived_at=None).select_related(
-        "model").order_by("-created_at", "-id")

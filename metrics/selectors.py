@@ -1,18 +1,16 @@
 """Reads the recompute and the metric pages need: grades as the metric engine takes them."""
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db import connection
 from django.db.models import Count, QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
-from metrics import core
-from metrics.models import KeywordMetricValue, RecomputeDue
+from metrics import queries
+from metrics.models import KeywordMetricValue
 from searchtweak import sql
 from searchtweak.models import Team
 
@@ -93,24 +91,7 @@ def evaluation_keywords(*, evaluation_id: int) -> QuerySet[Keyword]:
 
 # --- the recompute's own reads ---
 # A recompute runs after nearly every grade, so its reads are single SQL statements
-# written out: building the equivalent ORM queries cost several times the database's own
-# work for these small, indexed lookups.
-
-
-def _table(model) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _fetch(statement: str, params: list) -> list[tuple]:
-    """The rows of one statement, prepared on PostgreSQL as the grading requests' are
-    (searchtweak.sql): planning these small statements cost PostgreSQL more than running
-    them, after every grade."""
-    return sql.fetch_all(statement, params)
-
-
-def _json(value):
-    # Raw SQL hands JSON columns over as text (the ORM decodes them in from_db_value).
-    return json.loads(value) if isinstance(value, str) else value
+# written out (metrics.queries).
 
 
 @dataclass(frozen=True)
@@ -133,14 +114,7 @@ def evaluation_dirty_keywords(*, keyword_id: int, limit: int) -> DirtyKeywords:
     longer exists. The versions are read before any grade the run reads: a grade that
     commits later carries a higher version, which keeps its keyword dirty.
     """
-    keywords = _table(Keyword)
-    rows = _fetch(
-        f"SELECT id, evaluation_id, version, dirty_since IS NOT NULL FROM {keywords}"
-        f" WHERE id = %s OR (dirty_since IS NOT NULL AND evaluation_id ="
-        f" (SELECT evaluation_id FROM {keywords} WHERE id = %s))"
-        " ORDER BY dirty_since IS NULL, dirty_since, id LIMIT %s",
-        [keyword_id, keyword_id, limit + 1],
-    )
+    rows = queries.dirty_keyword_rows(keyword_id=keyword_id, limit=limit + 1)
     dirty = [(pk, version) for pk, _, version, is_dirty in rows if is_dirty]
     return DirtyKeywords(
         exists=bool(rows), evaluation_id=rows[0][1] if rows else None,
@@ -150,10 +124,7 @@ def evaluation_dirty_keywords(*, keyword_id: int, limit: int) -> DirtyKeywords:
 
 def evaluation_dirty_keyword(*, evaluation_id: int) -> int | None:
     """A keyword of the evaluation that waits for a recompute, if any."""
-    rows = _fetch(
-        f"SELECT id FROM {_table(Keyword)} WHERE dirty_since IS NOT NULL AND evaluation_id = %s"
-        " LIMIT 1", [evaluation_id])
-    return rows[0][0] if rows else None
+    return queries.evaluation_dirty_keyword_id(evaluation_id=evaluation_id)
 
 
 def evaluation_with_metric_configs(
@@ -162,37 +133,19 @@ def evaluation_with_metric_configs(
     """The evaluation (with its team) and its metric configs in one query, or None when it
     is gone. The evaluation carries only what a recompute reads: team, scale, strategy and
     transformers; it is not for saving."""
-    rows = _fetch(
-        "SELECT e.team_id, t.name, e.scale, e.strategy, e.transformers,"
-        " m.id, m.code, m.k, m.params, m.position"
-        f" FROM {_table(Evaluation)} e JOIN {_table(Team)} t ON t.id = e.team_id"
-        f" LEFT JOIN {_table(EvaluationMetric)} m ON m.evaluation_id = e.id"
-        " WHERE e.id = %s ORDER BY m.position, m.id",
-        [evaluation_id],
-    )
+    rows = queries.evaluation_config_rows(evaluation_id=evaluation_id)
     if not rows:
         return None
     team_id, team_name, scale, strategy, transformers = rows[0][:5]
     evaluation = Evaluation(pk=evaluation_id, team=Team(pk=team_id, name=team_name),
-                            scale=scale, strategy=strategy, transformers=_json(transformers))
+                            scale=scale, strategy=strategy,
+                            transformers=sql.json_value(transformers))
     configs = [
         EvaluationMetric(pk=pk, evaluation_id=evaluation_id, code=code, k=k,
-                         params=_json(params), position=position)
+                         params=sql.json_value(params), position=position)
         for *_, pk, code, k, params, position in rows if pk is not None
     ]
     return evaluation, configs
-
-
-def _pool_config_sql() -> str:
-    """A filter on EvaluationMetric (alias m) for the configs that may read the keyword pool
-    (metrics.core.needs_pool): the metrics that always do, and those with an `ideal`
-    parameter whose params mention pool. A superset (a text match, the same on every
-    database); callers confirm with needs_pool."""
-    always = [code for code, spec in core.METRICS.items() if spec.needs_pool]
-    by_ideal = [code for code, spec in core.METRICS.items() if "ideal" in spec.params]
-    listed = ", ".join
-    return (f"(m.code IN ({listed(repr(c) for c in always)}) OR (m.code IN"
-            f" ({listed(repr(c) for c in by_ideal)}) AND CAST(m.params AS TEXT) LIKE '%%pool%%'))")
 
 
 @dataclass(frozen=True)
@@ -212,19 +165,8 @@ def changed_keywords(*, keyword_ids: list[int], due_after: datetime) -> list[Cha
     run of their evaluation (due after `due_after`, else taken for lost) is queued."""
     if not keyword_ids:
         return []
-    evaluations = _table(Evaluation)
-    rows = _fetch(
-        f"SELECT k.id, k.evaluation_id, EXISTS (SELECT 1 FROM {_table(EvaluationMetric)} m"
-        f" JOIN {evaluations} o ON o.id = m.evaluation_id"
-        f" WHERE o.team_id = e.team_id AND o.scale = e.scale AND {_pool_config_sql()}),"
-        " d.due_at IS NOT NULL AND d.due_at > %s"
-        f" FROM {_table(Keyword)} k JOIN {evaluations} e ON e.id = k.evaluation_id"
-        f" LEFT JOIN {_table(RecomputeDue)} d ON d.evaluation_id = k.evaluation_id"
-        f" WHERE k.id IN ({', '.join(['%s'] * len(keyword_ids))})",
-        [connection.ops.adapt_datetimefield_value(due_after), *keyword_ids],
-    )
-    return [ChangedKeyword(pk, evaluation_id, bool(exposed), bool(due))
-            for pk, evaluation_id, exposed, due in rows]
+    return [ChangedKeyword(*row)
+            for row in queries.changed_keyword_rows(keyword_ids=keyword_ids, due_after=due_after)]
 
 
 def team_metric_configs(*, keyword_ids: list[int]) -> list[EvaluationMetric]:
@@ -246,17 +188,12 @@ def evaluation_grade_array(
     NaN for an empty slot or a missing position: the input of metrics.core.evaluate_batch."""
     row_of = {keyword_id: row for row, keyword_id in enumerate(keyword_ids)}
     grades = np.full((len(keyword_ids), positions, evaluation.strategy), np.nan)
-    if len(keyword_ids) <= _BY_KEYWORD:
-        where, params = f"keyword_id IN ({', '.join(['%s'] * len(keyword_ids))})", keyword_ids
+    if not keyword_ids:
+        rows = []
+    elif len(keyword_ids) <= _BY_KEYWORD:
+        rows = queries.graded_slot_rows(keyword_ids=keyword_ids, positions=positions)
     else:
-        where, params = "evaluation_id = %s", [evaluation.pk]
-    # FeedbackSlot.position repeats the snapshot's, so this reads one table, no join.
-    rows = _fetch(
-        f"SELECT keyword_id, position, {connection.ops.quote_name('index')}, grade"
-        f" FROM {_table(FeedbackSlot)}"
-        f" WHERE {where} AND grade IS NOT NULL AND position <= %s",
-        [*params, positions],
-    ) if keyword_ids else []
+        rows = queries.graded_slot_rows(evaluation_id=evaluation.pk, positions=positions)
     table = np.array(rows, dtype=np.int64).reshape(-1, 4)
     if len(table):
         keyword_rows = np.fromiter(

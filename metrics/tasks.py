@@ -67,7 +67,9 @@ def mark_empty_results_dirty(keyword_id: int, evaluation_id: int) -> bool:
         keyword_id=keyword_id, evaluation_id=evaluation_id)
 
 
-@shared_task(name="metrics.recompute_evaluation", time_limit=1800, soft_time_limit=1780)
+@shared_task(name="metrics.recompute_evaluation",
+             time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT,
+             soft_time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT - 20)
 def recompute_evaluation(evaluation_id: int) -> int:
     return run.evaluation_metrics_recompute(evaluation_id=evaluation_id)
 

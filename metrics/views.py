@@ -1,8 +1,9 @@
 """Dashboards, comparisons, history and leaderboards: what a team lead opens every morning.
 
 Thin views: access function, form for the query string, selectors from metrics.dashboards,
-charts from metrics.charts. Every page renders fully without JavaScript; the small script
-of the evaluation page only re-fetches its partials while grades arrive.
+metrics.comparisons and metrics.leaderboards, charts from metrics.charts. Every page
+renders fully without JavaScript; the small script of the evaluation page only re-fetches
+its partials while grades arrive.
 """
 
 from django.contrib import messages
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
-from metrics import charts, dashboards, services
+from metrics import charts, comparisons, dashboards, leaderboards, services
 from metrics.forms import (
     BaselineForm,
     CompareForm,
@@ -107,7 +108,7 @@ def _table_context(evaluation: Evaluation, configs: list[EvaluationMetric],
 @login_required
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
     valid = form.is_valid()
     context = {**_live_context(request, evaluation, configs, form),
@@ -121,7 +122,7 @@ def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpRespon
 def evaluation_dashboard_live(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     """The cards, progress, agreement and distribution, polled while grades arrive."""
     evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
     return render(request, "metrics/_evaluation_live.html",
                   _live_context(request, evaluation, configs, form),
@@ -133,7 +134,7 @@ def evaluation_dashboard_live(request: HttpRequest, evaluation_id: int) -> HttpR
 def evaluation_dashboard_table(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     """The per-keyword table alone, with the page's query string (polled while live)."""
     evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
     return render(request, "metrics/_keyword_table.html",
                   _table_context(evaluation, configs, form),
@@ -206,7 +207,7 @@ def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
 def _picker_context(request: HttpRequest) -> dict:
     membership = access.current_membership(user=request.user)
     team_ids = [membership.team_id] if membership else []
-    return {"evaluations": dashboards.team_evaluations_for_picker(team_ids=team_ids)}
+    return {"evaluations": comparisons.team_evaluations_for_picker(team_ids=team_ids)}
 
 
 @require_GET
@@ -222,7 +223,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
     b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
     sort_index = form.cleaned_data.get("metric") or 0
-    comparison = dashboards.evaluation_comparison(a=a, b=b, sort_index=sort_index)
+    comparison = comparisons.evaluation_comparison(a=a, b=b, sort_index=sort_index)
     keywords = Paginator(comparison.keywords, 50).get_page(form.cleaned_data.get("page"))
     return render(request, "metrics/compare.html", {
         "form": form, "comparison": comparison, "keywords": keywords,
@@ -239,7 +240,7 @@ def compare_keyword(request: HttpRequest) -> HttpResponse:
     a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
     b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
     text = Keyword.normalize(form.cleaned_data["keyword"])
-    keyword_a, keyword_b, rows = dashboards.keyword_side_by_side(a=a, b=b, normalized_text=text)
+    keyword_a, keyword_b, rows = comparisons.keyword_side_by_side(a=a, b=b, normalized_text=text)
     return render(request, "metrics/compare_keyword.html", {
         "form": form, "a": a, "b": b, "keyword_a": keyword_a, "keyword_b": keyword_b,
         "rows": rows, "text": (keyword_a or keyword_b).text if keyword_a or keyword_b else text,
@@ -257,6 +258,6 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     metric = form.cleaned_data.get("metric", "") if form.is_valid() else ""
     return render(request, "metrics/leaderboard.html", {
         "team": membership.team, "form": form,
-        "models": dashboards.model_leaderboard(team=membership.team, metric=metric),
-        "graders": dashboards.grader_leaderboard(team=membership.team),
+        "models": leaderboards.model_leaderboard(team=membership.team, metric=metric),
+        "graders": leaderboards.grader_leaderboard(team=membership.team),
     })

@@ -1,7 +1,8 @@
 """403 and 404 pages inside the site's layout, naming the reason; JSON under /api/.
 
 Django renders handler403 for every PermissionDenied, DEBUG or not, but logs it with its
-traceback; forbidden() logs one line instead. It renders handler404 only when DEBUG is
+traceback; forbidden() logs one line instead (log_refusal, which the API's 401 and 403 use
+too). It renders handler404 only when DEBUG is
 off: with DEBUG on (the embedded default) it shows its technical page, so
 NotFoundPageMiddleware renders ours for the Http404 our views raise ("No such team.").
 A URL that matches no route still gets the technical page under DEBUG, which lists the
@@ -40,15 +41,25 @@ def _forbidden(request: HttpRequest, reason: str, *, about_roles: bool) -> HttpR
     else:
         response = render(request, "403.html",
                           {"reason": reason, "about_roles": about_roles}, status=403)
-    user = getattr(request, "user", None)
-    # log_response marks the response as logged, so Django's own line (with the traceback
-    # for PermissionDenied), written after this view returns, is skipped.
+    log_refusal(request, response, reason=reason, user=getattr(request, "user", None))
+    return response
+
+
+def log_refusal(request: HttpRequest, response: HttpResponse, *, reason: str,
+                user: object | None) -> None:
+    """Log a 401 or 403 as one line: status, method, path, user id and reason.
+
+    A refusal is an expected answer, not a fault: no traceback. log_response marks the
+    response as logged, so Django's own line (with the traceback for PermissionDenied,
+    or without the user and the reason for the API's), written later, is skipped.
+    `user` is passed in because the API authenticates on DRF's request, not Django's.
+    """
+    authenticated = user is not None and getattr(user, "is_authenticated", False)
     log_response(
-        "Forbidden (403): %s user=%s reason=%s", request.path,
-        user.pk if user is not None and user.is_authenticated else "-", reason,
+        "%s (%s): %s %s user=%s reason=%s", response.reason_phrase, response.status_code,
+        request.method, request.path, user.pk if authenticated else "-", reason,
         response=response, request=request,
     )
-    return response
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

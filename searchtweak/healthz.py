@@ -1,14 +1,14 @@
 """Liveness of the pieces SearchTweak needs: the database and the Celery broker."""
 
 from django.conf import settings
-from django.db import connection
+
+from searchtweak.models import Team
 
 
 def database_status() -> str:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        # A real query through the ORM: the connection works and the schema is there.
+        Team.objects.exists()
     except Exception as error:  # any driver error means "down"; the message says why
         return f"error: {error.__class__.__name__}: {error}"
     return "ok"

@@ -8,6 +8,7 @@ ALLOWED_HOSTS (see docker-compose.yml).
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -46,6 +47,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "csp",
+    "axes",
     "searchtweak",
     "evaluations",
     "judgments",
@@ -61,8 +64,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "searchtweak.errors.NotFoundPageMiddleware",
+    # Last, as axes asks: it turns a login that its backend refused into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "searchtweak.urls"
@@ -124,6 +130,34 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Login throttling (searchtweak.login_throttle, django-axes): failures within the last
+# LOGIN_LOCKOUT_MINUTES, counted per username + client address and per client address.
+# `manage.py axes_reset` (or axes_reset_ip / axes_reset_username) lifts a lock at once.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20, minimum=1)
+LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 10, minimum=1)
+# Reverse proxies in front of the app that append to X-Forwarded-For; 0 trusts none and
+# takes the connection's address (behind a proxy that would be the proxy's, for everyone).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+AUTHENTICATION_BACKENDS = [
+    "searchtweak.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = "searchtweak.login_throttle.failure_limit"
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_CALLABLE = "searchtweak.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "searchtweak.login_throttle.client_address"
+# A failure while locked does not extend the lock: an attacker cannot keep a shared
+# address locked past the cool-off by retrying.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Successes are not recorded (the failures are all the throttle needs), and a success
+# does not clear the address's failures: one known password must not reset the count.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_RESET_ON_SUCCESS = False
+# Axes prints a banner on every start-up (each manage.py command, each worker): noise.
+AXES_VERBOSE = False
+
 # Mail (password reset links, invitations): EMAIL_URL names the server, e.g.
 # smtp://user:pass@mail.example.com:587?tls=true (see searchtweak.envvars.env_email_url).
 # Without it mail is printed on the console, where a developer finds a reset link.
@@ -157,6 +191,44 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# HTTPS in production: plain HTTP is redirected and browsers are told (HSTS) to use HTTPS
+# only. Behind a TLS proxy that redirects and sends HSTS itself, set SECURE_SSL_REDIRECT=false
+# and SECURE_HSTS_SECONDS=0; a proxy that only terminates TLS must then send
+# X-Forwarded-Proto, or the redirect would loop. /healthz answers over plain HTTP for the
+# load balancer's and docker-compose's checks.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+# Only allows a submission to the browsers' preload list; nothing is submitted by itself.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
+if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp), in development too so a violation shows at once:
+# no inline script, handler or style anywhere (JS and CSS are files in static/; values a
+# template must pass to CSS go in data-* attributes that static/js/app.js applies).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # The grading page and the keyword and Test pages show each result's image from
+        # wherever the search engine says it lives, so any HTTPS host (and data: URLs,
+        # which engines, the demo and Swagger UI use for small images). Plain http: only
+        # in development, whose own pages are plain HTTP and whose engines often are too.
+        "img-src": ["'self'", "data:", "https:", *(["http:"] if DEBUG else [])],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        # Redoc runs its search index in a worker it builds from a blob: URL.
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -216,6 +288,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # or older than CONN_MAX_AGE) around each task.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_RESULT_EXPIRES = 3600
+# metrics.recompute_evaluation rebuilds a whole evaluation (recompute_metrics, new metrics).
+RECOMPUTE_EVALUATION_TIME_LIMIT = 1800
 # Keywords still dirty this long after a grade are re-enqueued by the periodic sweep.
 RECOMPUTE_SWEEP_AFTER_SECONDS = env_int("RECOMPUTE_SWEEP_AFTER_SECONDS", 5, minimum=1)
 # Delay before a keyword's recompute runs, so a burst of grades is read by one run; 0 (the
@@ -232,6 +306,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "metrics.sweep_dirty_keywords",
         "schedule": float(env_int("RECOMPUTE_SWEEP_EVERY_SECONDS", 5, minimum=1)),
     },
+    # Re-queues keywords whose fetch claim lapsed (FETCH_CLAIM_MARGIN_SECONDS), so a
+    # killed worker delays a fetch by about a lease, not by the broker's timeout.
+    "sweep-stalled-fetches": {
+        "task": "evaluations.sweep_stalled_fetches",
+        "schedule": float(env_int("FETCH_SWEEP_EVERY_SECONDS", 15, minimum=1)),
+    },
 }
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
@@ -242,6 +322,19 @@ FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024,
 FETCH_RETRIES = env_int("FETCH_RETRIES", 3, minimum=0)
 FETCH_RETRY_BACKOFF_MS = env_int("FETCH_RETRY_BACKOFF_MS", 500, minimum=0)
 FETCH_MAX_RESULTS = env_int("FETCH_MAX_RESULTS", 100, minimum=1)
+# A keyword's fetch claim lapses once its task has gone this much longer than the endpoint's
+# requests can take (evaluations.fetching.fetch_claim_lease_seconds): its worker died.
+FETCH_CLAIM_MARGIN_SECONDS = env_int("FETCH_CLAIM_MARGIN_SECONDS", 30, minimum=0)
+# A fetch task stops (soft limit: the keywords it has not stored are recorded as failed)
+# and is killed a minute later.
+FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)
+# Tasks are acknowledged late (CELERY_TASK_ACKS_LATE): Redis hands a message whose worker
+# vanished to another one after this timeout. It must outlast the longest task, or a task
+# still running would run twice; it need not be longer, and the sweeps repair before it.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": max(FETCH_TASK_TIME_LIMIT, CELERY_TASK_TIME_LIMIT,
+                              RECOMPUTE_EVALUATION_TIME_LIMIT) + 60,
+}
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

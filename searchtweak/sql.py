@@ -36,10 +36,11 @@ def time_param(value: datetime | None) -> Any:
 
 
 def time_value(value: Any) -> datetime | None:
-    """A datetime column read back: aware UTC on both backends."""
-    if value is None or isinstance(value, datetime):
-        return value
-    parsed = parse_datetime(value)
+    """A datetime column read back: aware UTC on both backends (SQLite's driver hands
+    back text, or a naive datetime where it converts the column type itself)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(value)
     return parsed if parsed is None or parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

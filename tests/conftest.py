@@ -1,8 +1,10 @@
 """Fixtures shared by the whole suite."""
 
+import importlib
 import os
 import shutil
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,9 +19,19 @@ REQUIRE_SERVICES = os.environ.get("SEARCHTWEAK_REQUIRE_SERVICES", "") == "1"
 
 
 def skip_or_fail(reason: str) -> None:
+    """Skip the test (or, called at import time, its module); under CI, fail instead."""
     if REQUIRE_SERVICES:
         pytest.fail(f"{reason} (SEARCHTWEAK_REQUIRE_SERVICES=1 forbids skipping)")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def import_or_skip(name: str, *, reason: str) -> ModuleType:
+    """pytest.importorskip that CI cannot bypass: a missing dev dependency fails the run."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        skip_or_fail(f"{name} cannot be imported ({error}); {reason}")
+        raise  # unreachable: skip_or_fail always raises
 
 
 @pytest.fixture(autouse=True)

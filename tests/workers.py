@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -31,29 +32,55 @@ def require_redis() -> str:
     return url
 
 
+@dataclass
+class Worker:
+    queue: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def kill(self) -> None:
+        """SIGKILL, as the OOM killer or a lost machine would: no shutdown, no ack."""
+        self.process.kill()
+        self.process.wait(timeout=20)
+
+
 @contextmanager
 def celery_worker(*, broker_url: str, database_url: str | None = None,
                   extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """Run a worker that consumes a private queue; yields the queue's name."""
-    queue = f"test-{uuid.uuid4().hex[:12]}"
+    with celery_worker_process(broker_url=broker_url, database_url=database_url,
+                               extra_env=extra_env) as worker:
+        yield worker.queue
+
+
+@contextmanager
+def celery_worker_process(*, broker_url: str, database_url: str | None = None,
+                          extra_env: dict[str, str] | None = None,
+                          queue: str | None = None) -> Iterator[Worker]:
+    """Run a worker that consumes `queue` (a private one unless given); yields it, so a
+    test can kill it and start another on the same queue."""
+    # A second worker on a given queue logs to a file of its own.
+    log_name = f"worker-{queue}-{uuid.uuid4().hex[:6]}.log" if queue else None
+    queue = queue or f"test-{uuid.uuid4().hex[:12]}"
     env = {**os.environ, "CELERY_BROKER_URL": broker_url, "CELERY_RESULT_BACKEND": broker_url,
            "CELERY_TASK_DEFAULT_QUEUE": queue, **(extra_env or {})}
     if database_url:
         env["DATABASE_URL"] = database_url
-    log_path = REPO / "tests" / "artifacts" / f"worker-{queue}.log"
+    log_path = REPO / "tests" / "artifacts" / (log_name or f"worker-{queue}.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", "--pool=solo",
              "--concurrency=1", "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-Q", queue, "--loglevel=INFO", "-n", f"{queue}@%h"],
+             "-Q", queue, "--loglevel=INFO", "-n", f"{uuid.uuid4().hex[:8]}-{queue}@%h"],
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         try:
             _wait_until_ready(log_path, process)
-            yield queue
+            yield Worker(queue=queue, process=process, log_path=log_path)
         finally:
-            process.terminate()
+            if process.poll() is None:
+                process.terminate()
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:

@@ -27,13 +27,15 @@ from evaluations.services.endpoints import (
 )
 from evaluations.services.fetch import (
     DEFAULT_SNAPSHOT_DEPTH,
-    FETCH_CLAIM_LEASE,
     evaluation_fetch_complete,
     keyword_fetch_claim,
+    keyword_fetch_claims_renew,
     keyword_fetch_fail,
     keyword_fetch_store,
     keywords_fetch,
     keywords_fetch_abandon,
+    keywords_fetch_enqueue,
+    keywords_fetch_requeue_lapsed,
     snapshot_depth,
 )
 from evaluations.services.keywords import (
@@ -62,7 +64,6 @@ from evaluations.services.lifecycle import (
 
 __all__ = [
     "DEFAULT_SNAPSHOT_DEPTH",
-    "FETCH_CLAIM_LEASE",
     "MAX_KEYWORDS",
     "MAX_KEYWORD_LENGTH",
     "MAX_TIMEOUT_SECONDS",
@@ -88,12 +89,15 @@ __all__ = [
     "evaluation_update",
     "is_http_url",
     "keyword_fetch_claim",
+    "keyword_fetch_claims_renew",
     "keyword_fetch_fail",
     "keyword_fetch_store",
     "keyword_rows",
     "keywords_clean",
     "keywords_fetch",
     "keywords_fetch_abandon",
+    "keywords_fetch_enqueue",
+    "keywords_fetch_requeue_lapsed",
     "keywords_from_upload",
     "keywords_validate",
     "search_model_create",

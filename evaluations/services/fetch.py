@@ -1,10 +1,19 @@
 """Fetching an evaluation's keywords: claim, request (threads bounded per endpoint), store
-the snapshots or the error, and move the evaluation from fetching to active."""
+the snapshots or the error, and move the evaluation from fetching to active.
+
+A task claims each keyword with a conditional UPDATE that stamps `fetch_claimed_at`; the
+stamp is the claim: storing, renewing or giving a keyword up quotes it, so a task whose
+claim lapsed and was taken over writes nothing. A claim lapses when its task has gone
+quiet longer than the endpoint's requests can take (fetching.fetch_claim_lease_seconds):
+its worker died. The periodic sweep (keywords_fetch_requeue_lapsed) and a new start then
+hand the keyword to another task.
+"""
 
 import logging
+import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx
 from django.conf import settings
@@ -13,15 +22,19 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from evaluations import crypto
-from evaluations.fetching import FetchResult, fetch_keyword_results, new_client, request_spec_for
+from evaluations.fetching import (
+    FetchResult,
+    fetch_claim_lease_seconds,
+    fetch_keyword_results,
+    new_client,
+    request_spec_for,
+)
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SNAPSHOT_DEPTH = 10
-# A claim older than the fetch task's hard time limit belongs to a worker that died.
-FETCH_CLAIM_LEASE = timedelta(seconds=1800)
 
 
 def snapshot_depth(*, evaluation: Evaluation) -> int:
@@ -31,29 +44,58 @@ def snapshot_depth(*, evaluation: Evaluation) -> int:
     return min(deepest or DEFAULT_SNAPSHOT_DEPTH, settings.FETCH_MAX_RESULTS)
 
 
-def keyword_fetch_claim(*, keyword_id: int) -> bool:
-    """Claim a keyword for fetching with one conditional UPDATE; False when another task has
-    it, it is done, or its evaluation is no longer fetching (paused)."""
-    now = timezone.now()
-    return Keyword.objects.filter(
-        Q(fetch_claimed_at__isnull=True) | Q(fetch_claimed_at__lt=now - FETCH_CLAIM_LEASE),
+def keywords_fetch_enqueue(*, evaluation_id: int, keyword_ids: list[int]) -> None:
+    """Send the keywords' fetch tasks, FETCH_BATCH_SIZE a task, after commit."""
+    from evaluations.tasks import fetch_keywords_dispatch
+
+    size = settings.FETCH_BATCH_SIZE
+    for start in range(0, len(keyword_ids), size):
+        batch = keyword_ids[start:start + size]
+        transaction.on_commit(lambda batch=batch: fetch_keywords_dispatch(evaluation_id, batch))
+
+
+def keyword_fetch_claim(*, keyword_id: int, lease_seconds: float,
+                        now: datetime | None = None) -> datetime | None:
+    """Claim a keyword for fetching with one conditional UPDATE: it is pending, its
+    evaluation fetching, and nobody holds it or its holder's claim is older than
+    `lease_seconds`. Returns the claim, which the holder quotes to store, renew or give
+    the keyword up; None when another task has it, it is done, or the evaluation paused."""
+    now = now or timezone.now()
+    # Every condition on the keyword's own row, none through a join: a join makes Django
+    # write `WHERE id IN (SELECT …)`, which PostgreSQL does not re-check after waiting for
+    # a concurrent claim's lock, so two tasks both won the keyword and both fetched it.
+    fetching = Evaluation.objects.filter(status=Evaluation.Status.FETCHING).values("pk")
+    won = Keyword.objects.filter(
+        Q(fetch_claimed_at__isnull=True)
+        | Q(fetch_claimed_at__lt=now - timedelta(seconds=lease_seconds)),
         pk=keyword_id, fetch_status=Keyword.FetchStatus.PENDING,
-        evaluation__status=Evaluation.Status.FETCHING,
+        evaluation_id__in=fetching,
     ).update(fetch_claimed_at=now) == 1
+    return now if won else None
+
+
+def keyword_fetch_claims_renew(*, keyword_ids: list[int], claimed_at: datetime) -> datetime:
+    """Move the claims a task still holds (stamped `claimed_at`) to now; the new stamp."""
+    now = timezone.now()
+    Keyword.objects.filter(pk__in=keyword_ids, fetch_status=Keyword.FetchStatus.PENDING,
+                           fetch_claimed_at=claimed_at).update(fetch_claimed_at=now)
+    return now
 
 
 @transaction.atomic
-def keyword_fetch_store(*, keyword_id: int, result: FetchResult) -> Keyword | None:
-    """Store one keyword's results (snapshots + status) or its error, all or nothing.
+def keyword_fetch_store(*, keyword_id: int, claimed_at: datetime,
+                        result: FetchResult) -> Keyword | None:
+    """Store one keyword's results (snapshots + status) or its error, all or nothing, if
+    the claim `claimed_at` still holds it; None when not (stored or taken over meanwhile).
 
     Judgments creates the feedback slots from the snapshots_created signal inside this
     transaction, so a snapshot never exists without its slots.
     """
     keyword = Keyword.objects.select_for_update().select_related("evaluation").filter(
         pk=keyword_id, fetch_status=Keyword.FetchStatus.PENDING,
-        fetch_claimed_at__isnull=False).first()
+        fetch_claimed_at=claimed_at).first()
     if keyword is None:
-        return None  # stored by someone else meanwhile
+        return None
     keyword.fetch_status_code = result.status_code
     keyword.fetch_duration_ms = result.duration_ms
     keyword.fetched_at = timezone.now()
@@ -93,10 +135,11 @@ def keywords_fetch_abandon(*, evaluation_id: int, keyword_ids: list[int], error:
     return abandoned
 
 
-def keyword_fetch_fail(*, keyword_ids: list[int], error: str) -> None:
-    """Record claimed keywords that a task could not finish as failed, never as lost."""
+def keyword_fetch_fail(*, keyword_ids: list[int], claimed_at: datetime, error: str) -> None:
+    """Record keywords that a task claimed (`claimed_at`) and could not finish as failed,
+    never as lost; those another task has taken over meanwhile are left to it."""
     Keyword.objects.filter(pk__in=keyword_ids, fetch_status=Keyword.FetchStatus.PENDING,
-                           fetch_claimed_at__isnull=False).update(
+                           fetch_claimed_at=claimed_at).update(
         fetch_status=Keyword.FetchStatus.FAILED, fetch_error=error, fetch_claimed_at=None,
         fetched_at=timezone.now())
 
@@ -111,33 +154,66 @@ def evaluation_fetch_complete(*, evaluation_id: int) -> bool:
         status=Evaluation.Status.ACTIVE) == 1
 
 
+def keywords_fetch_requeue_lapsed() -> int:
+    """Send fetch tasks for the keywords of fetching evaluations whose claim lapsed (the
+    worker of their task died mid-fetch); how many. The tasks claim them again, so a
+    keyword another task took meanwhile is not fetched twice."""
+    now = timezone.now()
+    claims = Keyword.objects.filter(
+        fetch_status=Keyword.FetchStatus.PENDING, fetch_claimed_at__isnull=False,
+        evaluation__status=Evaluation.Status.FETCHING,
+    ).order_by("evaluation_id", "position").values_list(
+        "pk", "evaluation_id", "fetch_claimed_at", "evaluation__model__endpoint__timeout_seconds")
+    lapsed: dict[int, list[int]] = {}
+    for keyword_id, evaluation_id, claimed_at, timeout_seconds in claims:
+        lease = timedelta(seconds=fetch_claim_lease_seconds(timeout_seconds))
+        if claimed_at < now - lease:
+            lapsed.setdefault(evaluation_id, []).append(keyword_id)
+    for evaluation_id, keyword_ids in lapsed.items():
+        logger.warning("re-queueing %d keywords of evaluation %s: their fetch task was lost",
+                       len(keyword_ids), evaluation_id)
+        keywords_fetch_enqueue(evaluation_id=evaluation_id, keyword_ids=keyword_ids)
+    return sum(len(keyword_ids) for keyword_ids in lapsed.values())
+
+
 def keywords_fetch(
     *, evaluation_id: int, keyword_ids: list[int],
     transport: httpx.BaseTransport | None = None,
 ) -> int:
     """Fetch and store a batch of keywords; returns how many this call stored.
 
-    Not one transaction: each keyword commits on its own, so progress shows while the batch
-    runs and a crash loses at most the keywords in flight (their claims expire). Requests
-    run in threads, bounded per endpoint; every database write stays on this thread.
+    Idempotent: keywords done, or held by a live claim of another task, are skipped, so a
+    redelivered or duplicated task does nothing twice. Not one transaction: each keyword
+    commits on its own, so progress shows while the batch runs and a crash loses at most
+    the keywords in flight (their claims lapse). Requests run in threads, bounded per
+    endpoint; every database write stays on this thread.
     """
     evaluation = Evaluation.objects.select_related("model__endpoint").filter(
         pk=evaluation_id, status=Evaluation.Status.FETCHING).first()
     if evaluation is None:
         return 0
+    lease_seconds = fetch_claim_lease_seconds(evaluation.model.endpoint.timeout_seconds)
+    # One stamp for the batch: it renews and releases the task's claims in one statement.
+    claimed_at = timezone.now()
     claimed = {kid: text for kid, text in Keyword.objects.filter(pk__in=keyword_ids)
-               .values_list("pk", "text") if keyword_fetch_claim(keyword_id=kid)}
+               .order_by("position").values_list("pk", "text")
+               if keyword_fetch_claim(keyword_id=kid, lease_seconds=lease_seconds,
+                                      now=claimed_at)}
     if not claimed:
         evaluation_fetch_complete(evaluation_id=evaluation_id)
         return 0
     try:
         spec = request_spec_for(evaluation.model, limit=snapshot_depth(evaluation=evaluation))
     except crypto.SecretsUnreadable as error:
-        keyword_fetch_fail(keyword_ids=list(claimed), error=str(error))
+        keyword_fetch_fail(keyword_ids=list(claimed), claimed_at=claimed_at, error=str(error))
         evaluation_fetch_complete(evaluation_id=evaluation_id)
         return 0
     stored = 0
     pending = set(claimed)
+    # The lease bounds one keyword's fetch, not the batch's: claims still waiting are
+    # renewed as results come in, at least every half margin.
+    renew_every = settings.FETCH_CLAIM_MARGIN_SECONDS / 2
+    renewed = time.monotonic()
     # An in-process transport (seed_demo's) answers from this database, so it must run on
     # this thread, whose connection sees the catalog; real HTTP runs in threads.
     workers = 1 if transport is not None else settings.FETCH_CONCURRENCY_PER_ENDPOINT
@@ -148,12 +224,17 @@ def keywords_fetch(
                 # many when storing lags behind the network; each keyword stays whole.
                 with transaction.atomic():
                     for keyword_id, result in group:
-                        keyword_fetch_store(keyword_id=keyword_id, result=result)
+                        if keyword_fetch_store(keyword_id=keyword_id, claimed_at=claimed_at,
+                                               result=result) is not None:
+                            stored += 1
                 pending.difference_update(keyword_id for keyword_id, _ in group)
-                stored += len(group)
+                if pending and time.monotonic() - renewed >= renew_every:
+                    claimed_at = keyword_fetch_claims_renew(keyword_ids=list(pending),
+                                                            claimed_at=claimed_at)
+                    renewed = time.monotonic()
     finally:
         if pending:
-            keyword_fetch_fail(keyword_ids=list(pending),
+            keyword_fetch_fail(keyword_ids=list(pending), claimed_at=claimed_at,
                                error="the fetch task stopped before this keyword was stored")
         evaluation_fetch_complete(evaluation_id=evaluation_id)
     return stored

@@ -4,13 +4,13 @@ transformers), start, retry failed keywords, pause, finish, clone, archive, rest
 import json
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from evaluations.hooks import scale_provider, team_scale
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel
+from evaluations.services.fetch import keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
     keyword_rows,
@@ -218,7 +218,10 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluat
     if evaluation.model.archived_at or evaluation.model.endpoint.archived_at:
         raise ValidationError({"model": "The search model or its endpoint is archived."})
     _check_transformers_resolvable(evaluation)
-    evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FAILED).update(
+    # Failed keywords are fetched again. Claims are dropped: a worker that died left some
+    # that would otherwise hold their keywords until they lapse; a task of before the pause
+    # still running finds its claims gone and stores nothing (services.fetch).
+    evaluation.keywords.exclude(fetch_status=Keyword.FetchStatus.FETCHED).update(
         fetch_status=Keyword.FetchStatus.PENDING, fetch_error="", fetch_claimed_at=None)
     to_fetch = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
                     .order_by("position").values_list("pk", flat=True))
@@ -226,17 +229,8 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluat
     evaluation.started_at = evaluation.started_at or timezone.now()
     evaluation.save(update_fields=["status", "started_at"])
     if to_fetch and enqueue:
-        _enqueue_fetch(evaluation.pk, to_fetch)
+        keywords_fetch_enqueue(evaluation_id=evaluation.pk, keyword_ids=to_fetch)
     return evaluation
-
-
-def _enqueue_fetch(evaluation_id: int, keyword_ids: list[int]) -> None:
-    from evaluations.tasks import fetch_keywords_dispatch
-
-    size = settings.FETCH_BATCH_SIZE
-    for start in range(0, len(keyword_ids), size):
-        batch = keyword_ids[start:start + size]
-        transaction.on_commit(lambda batch=batch: fetch_keywords_dispatch(evaluation_id, batch))
 
 
 @transaction.atomic
@@ -265,7 +259,7 @@ def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True) -> 
         evaluation.status = Evaluation.Status.FETCHING
         evaluation.save(update_fields=["status"])
     if enqueue:
-        _enqueue_fetch(evaluation.pk, to_fetch)
+        keywords_fetch_enqueue(evaluation_id=evaluation.pk, keyword_ids=to_fetch)
     return evaluation
 
 

@@ -7,7 +7,7 @@ judgments (where grader tags live); the page only loads this tag.
 from django import template
 
 from evaluations.models import Evaluation
-from judgments.selectors import routing_tags_nobody_carries
+from judgments.queue_selectors import routing_tags_nobody_carries
 from searchtweak import access
 from searchtweak.models import Role
 

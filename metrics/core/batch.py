@@ -418,6 +418,11 @@ def mean_over_keywords(values: Iterable[float | None] | np.ndarray) -> tuple[flo
     """The evaluation's value: mean over keywords whose value is not null, and their count.
 
     Null (None or NaN) keywords are left out, not counted as 0; all null → (None, 0).
+    The one way a mean over keywords is computed (stored means, a from-scratch recompute,
+    comparisons, leaderboards): the sum is `math.fsum`, correctly rounded whatever order
+    the values come in, then divided by the count, so every path that averages the same
+    values stores the same float, bit for bit. A plain running sum depends on the order of
+    the rows, which the database does not fix.
     """
     array = np.array(
         [np.nan if value is None else value for value in values]
@@ -428,4 +433,4 @@ def mean_over_keywords(values: Iterable[float | None] | np.ndarray) -> tuple[flo
     present = array[~np.isnan(array)]
     if present.size == 0:
         return None, 0
-    return float(present.sum() / present.size), int(present.size)
+    return math.fsum(present.tolist()) / present.size, int(present.size)

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Two graders' agreement lives in agreement.py; cohen_kappa stays importable from here.
+from metrics.core.agreement import _present
+from metrics.core.agreement import cohen_kappa as cohen_kappa
+from metrics.core.batch import mean_over_keywords
+
 SlotGrades = Sequence[int | None]
 """The slots of one snapshot; None = not graded yet."""
 
@@ -72,29 +77,6 @@ def fleiss_kappa(snapshots: Sequence[SlotGrades]) -> float | None:
     return (float(agreement.mean()) - expected) / (1.0 - expected)
 
 
-def cohen_kappa(first: Sequence[int | None], second: Sequence[int | None]) -> float | None:
-    """Cohen's kappa (Cohen 1960) of two graders over the items both graded.
-
-    κ = (p_o - p_e) / (1 - p_e), p_o the observed agreement, p_e = Σ_c p_first(c)·p_second(c).
-    None when no item was graded by both or p_e = 1.
-    """
-    if len(first) != len(second):
-        raise ValueError("first and second must grade the same items")
-    pairs = [(a, b) for a, b in zip(first, second, strict=True) if a is not None and b is not None]
-    if not pairs:
-        return None
-    total = len(pairs)
-    observed = sum(a == b for a, b in pairs) / total
-    categories = {grade for pair in pairs for grade in pair}
-    expected = sum(
-        (sum(a == c for a, _ in pairs) / total) * (sum(b == c for _, b in pairs) / total)
-        for c in categories
-    )
-    if expected >= 1.0:
-        return None
-    return (observed - expected) / (1.0 - expected)
-
-
 @dataclass(frozen=True)
 class PairedComparison:
     """Evaluation B against evaluation A over their common non-null keywords."""
@@ -140,19 +122,15 @@ def paired_comparison(
         return PairedComparison(0, None, None, None, 0, 0, 0, None, None)
     return PairedComparison(
         keyword_count=count,
-        mean_a=float(first.mean()),
-        mean_b=float(second.mean()),
-        mean_delta=float(deltas.mean()),
+        mean_a=mean_over_keywords(first)[0],
+        mean_b=mean_over_keywords(second)[0],
+        mean_delta=mean_over_keywords(deltas)[0],
         wins=int((deltas > 0).sum()),
         losses=int((deltas < 0).sum()),
         ties=int((deltas == 0).sum()),
         t_test_p=paired_t_test(deltas),
         randomization_p=randomization_test(deltas, resamples=resamples, seed=seed),
     )
-
-
-def _present(value: float | None) -> bool:
-    return value is not None and not math.isnan(value)
 
 
 def paired_t_test(deltas: np.ndarray) -> float | None:

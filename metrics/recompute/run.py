@@ -12,13 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import OperationalError, connection
+from django.db import OperationalError
 from django.utils import timezone
 
 from evaluations import hooks, recompute_marks
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from metrics import core
-from metrics.models import KeywordMetricValue
+from metrics import core, queries
 from metrics.recompute.means import evaluation_means_refresh
 from metrics.selectors import (
     evaluation_dirty_keywords,
@@ -244,25 +243,10 @@ def _as_optional(value: float) -> float | None:
 def _upsert_values(rows: Iterable[tuple[int, int, float | None, int]]) -> None:
     """Write (keyword_id, metric_id, value, version) rows; a row computed from an older
     keyword version than the stored one is dropped, so late runs cannot overwrite."""
-    table = connection.ops.quote_name(KeywordMetricValue._meta.db_table)
     now = timezone.now()
     rows = list(rows)
     for start in range(0, len(rows), _WRITE_CHUNK):
-        chunk = rows[start:start + _WRITE_CHUNK]
-        placeholders = ", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk))
-        params: list = []
-        for keyword_id, metric_id, value, version in chunk:
-            params += [keyword_id, metric_id, value, version, now]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} (keyword_id, metric_id, value, computed_version, updated_at)"
-                f" VALUES {placeholders}"
-                " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"
-                " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
-                f" WHERE {table}.computed_version <= excluded.computed_version",
-                params,
-            )
-
+        queries.keyword_values_upsert(rows[start:start + _WRITE_CHUNK], now=now)
 
 
 def _uses_pool(config: EvaluationMetric) -> bool:

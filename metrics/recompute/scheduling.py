@@ -3,11 +3,12 @@
 import logging
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection
+from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
 from evaluations import recompute_marks
@@ -101,16 +102,12 @@ def recompute_due_set(*, evaluation_id: int, due_at) -> None:
     """Record that a run of the evaluation answers for its grades: one queued for `due_at`
     (set before it is sent) or one starting now (set before it reads), so whoever sees the
     mark can count on that run."""
-    table = connection.ops.quote_name(RecomputeDue._meta.db_table)
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} (evaluation_id, due_at) VALUES (%s, %s)"
-                " ON CONFLICT (evaluation_id) DO UPDATE SET due_at = excluded.due_at",
-                [evaluation_id, connection.ops.adapt_datetimefield_value(due_at)],
-            )
-    except IntegrityError:
-        pass  # the evaluation was deleted meanwhile
+    # One statement, a race-free upsert (INSERT ... ON CONFLICT DO UPDATE); an
+    # IntegrityError means the evaluation was deleted meanwhile.
+    with suppress(IntegrityError):
+        RecomputeDue.objects.bulk_create(
+            [RecomputeDue(evaluation_id=evaluation_id, due_at=due_at)],
+            update_conflicts=True, unique_fields=["evaluation"], update_fields=["due_at"])
 
 
 def recompute_due_release(*, evaluation_id: int) -> int | None:
@@ -130,10 +127,7 @@ def recompute_due_release(*, evaluation_id: int) -> int | None:
 
 def recompute_due_clear(*, evaluation_id: int) -> None:
     """No run answers for the evaluation any more: later grades queue their own."""
-    table = connection.ops.quote_name(RecomputeDue._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET due_at = NULL WHERE evaluation_id = %s",
-                       [evaluation_id])
+    RecomputeDue.objects.filter(evaluation_id=evaluation_id).update(due_at=None)
 
 
 def dirty_keywords_due(*, limit: int = 5000) -> list[int]:

@@ -1,6 +1,7 @@
 """The endpoints, models and evaluations API (docs/ARCHITECTURE.md /api/v1/)."""
 
 import pytest
+from django.test import TestCase
 from rest_framework.test import APIClient
 
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
@@ -268,8 +269,7 @@ def test_start_pause_finish_through_the_api(personas):
         EvaluationMetricFactory(evaluation=evaluation)
         lead = client_for(personas.lead)
         base = f"/api/v1/evaluations/{evaluation.pk}"
-        with_commit = pytest.importorskip("django.test").TestCase.captureOnCommitCallbacks
-        with with_commit(execute=True):
+        with TestCase.captureOnCommitCallbacks(execute=True):
             body = lead.post(f"{base}/start/").json()
     assert body["status"] in ("fetching", "active")
     body = lead.get(f"{base}/").json()

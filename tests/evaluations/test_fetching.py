@@ -78,15 +78,26 @@ def test_it_keeps_only_as_many_results_as_the_deepest_metric_reads(
 
 def test_a_slow_endpoint_times_out_and_the_keyword_shows_why(
         server, django_capture_on_commit_callbacks):
-    server.handler = lambda r: Reply(body=hits(r.query["q"][0]),
-                                     delay=2.0 if r.query["q"][0] == "slow" else 0)
+    # "slow" gets no answer until the test has looked (not a delay that a busy machine
+    # could outrun); the timeout leaves "fast" ample time however loaded the machine.
+    released = threading.Event()
+
+    def answer(request):
+        if request.query["q"][0] == "slow":
+            released.wait(timeout=60)
+        return Reply(body=hits(request.query["q"][0]))
+
+    server.handler = answer
     evaluation = fetchable_evaluation(url=server.url, keywords=["slow", "fast"],
-                                      timeout_seconds=0.3)
-    evaluation = start(evaluation, django_capture_on_commit_callbacks)
+                                      timeout_seconds=2)
+    try:
+        evaluation = start(evaluation, django_capture_on_commit_callbacks)
+    finally:
+        released.set()
 
     slow = keyword(evaluation, "slow")
     assert slow.fetch_status == "failed"
-    assert slow.fetch_error == "no answer within the endpoint's timeout of 0.3 s"
+    assert slow.fetch_error == "no answer within the endpoint's timeout of 2 s"
     assert not slow.snapshots.exists()
     assert server.queries().count("slow") == 1  # a read timeout is not retried
     assert keyword(evaluation, "fast").fetch_status == "fetched"

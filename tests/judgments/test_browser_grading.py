@@ -202,8 +202,8 @@ def test_a_grader_sees_images_and_the_key_panel_and_grades_by_keyboard(
         press_and_wait(page, key, mine=mine)
         expect(page.get_by_test_id("position")).to_have_text(f"Position {mine + 1}")
         page.wait_for_function(IMAGE_LOADED)
-    assert page.get_by_test_id("document-image").get_attribute("src") == svg_tile(
-        colors[3], "P4")
+    expect(page.get_by_test_id("document-image")).to_have_attribute(
+        "src", svg_tile(colors[3], "P4"))
     grades = dict(FeedbackSlot.objects.filter(grade__isnull=False)
                   .values_list("snapshot__position", "grade"))
     assert grades == {1: 2, 2: 3, 3: 1}

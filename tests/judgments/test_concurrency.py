@@ -10,9 +10,12 @@ from django.db import connection
 from evaluations.models import Keyword
 from judgments import selectors, services
 from judgments.models import FeedbackSlot
+from metrics.models import KeywordMetricValue
 from searchtweak.models import Role
 from tests.conftest import skip_or_fail
+from tests.evaluations.factories import EvaluationMetricFactory
 from tests.judgments.builders import evaluation_with_slots
+from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
 from tests.searchtweak.factories import member
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,6 +31,9 @@ def _grade_at_once(personas, grade_until_empty: Callable) -> tuple:
     if connection.vendor != "postgresql":
         skip_or_fail("row locks (FOR UPDATE SKIP LOCKED) need PostgreSQL: set DATABASE_URL")
     evaluation = evaluation_with_slots(personas.team, keywords=4, positions=10, strategy=3)
+    # Every grade's recompute runs (eagerly) in its grader's thread, concurrently.
+    for position, code in enumerate(["precision", "ndcg", "err"]):
+        EvaluationMetricFactory(evaluation=evaluation, code=code, k=10, position=position)
     users = [member(personas.team, Role.GRADER, f"g{n}") for n in range(GRADERS)]
     handed: dict[int, list[int]] = {user.pk: [] for user in users}
     submitted: dict[int, int] = {}
@@ -48,6 +54,7 @@ def _grade_at_once(personas, grade_until_empty: Callable) -> tuple:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
+    assert [thread.name for thread in threads if thread.is_alive()] == []
     assert not errors, errors
     return evaluation, handed, submitted
 
@@ -67,6 +74,11 @@ def _assert_each_slot_graded_once(evaluation, handed, submitted) -> dict[int, Fe
     assert len(pairs) == len(set(pairs))
     # More than one grader did the work.
     assert sum(1 for slot_ids in handed.values() if slot_ids) > 1
+    # Runs raced each other's grades; once all are in, nothing is left dirty and every
+    # stored value is what a full recompute writes.
+    assert not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists()
+    assert KeywordMetricValue.objects.filter(keyword__evaluation=evaluation).count() == 4 * 3
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
     return slots
 
 
@@ -91,7 +103,7 @@ def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(per
             handed.append(slot["id"])
             grade = (slot["id"] * 7 + user.pk) % 4
             target = selectors.snapshot_target_for_user(
-                user=user, snapshot_id=slot["snapshot_id"])
+                user=user, snapshot_id=slot["snapshot"])
             next_slot = services.snapshot_grade_and_claim_next(
                 user=user, target=target, grade=grade, evaluation_ids=[evaluation.pk])
             submitted[slot["id"]] = grade

@@ -11,7 +11,8 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments import exports, imports, services
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
-from metrics.dashboards import _snapshot_details, grader_leaderboard, team_dashboard
+from metrics.dashboards import snapshot_details, team_dashboard
+from metrics.leaderboards import grader_leaderboard
 from metrics.models import KeywordMetricValue
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory
 from tests.judgments.builders import evaluation_with_slots
@@ -191,7 +192,7 @@ def test_exports_and_dashboards_name_imported_grades(personas):
         ("a", "(import)", 3, True), ("b", "grader", 1, False)]
 
     keyword = evaluation.keywords.get()
-    details = _snapshot_details([keyword.pk])[keyword.pk]
+    details = snapshot_details([keyword.pk])[keyword.pk]
     assert [(d.slots[0].username, d.slots[0].grade) for d in details] == [
         ("(import)", 3), ("grader", 1)]
     # Grader statistics count people only: the imported grade is nobody's work.

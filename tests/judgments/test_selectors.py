@@ -7,7 +7,7 @@ from django.http import Http404
 
 from evaluations.demo import product_image
 from evaluations.models import DemoProduct, Evaluation, Snapshot
-from judgments import selectors, services
+from judgments import queue_selectors, selectors, services
 from judgments.models import FeedbackSlot
 from searchtweak.models import Role
 from tests.judgments.builders import evaluation_with_slots
@@ -25,7 +25,7 @@ def grade_all(user, team, grade: int = 1) -> int:
 
 
 def empty_queue(personas, evaluation=None):
-    return selectors.grader_empty_queue(
+    return queue_selectors.grader_empty_queue(
         user=personas.grader, team=personas.team, evaluation=evaluation)
 
 
@@ -33,7 +33,7 @@ def empty_queue(personas, evaluation=None):
 
 
 def test_it_says_no_team_without_a_team(personas):
-    empty = selectors.grader_empty_queue(user=personas.grader, team=None)
+    empty = queue_selectors.grader_empty_queue(user=personas.grader, team=None)
     assert empty.reason == "no_team"
 
 
@@ -65,8 +65,8 @@ def test_it_says_how_many_results_wait_for_which_tags(personas):
     assert empty.reason == "routed"
     # Grouped by the tags needed (as graders carry them); three slots of a result are one.
     assert empty.routed_elsewhere == (
-        selectors.RoutedElsewhere(tags=("de", "fashion"), result_count=8),
-        selectors.RoutedElsewhere(tags=("fr",), result_count=4),
+        queue_selectors.RoutedElsewhere(tags=("de", "fashion"), result_count=8),
+        queue_selectors.RoutedElsewhere(tags=("fr",), result_count=4),
     )
     assert empty.routed_result_count == 12
     assert empty.carried_tags == ("de",)
@@ -119,11 +119,11 @@ def test_it_says_everything_is_graded_when_others_graded_it(personas):
 def test_it_names_the_routing_tags_no_member_carries_all_of(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1,
                                        tags=["DE", "fashion"])
-    assert selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de", "fashion")
+    assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de", "fashion")
     services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
     services.grader_tags_set(team=personas.team, user=personas.lead, tags=["fashion"])
     # Each tag has a carrier, but nobody carries both.
-    assert selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de", "fashion")
+    assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de", "fashion")
 
 
 def test_it_is_satisfied_once_one_member_carries_every_tag(personas):
@@ -131,7 +131,7 @@ def test_it_is_satisfied_once_one_member_carries_every_tag(personas):
                                        tags=["DE", "fashion"])
     services.grader_tags_set(team=personas.team, user=personas.grader,
                              tags=["fashion", "de", "extra"])
-    assert selectors.routing_tags_nobody_carries(evaluation=evaluation) == ()
+    assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ()
 
 
 def test_it_ignores_tags_carried_in_another_team_or_by_a_former_member(personas):
@@ -140,12 +140,12 @@ def test_it_ignores_tags_carried_in_another_team_or_by_a_former_member(personas)
     former = member(personas.team, "grader", "former")
     services.grader_tags_set(team=personas.team, user=former, tags=["de"])
     former.memberships.all().delete()
-    assert selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de",)
+    assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de",)
 
 
 def test_an_evaluation_without_routing_tags_needs_no_carrier(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
-    assert selectors.routing_tags_nobody_carries(evaluation=evaluation) == ()
+    assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ()
 
 
 # --- document_image_src ---
@@ -163,14 +163,14 @@ SVG_URI = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjA
     "http://img.example.com/a.png",
 ])
 def test_it_shows_data_images_and_web_addresses(image):
-    assert selectors.document_image_src(f"  {image} ") == image
+    assert queue_selectors.document_image_src(f"  {image} ") == image
 
 
 def test_it_shows_the_demo_engines_images():
     # The demo search answers data:image/svg+xml URIs; they used to be dropped.
     image = product_image(DemoProduct(sku="D1", title="Red running shoe", color="red"))
     assert image.startswith("data:image/svg+xml;base64,")
-    assert selectors.document_image_src(image) == image
+    assert queue_selectors.document_image_src(image) == image
 
 
 @pytest.mark.parametrize("image", [
@@ -187,7 +187,7 @@ def test_it_shows_the_demo_engines_images():
     "",
 ])
 def test_it_refuses_anything_else_as_an_image(image):
-    assert selectors.document_image_src(image) == ""
+    assert queue_selectors.document_image_src(image) == ""
 
 
 # --- the grading API's raw-SQL targets: the access rule of searchtweak.access ---

@@ -8,12 +8,12 @@ from evaluations.models import Evaluation, Keyword
 from evaluations.signals import snapshots_created
 from judgments import grading, services
 from judgments.models import FeedbackSlot, GraderTags, SlotSkip, Transformer
-from judgments.selectors import (
+from judgments.queue_selectors import (
     grading_progress,
     previous_graded_slot,
     queue_evaluation_ids,
-    snapshot_target_for_user,
 )
+from judgments.selectors import snapshot_target_for_user
 from judgments.signals import grades_changed
 from searchtweak.models import Role
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from evaluations.models import EvaluationMetric
-from metrics import dashboards
+from metrics import comparisons
 from metrics.models import KeywordMetricValue
 from searchtweak.models import ApiToken
 from tests.metrics.builders import build_evaluation
@@ -38,7 +38,7 @@ def pair(personas):
 
 def test_comparison_numbers_match_the_hand_computed_case(pair):
     a, b = pair
-    comparison = dashboards.evaluation_comparison(a=a, b=b)
+    comparison = comparisons.evaluation_comparison(a=a, b=b)
     assert comparison.shared_count == 3
     assert (comparison.only_a_count, comparison.only_b_count) == (1, 1)
     # nDCG with {} and {"gain": "linear"} is one metric; DCG linear vs exponential is not.
@@ -72,7 +72,7 @@ def test_a_clear_improvement_reads_as_better():
 
     result = paired_comparison({i: 0.2 for i in range(30)},
                                {i: 0.5 + (i % 3) * 0.01 for i in range(30)})
-    verdict, direction = dashboards.comparison_verdict(result, (0.29, 0.31))
+    verdict, direction = comparisons.comparison_verdict(result, (0.29, 0.31))
     assert direction == "better" and verdict.startswith("B is better than A: +0.3100")
 
 
@@ -92,7 +92,7 @@ def test_the_side_by_side_view_shows_both_lists(client, personas, pair):
     client.force_login(personas.lead)
     response = client.get(reverse("metrics:compare_keyword"),
                           {"a": a.pk, "b": b.pk, "keyword": "K1"})
-    rows = dashboards.keyword_side_by_side(a=a, b=b, normalized_text="k1")[2]
+    rows = comparisons.keyword_side_by_side(a=a, b=b, normalized_text="k1")[2]
     assert [(r.a.snapshot.doc_id, r.b.snapshot.doc_id) for r in rows] == [("d1", "d2"),
                                                                          ("d2", "d1")]
     assert all(r.a_in_b and r.b_in_a and not r.same for r in rows)
@@ -169,7 +169,7 @@ REGRADED_NOTE = ("The rankings are identical (RBO 1) for all 2 keywords with a v
 
 
 def test_identical_rankings_with_a_moved_metric_are_called_a_grading_difference(regraded):
-    comparison = dashboards.evaluation_comparison(a=regraded[0], b=regraded[1])
+    comparison = comparisons.evaluation_comparison(a=regraded[0], b=regraded[1])
     assert comparison.identical_rankings is True
     assert [row.same_ranking for row in comparison.keywords] == [True, True, True]
     [precision] = comparison.metrics
@@ -179,7 +179,7 @@ def test_identical_rankings_with_a_moved_metric_are_called_a_grading_difference(
 
 
 def test_no_ranking_note_when_the_rankings_differ_or_the_metric_did_not_move(pair):
-    comparison = dashboards.evaluation_comparison(a=pair[0], b=pair[1])
+    comparison = comparisons.evaluation_comparison(a=pair[0], b=pair[1])
     assert comparison.identical_rankings is False
     assert [(row.normalized_text, row.same_ranking) for row in comparison.keywords] == [
         ("k3", False), ("k1", False), ("k2", True)]
@@ -188,7 +188,7 @@ def test_no_ranking_note_when_the_rankings_differ_or_the_metric_did_not_move(pai
 
 
 def test_some_identical_rankings_that_moved_are_counted():
-    assert dashboards.ranking_note(label="AP@10", both_count=5, same_count=2,
+    assert comparisons.ranking_note(label="AP@10", both_count=5, same_count=2,
                                    grading_only_count=1, mean_delta=0.1) == (
         "1 of 5 keywords have identical rankings (RBO 1) but a different AP@10: grading "
         "differences, not ranking ones.")

@@ -119,7 +119,7 @@ def test_keyword_table_sorts_by_a_metric_and_filters(personas):
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=20,
                                  graded_share=0.8)
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     ap = configs[1]
     Keyword.objects.filter(evaluation=evaluation, position=3).update(
         fetch_status=Keyword.FetchStatus.FAILED)
@@ -165,7 +165,7 @@ def test_dashboard_selectors_run_the_same_queries_at_any_size(
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders,
                                  keyword_count=keyword_count, graded_share=0.9)
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     reference = dashboards.Reference(None, "")
     with django_assert_num_queries(1):
         dashboards.metric_cards(evaluation=evaluation, reference=reference, configs=configs)
@@ -203,12 +203,12 @@ def test_the_cached_agreement_follows_a_new_grade(personas, django_capture_on_co
     with django_capture_on_commit_callbacks(execute=True):
         set_grades(graders, [(slot(evaluation, "a", 1, 0), 1), (slot(evaluation, "a", 1, 1), 0)])
     evaluation.refresh_from_db()
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     assert dashboards.evaluation_agreement(evaluation=evaluation, configs=configs
                                            ).tie_rate == 1.0
     with django_capture_on_commit_callbacks(execute=True):
         set_grades(graders, [(slot(evaluation, "a", 1, 2), 1)])
     evaluation.refresh_from_db()
-    configs = dashboards._configs(evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)
     agreement = dashboards.evaluation_agreement(evaluation=evaluation, configs=configs)
     assert (agreement.tie_rate, agreement.coverage) == (0.0, 1.0)

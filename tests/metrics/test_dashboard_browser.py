@@ -75,16 +75,16 @@ def test_the_evaluation_dashboard_renders_cards_charts_and_expanding_rows(
     cards = page.get_by_test_id("metric-cards")
     # One recompute, one history point: each card says its value, no one-point line.
     expect(cards.locator("svg.sparkline-single").first).to_contain_text("(1 point)")
-    assert cards.locator("svg.sparkline").count() == 0
-    assert page.locator("[data-testid=distribution] svg").is_visible()
-    assert cards.get_by_text("vs previous Demo: last month").first.is_visible()
-    assert "Landis & Koch" in page.get_by_test_id("kappa-reading").inner_text()
+    expect(cards.locator("svg.sparkline")).to_have_count(0)
+    expect(page.locator("[data-testid=distribution] svg")).to_be_visible()
+    expect(cards.get_by_text("vs previous Demo: last month").first).to_be_visible()
+    expect(page.get_by_test_id("kappa-reading")).to_contain_text("Landis & Koch")
     # Sort by AP: click its header, and open the first keyword's results.
     page.get_by_role("link", name="AP@10").click()
     page.wait_for_url("**sort=m*")
     row = page.get_by_test_id("keyword-table").locator("tbody tr").first
     row.locator("summary").click()
-    assert row.locator(".snapshot-list li").first.is_visible()
+    expect(row.locator(".snapshot-list li").first).to_be_visible()
     _shot(page, "metrics-evaluation-dashboard.png")
     # The live partial swaps in without a reload (the evaluation is active).
     page.wait_for_function(
@@ -95,18 +95,18 @@ def test_team_dashboard_model_history_and_leaderboards_render(page, live_server,
     current, _ = demo
     _login(page, live_server)
     page.get_by_role("link", name="Dashboard").click()
-    assert page.get_by_test_id("queue-size").is_visible()
-    assert page.locator("[data-testid=activity-chart] svg").is_visible()
+    expect(page.get_by_test_id("queue-size")).to_be_visible()
+    expect(page.locator("[data-testid=activity-chart] svg")).to_be_visible()
     ticks = page.locator("[data-testid=activity-chart] svg text.tick").all_text_contents()
     assert ticks and all(tick.isdigit() for tick in ticks), ticks  # counts: whole numbers
-    assert page.get_by_test_id("active-evaluations").get_by_text(current.name).is_visible()
+    expect(page.get_by_test_id("active-evaluations").get_by_text(current.name)).to_be_visible()
     _shot(page, "metrics-team-dashboard.png")
     page.goto(f"{live_server.url}/models/{current.model_id}/history/")
-    assert page.locator("svg.line-chart").first.is_visible()
+    expect(page.locator("svg.line-chart").first).to_be_visible()
     _shot(page, "metrics-model-history.png")
     page.goto(f"{live_server.url}/leaderboards/")
-    assert page.get_by_test_id("model-leaderboard").get_by_text("Demo BM25").is_visible()
-    assert page.get_by_test_id("grader-leaderboard").get_by_text("grader1").is_visible()
+    expect(page.get_by_test_id("model-leaderboard").get_by_text("Demo BM25")).to_be_visible()
+    expect(page.get_by_test_id("grader-leaderboard").get_by_text("grader1")).to_be_visible()
     _shot(page, "metrics-leaderboards.png")
 
 
@@ -117,12 +117,12 @@ def test_compare_two_evaluations_and_open_one_keyword_side_by_side(page, live_se
     page.locator("#id_a").select_option(str(earlier.pk))
     page.locator("#id_b").select_option(str(current.pk))
     page.get_by_role("button", name="Compare").click()
-    assert "50 shared keywords" in page.get_by_test_id("shared").inner_text()
-    assert page.get_by_test_id("metric-comparison").locator("tbody tr").count() == 3
+    expect(page.get_by_test_id("shared")).to_contain_text("50 shared keywords")
+    expect(page.get_by_test_id("metric-comparison").locator("tbody tr")).to_have_count(3)
     _shot(page, "metrics-compare.png")
     page.get_by_test_id("keyword-comparison").locator("tbody tr a").first.click()
     table = page.get_by_test_id("side-by-side")
-    assert table.locator("tbody tr").count() >= 1
+    expect(table.locator("tbody tr").first).to_be_visible()
     _shot(page, "metrics-compare-keyword.png")
 
 
@@ -175,5 +175,5 @@ def test_a_new_teams_dashboard_and_a_two_point_history_read_right(page, live_ser
     page.goto(f"{live_server.url}/dashboard/evaluations/{evaluation.pk}/")
     cards = page.get_by_test_id("metric-cards")
     expect(cards.locator("svg.sparkline polyline")).to_have_count(1)  # P@2: two points
-    assert cards.locator("svg.sparkline-single").count() == 0
+    expect(cards.locator("svg.sparkline-single")).to_have_count(0)
     _shot(page, "metrics-evaluation-dashboard-two-points.png")

@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judgments.models import FeedbackSlot
-from judgments.selectors import grader_queue_size
-from metrics import dashboards
+from judgments.queue_selectors import grader_queue_size
+from metrics import leaderboards
 from metrics.models import KeywordMetricValue
 from tests.metrics.builders import build_evaluation
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
@@ -22,7 +22,7 @@ def test_models_are_ranked_on_the_keywords_their_latest_evaluations_share(person
     latest = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6, seed=2,
                              model=old.model)
     other = bulk_evaluation(team=personas.team, graders=graders, keyword_count=4, seed=3)
-    board = dashboards.model_leaderboard(team=personas.team, metric="ap:5")
+    board = leaderboards.model_leaderboard(team=personas.team, metric="ap:5")
     assert board.chosen == "ap:5" and board.shared_keyword_count == 4
     by_model = {s.model.pk: s for s in board.standings}
     assert by_model[old.model_id].evaluation == latest  # the latest finished one
@@ -54,7 +54,7 @@ def test_graders_are_counted_and_agreement_with_the_majority_is_by_hand(personas
                                         index=index).update(
                 grade=grade, user=[g0, g1, g2][index] if grade is not None else None,
                 graded_at=timezone.now() if grade is not None else None)
-    standings = {s.username: s for s in dashboards.grader_leaderboard(team=personas.team)}
+    standings = {s.username: s for s in leaderboards.grader_leaderboard(team=personas.team)}
     assert (standings[g0.username].grades_given, standings[g0.username].agreed,
             standings[g0.username].with_majority) == (3, 2, 2)
     assert standings[g2.username].grades_given == 2

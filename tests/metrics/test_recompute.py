@@ -91,8 +91,12 @@ def test_means_skip_null_keywords_and_count_the_rest(grade):
         metrics=[("precision", 2, {}), ("rr", 2, {})],
     )
     grade([(slot(evaluation, "one", 1), 0), (slot(evaluation, "one", 2), 2),
-                         (slot(evaluation, "two", 1), 3)])
-    # "three" stays ungraded: P is null there and left out of the mean.
+                         (slot(evaluation, "two", 1), 3), (slot(evaluation, "three", 1), 1)])
+    # "three" is graded, then cleared: its stored values are null, and a mean that counted
+    # them as 0 would be (0.5 + 1.0 + 0) / 3.
+    grade([(slot(evaluation, "three", 1), None)])
+    assert stored(evaluation)[("three", "precision")] is None
+    assert stored(evaluation)[("three", "rr")] is None
     assert means(evaluation)["precision"] == (pytest.approx((0.5 + 1.0) / 2), 2)
     # RR of an all-null keyword is null too (docs/METRICS.md: all null gives null).
     assert means(evaluation)["rr"] == (pytest.approx((0.5 + 1.0) / 2), 2)
@@ -361,7 +365,7 @@ def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
                               for code in ("recall", "best")}
     tent = Keyword.objects.get(evaluation=second, text="tent")
     with django_capture_on_commit_callbacks(execute=True):
-        keyword_fetch_store(keyword_id=tent.pk,
+        keyword_fetch_store(keyword_id=tent.pk, claimed_at=tent.fetch_claimed_at,
                             result=FetchResult(status_code=200, documents=[]))
     expected = {
         ("tent", "recall"): 0.0, ("tent", "best"): 0.0,  # missed 2 relevant, and the best

@@ -1,6 +1,8 @@
+import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.searchtweak.factories import PASSWORD
 
@@ -16,8 +18,8 @@ def test_a_lead_logs_in_through_the_real_login_page(page, live_server, personas)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"{live_server.url}/")
-    assert page.get_by_role("heading", name="Welcome, lead").is_visible()
-    assert "In Acme you are lead" in page.get_by_test_id("what-you-can-do").inner_text()
+    expect(page.get_by_role("heading", name="Welcome, lead")).to_be_visible()
+    expect(page.get_by_test_id("what-you-can-do")).to_contain_text("In Acme you are lead")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
 
@@ -27,5 +29,5 @@ def test_a_wrong_password_stays_on_the_login_page(page, live_server, personas):
     page.get_by_label("Username").fill("lead")
     page.get_by_label("Password").fill("wrong")
     page.get_by_role("button", name="Log in").click()
-    assert page.get_by_role("alert").is_visible()
-    assert "/login/" in page.url
+    expect(page.get_by_role("alert")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/login/"))

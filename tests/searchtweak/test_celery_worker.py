@@ -13,3 +13,20 @@ def test_a_real_worker_process_runs_a_task_sent_through_redis():
         result = client.send_task("searchtweak.ping", args=["hello"], queue=queue)
         assert result.get(timeout=30) == "pong:hello"
         assert result.successful()
+
+
+def test_a_lost_message_returns_only_after_its_task_could_have_ended(settings):
+    """Tasks are acknowledged late: Redis hands an unacknowledged message to another worker
+    after the visibility timeout. Shorter than a task's hard limit, a task still running
+    would be started twice; it is set to just outlast the longest one."""
+    from searchtweak.celery import app
+
+    app.loader.import_default_modules()  # what a worker does at start: every app's tasks
+    limits = {name: task.time_limit or settings.CELERY_TASK_TIME_LIMIT
+              for name, task in app.tasks.items() if not name.startswith("celery.")}
+    assert limits["evaluations.fetch_keywords"] == settings.FETCH_TASK_TIME_LIMIT
+    assert limits["metrics.recompute_evaluation"] == settings.RECOMPUTE_EVALUATION_TIME_LIMIT
+    assert app.tasks["evaluations.fetch_keywords"].acks_late
+    assert app.tasks["evaluations.fetch_keywords"].reject_on_worker_lost
+    visibility = app.conf.broker_transport_options["visibility_timeout"]
+    assert visibility == max(limits.values()) + 60

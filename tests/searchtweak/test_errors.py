@@ -105,10 +105,49 @@ def test_a_403_is_logged_as_one_line_without_a_traceback(client, personas, caplo
         client.get(path)
     records = [r for r in caplog.records if r.name == "django.request"]
     assert [r.getMessage() for r in records] == [
-        f"Forbidden (403): {path} user={personas.grader.pk} reason=This needs the admin role."
+        f"Forbidden (403): GET {path} user={personas.grader.pk} "
+        "reason=This needs the admin role."
     ]
     assert records[0].levelno == logging.WARNING
     assert records[0].exc_info is None and records[0].status_code == 403
+
+
+def _request_log(caplog) -> list[tuple[str, int, object]]:
+    return [(r.getMessage(), r.levelno, r.exc_info)
+            for r in caplog.records if r.name == "django.request"]
+
+
+def test_an_api_403_is_logged_as_one_line_with_user_and_reason(personas, caplog):
+    api = APIClient()
+    api.force_authenticate(personas.grader)
+    with caplog.at_level(logging.INFO, logger="django.request"):
+        response = api.post("/api/v1/endpoints/", {
+            "team": personas.team.pk, "name": "x", "url": "http://127.0.0.1:9/"},
+            format="json")
+    assert response.status_code == 403
+    assert _request_log(caplog) == [(
+        f"Forbidden (403): POST /api/v1/endpoints/ user={personas.grader.pk} "
+        "reason=This needs the admin role.", logging.WARNING, None)]
+
+
+def test_an_api_request_without_credentials_is_logged_as_one_line(db, caplog):
+    with caplog.at_level(logging.INFO, logger="django.request"):
+        response = APIClient().get("/api/v1/endpoints/")
+    assert response.status_code == 401
+    assert _request_log(caplog) == [(
+        "Unauthorized (401): GET /api/v1/endpoints/ user=- "
+        "reason=Authentication credentials were not provided.", logging.WARNING, None)]
+
+
+def test_an_api_request_with_a_bad_token_is_logged_as_one_line(db, caplog):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    with caplog.at_level(logging.INFO, logger="django.request"):
+        response = api.get("/api/v1/me/")
+    assert response.status_code == 401
+    assert _request_log(caplog) == [(
+        "Unauthorized (401): GET /api/v1/me/ user=- reason=Invalid or revoked token.",
+        logging.WARNING, None)]
 
 
 def test_a_stale_form_answers_our_403_page_saying_what_to_do(personas, caplog):
@@ -124,4 +163,4 @@ def test_a_stale_form_answers_our_403_page_saying_what_to_do(personas, caplog):
     assert not Team.objects.filter(name="Stale").exists()
     messages = [r.getMessage() for r in caplog.records if r.name == "django.request"]
     assert len(messages) == 1 and messages[0].startswith(
-        f"Forbidden (403): /teams/new/ user={personas.grader.pk} reason=This form had expired")
+        f"Forbidden (403): POST /teams/new/ user={personas.grader.pk} reason=This form had expired")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.conftest import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def test_workers_come_from_the_environment_and_load_every_view_before_the_first_
 def test_without_web_concurrency_two_workers_per_cpu_the_process_may_use():
     """As in a container limited to one CPU by a cpuset, on a host with more."""
     if shutil.which("taskset") is None:
-        pytest.skip("taskset (util-linux) is not installed")
+        skip_or_fail("taskset (util-linux) is not installed")
     output = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", PROBE], cwd=REPO,
                             env={"PATH": "/usr/bin"}, capture_output=True, text=True,
                             check=True, timeout=60).stdout

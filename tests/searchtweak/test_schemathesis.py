@@ -2,8 +2,6 @@
 operation (valid and invalid ones) with a seeded team and token, and checks that nothing
 answers 5xx and every response matches the schema."""
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
@@ -11,11 +9,12 @@ from hypothesis.errors import Unsatisfiable
 from evaluations.models import Evaluation
 from searchtweak.models import Role
 from searchtweak.services import api_token_create
+from tests.conftest import import_or_skip
 from tests.evaluations.factories import EndpointFactory, EvaluationMetricFactory, SearchModelFactory
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import TeamFactory, member
 
-schemathesis = pytest.importorskip("schemathesis")
+schemathesis = import_or_skip("schemathesis", reason="schemathesis is in the dev extra")
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
@@ -23,10 +22,9 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     response_schema_conformance,
 )
 
+# The work is bounded by the example count, not by a clock: how long it takes depends on
+# the machine, and a wall-clock budget failed on busy ones (timings belong in bench/).
 EXAMPLES = 25
-# On a busy machine ~60 s went to the first 32 operations, ~45 s to the 10 of scales and
-# transformers.
-BUDGET_SECONDS = 150.0
 # Deletions run last, so the seeded objects live while the other operations are explored.
 LAST = ("DELETE",)
 
@@ -63,6 +61,7 @@ def _explore(operation, mode, base_url: str, headers: dict) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(1200)  # a hang guard only; a busy machine took ~105 s
 def test_no_server_errors_and_no_schema_violations(live_server, seeded):
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
     headers = {"Authorization": f"Token {seeded['key']}"}
@@ -71,11 +70,8 @@ def test_no_server_errors_and_no_schema_violations(live_server, seeded):
         key=lambda op: (op.method.upper() in LAST, op.path, op.method),
     )
     assert len(operations) >= 30
-    started = time.monotonic()
     failures: list[str] = []
     for operation in operations:
-        if time.monotonic() - started > BUDGET_SECONDS:
-            pytest.fail(f"schemathesis budget exceeded before {operation.label}")
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             try:
                 _explore(operation, mode, live_server.url, headers)

@@ -51,3 +51,40 @@ def test_the_recompute_reads_follow_the_setting_too(postgresql):
         assert [(row.keyword_id, row.evaluation_id) for row in changed] == [
             (keyword_id, evaluation.pk)]
     assert not [text for text in prepared_statements() if "recomputedue" in text]
+
+
+def test_raw_rows_have_one_json_decoder():
+    from tests.source_scan import matching_lines
+
+    # A JSON column from raw SQL is text on some drivers: searchtweak.sql.json_value
+    # decodes it, and no module keeps its own copy of that rule.
+    found = matching_lines([r"json\.loads\(\w+\) if isinstance\(\w+, str\)"])
+    assert set(found) == {"searchtweak/sql.py"}, found
+
+
+# Where hand-written SQL may run: each app's queries.py and the helpers running it; the
+# grade-writing statements in the one module that writes grades; the queue's claims (their
+# text in judgments.queries); the demo engine's full-text search.
+RAW_SQL_RUNS = [r"cursor\(\)", r"\.raw\(", r"\bsql\.(fetch_one|fetch_all|fetch_row|execute)\("]
+RAW_SQL_PLACES = {"evaluations/queries.py", "judgments/queries.py", "metrics/queries.py",
+                  "searchtweak/queries.py", "searchtweak/sql.py", "judgments/grading.py",
+                  "judgments/queue.py", "evaluations/demo.py"}
+
+
+def test_raw_sql_runs_only_in_the_queries_modules():
+    from tests.source_scan import matching_lines
+
+    found = matching_lines(RAW_SQL_RUNS)
+    assert set(found) <= RAW_SQL_PLACES, {p: lines for p, lines in found.items()
+                                          if p not in RAW_SQL_PLACES}
+    assert {"metrics/queries.py", "judgments/queries.py", "evaluations/queries.py",
+            "searchtweak/queries.py"} <= set(found)  # a scan that finds nothing cannot fail
+
+
+def test_no_statement_names_a_table_by_hand():
+    from tests.source_scan import matching_lines
+
+    # Table names come from the models' _meta (connection.ops.quote_name(...db_table)).
+    assert matching_lines([
+        r'(?i)\b(FROM|JOIN|UPDATE|INTO)\s+\\?"?(evaluations|judgments|metrics|searchtweak)_\w+',
+    ]) == {}

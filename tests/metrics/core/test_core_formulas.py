@@ -244,6 +244,15 @@ def test_mean_over_keywords_skips_nulls_and_counts_the_rest():
     assert mean_over_keywords(np.array([np.nan])) == (None, 0)
 
 
+def test_mean_over_keywords_is_the_same_float_in_any_order():
+    # A running sum depends on the order: 0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1 in binary.
+    forward, backward = [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]
+    assert sum(forward) / 3 != sum(backward) / 3
+    assert mean_over_keywords(forward) == mean_over_keywords(backward) == (
+        math.fsum(forward) / 3, 3)
+    assert mean_over_keywords(np.array(forward))[0] == math.fsum(backward) / 3
+
+
 def test_rbo_truncates_to_k_and_counts_a_repeated_document_once():
     assert rbo(["x", "y"], ["y", "x"], k=1) == 0.0
     assert rbo(["x", "y"], ["y", "x"], k=2) == pytest.approx(0.1 / 0.9 * 0.81 + 0.81)

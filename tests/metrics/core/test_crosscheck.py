@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from metrics.core import build_pool, evaluate_batch, rbo
+from tests.conftest import import_or_skip
 
-ranx = pytest.importorskip("ranx", reason="ranx is in the dev extra; CI installs it")
-pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec-eval-terrier is in the dev extra")
-rbo_package = pytest.importorskip("rbo", reason="rbo is in the dev extra; CI installs it")
+ranx = import_or_skip("ranx", reason="ranx is in the dev extra; CI installs it")
+pytrec_eval = import_or_skip("pytrec_eval", reason="pytrec-eval-terrier is in the dev extra")
+rbo_package = import_or_skip("rbo", reason="rbo is in the dev extra; CI installs it")
 
 KEYWORDS, POSITIONS, EXTRA = 60, 10, 4
 

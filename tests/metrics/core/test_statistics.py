@@ -15,8 +15,9 @@ from metrics.core.statistics import (
     paired_t_test,
     randomization_test,
 )
+from tests.conftest import import_or_skip
 
-scipy_stats = pytest.importorskip("scipy.stats", reason="scipy comes with ranx in the dev extra")
+scipy_stats = import_or_skip("scipy.stats", reason="scipy comes with ranx in the dev extra")
 
 
 def test_coverage_counts_graded_slots_over_all_slots():

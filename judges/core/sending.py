@@ -1,0 +1,180 @@
+"""One call to a model: timeouts, retries with exponential backoff and jitter, Retry-After.
+
+The caller hands in the httpx.Client (the app's outbound-policy client decides where a
+request may go) and may inject ``sleep`` and ``random`` so tests control the clock. Every
+attempt is kept, scrubbed of the key, because the app logs each one with its latency.
+"""
+
+from __future__ import annotations
+
+import random as random_module
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from judges.core.providers import (
+    Completion,
+    HTTPStatusError,
+    Provider,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+)
+from judges.core.redaction import redacted, scrub, secrets_of
+
+# An answer for 20 documents is a few KB; a body this large is a misbehaving server.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+RESPONSE_TEXT_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to try again.
+
+    Wait before retry n (n = 1, 2, ...): b = min(max_backoff, backoff · 2^(n-1)), then
+    "equal jitter" b/2 + U(0, b/2), so that workers rejected together do not return
+    together; never less than the provider's Retry-After. A Retry-After longer than
+    ``max_retry_after_seconds`` ends the call at once: holding a worker for minutes is
+    worse than giving the slots back and running again later.
+    """
+
+    max_attempts: int = 4
+    backoff_seconds: float = 1.0
+    max_backoff_seconds: float = 30.0
+    max_retry_after_seconds: float = 120.0
+    # A timed-out request may still be running (and billed) at the provider; by default
+    # the slots go back to the pool instead of asking again at once.
+    retry_timeouts: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+    def backoff(self, retry_number: int, random: Callable[[], float]) -> float:
+        ceiling = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (retry_number - 1))
+        return ceiling / 2 + random() * ceiling / 2
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One HTTP exchange, ready for the call log (no credential in it)."""
+
+    status_code: int | None
+    duration_ms: int
+    response_text: str
+    error: str = ""
+    waited_seconds: float = 0.0
+    """How long the sender slept after this attempt before the next one."""
+
+
+@dataclass
+class CallResult:
+    """The outcome of a call: a completion or the error of its last attempt, never both."""
+
+    request: dict[str, Any]
+    """The redacted request (judges.core.redaction.redacted)."""
+    completion: Completion | None = None
+    error: ProviderError | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.completion is not None
+
+
+def send(provider: Provider, request: httpx.Request, *, client: httpx.Client,
+         timeout_seconds: float, policy: RetryPolicy | None = None,
+         sleep: Callable[[float], None] = time.sleep,
+         random: Callable[[], float] = random_module.random) -> CallResult:
+    """Send ``request`` (built by ``provider``) until it succeeds, fails for good, or the
+    policy's attempts run out. Never raises a ProviderError: it is in the result."""
+    policy = policy or RetryPolicy()
+    secrets = secrets_of(request)
+    # Per request, so the caller's client keeps its own defaults for everything else.
+    request.extensions = {**request.extensions, "timeout": httpx.Timeout(
+        timeout_seconds, connect=min(timeout_seconds, 5.0)).as_dict()}
+    result = CallResult(request=redacted(request))
+    for number in range(1, policy.max_attempts + 1):
+        started = time.monotonic()
+        status_code, text, completion, error = _attempt(
+            provider, request, client=client, timeout_seconds=timeout_seconds)
+        duration_ms = round((time.monotonic() - started) * 1000)
+        text = scrub(text, secrets)[:RESPONSE_TEXT_CHARS]
+        if error is not None:
+            error.message = scrub(error.message, secrets)
+            error.args = (error.message,)
+        wait = _wait_before_retry(error, number, policy, random)
+        result.attempts.append(Attempt(status_code=status_code, duration_ms=duration_ms,
+                                       response_text=text,
+                                       error=error.message if error else "",
+                                       waited_seconds=wait or 0.0))
+        result.completion, result.error = completion, error
+        if wait is None:
+            return result
+        sleep(wait)
+    return result
+
+
+def _wait_before_retry(error: ProviderError | None, number: int, policy: RetryPolicy,
+                       random: Callable[[], float]) -> float | None:
+    """Seconds to sleep before attempt ``number + 1``, or None to stop here."""
+    if error is None or number >= policy.max_attempts:
+        return None
+    retryable = error.retryable or (policy.retry_timeouts and isinstance(error, ProviderTimeout))
+    if not retryable:
+        return None
+    wait = policy.backoff(number, random)
+    retry_after = getattr(error, "retry_after_seconds", None)
+    if retry_after is not None:
+        if retry_after > policy.max_retry_after_seconds:
+            error.message += (f" (Retry-After {retry_after:g} s is longer than the"
+                              f" {policy.max_retry_after_seconds:g} s this call may wait)")
+            return None
+        wait = max(wait, retry_after)
+    return wait
+
+
+def _attempt(provider: Provider, request: httpx.Request, *, client: httpx.Client,
+             timeout_seconds: float
+             ) -> tuple[int | None, str, Completion | None, ProviderError | None]:
+    """(status, body text, completion, error) of one exchange."""
+    # The read timeout bounds each pause; this deadline bounds a server that trickles.
+    deadline = time.monotonic() + timeout_seconds * 2
+    try:
+        response = client.send(request, stream=True)
+        try:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_RESPONSE_BYTES:
+                    return response.status_code, "", None, HTTPStatusError(
+                        f"the answer is larger than {MAX_RESPONSE_BYTES // 1024 // 1024} MB",
+                        status_code=response.status_code)
+                if time.monotonic() > deadline:
+                    return response.status_code, "", None, ProviderTimeout(
+                        f"the answer took longer than {timeout_seconds * 2:g} s to arrive",
+                        status_code=response.status_code)
+        finally:
+            response.close()
+    except httpx.ConnectTimeout:
+        return None, "", None, ProviderUnreachable(
+            f"could not connect within {min(timeout_seconds, 5.0):g} s")
+    except httpx.TimeoutException:
+        return None, "", None, ProviderTimeout(f"no answer within {timeout_seconds:g} s")
+    except (httpx.ConnectError, httpx.ReadError, httpx.WriteError,
+            httpx.RemoteProtocolError) as error:
+        return None, "", None, ProviderUnreachable(f"{type(error).__name__}: {error}")
+    except httpx.HTTPError as error:
+        return None, "", None, ProviderError(f"{type(error).__name__}: {error}")
+    # iter_bytes already decoded the body: a copied Content-Encoding would decode it twice.
+    headers = [(name, value) for name, value in response.headers.items()
+               if name.lower() not in {"content-encoding", "content-length"}]
+    complete = httpx.Response(response.status_code, headers=headers, content=bytes(body),
+                              request=request)
+    try:
+        return response.status_code, complete.text, provider.parse_response(complete), None
+    except ProviderError as error:
+        return response.status_code, complete.text, None, error

@@ -1,0 +1,167 @@
+"""The judgments app's hand-written SQL: the grading API's reads and the queue's claims.
+
+A grade costs two API requests and the ORM's query compilation was most of their CPU
+(bench/grading.py), so what those requests run is written out here, with table names from
+the models' `_meta` (searchtweak.sql runs them). The statements that write a grade are the
+exception: they stay in judgments.grading, the one module that writes grades (a scan in
+tests/judgments/test_grading.py holds it to that), built from the names below. Each
+statement is tested against the ORM in tests/judgments/test_queries.py.
+"""
+
+from django.db import connection
+
+from evaluations.models import Evaluation, Keyword, Snapshot
+from judgments.models import FeedbackSlot, SlotSkip
+from judgments.slot_json import ASSIGNED_SLOT_FIELDS
+from searchtweak import sql
+from searchtweak.models import Membership, User
+
+_q = connection.ops.quote_name
+SLOTS = _q(FeedbackSlot._meta.db_table)
+SKIPS = _q(SlotSkip._meta.db_table)
+SNAPSHOTS = _q(Snapshot._meta.db_table)
+KEYWORDS = _q(Keyword._meta.db_table)
+EVALUATIONS = _q(Evaluation._meta.db_table)
+MEMBERSHIPS = _q(Membership._meta.db_table)
+USERS = _q(User._meta.db_table)
+
+# --- the grading target: an evaluation or snapshot with the caller's role in its team ---
+
+_TARGET_COLUMNS = 'e."id", e."team_id", e."status", e."scale", e."tags", m."role"'
+_MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
+
+
+def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
+    """{id, team_id, status, scale, tags (JSON as the driver gives it), role (None: not a
+    member)} of the evaluation, or None when there is none."""
+    return sql.fetch_one(
+        f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
+        [user_id, evaluation_id])
+
+
+def snapshot_target_row(*, user_id: int, snapshot_id: int) -> dict | None:
+    """evaluation_target_row of the snapshot's evaluation."""
+    return sql.fetch_one(
+        f'SELECT {_TARGET_COLUMNS} FROM {SNAPSHOTS} s'
+        f' JOIN {KEYWORDS} k ON k."id" = s."keyword_id"'
+        f' JOIN {EVALUATIONS} e ON e."id" = k."evaluation_id"'
+        f' {_MEMBER_JOIN} WHERE s."id" = %s', [user_id, snapshot_id])
+
+
+# --- the slot as the grading API answers it ---
+
+# Columns and joins from a slot row named f: the slot, its grader, result and keyword,
+# each column named after its field of the slot JSON (judgments.slot_json). judgments.queue
+# reads it from a claim's RETURNING too.
+ASSIGNED_SLOT_SELECT = (
+    ", ".join(f"{field.column} AS {_q(field.name)}" for field in ASSIGNED_SLOT_FIELDS),
+    f'JOIN {SNAPSHOTS} s ON s."id" = f."snapshot_id"'
+    f' JOIN {KEYWORDS} k ON k."id" = f."keyword_id"'
+    f' LEFT JOIN {USERS} u ON u."id" = f."user_id"',
+)
+
+
+def assigned_slot_row(*, slot_id: int) -> dict | None:
+    columns, joins = ASSIGNED_SLOT_SELECT
+    return sql.fetch_one(f'SELECT {columns} FROM {SLOTS} f {joins} WHERE f."id" = %s',
+                         [slot_id])
+
+
+def own_slot_row_for_update(*, snapshot_id: int, user_id: int) -> dict | None:
+    """{id, grade, keyword_id} of the caller's slot on the snapshot, locked (PostgreSQL)."""
+    return sql.fetch_one(
+        f'SELECT "id", "grade", "keyword_id" FROM {SLOTS}'
+        f' WHERE "snapshot_id" = %s AND "user_id" = %s{sql.for_update()}',
+        [snapshot_id, user_id])
+
+
+# --- claims (judgments.queue) ---
+
+# One statement claims a slot: the first free one in hand-out order (slot_queue_idx), that
+# the grader holds no other slot of the snapshot of. FOR UPDATE SKIP LOCKED (PostgreSQL)
+# makes parallel claims pass over each other's rows instead of waiting or colliding.
+CLAIM_SQL = f"""
+UPDATE {SLOTS}
+SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
+    "unsure" = %s, "note" = '', "graded_by_id" = NULL
+WHERE {{guard}}"id" = (
+    SELECT s."id" FROM {SLOTS} s
+    WHERE {{where}} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
+      AND NOT EXISTS (SELECT 1 FROM {SLOTS} o
+                      WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
+                        AND o."id" <> s."id")
+      {{skips}}
+    ORDER BY {{order}} LIMIT 1{{lock}})
+RETURNING {{returning}}
+"""
+NOT_SKIPPED = f"""AND NOT EXISTS (SELECT 1 FROM {SKIPS} k
+                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
+# The first slot the grader holds ungraded among some evaluations, its lease renewed.
+RENEW_HELD_SQL = f"""
+UPDATE {SLOTS} SET "lease_expires_at" = %s WHERE {{guard}}"id" = (
+    SELECT "id" FROM {SLOTS}
+    WHERE "user_id" = %s AND "evaluation_id" IN ({{marks}}) AND "grade" IS NULL
+      AND "lease_expires_at" >= %s{{besides}}
+    ORDER BY "assigned_at", "id" LIMIT 1)
+RETURNING {{returning}}
+"""
+QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
+# PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
+# grading API answers it, in one statement: each grade's request runs this. The slot's
+# own columns come from RETURNING, since the outer SELECT sees the table as it was.
+RENEW_OR_CLAIM_CTES = """held AS ({renew}), claimed AS ({claim}),
+     f AS (SELECT * FROM held UNION ALL SELECT * FROM claimed)"""
+HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
+
+
+def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list, order: str,
+              include_skipped: bool, guard: str = "",
+              returning: str = '"id", "keyword_id"') -> tuple[str, list]:
+    """CLAIM_SQL for the first free slot (alias s) matching `where`, and its parameters;
+    `guard` is a condition (ending in AND) that must hold for anything to be claimed."""
+    statement = CLAIM_SQL.format(
+        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
+        skips="" if include_skipped else NOT_SKIPPED)
+    params = [user_id, sql.time_param(now), sql.time_param(lease_until), False,
+              *where_params, sql.time_param(now), user_id]
+    return statement, params if include_skipped else [*params, user_id]
+
+
+def queue_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
+                    include_skipped: bool, besides_snapshot_id: int | None = None,
+                    guard: str = "") -> tuple[str, list]:
+    """claim_sql for an evaluation's queue in hand-out order, returning the whole slot."""
+    where, where_params = 's."evaluation_id" = %s', [evaluation_id]
+    if besides_snapshot_id is not None:
+        where, where_params = where + ' AND s."snapshot_id" <> %s', [
+            evaluation_id, besides_snapshot_id]
+    return claim_sql(user_id=user_id, now=now, lease_until=lease_until, where=where,
+                     where_params=where_params, order=QUEUE_ORDER,
+                     include_skipped=include_skipped, guard=guard, returning="*")
+
+
+def evaluation_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
+                         include_skipped: bool) -> tuple[str, list]:
+    """claim_sql for an evaluation's queue in hand-out order: the slot's id and keyword_id."""
+    return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
+                     where='s."evaluation_id" = %s', where_params=[evaluation_id],
+                     order=QUEUE_ORDER, include_skipped=include_skipped)
+
+
+def snapshot_claim_sql(*, user_id: int, now, lease_until, snapshot_id: int
+                       ) -> tuple[str, list]:
+    """claim_sql for a free slot of one snapshot, skipped or not: id and keyword_id."""
+    return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
+                     where='s."snapshot_id" = %s', where_params=[snapshot_id],
+                     order='s."index"', include_skipped=True)
+
+
+def renew_held_sql(*, user_id: int, evaluation_ids: list[int], now, lease_until,
+                   guard: str = "", besides_snapshot_id: int | None = None,
+                   returning: str = '"id"') -> tuple[str, list]:
+    """RENEW_HELD_SQL for the user's first held slot among the evaluations."""
+    statement = RENEW_HELD_SQL.format(
+        marks=", ".join(["%s"] * len(evaluation_ids)), guard=guard, returning=returning,
+        besides="" if besides_snapshot_id is None else ' AND "snapshot_id" <> %s')
+    params = [sql.time_param(lease_until), user_id, *evaluation_ids, sql.time_param(now)]
+    return statement, params if besides_snapshot_id is None else [*params, besides_snapshot_id]

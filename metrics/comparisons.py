@@ -1,0 +1,253 @@
+"""Reads for comparing two evaluations (the compare page, its side-by-side keyword view and
+the compare API): B against A over the keywords they share, with paired statistics from
+metrics.core over the stored values.
+"""
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from metrics import core
+from metrics.core import statistics
+from metrics.dashboards import (
+    MetricKey,
+    SnapshotDetail,
+    metric_configs,
+    metric_key,
+    metric_label,
+    snapshot_details,
+    value_delta,
+)
+from metrics.models import KeywordMetricValue
+
+SIGNIFICANCE = 0.05
+
+# --- comparing two evaluations -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    key: MetricKey
+    label: str
+    config_a: EvaluationMetric
+    config_b: EvaluationMetric
+    result: statistics.PairedComparison
+    ci: tuple[float, float] | None
+    verdict: str
+    direction: str  # "better", "worse", "same", "unknown"
+    # Keywords with a value on both sides whose result lists are identical (RBO 1) but
+    # whose value differs: the grades changed, not the ranking.
+    grading_only_count: int = 0
+    ranking_note: str | None = None
+
+    @property
+    def both_count(self) -> int:
+        """Shared keywords with a value on both sides: what every statistic here covers."""
+        return self.result.keyword_count
+
+
+@dataclass(frozen=True)
+class KeywordComparison:
+    text: str
+    normalized_text: str
+    keyword_a_id: int
+    keyword_b_id: int
+    values_a: list[float | None]
+    values_b: list[float | None]
+    deltas: list[float | None]
+    rbo: float | None
+    # A and B returned the same documents in the same order (top RBO-k): RBO 1.
+    same_ranking: bool = False
+
+    @property
+    def cells(self) -> list[tuple[float | None, float | None, float | None]]:
+        return list(zip(self.values_a, self.values_b, self.deltas, strict=True))
+
+    def change(self, index: int) -> float | None:
+        delta = self.deltas[index] if self.deltas else None
+        return None if delta is None else abs(delta)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: Evaluation
+    b: Evaluation
+    metrics: list[MetricComparison]
+    keywords: list[KeywordComparison]
+    only_a_count: int
+    only_b_count: int
+    rbo_k: int
+    mean_rbo: float | None
+
+    @property
+    def shared_count(self) -> int:
+        return len(self.keywords)
+
+    @property
+    def identical_rankings(self) -> bool:
+        """Every shared keyword has the same result list in A and B (RBO 1)."""
+        return bool(self.keywords) and all(row.same_ranking for row in self.keywords)
+
+
+def comparison_verdict(result: statistics.PairedComparison,
+                       ci: tuple[float, float] | None) -> tuple[str, str]:
+    """A plain-words reading of B against A: (sentence, direction)."""
+    if result.keyword_count < 2 or result.mean_delta is None:
+        return ("Too few keywords with a value in both evaluations to tell.", "unknown")
+    p = result.randomization_p
+    delta = result.mean_delta
+    ci_text = f" (95% CI of the change {ci[0]:+.4f} to {ci[1]:+.4f})" if ci else ""
+    if delta == 0 or p is None or p >= SIGNIFICANCE:
+        return (f"No clear difference: B changes the mean by {delta:+.4f}{ci_text}, which "
+                f"chance alone produces often (randomization p = {_p_text(p)}).", "same")
+    word = "better" if delta > 0 else "worse"
+    return (f"B is {word} than A: {delta:+.4f} on average over {result.keyword_count} "
+            f"keywords ({result.wins} up, {result.losses} down, {result.ties} unchanged)"
+            f"{ci_text}; unlikely to be chance (randomization p = {p:.3f}, "
+            f"t-test p = {_p_text(result.t_test_p)}).", word)
+
+
+def ranking_note(*, label: str, both_count: int, same_count: int, grading_only_count: int,
+                 mean_delta: float | None) -> str | None:
+    """A warning when values moved although the rankings did not: a grading difference
+    (new or changed grades, another scale or transformer), not a ranking one."""
+    if not grading_only_count:
+        return None
+    if same_count == both_count:
+        moved = f" (mean Δ {mean_delta:+.4f})" if mean_delta else ""
+        return (f"The rankings are identical (RBO 1) for all {both_count} keyword"
+                f"{'s' if both_count != 1 else ''} with a value on both sides, yet {label} "
+                f"moved{moved}: a grading difference, not a ranking one.")
+    return (f"{grading_only_count} of {both_count} keywords have identical rankings (RBO 1) "
+            f"but a different {label}: grading differences, not ranking ones.")
+
+
+def _p_text(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.3f}"
+
+
+def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
+                          rbo_k: int | None = None, rbo_p: float = 0.9,
+                          resamples: int = 10_000) -> Comparison:
+    """B against A over the keywords they share (matched by normalized text) for every
+    metric configured in both with the same code, k and parameters. Keywords come sorted
+    by the largest change of the `sort_index`-th shared metric, then by lowest RBO."""
+    keywords_a = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "pk"))
+    keywords_b = dict(Keyword.objects.filter(evaluation=b).values_list("normalized_text", "pk"))
+    texts = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "text"))
+    shared = [text for text in keywords_a if text in keywords_b]
+    configs_b = {metric_key(c): c for c in metric_configs(b.pk)}
+    pairs = [(c, configs_b[metric_key(c)]) for c in metric_configs(a.pk)
+             if metric_key(c) in configs_b]
+    stored: dict[tuple[int, int], float | None] = {
+        (keyword_id, metric_id): value
+        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
+            metric_id__in=[c.pk for pair in pairs for c in pair]
+        ).values_list("keyword_id", "metric_id", "value")
+    }
+    if rbo_k is None:
+        rbo_k = max((pair[0].k for pair in pairs), default=10)
+    doc_ids: dict[int, list[str]] = defaultdict(list)
+    for keyword_id, doc_id in Snapshot.objects.filter(
+            keyword__evaluation_id__in=[a.pk, b.pk], position__lte=rbo_k,
+    ).order_by("keyword_id", "position").values_list("keyword_id", "doc_id"):
+        doc_ids[keyword_id].append(doc_id)
+
+    same_ranking = {t: doc_ids[keywords_a[t]] == doc_ids[keywords_b[t]] for t in shared}
+    metrics = []
+    for config_a, config_b in pairs:
+        values_a = {t: stored.get((keywords_a[t], config_a.pk)) for t in shared}
+        values_b = {t: stored.get((keywords_b[t], config_b.pk)) for t in shared}
+        result = statistics.paired_comparison(values_a, values_b, resamples=resamples)
+        both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
+        deltas = [values_b[t] - values_a[t] for t in both]
+        ci = statistics.bootstrap_ci(deltas, resamples=resamples) if deltas else None
+        verdict, direction = comparison_verdict(result, ci)
+        grading_only = sum(1 for t, delta in zip(both, deltas, strict=True)
+                           if same_ranking[t] and delta != 0)
+        label = metric_label(config_a)
+        metrics.append(MetricComparison(
+            key=metric_key(config_a), label=label, config_a=config_a,
+            config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
+            grading_only_count=grading_only,
+            ranking_note=ranking_note(
+                label=label, both_count=len(both), grading_only_count=grading_only,
+                same_count=sum(1 for t in both if same_ranking[t]),
+                mean_delta=result.mean_delta),
+        ))
+
+    rows = []
+    for text in shared:
+        ka, kb = keywords_a[text], keywords_b[text]
+        values_a = [stored.get((ka, ca.pk)) for ca, _ in pairs]
+        values_b = [stored.get((kb, cb.pk)) for _, cb in pairs]
+        rows.append(KeywordComparison(
+            text=texts[text], normalized_text=text, keyword_a_id=ka, keyword_b_id=kb,
+            values_a=values_a, values_b=values_b,
+            deltas=[value_delta(vb, va) for va, vb in zip(values_a, values_b, strict=True)],
+            rbo=core.rbo(doc_ids[ka], doc_ids[kb], k=rbo_k, p=rbo_p),
+            same_ranking=same_ranking[text],
+        ))
+    index = sort_index if 0 <= sort_index < len(pairs) else 0
+    rows.sort(key=lambda row: (
+        row.change(index) is None, -(row.change(index) or 0.0),
+        row.rbo if row.rbo is not None else 1.0, row.normalized_text,
+    ))
+    rbos = [row.rbo for row in rows if row.rbo is not None and not math.isnan(row.rbo)]
+    return Comparison(
+        a=a, b=b, metrics=metrics, keywords=rows,
+        only_a_count=len(keywords_a) - len(shared), only_b_count=len(keywords_b) - len(shared),
+        rbo_k=rbo_k, mean_rbo=core.mean_over_keywords(rbos)[0],
+    )
+
+
+@dataclass(frozen=True)
+class SideBySideRow:
+    position: int
+    a: SnapshotDetail | None
+    b: SnapshotDetail | None
+    a_in_b: bool
+    b_in_a: bool
+
+    @property
+    def same(self) -> bool:
+        """Both lists hold the same document at this position."""
+        return (self.a is not None and self.b is not None
+                and self.a.snapshot.doc_id == self.b.snapshot.doc_id)
+
+    @property
+    def cells(self) -> list[tuple[SnapshotDetail | None, bool]]:
+        return [(self.a, self.a_in_b), (self.b, self.b_in_a)]
+
+
+def keyword_side_by_side(*, a: Evaluation, b: Evaluation, normalized_text: str
+                         ) -> tuple[Keyword | None, Keyword | None, list[SideBySideRow]]:
+    """One keyword's two result lists position by position, each result with its slots."""
+    keywords = {k.evaluation_id: k for k in Keyword.objects.filter(
+        evaluation_id__in=[a.pk, b.pk], normalized_text=normalized_text)}
+    keyword_a, keyword_b = keywords.get(a.pk), keywords.get(b.pk)
+    lists = snapshot_details([keyword.pk for keyword in keywords.values()])
+    list_a = lists[keyword_a.pk] if keyword_a else []
+    list_b = lists[keyword_b.pk] if keyword_b else []
+    docs_a = {d.snapshot.doc_id for d in list_a}
+    docs_b = {d.snapshot.doc_id for d in list_b}
+    rows = []
+    for index in range(max(len(list_a), len(list_b))):
+        left = list_a[index] if index < len(list_a) else None
+        right = list_b[index] if index < len(list_b) else None
+        rows.append(SideBySideRow(
+            position=index + 1, a=left, b=right,
+            a_in_b=left is not None and left.snapshot.doc_id in docs_b,
+            b_in_a=right is not None and right.snapshot.doc_id in docs_a,
+        ))
+    return keyword_a, keyword_b, rows
+
+
+
+def team_evaluations_for_picker(*, team_ids: Sequence[int]) -> QuerySet[Evaluation]:
+    return Evaluation.objects.filter(team_id__in=team_ids, archived_at=None).select_related(
+        "model").order_by("-created_at", "-id")

@@ -1,0 +1,255 @@
+"""The metrics app's hand-written SQL statements, each one function; nothing else in the app
+writes SQL.
+
+They are written out because they run after nearly every grade (the recompute: its reads,
+the upsert of keyword values, the means refresh) and building the equivalent ORM queries
+cost several times the database's own work for these small, indexed statements
+(bench/recompute.py), or because the ORM cannot say them (an upsert that keeps a newer
+row, a GROUP BY over a grouped subquery). Table names come from the models' `_meta`.
+Each statement has a test against the same question asked through the ORM
+(tests/metrics/test_queries.py).
+"""
+
+from datetime import datetime
+
+from django.db import connection
+
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from judgments.models import FeedbackSlot
+from metrics import core
+from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue
+from searchtweak import sql
+from searchtweak.models import Team
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _marks(values: list) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+def _rows(statement: str, params: list) -> list[tuple]:
+    """The rows of one statement, prepared on PostgreSQL as the grading requests' are
+    (searchtweak.sql): planning these small statements cost PostgreSQL more than running
+    them, after every grade."""
+    return sql.fetch_all(statement, params)
+
+
+def _run(statement: str, params: list) -> list[tuple]:
+    """One statement on Django's own cursor (client-side binding), its rows if any."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+# --- the recompute's reads (metrics.selectors) ---
+
+
+def dirty_keyword_rows(*, keyword_id: int, limit: int) -> list[tuple[int, int, int, bool]]:
+    """(id, evaluation_id, version, is dirty) of the keyword and of the dirty keywords of its
+    evaluation, oldest dirty mark first, the clean keyword last; at most `limit` rows."""
+    keywords = _table(Keyword)
+    return _rows(
+        f"SELECT id, evaluation_id, version, dirty_since IS NOT NULL FROM {keywords}"
+        f" WHERE id = %s OR (dirty_since IS NOT NULL AND evaluation_id ="
+        f" (SELECT evaluation_id FROM {keywords} WHERE id = %s))"
+        " ORDER BY dirty_since IS NULL, dirty_since, id LIMIT %s",
+        [keyword_id, keyword_id, limit],
+    )
+
+
+def evaluation_dirty_keyword_id(*, evaluation_id: int) -> int | None:
+    rows = _rows(
+        f"SELECT id FROM {_table(Keyword)} WHERE dirty_since IS NOT NULL AND evaluation_id = %s"
+        " LIMIT 1", [evaluation_id])
+    return rows[0][0] if rows else None
+
+
+def evaluation_config_rows(*, evaluation_id: int) -> list[tuple]:
+    """(team_id, team name, scale, strategy, transformers, config id, code, k, params,
+    position) of the evaluation and each metric config, in config order; one row with
+    None configs when it has none, no row when it is gone. JSON columns come as the driver
+    returns them (searchtweak.sql.json_value decodes them)."""
+    return _rows(
+        "SELECT e.team_id, t.name, e.scale, e.strategy, e.transformers,"
+        " m.id, m.code, m.k, m.params, m.position"
+        f" FROM {_table(Evaluation)} e JOIN {_table(Team)} t ON t.id = e.team_id"
+        f" LEFT JOIN {_table(EvaluationMetric)} m ON m.evaluation_id = e.id"
+        " WHERE e.id = %s ORDER BY m.position, m.id",
+        [evaluation_id],
+    )
+
+
+def _pool_config_sql() -> str:
+    """A filter on EvaluationMetric (alias m) for the configs that may read the keyword pool
+    (metrics.core.needs_pool): the metrics that always do, and those with an `ideal`
+    parameter whose params mention pool. A superset (a text match, the same on every
+    database); callers confirm with needs_pool."""
+    always = [code for code, spec in core.METRICS.items() if spec.needs_pool]
+    by_ideal = [code for code, spec in core.METRICS.items() if "ideal" in spec.params]
+    listed = ", ".join
+    return (f"(m.code IN ({listed(repr(c) for c in always)}) OR (m.code IN"
+            f" ({listed(repr(c) for c in by_ideal)}) AND CAST(m.params AS TEXT) LIKE '%%pool%%'))")
+
+
+def changed_keyword_rows(*, keyword_ids: list[int], due_after: datetime
+                         ) -> list[tuple[int, int, bool, bool]]:
+    """(keyword id, evaluation id, a config of its team on its scale may read the pool, a
+    run of its evaluation is due after `due_after`) for each keyword."""
+    evaluations = _table(Evaluation)
+    rows = _rows(
+        f"SELECT k.id, k.evaluation_id, EXISTS (SELECT 1 FROM {_table(EvaluationMetric)} m"
+        f" JOIN {evaluations} o ON o.id = m.evaluation_id"
+        f" WHERE o.team_id = e.team_id AND o.scale = e.scale AND {_pool_config_sql()}),"
+        " d.due_at IS NOT NULL AND d.due_at > %s"
+        f" FROM {_table(Keyword)} k JOIN {evaluations} e ON e.id = k.evaluation_id"
+        f" LEFT JOIN {_table(RecomputeDue)} d ON d.evaluation_id = k.evaluation_id"
+        f" WHERE k.id IN ({_marks(keyword_ids)})",
+        [sql.time_param(due_after), *keyword_ids],
+    )
+    return [(pk, evaluation_id, bool(exposed), bool(due))
+            for pk, evaluation_id, exposed, due in rows]
+
+
+def graded_slot_rows(*, keyword_ids: list[int] | None = None, evaluation_id: int | None = None,
+                     positions: int) -> list[tuple[int, int, int, int]]:
+    """(keyword_id, position, index, grade) of every graded slot at a position up to
+    `positions`, of the given keywords or else of the whole evaluation."""
+    if keyword_ids is not None:
+        where, params = f"keyword_id IN ({_marks(keyword_ids)})", list(keyword_ids)
+    else:
+        where, params = "evaluation_id = %s", [evaluation_id]
+    # FeedbackSlot.position repeats the snapshot's, so this reads one table, no join.
+    return _rows(
+        f"SELECT keyword_id, position, {connection.ops.quote_name('index')}, grade"
+        f" FROM {_table(FeedbackSlot)}"
+        f" WHERE {where} AND grade IS NOT NULL AND position <= %s",
+        [*params, positions],
+    )
+
+
+# --- the recompute's writes (metrics.recompute) ---
+
+
+def keyword_values_upsert(rows: list[tuple[int, int, float | None, int]], *, now) -> None:
+    """Write (keyword_id, metric_id, value, version) rows in one statement; a row computed
+    from an older keyword version than the stored one is dropped, so late runs cannot
+    overwrite. (bulk_create's update_conflicts has no condition on the conflict.)"""
+    table = _table(KeywordMetricValue)
+    params: list = []
+    for keyword_id, metric_id, value, version in rows:
+        params += [keyword_id, metric_id, value, version, now]
+    _run(
+        f"INSERT INTO {table} (keyword_id, metric_id, value, computed_version, updated_at)"
+        f" VALUES {', '.join(['(%s, %s, %s, %s, %s)'] * len(rows))}"
+        " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"
+        " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
+        f" WHERE {table}.computed_version <= excluded.computed_version",
+        params,
+    )
+
+
+def evaluation_lock(*, evaluation_id: int) -> tuple[str, bool] | None:
+    """(status, auto_finish) of the evaluation, its row locked until the transaction ends
+    (PostgreSQL), so refreshes of one evaluation run one after the other."""
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    rows = _run(f"SELECT status, auto_finish FROM {_table(Evaluation)} WHERE id = %s{lock}",
+                [evaluation_id])
+    return (rows[0][0], bool(rows[0][1])) if rows else None
+
+
+def metric_config_means(*, evaluation_id: int) -> list[tuple[int, float | None, int]]:
+    """(config id, stored mean, stored keyword count) of each config of the evaluation."""
+    return _run(f"SELECT id, value, keyword_count FROM {_table(EvaluationMetric)}"
+                " WHERE evaluation_id = %s", [evaluation_id])
+
+
+def metric_values_present(*, evaluation_id: int) -> list[tuple[int, float]]:
+    """(config id, value) of every non-null keyword value of the evaluation's configs.
+
+    The means refresh averages them with core.mean_over_keywords, exact whatever the row
+    order, where SQL's AVG was not: reading them costs 35 ms against AVG's 14 ms at 5,000
+    keywords x 6 metrics (`bench/queries.py`), once per recompute run."""
+    configs = _table(EvaluationMetric)
+    return _run(
+        f"SELECT v.metric_id, v.value FROM {_table(KeywordMetricValue)} v"
+        f" JOIN {configs} m ON m.id = v.metric_id"
+        " WHERE m.evaluation_id = %s AND v.value IS NOT NULL",
+        [evaluation_id],
+    )
+
+
+def _cases(column: str, pairs: list[tuple[int, object]], cast: str) -> tuple[str, list]:
+    """`CASE column WHEN key THEN CAST(value AS cast) ... END` and its parameters."""
+    whens = " ".join([f"WHEN %s THEN CAST(%s AS {cast})"] * len(pairs))
+    return f"CASE {column} {whens} END", [item for pair in pairs for item in pair]
+
+
+def metric_means_store(means: list[tuple[int, float | None, int]], *, now) -> None:
+    """Set each config's (id, mean, keyword count) and updated_at in one statement."""
+    value_case, value_params = _cases("id", [(pk, mean) for pk, mean, _ in means],
+                                      "DOUBLE PRECISION")
+    count_case, count_params = _cases("id", [(pk, count) for pk, _, count in means], "INTEGER")
+    ids = [pk for pk, _, _ in means]
+    _run(
+        f"UPDATE {_table(EvaluationMetric)} SET value = {value_case},"
+        f" keyword_count = {count_case}, updated_at = %s WHERE id IN ({_marks(ids)})",
+        [*value_params, *count_params, sql.time_param(now), *ids],
+    )
+
+
+def history_latest_points_follow(means: list[tuple[int, float | None, int]], *,
+                                 since: datetime) -> set[int]:
+    """Move each config's latest history point, when recorded at or after `since`, to its
+    (mean, count); the configs whose point moved."""
+    table = _table(MetricHistoryPoint)
+    value_case, value_params = _cases(
+        "metric_id", [(pk, mean) for pk, mean, _ in means], "DOUBLE PRECISION")
+    count_case, count_params = _cases(
+        "metric_id", [(pk, count) for pk, _, count in means], "INTEGER")
+    ids = [pk for pk, _, _ in means]
+    rows = _run(
+        f"UPDATE {table} SET value = {value_case}, keyword_count = {count_case}"
+        f" WHERE metric_id IN ({_marks(ids)}) AND recorded_at >= %s"
+        f" AND recorded_at = (SELECT MAX(latest.recorded_at) FROM {table} latest"
+        f" WHERE latest.metric_id = {table}.metric_id) RETURNING metric_id",
+        [*value_params, *count_params, *ids, sql.time_param(since)],
+    )
+    return {metric_id for (metric_id,) in rows}
+
+
+def evaluation_progress_store(*, evaluation_id: int) -> float:
+    """Store the share of the evaluation's slots that hold a grade (and clear any recompute
+    error) in one statement; returns it."""
+    rows = _run(
+        f"UPDATE {_table(Evaluation)} SET recompute_error = '', progress = COALESCE(("
+        "SELECT CAST(COUNT(grade) AS DOUBLE PRECISION) * 100.0 / NULLIF(COUNT(*), 0)"
+        f" FROM {_table(FeedbackSlot)} WHERE evaluation_id = %s), 0) WHERE id = %s"
+        " RETURNING progress",
+        [evaluation_id, evaluation_id],
+    )
+    return rows[0][0]
+
+
+# --- the dashboards ---
+
+
+def snapshot_grade_patterns(*, evaluation_id: int) -> list[tuple[int, int, int, int, int, int]]:
+    """(slots, graded slots, lowest grade, highest grade, sum of grades, number of snapshots)
+    for every distinct such tuple of the evaluation's snapshots.
+
+    Written out: the ORM cannot group by a grouped subquery's columns, and grouping per
+    snapshot in Python brings every snapshot's row over: at 5,000 keywords (50,000
+    snapshots) 262 ms against 181 ms for this statement (`bench/queries.py`, medians on the
+    shared 2-core machine), on each uncached refresh of a live dashboard.
+    """
+    return _run(
+        "SELECT total, graded, lo, hi, grade_sum, COUNT(*) FROM ("
+        " SELECT COUNT(*) AS total, COUNT(grade) AS graded, MIN(grade) AS lo,"
+        " MAX(grade) AS hi, SUM(grade) AS grade_sum"
+        f" FROM {_table(FeedbackSlot)} WHERE evaluation_id = %s GROUP BY snapshot_id)"
+        " per_snapshot GROUP BY total, graded, lo, hi, grade_sum",
+        [evaluation_id],
+    )

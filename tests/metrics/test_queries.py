@@ -1,0 +1,243 @@
+"""Every statement of metrics.queries answers what the same question asked through the ORM
+answers (SQLite by default; PostgreSQL with DATABASE_URL)."""
+
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.db.models import Count, F, Max, Min, Q, Sum
+from django.utils import timezone
+
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from judgments.models import FeedbackSlot
+from metrics import core, queries
+from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue
+from metrics.recompute.scheduling import recompute_due_clear, recompute_due_set
+from searchtweak import sql
+from tests.metrics.builders import build_evaluation
+from tests.searchtweak.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def evaluation() -> Evaluation:
+    """Three keywords of three results and three slots, graded unevenly; two metrics, one
+    of them a pool metric; stored values, one null; two keywords dirty."""
+    evaluation = build_evaluation(
+        strategy=3, keywords={"a": ["d1", "d2", "d3"], "b": ["d4", "d5", "d6"], "c": ["d7"]},
+        metrics=[("precision", 3, {}), ("recall", 3, {})],
+    )
+    graders = [UserFactory() for _ in range(3)]
+    grades = [3, 0, None, 1, 1, 2, None, 0, 3, 2, 2, 2]
+    for slot, grade in zip(FeedbackSlot.objects.filter(evaluation=evaluation)
+                           .order_by("keyword_position", "position", "index"), grades,
+                           strict=False):
+        FeedbackSlot.objects.filter(pk=slot.pk).update(grade=grade, user=graders[slot.index])
+    keywords = list(Keyword.objects.filter(evaluation=evaluation).order_by("position"))
+    now = timezone.now()
+    Keyword.objects.filter(pk=keywords[0].pk).update(version=3, dirty_since=now)
+    Keyword.objects.filter(pk=keywords[2].pk).update(version=2,
+                                                    dirty_since=now - timedelta(minutes=1))
+    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position"))
+    for keyword, values in zip(keywords, [(0.5, 1.0), (0.25, None), (None, 0.75)], strict=True):
+        for config, value in zip(configs, values, strict=True):
+            KeywordMetricValue.objects.create(keyword=keyword, metric=config, value=value,
+                                              computed_version=1)
+    return evaluation
+
+
+def test_dirty_keyword_rows(evaluation):
+    keyword = Keyword.objects.filter(evaluation=evaluation).order_by("position")[1]
+    expected = [
+        (k.pk, k.evaluation_id, k.version, k.dirty_since is not None)
+        for k in Keyword.objects.filter(Q(pk=keyword.pk) | Q(
+            evaluation_id=keyword.evaluation_id, dirty_since__isnull=False))
+        .order_by(F("dirty_since").asc(nulls_last=True), "id")
+    ]
+    assert len(expected) == 3 and expected[-1][0] == keyword.pk
+    assert queries.dirty_keyword_rows(keyword_id=keyword.pk, limit=10) == expected
+    assert queries.dirty_keyword_rows(keyword_id=keyword.pk, limit=2) == expected[:2]
+
+
+def test_evaluation_dirty_keyword_id(evaluation):
+    dirty = set(Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False)
+                .values_list("pk", flat=True))
+    assert queries.evaluation_dirty_keyword_id(evaluation_id=evaluation.pk) in dirty
+    Keyword.objects.update(dirty_since=None)
+    assert queries.evaluation_dirty_keyword_id(evaluation_id=evaluation.pk) is None
+
+
+def test_evaluation_config_rows(evaluation):
+    Evaluation.objects.filter(pk=evaluation.pk).update(transformers={"graded->binary": {"1": 0}})
+    EvaluationMetric.objects.filter(evaluation=evaluation, code="recall").update(
+        params={"ideal": "pool"})
+    expected = list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by(
+        "position", "id").values_list(
+        "evaluation__team_id", "evaluation__team__name", "evaluation__scale",
+        "evaluation__strategy", "evaluation__transformers", "id", "code", "k", "params",
+        "position"))
+    rows = queries.evaluation_config_rows(evaluation_id=evaluation.pk)
+    decoded = [(*row[:4], sql.json_value(row[4]), *row[5:8], sql.json_value(row[8]), row[9])
+               for row in rows]
+    assert decoded == [tuple(row) for row in expected]
+    bare = build_evaluation(keywords={}, metrics=[])
+    assert queries.evaluation_config_rows(evaluation_id=bare.pk) == [
+        (bare.team_id, bare.team.name, bare.scale, bare.strategy, "{}" if isinstance(
+            rows[0][4], str) else {}, None, None, None, None, None)]
+    assert queries.evaluation_config_rows(evaluation_id=999_999) == []
+
+
+def test_changed_keyword_rows(evaluation):
+    # Another evaluation of the team on another scale: its keywords are exposed only to
+    # its own pool metrics.
+    other = build_evaluation(team=evaluation.team, scale="binary", keywords={"z": ["d9"]},
+                             metrics=[("precision", 1, {})])
+    due_after = timezone.now()
+    RecomputeDue.objects.create(evaluation=evaluation, due_at=due_after + timedelta(seconds=5))
+    keyword_ids = list(Keyword.objects.filter(evaluation__in=[evaluation, other])
+                       .values_list("pk", flat=True))
+
+    def expected() -> set[tuple[int, int, bool, bool]]:
+        rows = set()
+        for keyword in Keyword.objects.filter(pk__in=keyword_ids).select_related("evaluation"):
+            configs = EvaluationMetric.objects.filter(
+                evaluation__team_id=keyword.evaluation.team_id,
+                evaluation__scale=keyword.evaluation.scale)
+            exposed = any(core.needs_pool(c.code, core.resolve_params(c.params)) for c in configs)
+            due = RecomputeDue.objects.filter(evaluation_id=keyword.evaluation_id,
+                                              due_at__gt=due_after).exists()
+            rows.add((keyword.pk, keyword.evaluation_id, exposed, due))
+        return rows
+
+    got = queries.changed_keyword_rows(keyword_ids=keyword_ids, due_after=due_after)
+    assert set(got) == expected() and len(got) == len(keyword_ids)
+    assert {due for *_, due in got} == {True, False}
+    other_keyword = Keyword.objects.get(evaluation=other).pk
+    assert not any(exposed for pk, _, exposed, _ in got if pk == other_keyword)
+    EvaluationMetric.objects.filter(evaluation=other).update(code="best")
+    got = queries.changed_keyword_rows(keyword_ids=keyword_ids, due_after=due_after)
+    assert set(got) == expected()
+    assert all(exposed for pk, _, exposed, _ in got if pk == other_keyword)
+
+
+def test_graded_slot_rows(evaluation):
+    keyword_ids = list(Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
+    for positions in (1, 3):
+        expected = Counter(FeedbackSlot.objects.filter(
+            evaluation=evaluation, grade__isnull=False, position__lte=positions)
+            .values_list("keyword_id", "position", "index", "grade"))
+        assert Counter(queries.graded_slot_rows(
+            keyword_ids=keyword_ids, positions=positions)) == expected
+        assert Counter(queries.graded_slot_rows(
+            evaluation_id=evaluation.pk, positions=positions)) == expected
+    assert Counter(queries.graded_slot_rows(keyword_ids=keyword_ids[:1], positions=3)) == Counter(
+        FeedbackSlot.objects.filter(keyword_id=keyword_ids[0], grade__isnull=False)
+        .values_list("keyword_id", "position", "index", "grade"))
+
+
+def test_keyword_values_upsert(evaluation):
+    keywords = list(Keyword.objects.filter(evaluation=evaluation).order_by("position"))
+    config = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
+    now = timezone.now()
+    KeywordMetricValue.objects.filter(keyword=keywords[2]).delete()
+    queries.keyword_values_upsert([
+        (keywords[0].pk, config.pk, 0.9, 2),  # newer: replaces
+        (keywords[1].pk, config.pk, 0.1, 0),  # older than the stored version 1: dropped
+        (keywords[2].pk, config.pk, None, 5),  # new row
+    ], now=now)
+    assert dict(KeywordMetricValue.objects.filter(metric=config).values_list(
+        "keyword_id", "value")) == {keywords[0].pk: 0.9, keywords[1].pk: 0.25,
+                                    keywords[2].pk: None}
+    assert dict(KeywordMetricValue.objects.filter(metric=config).values_list(
+        "keyword_id", "computed_version")) == {keywords[0].pk: 2, keywords[1].pk: 1,
+                                               keywords[2].pk: 5}
+    assert KeywordMetricValue.objects.get(keyword=keywords[0], metric=config).updated_at == now
+
+
+def test_evaluation_lock(evaluation):
+    Evaluation.objects.filter(pk=evaluation.pk).update(auto_finish=True)
+    with transaction.atomic():
+        assert queries.evaluation_lock(evaluation_id=evaluation.pk) == tuple(
+            Evaluation.objects.filter(pk=evaluation.pk).values_list("status", "auto_finish")
+            .get())
+    assert queries.evaluation_lock(evaluation_id=999_999) is None
+
+
+def test_metric_config_means_and_values_present(evaluation):
+    EvaluationMetric.objects.filter(evaluation=evaluation, code="recall").update(
+        value=0.875, keyword_count=2)
+    assert sorted(queries.metric_config_means(evaluation_id=evaluation.pk)) == sorted(
+        EvaluationMetric.objects.filter(evaluation=evaluation)
+        .values_list("id", "value", "keyword_count"))
+    assert Counter(queries.metric_values_present(evaluation_id=evaluation.pk)) == Counter(
+        KeywordMetricValue.objects.filter(metric__evaluation=evaluation, value__isnull=False)
+        .values_list("metric_id", "value"))
+
+
+def test_metric_means_store(evaluation):
+    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position"))
+    now = timezone.now()
+    queries.metric_means_store([(configs[0].pk, 0.375, 2), (configs[1].pk, None, 0)], now=now)
+    assert list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position")
+                .values_list("value", "keyword_count", "updated_at")) == [
+        (0.375, 2, now), (None, 0, now)]
+
+
+def test_history_latest_points_follow(evaluation):
+    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position"))
+    now = timezone.now()
+    old = MetricHistoryPoint.objects.create(metric=configs[0], value=0.1, keyword_count=1,
+                                            recorded_at=now - timedelta(minutes=1))
+    latest = MetricHistoryPoint.objects.create(metric=configs[0], value=0.2, keyword_count=1,
+                                               recorded_at=now - timedelta(seconds=5))
+    stale = MetricHistoryPoint.objects.create(metric=configs[1], value=0.3, keyword_count=1,
+                                              recorded_at=now - timedelta(hours=1))
+    since = now - timedelta(seconds=30)
+    # The ORM's answer: the configs whose latest point lies in the interval.
+    expected = {
+        metric_id for metric_id, recorded_at in MetricHistoryPoint.objects.filter(
+            metric__in=configs).values("metric_id").annotate(latest=Max("recorded_at"))
+        .values_list("metric_id", "latest") if recorded_at >= since}
+    followed = queries.history_latest_points_follow(
+        [(configs[0].pk, 0.5, 3), (configs[1].pk, 0.6, 3)], since=since)
+    assert followed == expected == {configs[0].pk}
+    values = dict(MetricHistoryPoint.objects.values_list("pk", "value"))
+    assert values == {old.pk: 0.1, latest.pk: 0.5, stale.pk: 0.3}
+
+
+def test_evaluation_progress_store(evaluation):
+    Evaluation.objects.filter(pk=evaluation.pk).update(recompute_error="boom")
+    counts = FeedbackSlot.objects.filter(evaluation=evaluation).aggregate(
+        graded=Count("grade"), total=Count("pk"))
+    expected = counts["graded"] * 100.0 / counts["total"]
+    assert queries.evaluation_progress_store(evaluation_id=evaluation.pk) == pytest.approx(
+        expected, abs=1e-12)
+    evaluation.refresh_from_db()
+    assert (evaluation.progress, evaluation.recompute_error) == (
+        pytest.approx(expected, abs=1e-12), "")
+    empty = build_evaluation(keywords={}, metrics=[])
+    assert queries.evaluation_progress_store(evaluation_id=empty.pk) == 0
+
+
+def test_snapshot_grade_patterns(evaluation):
+    per_snapshot = (FeedbackSlot.objects.filter(evaluation=evaluation).values("snapshot_id")
+                    .annotate(total=Count("pk"), graded=Count("grade"), lo=Min("grade"),
+                              hi=Max("grade"), grade_sum=Sum("grade"))
+                    .values_list("total", "graded", "lo", "hi", "grade_sum"))
+    expected = Counter(per_snapshot)
+    assert {row[:5]: row[5] for row in queries.snapshot_grade_patterns(
+        evaluation_id=evaluation.pk)} == expected
+    assert sum(expected.values()) == 7
+
+
+def test_recompute_due_upsert_and_clear(evaluation):
+    now = timezone.now()
+    recompute_due_set(evaluation_id=evaluation.pk, due_at=now)
+    recompute_due_set(evaluation_id=evaluation.pk, due_at=now + timedelta(seconds=3))
+    assert list(RecomputeDue.objects.values_list("evaluation_id", "due_at")) == [
+        (evaluation.pk, now + timedelta(seconds=3))]
+    recompute_due_clear(evaluation_id=evaluation.pk)
+    assert list(RecomputeDue.objects.values_list("evaluation_id", "due_at")) == [
+        (evaluation.pk, None)]

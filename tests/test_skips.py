@@ -1,0 +1,38 @@
+"""Under CI (SEARCHTWEAK_REQUIRE_SERVICES=1) nothing a test needs may be skipped away."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import conftest
+
+TESTS = Path(__file__).resolve().parent
+# pytest's own skips decide alone; every skip must go through conftest.skip_or_fail.
+BARE_SKIP = re.compile(r"pytest\.(importorskip|skip)\(|pytest\.mark\.skip(if)?\b")
+
+
+def test_no_test_skips_without_asking_skip_or_fail():
+    offenders = [
+        f"{path.relative_to(TESTS)}:{number}: {line.strip()}"
+        for path in sorted(TESTS.rglob("*.py")) if path.name not in {"conftest.py", "test_skips.py"}
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if BARE_SKIP.search(line)
+    ]
+    assert offenders == []
+
+
+def test_a_missing_module_skips_locally(monkeypatch):
+    monkeypatch.setattr(conftest, "REQUIRE_SERVICES", False)
+    with pytest.raises(pytest.skip.Exception, match="no_such_module_for_this_test"):
+        conftest.import_or_skip("no_such_module_for_this_test", reason="only a probe")
+
+
+def test_a_missing_module_fails_under_ci(monkeypatch):
+    monkeypatch.setattr(conftest, "REQUIRE_SERVICES", True)
+    with pytest.raises(pytest.fail.Exception, match="SEARCHTWEAK_REQUIRE_SERVICES=1 forbids"):
+        conftest.import_or_skip("no_such_module_for_this_test", reason="only a probe")
+
+
+def test_a_present_module_is_returned():
+    assert conftest.import_or_skip("json", reason="stdlib").dumps([1]) == "[1]"
