@@ -452,7 +452,9 @@ TABLE: dict[str, Row] = {
 # Django's admin is for staff: no persona is, so every admin page sends each of them to the
 # admin's login. A newly registered model adds patterns that fail until listed here.
 ADMIN_MODELS = ("auth_group", "searchtweak_user", "searchtweak_team",
-                "searchtweak_invitation", "searchtweak_apitoken")
+                "searchtweak_invitation", "searchtweak_apitoken",
+                # django-axes' login throttling records.
+                "axes_accessattempt", "axes_accessfailurelog", "axes_accesslog")
 TO_ADMIN_LOGIN = (ADMIN_LOGIN,) * 6
 for _name in ADMIN_MODELS:
     _app, _model_name = _name.split("_", 1)
