@@ -27,36 +27,75 @@ class MapperSerializer(serializers.Serializer):
     fields = serializers.DictField(child=serializers.CharField(), required=False)
 
 
-class EndpointOutputSerializer(serializers.Serializer):
+class _ConfigurationHidingSerializer(serializers.Serializer):
+    """Leaves out CONFIGURATION_FIELDS for a row of a team outside the context's
+    `configuration_team_ids` (selectors.CONFIGURATION_ROLE); without that context the caller
+    has already been let in with that role and every field is shown."""
+
+    CONFIGURATION_FIELDS: tuple[str, ...] = ()
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        allowed = self.context.get("configuration_team_ids")
+        if allowed is not None and instance.team_id not in allowed:
+            for name in self.CONFIGURATION_FIELDS:
+                data.pop(name, None)
+        return data
+
+
+CONFIGURATION_HELP = "Shown to admins of the team; lists leave it out for other members."
+
+
+def _readable_secrets(endpoint: Endpoint) -> dict[str, str]:
+    try:
+        return services.endpoint_secret_headers(endpoint=endpoint)
+    except crypto.SecretsUnreadable:
+        return {}
+
+
+# Output-only fields that read the whole endpoint. Not method fields: the schema marks
+# read-only fields required, and lists leave these out below CONFIGURATION_ROLE.
+class _HeadersField(serializers.DictField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", child=serializers.CharField(), required=False, **kwargs)
+
+    def to_representation(self, endpoint: Endpoint) -> dict[str, str]:
+        masked = {name: crypto.mask(value)
+                  for name, value in _readable_secrets(endpoint).items()}
+        return {**endpoint.headers, **masked}
+
+
+class _SecretHeaderNamesField(serializers.ListField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", child=serializers.CharField(), required=False, **kwargs)
+
+    def to_representation(self, endpoint: Endpoint) -> list[str]:
+        return sorted(_readable_secrets(endpoint))
+
+
+class EndpointOutputSerializer(_ConfigurationHidingSerializer):
+    CONFIGURATION_FIELDS = ("headers", "secret_header_names", "timeout_seconds",
+                            "max_concurrent_requests", "requests_per_minute",
+                            "allow_cross_origin_redirects", "mapper")
+
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
     name = serializers.CharField()
     url = serializers.CharField()
     method = serializers.CharField()
-    headers = serializers.SerializerMethodField(
-        help_text="Plain headers, and secret ones masked (••••abcd)."
-    )
-    secret_header_names = serializers.SerializerMethodField()
-    timeout_seconds = serializers.FloatField()
-    max_concurrent_requests = serializers.IntegerField(allow_null=True)
-    requests_per_minute = serializers.IntegerField(allow_null=True)
-    allow_cross_origin_redirects = serializers.BooleanField()
-    mapper = MapperSerializer()
+    headers = _HeadersField(
+        help_text=f"Plain headers, and secret ones masked (••••abcd). {CONFIGURATION_HELP}")
+    secret_header_names = _SecretHeaderNamesField(help_text=CONFIGURATION_HELP)
+    timeout_seconds = serializers.FloatField(required=False, help_text=CONFIGURATION_HELP)
+    max_concurrent_requests = serializers.IntegerField(
+        allow_null=True, required=False, help_text=CONFIGURATION_HELP)
+    requests_per_minute = serializers.IntegerField(
+        allow_null=True, required=False, help_text=CONFIGURATION_HELP)
+    allow_cross_origin_redirects = serializers.BooleanField(
+        required=False, help_text=CONFIGURATION_HELP)
+    mapper = MapperSerializer(required=False, help_text=CONFIGURATION_HELP)
     created_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
-
-    def _secrets(self, endpoint: Endpoint) -> dict[str, str]:
-        try:
-            return services.endpoint_secret_headers(endpoint=endpoint)
-        except crypto.SecretsUnreadable:
-            return {}
-
-    def get_headers(self, endpoint: Endpoint) -> dict[str, str]:
-        masked = {name: crypto.mask(value) for name, value in self._secrets(endpoint).items()}
-        return {**endpoint.headers, **masked}
-
-    def get_secret_header_names(self, endpoint: Endpoint) -> list[str]:
-        return sorted(self._secrets(endpoint))
 
 
 class EndpointInputSerializer(serializers.Serializer):
@@ -95,8 +134,10 @@ class EndpointListApi(APIView):
         endpoints = Endpoint.objects.filter(team_id__in=visible_team_ids(request))
         if request.query_params.get("archived") != "true":
             endpoints = endpoints.filter(archived_at=None)
-        return paginated_response(self, request, endpoints,
-                                  lambda page: EndpointOutputSerializer(page, many=True).data)
+        context = {"configuration_team_ids":
+                   selectors.configuration_team_ids(user=request.user)}
+        return paginated_response(self, request, endpoints, lambda page: EndpointOutputSerializer(
+            page, many=True, context=context).data)
 
     @extend_schema(request=EndpointInputSerializer, responses={201: EndpointOutputSerializer},
                    operation_id="endpoints_create")
@@ -115,7 +156,9 @@ class EndpointListApi(APIView):
 class EndpointDetailApi(APIView):
     @extend_schema(responses=EndpointOutputSerializer, operation_id="endpoints_retrieve")
     def get(self, request: Request, endpoint_id: int) -> Response:
-        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id)
+        endpoint = selectors.endpoint_get_for_user(
+            user=request.user, endpoint_id=endpoint_id,
+            minimum_role=selectors.CONFIGURATION_ROLE)
         return Response(EndpointOutputSerializer(endpoint).data)
 
     @extend_schema(request=EndpointInputSerializer, responses=EndpointOutputSerializer,
@@ -159,16 +202,18 @@ class EndpointRestoreApi(APIView):
 # --- search models -----------------------------------------------------------------------
 
 
-class SearchModelOutputSerializer(serializers.Serializer):
+class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
+    CONFIGURATION_FIELDS = ("body", "body_format", "headers")
+
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
     endpoint = serializers.IntegerField(source="endpoint_id")
     name = serializers.CharField()
     description = serializers.CharField()
     params = serializers.JSONField()
-    body = serializers.CharField(allow_null=True)
-    body_format = serializers.CharField()
-    headers = serializers.JSONField()
+    body = serializers.CharField(allow_null=True, required=False, help_text=CONFIGURATION_HELP)
+    body_format = serializers.CharField(required=False, help_text=CONFIGURATION_HELP)
+    headers = serializers.JSONField(required=False, help_text=CONFIGURATION_HELP)
     default_keywords = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
@@ -216,8 +261,10 @@ class SearchModelListApi(APIView):
         models = SearchModel.objects.filter(team_id__in=visible_team_ids(request))
         if request.query_params.get("archived") != "true":
             models = models.filter(archived_at=None)
-        return paginated_response(self, request, models,
-                                  lambda page: SearchModelOutputSerializer(page, many=True).data)
+        context = {"configuration_team_ids":
+                   selectors.configuration_team_ids(user=request.user)}
+        return paginated_response(self, request, models, lambda page: SearchModelOutputSerializer(
+            page, many=True, context=context).data)
 
     @extend_schema(request=SearchModelInputSerializer,
                    responses={201: SearchModelOutputSerializer}, operation_id="models_create")
@@ -237,7 +284,8 @@ class SearchModelListApi(APIView):
 class SearchModelDetailApi(APIView):
     @extend_schema(responses=SearchModelOutputSerializer, operation_id="models_retrieve")
     def get(self, request: Request, model_id: int) -> Response:
-        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id)
+        model = selectors.search_model_get_for_user(
+            user=request.user, model_id=model_id, minimum_role=selectors.CONFIGURATION_ROLE)
         return Response(SearchModelOutputSerializer(model).data)
 
     @extend_schema(request=SearchModelInputSerializer, responses=SearchModelOutputSerializer,

@@ -16,6 +16,17 @@ from evaluations.models import (
 from searchtweak import access
 from searchtweak.models import Role, User
 
+# An endpoint's configuration (its headers with the secret ones masked, mapper, timeout)
+# and a search model's (its headers and body) are read by whoever edits them and nobody
+# else: the edit pages, the API's detail and the API's lists all ask for this role. The
+# list pages show every member the rest (names, URL, method, parameters).
+CONFIGURATION_ROLE = Role.ADMIN
+
+
+def configuration_team_ids(*, user: User) -> set[int]:
+    """The teams whose endpoints and search models the user may read in full."""
+    return set(access.visible_team_ids(user=user, minimum_role=CONFIGURATION_ROLE))
+
 
 def endpoint_get_for_user(*, user: User, endpoint_id: int,
                           minimum_role: str = Role.GRADER) -> Endpoint:

@@ -96,8 +96,9 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    # The page shows the configuration: the same role as the API's detail.
     endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
-                                               minimum_role=Role.ADMIN)
+                                               minimum_role=selectors.CONFIGURATION_ROLE)
     try:
         secrets = services.endpoint_secret_headers(endpoint=endpoint)
     except Exception:
@@ -227,8 +228,9 @@ def _preselected_endpoint(form: SearchModelForm, wanted: str) -> int | None:
 @require_http_methods(["GET", "POST"])
 @login_required
 def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
+    # The page shows the configuration: the same role as the API's detail.
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
-                                                minimum_role=Role.ADMIN)
+                                                minimum_role=selectors.CONFIGURATION_ROLE)
     form = SearchModelForm(request.POST or None, team=model.team,
                            initial=SearchModelForm.initial_for(model))
     if request.method == "POST" and form.is_valid():

@@ -210,9 +210,7 @@ def grader_tags_update(request: HttpRequest, user_id: int) -> HttpResponse:
 def pool_import(request: HttpRequest) -> HttpResponse:
     """Import judgments into the current team's pool. "Preview" parses and shows what would
     be imported and every error; "Import" stores all of it, or nothing if any line fails."""
-    # A grader gets the 404 of an outsider here, as always: see searchtweak.access.
-    team = access.current_team_access(user=request.user, minimum_role=Role.LEAD,
-                                      hide_low_role=True).team
+    team = access.current_team_access(user=request.user, minimum_role=Role.LEAD).team
     form = PoolImportForm(request.POST or None, request.FILES or None,
                           scale_choices=scale_lookup.provider_choices(team))
     preview = None

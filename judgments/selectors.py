@@ -26,10 +26,8 @@ def slot_get_for_user(*, user: User, slot_id: int, minimum_role: str = Role.GRAD
     )
     if slot is None:
         raise Http404("No such slot.")
-    # A member below minimum_role gets the 404 of an outsider here, as always (the grading
-    # page's own slots, the lead's slot actions): see searchtweak.access.
     access.team_access(user=user, team_id=slot.evaluation.team_id, minimum_role=minimum_role,
-                       hide_low_role=True)
+                       what="slot")
     return slot
 
 

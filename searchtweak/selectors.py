@@ -36,10 +36,7 @@ def teams_with_member_counts(*, user: User) -> QuerySet[Team]:
 
 
 def team_get_for_user(*, user: User, team_id: int, minimum_role: str = Role.GRADER) -> Team:
-    """The team pages (and the slot actions built on this) answer a member below the role
-    a 404 like an outsider, as they always have; see searchtweak.access."""
-    return access.team_access(user=user, team_id=team_id, minimum_role=minimum_role,
-                              hide_low_role=True).team
+    return access.team_access(user=user, team_id=team_id, minimum_role=minimum_role).team
 
 
 def membership_get_for_user(

@@ -5,6 +5,7 @@ from django.test import TestCase
 from rest_framework.test import APIClient
 
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from searchtweak.models import Role
 from tests.evaluations.factories import (
     EndpointFactory,
     EvaluationFactory,
@@ -13,6 +14,7 @@ from tests.evaluations.factories import (
     SearchModelFactory,
 )
 from tests.evaluations.servers import running_server
+from tests.searchtweak.factories import MembershipFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -36,8 +38,60 @@ def test_an_admin_creates_an_endpoint_and_never_sees_the_secret_again(personas):
     assert body["secret_header_names"] == ["Authorization"]
     assert body["team"] == personas.team.pk
     assert body["mapper"]["fields"] == {"Price": "_source.price"}
-    fetched = client_for(personas.grader).get(f"/api/v1/endpoints/{body['id']}/").json()
+    fetched = client_for(personas.admin).get(f"/api/v1/endpoints/{body['id']}/").json()
+    assert fetched["headers"] == {"Accept-Language": "en", "Authorization": "••••6789"}
     assert "abcdef" not in str(fetched)
+
+
+@pytest.mark.parametrize("persona", ["lead", "grader"])
+def test_below_admin_the_api_hides_endpoint_configuration_as_the_page_does(personas, persona):
+    endpoint = EndpointFactory(team=personas.team, headers={"X-Team": "acme"})
+    client = client_for(getattr(personas, persona))
+    client.force_login(getattr(personas, persona))  # for the page
+    # The edit page and the API's detail: one rule, the same 403.
+    assert client.get(f"/endpoints/{endpoint.pk}/").status_code == 403
+    response = client.get(f"/api/v1/endpoints/{endpoint.pk}/")
+    assert response.status_code == 403
+    assert response.json() == {"detail": "This needs the admin role."}
+    # The list shows what the list page shows: no headers, mapper or timeout.
+    listed = client.get("/api/v1/endpoints/").json()["results"]
+    assert listed == [{"id": endpoint.pk, "team": personas.team.pk, "name": endpoint.name,
+                       "url": endpoint.url, "method": endpoint.method,
+                       "created_at": listed[0]["created_at"], "archived_at": None}]
+
+
+def test_an_admin_lists_endpoints_with_their_configuration_only_in_their_admin_teams(
+        personas):
+    mine = EndpointFactory(team=personas.team, headers={"X-Team": "acme"})
+    # The admin is a grader in the other team: its endpoint is listed without configuration.
+    MembershipFactory(team=personas.other_team, user=personas.admin, role=Role.GRADER)
+    theirs = EndpointFactory(team=personas.other_team, headers={"X-Team": "other"})
+    listed = {row["id"]: row for row in
+              client_for(personas.admin).get("/api/v1/endpoints/").json()["results"]}
+    assert listed[mine.pk]["headers"] == {"X-Team": "acme"}
+    assert listed[mine.pk]["mapper"]["documents"] == "docs"
+    assert listed[mine.pk]["timeout_seconds"] == mine.timeout_seconds
+    assert not {"headers", "secret_header_names", "mapper", "timeout_seconds"} & set(
+        listed[theirs.pk])
+
+
+@pytest.mark.parametrize("persona", ["lead", "grader"])
+def test_below_admin_the_api_hides_search_model_configuration_as_the_page_does(personas,
+                                                                               persona):
+    model = SearchModelFactory(endpoint=EndpointFactory(team=personas.team),
+                               headers={"X-Key": "k"}, body='{"q": "#query#"}',
+                               default_keywords="shoes")
+    client = client_for(getattr(personas, persona))
+    client.force_login(getattr(personas, persona))  # for the page
+    assert client.get(f"/models/{model.pk}/").status_code == 403
+    assert client.get(f"/api/v1/models/{model.pk}/").status_code == 403
+    [listed] = client.get("/api/v1/models/").json()["results"]
+    # What the list page shows stays: a lead picks a model and its keywords by it.
+    assert (listed["id"], listed["params"], listed["default_keywords"]) == (
+        model.pk, {"q": "#query#"}, ["shoes"])
+    assert not {"headers", "body", "body_format"} & set(listed)
+    admin_view = client_for(personas.admin).get(f"/api/v1/models/{model.pk}/").json()
+    assert (admin_view["headers"], admin_view["body"]) == ({"X-Key": "k"}, '{"q": "#query#"}')
 
 
 def test_endpoint_input_errors_are_400_naming_the_field_and_store_nothing(personas):

@@ -44,8 +44,10 @@ def test_a_bad_line_imports_nothing_and_names_the_line(client, personas):
 
 def test_graders_and_wrong_methods_are_refused_and_outsiders_use_their_own_team(client, personas):
     client.force_login(personas.grader)
-    # team_get_for_user answers 404 to a role below lead, as for pages of other teams.
-    assert _post(client, b"a,b,1\n", **{"import": "1"}).status_code == 404
+    # A member below the role is told why (403), as on every other page.
+    assert _post(client, b"a,b,1\n", **{"import": "1"}).status_code == 403
+    assert client.get(URL).status_code == 403
+    assert not PoolJudgment.objects.exists()
     client.force_login(personas.lead)
     assert client.put(URL).status_code == 405
     client.force_login(personas.outsider)

@@ -217,15 +217,18 @@ def test_the_grading_targets_are_404_for_an_outsider_and_a_missing_row(personas)
             selectors.snapshot_target_for_user(user=user, snapshot_id=snapshot_id)
 
 
-def test_a_slot_answers_a_member_below_the_role_like_an_outsider(personas):
+def test_a_slot_answers_a_member_below_the_role_403_and_an_outsider_404(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
     slot = FeedbackSlot.objects.filter(evaluation=evaluation).first()
     assert selectors.slot_get_for_user(user=personas.grader, slot_id=slot.pk) == slot
     assert selectors.slot_get_for_user(user=personas.lead, slot_id=slot.pk,
                                        minimum_role=Role.LEAD) == slot
-    for user, minimum_role in ((personas.grader, Role.LEAD), (personas.outsider, Role.GRADER)):
-        with pytest.raises(Http404):
-            selectors.slot_get_for_user(user=user, slot_id=slot.pk, minimum_role=minimum_role)
+    with pytest.raises(PermissionDenied, match=r"^This needs the lead role\.$"):
+        selectors.slot_get_for_user(user=personas.grader, slot_id=slot.pk,
+                                    minimum_role=Role.LEAD)
+    for slot_id in (slot.pk, 999_999):
+        with pytest.raises(Http404, match=r"^No such slot\.$"):
+            selectors.slot_get_for_user(user=personas.outsider, slot_id=slot_id)
 
 
 def test_scales_are_the_admins_and_say_so(personas):

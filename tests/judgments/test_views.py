@@ -287,7 +287,8 @@ def test_feedback_pages_need_a_lead(personas):
     outsider = client_for(personas.outsider)
     assert outsider.post(f"/feedback/slots/{slot.pk}/reset/").status_code == 404
     assert client_for(personas.grader).post(
-        f"/feedback/slots/{slot.pk}/grade/", {"grade": "1"}).status_code == 404
+        f"/feedback/slots/{slot.pk}/grade/", {"grade": "1"}).status_code == 403
+    assert client_for(personas.grader).post(f"/feedback/slots/{slot.pk}/reset/").status_code == 403
     assert client_for(personas.lead).get(f"/feedback/slots/{slot.pk}/reset/").status_code == 405
     assert FeedbackSlot.objects.get(pk=slot.pk).grade is None
 

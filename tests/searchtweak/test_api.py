@@ -94,7 +94,8 @@ def test_grader_cannot_invite_through_the_api(personas):
     response = token_client(personas.grader).post(
         f"/api/v1/teams/{personas.team.pk}/invitations/", {"invitee": "x"}, format="json"
     )
-    assert response.status_code == 404
+    assert response.status_code == 403
+    assert response.json()["detail"] == "This needs the admin role."
 
 
 def test_schema_and_docs_are_served(client):

@@ -1,0 +1,562 @@
+"""The access matrix: every URL pattern by every persona, and the exact status it answers.
+
+Personas: the owner, an admin, a lead and a grader of one team, the owner of another team
+("other", who must get a 404 on this team's objects) and an anonymous visitor. Every URL
+the resolver knows must have a row in TABLE: a new pattern fails
+test_every_url_pattern_has_a_row until someone decides who may use it.
+
+A row names the kwargs to fill (this team's objects) and, for each method that matters,
+the six outcomes in PERSONAS order: a status code, LOGIN (302 to the login page) or
+ADMIN_LOGIN (302 to the admin's login page). Pages get GET; actions and unsafe API methods
+get their method with an empty body, so access answers before validation does. Each
+request runs in a transaction that is rolled back, so an owner's DELETE leaves the object
+for the next persona; the dataset is built once for the module.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import pytest
+from django.db import transaction
+from django.test import Client, override_settings
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+from rest_framework.views import APIView
+
+from evaluations.models import Evaluation, Keyword, SearchModel
+from judgments import services as judgment_services
+from judgments.models import FeedbackSlot, Transformer
+from searchtweak.models import Membership, Role, Team, User
+from searchtweak.services import api_token_create, invitation_create
+from tests.judgments.builders import evaluation_with_slots
+from tests.searchtweak.factories import TeamFactory, member
+
+PERSONAS = ("owner", "admin", "lead", "grader", "other", "anonymous")
+LOGIN = "login"
+ADMIN_LOGIN = "admin-login"
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass
+class Dataset:
+    team: Team
+    users: dict[str, User | None]
+    evaluation: Evaluation
+    second_evaluation: Evaluation
+    keyword: Keyword
+    snapshot_id: int
+    slot: FeedbackSlot
+    model: SearchModel
+    scale_id: int
+    transformer: Transformer
+    grader_membership: Membership
+    invitation_token: str
+    grader_token_id: int
+
+
+def _build() -> Dataset:
+    team = TeamFactory(name="Acme")
+    other_team = TeamFactory(name="Other")
+    users: dict[str, User | None] = {
+        "owner": member(team, Role.OWNER, "owner"),
+        "admin": member(team, Role.ADMIN, "admin"),
+        "lead": member(team, Role.LEAD, "lead"),
+        "grader": member(team, Role.GRADER, "grader"),
+        "other": member(other_team, Role.OWNER, "other"),
+        "anonymous": None,
+    }
+    evaluation = evaluation_with_slots(team, keywords=1, positions=1)
+    second_evaluation = evaluation_with_slots(team, keywords=1, positions=1)
+    slot = FeedbackSlot.objects.filter(evaluation=evaluation).select_related("keyword").get()
+    # The grader holds the slot: the grading page shows a slot to its holder only.
+    FeedbackSlot.objects.filter(pk=slot.pk).update(
+        user=users["grader"], assigned_at=timezone.now(),
+        lease_expires_at=timezone.now() + timezone.timedelta(hours=1))
+    scale = judgment_services.scale_create(team=team, code="stars", name="Stars", lo=1, hi=2,
+                                           labels={"1": {"label": "Bad", "color": "#d92d20"},
+                                                   "2": {"label": "Good", "color": "#079455"}})
+    transformer = Transformer.objects.create(team=team, source="graded", target="binary",
+                                             mapping={"0": 0, "1": 0, "2": 1, "3": 1})
+    invitation = invitation_create(team=team, invited_by=users["owner"],
+                                   invitee="newcomer@example.test", role=Role.GRADER)
+    token, _ = api_token_create(user=users["grader"], name="laptop")
+    return Dataset(
+        team=team, users=users, evaluation=evaluation, second_evaluation=second_evaluation,
+        keyword=slot.keyword, snapshot_id=slot.snapshot_id, slot=slot, model=evaluation.model,
+        scale_id=scale.pk, transformer=transformer,
+        grader_membership=users["grader"].memberships.get(),
+        invitation_token=invitation.token, grader_token_id=token.pk,
+    )
+
+
+@pytest.fixture(scope="module")
+def dataset(django_db_setup, django_db_blocker):
+    # One dataset for every row; each request rolls back what it changed.
+    with (django_db_blocker.unblock(),
+          override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
+          transaction.atomic()):
+        yield _build()
+        transaction.set_rollback(True)
+
+
+# --- the table ---------------------------------------------------------------------------
+
+Outcome = int | str
+Outcomes = tuple[Outcome, Outcome, Outcome, Outcome, Outcome, Outcome]
+Fill = Callable[[Dataset], dict]
+
+
+@dataclass(frozen=True)
+class Row:
+    kwargs: Fill
+    query: Fill
+    methods: dict[str, Outcomes]
+    path: str = ""  # for the admin's unnamed patterns, which reverse cannot build
+
+
+def row(kwargs: Fill | None = None, *, query: Fill | None = None, path: str = "",
+        **methods: Outcomes) -> Row:
+    return Row(kwargs or (lambda d: {}), query or (lambda d: {}), methods, path)
+
+
+def _endpoint(d: Dataset) -> dict:
+    return {"endpoint_id": d.model.endpoint_id}
+
+
+def _model(d: Dataset) -> dict:
+    return {"model_id": d.model.pk}
+
+
+def _evaluation(d: Dataset) -> dict:
+    return {"evaluation_id": d.evaluation.pk}
+
+
+def _two_evaluations(d: Dataset) -> dict:
+    return {"evaluation_id": d.evaluation.pk, "other_id": d.second_evaluation.pk}
+
+
+def _start(d: Dataset) -> dict:
+    return {"evaluation_id": d.evaluation.pk, "action": "start"}
+
+
+def _keyword(d: Dataset) -> dict:
+    return {"keyword_id": d.keyword.pk}
+
+
+def _snapshot(d: Dataset) -> dict:
+    return {"snapshot_id": d.snapshot_id}
+
+
+def _slot(d: Dataset) -> dict:
+    return {"slot_id": d.slot.pk}
+
+
+def _scale(d: Dataset) -> dict:
+    return {"scale_id": d.scale_id}
+
+
+def _transformer(d: Dataset) -> dict:
+    return {"transformer_id": d.transformer.pk}
+
+
+def _grader_user(d: Dataset) -> dict:
+    return {"user_id": d.users["grader"].pk}
+
+
+def _team(d: Dataset) -> dict:
+    return {"team_id": d.team.pk}
+
+
+def _membership(d: Dataset) -> dict:
+    return {"membership_id": d.grader_membership.pk}
+
+
+def _invitation(d: Dataset) -> dict:
+    return {"token": d.invitation_token}
+
+
+def _api_token(d: Dataset) -> dict:
+    return {"token_id": d.grader_token_id}
+
+
+def _reset_link(d: Dataset) -> dict:
+    return {"uidb64": "MQ", "token": "not-a-token"}
+
+
+def _compare_query(d: Dataset) -> dict:
+    return {"a": d.evaluation.pk, "b": d.second_evaluation.pk}
+
+
+def _compare_keyword_query(d: Dataset) -> dict:
+    return {"a": d.evaluation.pk, "b": d.second_evaluation.pk, "keyword": d.keyword.text}
+
+
+# Columns: (owner, admin, lead, grader, other team's owner, anonymous). A page or a list of
+# "the current team" answers the other team's owner about their own team (200); an object
+# of this team answers them 404. The API answers an anonymous caller 401.
+TABLE: dict[str, Row] = {
+    # --- api ---
+    "api:me": row(GET=(200, 200, 200, 200, 200, 401)),
+    "api:teams": row(GET=(200, 200, 200, 200, 200, 401), POST=(400, 400, 400, 400, 400, 401)),
+    "api:team": row(_team, GET=(200, 200, 200, 200, 404, 401)),
+    "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 404, 401)),
+    # --- evaluations_api ---
+    "evaluations_api:endpoints": row(
+        GET=(200, 200, 200, 200, 200, 401),
+        POST=(400, 400, 403, 403, 400, 401),
+    ),
+    "evaluations_api:endpoint": row(
+        _endpoint,
+        GET=(200, 200, 403, 403, 404, 401),
+        PATCH=(200, 200, 403, 403, 404, 401),
+        DELETE=(200, 200, 403, 403, 404, 401),
+    ),
+    "evaluations_api:endpoint_restore": row(_endpoint, POST=(200, 200, 403, 403, 404, 401)),
+    "evaluations_api:models": row(
+        GET=(200, 200, 200, 200, 200, 401),
+        POST=(400, 400, 403, 403, 400, 401),
+    ),
+    "evaluations_api:model": row(
+        _model,
+        GET=(200, 200, 403, 403, 404, 401),
+        PATCH=(200, 200, 403, 403, 404, 401),
+        DELETE=(200, 200, 403, 403, 404, 401),
+    ),
+    "evaluations_api:model_restore": row(_model, POST=(200, 200, 403, 403, 404, 401)),
+    "evaluations_api:model_test": row(_model, POST=(400, 400, 400, 403, 404, 401)),
+    "evaluations_api:evaluations": row(
+        GET=(200, 200, 200, 200, 200, 401),
+        POST=(400, 400, 400, 403, 400, 401),
+    ),
+    "evaluations_api:evaluation": row(
+        _evaluation,
+        GET=(200, 200, 200, 200, 404, 401),
+        PATCH=(200, 200, 200, 403, 404, 401),
+        DELETE=(204, 204, 204, 403, 404, 401),
+    ),
+    "evaluations_api:evaluation_clone": row(_evaluation, POST=(201, 201, 201, 403, 404, 401)),
+    "evaluations_api:evaluation_archive": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:evaluation_restore": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:evaluation_start": row(_evaluation, POST=(400, 400, 400, 403, 404, 401)),
+    "evaluations_api:evaluation_pause": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:evaluation_finish": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:evaluation_retry_failed": row(
+        _evaluation,
+        POST=(200, 200, 200, 403, 404, 401),
+    ),
+    # --- judgments_api ---
+    # The grader holds the one slot; nobody else has anything to grade (204).
+    "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 404, 401)),
+    "judgments_api:snapshots": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    "judgments_api:grade": row(_snapshot, POST=(400, 400, 400, 400, 404, 401)),
+    # POST is a file upload: a JSON body is the wrong media type, once access let it in.
+    "judgments_api:judgments": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, 401),
+        POST=(415, 415, 415, 403, 404, 401),
+    ),
+    "judgments_api:scales": row(
+        GET=(200, 200, 403, 403, 200, 401),
+        POST=(400, 400, 403, 403, 400, 401),
+    ),
+    "judgments_api:scale": row(
+        _scale,
+        GET=(200, 200, 403, 403, 404, 401),
+        PATCH=(200, 200, 403, 403, 404, 401),
+        DELETE=(204, 204, 403, 403, 404, 401),
+    ),
+    "judgments_api:transformers": row(
+        GET=(200, 200, 403, 403, 200, 401),
+        POST=(400, 400, 403, 403, 400, 401),
+    ),
+    "judgments_api:transformer": row(
+        _transformer,
+        GET=(200, 200, 403, 403, 404, 401),
+        PATCH=(400, 400, 403, 403, 404, 401),
+        DELETE=(204, 204, 403, 403, 404, 401),
+    ),
+    # --- metrics_api ---
+    "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
+    "metrics_api:evaluation_metric_table": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    # --- searchtweak ---
+    "home": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    # A logged-in user is sent on (302 home).
+    "login": row(GET=(302, 302, 302, 302, 302, 200), POST=(302, 302, 302, 302, 302, 200)),
+    "logout": row(POST=(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
+    "password_reset": row(
+        GET=(200, 200, 200, 200, 200, 200),
+        POST=(200, 200, 200, 200, 200, 200),
+    ),
+    "password_reset_done": row(GET=(200, 200, 200, 200, 200, 200)),
+    "password_reset_confirm": row(
+        _reset_link,
+        GET=(200, 200, 200, 200, 200, 200),
+        POST=(200, 200, 200, 200, 200, 200),
+    ),
+    "password_reset_complete": row(GET=(200, 200, 200, 200, 200, 200)),
+    "account": row(GET=(200, 200, 200, 200, 200, LOGIN), POST=(200, 200, 200, 200, 200, LOGIN)),
+    "password_change": row(
+        GET=(200, 200, 200, 200, 200, LOGIN),
+        POST=(200, 200, 200, 200, 200, LOGIN),
+    ),
+    "password_change_done": row(
+        GET=(200, 200, 200, 200, 200, LOGIN),
+        POST=(405, 405, 405, 405, 405, LOGIN),
+    ),
+    "team_create": row(
+        GET=(200, 200, 200, 200, 200, LOGIN),
+        POST=(200, 200, 200, 200, 200, LOGIN),
+    ),
+    "team_switch": row(POST=(302, 302, 302, 302, 302, LOGIN)),
+    "team_detail": row(_team, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "invitation_create": row(_team, POST=(400, 400, 403, 403, 404, LOGIN)),
+    "membership_change_role": row(_membership, POST=(302, 302, 403, 403, 404, LOGIN)),
+    # The grader's own membership: leaving is open to them, removing them needs an admin.
+    "membership_remove": row(_membership, POST=(302, 302, 403, 302, 404, LOGIN)),
+    # The link is for its invitee (not one of the personas) or a visitor about to log in.
+    "invitation_detail": row(
+        _invitation,
+        GET=(404, 404, 404, 404, 404, 200),
+        POST=(404, 404, 404, 404, 404, 400),
+    ),
+    "api_tokens": row(
+        GET=(200, 200, 200, 200, 200, LOGIN),
+        POST=(200, 200, 200, 200, 200, LOGIN),
+    ),
+    # A token is its owner's (the grader's) alone.
+    "api_token_revoke": row(_api_token, POST=(404, 404, 404, 302, 404, LOGIN)),
+    "healthz": row(GET=(200, 200, 200, 200, 200, 200)),
+    # --- evaluations ---
+    "evaluations:endpoint_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:endpoint_create": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(200, 200, 403, 403, 200, LOGIN),
+    ),
+    "evaluations:endpoint_edit": row(
+        _endpoint,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
+    "evaluations:endpoint_delete": row(
+        _endpoint,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(302, 302, 403, 403, 404, LOGIN),
+    ),
+    "evaluations:endpoint_restore": row(_endpoint, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "evaluations:model_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:model_create": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(200, 200, 403, 403, 200, LOGIN),
+    ),
+    "evaluations:model_edit": row(
+        _model,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
+    "evaluations:model_delete": row(
+        _model,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(302, 302, 403, 403, 404, LOGIN),
+    ),
+    "evaluations:model_restore": row(_model, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "evaluations:model_test": row(
+        _model,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(200, 200, 200, 403, 404, LOGIN),
+    ),
+    "evaluations:evaluation_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:evaluation_create": row(
+        GET=(200, 200, 200, 403, 200, LOGIN),
+        POST=(200, 200, 200, 403, 200, LOGIN),
+    ),
+    "evaluations:evaluation_detail": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:evaluation_edit": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(200, 200, 200, 403, 404, LOGIN),
+    ),
+    "evaluations:evaluation_progress": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:evaluation_archive": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(302, 302, 302, 403, 404, LOGIN),
+    ),
+    "evaluations:evaluation_delete": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(302, 302, 302, 403, 404, LOGIN),
+    ),
+    "evaluations:evaluation_restore": row(_evaluation, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "evaluations:evaluation_action": row(_start, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "evaluations:keyword_detail": row(_keyword, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:demo_search": row(GET=(200, 200, 200, 200, 200, 200)),
+    # --- judgments ---
+    "judgments:grade": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    # A slot page is for the grader who holds it; to the others of the team it is not there.
+    "judgments:slot": row(
+        _slot,
+        GET=(404, 404, 404, 200, 404, LOGIN),
+        POST=(404, 404, 404, 400, 404, LOGIN),
+    ),
+    # Skipping a slot you do not hold changes nothing and goes back to the queue.
+    "judgments:skip": row(_slot, POST=(302, 302, 302, 302, 404, LOGIN)),
+    "judgments:evaluation_grade": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "judgments:feedback": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judgments:lead_grade": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judgments:reset": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judgments:pool_import": row(
+        GET=(200, 200, 200, 403, 200, LOGIN),
+        POST=(400, 400, 400, 403, 400, LOGIN),
+    ),
+    "judgments:scales": row(GET=(200, 200, 403, 403, 200, LOGIN)),
+    "judgments:scale_create": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(200, 200, 403, 403, 200, LOGIN),
+    ),
+    "judgments:scale_edit": row(
+        _scale,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
+    "judgments:scale_delete": row(_scale, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "judgments:transformer_edit": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(400, 400, 403, 403, 400, LOGIN),
+    ),
+    "judgments:transformer_delete": row(_transformer, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "judgments:grader_tags": row(GET=(200, 200, 403, 403, 200, LOGIN)),
+    "judgments:grader_tags_update": row(_grader_user, POST=(302, 302, 403, 403, 404, LOGIN)),
+    # --- metrics ---
+    "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:evaluation_dashboard_live": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:evaluation_dashboard_table": row(
+        _evaluation,
+        GET=(200, 200, 200, 200, 404, LOGIN),
+    ),
+    "metrics:baseline": row(_evaluation, POST=(400, 400, 400, 403, 404, LOGIN)),
+    "metrics:model_history": row(_model, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:compare": row(query=_compare_query, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:compare_keyword": row(query=_compare_keyword_query,
+                                   GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:leaderboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    # --- searchtweak ---
+    "api_schema": row(GET=(200, 200, 200, 200, 200, 200)),
+    "api_docs": row(GET=(200, 200, 200, 200, 200, 200)),
+    "api_redoc": row(GET=(200, 200, 200, 200, 200, 200)),
+}
+
+# Django's admin is for staff: no persona is, so every admin page sends each of them to the
+# admin's login. A newly registered model adds patterns that fail until listed here.
+ADMIN_MODELS = ("auth_group", "searchtweak_user", "searchtweak_team",
+                "searchtweak_invitation", "searchtweak_apitoken",
+                # django-axes' login throttling records.
+                "axes_accessattempt", "axes_accessfailurelog", "axes_accesslog")
+TO_ADMIN_LOGIN = (ADMIN_LOGIN,) * 6
+for _name in ADMIN_MODELS:
+    _app, _model_name = _name.split("_", 1)
+    for _action in ("changelist", "add", "history", "delete", "change"):
+        TABLE[f"admin:{_name}_{_action}"] = row(
+            (lambda d: {}) if _action in ("changelist", "add") else (lambda d: {"object_id": "1"}),
+            GET=TO_ADMIN_LOGIN)
+    TABLE[f"admin/{_app}/{_model_name}/<path:object_id>/"] = row(
+        path=f"/admin/{_app}/{_model_name}/1/", GET=TO_ADMIN_LOGIN)
+TABLE.update({
+    "admin:index": row(GET=TO_ADMIN_LOGIN),
+    "admin:login": row(GET=(200, 200, 200, 200, 200, 200)),
+    "admin:logout": row(POST=(302, 302, 302, 302, 302, 302)),
+    "admin:password_change": row(GET=TO_ADMIN_LOGIN),
+    "admin:password_change_done": row(GET=TO_ADMIN_LOGIN),
+    "admin:autocomplete": row(GET=TO_ADMIN_LOGIN),
+    "admin:jsi18n": row(GET=TO_ADMIN_LOGIN),
+    "admin:view_on_site": row(lambda d: {"content_type_id": "1", "object_id": "1"},
+                              GET=TO_ADMIN_LOGIN),
+    "admin:auth_user_password_change": row(lambda d: {"id": "1"}, GET=TO_ADMIN_LOGIN),
+    "admin:app_list": row(lambda d: {"app_label": "auth"}, GET=TO_ADMIN_LOGIN),
+    "admin/(?P<url>.*)$": row(path="/admin/no/such/page/", GET=TO_ADMIN_LOGIN),
+})
+
+
+# --- the requests ------------------------------------------------------------------------
+
+
+def _patterns(patterns=None, namespaces=(), prefix=""):
+    """(key, route, pattern) of every URL pattern, namespaces joined as `reverse` wants."""
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            inner = (*namespaces, pattern.namespace) if pattern.namespace else namespaces
+            yield from _patterns(pattern.url_patterns, inner, route)
+        elif isinstance(pattern, URLPattern):
+            # Unnamed patterns (a few of the admin's) are keyed by their route.
+            key = ":".join((*namespaces, pattern.name)) if pattern.name else route
+            yield key, route, pattern
+
+
+def _outcome(response) -> int | str:
+    if response.status_code == 302:
+        location = response["Location"]
+        if location.startswith("/admin/login/"):
+            return ADMIN_LOGIN
+        if location.startswith("/login/"):
+            return LOGIN
+    return response.status_code
+
+
+def _request(client: Client, method: str, url: str, *, api: bool):
+    if api:
+        return client.generic(method, url, "{}" if method != "GET" else "",
+                              content_type="application/json")
+    return client.generic(method, url, "", content_type="application/x-www-form-urlencoded")
+
+
+def _answers(dataset: Dataset, key: str, method: str) -> tuple:
+    table_row = TABLE[key]
+    url = table_row.path or reverse(key, kwargs=table_row.kwargs(dataset))
+    query = table_row.query(dataset)
+    if query:
+        url += "?" + urlencode(query)
+    api = url.startswith("/api/v1/")
+    outcomes = []
+    for persona in PERSONAS:
+        client = Client()
+        user = dataset.users[persona]
+        if user is not None:
+            client.force_login(user)
+        with transaction.atomic():
+            outcomes.append(_outcome(_request(client, method, url, api=api)))
+            transaction.set_rollback(True)
+    return tuple(outcomes)
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(key, method) for key, table_row in TABLE.items() for method in table_row.methods]
+
+
+def test_every_url_pattern_has_a_row():
+    missing = sorted(key for key, _, _ in _patterns() if key not in TABLE)
+    assert not missing, f"URL patterns with no row in the access matrix: {missing}"
+    stale = sorted(set(TABLE) - {key for key, _, _ in _patterns()})
+    assert not stale, f"Rows for URL patterns that no longer exist: {stale}"
+
+
+def test_every_method_an_api_view_handles_has_a_column():
+    # A new PUT or DELETE on an API view must be decided too, not only a new URL.
+    undecided = []
+    for key, _, pattern in _patterns():
+        view_class = getattr(pattern.callback, "view_class", None)
+        if view_class is None or not issubclass(view_class, APIView) or key not in TABLE:
+            continue
+        handled = {method.upper() for method in ("get", "post", "put", "patch", "delete")
+                   if hasattr(view_class, method)}
+        undecided += [f"{method} {key}" for method in sorted(handled - set(TABLE[key].methods))]
+    assert not undecided, f"API methods with no row in the access matrix: {undecided}"
+
+
+@pytest.mark.parametrize(("key", "method"), _cases())
+def test_each_persona_gets_the_answer_the_table_says(dataset, key, method):
+    answers = _answers(dataset, key, method)
+    assert answers == TABLE[key].methods[method], f"{method} {key}: {PERSONAS} = {answers}"
