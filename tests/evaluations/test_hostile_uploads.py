@@ -81,6 +81,8 @@ def test_create_page_with_a_hostile_keyword_file_saves_it_or_names_the_problem(
         texts = list(evaluation.keywords.order_by("position").values_list("text", flat=True))
         # Blank lines and a lone header clean away: an evaluation may start with none.
         assert all(text == text.strip() and text for text in texts), texts
+        # PostgreSQL refuses NUL in text (a 500 there); SQLite would store it.
+        assert not any("\x00" in text for text in texts), texts
         return
     _assert_refused_with_a_named_problem(response, before)
 
@@ -102,3 +104,14 @@ def test_edit_page_with_a_hostile_keyword_file_keeps_the_old_keywords_on_refusal
         return
     _assert_refused_with_a_named_problem(response, before)
     assert list(evaluation.keywords.values_list("text", flat=True)) == ["kept"]
+
+
+def test_a_nul_byte_in_a_keyword_file_is_named_by_its_line(client, personas):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    client.force_login(personas.lead)
+    response = client.post("/evaluations/new/",
+                           _form(model, b"red shoes\nblue\x00hat\n\x00\n", "k.txt"))
+    assert response.status_code == 400
+    assert response.context["form"].errors["keywords_file"] == [
+        "line 2: contains a NUL character", "line 3: contains a NUL character"]
+    assert not Evaluation.objects.exists() and not Keyword.objects.exists()
