@@ -313,3 +313,37 @@ def test_the_lead_feedback_grade_form_refuses_wrong_grades_with_a_message(
         return
     assert notices and any("grade" in notice.lower() for notice in notices), notices
     assert _slot_state(evaluation) == before
+
+
+@HOSTILE
+@given(grade=st.one_of(st.text(max_size=30), st.sampled_from(
+    ["", "1.5", "true", "-1", "4", "9" * 5000, "1e3", "0x1", "\x00"])),
+    note=st.one_of(st.just(""), st.text(max_size=50), st.just("n" * 2001)))
+def test_the_grading_page_refuses_wrong_grades_with_400_and_keeps_the_slot(
+        client, grading, personas, grade, note):
+    evaluation, _snapshot, api = grading
+    slot_id = api.post(f"/api/v1/evaluations/{evaluation.pk}/next/").json()["id"]
+    client.force_login(personas.grader)
+    before = _slot_state(evaluation)
+    response = client.post(f"/grade/slots/{slot_id}/", {"grade": grade, "note": note})
+    text = grade.strip()
+    if (re.fullmatch(r"-?\d{1,9}", text) and 0 <= int(text) <= 3 and len(note) <= 2000
+            and "\x00" not in note):
+        assert response.status_code == 302
+        FeedbackSlot.objects.filter(pk=slot_id).update(grade=None, graded_at=None)
+        return
+    assert response.status_code == 400, response.content[:300]
+    assert "grade" in response.content.decode().lower() or len(note) > 2000
+    assert _slot_state(evaluation) == before
+
+
+def test_a_note_past_its_limit_is_named_on_the_grading_page(client, grading, personas):
+    evaluation, _snapshot, api = grading
+    slot_id = api.post(f"/api/v1/evaluations/{evaluation.pk}/next/").json()["id"]
+    client.force_login(personas.grader)
+    response = client.post(f"/grade/slots/{slot_id}/", {"grade": "1", "note": "n" * 2001})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Note: Ensure this value has at most 2000 characters (it has 2001)." in page
+    assert "Choose one of the grades." not in page
+    assert FeedbackSlot.objects.get(pk=slot_id).grade is None
