@@ -100,7 +100,8 @@ class EvaluationNextApi(APIView):
         "result of this evaluation (as `POST /snapshots/{id}/grade/` does), so a grading "
         "client needs one request per grade; a bad grade is a 400 and claims nothing.")
     def post(self, request: Request, evaluation_id: int) -> Response:
-        if not request.data:
+        # Only a missing or empty object means "no grade": `[]`, `0` or `false` is a bad body.
+        if isinstance(request.data, dict) and not request.data:
             target = selectors.evaluation_target_for_user(
                 user=request.user, evaluation_id=evaluation_id)
             slot = services.slot_claim_next_assigned(

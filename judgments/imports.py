@@ -101,7 +101,8 @@ def _text_ok(value: str, what: str, number: int, result: ParseResult) -> bool:
     if not value:
         result.error(f"line {number}: the {what} is empty")
         return False
-    if len(value) > MAX_TEXT:
+    # The keyword is stored normalized too, and casefolding can lengthen it ("ß" → "ss").
+    if len(value) > MAX_TEXT or (what == "keyword" and len(Keyword.normalize(value)) > MAX_TEXT):
         result.error(f"line {number}: the {what} is longer than {MAX_TEXT} characters")
         return False
     return True
@@ -150,7 +151,7 @@ def parse_trec_mapping(content: bytes, result: ParseResult) -> dict[str, str]:
         if not keyword:
             result.error(f"mapping line {number}: expected `qid<TAB>keyword`")
             continue
-        if len(keyword) > MAX_TEXT:
+        if max(len(keyword), len(Keyword.normalize(keyword))) > MAX_TEXT:
             result.error(f"mapping line {number}: the keyword is longer than {MAX_TEXT} "
                          "characters")
             continue

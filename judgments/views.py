@@ -142,8 +142,11 @@ def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
         return _render_grading(request, scope, found)
     form = GradeForm(request.POST)
     if not form.is_valid():
-        return _render_grading(request, scope, found, status=400,
-                               form_error="Choose one of the grades.")
+        # Name the field at fault: a note past its limit is not a missing grade.
+        problem = ("Choose one of the grades." if "grade" in form.errors else " ".join(
+            f"{name.capitalize()}: {message}" for name, errors in form.errors.items()
+            for message in errors))
+        return _render_grading(request, scope, found, status=400, form_error=problem)
     try:
         services.feedback_submit(
             user=request.user, slot_id=found.pk, grade=parse_grade(form.cleaned_data["grade"]),
