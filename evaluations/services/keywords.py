@@ -119,8 +119,6 @@ def keywords_from_upload(*, filename: str, content: bytes) -> list[str]:
             errors.append(f"line {number}: not UTF-8 text (byte 0x{raw[error.start]:02x} "
                           f"at column {error.start + 1})")
             continue
-        if b"\x00" in raw:  # PostgreSQL text cannot hold it: a binary file, not keywords
-            errors.append(f"line {number}: contains a NUL character")
     if errors:
         _raise_upload_errors(errors)
     if filename.lower().endswith(".csv"):

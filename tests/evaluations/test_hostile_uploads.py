@@ -113,5 +113,6 @@ def test_a_nul_byte_in_a_keyword_file_is_named_by_its_line(client, personas):
                            _form(model, b"red shoes\nblue\x00hat\n\x00\n", "k.txt"))
     assert response.status_code == 400
     assert response.context["form"].errors["keywords_file"] == [
-        "line 2: contains a NUL character", "line 3: contains a NUL character"]
+        "line 2: control character U+0000 at column 5",
+        "line 3: control character U+0000 at column 1"]
     assert not Evaluation.objects.exists() and not Keyword.objects.exists()
