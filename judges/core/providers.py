@@ -185,8 +185,27 @@ def _json_request(url: str, body: dict[str, Any], headers: dict[str, str]) -> ht
         "Content-Type": "application/json", "Accept": "application/json", **headers})
 
 
+class _HttpProvider:
+    """What every provider shares: its identity (for the cache key) and its URLs."""
+
+    kind: ClassVar[str]
+    base_url: str
+
+    @property
+    def identity(self) -> str:
+        return f"{self.kind} {self.base_url.rstrip('/')}"
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url.rstrip('/')}{path}"
+
+
+def _chat_messages(system: str, user: str) -> list[dict[str, str]]:
+    """The system + user turns of the chat APIs that take a system message in the list."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 @dataclass(frozen=True)
-class OpenAICompatible:
+class OpenAICompatible(_HttpProvider):
     """Any OpenAI-compatible chat-completions API (OpenAI, vLLM, llama.cpp server, LM Studio,
     Groq, Mistral, DeepSeek, OpenRouter, Azure's v1 API): POST {base_url}/chat/completions.
 
@@ -203,16 +222,11 @@ class OpenAICompatible:
     reserved: ClassVar[frozenset[str]] = frozenset(
         {"model", "messages", "response_format", "stream", "n", "tools", "tool_choice"})
 
-    @property
-    def identity(self) -> str:
-        return f"{self.kind} {self.base_url.rstrip('/')}"
-
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
                       parameters: Mapping[str, Any], api_key: str | None) -> httpx.Request:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system},
-                         {"role": "user", "content": user}],
+            "messages": _chat_messages(system, user),
             **_checked_parameters(parameters, self.reserved),
         }
         if self.json_schema:
@@ -224,7 +238,7 @@ class OpenAICompatible:
         if api_key:
             bearer = self.api_key_header.lower() == "authorization"
             headers[self.api_key_header] = f"Bearer {api_key}" if bearer else api_key
-        return _json_request(f"{self.base_url.rstrip('/')}/chat/completions", body, headers)
+        return _json_request(self._url("/chat/completions"), body, headers)
 
     def parse_response(self, response: httpx.Response) -> Completion:
         body = json_body(response)
@@ -247,7 +261,7 @@ class OpenAICompatible:
 
 
 @dataclass(frozen=True)
-class Anthropic:
+class Anthropic(_HttpProvider):
     """The Anthropic Messages API: POST {base_url}/v1/messages, the answer forced into the
     schema by a single tool the model must call (``tool_choice``)."""
 
@@ -256,10 +270,6 @@ class Anthropic:
     kind: ClassVar[str] = "anthropic"
     reserved: ClassVar[frozenset[str]] = frozenset(
         {"model", "messages", "system", "tools", "tool_choice", "stream"})
-
-    @property
-    def identity(self) -> str:
-        return f"{self.kind} {self.base_url.rstrip('/')}"
 
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
                       parameters: Mapping[str, Any], api_key: str | None) -> httpx.Request:
@@ -276,7 +286,7 @@ class Anthropic:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        return _json_request(f"{self.base_url.rstrip('/')}/v1/messages", body, headers)
+        return _json_request(self._url("/v1/messages"), body, headers)
 
     def parse_response(self, response: httpx.Response) -> Completion:
         body = json_body(response)
@@ -302,7 +312,7 @@ class Anthropic:
 
 
 @dataclass(frozen=True)
-class Ollama:
+class Ollama(_HttpProvider):
     """Ollama's POST {base_url}/api/chat, non-streaming, ``format`` set to the JSON schema;
     model parameters go in ``options`` (temperature, seed, num_predict, ...)."""
 
@@ -310,16 +320,11 @@ class Ollama:
     base_url: str = OLLAMA_BASE_URL
     kind: ClassVar[str] = "ollama"
 
-    @property
-    def identity(self) -> str:
-        return f"{self.kind} {self.base_url.rstrip('/')}"
-
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
                       parameters: Mapping[str, Any], api_key: str | None) -> httpx.Request:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system},
-                         {"role": "user", "content": user}],
+            "messages": _chat_messages(system, user),
             "stream": False,
             "format": dict(schema),
         }
@@ -327,7 +332,7 @@ class Ollama:
             body["options"] = dict(parameters)
         # Ollama itself has no key; one behind a proxy or on ollama.com takes a bearer token.
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        return _json_request(f"{self.base_url.rstrip('/')}/api/chat", body, headers)
+        return _json_request(self._url("/api/chat"), body, headers)
 
     def parse_response(self, response: httpx.Response) -> Completion:
         body = json_body(response)
