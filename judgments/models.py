@@ -79,6 +79,8 @@ class FeedbackSlot(models.Model):
     graded_at = models.DateTimeField(null=True, blank=True)
     unsure = models.BooleanField(default=False)
     note = models.TextField(blank=True, default="")
+    # Why an LLM judge gave this grade (its slot's user is the judge's account).
+    reason = models.TextField(blank=True, default="")
     # Who wrote the current grade when it was not the slot's grader (a lead correcting it).
     graded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

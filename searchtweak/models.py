@@ -28,6 +28,9 @@ class User(AbstractUser):
     current_team = models.ForeignKey(
         "searchtweak.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The service account of an LLM judge (judges.models.Judge.user): it never logs in, and
+    # pages say "judge" beside the grades it gave.
+    is_judge = models.BooleanField(default=False)
 
 
 class TeamQuerySet(models.QuerySet):

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "evaluations",
     "judgments",
     "metrics",
+    "judges",
 ]
 
 MIDDLEWARE = [

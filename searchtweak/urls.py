@@ -28,6 +28,7 @@ urlpatterns = [
     path("api/v1/", include("evaluations.api_urls")),
     path("api/v1/", include("judgments.api_urls")),
     path("api/v1/", include("metrics.api_urls")),
+    path("api/v1/", include("judges.api_urls")),
     path("", views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -62,6 +63,7 @@ urlpatterns = [
     path("", include("evaluations.urls")),
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
+    path("", include("judges.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves Swagger UI's start-up script as a file, not an inline <script>.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(
