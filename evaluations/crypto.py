@@ -21,9 +21,15 @@ class SecretsUnreadable(Exception):
     """The stored secrets were encrypted with another SECRET_KEY."""
 
 
-def _fernet() -> Fernet:
-    digest = hashlib.sha256(b"searchtweak.endpoint-secrets:" + settings.SECRET_KEY.encode())
+def fernet(purpose: str) -> Fernet:
+    """A Fernet key for one kind of secret, derived from SECRET_KEY; a distinct `purpose`
+    keeps one kind's token from decrypting as another's."""
+    digest = hashlib.sha256(f"searchtweak.{purpose}:".encode() + settings.SECRET_KEY.encode())
     return Fernet(base64.urlsafe_b64encode(digest.digest()))
+
+
+def _fernet() -> Fernet:
+    return fernet("endpoint-secrets")
 
 
 def encrypt_headers(headers: dict[str, str]) -> str:
