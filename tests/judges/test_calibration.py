@@ -108,3 +108,11 @@ def test_the_chooser_lists_evaluations_with_a_finished_run_newest_first(example,
     run_with_answers(example.judge, later, {("q", 1): 1})
     run_with_answers(example.judge, running, {("q", 1): 1}, status=JudgeRun.Status.RUNNING)
     assert list(calibration_evaluations(judge=example.judge)) == [later, example.evaluation]
+
+
+def test_calibration_reads_a_fixed_number_of_queries_whatever_the_keywords(
+        example, personas, django_assert_num_queries):
+    # The judge's slots, its runs' answers, the people's slots, the metric configs, the
+    # snapshots and the team's transformers: none per keyword (no pool metric here).
+    with django_assert_num_queries(6):
+        judge_calibration(judge=example.judge, evaluation=example.evaluation)
