@@ -116,3 +116,22 @@ def test_calibration_reads_a_fixed_number_of_queries_whatever_the_keywords(
     # snapshots and the team's transformers: none per keyword (no pool metric here).
     with django_assert_num_queries(6):
         judge_calibration(judge=example.judge, evaluation=example.evaluation)
+
+
+def test_a_pool_metric_shares_the_teams_pool_between_both_sides(personas):
+    # Recall@3 (binary). Results of "q": a, b. People: a=1, b=0; the judge: a=1, b=1.
+    # Another evaluation of the team judged c=1 for "q": in both sides' pool.
+    # People: 1 relevant found of a, c relevant in the pool = 1/2.
+    # Judge: 2 found (a, b) of a, b, c = 2/3. Δ = 2/3 - 1/2 = 1/6.
+    evaluation = build_evaluation(team=personas.team, scale="binary",
+                                  keywords={"q": ["a", "b"]}, metrics=[("recall", 3, {})])
+    earlier = build_evaluation(team=personas.team, scale="binary", keywords={"Q": ["c"]},
+                               metrics=[])
+    give(earlier, "q", 1, 0, personas.lead, 1)
+    give(evaluation, "q", 1, 0, personas.grader, 1)
+    give(evaluation, "q", 2, 0, personas.grader, 0)
+    judge = make_judge(personas.team)
+    run_with_answers(judge, evaluation, {("q", 1): 1, ("q", 2): 1})
+    (recall,) = judge_calibration(judge=judge, evaluation=evaluation).metrics
+    assert (recall.human_mean, recall.judge_mean) == (pytest.approx(1 / 2), pytest.approx(2 / 3))
+    assert recall.mean_delta == pytest.approx(1 / 6) and recall.keyword_count == 1
