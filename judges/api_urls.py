@@ -1,6 +1,6 @@
 """The judges' API (/api/v1/...). Each part has its own block so parallel work merges."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
 app_name = "judges_api"
 urlpatterns: list = []
@@ -10,3 +10,11 @@ urlpatterns: list = []
 # --- runs: start, read, pause/resume/cancel/retry; calls (logs) and JSONL (api_runs.py) ---
 
 # --- calibration and "counts" (api_calibration.py) ---
+from judges import api_calibration  # noqa: E402
+
+urlpatterns += [
+    path("judges/<int:judge_id>/calibration/", api_calibration.JudgeCalibrationApi.as_view(),
+         name="judge_calibration"),
+    path("judges/<int:judge_id>/counts/", api_calibration.JudgeCountsApi.as_view(),
+         name="judge_counts"),
+]

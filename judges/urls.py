@@ -1,6 +1,6 @@
 """The judges' pages. Each part has its own block so parallel work merges cleanly."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
 app_name = "judges"
 urlpatterns: list = []
@@ -10,3 +10,10 @@ urlpatterns: list = []
 # --- runs: start, progress, pause/resume/cancel/retry; logs and export (views_runs.py) ---
 
 # --- calibration and "counts" (views_calibration.py) ---
+from judges import views_calibration  # noqa: E402
+
+urlpatterns += [
+    path("judges/<int:judge_id>/calibration/", views_calibration.judge_calibration,
+         name="calibration"),
+    path("judges/<int:judge_id>/counts/", views_calibration.judge_counts, name="counts"),
+]

@@ -25,10 +25,12 @@ from django.utils import timezone
 from rest_framework.views import APIView
 
 from evaluations.models import Evaluation, Keyword, SearchModel
+from judges.models import Judge
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
+from tests.judges.calibration_data import make_judge
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import TeamFactory, member
 
@@ -54,6 +56,7 @@ class Dataset:
     grader_membership: Membership
     invitation_token: str
     grader_token_id: int
+    judge: Judge
 
 
 def _build() -> Dataset:
@@ -88,6 +91,7 @@ def _build() -> Dataset:
         scale_id=scale.pk, transformer=transformer,
         grader_membership=users["grader"].memberships.get(),
         invitation_token=invitation.token, grader_token_id=token.pk,
+        judge=make_judge(team),
     )
 
 
@@ -179,6 +183,14 @@ def _invitation(d: Dataset) -> dict:
 
 def _api_token(d: Dataset) -> dict:
     return {"token_id": d.grader_token_id}
+
+
+def _judge(d: Dataset) -> dict:
+    return {"judge_id": d.judge.pk}
+
+
+def _judge_evaluation_query(d: Dataset) -> dict:
+    return {"evaluation": d.evaluation.pk}
 
 
 def _reset_link(d: Dataset) -> dict:
@@ -277,6 +289,11 @@ TABLE: dict[str, Row] = {
         PATCH=(400, 400, 403, 403, 404, 401),
         DELETE=(204, 204, 403, 403, 404, 401),
     ),
+    # --- judges_api ---
+    "judges_api:judge_calibration": row(_judge, query=_judge_evaluation_query,
+                                        GET=(200, 200, 200, 403, 404, 401)),
+    # Without a finished shadow run the judge may not count: 400 on `counts` (or its absence).
+    "judges_api:judge_counts": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
@@ -429,6 +446,11 @@ TABLE: dict[str, Row] = {
     "judgments:transformer_delete": row(_transformer, POST=(302, 302, 403, 403, 404, LOGIN)),
     "judgments:grader_tags": row(GET=(200, 200, 403, 403, 200, LOGIN)),
     "judgments:grader_tags_update": row(_grader_user, POST=(302, 302, 403, 403, 404, LOGIN)),
+    # --- judges ---
+    "judges:calibration": row(_judge, query=_judge_evaluation_query,
+                              GET=(200, 200, 200, 403, 404, LOGIN)),
+    # An empty form changes nothing and goes back to the calibration page with the reason.
+    "judges:counts": row(_judge, POST=(302, 302, 403, 403, 404, LOGIN)),
     # --- metrics ---
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
