@@ -39,7 +39,8 @@ def evaluation_runs(request: HttpRequest, evaluation_id: int) -> HttpResponse:
 def run_start(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     evaluation = run_selectors.evaluation_for_runs(user=request.user,
                                                    evaluation_id=evaluation_id)
-    form = RunStartForm(request.POST or None, team_id=evaluation.team_id)
+    form = RunStartForm(request.POST if request.method == "POST" else None,
+                        team_id=evaluation.team_id)
     if request.method == "POST" and form.is_valid():
         try:
             run = runs.run_start(judge=form.cleaned_data["judge"], evaluation=evaluation,
