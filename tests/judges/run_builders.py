@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from judges.models import Judge, JudgeCall, JudgeRun
 from judges.secrets import encrypt_api_key
-from searchtweak.models import Team, User
+from searchtweak.models import Membership, Role, Team, User
 from tests.judges.fake_providers import OPENAI
 
 API_KEY = "sk-test-secret-0123456789"
@@ -19,11 +19,13 @@ _numbers = count(1)
 def judge_of(team: Team, *, name: str = "", provider: str = OPENAI,
              base_url: str = "http://127.0.0.1:9/v1", api_key: str = API_KEY,
              counts: bool = False, **fields) -> Judge:
-    """An active judge of `team` with its service account (inactive, no password)."""
+    """An active judge of `team` with its service account (inactive, no password, a grader
+    of the team like tests.judges.builders.judge_for's)."""
     number = next(_numbers)
     user = User.objects.create(username=f"judge-{number}", is_judge=True, is_active=False)
     user.set_unusable_password()
     user.save(update_fields=["password"])
+    Membership.objects.create(team=team, user=user, role=Role.GRADER)
     return Judge.objects.create(
         team=team, user=user, name=name or f"Judge {number}", provider=provider,
         base_url=base_url, model="fake-model", api_key_encrypted=encrypt_api_key(api_key),
