@@ -8,6 +8,9 @@ Each writer validates, writes, and marks the keyword dirty in the same transacti
 never miss a grade. The keyword's bookkeeping columns themselves are written by
 evaluations.recompute_marks; PostgreSQL's one-statement grade takes its keyword update
 from there as a common table expression.
+
+Longer than our ~450-line mark on purpose: splitting it would make two places that write
+grades, which is what this module exists to prevent.
 """
 
 from collections.abc import Iterable, Sequence
@@ -220,7 +223,9 @@ def _write_grade(
     slot.unsure = unsure
     slot.note = note if unsure else ""
     slot.graded_by = graded_by
-    slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by"])
+    # A person's grade carries no judge's reason, even on a slot a judge filled before.
+    slot.reason = ""
+    slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by", "reason"])
     if changed:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
 
@@ -420,15 +425,63 @@ def slot_reset(*, slot_id: int) -> FeedbackSlot:
     for name, value in {
         "user": None, "grade": None, "assigned_at": None, "lease_expires_at": None,
         "graded_at": None, "unsure": False, "note": "", "graded_by": None, "reused_from": None,
-        "reused_from_pool": None,
+        "reused_from_pool": None, "reason": "",
     }.items():
         setattr(slot, name, value)
     slot.save(update_fields=[
         "user", "grade", "assigned_at", "lease_expires_at", "graded_at", "unsure", "note",
-        "graded_by", "reused_from", "reused_from_pool",
+        "graded_by", "reused_from", "reused_from_pool", "reason",
     ])
     if had_grade:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
     return slot
 
 
+
+
+# --- LLM judges (judges.runs): one more writer through the same rules ---
+
+
+def judge_slots_claim(*, judge_user: User, snapshot_ids: Sequence[int], now, lease_until
+                      ) -> dict[int, int]:
+    """Lease the judge's account a free slot of each snapshot, as a person's claim does (one
+    identity per snapshot, a lapsed lease is free again); {snapshot id: slot id} for the
+    snapshots that had one. Each claim is one conditional statement, so parallel runs
+    and people never hold the same slot."""
+    claimed = {}
+    for snapshot_id in snapshot_ids:
+        row = _fetch_claim(*queries.snapshot_claim_sql(
+            user_id=judge_user.pk, now=now, lease_until=lease_until, snapshot_id=snapshot_id))
+        if row is not None:
+            claimed[snapshot_id] = row["id"]
+    return claimed
+
+
+@transaction.atomic
+def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
+                       grades: Sequence[tuple[int, Any, str]], now) -> set[int]:
+    """Write a judge's (slot id, grade, reason) on slots its account holds ungraded; the ids
+    written. A slot it no longer holds (reset by a lead) is left alone. Raises
+    ValidationError, writing nothing, when the evaluation takes no grades or a grade is
+    off the scale."""
+    # Read now, not from the caller's copy: a model's answer can take a minute to arrive.
+    _check_status(Evaluation.objects.values_list("status", flat=True).get(pk=evaluation.pk))
+    scale = _evaluation_scale(evaluation)
+    checked = {slot_id: (_check_grade(grade, scale), reason) for slot_id, grade, reason in grades}
+    slots = list(FeedbackSlot.objects.select_for_update().filter(
+        pk__in=list(checked), user=judge_user, grade__isnull=True, evaluation=evaluation))
+    for slot in slots:
+        slot.grade, slot.reason = checked[slot.pk]
+        slot.graded_at, slot.lease_expires_at = now, None
+        slot.unsure, slot.note, slot.graded_by = False, "", None
+    FeedbackSlot.objects.bulk_update(slots, ["grade", "reason", "graded_at", "lease_expires_at",
+                                             "unsure", "note", "graded_by"])
+    keywords_mark_dirty(keyword_ids=[slot.keyword_id for slot in slots])
+    return {slot.pk for slot in slots}
+
+
+def judge_slots_release(*, judge_user: User, slot_ids: Iterable[int]) -> int:
+    """Give back slots the judge holds ungraded (a rejected pair, a cancelled claim)."""
+    return FeedbackSlot.objects.filter(
+        pk__in=list(slot_ids), user=judge_user, grade__isnull=True).update(
+        user=None, assigned_at=None, lease_expires_at=None, reason="")

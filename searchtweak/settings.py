@@ -314,7 +314,19 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evaluations.sweep_stalled_fetches",
         "schedule": float(env_int("FETCH_SWEEP_EVERY_SECONDS", 15, minimum=1)),
     },
+    # Restarts judge runs whose lanes died with their worker (judges.runs.runs_stalled).
+    "sweep-stalled-judge-runs": {
+        "task": "judges.sweep_stalled_runs",
+        "schedule": float(env_int("JUDGE_SWEEP_EVERY_SECONDS", 15, minimum=1)),
+    },
 }
+# LLM judges (judges.tasks): a lane works through a run's batches this long, then hands
+# over to a new message; its hard limit must outlast a lane plus its last call
+# (judges.calls.call_deadline_seconds). A run with work pending and nothing claimed for
+# JUDGE_STALL_SECONDS gets a new lane from the sweep.
+JUDGE_LANE_SECONDS = env_int("JUDGE_LANE_SECONDS", 50, minimum=1)
+JUDGE_LANE_TIME_LIMIT = env_int("JUDGE_LANE_TIME_LIMIT", 1800, minimum=120)
+JUDGE_STALL_SECONDS = env_int("JUDGE_STALL_SECONDS", 120, minimum=1)
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
 # endpoint per worker process (the endpoint's own limits hold over all workers),
@@ -336,7 +348,7 @@ FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)
 # still running would run twice; it need not be longer, and the sweeps repair before it.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": max(FETCH_TASK_TIME_LIMIT, CELERY_TASK_TIME_LIMIT,
-                              RECOMPUTE_EVALUATION_TIME_LIMIT) + 60,
+                              RECOMPUTE_EVALUATION_TIME_LIMIT, JUDGE_LANE_TIME_LIMIT) + 60,
 }
 # Every outbound request (fetching, Test, judges) goes through searchtweak.outbound, which
 # checks the address each connection actually reaches, redirect hops included. Denied
@@ -359,6 +371,10 @@ OUTBOUND_TEST_DEADLINE_SECONDS = float(max(1, WEB_TIMEOUT_SECONDS - min(
 OUTBOUND_LIMITS_REDIS_URL = env_url("OUTBOUND_LIMITS_REDIS_URL", schemes=("redis", "rediss")) or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
 OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimum=1)
+# LLM judges (judges.calls): the first retry's backoff (doubling, with jitter), and the
+# longest Retry-After a call waits for before giving its pairs back to the queue.
+JUDGE_RETRY_BACKOFF_MS = env_int("JUDGE_RETRY_BACKOFF_MS", 1000, minimum=0)
+JUDGE_MAX_RETRY_AFTER_SECONDS = env_int("JUDGE_MAX_RETRY_AFTER_SECONDS", 120, minimum=0)
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random as random_module
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,9 +89,14 @@ class CallResult:
 def send(provider: Provider, request: httpx.Request, *, client: httpx.Client,
          timeout_seconds: float, policy: RetryPolicy | None = None,
          sleep: Callable[[float], None] = time.sleep,
-         random: Callable[[], float] = random_module.random) -> CallResult:
+         random: Callable[[], float] = random_module.random,
+         gate: Callable[[], AbstractContextManager[Any]] = nullcontext) -> CallResult:
     """Send ``request`` (built by ``provider``) until it succeeds, fails for good, or the
-    policy's attempts run out. Never raises a ProviderError: it is in the result."""
+    policy's attempts run out. Never raises a ProviderError: it is in the result.
+
+    ``gate`` is entered around each attempt (not the backoff sleeps): the app's shared
+    rate limit counts every HTTP request and holds no turn while a retry waits. Whatever
+    the gate raises (no turn in time) ends the call and propagates."""
     policy = policy or RetryPolicy()
     secrets = secrets_of(request)
     # Per request, so the caller's client keeps its own defaults for everything else.
@@ -98,9 +104,10 @@ def send(provider: Provider, request: httpx.Request, *, client: httpx.Client,
         timeout_seconds, connect=min(timeout_seconds, 5.0)).as_dict()}
     result = CallResult(request=redacted(request))
     for number in range(1, policy.max_attempts + 1):
-        started = time.monotonic()
-        status_code, text, completion, error = _attempt(
-            provider, request, client=client, timeout_seconds=timeout_seconds)
+        with gate():
+            started = time.monotonic()
+            status_code, text, completion, error = _attempt(
+                provider, request, client=client, timeout_seconds=timeout_seconds)
         duration_ms = round((time.monotonic() - started) * 1000)
         text = scrub(text, secrets)[:RESPONSE_TEXT_CHARS]
         if error is not None:

@@ -1,0 +1,287 @@
+"""One batch of a judge run, what a Celery lane repeats: claim up to batch_size pairs of
+one keyword (and, in counting modes, the judge's slot of each), answer them from the cache
+or with one call, and store what this claim still owns (judges.runs states the rules).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import httpx
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from evaluations.models import Snapshot
+from judges import calls
+from judges.core.cache import cache_key
+from judges.core.prompts import Document
+from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
+from judgments import grading
+from judgments import scales as scale_lookup
+from judgments.models import FeedbackSlot
+
+Mode, Status, ItemStatus = JudgeRun.Mode, JudgeRun.Status, JudgeRunItem.Status
+COUNTING_MODES = (Mode.UNGRADED, Mode.FILL)
+# Beyond the longest a call can take: a claim outliving this means its worker is gone.
+LEASE_MARGIN_SECONDS = 30.0
+
+
+def lease_seconds(judge: Judge) -> float:
+    return calls.call_deadline_seconds(judge) + LEASE_MARGIN_SECONDS
+
+
+@dataclass
+class _Outcome:
+    grade: int | None = None
+    reason: str = ""
+    failure: str = ""
+    detail: str = ""
+    from_cache: bool = False
+    cache_key: str = ""
+
+
+def run_batch_process(*, run_id: int, client: httpx.Client | None = None) -> int:
+    """Claim a batch of one keyword's pairs, answer it (cache, else one call), store the
+    answers; how many pairs it claimed (0: nothing left to claim now)."""
+    run = JudgeRun.objects.select_related("judge__user", "evaluation").get(pk=run_id)
+    if run.status != Status.RUNNING:
+        return 0
+    judge, now = run.judge, timezone.now()
+    items = _items_claim(run=run, now=now, lease_until=now + timedelta(
+        seconds=lease_seconds(judge)))
+    if not items:
+        finish_if_done(run)
+        return 0
+    asking = [item for item in items if item.status == ItemStatus.CLAIMED]
+    if asking:
+        _answer(run=run, items=asking, client=client)
+    finish_if_done(run)
+    return len(items)
+
+
+def _items_claim(*, run: JudgeRun, now, lease_until) -> list[JudgeRunItem]:
+    """Up to batch_size claimable items of one keyword, claimed (and their slots, in
+    counting modes) in one transaction; items that can no longer be graded come back
+    skipped."""
+    claimable = Q(status=ItemStatus.PENDING) | Q(status=ItemStatus.CLAIMED,
+                                                  lease_expires_at__lt=now)
+    with transaction.atomic():
+        mine = JudgeRunItem.objects.select_for_update(skip_locked=True).filter(run=run)
+        first = mine.filter(claimable).order_by("pk").only("keyword_id").first()
+        if first is None:
+            return []
+        items = list(mine.filter(claimable, keyword_id=first.keyword_id)
+                     .order_by("pk")[:run.judge.batch_size])
+        skipped = _slots_claim(run=run, items=items, now=now, lease_until=lease_until)
+        for item in items:
+            item.claimed_at, item.lease_expires_at = now, lease_until
+            item.attempt_count += 1
+            if item.pk in skipped:
+                item.status, item.failure, item.failure_detail = (
+                    ItemStatus.SKIPPED, "taken", skipped[item.pk])
+                item.answered_at = now
+            else:
+                item.status = ItemStatus.CLAIMED
+        JudgeRunItem.objects.bulk_update(items, [
+            "status", "claimed_at", "lease_expires_at", "attempt_count", "slot", "failure",
+            "failure_detail", "answered_at"])
+        if skipped:
+            JudgeRun.objects.filter(pk=run.pk).update(
+                skipped_count=F("skipped_count") + len(skipped))
+    return items
+
+
+def _slots_claim(*, run: JudgeRun, items: list[JudgeRunItem], now, lease_until
+                 ) -> dict[int, str]:
+    """Claim the judge's slot for each item (counting modes); {item id: why skipped}."""
+    if run.mode not in COUNTING_MODES:
+        return {}
+    snapshot_ids = [item.snapshot_id for item in items]
+    graded = set()
+    if run.mode == Mode.UNGRADED:
+        graded = set(FeedbackSlot.objects.filter(snapshot_id__in=snapshot_ids,
+                                                 grade__isnull=False)
+                     .values_list("snapshot_id", flat=True))
+    slots = grading.judge_slots_claim(
+        judge_user=run.judge.user, snapshot_ids=[s for s in snapshot_ids if s not in graded],
+        now=now, lease_until=lease_until)
+    skipped = {}
+    for item in items:
+        item.slot_id = slots.get(item.snapshot_id)
+        if item.snapshot_id in graded:
+            skipped[item.pk] = "someone graded it before the judge got to it"
+        elif item.slot_id is None:
+            skipped[item.pk] = "no free slot left (people filled them, or the judge has one)"
+    return skipped
+
+
+def _documents(items: list[JudgeRunItem]) -> tuple[str, dict[int, Document]]:
+    """The keyword's text and each item's document; ids are the results' doc ids, made
+    unique within the batch by their position when a result repeats."""
+    snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
+        pk__in=[item.snapshot_id for item in items])}
+    documents, used = {}, set()
+    for item in items:
+        snapshot = snapshots[item.snapshot_id]
+        doc_id = snapshot.doc_id or f"#{snapshot.position}"
+        if doc_id in used:
+            doc_id = f"{doc_id}#{snapshot.position}"
+        used.add(doc_id)
+        fields = {"name": snapshot.name, **(snapshot.fields or {})} if snapshot.name else dict(
+            snapshot.fields or {})
+        documents[item.pk] = Document(id=doc_id, fields=fields)
+    return snapshots[items[0].snapshot_id].keyword.text, documents
+
+
+def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | None) -> None:
+    judge, evaluation = run.judge, run.evaluation
+    scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
+    keyword, documents = _documents(items)
+    outcomes: dict[int, _Outcome] = {}
+    if scale is None:
+        for item in items:
+            outcomes[item.pk] = _Outcome(failure="scale", detail=(
+                f"the evaluation's scale {evaluation.scale!r} is gone"))
+        _store(run=run, items=items, outcomes=outcomes, result=None)
+        return
+    template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
+    for item in items:
+        key = cache_key(keyword=keyword, fields=documents[item.pk].fields, template=template,
+                        provider=provider.identity, model=judge.model,
+                        parameters=judge.parameters or {}, guidelines=evaluation.guidelines,
+                        grades=list(scale.scale.grades))
+        outcomes[item.pk] = _Outcome(cache_key=key)
+    if not run.refresh_cache:
+        cached = {answer.key: answer for answer in JudgeAnswer.objects.filter(
+            key__in=[outcome.cache_key for outcome in outcomes.values()])}
+        for outcome in outcomes.values():
+            if outcome.cache_key in cached:
+                hit = cached[outcome.cache_key]
+                outcome.grade, outcome.reason, outcome.from_cache = hit.grade, hit.reason, True
+    asking = [item for item in items if not outcomes[item.pk].from_cache]
+    result = None
+    if asking:
+        result = calls.ask(judge=judge, keyword=keyword, guidelines=evaluation.guidelines,
+                           scale=scale.scale, documents=[documents[i.pk] for i in asking],
+                           run=run, client=client)
+        if result.error_kind == "no_turn":
+            _unclaim(run=run, items=asking)
+            items = [item for item in items if outcomes[item.pk].from_cache]
+        else:
+            _read_verdict(result, asking, documents, outcomes)
+    _store(run=run, items=items, outcomes=outcomes, result=result)
+
+
+def _read_verdict(result: calls.AskResult, asking: list[JudgeRunItem],
+                  documents: dict[int, Document], outcomes: dict[int, _Outcome]) -> None:
+    if result.verdict is None:
+        for item in asking:
+            outcomes[item.pk].failure = result.error_kind
+            outcomes[item.pk].detail = result.error
+        return
+    accepted = {answer.id: answer for answer in result.verdict.accepted}
+    rejected = {answer.id: answer for answer in result.verdict.rejected}
+    for item in asking:
+        doc_id, outcome = documents[item.pk].id, outcomes[item.pk]
+        if doc_id in accepted:
+            outcome.grade, outcome.reason = accepted[doc_id].grade, accepted[doc_id].reason
+        else:
+            outcome.failure = str(rejected[doc_id].code)
+            outcome.detail = rejected[doc_id].detail
+
+
+def _unclaim(*, run: JudgeRun, items: list[JudgeRunItem]) -> None:
+    """The model was not asked (no turn in time): the items wait for another lane."""
+    with transaction.atomic():
+        ids = list(JudgeRunItem.objects.select_for_update().filter(
+            pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,
+            claimed_at=items[0].claimed_at).values_list("pk", flat=True))
+        JudgeRunItem.objects.filter(pk__in=ids).update(
+            status=ItemStatus.PENDING, lease_expires_at=None)
+        grading.judge_slots_release(judge_user=run.judge.user, slot_ids=[
+            item.slot_id for item in items if item.pk in ids and item.slot_id])
+
+
+def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Outcome],
+           result: calls.AskResult | None) -> None:
+    """Write what the batch found, for the items this claim still owns."""
+    now = timezone.now()
+    answering_call = result.calls[-1] if result and result.calls else None
+    with transaction.atomic():
+        owned = set(JudgeRunItem.objects.select_for_update().filter(
+            pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,
+            claimed_at=items[0].claimed_at if items else None).values_list("pk", flat=True))
+        items = [item for item in items if item.pk in owned]
+        written = _grades_write(run=run, items=items, outcomes=outcomes, now=now)
+        if written is None:
+            return
+        done = failed = cached = skipped = 0
+        release = []
+        for item in items:
+            outcome = outcomes[item.pk]
+            item.answered_at, item.lease_expires_at = now, None
+            item.call = None if outcome.from_cache else answering_call
+            if outcome.failure:
+                item.status, item.failure, item.failure_detail = (
+                    ItemStatus.FAILED, outcome.failure, outcome.detail[:2000])
+                release.append(item.slot_id)
+                failed += 1
+            elif item.slot_id is not None and item.slot_id not in written:
+                item.status, item.failure = ItemStatus.SKIPPED, "taken"
+                item.failure_detail = "the slot was reset before the answer arrived"
+                skipped += 1
+            else:
+                item.status, item.grade, item.reason = ItemStatus.DONE, outcome.grade, \
+                    outcome.reason
+                item.from_cache = outcome.from_cache
+                done += 1
+                cached += outcome.from_cache
+        JudgeRunItem.objects.bulk_update(items, [
+            "status", "grade", "reason", "failure", "failure_detail", "from_cache", "call",
+            "answered_at", "lease_expires_at"])
+        grading.judge_slots_release(judge_user=run.judge.user,
+                                    slot_ids=[slot_id for slot_id in release if slot_id])
+        JudgeAnswer.objects.bulk_create([
+            JudgeAnswer(key=outcomes[item.pk].cache_key, judge=run.judge, grade=item.grade,
+                        reason=item.reason, created_at=now)
+            for item in items if item.status == ItemStatus.DONE and not item.from_cache
+        ], ignore_conflicts=True)
+        JudgeRun.objects.filter(pk=run.pk).update(
+            done_count=F("done_count") + done, failed_count=F("failed_count") + failed,
+            skipped_count=F("skipped_count") + skipped, cached_count=F("cached_count") + cached,
+            call_count=F("call_count") + (len(result.calls) if result else 0),
+            tokens_in=F("tokens_in") + (result.tokens_in if result else 0),
+            tokens_out=F("tokens_out") + (result.tokens_out if result else 0))
+
+
+def _grades_write(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Outcome],
+                  now) -> set[int] | None:
+    """Counting modes: the accepted grades into the judge's slots; the slot ids written, or
+    None when the evaluation stopped taking grades (the run pauses, the items wait)."""
+    grades = [(item.slot_id, outcomes[item.pk].grade, outcomes[item.pk].reason)
+              for item in items if item.slot_id is not None and not outcomes[item.pk].failure]
+    if run.mode not in COUNTING_MODES or not grades:
+        return set()
+    try:
+        with transaction.atomic():
+            return grading.judge_grades_write(judge_user=run.judge.user,
+                                              evaluation=run.evaluation, grades=grades, now=now)
+    except ValidationError:
+        JudgeRunItem.objects.filter(pk__in=[item.pk for item in items]).update(
+            status=ItemStatus.PENDING, lease_expires_at=None)
+        grading.judge_slots_release(judge_user=run.judge.user,
+                                    slot_ids=[item.slot_id for item in items if item.slot_id])
+        JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(status=Status.PAUSED)
+        return None
+
+
+def finish_if_done(run: JudgeRun) -> None:
+    """Done only when every item is answered: pending or claimed ones keep it running."""
+    open_items = JudgeRunItem.objects.filter(
+        run_id=run.pk, status__in=[ItemStatus.PENDING, ItemStatus.CLAIMED])
+    if not open_items.exists():
+        JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(
+            status=Status.DONE, finished_at=timezone.now())

@@ -1,0 +1,215 @@
+"""Asking a judge's model about one batch of documents, and logging every HTTP attempt.
+
+The pure parts (protocols, sending with retries, prompts, validation) are judges.core;
+this module binds them to a Judge: its provider and key, its template for the scale, the
+outbound policy's client, the shared rate limit (a turn per attempt, shared by all
+workers like an endpoint's), and one JudgeCall row per attempt, key redacted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.utils import timezone
+
+from judges.core import providers
+from judges.core.answers import Rejection, Verdict, validate_answer
+from judges.core.prompts import Document, JudgePrompt, PromptError, build_prompt, default_template
+from judges.core.sending import Attempt, CallResult, RetryPolicy, send
+from judges.models import Judge, JudgeCall, JudgeRun
+from judges.secrets import decrypt_api_key
+from judgments import scales as scale_lookup
+from metrics.core.scales import Scale
+from searchtweak import outbound, outbound_limits
+
+# A turn is held for one attempt; this outlasts the longest (connect, then a body that
+# trickles until twice the timeout), so a killed worker's turn frees itself.
+TURN_MARGIN_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class TestSample:
+    """One Test action's question: a keyword and 1..20 documents on a scale."""
+
+    keyword: str
+    documents: list[Document]
+    scale_code: str
+    guidelines: str = ""
+
+
+@dataclass
+class AskResult:
+    """One batch asked: the verdict on every pair, or why there is none."""
+
+    prompt: JudgePrompt | None = None
+    request: dict[str, Any] = field(default_factory=dict)
+    answer_text: str = ""
+    verdict: Verdict | None = None
+    error: str = ""
+    # "" when answered; else a JudgeCall status ("timeout", "http_error", ...), "prompt"
+    # for a template that cannot render, or "no_turn" when the rate limit gave no turn in
+    # time (the model was never asked: the pairs go back to the queue, nothing failed).
+    error_kind: str = ""
+    calls: list[JudgeCall] = field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None
+
+
+def provider_for(judge: Judge) -> providers.Provider:
+    defaults = {Judge.Provider.OPENAI: providers.OPENAI_BASE_URL,
+                Judge.Provider.ANTHROPIC: providers.ANTHROPIC_BASE_URL,
+                Judge.Provider.OLLAMA: providers.OLLAMA_BASE_URL}
+    base_url = judge.base_url or defaults[judge.provider]
+    if judge.provider == Judge.Provider.ANTHROPIC:
+        return providers.Anthropic(model=judge.model, base_url=base_url)
+    if judge.provider == Judge.Provider.OLLAMA:
+        return providers.Ollama(model=judge.model, base_url=base_url)
+    return providers.OpenAICompatible(model=judge.model, base_url=base_url)
+
+
+def template_for(judge: Judge, scale: Scale) -> str:
+    """The judge's template for this scale, else the shipped default (judges/core/templates)."""
+    return (judge.prompt_templates or {}).get(scale.code) or default_template(scale)
+
+
+def retry_policy(judge: Judge) -> RetryPolicy:
+    return RetryPolicy(max_attempts=judge.max_retries + 1,
+                       backoff_seconds=settings.JUDGE_RETRY_BACKOFF_MS / 1000,
+                       max_retry_after_seconds=settings.JUDGE_MAX_RETRY_AFTER_SECONDS)
+
+
+def call_deadline_seconds(judge: Judge) -> float:
+    """The longest one ask() can take: every attempt to its body deadline, every wait."""
+    policy = retry_policy(judge)
+    attempts = policy.max_attempts
+    waits = sum(max(policy.max_retry_after_seconds, min(
+        policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (n - 1)))
+        for n in range(1, attempts))
+    return attempts * (judge.timeout_seconds * 2 + 5) + waits
+
+
+def new_client(judge: Judge) -> httpx.Client:
+    return outbound.new_client(timeout_seconds=judge.timeout_seconds,
+                               connections=max(1, judge.max_concurrent_requests))
+
+
+def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
+        documents: list[Document], run: JudgeRun | None = None, is_test: bool = False,
+        client: httpx.Client | None = None) -> AskResult:
+    """Ask about one batch (1..20 documents of one keyword); never raises for the model's
+    or the network's failures, they are in the result and in the call log."""
+    result = AskResult()
+    provider = provider_for(judge)
+    try:
+        result.prompt = build_prompt(template_for(judge, scale), keyword=keyword,
+                                     guidelines=guidelines, documents=documents, scale=scale)
+        request = provider.build_request(
+            system=result.prompt.system, user=result.prompt.user, schema=result.prompt.schema,
+            parameters=judge.parameters or {}, api_key=decrypt_api_key(judge.api_key_encrypted)
+            or None)
+    except (PromptError, providers.ProviderConfigError) as error:
+        result.error, result.error_kind = str(error), "prompt"
+        return result
+
+    def gate():
+        return outbound_limits.turn(
+            f"judge:{judge.pk}", max_concurrent=judge.max_concurrent_requests,
+            per_minute=judge.requests_per_minute,
+            wait_seconds=settings.OUTBOUND_LIMIT_WAIT_SECONDS,
+            lease_seconds=judge.timeout_seconds * 2 + TURN_MARGIN_SECONDS)
+
+    started_at = timezone.now()
+    own_client = client is None
+    client = client or new_client(judge)
+    try:
+        sent = send(provider, request, client=client, timeout_seconds=judge.timeout_seconds,
+                    policy=retry_policy(judge), gate=gate)
+    except outbound_limits.LimitWaitExceeded as error:
+        result.error, result.error_kind = str(error), "no_turn"
+        return result
+    finally:
+        if own_client:
+            client.close()
+    result.request = sent.request
+    ids = [document.id for document in documents]
+    if sent.ok:
+        result.answer_text = sent.completion.text
+        result.tokens_in = sent.completion.tokens_in or 0
+        result.tokens_out = sent.completion.tokens_out or 0
+        result.verdict = validate_answer(sent.completion.answer, ids=ids,
+                                         grades=list(scale.grades))
+    else:
+        result.error = sent.error.message
+        result.error_kind = _error_status(sent.error)
+        result.answer_text = sent.attempts[-1].response_text if sent.attempts else ""
+    result.calls = _log_attempts(judge=judge, run=run, is_test=is_test, sent=sent,
+                                 verdict=result.verdict, pair_count=len(ids),
+                                 started_at=started_at)
+    return result
+
+
+def judge_test(*, judge: Judge, samples: list[TestSample]) -> list[AskResult]:
+    """The Test action: each sample asked once, logged as a test call, no grade stored."""
+    results = []
+    for sample in samples:
+        team_scale = scale_lookup.scale_for_team(team_id=judge.team_id, code=sample.scale_code)
+        if team_scale is None:
+            raise ValueError(f"the team has no scale {sample.scale_code!r}")
+        scale = team_scale.scale
+        results.append(ask(judge=judge, keyword=sample.keyword, guidelines=sample.guidelines,
+                           scale=scale, documents=sample.documents, is_test=True))
+    return results
+
+
+def _error_status(error: providers.ProviderError) -> str:
+    if isinstance(error, providers.RateLimited):
+        return "rate_limited"
+    if isinstance(error, providers.ProviderTimeout):
+        return "timeout"
+    if isinstance(error, providers.ProviderUnreachable):
+        return "unreachable"
+    if isinstance(error, providers.MalformedResponse):
+        return "malformed"
+    return "http_error"
+
+
+def _attempt_status(attempt: Attempt) -> str:
+    """An earlier attempt's status, from what the sender kept of it."""
+    if not attempt.error:
+        return "ok"
+    if attempt.status_code == 429:
+        return "rate_limited"
+    if attempt.status_code is None:
+        return "timeout" if "no answer within" in attempt.error else "unreachable"
+    return "http_error" if attempt.status_code >= 300 else "malformed"
+
+
+def _log_attempts(*, judge: Judge, run: JudgeRun | None, is_test: bool, sent: CallResult,
+                  verdict: Verdict | None, pair_count: int, started_at) -> list[JudgeCall]:
+    rows, at = [], started_at
+    last = len(sent.attempts) - 1
+    for number, attempt in enumerate(sent.attempts):
+        status = _attempt_status(attempt)
+        if number == last and not sent.ok:
+            status = _error_status(sent.error)
+        elif number == last and verdict is not None and not verdict.accepted and any(
+                rejected.code == Rejection.MALFORMED for rejected in verdict.rejected):
+            status = "malformed"
+        completion = sent.completion if number == last else None
+        rows.append(JudgeCall(
+            judge=judge, run=run, status=status, http_status=attempt.status_code,
+            started_at=at, latency_ms=attempt.duration_ms,
+            tokens_in=completion.tokens_in if completion else None,
+            tokens_out=completion.tokens_out if completion else None,
+            pair_count=pair_count, request=sent.request, answer=attempt.response_text,
+            error=attempt.error, is_test=is_test))
+        at += timedelta(milliseconds=attempt.duration_ms, seconds=attempt.waited_seconds)
+    return JudgeCall.objects.bulk_create(rows)

@@ -1,0 +1,220 @@
+"""A judge put to work on an evaluation: starting a run, pausing, cancelling, retrying,
+its progress, and the processing of one batch (what a Celery lane repeats).
+
+Run states: running ⇄ paused; running or paused → cancelled; running → done once no item
+is pending or claimed (failed items are counted and listed, never dropped).
+Item states: pending → claimed (stamped, with a lease) → done | failed | skipped; a claim
+whose lease lapsed (its worker died) is claimable again; "retry failed" puts failed items
+back to pending. Storing an answer quotes the claim's stamp, so a lapsed claim that
+another lane took over writes nothing: no pair is graded twice.
+
+Counting modes (ungraded, fill) hold a feedback slot per claimed item through the judge's
+account, exactly as a person's claim does, and write grades with
+judgments.grading.judge_grades_write; shadow runs keep their grades on the items only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, F, Min, Q
+from django.utils import timezone
+
+from evaluations.models import Evaluation
+from judges.batches import COUNTING_MODES, finish_if_done
+from judges.models import Judge, JudgeRun, JudgeRunItem
+from judgments.models import FeedbackSlot
+from searchtweak.models import User
+
+Mode, Status, ItemStatus = JudgeRun.Mode, JudgeRun.Status, JudgeRunItem.Status
+# More lanes than this only queue for the judge's concurrency turns.
+MAX_LANES = 16
+
+
+def lane_count(run: JudgeRun) -> int:
+    """Lanes to start: enough for the judge's concurrency, no more than there are batches."""
+    batches = -(-run.pair_count // run.judge.batch_size)
+    return max(1, min(run.judge.max_concurrent_requests or 1, MAX_LANES, batches))
+
+
+# --- starting and steering a run ---
+
+
+def _check_can_run(*, judge: Judge, evaluation: Evaluation, mode: str) -> None:
+    if judge.team_id != evaluation.team_id:
+        raise ValidationError({"judge": "This judge belongs to another team."})
+    if not judge.is_active:
+        raise ValidationError({"judge": f"The judge {judge.name!r} is not active."})
+    if mode not in Mode.values:
+        raise ValidationError({"mode": f"{mode!r} is not a mode ({', '.join(Mode.values)})."})
+    allowed = [Evaluation.Status.ACTIVE] + ([Evaluation.Status.FINISHED]
+                                            if mode == Mode.SHADOW else [])
+    if evaluation.status not in allowed:
+        raise ValidationError({"evaluation": (
+            "Judges grade only running evaluations (a shadow run may also grade a finished "
+            f"one); this one is {evaluation.get_status_display().lower()}.")})
+    if mode in COUNTING_MODES and not judge.counts:
+        raise ValidationError({"mode": (
+            f"{judge.name!r} does not count yet: run it in shadow mode, check its "
+            "calibration, then let its grades count.")})
+    needed = {str(tag).strip().lower() for tag in evaluation.tags or []}
+    carried = {str(tag).strip().lower() for tag in judge.tags or []}
+    if not needed <= carried:
+        raise ValidationError({"judge": (
+            "This evaluation routes its work to the tags " + ", ".join(sorted(needed))
+            + f"; the judge carries {', '.join(sorted(carried)) or 'none'}.")})
+
+
+def _snapshots_for(*, evaluation: Evaluation, mode: str, judge_user: User
+                   ) -> list[tuple[int, int]]:
+    """(snapshot id, keyword id) the run asks about, in the grading queue's order."""
+    rows = (FeedbackSlot.objects.filter(evaluation=evaluation)
+            .values("snapshot_id", "keyword_id")
+            .annotate(graded=Count("pk", filter=Q(grade__isnull=False)),
+                      free=Count("pk", filter=Q(grade__isnull=True)),
+                      mine=Count("pk", filter=Q(user=judge_user)),
+                      keyword_order=Min("keyword_position"), order=Min("position"))
+            .order_by("keyword_order", "order", "snapshot_id"))
+    if mode == Mode.UNGRADED:
+        rows = rows.filter(graded=0, mine=0)
+    elif mode == Mode.FILL:
+        rows = rows.filter(free__gt=0, mine=0)
+    return [(row["snapshot_id"], row["keyword_id"]) for row in rows]
+
+
+@transaction.atomic
+def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: User | None,
+              refresh_cache: bool = False) -> JudgeRun:
+    """A run with one item per snapshot to ask about; its lanes start after commit."""
+    _check_can_run(judge=judge, evaluation=evaluation, mode=mode)
+    Judge.objects.select_for_update().filter(pk=judge.pk).first()  # one start at a time
+    if JudgeRun.objects.filter(judge=judge, evaluation=evaluation,
+                               status__in=[Status.RUNNING, Status.PAUSED]).exists():
+        raise ValidationError({"judge": (
+            "This judge already has a run on this evaluation: finish or cancel it first.")})
+    pairs = _snapshots_for(evaluation=evaluation, mode=mode, judge_user=judge.user)
+    now = timezone.now()
+    run = JudgeRun.objects.create(judge=judge, evaluation=evaluation, mode=mode,
+                                  refresh_cache=refresh_cache, started_by=started_by,
+                                  pair_count=len(pairs), created_at=now)
+    JudgeRunItem.objects.bulk_create(
+        [JudgeRunItem(run=run, snapshot_id=snapshot_id, keyword_id=keyword_id)
+         for snapshot_id, keyword_id in pairs], batch_size=2000)
+    if not pairs:
+        JudgeRun.objects.filter(pk=run.pk).update(status=Status.DONE, finished_at=now)
+        run.status, run.finished_at = Status.DONE, now
+    else:
+        _lanes_start_on_commit(run)
+    return run
+
+
+def _lanes_start_on_commit(run: JudgeRun) -> None:
+    # Imported here: the tasks module calls this one's services.
+    from judges import tasks
+
+    count = lane_count(run)
+    transaction.on_commit(lambda: tasks.run_lanes_dispatch(run.pk, count))
+
+
+def _locked(run: JudgeRun) -> JudgeRun:
+    return JudgeRun.objects.select_for_update().select_related("judge").get(pk=run.pk)
+
+
+def _refuse(run: JudgeRun, action: str) -> None:
+    raise ValidationError({"status": f"A {run.get_status_display().lower()} run cannot be "
+                                     f"{action}."})
+
+
+@transaction.atomic
+def run_pause(*, run: JudgeRun) -> JudgeRun:
+    """Lanes stop claiming; batches already asked are still stored."""
+    run = _locked(run)
+    if run.status != Status.RUNNING:
+        _refuse(run, "paused")
+    run.status = Status.PAUSED
+    run.save(update_fields=["status"])
+    return run
+
+
+@transaction.atomic
+def run_resume(*, run: JudgeRun) -> JudgeRun:
+    run = _locked(run)
+    if run.status != Status.PAUSED:
+        _refuse(run, "resumed")
+    _check_can_run(judge=run.judge, evaluation=run.evaluation, mode=run.mode)
+    run.status = Status.RUNNING
+    run.save(update_fields=["status"])
+    _lanes_start_on_commit(run)
+    return run
+
+
+@transaction.atomic
+def run_cancel(*, run: JudgeRun) -> JudgeRun:
+    """Stop for good: what is pending stays unasked (shown as left). A batch already
+    asked is still stored: its answer was paid for, and its claim releases its slots."""
+    run = _locked(run)
+    if run.status not in (Status.RUNNING, Status.PAUSED):
+        _refuse(run, "cancelled")
+    run.status, run.finished_at = Status.CANCELLED, timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+    return run
+
+
+@transaction.atomic
+def run_retry_failed(*, run: JudgeRun) -> int:
+    """Put the failed items back to pending and run again; how many."""
+    run = _locked(run)
+    if run.status == Status.CANCELLED:
+        _refuse(run, "retried")
+    if run.status == Status.DONE:
+        _check_can_run(judge=run.judge, evaluation=run.evaluation, mode=run.mode)
+    count = JudgeRunItem.objects.filter(run=run, status=ItemStatus.FAILED).update(
+        status=ItemStatus.PENDING, failure="", failure_detail="", claimed_at=None,
+        lease_expires_at=None, call=None)
+    if not count:
+        return 0
+    run.failed_count = F("failed_count") - count
+    was_running = run.status == Status.RUNNING
+    if run.status == Status.DONE:
+        run.status, run.finished_at = Status.RUNNING, None
+    run.save(update_fields=["failed_count", "status", "finished_at"])
+    run.refresh_from_db()
+    if run.status == Status.RUNNING and not was_running:
+        _lanes_start_on_commit(run)
+    return count
+
+
+def run_progress(*, run: JudgeRun) -> dict:
+    run.refresh_from_db()
+    judge = run.judge
+    cost = None
+    if judge.price_in_per_million is not None or judge.price_out_per_million is not None:
+        cost = ((judge.price_in_per_million or Decimal(0)) * run.tokens_in
+                + (judge.price_out_per_million or Decimal(0)) * run.tokens_out) / 1_000_000
+    finished = run.done_count + run.failed_count + run.skipped_count
+    return {
+        "status": run.status, "pairs": run.pair_count, "done": run.done_count,
+        "failed": run.failed_count, "skipped": run.skipped_count, "left": run.left_count,
+        "cached": run.cached_count, "calls": run.call_count, "tokens_in": run.tokens_in,
+        "tokens_out": run.tokens_out, "cost": cost,
+        "percent_done": 100 if not run.pair_count else finished * 100 // run.pair_count,
+    }
+
+
+def runs_stalled(*, now=None) -> list[int]:
+    """Running runs whose lanes are gone: a claim lapsed, or work is pending and nothing
+    was claimed for JUDGE_STALL_SECONDS. A run with nothing open is marked done here."""
+    now = now or timezone.now()
+    running = JudgeRun.objects.filter(status=Status.RUNNING)
+    for run in running.exclude(items__status__in=[ItemStatus.PENDING, ItemStatus.CLAIMED]):
+        finish_if_done(run)
+    lapsed = running.filter(items__status=ItemStatus.CLAIMED, items__lease_expires_at__lt=now)
+    quiet_since = now - timedelta(seconds=settings.JUDGE_STALL_SECONDS)
+    idle = running.filter(items__status=ItemStatus.PENDING).exclude(
+        items__claimed_at__gte=quiet_since)
+    return sorted(set(lapsed.values_list("pk", flat=True)) | set(
+        idle.values_list("pk", flat=True)))

@@ -1,0 +1,78 @@
+"""Celery tasks of judges: lanes that work through a run's batches, and the sweep that
+restarts runs whose lanes died."""
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from celery import shared_task
+from django.conf import settings
+from django.db import connection
+
+from judges import batches, calls, runs
+from judges.models import JudgeRun
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="judges.run_lane",
+    # Acknowledged once done and put back when its process dies; the claims' leases, not
+    # the message, decide what is asked again, so a redelivered lane is harmless.
+    acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+    soft_time_limit=settings.JUDGE_LANE_TIME_LIMIT - 30,
+    time_limit=settings.JUDGE_LANE_TIME_LIMIT,
+)
+def run_lane(run_id: int) -> None:
+    """Process the run's batches for about JUDGE_LANE_SECONDS, then hand over to a fresh
+    message, so a long run never holds a worker past the broker's patience."""
+    if lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS):
+        run_lane.delay(run_id)
+
+
+def lane_work(run_id: int, *, seconds: float) -> bool:
+    """Batches until nothing is claimable or `seconds` pass; whether work may remain."""
+    run = JudgeRun.objects.select_related("judge").filter(pk=run_id).first()
+    if run is None:
+        return False
+    ends_at = time.monotonic() + seconds
+    with calls.new_client(run.judge) as client:
+        while time.monotonic() < ends_at:
+            if not batches.run_batch_process(run_id=run_id, client=client):
+                return False
+    return True
+
+
+@shared_task(name="judges.sweep_stalled_runs", time_limit=60, soft_time_limit=50)
+def sweep_stalled_runs() -> int:
+    """Start a lane for each running run that has work no lane is doing (its lanes died
+    with their worker); how many. Celery beat runs it every JUDGE_SWEEP_EVERY_SECONDS."""
+    stalled = runs.runs_stalled()
+    for run_id in stalled:
+        run_lanes_dispatch(run_id, 1)
+    return len(stalled)
+
+
+# Without a broker (tasks run eagerly) the lanes run on threads of the web process, so the
+# page that started a run answers at once and shows its progress.
+_background = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-judge")
+
+
+def run_lanes_dispatch(run_id: int, count: int) -> None:
+    from searchtweak.celery import app
+
+    for _ in range(count):
+        if settings.EMBEDDED_TASKS_IN_BACKGROUND and app.conf.task_always_eager:
+            _background.submit(_lane_in_background, run_id)
+        else:
+            run_lane.delay(run_id)
+
+
+def _lane_in_background(run_id: int) -> None:
+    try:
+        while lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS):
+            pass
+    except Exception:
+        logger.exception("a judge lane of run %s failed in the background", run_id)
+    finally:
+        connection.close()
