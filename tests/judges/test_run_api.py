@@ -1,10 +1,14 @@
 """The runs API: an evaluation's runs, starting one, a run with its progress, its actions
 and failed pairs; 400s that name the field, access, and the OpenAPI schema."""
 
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
 from judges.models import JudgeRun, JudgeRunItem
+from tests.judges.builders import judge_for
+from tests.judges.fake_providers import OPENAI, ModelAnswer, document_ids, fake_provider
 from tests.judges.run_builders import call_of, judge_of, priced, run_of
 from tests.judgments.builders import evaluation_with_slots
 
@@ -135,3 +139,104 @@ def test_every_runs_and_logs_operation_is_in_the_schema(client):
     assert "application/x-ndjson" in jsonl["content"]
     start = paths["/api/v1/evaluations/{evaluation_id}/judge-runs/"]["post"]
     assert set(start["responses"]) >= {"201", "400", "403", "404"}
+
+
+# --- with the engine ---------------------------------------------------------------------
+
+
+def _post(api, url: str, body=None, *, lanes, run_lanes: bool = True):
+    """POST, running the lanes the request enqueued at commit (eager Celery) or not."""
+    with lanes(execute=run_lanes):
+        return api.post(url, body or {}, format="json")
+
+
+def test_a_lead_starts_a_shadow_run_and_steers_it_through_the_api(
+        personas, evaluation, django_capture_on_commit_callbacks):
+    api = _api(personas.lead)
+    runs_url = f"/api/v1/evaluations/{evaluation.pk}/judge-runs/"
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, counts=False)
+        response = _post(api, runs_url, {"judge": judge.pk, "mode": "shadow"},
+                         lanes=django_capture_on_commit_callbacks, run_lanes=False)
+        assert response.status_code == 201
+        body = response.json()
+        run_url = f"/api/v1/judge-runs/{body['id']}/"
+        assert (body["status"], body["refresh_cache"], body["progress"]["left"]) == (
+            "running", False, 4)
+        again = _post(api, runs_url, {"judge": judge.pk, "mode": "shadow"},
+                      lanes=django_capture_on_commit_callbacks)
+        assert again.status_code == 400 and "already has a run" in again.json()["judge"][0]
+
+        paused = _post(api, f"{run_url}pause/", lanes=django_capture_on_commit_callbacks)
+        assert (paused.status_code, paused.json()["status"]) == (200, "paused")
+        resumed = _post(api, f"{run_url}resume/", lanes=django_capture_on_commit_callbacks)
+        assert resumed.status_code == 200
+        done = api.get(run_url).json()
+        assert (done["status"], done["progress"]["done"], done["progress"]["calls"]) == (
+            "done", 4, 2)
+        refused = _post(api, f"{run_url}cancel/", lanes=django_capture_on_commit_callbacks)
+        assert refused.status_code == 400 and "status" in refused.json()
+
+        second = _post(api, runs_url, {"judge": judge.pk, "mode": "shadow",
+                                       "refresh_cache": True},
+                       lanes=django_capture_on_commit_callbacks, run_lanes=False).json()
+        cancelled = _post(api, f"/api/v1/judge-runs/{second['id']}/cancel/",
+                          lanes=django_capture_on_commit_callbacks)
+        assert cancelled.json()["status"] == "cancelled"
+    listed = api.get(runs_url).json()["results"]
+    assert [(row["id"], row["status"]) for row in listed] == [
+        (second["id"], "cancelled"), (body["id"], "done")]
+
+
+def test_a_counting_mode_needs_a_judge_that_counts(personas, evaluation,
+                                                   django_capture_on_commit_callbacks):
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, counts=False)
+        response = _post(_api(personas.lead), f"/api/v1/evaluations/{evaluation.pk}/judge-runs/",
+                         {"judge": judge.pk, "mode": "ungraded"},
+                         lanes=django_capture_on_commit_callbacks)
+    assert response.status_code == 400 and "mode" in response.json()
+    assert not JudgeRun.objects.exists() and not provider.received
+
+
+def test_failed_pairs_show_and_retry_puts_them_back(personas, evaluation,
+                                                    django_capture_on_commit_callbacks):
+    api = _api(personas.lead)
+    with fake_provider(OPENAI) as provider:
+        provider.then(lambda prompt, request: ModelAnswer({"grades": [
+            {"id": doc_id, "grade": 2, "reason": "fits"}
+            for doc_id in document_ids(prompt)[1:]]}))
+        judge = judge_for(personas.team, provider, counts=False)
+        run_id = _post(api, f"/api/v1/evaluations/{evaluation.pk}/judge-runs/",
+                       {"judge": judge.pk, "mode": "shadow"},
+                       lanes=django_capture_on_commit_callbacks).json()["id"]
+        failed = api.get(f"/api/v1/judge-runs/{run_id}/failed/").json()["results"]
+        assert [(row["keyword"], row["doc_id"], row["failure"]) for row in failed] == [
+            ("query 1", "query 1-d1", "missing")]
+        call = api.get(f"/api/v1/judges/{judge.pk}/calls/",
+                       {"run": run_id}).json()["results"]
+        assert failed[0]["call"] in {row["id"] for row in call}
+        retried = _post(api, f"/api/v1/judge-runs/{run_id}/retry/",
+                        lanes=django_capture_on_commit_callbacks).json()
+    # The answer is written before the lanes start (at commit): back to running.
+    assert (retried["retried"], retried["status"], retried["progress"]["failed"]) == (
+        1, "running", 0)
+    after = api.get(f"/api/v1/judge-runs/{run_id}/").json()
+    assert (after["status"], after["progress"]["done"]) == ("done", 4)
+    assert api.get(f"/api/v1/judge-runs/{run_id}/failed/").json()["count"] == 0
+
+
+def test_the_logged_calls_of_a_real_run_hold_no_api_key(personas, evaluation,
+                                                        django_capture_on_commit_callbacks):
+    api = _api(personas.lead)
+    with fake_provider(OPENAI, api_key="sk-live-very-secret-key-42") as provider:
+        judge = judge_for(personas.team, provider, counts=False)
+        _post(api, f"/api/v1/evaluations/{evaluation.pk}/judge-runs/",
+              {"judge": judge.pk, "mode": "shadow"}, lanes=django_capture_on_commit_callbacks)
+    assert provider.received[0].headers["authorization"] == "Bearer sk-live-very-secret-key-42"
+    response = api.get(f"/api/v1/judges/{judge.pk}/calls.jsonl")
+    text = b"".join(response.streaming_content).decode()
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert len(lines) == 2 and all(line["status"] == "ok" for line in lines)
+    assert "sk-live-very-secret-key-42" not in text
+    assert lines[0]["request"]["headers"]["authorization"] == "Bearer [redacted]"
