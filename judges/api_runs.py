@@ -8,6 +8,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import renderers, serializers, status
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -236,20 +237,20 @@ class JudgeCallsApi(APIView):
             lambda page: [call_export.call_record(call) for call in page])
 
 
-class JsonLinesRenderer(renderers.BaseRenderer):
-    """Lets a client ask for JSON Lines (Accept); the answer is streamed by the view, and
-    an error it meets before is rendered as one JSON line."""
+class _JsonErrorsNegotiation(BaseContentNegotiation):
+    """Whatever the client accepts (application/x-ndjson included): the calls stream as
+    JSON Lines in the view's own response, and an error met before is JSON, as documented."""
 
-    media_type = call_export.JSONL_CONTENT_TYPE
-    format = "jsonl"
-    charset = "utf-8"
+    def select_parser(self, request, parsers):
+        return parsers[0]
 
-    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
-        return renderers.JSONRenderer().render(data) + b"\n"
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
 
 
 class JudgeCallsJsonlApi(APIView):
-    renderer_classes = [renderers.JSONRenderer, JsonLinesRenderer]
+    renderer_classes = [renderers.JSONRenderer]
+    content_negotiation_class = _JsonErrorsNegotiation
 
     @extend_schema(
         parameters=[CallFilterSerializer], operation_id="judge_calls_jsonl",

@@ -262,3 +262,11 @@ def test_the_log_reads_in_a_constant_number_of_queries(client, personas, judge, 
     with django_assert_max_num_queries(12):
         assert client.get(url).status_code == 200
     assert JudgeCall.objects.filter(judge=judge).count() == 25
+
+
+def test_an_export_error_is_json_whatever_the_client_accepts(personas, judge):
+    response = _api(personas.outsider).get(f"/api/v1/judges/{judge.pk}/calls.jsonl",
+                                           HTTP_ACCEPT="application/x-ndjson")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "No such judge."}
