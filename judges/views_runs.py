@@ -12,7 +12,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluations.models import Evaluation
 from judges import run_selectors, runs
 from judges.forms_runs import NEEDS_COUNTS, RunStartForm
-from judges.models import JudgeRun
 from searchtweak.forms import add_service_errors
 
 
@@ -92,9 +91,7 @@ def run_action(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
     return redirect("judges:run_detail", run_id=run.pk)
 
 
-def _retried_message(result: int | JudgeRun) -> str:
-    count = result if isinstance(result, int) else None
-    if count is None:
-        return "The failed pairs are asked again."
-    return f"{count} failed pair{'s' if count != 1 else ''} asked again." if count \
-        else "No failed pair to retry."
+def _retried_message(count: int) -> str:
+    if not count:
+        return "No failed pair to retry."
+    return f"{count} failed pair{'s' if count != 1 else ''} asked again."
