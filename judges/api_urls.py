@@ -8,6 +8,26 @@ urlpatterns: list = []
 # --- judges: CRUD and test (judges/api_judges.py) ---
 
 # --- runs: start, read, pause/resume/cancel/retry; calls (logs) and JSONL (api_runs.py) ---
+from judges import api_runs  # noqa: E402
+
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/judge-runs/", api_runs.EvaluationJudgeRunsApi.as_view(),
+         name="evaluation_runs"),
+    path("judge-runs/<int:run_id>/", api_runs.JudgeRunDetailApi.as_view(), name="run"),
+    path("judge-runs/<int:run_id>/pause/", api_runs.JudgeRunPauseApi.as_view(),
+         name="run_pause"),
+    path("judge-runs/<int:run_id>/resume/", api_runs.JudgeRunResumeApi.as_view(),
+         name="run_resume"),
+    path("judge-runs/<int:run_id>/cancel/", api_runs.JudgeRunCancelApi.as_view(),
+         name="run_cancel"),
+    path("judge-runs/<int:run_id>/retry/", api_runs.JudgeRunRetryApi.as_view(),
+         name="run_retry"),
+    path("judge-runs/<int:run_id>/failed/", api_runs.JudgeRunFailedApi.as_view(),
+         name="run_failed"),
+    path("judges/<int:judge_id>/calls/", api_runs.JudgeCallsApi.as_view(), name="judge_calls"),
+    path("judges/<int:judge_id>/calls.jsonl", api_runs.JudgeCallsJsonlApi.as_view(),
+         name="judge_calls_jsonl"),
+]
 
 # --- calibration and "counts" (api_calibration.py) ---
 from judges import api_calibration  # noqa: E402

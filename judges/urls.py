@@ -8,6 +8,21 @@ urlpatterns: list = []
 # --- judges: list, create, edit, delete, Test (judges/views_judges.py) ---
 
 # --- runs: start, progress, pause/resume/cancel/retry; logs and export (views_runs.py) ---
+from judges import views_calls, views_runs  # noqa: E402
+
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/judge-runs/", views_runs.evaluation_runs,
+         name="evaluation_runs"),
+    path("evaluations/<int:evaluation_id>/judge-runs/start/", views_runs.run_start,
+         name="run_start"),
+    path("judge-runs/<int:run_id>/", views_runs.run_detail, name="run_detail"),
+    *(path(f"judge-runs/<int:run_id>/{action}/", views_runs.run_action, {"action": action},
+           name=f"run_{action}") for action in views_runs.ACTIONS),
+    path("judges/<int:judge_id>/calls/", views_calls.judge_calls, name="judge_calls"),
+    path("judges/<int:judge_id>/calls.jsonl", views_calls.judge_calls_export,
+         name="judge_calls_export"),
+    path("judge-calls/<int:call_id>/", views_calls.call_detail, name="call_detail"),
+]
 
 # --- calibration and "counts" (views_calibration.py) ---
 from judges import views_calibration  # noqa: E402

@@ -60,10 +60,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Each app's pages; the apps above searchtweak plug in here and in the API above, the
     # only places the project names them.
+    # judges first: evaluations' catch-all action pattern (evaluations/<id>/<action>/)
+    # would otherwise answer the judge-runs panel (evaluations/<id>/judge-runs/).
+    path("", include("judges.urls")),
     path("", include("evaluations.urls")),
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
-    path("", include("judges.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves Swagger UI's start-up script as a file, not an inline <script>.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(

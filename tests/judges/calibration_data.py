@@ -12,18 +12,14 @@ from django.utils import timezone
 from evaluations.models import Evaluation, Keyword
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
-from searchtweak.models import Membership, Role, Team, User
+from searchtweak.models import Team, User
+from tests.judges.builders import judge_with_account
 from tests.metrics.builders import build_evaluation
 
 
 def make_judge(team: Team, name: str = "Sage") -> Judge:
-    """A judge with its inactive service account, a grader of the team as the judges
-    service makes it (tests/judges/builders.judge_for, without a provider)."""
-    account = User.objects.create(username=f"judge-{team.pk}-{name.lower()}", is_judge=True,
-                                  is_active=False)
-    Membership.objects.create(team=team, user=account, role=Role.GRADER)
-    return Judge.objects.create(team=team, user=account, name=name, provider="openai",
-                                base_url="http://127.0.0.1:9/v1", model="fake-model")
+    """A judge of `team` that no run of these tests calls."""
+    return judge_with_account(team, name=name)
 
 
 def slot_of(evaluation: Evaluation, text: str, position: int, index: int) -> FeedbackSlot:

@@ -25,12 +25,13 @@ from django.utils import timezone
 from rest_framework.views import APIView
 
 from evaluations.models import Evaluation, Keyword, SearchModel
-from judges.models import Judge
+from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
 from tests.judges.calibration_data import make_judge
+from tests.judges.run_builders import call_of, judge_of, run_of
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import TeamFactory, member
 
@@ -57,6 +58,8 @@ class Dataset:
     invitation_token: str
     grader_token_id: int
     judge: Judge
+    judge_run: JudgeRun
+    judge_call: JudgeCall
 
 
 def _build() -> Dataset:
@@ -85,6 +88,7 @@ def _build() -> Dataset:
     invitation = invitation_create(team=team, invited_by=users["owner"],
                                    invitee="newcomer@example.test", role=Role.GRADER)
     token, _ = api_token_create(user=users["grader"], name="laptop")
+    judge_run = run_of(judge_of(team), evaluation, started_by=users["lead"])
     return Dataset(
         team=team, users=users, evaluation=evaluation, second_evaluation=second_evaluation,
         keyword=slot.keyword, snapshot_id=slot.snapshot_id, slot=slot, model=evaluation.model,
@@ -92,6 +96,7 @@ def _build() -> Dataset:
         grader_membership=users["grader"].memberships.get(),
         invitation_token=invitation.token, grader_token_id=token.pk,
         judge=make_judge(team),
+        judge_run=judge_run, judge_call=call_of(judge_run.judge, run=judge_run),
     )
 
 
@@ -197,6 +202,18 @@ def _reset_link(d: Dataset) -> dict:
     return {"uidb64": "MQ", "token": "not-a-token"}
 
 
+def _judge_run(d: Dataset) -> dict:
+    return {"run_id": d.judge_run.pk}
+
+
+def _run_judge(d: Dataset) -> dict:
+    return {"judge_id": d.judge_run.judge_id}
+
+
+def _judge_call(d: Dataset) -> dict:
+    return {"call_id": d.judge_call.pk}
+
+
 def _compare_query(d: Dataset) -> dict:
     return {"a": d.evaluation.pk, "b": d.second_evaluation.pk}
 
@@ -294,6 +311,21 @@ TABLE: dict[str, Row] = {
                                         GET=(200, 200, 200, 403, 404, 401)),
     # Without a finished shadow run the judge may not count: 400 on `counts` (or its absence).
     "judges_api:judge_counts": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
+    # --- judges_api: runs and call logs (a running shadow run of a judge of the team) ---
+    "judges_api:evaluation_runs": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, 401),
+        POST=(400, 400, 400, 403, 404, 401),
+    ),
+    "judges_api:run": row(_judge_run, GET=(200, 200, 200, 403, 404, 401)),
+    "judges_api:run_pause": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
+    # A running run cannot be resumed.
+    "judges_api:run_resume": row(_judge_run, POST=(400, 400, 400, 403, 404, 401)),
+    "judges_api:run_cancel": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
+    "judges_api:run_retry": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
+    "judges_api:run_failed": row(_judge_run, GET=(200, 200, 200, 403, 404, 401)),
+    "judges_api:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 404, 401)),
+    "judges_api:judge_calls_jsonl": row(_run_judge, GET=(200, 200, 200, 403, 404, 401)),
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
@@ -451,6 +483,22 @@ TABLE: dict[str, Row] = {
                               GET=(200, 200, 200, 403, 404, LOGIN)),
     # An empty form changes nothing and goes back to the calibration page with the reason.
     "judges:counts": row(_judge, POST=(302, 302, 403, 403, 404, LOGIN)),
+    # --- judges: runs and call logs ---
+    "judges:evaluation_runs": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judges:run_start": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(400, 400, 400, 403, 404, LOGIN),
+    ),
+    "judges:run_detail": row(_judge_run, GET=(200, 200, 200, 403, 404, LOGIN)),
+    # A refused action (resuming a running run) is a message on the run page, like a done one.
+    "judges:run_pause": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judges:run_resume": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judges:run_cancel": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judges:run_retry": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judges:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judges:judge_calls_export": row(_run_judge, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judges:call_detail": row(_judge_call, GET=(200, 200, 200, 403, 404, LOGIN)),
     # --- metrics ---
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),

@@ -1,0 +1,267 @@
+"""REST API of judge runs and call logs (/api/v1/): start a run on an evaluation, read it
+with its progress and failed pairs, pause, resume, cancel, retry; a judge's calls paged or
+as JSON Lines. Access as on the pages (judges.run_selectors.RUNS_ROLE)."""
+
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import renderers, serializers, status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from judges import call_export, run_selectors, runs
+from judges.models import Judge, JudgeRun
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
+
+# --- runs --------------------------------------------------------------------------------
+
+
+class RunOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    judge = serializers.IntegerField(source="judge_id")
+    judge_name = serializers.CharField(source="judge.name")
+    evaluation = serializers.IntegerField(source="evaluation_id")
+    mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
+    status = serializers.ChoiceField(choices=JudgeRun.Status.choices)
+    refresh_cache = serializers.BooleanField()
+    started_by = serializers.CharField(source="started_by.username", allow_null=True,
+                                       default=None)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    pair_count = serializers.IntegerField()
+    done_count = serializers.IntegerField()
+    failed_count = serializers.IntegerField()
+    skipped_count = serializers.IntegerField(
+        help_text="Pairs a person graded before the judge got to them: not failures.")
+    left_count = serializers.IntegerField()
+    cached_count = serializers.IntegerField()
+
+
+class ProgressSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=JudgeRun.Status.choices)
+    pairs = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    left = serializers.IntegerField()
+    cached = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost = serializers.DecimalField(max_digits=20, decimal_places=4, allow_null=True,
+                                    help_text="At the judge's prices per million tokens; "
+                                              "null when it has none.")
+    percent_done = serializers.IntegerField(min_value=0, max_value=100)
+
+
+class RunDetailOutputSerializer(RunOutputSerializer):
+    progress = ProgressSerializer()
+
+
+def _run_detail(run: JudgeRun, **extra: Any) -> dict:
+    run.refresh_from_db()  # an action or a task under way changed it
+    run.progress = runs.run_progress(run=run)
+    return {**RunDetailOutputSerializer(run).data, **extra}
+
+
+class EvaluationJudgeRunsApi(APIView):
+    pagination_class = PageNumberPagination
+
+    class InputSerializer(serializers.Serializer):
+        judge = serializers.PrimaryKeyRelatedField(
+            queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
+        mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
+        refresh_cache = serializers.BooleanField(
+            default=False, help_text="Ask again even where the cache holds an answer.")
+
+        def __init__(self, *args: Any, team_id: int = 0, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.fields["judge"].queryset = Judge.objects.filter(team_id=team_id)
+
+    @extend_schema(responses=RunOutputSerializer(many=True),
+                   operation_id="evaluation_judge_runs_list")
+    def get(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = run_selectors.evaluation_for_runs(user=request.user,
+                                                       evaluation_id=evaluation_id)
+        return paginated_response(
+            self, request, run_selectors.runs_of_evaluation(evaluation=evaluation),
+            lambda page: RunOutputSerializer(page, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: RunDetailOutputSerializer},
+                   operation_id="evaluation_judge_runs_start",
+                   description="Starts a judge on the evaluation; its batches run in the "
+                               "background. Shadow grades everything and counts nothing; "
+                               "ungraded and fill need a judge that counts.")
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = run_selectors.evaluation_for_runs(user=request.user,
+                                                       evaluation_id=evaluation_id)
+        serializer = self.InputSerializer(data=request.data, team_id=evaluation.team_id)
+        serializer.is_valid(raise_exception=True)
+        run = runs.run_start(evaluation=evaluation, started_by=request.user,
+                             **serializer.validated_data)
+        return Response(_run_detail(run), status=status.HTTP_201_CREATED)
+
+
+class JudgeRunDetailApi(APIView):
+    @extend_schema(responses=RunDetailOutputSerializer, operation_id="judge_runs_retrieve")
+    def get(self, request: Request, run_id: int) -> Response:
+        run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
+        return Response(_run_detail(run))
+
+
+class _RunActionApi(APIView):
+    service = staticmethod(runs.run_pause)
+
+    def post(self, request: Request, run_id: int) -> Response:
+        run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
+        type(self).service(run=run)
+        return Response(_run_detail(run))
+
+
+class JudgeRunPauseApi(_RunActionApi):
+    service = staticmethod(runs.run_pause)
+
+    @extend_schema(request=None, responses=RunDetailOutputSerializer,
+                   operation_id="judge_runs_pause",
+                   description="No new batch starts; batches under way finish.")
+    def post(self, request: Request, run_id: int) -> Response:
+        return super().post(request, run_id)
+
+
+class JudgeRunResumeApi(_RunActionApi):
+    service = staticmethod(runs.run_resume)
+
+    @extend_schema(request=None, responses=RunDetailOutputSerializer,
+                   operation_id="judge_runs_resume")
+    def post(self, request: Request, run_id: int) -> Response:
+        return super().post(request, run_id)
+
+
+class JudgeRunCancelApi(_RunActionApi):
+    service = staticmethod(runs.run_cancel)
+
+    @extend_schema(request=None, responses=RunDetailOutputSerializer,
+                   operation_id="judge_runs_cancel")
+    def post(self, request: Request, run_id: int) -> Response:
+        return super().post(request, run_id)
+
+
+class JudgeRunRetryApi(APIView):
+    class OutputSerializer(RunDetailOutputSerializer):
+        retried = serializers.IntegerField(help_text="Failed pairs put back to be asked again.")
+
+    @extend_schema(request=None, responses=OutputSerializer, operation_id="judge_runs_retry",
+                   description="Asks the failed pairs again.")
+    def post(self, request: Request, run_id: int) -> Response:
+        run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
+        retried = runs.run_retry_failed(run=run)
+        return Response(_run_detail(run, retried=retried))
+
+
+class JudgeRunFailedApi(APIView):
+    pagination_class = PageNumberPagination
+
+    class OutputSerializer(serializers.Serializer):
+        item = serializers.IntegerField(source="item_id")
+        keyword = serializers.CharField()
+        doc_id = serializers.CharField()
+        failure = serializers.CharField(
+            help_text="Why: a rejection code (missing, duplicate, out_of_scale, …) or the "
+                      "call's error status.")
+        detail = serializers.CharField()
+        call = serializers.IntegerField(source="call_id", allow_null=True)
+
+    @extend_schema(responses=OutputSerializer(many=True), operation_id="judge_runs_failed")
+    def get(self, request: Request, run_id: int) -> Response:
+        run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
+        return paginated_response(self, request, run_selectors.failed_items_of_run(run=run),
+                                  lambda page: self.OutputSerializer(page, many=True).data)
+
+
+# --- calls -------------------------------------------------------------------------------
+
+
+class CallFilterSerializer(serializers.Serializer):
+    run = serializers.IntegerField(required=False, min_value=1, help_text="Only this run's.")
+    status = serializers.ChoiceField(choices=run_selectors.CALL_STATUSES, required=False)
+    is_test = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                       help_text="true: Test calls only; false: run calls.")
+    started_from = serializers.DateField(required=False, help_text="From this day on.")
+    started_to = serializers.DateField(required=False, help_text="Up to this day, included.")
+
+    def filters(self) -> run_selectors.CallFilters:
+        data = self.validated_data
+        return run_selectors.CallFilters(
+            run_id=data.get("run"), status=data.get("status", ""), is_test=data.get("is_test"),
+            started_from=data.get("started_from"), started_to=data.get("started_to"))
+
+
+class CallOutputSerializer(serializers.Serializer):
+    """The shape of judges.call_export.call_record (the JSONL lines too)."""
+
+    id = serializers.IntegerField()
+    run = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField()
+    http_status = serializers.IntegerField(allow_null=True)
+    started_at = serializers.DateTimeField()
+    latency_ms = serializers.IntegerField()
+    tokens_in = serializers.IntegerField(allow_null=True)
+    tokens_out = serializers.IntegerField(allow_null=True)
+    pair_count = serializers.IntegerField()
+    request = serializers.JSONField(help_text="method, url, headers, body; keys redacted.")
+    answer = serializers.CharField()
+    error = serializers.CharField()
+    is_test = serializers.BooleanField()
+
+
+def _filtered_calls(request: Request, judge_id: int):
+    judge = run_selectors.judge_get_for_logs(user=request.user, judge_id=judge_id)
+    query = CallFilterSerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return run_selectors.calls_of_judge(judge=judge, filters=query.filters()), judge
+
+
+class JudgeCallsApi(APIView):
+    pagination_class = PageNumberPagination
+
+    @extend_schema(parameters=[CallFilterSerializer], responses=CallOutputSerializer(many=True),
+                   operation_id="judge_calls_list", description="Newest first.")
+    def get(self, request: Request, judge_id: int) -> Response:
+        calls, _ = _filtered_calls(request, judge_id)
+        return paginated_response(
+            self, request, calls,
+            lambda page: [call_export.call_record(call) for call in page])
+
+
+class _JsonErrorsNegotiation(BaseContentNegotiation):
+    """Whatever the client accepts (application/x-ndjson included): the calls stream as
+    JSON Lines in the view's own response, and an error met before is JSON, as documented."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class JudgeCallsJsonlApi(APIView):
+    renderer_classes = [renderers.JSONRenderer]
+    content_negotiation_class = _JsonErrorsNegotiation
+
+    @extend_schema(
+        parameters=[CallFilterSerializer], operation_id="judge_calls_jsonl",
+        responses={(200, call_export.JSONL_CONTENT_TYPE): OpenApiResponse(
+            response=OpenApiTypes.STR,
+            description="One call a line, the fields of judge_calls_list, newest first.")},
+        description="The filtered calls as JSON Lines, streamed.")
+    def get(self, request: Request, judge_id: int) -> StreamingHttpResponse:
+        calls, judge = _filtered_calls(request, judge_id)
+        response = StreamingHttpResponse(call_export.calls_jsonl(calls),
+                                         content_type=call_export.JSONL_CONTENT_TYPE)
+        response["Content-Disposition"] = (
+            f'attachment; filename="{call_export.export_filename(judge.pk)}"')
+        return response

@@ -1,0 +1,91 @@
+"""Forms of the run pages: starting a run on an evaluation, and filtering a call log."""
+
+from typing import Any
+
+from django import forms
+
+from judges import run_selectors
+from judges.models import Judge, JudgeRun
+
+COUNTING_MODES = (JudgeRun.Mode.UNGRADED, JudgeRun.Mode.FILL)
+NEEDS_COUNTS = ("Needs a judge that counts: a judge counts once a shadow run has measured it "
+                "against your graders.")
+
+
+class _JudgeSelect(forms.Select):
+    """Each judge's option says whether it counts (data-counts), so static/judges/runs.js
+    can disable the counting modes for one that does not."""
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        judge = getattr(value, "instance", None)
+        if isinstance(judge, Judge):
+            option["attrs"]["data-counts"] = "1" if judge.counts else "0"
+        return option
+
+
+class _ModeSelect(forms.Select):
+    """The counting modes carry data-needs-counts; disabled outright when no judge counts."""
+
+    def __init__(self, *args: Any, any_counts: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.any_counts = any_counts
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if value in COUNTING_MODES:
+            option["attrs"]["data-needs-counts"] = "1"
+            option["attrs"]["title"] = NEEDS_COUNTS
+            if not self.any_counts:
+                option["attrs"]["disabled"] = True
+        return option
+
+
+class RunStartForm(forms.Form):
+    judge = forms.ModelChoiceField(queryset=Judge.objects.none(), widget=_JudgeSelect,
+                                   empty_label=None)
+    mode = forms.ChoiceField(choices=JudgeRun.Mode.choices, initial=JudgeRun.Mode.SHADOW)
+    refresh_cache = forms.BooleanField(
+        required=False, label="Ask again even if cached",
+        help_text="Without it, an answer the judge gave before to the same question is reused.")
+
+    def __init__(self, *args: Any, team_id: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        judges = run_selectors.judges_for_start(team_id=team_id)
+        self.fields["judge"].queryset = judges
+        self.judges = list(judges)
+        self.non_counting = [judge.name for judge in self.judges if not judge.counts]
+        self.fields["mode"].widget = _ModeSelect(
+            choices=self.fields["mode"].choices,
+            any_counts=any(judge.counts for judge in self.judges))
+
+
+class CallFilterForm(forms.Form):
+    """GET filters of a judge's call log (the page and its JSONL export)."""
+
+    TEST_CHOICES = (("", "Runs and tests"), ("false", "Run calls only"),
+                    ("true", "Test calls only"))
+
+    run = forms.ModelChoiceField(queryset=JudgeRun.objects.none(), required=False,
+                                 empty_label="Any run")
+    status = forms.ChoiceField(required=False, choices=(
+        ("", "Any status"), *((status, status) for status in run_selectors.CALL_STATUSES)))
+    is_test = forms.ChoiceField(required=False, choices=TEST_CHOICES, label="Calls")
+    started_from = forms.DateField(required=False, label="From",
+                                   widget=forms.DateInput(attrs={"type": "date"}))
+    started_to = forms.DateField(required=False, label="To",
+                                 widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = run_selectors.runs_of_judge(judge=judge)
+        self.fields["run"].label_from_instance = (
+            lambda run: f"#{run.pk} {run.evaluation.name} ({run.get_mode_display()})")
+
+    def filters(self) -> run_selectors.CallFilters:
+        """The filters of a valid form (call is_valid first)."""
+        data = self.cleaned_data
+        return run_selectors.CallFilters(
+            run_id=data["run"].pk if data["run"] else None, status=data["status"],
+            is_test={"true": True, "false": False}.get(data["is_test"]),
+            started_from=data["started_from"], started_to=data["started_to"])
