@@ -25,6 +25,8 @@ from django.utils import timezone
 from rest_framework.views import APIView
 
 from evaluations.models import Evaluation, Keyword, SearchModel
+from judges import services as judge_services
+from judges.models import Judge
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Membership, Role, Team, User
@@ -54,6 +56,7 @@ class Dataset:
     grader_membership: Membership
     invitation_token: str
     grader_token_id: int
+    judge: Judge
 
 
 def _build() -> Dataset:
@@ -88,6 +91,8 @@ def _build() -> Dataset:
         scale_id=scale.pk, transformer=transformer,
         grader_membership=users["grader"].memberships.get(),
         invitation_token=invitation.token, grader_token_id=token.pk,
+        judge=judge_services.judge_create(team=team, by=None, name="Judge", provider="openai",
+                                          model="gpt-4o-mini"),
     )
 
 
@@ -179,6 +184,10 @@ def _invitation(d: Dataset) -> dict:
 
 def _api_token(d: Dataset) -> dict:
     return {"token_id": d.grader_token_id}
+
+
+def _judge(d: Dataset) -> dict:
+    return {"judge_id": d.judge.pk}
 
 
 def _reset_link(d: Dataset) -> dict:
@@ -429,6 +438,29 @@ TABLE: dict[str, Row] = {
     "judgments:transformer_delete": row(_transformer, POST=(302, 302, 403, 403, 404, LOGIN)),
     "judgments:grader_tags": row(GET=(200, 200, 403, 403, 200, LOGIN)),
     "judgments:grader_tags_update": row(_grader_user, POST=(302, 302, 403, 403, 404, LOGIN)),
+    # --- judges ---
+    # Leads read the list (they choose judges for runs); the rest is the admins'
+    # (judges.selectors.CONFIGURATION_ROLE). An empty POST is an unbound form: the page again.
+    "judges:judge_list": row(GET=(200, 200, 200, 403, 200, LOGIN)),
+    "judges:judge_create": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(200, 200, 403, 403, 200, LOGIN),
+    ),
+    "judges:judge_edit": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
+    "judges:judge_delete": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(302, 302, 403, 403, 404, LOGIN),
+    ),
+    "judges:judge_test": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
     # --- metrics ---
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
