@@ -286,6 +286,19 @@ TABLE: dict[str, Row] = {
         PATCH=(400, 400, 403, 403, 404, 401),
         DELETE=(204, 204, 403, 403, 404, 401),
     ),
+    # --- judges_api ---
+    # As the pages: leads list judges (without their configuration); the rest is the admins'.
+    "judges_api:judges": row(
+        GET=(200, 200, 200, 403, 200, 401),
+        POST=(400, 400, 403, 403, 400, 401),
+    ),
+    "judges_api:judge": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, 401),
+        PATCH=(200, 200, 403, 403, 404, 401),
+        DELETE=(204, 204, 403, 403, 404, 401),
+    ),
+    "judges_api:judge_test": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
