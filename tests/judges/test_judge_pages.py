@@ -6,11 +6,14 @@ import json
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from judges import services
 from judges.core.prompts import default_template
 from judges.models import Judge, JudgeCall
 from judges.secrets import decrypt_api_key
+from judgments.models import Scale
+from judgments.scales import from_model
 from metrics.core.scales import SCALES
 from searchtweak.models import User
 from tests.judges.fake_providers import ANTHROPIC, OPENAI, answer, fake_provider, status
@@ -62,11 +65,17 @@ def test_an_admin_creates_a_judge_and_the_key_is_never_shown_back(client, person
 
 
 def test_the_new_form_prefills_each_scale_with_the_shipped_prompt(client, personas):
+    Scale.objects.create(team=personas.team, code="stars", name="Stars", lo=1, hi=5, labels={})
     html = login(client, personas.admin).get(reverse("judges:judge_create")).content.decode()
-    for code in ("binary", "graded", "detail"):
+    for code in ("binary", "graded", "detail", "stars"):
         assert f'name="prompt_templates_{code}"' in html
-    first_line = default_template(SCALES["detail"]).splitlines()[0]
-    assert first_line.replace('"', "&quot;").replace("'", "&#x27;") in html
+    # The team's own scale gets the shipped template for custom scales.
+    assert "Prompt for Stars (1..5)" in html
+    custom = default_template(from_model(Scale.objects.get()).scale).splitlines()
+    builtin = {line for code in SCALES for line in default_template(SCALES[code]).splitlines()}
+    own_lines = [line for line in custom if line.strip() and line not in builtin]
+    assert own_lines and all(escape(line) in html for line in own_lines)
+    assert escape(default_template(SCALES["detail"]).splitlines()[0]) in html
     assert 'placeholder="No key set"' in html
 
 
