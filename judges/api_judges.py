@@ -225,6 +225,7 @@ class JudgeTestApi(APIView):
 
         request = serializers.JSONField(help_text="method, url, headers, body; key redacted. "
                                         "Empty when nothing was sent.")
+        prompt = serializers.CharField(help_text="The user prompt as the model reads it.")
         answer = serializers.CharField(help_text="The model's answer as written.")
         accepted = AcceptedSerializer(many=True)
         rejected = RejectedSerializer(many=True)
@@ -250,6 +251,6 @@ class JudgeTestApi(APIView):
             documents=[Document(id=doc["id"], fields=doc["fields"])
                        for doc in data["documents"]])
         return Response(self.OutputSerializer({
-            "request": outcome.request, "answer": outcome.answer,
+            "request": outcome.request, "prompt": outcome.prompt, "answer": outcome.answer,
             "accepted": outcome.accepted, "rejected": outcome.rejected,
             "error": outcome.error}).data)

@@ -28,6 +28,8 @@ class TestOutcome:
     accepted or rejected, or the error of a call that gave no answer."""
 
     request: dict[str, Any] = field(default_factory=dict)
+    prompt: str = ""
+    """The user prompt as the model reads it (the request's body holds it JSON-escaped)."""
     answer: str = ""
     accepted: tuple[Accepted, ...] = ()
     rejected: tuple[Rejected, ...] = ()
@@ -67,5 +69,6 @@ def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
         raise ValidationError({"api_key": str(error)}) from None
     verdict = result.verdict
     return TestOutcome(request=result.request, answer=result.answer_text,
+                       prompt=result.prompt.user if result.prompt else "",
                        accepted=verdict.accepted if verdict else (),
                        rejected=verdict.rejected if verdict else (), error=result.error)

@@ -135,6 +135,7 @@ def test_test_returns_the_redacted_request_the_answer_and_every_pair(personas, p
                                  "detail": "the answer has no grade for it"}]
     assert body["error"] == "" and json.loads(body["answer"])["grades"][0]["id"] == "a"
     assert body["request"]["method"] == "POST"
+    assert "Office chair" in body["prompt"] and "\\\"" not in body["prompt"]
     assert "[redacted]" in json.dumps(body["request"]["headers"])
     assert KEY not in json.dumps(body)
     assert JudgeCall.objects.get().is_test is True

@@ -184,6 +184,7 @@ def test_the_test_action_shows_grades_and_the_request_without_the_key(client, pe
     assert "grade 7 is outside 0..3" in html
     assert KEY not in html
     assert "[redacted]" in html and "Trail running shoes" in html
+    assert "Shoes for running." in outcome.prompt and "Office chair" in outcome.prompt
     assert json.loads(response.context["request_json"])["url"].startswith(provider.base_url)
     # It reached the model with the key, once, and is logged as a test call.
     assert len(provider.received) == 1
