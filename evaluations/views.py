@@ -292,9 +292,13 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
 @login_required
 def keyword_detail(request: HttpRequest, keyword_id: int) -> HttpResponse:
     keyword = selectors.keyword_get_for_user(user=request.user, keyword_id=keyword_id)
+    # Grades are for those who lead the grading (the feedback page's role): a grader
+    # shown the others' grades would be swayed by them.
+    show_grades = access.can(user=request.user, team_id=keyword.evaluation.team_id,
+                             minimum_role=Role.LEAD)
     return render(request, "evaluations/keyword_detail.html", {
-        "keyword": keyword, "evaluation": keyword.evaluation,
-        "snapshots": keyword.snapshots.order_by("position"),
+        "keyword": keyword, "evaluation": keyword.evaluation, "show_grades": show_grades,
+        "snapshots": selectors.keyword_snapshots(keyword=keyword, with_grades=show_grades),
     })
 
 

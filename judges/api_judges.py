@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from evaluations.api import TEAM_PARAM, requested_team, team_for_create
 from judges import samples, selectors, services
+from judges.access import judge_get_for_user
 from judges.core.prompts import Document
 from judges.models import Judge
 from judges.services import MAX_RETRIES
@@ -156,15 +157,15 @@ class JudgeListApi(APIView):
 class JudgeDetailApi(APIView):
     @extend_schema(responses=JudgeOutputSerializer, operation_id="judges_retrieve")
     def get(self, request: Request, judge_id: int) -> Response:
-        judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                             minimum_role=selectors.CONFIGURATION_ROLE)
+        judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                                   minimum_role=selectors.CONFIGURATION_ROLE)
         return Response(JudgeOutputSerializer(judge).data)
 
     @extend_schema(request=JudgeInputSerializer, responses=JudgeOutputSerializer,
                    operation_id="judges_partial_update")
     def patch(self, request: Request, judge_id: int) -> Response:
-        judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                             minimum_role=selectors.CONFIGURATION_ROLE)
+        judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                                   minimum_role=selectors.CONFIGURATION_ROLE)
         serializer = JudgeInputSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         # Partial: only keys the caller sent, not the serializer's defaults.
@@ -179,8 +180,8 @@ class JudgeDetailApi(APIView):
                                "with runs or grades is deactivated instead and returned "
                                "(200): its grades keep saying who gave them.")
     def delete(self, request: Request, judge_id: int) -> Response:
-        judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                             minimum_role=selectors.CONFIGURATION_ROLE)
+        judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                                   minimum_role=selectors.CONFIGURATION_ROLE)
         if services.judge_delete(judge=judge):
             return Response(status=status.HTTP_204_NO_CONTENT)
         judge.refresh_from_db()
@@ -240,8 +241,8 @@ class JudgeTestApi(APIView):
                                "about sample pairs; logged as a test call, no grade stored. "
                                "The model's failure is a 200 with `error`.")
     def post(self, request: Request, judge_id: int) -> Response:
-        judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                             minimum_role=selectors.CONFIGURATION_ROLE)
+        judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                                   minimum_role=selectors.CONFIGURATION_ROLE)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -17,3 +17,11 @@ urlpatterns += [
 # --- runs: start, read, pause/resume/cancel/retry; calls (logs) and JSONL (api_runs.py) ---
 
 # --- calibration and "counts" (api_calibration.py) ---
+from judges import api_calibration  # noqa: E402
+
+urlpatterns += [
+    path("judges/<int:judge_id>/calibration/", api_calibration.JudgeCalibrationApi.as_view(),
+         name="judge_calibration"),
+    path("judges/<int:judge_id>/counts/", api_calibration.JudgeCountsApi.as_view(),
+         name="judge_counts"),
+]

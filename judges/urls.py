@@ -19,3 +19,10 @@ urlpatterns += [
 # --- runs: start, progress, pause/resume/cancel/retry; logs and export (views_runs.py) ---
 
 # --- calibration and "counts" (views_calibration.py) ---
+from judges import views_calibration  # noqa: E402
+
+urlpatterns += [
+    path("judges/<int:judge_id>/calibration/", views_calibration.judge_calibration,
+         name="calibration"),
+    path("judges/<int:judge_id>/counts/", views_calibration.judge_counts, name="counts"),
+]

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from evaluations.views import confirm_page
 from judges import samples, selectors, services
+from judges.access import judge_get_for_user
 from judges.forms import JudgeForm, JudgeTestForm
 from searchtweak import access
 from searchtweak.forms import add_service_errors
@@ -55,8 +56,8 @@ def judge_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def judge_edit(request: HttpRequest, judge_id: int) -> HttpResponse:
-    judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                         minimum_role=selectors.CONFIGURATION_ROLE)
+    judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                               minimum_role=selectors.CONFIGURATION_ROLE)
     form = JudgeForm(request.POST or None, team=judge.team, judge=judge,
                      initial=JudgeForm.initial_for(judge))
     if request.method == "POST" and form.is_valid():
@@ -74,8 +75,8 @@ def judge_edit(request: HttpRequest, judge_id: int) -> HttpResponse:
 @login_required
 def judge_delete(request: HttpRequest, judge_id: int) -> HttpResponse:
     """GET asks; POST deletes an unused judge, deactivates one whose grades or runs exist."""
-    judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                         minimum_role=selectors.CONFIGURATION_ROLE)
+    judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                               minimum_role=selectors.CONFIGURATION_ROLE)
     if request.method == "GET":
         used = services.judge_is_used(judge=judge)
         if not used:
@@ -104,8 +105,8 @@ def judge_delete(request: HttpRequest, judge_id: int) -> HttpResponse:
 @login_required
 def judge_test(request: HttpRequest, judge_id: int) -> HttpResponse:
     """Ask the judge, as saved, about sample pairs; shows request, answer and verdict."""
-    judge = selectors.judge_get_for_user(user=request.user, judge_id=judge_id,
-                                         minimum_role=selectors.CONFIGURATION_ROLE)
+    judge = judge_get_for_user(user=request.user, judge_id=judge_id,
+                               minimum_role=selectors.CONFIGURATION_ROLE)
     form = JudgeTestForm(request.POST or None, team=judge.team)
     outcome = None
     if request.method == "POST" and form.is_valid():

@@ -199,6 +199,12 @@ class ExportJudgmentSerializer(serializers.Serializer):
     unsure = serializers.BooleanField()
     reused = serializers.BooleanField(
         help_text="Copied from an earlier evaluation's grade or the team's imported judgments.")
+    grader_kind = serializers.ChoiceField(
+        choices=["person", "judge"], allow_null=True,
+        help_text="`judge` for an LLM judge's account, `person` for a person's; null when no "
+        "account holds the slot.")
+    reason = serializers.CharField(allow_blank=True,
+                                   help_text="An LLM judge's reason for its grade; empty else.")
 
 
 class JudgmentExportOutputSerializer(serializers.Serializer):
@@ -274,7 +280,8 @@ class EvaluationJudgmentsApi(APIView):
         description=(
             "`json`: every slot. `csv`: `keyword,doc_id,grade` aggregated on the evaluation's "
             "scale (binary: majority, ties left out; other scales: the mean); with "
-            "`per_grader=true`: `keyword,doc_id,grade,grader`, one line per graded slot. "
+            "`per_grader=true`: `keyword,doc_id,grade,grader,grader_kind,reason`, one line per "
+            "graded slot (`grader_kind`: `person` or `judge`; `reason`: a judge's). "
             "`trec`: qrels `qid 0 docid grade` (aggregate rounded half up, qid = keyword "
             "position); `trec_mapping`: `qid<TAB>keyword`; `trec_run`: `qid Q0 docid rank "
             "score tag`. An evaluation that is not finished is exported too, marked partial: "

@@ -1,13 +1,19 @@
 """An evaluation's judgments and results in the formats the field uses.
 
-- `json`: one object per feedback slot (keyword, doc, position, grader, grade, graded_at).
+- `json`: one object per feedback slot (keyword, doc, position, grader, grade, graded_at,
+  ..., grader_kind, reason).
 - `csv`: `keyword,doc_id,grade`, one line per (keyword, document) with the slots'
   grades aggregated on the evaluation's scale exactly as the metrics aggregate them
   (metrics.core stage 1: a majority vote on the binary scale, the arithmetic mean on the
   others). A pair whose aggregate is null (nothing graded yet, or a binary tie) is left
   out, since no grade can stand for it. Means are written as they are (2.3333).
-- `csv` with `per_grader`: `keyword,doc_id,grade,grader`, one line per graded slot; a
-  grade copied from the team's imported judgments names the grader `(import)`.
+- `csv` with `per_grader`: `keyword,doc_id,grade,grader,grader_kind,reason`, one line per
+  graded slot; a grade copied from the team's imported judgments names the grader
+  `(import)`.
+- `grader_kind` says who gave a grade: `person`, or `judge` for an LLM judge's account
+  (User.is_judge); empty (null in JSON) when no account holds the slot (an imported
+  grade, an empty slot). `reason` is the judge's reason, empty for a person. Both come
+  last, after the columns earlier exports had, so readers of those keep working.
 - `trec` (qrels): `qid 0 docid grade`, the aggregate rounded half up to an integer
   (trec_eval reads integer relevance), null aggregates left out. `qid` is the keyword's
   position in the evaluation; `trec_mapping` lists `qid<TAB>keyword` for every keyword.
@@ -87,6 +93,15 @@ def grader_name(slot: FeedbackSlot) -> str | None:
     return IMPORT_GRADER if slot.reused_from_pool_id is not None else None
 
 
+GRADER_PERSON, GRADER_JUDGE = "person", "judge"
+
+
+def grader_kind(slot: FeedbackSlot) -> str | None:
+    if slot.user is None:
+        return None
+    return GRADER_JUDGE if slot.user.is_judge else GRADER_PERSON
+
+
 def judgments_json(evaluation: Evaluation) -> dict:
     return {
         "evaluation": evaluation.pk,
@@ -106,6 +121,8 @@ def judgments_json(evaluation: Evaluation) -> dict:
                 "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
                 "unsure": slot.unsure,
                 "reused": slot.reused_from_id is not None or slot.reused_from_pool_id is not None,
+                "grader_kind": grader_kind(slot),
+                "reason": slot.reason,
             }
             for slot in _slots(evaluation).iterator(chunk_size=5000)
         ],
@@ -169,8 +186,9 @@ def judgments_csv(evaluation: Evaluation) -> str:
 
 
 def judgments_csv_per_grader(evaluation: Evaluation) -> str:
-    return _csv(iter([["keyword", "doc_id", "grade", "grader"]] + [
-        [slot.keyword.text, slot.snapshot.doc_id, slot.grade, grader_name(slot) or ""]
+    return _csv(iter([["keyword", "doc_id", "grade", "grader", "grader_kind", "reason"]] + [
+        [slot.keyword.text, slot.snapshot.doc_id, slot.grade, grader_name(slot) or "",
+         grader_kind(slot) or "", slot.reason]
         for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000)
     ]))
 

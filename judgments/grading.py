@@ -468,16 +468,19 @@ def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
     _check_status(Evaluation.objects.values_list("status", flat=True).get(pk=evaluation.pk))
     scale = _evaluation_scale(evaluation)
     checked = {slot_id: (_check_grade(grade, scale), reason) for slot_id, grade, reason in grades}
-    slots = list(FeedbackSlot.objects.select_for_update().filter(
-        pk__in=list(checked), user=judge_user, grade__isnull=True, evaluation=evaluation))
-    for slot in slots:
-        slot.grade, slot.reason = checked[slot.pk]
-        slot.graded_at, slot.lease_expires_at = now, None
-        slot.unsure, slot.note, slot.graded_by = False, "", None
-    FeedbackSlot.objects.bulk_update(slots, ["grade", "reason", "graded_at", "lease_expires_at",
-                                             "unsure", "note", "graded_by"])
-    keywords_mark_dirty(keyword_ids=[slot.keyword_id for slot in slots])
-    return {slot.pk for slot in slots}
+    held = list(FeedbackSlot.objects.select_for_update().filter(
+        pk__in=list(checked), user=judge_user, grade__isnull=True, evaluation=evaluation
+    ).values_list("pk", "keyword_id"))
+    # One UPDATE per distinct (grade, reason): cheaper than bulk_update's CASE per slot.
+    by_answer: dict[tuple[int, str], list[int]] = {}
+    for slot_id, _ in held:
+        by_answer.setdefault(checked[slot_id], []).append(slot_id)
+    for (value, reason), slot_ids in by_answer.items():
+        FeedbackSlot.objects.filter(pk__in=slot_ids).update(
+            grade=value, reason=reason, graded_at=now, lease_expires_at=None, unsure=False,
+            note="", graded_by=None)
+    keywords_mark_dirty(keyword_ids=[keyword_id for _, keyword_id in held])
+    return {slot_id for slot_id, _ in held}
 
 
 def judge_slots_release(*, judge_user: User, slot_ids: Iterable[int]) -> int:

@@ -6,8 +6,9 @@ stores a parse only when it has no error at all (all-or-nothing).
 
 Formats
 - CSV: one judgment per line, `keyword,doc_id,grade`, RFC 4180 quoting within a line; an
-  optional first line `keyword,doc_id,grade` is a header. A fourth column (`grader`, as
-  the per-grader export writes it) is allowed and ignored: pool judgments have no grader.
+  optional first line `keyword,doc_id,grade` is a header. Up to three more columns
+  (`grader,grader_kind,reason`, as the per-grader export writes them) are allowed and
+  ignored: pool judgments have no grader.
   A (keyword, doc) pair may repeat: each line is one more grade for it, aggregated like a
   snapshot's slots.
 - TREC qrels: `qid iteration docid relevance`, whitespace separated (the iteration column
@@ -124,7 +125,7 @@ def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
             first = False
             continue
         first = False
-        if len(row) not in (3, 4):
+        if not 3 <= len(row) <= 6:
             result.error(f"line {number}: expected 3 columns (keyword,doc_id,grade), "
                          f"found {len(row)}")
             continue

@@ -148,8 +148,10 @@ def transformer_for_pair(*, team: Team, source: str, target: str) -> Transformer
 def feedback_rows(
     *, evaluation: Evaluation, grader_id: int | None = None, keyword_id: int | None = None
 ) -> QuerySet[FeedbackSlot]:
+    # user__judge: an LLM judge's account shows its judge's name. The judges app sits above
+    # judgments: its relation is followed by name, not imported.
     slots = FeedbackSlot.objects.filter(evaluation=evaluation).select_related(
-        "keyword", "snapshot", "user", "graded_by")
+        "keyword", "snapshot", "user", "user__judge", "graded_by")
     if grader_id:
         slots = slots.filter(user_id=grader_id)
     if keyword_id:

@@ -12,7 +12,7 @@ from judgments.models import FeedbackSlot
 from metrics import core
 from metrics.dashboards import metric_key, metric_key_label, metric_key_slug
 from metrics.models import KeywordMetricValue
-from searchtweak.models import Membership, Team
+from searchtweak.models import Membership, Team, User
 
 # --- leaderboards --------------------------------------------------------------------------
 
@@ -78,16 +78,23 @@ class GraderStanding:
     grades_given: int
     with_majority: int  # their grades on results where the three graders had a majority
     agreed: int  # ... of which matched that majority
+    kind: str = "person"  # or "judge": an LLM judge's service account (User.is_judge)
+    judge_name: str = ""
 
     @property
     def agreement(self) -> float | None:
         return self.agreed / self.with_majority if self.with_majority else None
 
+    @property
+    def label(self) -> str:
+        """What the board calls the grader: a judge by its name, a person by username."""
+        return self.judge_name or self.username
+
 
 def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
-    """Members ranked by grades given, with how often their grade matched the majority on
-    results graded by three people (a result whose three grades all differ has no majority
-    and is left out). Counting is done in SQL; the share is computed here."""
+    """Members and the team's LLM judges ranked by grades given, with how often their grade
+    matched the majority on results graded by three (a result whose three grades all differ
+    has no majority and is left out). Counting is done in SQL; the share is computed here."""
     given = dict(
         FeedbackSlot.objects.filter(evaluation__team=team, grade__isnull=False,
                                     user__isnull=False, reused_from__isnull=True)
@@ -116,14 +123,22 @@ def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
                                    then=Value(1)), default=Value(0))),
         )
     }
-    members = Membership.objects.filter(team=team).select_related("user")
+    # People are the team's members; judges are the team's judges' accounts, named after
+    # their judge (the `judge` relation belongs to the judges app: read, not imported).
+    graders = [(user_id, username, "person", "") for user_id, username in
+               Membership.objects.filter(team=team, user__is_judge=False)
+               .values_list("user_id", "user__username")]
+    graders += [(user_id, username, "judge", name) for user_id, username, name in
+                User.objects.filter(is_judge=True, judge__team=team)
+                .values_list("pk", "username", "judge__name")]
     standings = [
         GraderStanding(
-            username=m.user.username, grades_given=given.get(m.user_id, 0),
-            agreed=int(agreement.get(m.user_id, (0, 0))[0] or 0),
-            with_majority=int(agreement.get(m.user_id, (0, 0))[1] or 0),
+            username=username, grades_given=given.get(user_id, 0),
+            agreed=int(agreement.get(user_id, (0, 0))[0] or 0),
+            with_majority=int(agreement.get(user_id, (0, 0))[1] or 0),
+            kind=kind, judge_name=judge_name,
         )
-        for m in members
+        for user_id, username, kind, judge_name in graders
     ]
-    standings.sort(key=lambda s: (-s.grades_given, s.username))
+    standings.sort(key=lambda s: (-s.grades_given, s.label))
     return standings

@@ -216,6 +216,8 @@ def test_a_lapsed_claim_is_taken_over_and_its_late_answer_writes_nothing(persona
         assert batches.run_batch_process(run_id=run.pk) == 2
         outcomes = {item.pk: batches._Outcome(grade=1, reason="late") for item in dead_claim}
         batches._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
+        # The lane's next turn finds nothing to claim and closes the run.
+        assert batches.run_batch_process(run_id=run.pk) == 0
     run.refresh_from_db()
     assert (run.status, run.done_count) == ("done", 2)
     assert sorted(FeedbackSlot.objects.filter(user=judge.user).values_list(

@@ -85,8 +85,9 @@ def test_per_grader_csv_has_one_line_per_graded_slot(personas, graded):
     text = client_for(personas.owner).get(
         _url(graded, "?format=csv&per_grader=true")).content.decode()
     lines = text.splitlines()
-    assert lines[0] == "keyword,doc_id,grade,grader"
-    assert lines[1:4] == ["Laptop,d1,3,owner", "Laptop,d1,3,lead", "Laptop,d1,2,grader"]
+    assert lines[0] == "keyword,doc_id,grade,grader,grader_kind,reason"
+    assert lines[1:4] == ["Laptop,d1,3,owner,person,", "Laptop,d1,3,lead,person,",
+                          "Laptop,d1,2,grader,person,"]
     assert len(lines) == 9
 
 

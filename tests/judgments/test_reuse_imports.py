@@ -185,8 +185,9 @@ def test_exports_and_dashboards_name_imported_grades(personas):
     services.feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
 
     rows = list(csv.reader(io.StringIO(exports.judgments_csv_per_grader(evaluation))))
-    assert rows == [["keyword", "doc_id", "grade", "grader"], ["red shoes", "a", "3", "(import)"],
-                    ["red shoes", "b", "1", "grader"]]
+    assert rows == [["keyword", "doc_id", "grade", "grader", "grader_kind", "reason"],
+                    ["red shoes", "a", "3", "(import)", "", ""],
+                    ["red shoes", "b", "1", "grader", "person", ""]]
     judgments = exports.judgments_json(evaluation)["judgments"]
     assert [(j["doc_id"], j["grader"], j["grade"], j["reused"]) for j in judgments] == [
         ("a", "(import)", 3, True), ("b", "grader", 1, False)]

@@ -25,12 +25,12 @@ from django.utils import timezone
 from rest_framework.views import APIView
 
 from evaluations.models import Evaluation, Keyword, SearchModel
-from judges import services as judge_services
 from judges.models import Judge
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
+from tests.judges.calibration_data import make_judge
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import TeamFactory, member
 
@@ -91,8 +91,7 @@ def _build() -> Dataset:
         scale_id=scale.pk, transformer=transformer,
         grader_membership=users["grader"].memberships.get(),
         invitation_token=invitation.token, grader_token_id=token.pk,
-        judge=judge_services.judge_create(team=team, by=None, name="Judge", provider="openai",
-                                          model="gpt-4o-mini"),
+        judge=make_judge(team),
     )
 
 
@@ -188,6 +187,10 @@ def _api_token(d: Dataset) -> dict:
 
 def _judge(d: Dataset) -> dict:
     return {"judge_id": d.judge.pk}
+
+
+def _judge_evaluation_query(d: Dataset) -> dict:
+    return {"evaluation": d.evaluation.pk}
 
 
 def _reset_link(d: Dataset) -> dict:
@@ -299,6 +302,10 @@ TABLE: dict[str, Row] = {
         DELETE=(204, 204, 403, 403, 404, 401),
     ),
     "judges_api:judge_test": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
+    "judges_api:judge_calibration": row(_judge, query=_judge_evaluation_query,
+                                        GET=(200, 200, 200, 403, 404, 401)),
+    # Without a finished shadow run the judge may not count: 400 on `counts` (or its absence).
+    "judges_api:judge_counts": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
@@ -474,6 +481,10 @@ TABLE: dict[str, Row] = {
         GET=(200, 200, 403, 403, 404, LOGIN),
         POST=(200, 200, 403, 403, 404, LOGIN),
     ),
+    "judges:calibration": row(_judge, query=_judge_evaluation_query,
+                              GET=(200, 200, 200, 403, 404, LOGIN)),
+    # An empty form changes nothing and goes back to the calibration page with the reason.
+    "judges:counts": row(_judge, POST=(302, 302, 403, 403, 404, LOGIN)),
     # --- metrics ---
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),

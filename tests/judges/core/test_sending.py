@@ -2,6 +2,7 @@
 
 import json
 import socket
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -213,3 +214,49 @@ def test_an_unreachable_provider_is_retried_then_reported():
                       random=lambda: 0.0)
     assert isinstance(result.error, ProviderUnreachable)
     assert len(result.attempts) == 3 and clock.sleeps == [0.5, 1.0]
+
+
+def test_the_gate_is_held_around_each_attempt_and_never_during_a_wait():
+    """The app's shared rate limit is the gate: one turn per HTTP request, none held while
+    the sender sleeps before a retry."""
+    events: list[str] = []
+
+    @contextmanager
+    def gate():
+        events.append("enter")
+        yield
+        events.append("leave")
+
+    class RecordingClock(Clock):
+        def sleep(self, seconds: float) -> None:
+            events.append("sleep")
+            super().sleep(seconds)
+
+    with fake_provider(OPENAI, api_key=KEY) as fake:
+        fake.then(rate_limited("2"))
+        provider = PROVIDERS[OPENAI](model="judge-model", base_url=fake.base_url)
+        request = provider.build_request(system="judge", user=USER, schema=SCHEMA,
+                                         parameters={}, api_key=KEY)
+        with httpx.Client() as client:
+            result = send(provider, request, client=client, timeout_seconds=5.0,
+                          sleep=RecordingClock().sleep, random=lambda: 0.0, gate=gate)
+    assert result.ok
+    assert events == ["enter", "leave", "sleep", "enter", "leave"]
+
+
+def test_what_the_gate_raises_ends_the_call():
+    class NoTurn(Exception):
+        pass
+
+    @contextmanager
+    def closed_gate():
+        raise NoTurn("no turn within 1 s")
+        yield
+
+    with fake_provider(OPENAI, api_key=KEY) as fake:
+        provider = PROVIDERS[OPENAI](model="judge-model", base_url=fake.base_url)
+        request = provider.build_request(system="judge", user=USER, schema=SCHEMA,
+                                         parameters={}, api_key=KEY)
+        with httpx.Client() as client, pytest.raises(NoTurn):
+            send(provider, request, client=client, timeout_seconds=5.0, gate=closed_gate)
+        assert fake.received == []
