@@ -6,6 +6,13 @@ app_name = "judges_api"
 urlpatterns: list = []
 
 # --- judges: CRUD and test (judges/api_judges.py) ---
+from judges import api_judges  # noqa: E402
+
+urlpatterns += [
+    path("judges/", api_judges.JudgeListApi.as_view(), name="judges"),
+    path("judges/<int:judge_id>/", api_judges.JudgeDetailApi.as_view(), name="judge"),
+    path("judges/<int:judge_id>/test/", api_judges.JudgeTestApi.as_view(), name="judge_test"),
+]
 
 # --- runs: start, read, pause/resume/cancel/retry; calls (logs) and JSONL (api_runs.py) ---
 from judges import api_runs  # noqa: E402

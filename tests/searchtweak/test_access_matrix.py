@@ -307,6 +307,18 @@ TABLE: dict[str, Row] = {
         DELETE=(204, 204, 403, 403, 404, 401),
     ),
     # --- judges_api ---
+    # As the pages: leads list judges (without their configuration); the rest is the admins'.
+    "judges_api:judges": row(
+        GET=(200, 200, 200, 403, 200, 401),
+        POST=(400, 400, 403, 403, 400, 401),
+    ),
+    "judges_api:judge": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, 401),
+        PATCH=(200, 200, 403, 403, 404, 401),
+        DELETE=(204, 204, 403, 403, 404, 401),
+    ),
+    "judges_api:judge_test": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
     "judges_api:judge_calibration": row(_judge, query=_judge_evaluation_query,
                                         GET=(200, 200, 200, 403, 404, 401)),
     # Without a finished shadow run the judge may not count: 400 on `counts` (or its absence).
@@ -479,6 +491,28 @@ TABLE: dict[str, Row] = {
     "judgments:grader_tags": row(GET=(200, 200, 403, 403, 200, LOGIN)),
     "judgments:grader_tags_update": row(_grader_user, POST=(302, 302, 403, 403, 404, LOGIN)),
     # --- judges ---
+    # Leads read the list (they choose judges for runs); the rest is the admins'
+    # (judges.selectors.CONFIGURATION_ROLE). An empty POST is an unbound form: the page again.
+    "judges:judge_list": row(GET=(200, 200, 200, 403, 200, LOGIN)),
+    "judges:judge_create": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(200, 200, 403, 403, 200, LOGIN),
+    ),
+    "judges:judge_edit": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
+    "judges:judge_delete": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(302, 302, 403, 403, 404, LOGIN),
+    ),
+    "judges:judge_test": row(
+        _judge,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
     "judges:calibration": row(_judge, query=_judge_evaluation_query,
                               GET=(200, 200, 200, 403, 404, LOGIN)),
     # An empty form changes nothing and goes back to the calibration page with the reason.
