@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from judges import access as judge_access
 from judges import call_export, run_selectors, runs
 from judges.models import Judge, JudgeRun
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
@@ -219,7 +220,8 @@ class CallOutputSerializer(serializers.Serializer):
 
 
 def _filtered_calls(request: Request, judge_id: int):
-    judge = run_selectors.judge_get_for_logs(user=request.user, judge_id=judge_id)
+    judge = judge_access.judge_get_for_user(user=request.user, judge_id=judge_id,
+                                             minimum_role=run_selectors.RUNS_ROLE)
     query = CallFilterSerializer(data=request.query_params)
     query.is_valid(raise_exception=True)
     return run_selectors.calls_of_judge(judge=judge, filters=query.filters()), judge

@@ -47,14 +47,6 @@ def run_get_for_user(*, user: User, run_id: int, minimum_role: str = RUNS_ROLE) 
     return run
 
 
-def judge_get_for_logs(*, user: User, judge_id: int) -> Judge:
-    judge = Judge.objects.select_related("team").filter(pk=judge_id).first()
-    if judge is None:
-        raise Http404("No such judge.")
-    access.team_access(user=user, team_id=judge.team_id, minimum_role=RUNS_ROLE, what="judge")
-    return judge
-
-
 def call_get_for_user(*, user: User, call_id: int) -> JudgeCall:
     call = JudgeCall.objects.select_related("judge", "run").filter(pk=call_id).first()
     if call is None:

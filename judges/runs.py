@@ -16,7 +16,6 @@ judgments.grading.judge_grades_write; shadow runs keep their grades on the items
 from __future__ import annotations
 
 from datetime import timedelta
-from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -27,6 +26,7 @@ from django.utils import timezone
 from evaluations.models import Evaluation
 from judges.batches import COUNTING_MODES, finish_if_done
 from judges.models import Judge, JudgeRun, JudgeRunItem
+from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
 from searchtweak.models import User
 
@@ -190,11 +190,7 @@ def run_retry_failed(*, run: JudgeRun) -> int:
 
 def run_progress(*, run: JudgeRun) -> dict:
     run.refresh_from_db()
-    judge = run.judge
-    cost = None
-    if judge.price_in_per_million is not None or judge.price_out_per_million is not None:
-        cost = ((judge.price_in_per_million or Decimal(0)) * run.tokens_in
-                + (judge.price_out_per_million or Decimal(0)) * run.tokens_out) / 1_000_000
+    cost = token_cost(judge=run.judge, tokens_in=run.tokens_in, tokens_out=run.tokens_out)
     finished = run.done_count + run.failed_count + run.skipped_count
     return {
         "status": run.status, "pairs": run.pair_count, "done": run.done_count,

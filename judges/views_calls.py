@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from judges import access as judge_access
 from judges import call_export, run_selectors
 from judges.forms_runs import CallFilterForm
 
@@ -16,7 +17,8 @@ from judges.forms_runs import CallFilterForm
 @require_GET
 @login_required
 def judge_calls(request: HttpRequest, judge_id: int) -> HttpResponse:
-    judge = run_selectors.judge_get_for_logs(user=request.user, judge_id=judge_id)
+    judge = judge_access.judge_get_for_user(user=request.user, judge_id=judge_id,
+                                             minimum_role=run_selectors.RUNS_ROLE)
     form = CallFilterForm(request.GET or None, judge=judge)
     valid = form.is_bound and form.is_valid()
     if form.is_bound and not valid:
@@ -56,7 +58,8 @@ def _pretty_json(text: str) -> str:
 @login_required
 def judge_calls_export(request: HttpRequest, judge_id: int) -> HttpResponse:
     """The log's filtered calls, one JSON object a line, streamed."""
-    judge = run_selectors.judge_get_for_logs(user=request.user, judge_id=judge_id)
+    judge = judge_access.judge_get_for_user(user=request.user, judge_id=judge_id,
+                                             minimum_role=run_selectors.RUNS_ROLE)
     form = CallFilterForm(request.GET, judge=judge)
     if not form.is_valid():
         return HttpResponse(form.errors.as_json(), status=400, content_type="application/json")

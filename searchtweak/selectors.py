@@ -13,7 +13,10 @@ def memberships_of_user(*, user: User) -> QuerySet[Membership]:
 
 
 def team_members(*, team: Team) -> QuerySet[Membership]:
-    return Membership.objects.select_related("user").filter(team=team).order_by("user__username")
+    """The team's people. A judge's service account is a member so its grades fill slots,
+    but it is managed on the judges' pages, never by role changes, removal or tags."""
+    return Membership.objects.select_related("user").filter(
+        team=team, user__is_judge=False).order_by("user__username")
 
 
 def team_open_invitations(*, team: Team) -> list[Invitation]:
@@ -43,7 +46,8 @@ def membership_get_for_user(
     *, user: User, membership_id: int, minimum_role: str = Role.GRADER
 ) -> Membership:
     membership = (
-        Membership.objects.select_related("team", "user").filter(pk=membership_id).first()
+        Membership.objects.select_related("team", "user")
+        .filter(pk=membership_id, user__is_judge=False).first()
     )
     if membership is None:
         raise Http404("No such member.")
