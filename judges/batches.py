@@ -13,6 +13,7 @@ import httpx
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Q
+from django.db.models.functions import Mod
 from django.utils import timezone
 
 from evaluations.models import Snapshot
@@ -44,7 +45,20 @@ class _Outcome:
     cache_key: str = ""
 
 
-def run_batch_process(*, run_id: int, client: httpx.Client | None = None) -> int:
+@dataclass(frozen=True)
+class Lane:
+    """Which share of the keywords a lane takes first: lanes that start on the same keyword
+    split its batch between them (more calls, each with fewer documents)."""
+
+    number: int = 0
+    of: int = 1
+
+
+ONE_LANE = Lane()
+
+
+def run_batch_process(*, run_id: int, client: httpx.Client | None = None,
+                      lane: Lane = ONE_LANE) -> int:
     """Claim a batch of one keyword's pairs, answer it (cache, else one call), store the
     answers; how many pairs it claimed (0: nothing left to claim now)."""
     run = JudgeRun.objects.select_related("judge__user", "evaluation").get(pk=run_id)
@@ -52,7 +66,7 @@ def run_batch_process(*, run_id: int, client: httpx.Client | None = None) -> int
         return 0
     judge, now = run.judge, timezone.now()
     items = _items_claim(run=run, now=now, lease_until=now + timedelta(
-        seconds=lease_seconds(judge)))
+        seconds=lease_seconds(judge)), lane=lane)
     if not items:
         finish_if_done(run)
         return 0
@@ -62,7 +76,8 @@ def run_batch_process(*, run_id: int, client: httpx.Client | None = None) -> int
     return len(items)
 
 
-def _items_claim(*, run: JudgeRun, now, lease_until) -> list[JudgeRunItem]:
+def _items_claim(*, run: JudgeRun, now, lease_until, lane: Lane = ONE_LANE
+                 ) -> list[JudgeRunItem]:
     """Up to batch_size claimable items of one keyword, claimed with one stamp; then, in
     counting modes, the judge's slot of each (after the items' commit, so no savepoint a
     slot: a lane dying in between leaves only leases that lapse). Items that can no longer
@@ -71,7 +86,12 @@ def _items_claim(*, run: JudgeRun, now, lease_until) -> list[JudgeRunItem]:
                                                   lease_expires_at__lt=now)
     with transaction.atomic():
         mine = JudgeRunItem.objects.select_for_update(skip_locked=True).filter(run=run)
-        first = mine.filter(claimable).order_by("pk").only("keyword_id").first()
+        first = None
+        if lane.of > 1:
+            first = (mine.filter(claimable).alias(share=Mod("keyword_id", lane.of))
+                     .filter(share=lane.number).order_by("pk").only("keyword_id").first())
+        if first is None:
+            first = mine.filter(claimable).order_by("pk").only("keyword_id").first()
         if first is None:
             return []
         items = list(mine.filter(claimable, keyword_id=first.keyword_id)
@@ -119,15 +139,14 @@ def _slots_claim(*, run: JudgeRun, items: list[JudgeRunItem], now, lease_until
         graded = set(FeedbackSlot.objects.filter(snapshot_id__in=snapshot_ids,
                                                  grade__isnull=False)
                      .values_list("snapshot_id", flat=True))
-    slots = grading.judge_slots_claim(
+    held = grading.judge_slots_claim(
         judge_user=run.judge.user, snapshot_ids=[s for s in snapshot_ids if s not in graded],
         now=now, lease_until=lease_until)
     skipped = {}
     for item in items:
-        item.slot_id = slots.get(item.snapshot_id)
         if item.snapshot_id in graded:
             skipped[item.pk] = "someone graded it before the judge got to it"
-        elif item.slot_id is None:
+        elif item.snapshot_id not in held:
             skipped[item.pk] = "no free slot left (people filled them, or the judge has one)"
     return skipped
 
@@ -215,8 +234,8 @@ def _unclaim(*, run: JudgeRun, items: list[JudgeRunItem]) -> None:
             claimed_at=items[0].claimed_at).values_list("pk", flat=True))
         JudgeRunItem.objects.filter(pk__in=ids).update(
             status=ItemStatus.PENDING, lease_expires_at=None)
-        grading.judge_slots_release(judge_user=run.judge.user, slot_ids=[
-            item.slot_id for item in items if item.pk in ids and item.slot_id])
+        grading.judge_slots_release(judge_user=run.judge.user, snapshot_ids=[
+            item.snapshot_id for item in items if item.pk in ids])
 
 
 def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Outcome],
@@ -241,9 +260,9 @@ def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Out
             if outcome.failure:
                 item.status, item.failure, item.failure_detail = (
                     ItemStatus.FAILED, outcome.failure, outcome.detail[:2000])
-                release.append(item.slot_id)
+                release.append(item.snapshot_id)
                 failed += 1
-            elif item.slot_id is not None and item.slot_id not in written:
+            elif run.mode in COUNTING_MODES and item.snapshot_id not in written:
                 item.status, item.failure = ItemStatus.SKIPPED, "taken"
                 item.failure_detail = "the slot was reset before the answer arrived"
                 skipped += 1
@@ -254,10 +273,9 @@ def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Out
                 done += 1
                 cached += outcome.from_cache
         _items_save(items, ["status", "grade", "reason", "failure", "failure_detail",
-                            "from_cache", "call_id", "answered_at", "lease_expires_at",
-                            "slot_id"])
-        grading.judge_slots_release(judge_user=run.judge.user,
-                                    slot_ids=[slot_id for slot_id in release if slot_id])
+                            "from_cache", "call_id", "answered_at", "lease_expires_at"])
+        if release and run.mode in COUNTING_MODES:
+            grading.judge_slots_release(judge_user=run.judge.user, snapshot_ids=release)
         JudgeAnswer.objects.bulk_create([
             JudgeAnswer(key=outcomes[item.pk].cache_key, judge=run.judge, grade=item.grade,
                         reason=item.reason, created_at=now)
@@ -273,21 +291,21 @@ def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Out
 
 def _grades_write(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Outcome],
                   now) -> set[int] | None:
-    """Counting modes: the accepted grades into the judge's slots; the slot ids written, or
+    """Counting modes: the accepted grades into the judge's slots; the snapshots written, or
     None when the evaluation stopped taking grades (the run pauses, the items wait)."""
-    grades = [(item.slot_id, outcomes[item.pk].grade, outcomes[item.pk].reason)
-              for item in items if item.slot_id is not None and not outcomes[item.pk].failure]
+    grades = [(item.snapshot_id, outcomes[item.pk].grade, outcomes[item.pk].reason)
+              for item in items if not outcomes[item.pk].failure]
     if run.mode not in COUNTING_MODES or not grades:
         return set()
     try:
-        with transaction.atomic():
-            return grading.judge_grades_write(judge_user=run.judge.user,
-                                              evaluation=run.evaluation, grades=grades, now=now)
+        # Its own atomic block is a savepoint here: a refusal leaves this transaction usable.
+        return grading.judge_grades_write(judge_user=run.judge.user, evaluation=run.evaluation,
+                                          grades=grades, now=now)
     except ValidationError:
         JudgeRunItem.objects.filter(pk__in=[item.pk for item in items]).update(
             status=ItemStatus.PENDING, lease_expires_at=None)
         grading.judge_slots_release(judge_user=run.judge.user,
-                                    slot_ids=[item.slot_id for item in items if item.slot_id])
+                                    snapshot_ids=[item.snapshot_id for item in items])
         JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(status=Status.PAUSED)
         return None
 

@@ -138,9 +138,6 @@ class JudgeRunItem(models.Model):
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="items")
     snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="+")
     keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="+")
-    # The slot the judge holds or filled (counting modes); none in shadow runs.
-    slot = models.ForeignKey("judgments.FeedbackSlot", null=True, blank=True,
-                             on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     # The claim's stamp: storing an answer quotes it, so a lapsed claim taken over by
     # another task writes nothing (the fetch claims' rule).

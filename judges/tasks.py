@@ -23,14 +23,15 @@ logger = logging.getLogger(__name__)
     soft_time_limit=settings.JUDGE_LANE_TIME_LIMIT - 30,
     time_limit=settings.JUDGE_LANE_TIME_LIMIT,
 )
-def run_lane(run_id: int) -> None:
+def run_lane(run_id: int, lane_number: int = 0, lane_count: int = 1) -> None:
     """Process the run's batches for about JUDGE_LANE_SECONDS, then hand over to a fresh
     message, so a long run never holds a worker past the broker's patience."""
-    if lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS):
-        run_lane.delay(run_id)
+    if lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS,
+                 lane=batches.Lane(lane_number, lane_count)):
+        run_lane.delay(run_id, lane_number, lane_count)
 
 
-def lane_work(run_id: int, *, seconds: float) -> bool:
+def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_LANE) -> bool:
     """Batches until nothing is claimable or `seconds` pass; whether work may remain."""
     run = JudgeRun.objects.select_related("judge").filter(pk=run_id).first()
     if run is None:
@@ -38,7 +39,7 @@ def lane_work(run_id: int, *, seconds: float) -> bool:
     ends_at = time.monotonic() + seconds
     with calls.new_client(run.judge) as client:
         while time.monotonic() < ends_at:
-            if not batches.run_batch_process(run_id=run_id, client=client):
+            if not batches.run_batch_process(run_id=run_id, client=client, lane=lane):
                 return False
     return True
 
@@ -61,16 +62,16 @@ _background = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-jud
 def run_lanes_dispatch(run_id: int, count: int) -> None:
     from searchtweak.celery import app
 
-    for _ in range(count):
+    for number in range(count):
         if settings.EMBEDDED_TASKS_IN_BACKGROUND and app.conf.task_always_eager:
-            _background.submit(_lane_in_background, run_id)
+            _background.submit(_lane_in_background, run_id, batches.Lane(number, count))
         else:
-            run_lane.delay(run_id)
+            run_lane.delay(run_id, number, count)
 
 
-def _lane_in_background(run_id: int) -> None:
+def _lane_in_background(run_id: int, lane: batches.Lane) -> None:
     try:
-        while lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS):
+        while lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS, lane=lane):
             pass
     except Exception:
         logger.exception("a judge lane of run %s failed in the background", run_id)

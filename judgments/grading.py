@@ -460,31 +460,33 @@ def judge_slots_claim(*, judge_user: User, snapshot_ids: Sequence[int], now, lea
 @transaction.atomic
 def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
                        grades: Sequence[tuple[int, Any, str]], now) -> set[int]:
-    """Write a judge's (slot id, grade, reason) on slots its account holds ungraded; the ids
-    written. A slot it no longer holds (reset by a lead) is left alone. Raises
-    ValidationError, writing nothing, when the evaluation takes no grades or a grade is
-    off the scale."""
+    """Write a judge's (snapshot id, grade, reason) on the slot its account holds ungraded
+    there (one identity per snapshot, so at most one); the snapshot ids written. A slot it
+    no longer holds (reset by a lead) is left alone. Raises ValidationError, writing
+    nothing, when the evaluation takes no grades or a grade is off the scale."""
     # Read now, not from the caller's copy: a model's answer can take a minute to arrive.
     _check_status(Evaluation.objects.values_list("status", flat=True).get(pk=evaluation.pk))
     scale = _evaluation_scale(evaluation)
-    checked = {slot_id: (_check_grade(grade, scale), reason) for slot_id, grade, reason in grades}
+    checked = {snapshot_id: (_check_grade(grade, scale), reason)
+               for snapshot_id, grade, reason in grades}
     held = list(FeedbackSlot.objects.select_for_update().filter(
-        pk__in=list(checked), user=judge_user, grade__isnull=True, evaluation=evaluation
-    ).values_list("pk", "keyword_id"))
+        snapshot_id__in=list(checked), user=judge_user, grade__isnull=True,
+        evaluation=evaluation).values_list("pk", "snapshot_id", "keyword_id"))
     # One UPDATE per distinct (grade, reason): cheaper than bulk_update's CASE per slot.
     by_answer: dict[tuple[int, str], list[int]] = {}
-    for slot_id, _ in held:
-        by_answer.setdefault(checked[slot_id], []).append(slot_id)
+    for slot_id, snapshot_id, _ in held:
+        by_answer.setdefault(checked[snapshot_id], []).append(slot_id)
     for (value, reason), slot_ids in by_answer.items():
         FeedbackSlot.objects.filter(pk__in=slot_ids).update(
             grade=value, reason=reason, graded_at=now, lease_expires_at=None, unsure=False,
             note="", graded_by=None)
-    keywords_mark_dirty(keyword_ids=[keyword_id for _, keyword_id in held])
-    return {slot_id for slot_id, _ in held}
+    keywords_mark_dirty(keyword_ids=[keyword_id for _, _, keyword_id in held])
+    return {snapshot_id for _, snapshot_id, _ in held}
 
 
-def judge_slots_release(*, judge_user: User, slot_ids: Iterable[int]) -> int:
-    """Give back slots the judge holds ungraded (a rejected pair, a cancelled claim)."""
+def judge_slots_release(*, judge_user: User, snapshot_ids: Iterable[int]) -> int:
+    """Give back the slots the judge holds ungraded on these snapshots (a rejected pair, an
+    answer that cannot be stored)."""
     return FeedbackSlot.objects.filter(
-        pk__in=list(slot_ids), user=judge_user, grade__isnull=True).update(
+        snapshot_id__in=list(snapshot_ids), user=judge_user, grade__isnull=True).update(
         user=None, assigned_at=None, lease_expires_at=None, reason="")

@@ -123,7 +123,6 @@ class Migration(migrations.Migration):
                 ('call', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='judges.judgecall')),
                 ('keyword', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='evaluations.keyword')),
                 ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='judges.judgerun')),
-                ('slot', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='judgments.feedbackslot')),
                 ('snapshot', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='evaluations.snapshot')),
             ],
             options={

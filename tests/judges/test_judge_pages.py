@@ -124,7 +124,10 @@ def test_a_lead_reads_the_list_without_admin_links_and_a_grader_gets_403(client,
     judge = judge_of(personas.team, tags=["de"])
     html = login(client, personas.lead).get(reverse("judges:judge_list")).content.decode()
     assert "GPT grader" in html and "gpt-4o-mini" in html and "shadow only" in html
-    assert reverse("judges:judge_edit", args=[judge.pk]) not in html
+    assert f'href="{reverse("judges:judge_edit", args=[judge.pk])}"' not in html
+    # What a lead may read: the judge's calibration and its calls.
+    assert f'href="{reverse("judges:calibration", args=[judge.pk])}"' in html
+    assert f'href="{reverse("judges:judge_calls", args=[judge.pk])}"' in html
     assert 'href="/judges/"' in html  # the nav's link
     for name in ("judges:judge_edit", "judges:judge_test", "judges:judge_delete"):
         assert client.get(reverse(name, args=[judge.pk])).status_code == 403
