@@ -20,7 +20,7 @@ from evaluations.models import Snapshot
 from judges import calls
 from judges.core.cache import cache_key
 from judges.core.prompts import Document
-from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
+from judges.models import Judge, JudgeAnswer, JudgeCall, JudgeRun, JudgeRunItem
 from judgments import grading
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
@@ -57,13 +57,24 @@ class Lane:
 ONE_LANE = Lane()
 
 
+def run_for_batches(run_id: int) -> JudgeRun | None:
+    """The run with what every batch reads (judge, its account, the evaluation), loaded
+    once per lane; its status is checked by each claim, not from this copy."""
+    return JudgeRun.objects.select_related("judge__user", "evaluation").filter(
+        pk=run_id).first()
+
+
 def run_batch_process(*, run_id: int, client: httpx.Client | None = None,
                       lane: Lane = ONE_LANE) -> int:
+    run = run_for_batches(run_id)
+    return batch_process(run=run, client=client, lane=lane) if run else 0
+
+
+def batch_process(*, run: JudgeRun, client: httpx.Client | None = None,
+                  lane: Lane = ONE_LANE) -> int:
     """Claim a batch of one keyword's pairs, answer it (cache, else one call), store the
-    answers; how many pairs it claimed (0: nothing left to claim now)."""
-    run = JudgeRun.objects.select_related("judge__user", "evaluation").get(pk=run_id)
-    if run.status != Status.RUNNING:
-        return 0
+    answers; how many pairs it claimed (0: nothing to claim now, or the run is no longer
+    running)."""
     judge, now = run.judge, timezone.now()
     items = _items_claim(run=run, now=now, lease_until=now + timedelta(
         seconds=lease_seconds(judge)), lane=lane)
@@ -85,7 +96,8 @@ def _items_claim(*, run: JudgeRun, now, lease_until, lane: Lane = ONE_LANE
     claimable = Q(status=ItemStatus.PENDING) | Q(status=ItemStatus.CLAIMED,
                                                   lease_expires_at__lt=now)
     with transaction.atomic():
-        mine = JudgeRunItem.objects.select_for_update(skip_locked=True).filter(run=run)
+        mine = JudgeRunItem.objects.select_for_update(skip_locked=True, of=("self",)).filter(
+            run=run, run__status=Status.RUNNING)
         first = None
         if lane.of > 1:
             first = (mine.filter(claimable).alias(share=Mod("keyword_id", lane.of))
@@ -199,7 +211,7 @@ def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | 
     if asking:
         result = calls.ask(judge=judge, keyword=keyword, guidelines=evaluation.guidelines,
                            scale=scale.scale, documents=[documents[i.pk] for i in asking],
-                           run=run, client=client)
+                           run=run, client=client, save_calls=False)
         if result.error_kind == "no_turn":
             _unclaim(run=run, items=asking)
             items = [item for item in items if outcomes[item.pk].from_cache]
@@ -244,6 +256,8 @@ def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Out
     now = timezone.now()
     answering_call = result.calls[-1] if result and result.calls else None
     with transaction.atomic():
+        if result and result.calls:
+            JudgeCall.objects.bulk_create(result.calls)
         owned = set(JudgeRunItem.objects.select_for_update().filter(
             pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,
             claimed_at=items[0].claimed_at if items else None).values_list("pk", flat=True))

@@ -103,9 +103,10 @@ def new_client(judge: Judge) -> httpx.Client:
 
 def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         documents: list[Document], run: JudgeRun | None = None, is_test: bool = False,
-        client: httpx.Client | None = None) -> AskResult:
+        client: httpx.Client | None = None, save_calls: bool = True) -> AskResult:
     """Ask about one batch (1..20 documents of one keyword); never raises for the model's
-    or the network's failures, they are in the result and in the call log."""
+    or the network's failures, they are in the result and in the call log. A run saves
+    the calls itself (`save_calls=False`), in the transaction that stores the answers."""
     result = AskResult()
     provider = provider_for(judge)
     try:
@@ -150,9 +151,10 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         result.error = sent.error.message
         result.error_kind = _error_status(sent.error)
         result.answer_text = sent.attempts[-1].response_text if sent.attempts else ""
-    result.calls = _log_attempts(judge=judge, run=run, is_test=is_test, sent=sent,
-                                 verdict=result.verdict, pair_count=len(ids),
-                                 started_at=started_at)
+    result.calls = _call_rows(judge=judge, run=run, is_test=is_test, sent=sent,
+                              verdict=result.verdict, pair_count=len(ids), started_at=started_at)
+    if save_calls:
+        JudgeCall.objects.bulk_create(result.calls)
     return result
 
 
@@ -192,8 +194,9 @@ def _attempt_status(attempt: Attempt) -> str:
     return "http_error" if attempt.status_code >= 300 else "malformed"
 
 
-def _log_attempts(*, judge: Judge, run: JudgeRun | None, is_test: bool, sent: CallResult,
-                  verdict: Verdict | None, pair_count: int, started_at) -> list[JudgeCall]:
+def _call_rows(*, judge: Judge, run: JudgeRun | None, is_test: bool, sent: CallResult,
+               verdict: Verdict | None, pair_count: int, started_at) -> list[JudgeCall]:
+    """One unsaved JudgeCall per attempt, the last one with the tokens."""
     rows, at = [], started_at
     last = len(sent.attempts) - 1
     for number, attempt in enumerate(sent.attempts):
@@ -212,4 +215,4 @@ def _log_attempts(*, judge: Judge, run: JudgeRun | None, is_test: bool, sent: Ca
             pair_count=pair_count, request=sent.request, answer=attempt.response_text,
             error=attempt.error, is_test=is_test))
         at += timedelta(milliseconds=attempt.duration_ms, seconds=attempt.waited_seconds)
-    return JudgeCall.objects.bulk_create(rows)
+    return rows

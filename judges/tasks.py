@@ -10,7 +10,6 @@ from django.conf import settings
 from django.db import connection
 
 from judges import batches, calls, runs
-from judges.models import JudgeRun
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +32,13 @@ def run_lane(run_id: int, lane_number: int = 0, lane_count: int = 1) -> None:
 
 def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_LANE) -> bool:
     """Batches until nothing is claimable or `seconds` pass; whether work may remain."""
-    run = JudgeRun.objects.select_related("judge").filter(pk=run_id).first()
+    run = batches.run_for_batches(run_id)
     if run is None:
         return False
     ends_at = time.monotonic() + seconds
     with calls.new_client(run.judge) as client:
         while time.monotonic() < ends_at:
-            if not batches.run_batch_process(run_id=run_id, client=client, lane=lane):
+            if not batches.batch_process(run=run, client=client, lane=lane):
                 return False
     return True
 
