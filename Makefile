@@ -50,6 +50,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/dashboard.py
 	$(PY) bench/fetch.py
 	$(PY) bench/recompute.py
+	$(PY) bench/judges.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO
