@@ -80,6 +80,24 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def fresh_database_env(*, server_url: str, database: str, queue: str,
+                       redis: str | None = None) -> dict[str, str]:
+    """What a bench's processes run with (production settings, tasks on `queue`, Redis as
+    the broker when given) on `database`, dropped and created afresh here."""
+    env = {
+        "DATABASE_URL": server_url.rsplit("/", 1)[0] + f"/{database}",
+        "DEBUG": "false", "SECRET_KEY": "bench-" + uuid.uuid4().hex,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false",
+        "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0",
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+    }
+    if redis:
+        env["CELERY_BROKER_URL"] = redis
+    admin_sql(server_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    admin_sql(server_url, f'CREATE DATABASE "{database}"')
+    return env
+
+
 def admin_sql(server_url: str, sql: str) -> None:
     import psycopg
 
@@ -405,18 +423,9 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON line per round")
     args = parser.parse_args()
 
-    database_url = args.server_url.rsplit("/", 1)[0] + f"/{args.database}"
     queue = f"bench-grading-{os.getpid()}"
-    env = {
-        "DATABASE_URL": database_url, "DEBUG": "false", "SECRET_KEY": "bench-" + uuid.uuid4().hex,
-        "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false",
-        "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0",
-        "CELERY_TASK_DEFAULT_QUEUE": queue,
-    }
-    if args.recompute != "eager":
-        env["CELERY_BROKER_URL"] = args.redis
-    admin_sql(args.server_url, f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
-    admin_sql(args.server_url, f'CREATE DATABASE "{args.database}"')
+    env = fresh_database_env(server_url=args.server_url, database=args.database, queue=queue,
+                             redis=None if args.recompute == "eager" else args.redis)
     processes: list[subprocess.Popen] = []
     full_env = {**os.environ, **env}
     if args.recompute == "eager":

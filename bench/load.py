@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -83,16 +82,9 @@ def main() -> int:
     args = parser.parse_args()
 
     queue = f"bench-load-{os.getpid()}"
-    env = {
-        "DATABASE_URL": args.server_url.rsplit("/", 1)[0] + f"/{args.database}",
-        "DEBUG": "false", "SECRET_KEY": "bench-" + uuid.uuid4().hex,
-        "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false",
-        "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0",
-        "CELERY_TASK_DEFAULT_QUEUE": queue, "CELERY_BROKER_URL": args.redis,
-    }
+    env = grading.fresh_database_env(server_url=args.server_url, database=args.database,
+                                     queue=queue, redis=args.redis)
     full_env = {**os.environ, **env}
-    grading.admin_sql(args.server_url, f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
-    grading.admin_sql(args.server_url, f'CREATE DATABASE "{args.database}"')
     processes: list[subprocess.Popen] = []
     bin_dir = Path(grading.PYTHON).parent
     try:

@@ -137,3 +137,13 @@ def _forget_connections(app) -> None:
     app.__dict__.pop("amqp", None)
     app._backend_cache = None
     app._local.__dict__.pop("backend", None)
+
+
+def wait_until(condition, what: str, timeout: float = 90.0) -> None:
+    """Poll `condition` until it holds; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not {what} after {timeout} s")

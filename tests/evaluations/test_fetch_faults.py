@@ -2,7 +2,6 @@
 keyword's results are stored twice (issue 17, defect 1 and its fault proofs)."""
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -18,21 +17,13 @@ from tests.workers import (
     database_url_for_workers,
     require_redis,
     tasks_sent_to,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 KEYWORDS = [f"kw {n:02d}" for n in range(1, 31)]
 WORKER_ENV = {"FETCH_RETRY_BACKOFF_MS": "20", "FETCH_CONCURRENCY_PER_ENDPOINT": "4"}
-
-
-def wait_until(condition, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not {what} after {timeout} s")
 
 
 def is_active(evaluation) -> bool:

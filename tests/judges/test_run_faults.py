@@ -2,7 +2,6 @@
 the sweep restarts the run, every pair ends graded once, no slot is held."""
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -20,18 +19,10 @@ from tests.workers import (
     database_url_for_workers,
     require_redis,
     tasks_sent_to,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def wait_until(condition, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not {what} after {timeout} s")
 
 
 def run_status(run) -> str:

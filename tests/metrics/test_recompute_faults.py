@@ -5,7 +5,6 @@ database connection dropped under a request. Values always converge to what
 import io
 import json
 import threading
-import time
 from datetime import timedelta
 from wsgiref.util import setup_testing_defaults
 
@@ -34,6 +33,7 @@ from tests.workers import (
     database_url_for_workers,
     require_redis,
     tasks_sent_to,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -49,15 +49,6 @@ def backends_waiting_on_a_lock() -> int:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                        " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
         return cursor.fetchone()[0]
-
-
-def wait_until(condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not {what} after {timeout} s")
 
 
 class EvaluationRowHeld:
