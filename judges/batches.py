@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import httpx
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Q
@@ -331,3 +332,18 @@ def finish_if_done(run: JudgeRun) -> None:
     if not open_items.exists():
         JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(
             status=Status.DONE, finished_at=timezone.now())
+
+
+def runs_stalled(*, now=None) -> list[int]:
+    """Running runs whose lanes are gone: a claim lapsed, or work is pending and nothing
+    was claimed for JUDGE_STALL_SECONDS. A run with nothing open is marked done here."""
+    now = now or timezone.now()
+    running = JudgeRun.objects.filter(status=Status.RUNNING)
+    for run in running.exclude(items__status__in=[ItemStatus.PENDING, ItemStatus.CLAIMED]):
+        finish_if_done(run)
+    lapsed = running.filter(items__status=ItemStatus.CLAIMED, items__lease_expires_at__lt=now)
+    quiet_since = now - timedelta(seconds=settings.JUDGE_STALL_SECONDS)
+    idle = running.filter(items__status=ItemStatus.PENDING).exclude(
+        items__claimed_at__gte=quiet_since)
+    return sorted(set(lapsed.values_list("pk", flat=True)) | set(
+        idle.values_list("pk", flat=True)))

@@ -1,5 +1,5 @@
 """A judge put to work on an evaluation: starting a run, pausing, cancelling, retrying,
-its progress, and the processing of one batch (what a Celery lane repeats).
+its progress. One batch, what a Celery lane repeats, is judges.batches.
 
 Run states: running ⇄ paused; running or paused → cancelled; running → done once no item
 is pending or claimed (failed items are counted and listed, never dropped).
@@ -15,16 +15,14 @@ judgments.grading.judge_grades_write; shadow runs keep their grades on the items
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Min, Q
 from django.utils import timezone
 
 from evaluations.models import Evaluation
-from judges.batches import COUNTING_MODES, finish_if_done
+from judges import tasks
+from judges.batches import COUNTING_MODES
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
@@ -113,9 +111,6 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
 
 
 def _lanes_start_on_commit(run: JudgeRun) -> None:
-    # Imported here: the tasks module calls this one's services.
-    from judges import tasks
-
     count = lane_count(run)
     transaction.on_commit(lambda: tasks.run_lanes_dispatch(run.pk, count))
 
@@ -200,17 +195,3 @@ def run_progress(*, run: JudgeRun) -> dict:
         "percent_done": 100 if not run.pair_count else finished * 100 // run.pair_count,
     }
 
-
-def runs_stalled(*, now=None) -> list[int]:
-    """Running runs whose lanes are gone: a claim lapsed, or work is pending and nothing
-    was claimed for JUDGE_STALL_SECONDS. A run with nothing open is marked done here."""
-    now = now or timezone.now()
-    running = JudgeRun.objects.filter(status=Status.RUNNING)
-    for run in running.exclude(items__status__in=[ItemStatus.PENDING, ItemStatus.CLAIMED]):
-        finish_if_done(run)
-    lapsed = running.filter(items__status=ItemStatus.CLAIMED, items__lease_expires_at__lt=now)
-    quiet_since = now - timedelta(seconds=settings.JUDGE_STALL_SECONDS)
-    idle = running.filter(items__status=ItemStatus.PENDING).exclude(
-        items__claimed_at__gte=quiet_since)
-    return sorted(set(lapsed.values_list("pk", flat=True)) | set(
-        idle.values_list("pk", flat=True)))

@@ -9,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import connection
 
-from judges import batches, calls, runs
+from judges import batches, calls
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_L
 def sweep_stalled_runs() -> int:
     """Start a lane for each running run that has work no lane is doing (its lanes died
     with their worker); how many. Celery beat runs it every JUDGE_SWEEP_EVERY_SECONDS."""
-    stalled = runs.runs_stalled()
+    stalled = batches.runs_stalled()
     for run_id in stalled:
         run_lanes_dispatch(run_id, 1)
     return len(stalled)

@@ -314,7 +314,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evaluations.sweep_stalled_fetches",
         "schedule": float(env_int("FETCH_SWEEP_EVERY_SECONDS", 15, minimum=1)),
     },
-    # Restarts judge runs whose lanes died with their worker (judges.runs.runs_stalled).
+    # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
     "sweep-stalled-judge-runs": {
         "task": "judges.sweep_stalled_runs",
         "schedule": float(env_int("JUDGE_SWEEP_EVERY_SECONDS", 15, minimum=1)),

@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Count
 from django.utils import timezone
 
-from judges import runs, tasks
+from judges import batches, runs, tasks
 from judges.models import JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from tests.judges.builders import judge_for
@@ -67,7 +67,7 @@ def test_a_worker_killed_mid_batch_strands_no_pair_and_grades_none_twice(persona
         FeedbackSlot.objects.filter(user=judge.user, grade__isnull=True).update(
             lease_expires_at=lapsed)
 
-        assert runs.runs_stalled() == [run.pk]
+        assert batches.runs_stalled() == [run.pk]
 
         with celery_worker_process(broker_url=broker_url, database_url=database_url,
                                    queue=first.queue), \

@@ -212,7 +212,7 @@ def test_a_lapsed_claim_is_taken_over_and_its_late_answer_writes_nothing(persona
         now = timezone.now()
         dead_claim = batches._items_claim(run=run, now=now, lease_until=now)
         assert [item.status for item in dead_claim] == ["claimed", "claimed"]
-        assert runs.runs_stalled(now=now + timezone.timedelta(seconds=1)) == [run.pk]
+        assert batches.runs_stalled(now=now + timezone.timedelta(seconds=1)) == [run.pk]
         assert batches.run_batch_process(run_id=run.pk) == 2
         outcomes = {item.pk: batches._Outcome(grade=1, reason="late") for item in dead_claim}
         batches._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
