@@ -391,6 +391,25 @@ def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
     }
 
 
+def bench_cleanup(processes: list[subprocess.Popen], *, server_url: str, database: str,
+                  redis_url: str | None, queue: str, drop_database: bool = True) -> None:
+    """Stop the bench's processes, remove its Redis queue (if it used one) and drop its
+    database (unless kept)."""
+    stop_processes(processes)
+    from django.db import connections
+
+    connections.close_all()
+    if redis_url:
+        try:
+            import redis
+
+            redis.Redis.from_url(redis_url).delete(queue)
+        except Exception as error:  # cleanup is best effort
+            print(f"# could not remove the Redis queue {queue}: {error}", file=sys.stderr)
+    if drop_database:
+        admin_sql(server_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
 def stop_processes(processes: list[subprocess.Popen]) -> None:
     """Stop the server and worker process groups this benchmark started: politely, then not."""
     for process in processes:
@@ -494,19 +513,9 @@ def main() -> int:
                or r["errors"]]
         return 1 if bad else 0
     finally:
-        stop_processes(processes)
-        from django.db import connections
-
-        connections.close_all()
-        if args.recompute != "eager":
-            try:
-                import redis
-
-                redis.Redis.from_url(args.redis).delete(queue)
-            except Exception as error:  # cleanup is best effort
-                print(f"# could not remove the Redis queue {queue}: {error}", file=sys.stderr)
-        if not args.keep_db:
-            admin_sql(args.server_url, f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+        bench_cleanup(processes, server_url=args.server_url, database=args.database,
+                      redis_url=None if args.recompute == "eager" else args.redis, queue=queue,
+                      drop_database=not args.keep_db)
 
 
 if __name__ == "__main__":

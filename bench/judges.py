@@ -145,7 +145,6 @@ def main() -> int:
         subprocess.run([grading.PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"],
                        cwd=grading.ROOT, env=full_env, check=True)
         grading.setup_django(env)
-        from django.core.management import call_command
 
         from judges import runs
         from searchtweak.models import User
@@ -182,19 +181,7 @@ def main() -> int:
         limit = args.pairs / args.batch * args.latency / args.concurrency
         row.update(wall_s=None if wall is None else round(wall, 2), limit_s=round(limit, 2),
                    ratio=None if wall is None else round(wall / limit, 3))
-        settled = load.settle(evaluation_id, args.timeout)
-        row["settle_s"] = None if settled is None else round(settled, 2)
-        before = load.stored_values(evaluation_id)
-        with open(os.devnull, "w") as quiet:
-            call_command("recompute_metrics", "--evaluation", str(evaluation_id), "--quiet",
-                         stdout=quiet)
-        after = load.stored_values(evaluation_id)
-        row["values_differing"] = sum(1 for key in before[0].keys() | after[0].keys()
-                                      if before[0].get(key) != after[0].get(key))
-        row["means_differing"] = sum(1 for key in before[1].keys() | after[1].keys()
-                                     if before[1].get(key) != after[1].get(key))
-        row["equal_to_recompute"] = (settled is not None and not row["values_differing"]
-                                     and not row["means_differing"])
+        row.update(load.compare_with_recompute(evaluation_id, args.timeout))
         if args.json:
             print(json.dumps(row), flush=True)
         else:
@@ -218,18 +205,8 @@ def main() -> int:
                   or not row["equal_to_recompute"])
         return 1 if failed else 0
     finally:
-        grading.stop_processes(processes)
-        from django.db import connections
-
-        connections.close_all()
-        try:
-            import redis
-
-            redis.Redis.from_url(args.redis).delete(queue)
-        except Exception as error:  # cleanup is best effort
-            print(f"# could not remove the Redis queue {queue}: {error}", file=sys.stderr)
-        grading.admin_sql(args.server_url,
-                          f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+        grading.bench_cleanup(processes, server_url=args.server_url, database=args.database,
+                              redis_url=args.redis, queue=queue)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,27 @@ def settle(evaluation_id: int, timeout: float) -> float | None:
     return None
 
 
+def compare_with_recompute(evaluation_id: int, timeout: float) -> dict:
+    """Once the worker has drained: do the stored keyword values and means equal, bit for
+    bit, what `recompute_metrics` then writes from scratch?"""
+    from django.core.management import call_command
+
+    settled = settle(evaluation_id, timeout)
+    before = stored_values(evaluation_id)
+    with open(os.devnull, "w") as quiet:
+        call_command("recompute_metrics", "--evaluation", str(evaluation_id), "--quiet",
+                     stdout=quiet)
+    after = stored_values(evaluation_id)
+    # A keyword nobody graded may have no stored row yet: that is its null value.
+    values = sum(1 for key in before[0].keys() | after[0].keys()
+                 if before[0].get(key) != after[0].get(key))
+    means = sum(1 for key in before[1].keys() | after[1].keys()
+                if before[1].get(key) != after[1].get(key))
+    return {"settle_s": None if settled is None else round(settled, 2),
+            "values_differing": values, "means_differing": means,
+            "equal_to_recompute": settled is not None and not values and not means}
+
+
 def same_result_twice(evaluation_id: int) -> int:
     """Graders holding two slots of one result: strategy 3 asks for three different people."""
     from django.db.models import Count
@@ -110,22 +131,7 @@ def main() -> int:
         row = grading.run_round(base, keys, args.graders, evaluation_id, args.seconds,
                                 "combined")
         row["same_result_twice"] = same_result_twice(evaluation_id)
-        settled = settle(evaluation_id, args.settle_timeout)
-        row["settle_s"] = None if settled is None else round(settled, 2)
-        before = stored_values(evaluation_id)
-        from django.core.management import call_command
-
-        with open(os.devnull, "w") as quiet:
-            call_command("recompute_metrics", "--evaluation", str(evaluation_id), "--quiet",
-                         stdout=quiet)
-        after = stored_values(evaluation_id)
-        # A keyword nobody graded may have no stored row yet: that is its null value.
-        row["values_differing"] = sum(1 for key in before[0].keys() | after[0].keys()
-                                      if before[0].get(key) != after[0].get(key))
-        row["means_differing"] = sum(1 for key in before[1].keys() | after[1].keys()
-                                     if before[1].get(key) != after[1].get(key))
-        row["equal_to_recompute"] = (settled is not None and not row["values_differing"]
-                                     and not row["means_differing"])
+        row.update(compare_with_recompute(evaluation_id, args.settle_timeout))
         if args.json:
             print(json.dumps(row), flush=True)
         else:
@@ -143,18 +149,8 @@ def main() -> int:
                   or row["same_result_twice"] or row["errors"] or not row["equal_to_recompute"])
         return 1 if failed else 0
     finally:
-        grading.stop_processes(processes)
-        from django.db import connections
-
-        connections.close_all()
-        try:
-            import redis
-
-            redis.Redis.from_url(args.redis).delete(queue)
-        except Exception as error:  # cleanup is best effort
-            print(f"# could not remove the Redis queue {queue}: {error}", file=sys.stderr)
-        grading.admin_sql(args.server_url,
-                          f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+        grading.bench_cleanup(processes, server_url=args.server_url, database=args.database,
+                              redis_url=args.redis, queue=queue)
 
 
 if __name__ == "__main__":
