@@ -16,29 +16,19 @@ import httpx
 from django.conf import settings
 from django.utils import timezone
 
+from evaluations.crypto import SecretsUnreadable
 from judges.core import providers
 from judges.core.answers import Rejection, Verdict, validate_answer
 from judges.core.prompts import Document, JudgePrompt, PromptError, build_prompt, default_template
 from judges.core.sending import Attempt, CallResult, RetryPolicy, send
 from judges.models import Judge, JudgeCall, JudgeRun
 from judges.secrets import decrypt_api_key
-from judgments import scales as scale_lookup
 from metrics.core.scales import Scale
 from searchtweak import outbound, outbound_limits
 
 # A turn is held for one attempt; this outlasts the longest (connect, then a body that
 # trickles until twice the timeout), so a killed worker's turn frees itself.
 TURN_MARGIN_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class TestSample:
-    """One Test action's question: a keyword and 1..20 documents on a scale."""
-
-    keyword: str
-    documents: list[Document]
-    scale_code: str
-    guidelines: str = ""
 
 
 @dataclass
@@ -51,7 +41,8 @@ class AskResult:
     verdict: Verdict | None = None
     error: str = ""
     # "" when answered; else a JudgeCall status ("timeout", "http_error", ...), "prompt"
-    # for a template that cannot render, or "no_turn" when the rate limit gave no turn in
+    # for a template that cannot render, "api_key" for a key that cannot be decrypted, or
+    # "no_turn" when the rate limit gave no turn in
     # time (the model was never asked: the pairs go back to the queue, nothing failed).
     error_kind: str = ""
     calls: list[JudgeCall] = field(default_factory=list)
@@ -119,6 +110,10 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
     except (PromptError, providers.ProviderConfigError) as error:
         result.error, result.error_kind = str(error), "prompt"
         return result
+    except SecretsUnreadable as error:
+        # SECRET_KEY changed since the key was saved: every batch would fail alike.
+        result.error, result.error_kind = str(error), "api_key"
+        return result
 
     def gate():
         return outbound_limits.turn(
@@ -156,19 +151,6 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
     if save_calls:
         JudgeCall.objects.bulk_create(result.calls)
     return result
-
-
-def judge_test(*, judge: Judge, samples: list[TestSample]) -> list[AskResult]:
-    """The Test action: each sample asked once, logged as a test call, no grade stored."""
-    results = []
-    for sample in samples:
-        team_scale = scale_lookup.scale_for_team(team_id=judge.team_id, code=sample.scale_code)
-        if team_scale is None:
-            raise ValueError(f"the team has no scale {sample.scale_code!r}")
-        scale = team_scale.scale
-        results.append(ask(judge=judge, keyword=sample.keyword, guidelines=sample.guidelines,
-                           scale=scale, documents=sample.documents, is_test=True))
-    return results
 
 
 def _error_status(error: providers.ProviderError) -> str:

@@ -9,7 +9,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from evaluations.crypto import SecretsUnreadable
 from judges import calls
 from judges.core.answers import Accepted, Rejected
 from judges.core.prompts import Document, PromptError, check_documents
@@ -44,7 +43,8 @@ def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
     problems = {}
     if not keyword.strip() or len(keyword) > 500:
         problems["keyword"] = "Enter a keyword (at most 500 characters)."
-    if scale_lookup.scale_for_team(team_id=judge.team_id, code=scale_code) is None:
+    team_scale = scale_lookup.scale_for_team(team_id=judge.team_id, code=scale_code)
+    if team_scale is None:
         problems["scale"] = f"The team has no scale {scale_code!r}."
     if not 1 <= len(documents) <= MAX_TEST_DOCUMENTS:
         problems["documents"] = f"Give 1 to {MAX_TEST_DOCUMENTS} documents."
@@ -60,13 +60,11 @@ def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
     once = copy.copy(judge)  # never saved: this call's own limits
     once.max_retries = 0
     once.timeout_seconds = min(judge.timeout_seconds, settings.OUTBOUND_TEST_DEADLINE_SECONDS)
-    sample = calls.TestSample(keyword=keyword.strip(), documents=documents,
-                              scale_code=scale_code, guidelines=guidelines)
-    try:
-        with outbound.deadline(settings.OUTBOUND_TEST_DEADLINE_SECONDS):
-            result = calls.judge_test(judge=once, samples=[sample])[0]
-    except SecretsUnreadable as error:
-        raise ValidationError({"api_key": str(error)}) from None
+    with outbound.deadline(settings.OUTBOUND_TEST_DEADLINE_SECONDS):
+        result = calls.ask(judge=once, keyword=keyword.strip(), guidelines=guidelines,
+                           scale=team_scale.scale, documents=documents, is_test=True)
+    if result.error_kind == "api_key":
+        raise ValidationError({"api_key": result.error})
     verdict = result.verdict
     return TestOutcome(request=result.request, answer=result.answer_text,
                        prompt=result.prompt.user if result.prompt else "",

@@ -21,10 +21,10 @@ def judge_with_account(team: Team, *, name: str = "", provider: str = OPENAI,
     account.set_unusable_password()
     account.save(update_fields=["password"])
     Membership.objects.create(team=team, user=account, role=Role.GRADER)
+    fields.setdefault("api_key_encrypted", encrypt_api_key(api_key))
     return Judge.objects.create(
         team=team, user=account, name=name or f"Judge {number}", provider=provider,
-        base_url=base_url, model="fake-model", api_key_encrypted=encrypt_api_key(api_key),
-        **fields)
+        base_url=base_url, model="fake-model", **fields)
 
 
 def judge_for(team: Team, provider: FakeProvider, *, name: str = "Judge Dredd",

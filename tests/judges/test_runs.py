@@ -280,3 +280,20 @@ def test_a_run_pauses_when_its_evaluation_stops_taking_grades(personas):
     assert not FeedbackSlot.objects.filter(user=judge.user).exists()
     progress = runs.run_progress(run=run)
     assert (progress["left"], progress["percent_done"], progress["cost"]) == (2, 0, None)
+
+
+def test_a_key_saved_under_another_secret_key_fails_the_pairs_visibly(personas):
+    """The lane does not crash on every batch (and come back forever through the sweep):
+    each pair fails with the reason, to retry once an admin enters the key again."""
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, counts=False,
+                          api_key_encrypted="gAAAAAB-not-a-token-of-this-secret-key")
+        run = start(judge, evaluation, JudgeRun.Mode.SHADOW)
+        assert provider.received == []
+    run.refresh_from_db()
+    assert (run.status, run.failed_count, run.call_count) == ("done", 2, 0)
+    failures = set(JudgeRunItem.objects.filter(run=run).values_list("failure", "failure_detail"))
+    assert len(failures) == 1
+    failure, detail = failures.pop()
+    assert failure == "api_key" and "enter it again" in detail
