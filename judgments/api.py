@@ -22,7 +22,7 @@ from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics.core.scales import is_integer
 from searchtweak.api_files import FileContentNegotiation
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
-from searchtweak.models import Role
+from searchtweak.models import Role, User
 
 
 @extend_schema_field(OpenApiTypes.INT)
@@ -200,7 +200,7 @@ class ExportJudgmentSerializer(serializers.Serializer):
     reused = serializers.BooleanField(
         help_text="Copied from an earlier evaluation's grade or the team's imported judgments.")
     grader_kind = serializers.ChoiceField(
-        choices=["person", "judge"], allow_null=True,
+        choices=list(User.KINDS), allow_null=True,
         help_text="`judge` for an LLM judge's account, `person` for a person's; null when no "
         "account holds the slot.")
     reason = serializers.CharField(allow_blank=True,

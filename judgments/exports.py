@@ -93,13 +93,8 @@ def grader_name(slot: FeedbackSlot) -> str | None:
     return IMPORT_GRADER if slot.reused_from_pool_id is not None else None
 
 
-GRADER_PERSON, GRADER_JUDGE = "person", "judge"
-
-
 def grader_kind(slot: FeedbackSlot) -> str | None:
-    if slot.user is None:
-        return None
-    return GRADER_JUDGE if slot.user.is_judge else GRADER_PERSON
+    return slot.user.grader_kind if slot.user is not None else None
 
 
 def judgments_json(evaluation: Evaluation) -> dict:

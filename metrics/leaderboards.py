@@ -78,7 +78,7 @@ class GraderStanding:
     grades_given: int
     with_majority: int  # their grades on results where the three graders had a majority
     agreed: int  # ... of which matched that majority
-    kind: str = "person"  # or "judge": an LLM judge's service account (User.is_judge)
+    kind: str = User.KIND_PERSON  # or KIND_JUDGE: an LLM judge's account (User.is_judge)
     judge_name: str = ""
 
     @property
@@ -125,10 +125,10 @@ def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
     }
     # People are the team's members; judges are the team's judges' accounts, named after
     # their judge (the `judge` relation belongs to the judges app: read, not imported).
-    graders = [(user_id, username, "person", "") for user_id, username in
+    graders = [(user_id, username, User.KIND_PERSON, "") for user_id, username in
                Membership.objects.filter(team=team, user__is_judge=False)
                .values_list("user_id", "user__username")]
-    graders += [(user_id, username, "judge", name) for user_id, username, name in
+    graders += [(user_id, username, User.KIND_JUDGE, name) for user_id, username, name in
                 User.objects.filter(is_judge=True, judge__team=team)
                 .values_list("pk", "username", "judge__name")]
     standings = [

@@ -32,6 +32,14 @@ class User(AbstractUser):
     # pages say "judge" beside the grades it gave.
     is_judge = models.BooleanField(default=False)
 
+    # Who gave a grade, as pages, exports, the API and leaderboards name it.
+    KIND_PERSON, KIND_JUDGE = "person", "judge"
+    KINDS = (KIND_PERSON, KIND_JUDGE)
+
+    @property
+    def grader_kind(self) -> str:
+        return self.KIND_JUDGE if self.is_judge else self.KIND_PERSON
+
 
 class TeamQuerySet(models.QuerySet):
     def visible_to(self, user: "User") -> "TeamQuerySet":
