@@ -26,6 +26,7 @@ from judges.batches import COUNTING_MODES
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
+from judgments.queue_selectors import tags_route
 from searchtweak.models import User
 
 Mode, Status, ItemStatus = JudgeRun.Mode, JudgeRun.Status, JudgeRunItem.Status
@@ -59,12 +60,10 @@ def _check_can_run(*, judge: Judge, evaluation: Evaluation, mode: str) -> None:
         raise ValidationError({"mode": (
             f"{judge.name!r} does not count yet: run it in shadow mode, check its "
             "calibration, then let its grades count.")})
-    needed = {str(tag).strip().lower() for tag in evaluation.tags or []}
-    carried = {str(tag).strip().lower() for tag in judge.tags or []}
-    if not needed <= carried:
+    if not tags_route(needed=evaluation.tags, carried=judge.tags):
         raise ValidationError({"judge": (
-            "This evaluation routes its work to the tags " + ", ".join(sorted(needed))
-            + f"; the judge carries {', '.join(sorted(carried)) or 'none'}.")})
+            "This evaluation routes its work to the tags " + ", ".join(evaluation.tags)
+            + f"; the judge carries {', '.join(judge.tags) or 'none'}.")})
 
 
 def _snapshots_for(*, evaluation: Evaluation, mode: str, judge_user: User

@@ -26,13 +26,22 @@ def grader_tags(*, user: User, team: Team) -> list[str]:
     return list(row.tags) if row else []
 
 
+def tags_route(*, needed: list[str], carried: list[str]) -> bool:
+    """The routing rule, for graders and judges alike: an evaluation's work goes to whoever
+    carries all of its tags (case and spaces aside)."""
+    return _tag_set(needed) <= _tag_set(carried)
+
+
+def _tag_set(tags: list[str] | None) -> set[str]:
+    return {str(tag).strip().lower() for tag in tags or []}
+
+
 def routes_to(*, user: User, team_id: int, tags: list[str]) -> bool:
     """Whether an evaluation carrying `tags` may hand work to this member: they carry all."""
-    needed = {str(tag).strip().lower() for tag in tags or []}
-    if not needed:
+    if not _tag_set(tags):
         return True
     row = GraderTags.objects.filter(user=user, team_id=team_id).first()
-    return needed <= {tag.strip().lower() for tag in (row.tags if row else [])}
+    return tags_route(needed=tags, carried=row.tags if row else [])
 
 
 def target_queue(*, user: User, target: GradingTarget) -> list[int]:
