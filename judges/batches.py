@@ -91,7 +91,7 @@ def batch_process(*, run: JudgeRun, client: httpx.Client | None = None,
 def _items_claim(*, run: JudgeRun, now, lease_until, lane: Lane = ONE_LANE
                  ) -> list[JudgeRunItem]:
     """Up to batch_size claimable items of one keyword, claimed with one stamp; then, in
-    counting modes, the judge's slot of each (after the items' commit, so no savepoint a
+    counting modes, the judge's slot of each (after the items' commit, so with no savepoint per
     slot: a lane dying in between leaves only leases that lapse). Items that can no longer
     be graded come back skipped."""
     claimable = Q(status=ItemStatus.PENDING) | Q(status=ItemStatus.CLAIMED,
