@@ -2,21 +2,26 @@
 
 Reads one JSON object per line on stdin and writes, in order and flushed line by line,
 ``{"id", "value"}`` (a full-precision float or null) or ``{"id", "error"}`` (a message that
-names the field). Exits 0 even when lines are errors, malformed JSON included. Unknown
+names the field). A line with ``"bounds": true`` also gets ``"lower"`` and ``"upper"``: the
+exact extremes over every completion of its ungraded slots (docs/METRICS.md, "Bounds under
+missing grades"). Exits 0 even when lines are errors, malformed JSON included. Unknown
 keys (``why``, ``expect``, ...) are ignored. No Django: this runs on the core alone.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
 import sys
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import IO, Any
 
 from metrics.core import (
     MetricInputError,
+    Scale,
     evaluate_keywords,
     mean_over_keywords,
     metric_spec,
@@ -25,6 +30,20 @@ from metrics.core import (
 )
 
 _ID_PATTERN = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)')
+# Exact bounds enumerate every completion of a keyword's ungraded slots; past this many the
+# line is an error rather than a stream that stalls for minutes.
+MAX_COMPLETIONS = 1 << 20
+# Completions are evaluated as one batch of "keywords" this many at a time.
+_COMPLETION_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A case's value and, when ``"bounds": true`` asked for them, its bounds."""
+
+    value: float | None
+    lower: float | None = None
+    upper: float | None = None
 
 
 def evaluate_line(line: str) -> dict[str, Any]:
@@ -37,20 +56,37 @@ def evaluate_line(line: str) -> dict[str, Any]:
         return {"id": None, "error": "line: must be a JSON object"}
     case_id = case.get("id")
     try:
-        value = evaluate_case(case)
+        answer = evaluate_case_with_bounds(case)
     except MetricInputError as error:
         return {"id": case_id, "error": str(error)}
     except Exception as error:  # a bug must not stop the stream; say which line hit it
         return {"id": case_id, "error": f"internal error: {type(error).__name__}: {error}"}
-    return {"id": case_id, "value": None if value is None or math.isnan(value) else value}
+    output: dict[str, Any] = {"id": case_id, "value": _null(answer.value)}
+    if case.get("bounds") is True:
+        output.update(lower=_null(answer.lower), upper=_null(answer.upper))
+    return output
+
+
+def _null(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
 
 
 def evaluate_case(case: dict[str, Any]) -> float | None:
     """The value of one parsed case: a keyword, a mean over keywords, or RBO."""
+    return evaluate_case_with_bounds({**case, "bounds": False}).value
+
+
+def evaluate_case_with_bounds(case: dict[str, Any]) -> Answer:
+    """The value of one parsed case and, when it says ``"bounds": true``, its bounds."""
     if "metric" not in case:
         raise MetricInputError("metric", "required")
+    wants_bounds = case.get("bounds", False)
+    if not isinstance(wants_bounds, bool):
+        raise MetricInputError("bounds", "must be true or false")
     if case["metric"] == "rbo":
-        return _rbo_case(case)
+        if wants_bounds:
+            raise MetricInputError("bounds", "RBO compares rankings; it has no grades to bound")
+        return Answer(_rbo_case(case))
     spec = metric_spec(case["metric"])
     if "k" not in case:
         raise MetricInputError("k", "required")
@@ -69,19 +105,81 @@ def evaluate_case(case: dict[str, Any]) -> float | None:
     else:
         parsed = [_results(case["results"], "results")]
         pools = [_results(_list(case.get("pool", []), "pool"), "pool")]
-    values = evaluate_keywords(
-        spec.code,
-        [[grades for _doc, grades in results] for results in parsed],
-        k=case["k"],
-        scale=scale,
-        params=case.get("params"),
-        transformers=case.get("transformers"),
-        pools=pools,
-        doc_ids=[[doc for doc, _grades in results] for results in parsed],
-    )
-    if has_keywords:
-        return mean_over_keywords(values)[0]
-    return float(values[0])
+    def evaluate(
+        keywords: list[list[tuple[Hashable, Any]]],
+        keyword_pools: list[list[tuple[Hashable, Any]]] | None,
+    ) -> Any:
+        return evaluate_keywords(
+            spec.code,
+            [[grades for _doc, grades in results] for results in keywords],
+            k=case["k"],
+            scale=scale,
+            params=case.get("params"),
+            transformers=case.get("transformers"),
+            pools=keyword_pools,
+            doc_ids=[[doc for doc, _grades in results] for results in keywords],
+        )
+
+    values = evaluate(parsed, pools)
+    value = mean_over_keywords(values)[0] if has_keywords else _null(float(values[0]))
+    if not wants_bounds:
+        return Answer(value)
+    keyword_bounds = [
+        _keyword_bounds(results, [] if pools is None else pools[index], scale, evaluate)
+        for index, results in enumerate(parsed)
+    ]
+    if not has_keywords:
+        return Answer(value, *keyword_bounds[0])
+    lowers = [lower for lower, _upper in keyword_bounds if lower is not None]
+    uppers = [upper for _lower, upper in keyword_bounds if upper is not None]
+    return Answer(value, mean_over_keywords(lowers)[0], mean_over_keywords(uppers)[0])
+
+
+def _keyword_bounds(
+    results: list[tuple[Hashable, Any]],
+    pool: list[tuple[Hashable, Any]],
+    scale: Scale,
+    evaluate: Any,
+) -> tuple[float | None, float | None]:
+    """Min and max of the keyword's value over every completion of its null slots.
+
+    Every null slot of the results and of the pool takes each grade of the scale on its own
+    (slots are never added or removed); completions whose value is null are left out.
+    """
+    entries = [(doc, grades) for doc, grades in results] + [(doc, grades) for doc, grades in pool]
+    holes = [
+        (entry, slot)
+        for entry, (_doc, grades) in enumerate(entries)
+        if isinstance(grades, list)
+        for slot, grade in enumerate(grades)
+        if grade is None
+    ]
+    grade_values = list(range(scale.lo, scale.hi + 1))
+    completion_count = len(grade_values) ** len(holes)
+    if completion_count > MAX_COMPLETIONS:
+        raise MetricInputError(
+            "bounds",
+            f"{len(holes)} ungraded slots on a scale of {len(grade_values)} grades are "
+            f"{completion_count} completions, more than the {MAX_COMPLETIONS} this command "
+            "enumerates exactly",
+        )
+    completions = itertools.product(grade_values, repeat=len(holes))
+    lower = upper = None
+    while chunk := list(itertools.islice(completions, _COMPLETION_CHUNK)):
+        keywords, keyword_pools = [], []
+        for completion in chunk:
+            filled = [(doc, list(grades) if isinstance(grades, list) else grades)
+                      for doc, grades in entries]
+            for (entry, slot), grade in zip(holes, completion, strict=True):
+                filled[entry][1][slot] = grade
+            keywords.append(filled[: len(results)])
+            keyword_pools.append(filled[len(results):])
+        for completed in evaluate(keywords, keyword_pools):
+            if math.isnan(completed):
+                continue
+            lower = completed if lower is None else min(lower, completed)
+            upper = completed if upper is None else max(upper, completed)
+    return _null(lower), _null(upper)
 
 
 def _rbo_case(case: dict[str, Any]) -> float:

@@ -26,11 +26,16 @@ def assert_matches(case: dict[str, Any], output: dict[str, Any]) -> None:
     if expected.get("error"):
         assert set(output) == {"id", "error"}, (case["why"], output)
         assert output["error"], case["why"]
-    elif expected["value"] is None:
-        assert output == {"id": case["id"], "value": None}, case["why"]
     else:
-        assert set(output) == {"id", "value"}, (case["why"], output)
-        assert output["value"] == pytest.approx(expected["value"], abs=1e-9), case["why"]
+        fields = ("value", "lower", "upper") if case.get("bounds") else ("value",)
+        assert set(output) == {"id", *fields}, (case["why"], output)
+        for field in fields:
+            if expected[field] is None:
+                assert output[field] is None, (case["why"], field)
+            else:
+                assert output[field] == pytest.approx(expected[field], abs=1e-9), (
+                    case["why"], field
+                )
 
 
 def test_it_answers_every_public_case_in_order(public_cases):
@@ -45,7 +50,7 @@ def test_it_answers_every_public_case_in_order(public_cases):
         except AssertionError as error:
             failing.append(f"{case['id']}: {error}")
     assert not failing, "\n".join(failing)
-    assert len(outputs) == 63
+    assert len(outputs) == 75
 
 
 def test_it_names_the_field_in_each_public_error(public_cases):
@@ -117,3 +122,42 @@ def test_it_prints_full_precision_floats_and_pools_duplicate_results():
     # Both copies of d1 count at their positions; d1 is one relevant pool document of 3.
     assert outputs == [{"id": "dup", "value": 2 / 3}]
     assert repr(2 / 3) == "0.6666666666666666"
+
+
+def test_bounds_enumerate_completions_exactly():
+    # P@2 binary, position 2 ungraded: completions give 1/2 (grade 0) and 2/2 (grade 1);
+    # the value today counts judged positions only (1/1).
+    case = {
+        "id": "p2", "metric": "precision", "k": 2, "scale": "binary", "bounds": True,
+        "results": [{"doc": "a", "grades": [1]}, {"doc": "b", "grades": [None]}],
+    }
+    outputs, _ = run_conformance(json.dumps(case) + "\n")
+    assert outputs == [{"id": "p2", "value": 1.0, "lower": 0.5, "upper": 1.0}]
+
+
+def test_bounds_false_or_absent_answers_the_value_alone():
+    case = {"metric": "cg", "k": 1, "scale": "graded", "results": [{"doc": "a", "grades": [2]}]}
+    outputs, _ = run_conformance(
+        json.dumps({"id": "no", **case}) + "\n"
+        + json.dumps({"id": "off", "bounds": False, **case}) + "\n"
+    )
+    assert outputs == [{"id": "no", "value": 2.0}, {"id": "off", "value": 2.0}]
+
+
+@pytest.mark.parametrize(
+    ("case", "error"),
+    [
+        ({"metric": "cg", "k": 1, "scale": "graded", "bounds": "yes",
+          "results": [{"doc": "a", "grades": [2]}]},
+         "bounds: must be true or false"),
+        ({"metric": "rbo", "k": 3, "a": ["x"], "b": ["x"], "bounds": True},
+         "bounds: RBO compares rankings; it has no grades to bound"),
+        ({"metric": "cg", "k": 7, "scale": "detail", "bounds": True,
+          "results": [{"doc": f"d{n}", "grades": [None]} for n in range(7)]},
+         "bounds: 7 ungraded slots on a scale of 10 grades are 10000000 completions, "
+         "more than the 1048576 this command enumerates exactly"),
+    ],
+)
+def test_it_refuses_bounds_it_cannot_compute_naming_the_field(case, error):
+    outputs, _ = run_conformance(json.dumps({"id": "x", **case}) + "\n")
+    assert outputs == [{"id": "x", "error": error}]

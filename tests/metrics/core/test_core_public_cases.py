@@ -47,9 +47,9 @@ CASES = [
 ]
 
 
-def test_the_repo_carries_all_63_public_cases():
-    assert [case["id"] for case in CASES][-3:] == ["p61", "p62", "p63"]
-    assert len(CASES) == 63
+def test_the_repo_carries_all_75_public_cases():
+    assert [case["id"] for case in CASES][-3:] == ["b10", "b11", "b12"]
+    assert len(CASES) == 75
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
