@@ -51,6 +51,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/fetch.py
 	$(PY) bench/recompute.py
 	$(PY) bench/judges.py
+	$(PY) bench/uploads.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO

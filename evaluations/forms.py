@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from evaluations import crypto
 from evaluations.hooks import scale_provider
@@ -303,6 +304,17 @@ class EvaluationForm(forms.Form):
             "show_position": evaluation.show_position, "auto_finish": evaluation.auto_finish,
         }
 
+    def clean_keywords_file(self) -> Any:
+        upload = self.cleaned_data.get("keywords_file")
+        limit = settings.KEYWORD_UPLOAD_MAX_BYTES
+        if upload and upload.size > limit:
+            # Checked before a byte is parsed: the size is known from the request.
+            raise forms.ValidationError(
+                f"{upload.name} is {_megabytes(upload.size)}; a keyword file may be at most "
+                f"{_megabytes(limit)}. Nothing was read from it; what you typed is kept."
+            )
+        return upload
+
     def clean_metrics(self) -> list[dict[str, Any]]:
         return parse_metrics(self.cleaned_data["metrics"])
 
@@ -322,6 +334,10 @@ class EvaluationForm(forms.Form):
 
     def clean_tags(self) -> list[str]:
         return [tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def metric_catalog() -> list[dict[str, str]]:

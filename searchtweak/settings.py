@@ -328,6 +328,10 @@ JUDGE_LANE_SECONDS = env_int("JUDGE_LANE_SECONDS", 50, minimum=1)
 JUDGE_LANE_TIME_LIMIT = env_int("JUDGE_LANE_TIME_LIMIT", 1800, minimum=120)
 JUDGE_STALL_SECONDS = env_int("JUDGE_STALL_SECONDS", 120, minimum=1)
 
+# A keyword file (TXT/CSV) bigger than this is refused before it is read: 10,000 keywords of
+# 500 characters would be 5 MB, so a larger file cannot be a valid list.
+KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
 # endpoint per worker process (the endpoint's own limits hold over all workers),
 # keywords per task, and the limits of one response.

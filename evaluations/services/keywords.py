@@ -8,10 +8,9 @@ rejects the list with a message naming its line; an empty list is refused.
 """
 
 import csv
-import io
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -32,6 +31,7 @@ _WHITESPACE_CONTROLS = frozenset("\t\n\r\x0b\x0c")
 # The line ends a browser's textarea and editors number (str.splitlines knows more: \x1c,
 # \x85, \u2028, which then could not be named by their line).
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE = re.compile(rb"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
 def keyword_lines(text: str) -> list[str]:
@@ -100,53 +100,83 @@ def keywords_clean(lines: Iterable[str]) -> KeywordList:
     return result
 
 
-def keywords_from_upload(*, filename: str, content: bytes) -> list[str]:
+def keywords_from_upload(
+    *, filename: str, content: bytes, max_keywords: int = MAX_KEYWORDS
+) -> list[str]:
     """Lines of a TXT file, or the first column of a CSV file (a 'keyword' header is skipped).
 
     Each line is decoded as UTF-8 on its own (like judgments' imports), so a file mixing
     encodings names every bad line; every error names its line, and one error rejects the
-    whole file.
+    whole file. Reading stops at the first line that would be keyword number
+    ``max_keywords + 1`` (duplicates and blanks not counted): a file far over the limit is
+    refused after the limit's worth of lines, not after parsing all of it.
     """
     if content.startswith(b"\xef\xbb\xbf"):
         content = content[3:]
+    # One list in reading order: decoding names a bad line as the rows reach it.
     errors: list[str] = []
-    lines: list[str] = []
-    # bytes.splitlines breaks at \n, \r\n and \r only, the line ends editors number.
-    for number, raw in enumerate(content.splitlines(), start=1):
+    lines = _decoded_lines(content, errors)
+    if filename.lower().endswith(".csv"):
+        rows = _csv_first_column(lines)
+    else:
+        rows = enumerate(lines, start=1)
+    keywords: list[str] = []
+    distinct: set[str] = set()
+    is_first_row = True
+    for number, text in rows:
+        if is_first_row and filename.lower().endswith(".csv"):
+            is_first_row = False
+            if text.strip().lower() in {"keyword", "keywords", "query", "queries"}:
+                continue
+        problem = keyword_text_problem(text)
+        cleaned = "" if problem else keyword_text_clean(text)
+        if problem:
+            errors.append(f"line {number}: {problem}")
+        elif len(cleaned) > MAX_KEYWORD_LENGTH:
+            errors.append(f"line {number}: keyword longer than {MAX_KEYWORD_LENGTH} characters "
+                          f"({len(cleaned):,})")
+        if cleaned:
+            distinct.add(Keyword.normalize(cleaned))
+            if len(distinct) > max_keywords:
+                _raise_upload_errors([*errors, (
+                    f"line {number}: more than {max_keywords:,} keywords (the most an "
+                    "evaluation takes); the file was not read past this line."
+                )])
+        keywords.append(text)
+    if errors:
+        _raise_upload_errors(errors)
+    return keywords
+
+
+def _decoded_lines(content: bytes, errors: list[str]) -> Iterator[str]:
+    """The file's lines decoded one by one, lazily; an undecodable line is named in ``errors``
+    and read as empty so that later line numbers stay right."""
+    # bytes.splitlines breaks at \n, \r\n and \r only, the line ends editors number; the
+    # pattern does the same without copying the whole file into a list first.
+    for number, match in enumerate(_BYTE_LINE.finditer(content), start=1):
+        raw = match.group(1)
+        if not raw and match.end() == len(content) and not match.group(2):
+            return  # the empty remainder after a final line end is no line
         try:
-            lines.append(raw.decode("utf-8"))
+            yield raw.decode("utf-8")
         except UnicodeDecodeError as error:
             errors.append(f"line {number}: not UTF-8 text (byte 0x{raw[error.start]:02x} "
                           f"at column {error.start + 1})")
-            continue
-    if errors:
-        _raise_upload_errors(errors)
-    if filename.lower().endswith(".csv"):
-        # A quoted CSV field may span lines: a row is numbered by the line it starts on.
-        rows: list[tuple[int, str]] = []
-        reader = csv.reader(io.StringIO("\n".join(lines)))
-        start = 1
-        try:
-            for row in reader:
-                rows.append((start, row[0] if row else ""))
-                start = reader.line_num + 1
-        except csv.Error as error:  # a field beyond csv's size limit
-            _raise_upload_errors([f"line {start}: {error}"])
-        if rows and rows[0][1].strip().lower() in {"keyword", "keywords", "query", "queries"}:
-            rows = rows[1:]
-    else:
-        rows = list(enumerate(lines, start=1))
-    errors = []
-    for number, text in rows:
-        problem = keyword_text_problem(text)
-        if problem:
-            errors.append(f"line {number}: {problem}")
-        elif len(cleaned := keyword_text_clean(text)) > MAX_KEYWORD_LENGTH:
-            errors.append(f"line {number}: keyword longer than {MAX_KEYWORD_LENGTH} characters "
-                          f"({len(cleaned):,})")
-    if errors:
-        _raise_upload_errors(errors)
-    return [text for _, text in rows]
+            yield ""
+
+
+def _csv_first_column(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
+    """(line number, first field) per CSV row; a quoted field may span lines, so a row is
+    numbered by the line it starts on."""
+    # csv keeps a quoted field's line break only if the line still carries it.
+    reader = csv.reader(line + "\n" for line in lines)
+    start = 1
+    try:
+        for row in reader:
+            yield start, row[0] if row else ""
+            start = reader.line_num + 1
+    except csv.Error as error:  # a field beyond csv's size limit
+        _raise_upload_errors([f"line {start}: {error}"])
 
 
 def _capped(errors: list[str]) -> list[str]:
