@@ -34,6 +34,7 @@ migrate: $(RUN_STAMP)
 ## make run: install, migrate, load the demo data, serve on http://$(HOST):$(PORT)
 run: migrate
 	$(PY) manage.py seed_demo --demo-url "$(DEMO_SEARCH_URL)"
+	$(PY) manage.py seed_demo_history
 	@echo "Serving SearchTweak on http://$(HOST):$(PORT)/ (Ctrl+C to stop)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -307,10 +307,16 @@ def keyword_detail(request: HttpRequest, keyword_id: int) -> HttpResponse:
 
 @require_GET
 def demo_search(request: HttpRequest) -> JsonResponse:
-    """GET /demo/search?q=…&size=10&category=…: public, like the engines teams point at."""
+    """GET /demo/search?q=…&size=10&category=…&ranking=relevance|cheap-first: public, like
+    the engines teams point at."""
     size = request.GET.get("size", "10")
     if not size.isdigit():
         return JsonResponse({"error": "size must be a positive integer"}, status=400)
+    ranking = request.GET.get("ranking", "relevance")
+    if ranking not in demo.RANKINGS:
+        return JsonResponse(
+            {"error": f"ranking must be one of {', '.join(demo.RANKINGS)}"}, status=400)
     return JsonResponse(demo.search(request.GET.get("q", ""), size=int(size),
-                                    category=request.GET.get("category", "")),
+                                    category=request.GET.get("category", ""),
+                                    ranking=ranking),
                         json_dumps_params={"ensure_ascii": False})

@@ -51,6 +51,23 @@ METRICS = [{"code": "precision", "k": 10, "params": {}}, {"code": "ap", "k": 10,
            {"code": "ndcg", "k": 10, "params": {}}]
 
 
+def fetch_now(evaluation: Evaluation) -> list[int]:
+    """Start the evaluation (or retry its failed keywords) and fetch what waits from the demo
+    engine, synchronously and in-process; the keywords tried."""
+    if evaluation.status == Evaluation.Status.PENDING and evaluation.started_at is None:
+        evaluation = services.evaluation_start(evaluation=evaluation, enqueue=False)
+    elif evaluation.status == Evaluation.Status.ACTIVE:
+        # Keywords that failed in an earlier run (the server was not up) get another try.
+        evaluation = services.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
+    if evaluation.status != Evaluation.Status.FETCHING:
+        return []
+    waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
+                   .values_list("pk", flat=True))
+    services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
+                            transport=demo.in_process_transport())
+    return waiting
+
+
 class Command(BaseCommand):
     help = ("Create the Demo team (a lead and three graders), the demo search engine's "
             "endpoint and model, and a fetched evaluation. Safe to run twice.")
@@ -67,7 +84,7 @@ class Command(BaseCommand):
         team, lead = self._team_and_users(password)
         product_count = demo.catalog_ensure()
         evaluation = self._demo_evaluation(team, lead, demo_url)
-        attempted = self._fetch(evaluation)
+        attempted = fetch_now(evaluation)
         evaluation.refresh_from_db()
         self.stdout.write(self.style.SUCCESS(
             f"Demo catalog: {product_count} products, served at {demo_url}?q=…"))
@@ -124,21 +141,6 @@ class Command(BaseCommand):
                 evaluation=evaluation,
                 tags=[tag for tag in evaluation.tags if tag != OLD_ROUTING_TAG])
         return evaluation
-
-    def _fetch(self, evaluation: Evaluation) -> list[int]:
-        """Fetch what waits, synchronously (the counts are printed); the keywords tried."""
-        if evaluation.status == Evaluation.Status.PENDING and evaluation.started_at is None:
-            evaluation = services.evaluation_start(evaluation=evaluation, enqueue=False)
-        elif evaluation.status == Evaluation.Status.ACTIVE:
-            # Keywords that failed in an earlier run (the server was not up) get another try.
-            evaluation = services.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
-        if evaluation.status != Evaluation.Status.FETCHING:
-            return []
-        waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
-                       .values_list("pk", flat=True))
-        services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
-                                transport=demo.in_process_transport())
-        return waiting
 
     def _report_fetch(self, evaluation: Evaluation, attempted: list[int]) -> None:
         keywords = evaluation.keywords

@@ -1,0 +1,134 @@
+"""A past for the demo: two models that really differ, graded by people who disagree.
+
+`make run` calls this after seed_demo. It adds a second demo model (the demo engine's
+deliberately worse "cheap-first" ranking), a finished baseline evaluation of the BM25 model
+graded by grader1..3 and marked as the team's baseline, and an evaluation of the cheap-first
+model that grader1..3 have graded partly. The grades come from the demo engine's own notion
+of relevance (evaluations.demo.relevance) with each grader's habits on top (a seeded random
+generator: the same grades on every machine), so a newcomer sees a compare verdict, an
+agreement below 1 and keywords that got worse. Grades are written through
+judgments.grading like any grader's, and the stored values through the usual recompute.
+Safe to run twice: what exists is left as it is.
+"""
+
+import io
+import logging
+import random
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from evaluations import demo, services
+from evaluations.management.commands.seed_demo import (
+    DEMO_KEYWORDS,
+    METRICS,
+    MODEL_NAME,
+    fetch_now,
+)
+from evaluations.models import DemoProduct, Evaluation, SearchModel, Snapshot
+from judgments.grading import snapshot_grade
+from judgments.selectors import snapshot_target_for_user
+from metrics.models import TeamBaseline
+from metrics.services import team_baseline_set
+from searchtweak.models import Team, User
+
+CHEAP_MODEL_NAME = "Demo cheap-first"
+BASELINE_NAME = "Demo baseline: BM25"
+CANDIDATE_NAME = "Demo candidate: cheap-first ranking"
+# Of the candidate's keywords, this many are graded by all three graders, then this many
+# by grader1 only; the rest wait for the newcomer.
+CANDIDATE_FULLY_GRADED = 30
+CANDIDATE_PARTLY_GRADED = 10
+# How each simulated grader departs from the demo's relevance: the chance of a grade one
+# lower and of one higher.
+GRADER_HABITS = {"grader1": (0.06, 0.06), "grader2": (0.12, 0.04), "grader3": (0.04, 0.16)}
+SEED = 11
+
+
+class Command(BaseCommand):
+    help = ("Give the demo a past: a finished, graded baseline evaluation and a partly graded "
+            "one of a worse model, for compare, agreement and dashboards. Run after seed_demo.")
+
+    def handle(self, *args, **options) -> None:
+        # Embedded Celery logs every eager task; thousands of grades would bury the logins.
+        logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
+        team = Team.objects.filter(name="Demo").order_by("id").first()
+        if team is None:
+            raise CommandError("No Demo team: run `manage.py seed_demo` first.")
+        lead = User.objects.get(username="lead")
+        graders = {user.username: user for user in User.objects.filter(
+            username__in=GRADER_HABITS)}
+        bm25 = SearchModel.objects.get(team=team, name=MODEL_NAME)
+        cheap = self._cheap_model(team, bm25)
+        baseline = self._evaluation(team, lead, bm25, BASELINE_NAME, (
+            "The BM25 ranking, graded by three people: the team's baseline."))
+        candidate = self._evaluation(team, lead, cheap, CANDIDATE_NAME, (
+            "The same keywords against the cheap-first ranking; graders are part way through."))
+        self._grade(baseline, graders, keyword_count=len(DEMO_KEYWORDS))
+        self._grade(candidate, graders, keyword_count=CANDIDATE_FULLY_GRADED)
+        self._grade(candidate, {"grader1": graders["grader1"]},
+                    keyword_count=CANDIDATE_FULLY_GRADED + CANDIDATE_PARTLY_GRADED)
+        # The grades' recomputes ran after each commit; this makes sure of the stored values.
+        for evaluation in (baseline, candidate):
+            call_command("recompute_metrics", evaluation=evaluation.pk, stdout=io.StringIO())
+        baseline.refresh_from_db()
+        if baseline.status == Evaluation.Status.FINISHED and not TeamBaseline.objects.filter(
+                team=team).exists():
+            team_baseline_set(team=team, evaluation=baseline, user=lead)
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo history: '{baseline.name}' ({baseline.status}, the team's baseline) and "
+            f"'{candidate.name}' ({candidate.status}, partly graded); compare them under "
+            "Dashboards → Compare."))
+
+    def _cheap_model(self, team: Team, bm25: SearchModel) -> SearchModel:
+        model = SearchModel.objects.filter(team=team, name=CHEAP_MODEL_NAME).first()
+        if model is None:
+            model = services.search_model_create(
+                team=team, created_by=None, endpoint=bm25.endpoint, name=CHEAP_MODEL_NAME,
+                params={"q": "#query#", "size": "10", "ranking": "cheap-first"},
+                description="The demo engine's top 100 by relevance, re-sorted cheapest first: "
+                            "a deliberately worse ranking to compare against.",
+                default_keywords=bm25.default_keywords)
+        return model
+
+    def _evaluation(self, team: Team, lead: User, model: SearchModel, name: str,
+                    description: str) -> Evaluation:
+        evaluation = Evaluation.objects.filter(team=team, name=name).first()
+        if evaluation is None:
+            evaluation = services.evaluation_create(
+                team=team, created_by=lead, model=model, name=name, description=description,
+                scale="graded", strategy=3, keywords=DEMO_KEYWORDS, metrics=METRICS,
+                guidelines="3: exactly what was asked for. 2: close (other color or "
+                           "audience). 1: same category, different product. 0: unrelated.")
+        fetch_now(evaluation)
+        evaluation.refresh_from_db()
+        return evaluation
+
+    def _grade(self, evaluation: Evaluation, graders: dict[str, User], *,
+               keyword_count: int) -> None:
+        if evaluation.status not in (Evaluation.Status.ACTIVE, Evaluation.Status.PENDING):
+            return  # finished on an earlier run
+        snapshots = list(
+            Snapshot.objects.filter(keyword__evaluation=evaluation,
+                                    keyword__position__lte=keyword_count)
+            .select_related("keyword").order_by("keyword__position", "position"))
+        products = DemoProduct.objects.in_bulk([s.doc_id for s in snapshots], field_name="sku")
+        for username, user in sorted(graders.items()):
+            lower, higher = GRADER_HABITS[username]
+            # One transaction per grader and evaluation: their recomputes run once, after it.
+            with transaction.atomic():
+                for snapshot in snapshots:
+                    product = products.get(snapshot.doc_id)
+                    if product is None:
+                        continue
+                    rng = random.Random(f"{SEED}:{username}:{snapshot.keyword.text}:"
+                                        f"{snapshot.doc_id}")
+                    grade = demo.relevance(snapshot.keyword.text, product)
+                    draw = rng.random()
+                    if draw < lower:
+                        grade -= 1
+                    elif draw < lower + higher:
+                        grade += 1
+                    target = snapshot_target_for_user(user=user, snapshot_id=snapshot.pk)
+                    snapshot_grade(user=user, target=target, grade=min(3, max(0, grade)))

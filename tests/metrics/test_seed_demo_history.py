@@ -1,0 +1,116 @@
+"""seed_demo_history: two demo models that differ, a finished baseline and a partly graded
+candidate, graded by people who disagree (issue 25, item 8)."""
+
+from base64 import b64decode
+from collections import defaultdict
+
+import pytest
+from django.core.management import call_command
+
+from evaluations import demo
+from evaluations.models import DemoProduct, Evaluation
+from judgments.models import FeedbackSlot
+from metrics.core import agreement
+from metrics.management.commands import seed_demo_history as history
+from metrics.models import KeywordMetricValue, TeamBaseline
+
+pytestmark = pytest.mark.django_db
+
+
+def product(title: str, category: str, description: str = "") -> DemoProduct:
+    return DemoProduct(sku="X1", title=title, description=description, category=category,
+                       brand="Tern", color="red", price=10)
+
+
+@pytest.mark.parametrize(("query", "title", "category", "grade"), [
+    # The noun and every detail in the title: exactly what was asked for.
+    ("waterproof hiking boots", "Tern waterproof red hiking boots", "Footwear", 3),
+    # One detail missing (another trait): close.
+    ("waterproof hiking boots", "Tern leather red hiking boots", "Footwear", 2),
+    # The detail only in the description does not count: the listing does not promise it.
+    ("red sneakers", "Tern vegan blue sneakers", "Footwear", 2),
+    # Two details missing: the right kind of product, little more.
+    ("women's down parka", "Tern packable blue men's down parka", "Outerwear", 2),
+    ("noise cancelling headphones", "Tern portable red wireless headphones", "Electronics", 1),
+    # Another product of the same category; another category altogether.
+    ("running shoes", "Tern leather red sandals", "Footwear", 1),
+    ("running shoes", "Tern oak red bookshelf", "Home", 0),
+])
+def test_relevance_follows_the_demo_guidelines(query, title, category, grade):
+    assert demo.relevance(query, product(title, category, "waterproof everything")) == grade
+
+
+def test_the_cheap_first_ranking_is_the_relevance_top_100_by_price(client):
+    relevant = client.get("/demo/search", {"q": "hiking boots", "size": 100}).json()["hits"]
+    cheap = client.get("/demo/search", {"q": "hiking boots", "size": 10,
+                                        "ranking": "cheap-first"}).json()["hits"]
+    expected = sorted(relevant, key=lambda hit: (hit["price"], hit["id"]))[:10]
+    assert [hit["id"] for hit in cheap] == [hit["id"] for hit in expected]
+    assert [hit["id"] for hit in cheap] != [hit["id"] for hit in relevant[:10]]
+    response = client.get("/demo/search", {"q": "boots", "ranking": "random"})
+    assert response.status_code == 400
+    assert response.json() == {"error": "ranking must be one of relevance, cheap-first"}
+
+
+def test_tiles_differ_by_category_and_name_what_the_product_is():
+    boots = product("Tern waterproof red hiking boots", "Footwear")
+    lamp = product("Tern dimmable red desk lamp", "Home")
+    assert demo.product_noun(boots) == "hiking boots"
+    assert demo.product_image(boots) != demo.product_image(lamp)
+    svg = b64decode(demo.product_image(boots).split(",", 1)[1]).decode()
+    assert ">HB</text>" in svg and ">Footwear</text>" in svg
+    assert "<path" in svg  # the category's shape
+
+
+def _means(evaluation: Evaluation) -> dict[str, float]:
+    return {config.code: config.value for config in evaluation.metric_configs.all()}
+
+
+def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline(capsys):
+    call_command("seed_demo")
+    call_command("seed_demo_history")
+    baseline = Evaluation.objects.get(name=history.BASELINE_NAME)
+    candidate = Evaluation.objects.get(name=history.CANDIDATE_NAME)
+    assert baseline.status == Evaluation.Status.FINISHED
+    assert TeamBaseline.objects.get(team=baseline.team).evaluation_id == baseline.pk
+    assert candidate.status == Evaluation.Status.ACTIVE
+
+    # The candidate: 30 keywords graded by three people, 10 by grader1 alone, 10 untouched.
+    graded_per_keyword = defaultdict(int)
+    for keyword_position in FeedbackSlot.objects.filter(
+            evaluation=candidate, grade__isnull=False).values_list(
+            "keyword__position", flat=True):
+        graded_per_keyword[keyword_position] += 1
+    counts = sorted(graded_per_keyword.values())
+    assert len(graded_per_keyword) == 40
+    assert counts.count(max(counts)) >= 30
+    assert not FeedbackSlot.objects.filter(evaluation=baseline, grade__isnull=True).exists()
+
+    # The cheap-first model is worse on every metric, and some keywords got worse.
+    before, after = _means(baseline), _means(candidate)
+    assert set(before) == set(after) == {"precision", "ap", "ndcg"}
+    assert all(after[code] < before[code] for code in before), (before, after)
+    values = defaultdict(dict)
+    for evaluation_id, text, value in KeywordMetricValue.objects.filter(
+            metric__code="ndcg", metric__evaluation__in=[baseline, candidate]).values_list(
+            "metric__evaluation_id", "keyword__text", "value"):
+        values[text][evaluation_id] = value
+    worse = [text for text, pair in values.items()
+             if pair.get(candidate.pk) is not None and pair[candidate.pk] < pair[baseline.pk]]
+    assert len(worse) >= 5
+
+    # Graders disagree: Cohen's kappa between grader1 and grader3 on the baseline is below 1.
+    grades = defaultdict(dict)
+    for snapshot_id, username, grade in FeedbackSlot.objects.filter(
+            evaluation=baseline).values_list("snapshot_id", "user__username", "grade"):
+        grades[snapshot_id][username] = grade
+    pairs = [(by["grader1"], by["grader3"]) for by in grades.values()]
+    kappa = agreement.cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
+    assert 0.3 < kappa < 1
+
+    # Safe to run twice: nothing is graded again or added.
+    graded = FeedbackSlot.objects.filter(grade__isnull=False).count()
+    call_command("seed_demo_history")
+    assert FeedbackSlot.objects.filter(grade__isnull=False).count() == graded
+    assert Evaluation.objects.filter(name=history.CANDIDATE_NAME).count() == 1
+    assert "Demo history:" in capsys.readouterr().out
