@@ -1,6 +1,8 @@
 """Pages for evaluations and the demo search engine, and the team and confirm helpers every
 evaluations page shares; endpoints and search models are in views_endpoints."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -8,6 +10,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations import demo, selectors, services
@@ -86,6 +89,22 @@ def _render_evaluation_form(request, form, evaluation=None, status=200) -> HttpR
     }, status=status)
 
 
+def _add_save_errors(request: HttpRequest, form: EvaluationForm, team: Team,
+                     error: ValidationError) -> None:
+    """The service's errors on the form; a missing transformer also links admins to the
+    page that defines it, with the pair chosen."""
+    if isinstance(error, services.MissingTransformerError) and current_team_can(
+            request, team.pk, Role.ADMIN):
+        url = reverse("judgments:transformer_edit") + "?" + urlencode(
+            {"source": error.source, "target": error.target})
+        for message in error.message_dict["metrics"]:
+            form.add_error("metrics", format_html(
+                '{} <a href="{}" data-testid="define-transformer">Define it now</a>.',
+                message, url))
+        return
+    add_service_errors(form, error)
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def evaluation_create(request: HttpRequest) -> HttpResponse:
@@ -112,7 +131,7 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                     guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
                     show_position=data["show_position"], auto_finish=data["auto_finish"])
             except ValidationError as error:
-                add_service_errors(form, error)
+                _add_save_errors(request, form, team, error)
             else:
                 if notice:
                     messages.info(request, notice)
@@ -146,7 +165,7 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             try:
                 services.evaluation_update(evaluation=evaluation, **changes)
             except ValidationError as error:
-                add_service_errors(form, error)
+                _add_save_errors(request, form, evaluation.team, error)
             else:
                 if notice:
                     messages.info(request, notice)

@@ -107,12 +107,18 @@ def transformer_edit(request: HttpRequest) -> HttpResponse:
     """Create or replace the team's transformer between two scales: one row per grade of
     the source, prefilled with the current mapping (the team's own, else the
     docs/METRICS.md default). `?source=&target=`, or posting "show", picks the rows
-    without JavaScript; transformer.js rebuilds them in place from data attributes."""
+    without JavaScript; transformer.js rebuilds them in place from data attributes. The
+    posted "shown" names the pair the rows were built for."""
     team = _admin_team(request)
     team_scales = scale_lookup.scales_for_team(team_id=team.pk)
     known = {scale.code: scale for scale in team_scales}
     mappings = _known_mappings(team, team_scales)
-    if request.method == "POST" and "show" not in request.POST:
+    switched_notice = ""
+    posted_pair = f"{request.POST.get('source', '')}->{request.POST.get('target', '')}"
+    # Scales changed without JavaScript and then Save: the rows posted belong to the pair
+    # shown before, so show the new pair's rows instead of saving those under it.
+    switched = request.method == "POST" and request.POST.get("shown", posted_pair) != posted_pair
+    if request.method == "POST" and "show" not in request.POST and not switched:
         form = TransformerForm(request.POST, scales=team_scales,
                                source=request.POST.get("source", ""),
                                target=request.POST.get("target", ""))
@@ -135,6 +141,9 @@ def transformer_edit(request: HttpRequest) -> HttpResponse:
         target = chosen.get("target", "")
         if target not in known or target == source:
             target = next(code for code in known if code != source)
+        if switched:
+            switched_notice = (f"The grades shown were for other scales; pick them for "
+                               f"{source} → {target} and save again.")
         form = TransformerForm(scales=team_scales, source=source, target=target, initial={
             "source": source, "target": target,
             **TransformerForm.initial_for(mappings.get(f"{source}->{target}")),
@@ -146,7 +155,9 @@ def transformer_edit(request: HttpRequest) -> HttpResponse:
             code: [{"value": g.value, "label": g.label} for g in scale.grades]
             for code, scale in known.items()}),
         "mappings_json": json.dumps(mappings),
-    }, status=400 if form.errors else 200)
+        "shown_pair": f"{form['source'].value()}->{form['target'].value()}",
+        "switched_notice": switched_notice,
+    }, status=400 if form.errors or switched_notice else 200)
 
 
 def _known_mappings(

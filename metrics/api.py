@@ -74,8 +74,9 @@ class EvaluationCompareApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         metric = serializers.IntegerField(
-            required=False, min_value=0, default=0,
-            help_text="Index of the shared metric whose change orders the keywords.")
+            required=False, min_value=0, default=None, allow_null=True,
+            help_text="Index of the shared metric whose absolute change orders the "
+                      "keywords; absent: the largest absolute change of any shared metric.")
         k = serializers.IntegerField(required=False, min_value=1, max_value=1000,
                                      help_text="Depth of RBO (default: the largest k).")
         p = serializers.FloatField(required=False, default=0.9, min_value=0.01,
@@ -133,7 +134,17 @@ class EvaluationCompareApi(APIView):
         identical_rankings = serializers.BooleanField(
             help_text="Every shared keyword has the same results in A and B (RBO 1).")
         metrics = MetricSerializer(many=True)
-        keywords = KeywordSerializer(many=True, help_text="Sorted by the largest change.")
+        only_a_metrics = serializers.ListField(
+            child=serializers.CharField(),
+            help_text="Metrics configured in A only (labels): not compared.")
+        only_b_metrics = serializers.ListField(
+            child=serializers.CharField(),
+            help_text="Metrics configured in B only (labels): not compared.")
+        sort_metric = serializers.IntegerField(
+            allow_null=True, help_text="The metric index that ordered the keywords; null: "
+                                       "the largest change of any shared metric.")
+        keywords = KeywordSerializer(many=True, help_text="Sorted by the largest absolute "
+                                                          "change (see sort_metric).")
 
     @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
                    operation_id="evaluations_compare")
@@ -163,6 +174,9 @@ class EvaluationCompareApi(APIView):
                 "verdict": m.verdict, "direction": m.direction,
                 "grading_only_count": m.grading_only_count, "ranking_note": m.ranking_note,
             } for m in comparison.metrics],
+            "only_a_metrics": comparison.only_a_metrics,
+            "only_b_metrics": comparison.only_b_metrics,
+            "sort_metric": comparison.sort_index,
             "keywords": [{
                 "text": row.text, "keyword_a": row.keyword_a_id, "keyword_b": row.keyword_b_id,
                 "values_a": row.values_a, "values_b": row.values_b, "deltas": row.deltas,

@@ -67,9 +67,23 @@ class KeywordComparison:
     def cells(self) -> list[tuple[float | None, float | None, float | None]]:
         return list(zip(self.values_a, self.values_b, self.deltas, strict=True))
 
-    def change(self, index: int) -> float | None:
-        delta = self.deltas[index] if self.deltas else None
-        return None if delta is None else abs(delta)
+    def change(self, index: int | None) -> float | None:
+        """|Δ| of the index-th shared metric, or with None the largest |Δ| of any of them;
+        None when no such metric has a value on both sides."""
+        if index is not None:
+            delta = self.deltas[index] if index < len(self.deltas) else None
+            return None if delta is None else abs(delta)
+        changes = [abs(delta) for delta in self.deltas if delta is not None]
+        return max(changes, default=None)
+
+    @property
+    def largest_index(self) -> int | None:
+        """Which shared metric changed most for this keyword (the first on a tie)."""
+        largest = self.change(None)
+        if largest is None:
+            return None
+        return next(i for i, delta in enumerate(self.deltas)
+                    if delta is not None and abs(delta) == largest)
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,17 @@ class Comparison:
     only_b_count: int
     rbo_k: int
     mean_rbo: float | None
+    # Which metric orders the keywords: an index into `metrics`, or None for the largest
+    # change of any shared metric.
+    sort_index: int | None = None
+    # Metrics configured on one side only (labels): not compared, but named, not dropped.
+    only_a_metrics: tuple[str, ...] = ()
+    only_b_metrics: tuple[str, ...] = ()
+
+    @property
+    def sort_label(self) -> str | None:
+        """The label of the metric that orders the keywords (None: any of them)."""
+        return None if self.sort_index is None else self.metrics[self.sort_index].label
 
     @property
     def shared_count(self) -> int:
@@ -130,19 +155,23 @@ def _p_text(p: float | None) -> str:
     return "n/a" if p is None else f"{p:.3f}"
 
 
-def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
+def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | None = None,
                           rbo_k: int | None = None, rbo_p: float = 0.9,
                           resamples: int = 10_000) -> Comparison:
     """B against A over the keywords they share (matched by normalized text) for every
-    metric configured in both with the same code, k and parameters. Keywords come sorted
-    by the largest change of the `sort_index`-th shared metric, then by lowest RBO."""
+    metric configured in both with the same code, k and parameters; the metrics only one
+    side has are named in `only_a_metrics` / `only_b_metrics`. Keywords come sorted by the
+    largest absolute change over the shared metrics, or of the `sort_index`-th one alone
+    (an index past them falls back to all), then by the largest change of any, then by
+    lowest RBO."""
     keywords_a = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "pk"))
     keywords_b = dict(Keyword.objects.filter(evaluation=b).values_list("normalized_text", "pk"))
     texts = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "text"))
     shared = [text for text in keywords_a if text in keywords_b]
-    configs_b = {metric_key(c): c for c in metric_configs(b.pk)}
-    pairs = [(c, configs_b[metric_key(c)]) for c in metric_configs(a.pk)
-             if metric_key(c) in configs_b]
+    all_a, all_b = metric_configs(a.pk), metric_configs(b.pk)
+    configs_b = {metric_key(c): c for c in all_b}
+    pairs = [(c, configs_b[metric_key(c)]) for c in all_a if metric_key(c) in configs_b]
+    keys_a = {metric_key(c) for c in all_a}
     stored: dict[tuple[int, int], float | None] = {
         (keyword_id, metric_id): value
         for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
@@ -192,16 +221,19 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int = 0,
             rbo=core.rbo(doc_ids[ka], doc_ids[kb], k=rbo_k, p=rbo_p),
             same_ranking=same_ranking[text],
         ))
-    index = sort_index if 0 <= sort_index < len(pairs) else 0
+    index = sort_index if sort_index is not None and 0 <= sort_index < len(pairs) else None
     rows.sort(key=lambda row: (
         row.change(index) is None, -(row.change(index) or 0.0),
+        -(row.change(None) or 0.0),
         row.rbo if row.rbo is not None else 1.0, row.normalized_text,
     ))
     rbos = [row.rbo for row in rows if row.rbo is not None and not math.isnan(row.rbo)]
     return Comparison(
         a=a, b=b, metrics=metrics, keywords=rows,
         only_a_count=len(keywords_a) - len(shared), only_b_count=len(keywords_b) - len(shared),
-        rbo_k=rbo_k, mean_rbo=core.mean_over_keywords(rbos)[0],
+        rbo_k=rbo_k, mean_rbo=core.mean_over_keywords(rbos)[0], sort_index=index,
+        only_a_metrics=tuple(metric_label(c) for c in all_a if metric_key(c) not in configs_b),
+        only_b_metrics=tuple(metric_label(c) for c in all_b if metric_key(c) not in keys_a),
     )
 
 

@@ -35,7 +35,8 @@ class CompareForm(forms.Form):
     a = forms.IntegerField(min_value=1, label="Evaluation A (before)")
     b = forms.IntegerField(min_value=1, label="Evaluation B (after)")
     metric = forms.IntegerField(required=False, min_value=0,
-                                help_text="Sort keywords by the change of this shared metric.")
+                                help_text="Sort keywords by the change of this shared metric "
+                                          "(empty: the largest change of any).")
     page = forms.IntegerField(required=False, min_value=1)
 
     def clean(self):

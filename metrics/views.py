@@ -222,12 +222,12 @@ def compare(request: HttpRequest) -> HttpResponse:
                       {"form": form, **_picker_context(request)}, status=400)
     a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
     b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
-    sort_index = form.cleaned_data.get("metric") or 0
-    comparison = comparisons.evaluation_comparison(a=a, b=b, sort_index=sort_index)
+    comparison = comparisons.evaluation_comparison(
+        a=a, b=b, sort_index=form.cleaned_data.get("metric"))
     keywords = Paginator(comparison.keywords, 50).get_page(form.cleaned_data.get("page"))
     return render(request, "metrics/compare.html", {
         "form": form, "comparison": comparison, "keywords": keywords,
-        "sort_index": sort_index, **_picker_context(request),
+        "sort_index": comparison.sort_index, **_picker_context(request),
     })
 
 

@@ -8,6 +8,7 @@ from searchtweak import services
 from searchtweak.models import Role
 from searchtweak.selectors import (
     current_membership,
+    invitee_warning,
     memberships_of_user,
     team_get_for_user,
     team_members,
@@ -91,8 +92,11 @@ class InvitationCreateApi(APIView):
         role = serializers.CharField()
         link = serializers.CharField()
         emailed = serializers.BooleanField(
-            help_text="Whether the link was e-mailed to the invitee (an e-mail address, "
-                      "with a mail server configured).")
+            help_text="Whether the link was e-mailed to the invitee (an e-mail address; "
+                      "without EMAIL_URL the mail is printed on the server's console).")
+        warning = serializers.CharField(
+            allow_null=True, help_text="Why the invitation may never be accepted: a "
+                                       "username that no account has.")
         expires_at = serializers.DateTimeField()
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer},
@@ -107,4 +111,5 @@ class InvitationCreateApi(APIView):
         invitation.link = request.build_absolute_uri(f"/invitations/{invitation.token}/")
         invitation.emailed = services.invitation_send(invitation=invitation,
                                                       link=invitation.link)
+        invitation.warning = invitee_warning(invitee=invitation.invitee)
         return Response(self.OutputSerializer(invitation).data, status=status.HTTP_201_CREATED)

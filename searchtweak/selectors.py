@@ -31,6 +31,17 @@ def invitations_for_user(*, user: User) -> list[Invitation]:
     return [invitation for invitation in pending if invitation.is_open()]
 
 
+def invitee_warning(*, invitee: str) -> str | None:
+    """Why an invitation may never be accepted, told to the inviter: a username (no "@")
+    that no account has. It is kept: someone may still register under that name."""
+    invitee = invitee.strip()
+    if "@" in invitee or User.objects.filter(username__iexact=invitee).exists():
+        return None
+    return (f"No account is named {invitee!r}: check the spelling. The link works only for "
+            "a user of that name; to invite someone without an account, give their e-mail "
+            "address.")
+
+
 def teams_with_member_counts(*, user: User) -> QuerySet[Team]:
     return Team.objects.visible_to(user).annotate(member_count=Count("memberships"))
 

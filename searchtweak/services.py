@@ -67,11 +67,12 @@ def invitation_create(*, team: Team, invited_by: User, invitee: str, role: str) 
 
 
 def invitation_send(*, invitation: Invitation, link: str) -> bool:
-    """E-mail the invitation's link to an invitee named by e-mail address, when a mail
-    server is configured (settings.INVITATION_EMAILS). Returns whether the mail went out;
-    a mail server that fails is logged, not raised: the invitation exists either way and
-    the inviter still has the link to pass on."""
-    if "@" not in invitation.invitee or not settings.INVITATION_EMAILS:
+    """E-mail the invitation's link to an invitee named by e-mail address, through the
+    configured mail backend (without EMAIL_URL the console's: the mail is printed, as
+    password resets are). Returns whether the mail went out; a mail server that fails is
+    logged, not raised: the invitation exists either way and the inviter still has the
+    link to pass on."""
+    if "@" not in invitation.invitee:
         return False
     context = {"invitation": invitation, "team": invitation.team, "link": link,
                "inviter": invitation.invited_by}
@@ -87,6 +88,12 @@ def invitation_send(*, invitation: Invitation, link: str) -> bool:
                        invitation.pk, invitation.invitee, error)
         return False
     return True
+
+
+def mail_is_printed() -> bool:
+    """Whether "mailed" means printed on the server's console (no EMAIL_URL, or
+    console://): pages say so rather than promise a delivery."""
+    return settings.EMAIL_BACKEND == "django.core.mail.backends.console.EmailBackend"
 
 
 @transaction.atomic

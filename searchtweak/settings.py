@@ -177,9 +177,6 @@ if _email:
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "SearchTweak <searchtweak@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
-# Invitations to an e-mail address are mailed only when a mail server is configured;
-# the inviter always sees the link to pass on.
-INVITATION_EMAILS = _email is not None
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

@@ -1,4 +1,3 @@
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -29,6 +28,7 @@ from searchtweak.selectors import (
     current_membership,
     invitation_get_for_user,
     invitations_for_user,
+    invitee_warning,
     membership_get_for_user,
     team_get_for_user,
     team_members,
@@ -80,7 +80,7 @@ def _render_team(request: HttpRequest, team, *, invitation_form, status: int = 2
         "invitations": team_open_invitations(team=team) if can_manage else [],
         "invitation_form": invitation_form,
         "can_manage": can_manage,
-        "invitations_emailed": settings.INVITATION_EMAILS,
+        "mail_is_printed": services.mail_is_printed(),
         "roles": Role.choices,
     }, status=status)
 
@@ -101,12 +101,19 @@ def invitation_create(request: HttpRequest, team_id: int) -> HttpResponse:
             link = request.build_absolute_uri(
                 reverse("invitation_detail", args=[invitation.token])
             )
-            if services.invitation_send(invitation=invitation, link=link):
-                messages.success(request, f"Invitation for {invitation.invitee} created and "
-                                 f"e-mailed to them. Their link: {link}")
-            else:
+            if not services.invitation_send(invitation=invitation, link=link):
                 messages.success(request, f"Invitation for {invitation.invitee} created. "
                                  f"Send them this link: {link}")
+            elif services.mail_is_printed():
+                messages.success(request, f"Invitation for {invitation.invitee} created; "
+                                 "with no mail server configured (EMAIL_URL) its e-mail was "
+                                 f"printed on the server's console. Send them this link: {link}")
+            else:
+                messages.success(request, f"Invitation for {invitation.invitee} created and "
+                                 f"e-mailed to them. Their link: {link}")
+            warning = invitee_warning(invitee=invitation.invitee)
+            if warning:
+                messages.warning(request, warning)
             return redirect("team_detail", team_id=team.pk)
     return _render_team(request, team, invitation_form=form, status=400)
 

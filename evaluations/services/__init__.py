@@ -53,6 +53,7 @@ from evaluations.services.keywords import (
     keywords_validate,
 )
 from evaluations.services.lifecycle import (
+    MissingTransformerError,
     evaluation_archive,
     evaluation_clone,
     evaluation_create,
@@ -63,6 +64,7 @@ from evaluations.services.lifecycle import (
     evaluation_retry_failed,
     evaluation_start,
     evaluation_update,
+    metrics_transformers_check,
 )
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "MAX_TIMEOUT_SECONDS",
     "MAX_UPLOAD_ERRORS",
     "KeywordList",
+    "MissingTransformerError",
     "endpoint_create",
     "endpoint_delete",
     "endpoint_restore",
@@ -106,6 +109,7 @@ __all__ = [
     "keywords_fetch_requeue_lapsed",
     "keywords_from_upload",
     "keywords_validate",
+    "metrics_transformers_check",
     "search_model_create",
     "search_model_delete",
     "search_model_restore",

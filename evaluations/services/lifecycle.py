@@ -90,6 +90,8 @@ def evaluation_create(
     scale_obj = _team_scale(team, scale)
     metrics = _validate_metrics(metrics)
     transformers = _validate_transformers(team, scale_obj, transformers)
+    metrics_transformers_check(team=team, scale=scale_obj, metrics=metrics,
+                               transformers=transformers)
     keywords = keywords_clean(keywords).keywords
     keywords_validate(keywords)
     if reuse_grades not in Evaluation.Reuse.values:
@@ -143,6 +145,15 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     if "transformers" in changes or "scale" in changes:
         changes["transformers"] = _validate_transformers(
             evaluation.team, scale, changes.get("transformers", evaluation.transformers))
+    if "metrics" in changes:
+        changes["metrics"] = _validate_metrics(changes["metrics"])
+    if changes.keys() & {"metrics", "scale", "transformers"}:
+        metrics_transformers_check(
+            team=evaluation.team, scale=scale,
+            transformers=changes.get("transformers", evaluation.transformers),
+            metrics=changes["metrics"] if "metrics" in changes else [
+                {"code": m.code, "k": m.k, "params": m.params}
+                for m in evaluation.metric_configs.all()])
     if "tags" in changes:
         changes["tags"] = _clean_tags(changes["tags"])
     if "reuse_grades" in changes and changes["reuse_grades"] not in Evaluation.Reuse.values:
@@ -161,7 +172,7 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     if "keywords" in changes:
         evaluation_keywords_replace(evaluation=evaluation, keywords=changes["keywords"])
     if "metrics" in changes:
-        _replace_metrics(evaluation, _validate_metrics(changes["metrics"]))
+        _replace_metrics(evaluation, changes["metrics"])
     return evaluation
 
 
@@ -181,20 +192,39 @@ def _replace_metrics(evaluation: Evaluation, metrics: list[dict[str, Any]]) -> N
             config.save(update_fields=["position"])
 
 
-def _check_transformers_resolvable(evaluation: Evaluation) -> None:
-    """A metric on another scale needs a transformer; a custom scale has no default one."""
-    scale = _team_scale(evaluation.team, evaluation.scale)
+class MissingTransformerError(ValidationError):
+    """A metric reads a built-in scale that the evaluation's own scale has no mapping to.
+    `source` and `target` name the pair, so a page can link admins to that transformer."""
+
+    def __init__(self, message: str, *, source: str, target: str) -> None:
+        super().__init__({"metrics": message})
+        self.source = source
+        self.target = target
+
+
+def metrics_transformers_check(*, team: Team, scale: core.Scale,
+                               metrics: list[dict[str, Any]], transformers: dict) -> None:
+    """Every metric must read grades it can get: a metric on another scale than the
+    evaluation's needs a transformer, and a scale an admin defined has no default one. The
+    team's transformers count, then the evaluation's own overrides. Saving and starting
+    both ask this (a transformer may have been removed since the save)."""
     if scale.is_builtin:
-        return
-    transformers = {**scale_provider().transformers(evaluation.team), **evaluation.transformers}
-    for config in evaluation.metric_configs.all():
-        spec = core.metric_spec(config.code)
+        return  # the built-ins map to each other by default (docs/METRICS.md)
+    available = {**scale_provider().transformers(team), **transformers}
+    for item in metrics:
+        spec = core.metric_spec(item["code"])
         if spec.scale == "graded":
             continue  # graded metrics read an admin-defined scale directly (docs/METRICS.md)
         try:
-            core.resolve_transformer(scale, core.SCALES[spec.scale], transformers)
-        except core.MetricInputError as error:
-            raise ValidationError({"transformers": f"{error} (needed by {config})"}) from None
+            core.resolve_transformer(scale, core.SCALES[spec.scale], available)
+        except core.MetricInputError:
+            name = dict(scale_provider().choices(team)).get(scale.code, scale.code)
+            label = core.metric_label(item["code"], item["k"], item.get("params"))
+            raise MissingTransformerError(
+                f"{label} needs grades on the {spec.scale} scale: an admin must define a "
+                f"transformer from '{name}' to {spec.scale} under Scales (or give this "
+                f"evaluation one in its transformer overrides).",
+                source=scale.code, target=spec.scale) from None
 
 
 @transaction.atomic
@@ -217,7 +247,11 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluat
         raise ValidationError({"metrics": "Configure at least one metric."})
     if evaluation.model.archived_at or evaluation.model.endpoint.archived_at:
         raise ValidationError({"model": "The search model or its endpoint is archived."})
-    _check_transformers_resolvable(evaluation)
+    metrics_transformers_check(
+        team=evaluation.team, scale=_team_scale(evaluation.team, evaluation.scale),
+        transformers=evaluation.transformers,
+        metrics=[{"code": m.code, "k": m.k, "params": m.params}
+                 for m in evaluation.metric_configs.all()])
     # Failed keywords are fetched again. Claims are dropped: a worker that died left some
     # that would otherwise hold their keywords until they lapse; a task of before the pause
     # still running finds its claims gone and stores nothing (services.fetch).

@@ -21,7 +21,12 @@
     return node;
   }
 
-  let shownTarget = target.value;
+  // What was picked for each pair this visit, unsaved: going back to a pair brings its
+  // picks back, and one pair's picks never fill another's rows, even rows of the same
+  // grade numbers (they would map another scale's grades).
+  const picks = {};
+  const shown = form.elements.namedItem("shown");
+  let shownPair = source.value + "->" + target.value;
 
   // As the server writes it: the detail scale's grades are labelled with their number.
   function text(grade) {
@@ -29,17 +34,18 @@
   }
 
   function rebuild() {
-    // Picks name grades of the target shown so far: they survive a change of source only.
-    const picked = {};
-    if (target.value === shownTarget) {
-      rows.querySelectorAll("select").forEach((select) => { picked[select.name] = select.value; });
-    }
-    shownTarget = target.value;
-    const known = mappings[source.value + "->" + target.value];
+    const current = {};
+    rows.querySelectorAll("select").forEach((select) => { current[select.name] = select.value; });
+    picks[shownPair] = current;
+    shownPair = source.value + "->" + target.value;
+    if (shown) shown.value = shownPair;
+    const picked = picks[shownPair];
+    const known = mappings[shownPair];
     const targetGrades = scales[target.value] || [];
     const fresh = (scales[source.value] || []).map((grade) => {
       const name = "grade_" + grade.value;
-      const wanted = known ? String(known[String(grade.value)] ?? "") : (picked[name] || "");
+      const wanted = picked ? (picked[name] || "")
+        : known ? String(known[String(grade.value)] ?? "") : "";
       const select = document.createElement("select");
       select.name = name;
       select.id = "id_" + name;

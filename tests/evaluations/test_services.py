@@ -225,13 +225,57 @@ def test_start_refuses_a_custom_scale_without_a_transformer_for_binary_metrics(c
     EvaluationMetricFactory(evaluation=evaluation, code="precision", k=5)
     with pytest.raises(ValidationError) as excinfo:
         services.evaluation_start(evaluation=evaluation)
-    assert errors(excinfo) == {"transformers": [
-        "transformers.stars->binary: no default transformer; define one (needed by precision@5)"
-    ]}
+    assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
     services.evaluation_update(evaluation=evaluation, transformers={
         "stars->binary": {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1}})
     services.evaluation_start(evaluation=evaluation)
     assert Evaluation.objects.get(pk=evaluation.pk).status == "fetching"
+
+
+STARS_TO_BINARY_MISSING = (
+    "P@5 needs grades on the binary scale: an admin must define a transformer from "
+    "'Stars 1..5' to binary under Scales (or give this evaluation one in its transformer "
+    "overrides).")
+
+
+def test_create_refuses_a_metric_whose_scale_has_no_transformer_from_the_custom_one(
+        personas, custom_scale):
+    with pytest.raises(services.MissingTransformerError) as excinfo:
+        create(personas, scale="stars", metrics=[{"code": "ndcg", "k": 10},
+                                                 {"code": "precision", "k": 5}])
+    assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
+    assert (excinfo.value.source, excinfo.value.target) == ("stars", "binary")
+    assert not Evaluation.objects.exists()
+    assert not EvaluationMetric.objects.exists()
+
+
+def test_create_accepts_a_custom_scale_with_the_evaluations_own_transformer(
+        personas, custom_scale):
+    evaluation = create(personas, scale="stars", metrics=[{"code": "precision", "k": 5}],
+                        transformers={"stars->binary": {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1}})
+    assert list(evaluation.metric_configs.values_list("code", flat=True)) == ["precision"]
+
+
+def test_update_refuses_a_metric_without_a_transformer_and_keeps_the_old_ones(
+        personas, custom_scale):
+    evaluation = create(personas, scale="stars", metrics=[{"code": "ndcg", "k": 10}])
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_update(evaluation=evaluation, name="Renamed", metrics=[
+            {"code": "ndcg", "k": 10}, {"code": "precision", "k": 5}])
+    assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
+    evaluation.refresh_from_db()
+    assert evaluation.name == "Shoes"
+    assert list(evaluation.metric_configs.values_list("code", "k")) == [("ndcg", 10)]
+
+
+def test_update_refuses_switching_to_a_custom_scale_that_existing_metrics_cannot_read(
+        personas, custom_scale):
+    evaluation = create(personas, metrics=[{"code": "precision", "k": 5}])
+    with pytest.raises(ValidationError) as excinfo:
+        services.evaluation_update(evaluation=evaluation, scale="stars")
+    assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
+    evaluation.refresh_from_db()
+    assert evaluation.scale == "graded"
 
 
 def test_keywords_can_be_added_but_not_removed_after_the_first_start(personas):

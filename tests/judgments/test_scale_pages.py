@@ -83,15 +83,32 @@ def test_without_javascript_show_reloads_the_rows_and_saves_nothing(personas):
     assert not Transformer.objects.exists()
 
 
-def test_rows_posted_for_another_source_leave_its_grades_unmapped(personas):
-    # Without JavaScript the source changed after the rows were drawn for graded.
+def test_rows_posted_for_another_pair_are_not_saved_under_the_new_one(personas):
+    # Without JavaScript the source changed after the rows were drawn for graded -> binary,
+    # then Save: graded's picks must not become detail's grades 0..3.
     response = client_for(personas.admin).post("/transformers/edit/", {
-        "source": "detail", "target": "binary",
+        "shown": "graded->binary", "source": "detail", "target": "binary",
         "grade_0": "0", "grade_1": "0", "grade_2": "1", "grade_3": "1"})
     html = response.content.decode()
     assert response.status_code == 400
+    assert "The grades shown were for other scales; pick them for detail → binary and " \
+           "save again." in html
     assert _rows(html) == [str(grade) for grade in range(1, 11)]
-    assert "Grade 4 is not mapped." in html and "Grade 10 is not mapped." in html
+    # The default detail -> binary (docs/METRICS.md), not what was posted for graded.
+    assert _picked(html) == {"grade_1": "0", **{f"grade_{g}": "1" for g in range(2, 11)}}
+    assert 'name="shown" value="detail-&gt;binary"' in html
+    assert not Transformer.objects.exists()
+
+
+def test_rows_posted_for_a_team_scale_after_a_switch_start_unmapped(personas):
+    services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=3, labels={
+        "1": {"label": "Bad", "color": ""}, "2": {"label": "Okay", "color": ""},
+        "3": {"label": "Great", "color": ""}})
+    response = client_for(personas.admin).post("/transformers/edit/", {
+        "shown": "graded->binary", "source": "stars", "target": "binary",
+        "grade_0": "0", "grade_1": "0", "grade_2": "1", "grade_3": "1"})
+    assert response.status_code == 400
+    assert _picked(response.content.decode()) == {"grade_1": "", "grade_2": "", "grade_3": ""}
     assert not Transformer.objects.exists()
 
 

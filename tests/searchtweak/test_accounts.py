@@ -164,9 +164,7 @@ def test_password_reset_rejects_a_mistyped_new_password_and_keeps_the_old(
 # --- invitations by mail -----------------------------------------------------------------
 
 
-def test_an_invitation_to_an_address_is_mailed_with_its_link(
-        client, personas, settings, mailoutbox):
-    settings.INVITATION_EMAILS = True
+def test_an_invitation_to_an_address_is_mailed_with_its_link(client, personas, mailoutbox):
     personas.admin.first_name, personas.admin.last_name = "Ada", "Admin"
     personas.admin.save(update_fields=["first_name", "last_name"])
     client.force_login(personas.admin)
@@ -185,8 +183,7 @@ def test_an_invitation_to_an_address_is_mailed_with_its_link(
     assert "e-mailed to them" in page and link in page
 
 
-def test_an_invitation_to_a_username_is_not_mailed(client, personas, settings, mailoutbox):
-    settings.INVITATION_EMAILS = True
+def test_an_invitation_to_a_username_is_not_mailed(client, personas, mailoutbox):
     client.force_login(personas.admin)
     client.post(reverse("invitation_create", args=[personas.team.pk]),
                 {"invitee": "dana", "role": Role.GRADER})
@@ -194,22 +191,8 @@ def test_an_invitation_to_a_username_is_not_mailed(client, personas, settings, m
     assert mailoutbox == []
 
 
-def test_without_a_mail_server_invitations_are_not_mailed_but_the_link_shows(
-        client, personas, settings, mailoutbox):
-    settings.INVITATION_EMAILS = False
-    client.force_login(personas.admin)
-    response = client.post(reverse("invitation_create", args=[personas.team.pk]),
-                           {"invitee": "dana@example.test", "role": Role.GRADER}, follow=True)
-    invitation = Invitation.objects.get()
-    assert mailoutbox == []
-    page = response.content.decode()
-    assert f"Send them this link: http://testserver/invitations/{invitation.token}/" in page
-    assert "No e-mail is sent" in page
-
-
 def test_a_failing_mail_server_keeps_the_invitation_and_shows_the_link(
         client, personas, settings):
-    settings.INVITATION_EMAILS = True
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = (
         "127.0.0.1", _closed_local_port(), 2)
@@ -221,8 +204,7 @@ def test_a_failing_mail_server_keeps_the_invitation_and_shows_the_link(
         response.content.decode())
 
 
-def test_the_api_mails_an_invitation_and_says_so(personas, settings, mailoutbox):
-    settings.INVITATION_EMAILS = True
+def test_the_api_mails_an_invitation_and_says_so(personas, mailoutbox):
     api = APIClient()
     api.force_authenticate(personas.owner)
     response = api.post(f"/api/v1/teams/{personas.team.pk}/invitations/",
