@@ -69,20 +69,19 @@ def keyword_get_for_user(*, user: User, keyword_id: int,
     return keyword
 
 
-def keyword_snapshots(*, keyword: Keyword, with_grades: bool = False) -> QuerySet[Snapshot]:
-    """The keyword's results in position order; `with_grades` adds each one's graded slots
-    as `graded_slots` (slot order), with the grader and, for an LLM judge's account, its
-    judge loaded: four queries whatever the number of results."""
-    snapshots = keyword.snapshots.order_by("position")
-    if not with_grades:
-        return snapshots
+def keyword_snapshots(*, keyword: Keyword,
+                      visibility: access.GradeVisibility) -> QuerySet[Snapshot]:
+    """The keyword's results in position order, each with the graded slots `visibility`
+    lets the viewer see (a grader: their own only) as `graded_slots` (slot order), with the
+    grader and, for an LLM judge's account, its judge loaded: four queries whatever the
+    number of results."""
     # Slots are judgments' model and a judge the judges app's: both sit above evaluations,
     # so they are reached through the relations they declared, never imported.
     slots = Snapshot._meta.get_field("slots").related_model.objects
-    return snapshots.prefetch_related(Prefetch(
+    return keyword.snapshots.order_by("position").prefetch_related(Prefetch(
         "slots", to_attr="graded_slots",
-        queryset=slots.filter(grade__isnull=False).select_related("user").order_by("index")
-        .prefetch_related("user__judge"),
+        queryset=slots.filter(visibility.slots(), grade__isnull=False).select_related("user")
+        .order_by("index").prefetch_related("user__judge"),
     ))
 
 

@@ -311,13 +311,11 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
 @login_required
 def keyword_detail(request: HttpRequest, keyword_id: int) -> HttpResponse:
     keyword = selectors.keyword_get_for_user(user=request.user, keyword_id=keyword_id)
-    # Grades are for those who lead the grading (the feedback page's role): a grader
-    # shown the others' grades would be swayed by them.
-    show_grades = access.can(user=request.user, team_id=keyword.evaluation.team_id,
-                             minimum_role=Role.LEAD)
+    visibility = access.grade_visibility(user=request.user)
     return render(request, "evaluations/keyword_detail.html", {
-        "keyword": keyword, "evaluation": keyword.evaluation, "show_grades": show_grades,
-        "snapshots": selectors.keyword_snapshots(keyword=keyword, with_grades=show_grades),
+        "keyword": keyword, "evaluation": keyword.evaluation,
+        "sees_all_grades": visibility.sees_everyone(keyword.evaluation.team_id),
+        "snapshots": selectors.keyword_snapshots(keyword=keyword, visibility=visibility),
     })
 
 

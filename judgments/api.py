@@ -20,6 +20,7 @@ from judgments import exports, imports, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics.core.scales import is_integer
+from searchtweak import access
 from searchtweak.api_files import FileContentNegotiation
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role, User
@@ -161,12 +162,15 @@ class EvaluationSnapshotListApi(APIView):
         fields = serializers.JSONField()
         slots = SlotOutputSerializer(many=True, source="slots.all")
 
-    @extend_schema(responses=OutputSerializer(many=True), operation_id="evaluations_snapshots")
+    @extend_schema(
+        responses=OutputSerializer(many=True), operation_id="evaluations_snapshots",
+        description="The evaluation's results with their slots: every slot for a lead and "
+        "above, a grader's own slots only (graders grade independently).")
     def get(self, request: Request, evaluation_id: int) -> Response:
         evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
         keyword_id = request.query_params.get("keyword")
         snapshots = selectors.evaluation_snapshots(
-            evaluation=evaluation,
+            evaluation=evaluation, visibility=access.grade_visibility(user=request.user),
             keyword_id=int(keyword_id) if keyword_id and keyword_id.isdigit() else None,
         )
         return paginated_response(self, request, snapshots,
@@ -291,8 +295,9 @@ class EvaluationJudgmentsApi(APIView):
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> Response:
+        # Every grade of the evaluation, by grader: for those who see everyone's grades.
         evaluation = evaluation_get_for_user(
-            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+            user=request.user, evaluation_id=evaluation_id, minimum_role=access.GRADES_ROLE)
         filters = self.ExportFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         kind = filters.validated_data["format"]

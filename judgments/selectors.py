@@ -4,7 +4,7 @@ reads are judgments.queue_selectors'."""
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from evaluations.models import Evaluation, Snapshot
@@ -165,10 +165,15 @@ def evaluation_graders(*, evaluation: Evaluation) -> QuerySet[User]:
 
 
 def evaluation_snapshots(
-    *, evaluation: Evaluation, keyword_id: int | None = None
+    *, evaluation: Evaluation, visibility: access.GradeVisibility,
+    keyword_id: int | None = None
 ) -> QuerySet[Snapshot]:
+    """The evaluation's results, each with the slots `visibility` lets the caller see (a
+    grader: their own only) as `slots.all`."""
     snapshots = Snapshot.objects.filter(keyword__evaluation=evaluation).select_related(
-        "keyword").prefetch_related("slots", "slots__user")
+        "keyword").prefetch_related(Prefetch(
+            "slots", queryset=FeedbackSlot.objects.filter(visibility.slots())
+            .select_related("user").order_by("index")))
     if keyword_id:
         snapshots = snapshots.filter(keyword_id=keyword_id)
     return snapshots.order_by("keyword__position", "position")

@@ -177,8 +177,9 @@ FEEDBACK_PAGE_SIZE = 100
 @require_GET
 @login_required
 def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    # Every grade of the evaluation with its grader: for those who see everyone's grades.
     evaluation = evaluation_get_for_user(
-        user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
+        user=request.user, evaluation_id=evaluation_id, minimum_role=access.GRADES_ROLE)
     grader_id = request.GET.get("grader", "")
     keyword_id = request.GET.get("keyword", "")
     rows = selectors.feedback_rows(

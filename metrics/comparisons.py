@@ -23,6 +23,7 @@ from metrics.dashboards import (
     value_delta,
 )
 from metrics.models import KeywordMetricValue
+from searchtweak.access import GradeVisibility
 
 SIGNIFICANCE = 0.05
 
@@ -256,13 +257,16 @@ class SideBySideRow:
         return [(self.a, self.a_in_b), (self.b, self.b_in_a)]
 
 
-def keyword_side_by_side(*, a: Evaluation, b: Evaluation, normalized_text: str
+def keyword_side_by_side(*, a: Evaluation, b: Evaluation, normalized_text: str,
+                         visibility: GradeVisibility
                          ) -> tuple[Keyword | None, Keyword | None, list[SideBySideRow]]:
-    """One keyword's two result lists position by position, each result with its slots."""
+    """One keyword's two result lists position by position, each result with the slots
+    the viewer may see."""
     keywords = {k.evaluation_id: k for k in Keyword.objects.filter(
         evaluation_id__in=[a.pk, b.pk], normalized_text=normalized_text)}
     keyword_a, keyword_b = keywords.get(a.pk), keywords.get(b.pk)
-    lists = snapshot_details([keyword.pk for keyword in keywords.values()])
+    lists = snapshot_details([keyword.pk for keyword in keywords.values()],
+                             visibility=visibility)
     list_a = lists[keyword_a.pk] if keyword_a else []
     list_b = lists[keyword_b.pk] if keyword_b else []
     docs_a = {d.snapshot.doc_id for d in list_a}

@@ -25,6 +25,7 @@ from metrics import core, queries
 from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
 from metrics.selectors import KeywordRow, keyword_rows
+from searchtweak.access import GradeVisibility
 from searchtweak.models import Team, User
 
 # Below this share of graded slots the page warns that the values are provisional.
@@ -274,12 +275,15 @@ class SnapshotDetail:
     slots: list[SlotView]
 
 
-def snapshot_details(keyword_ids: list[int]) -> dict[int, list[SnapshotDetail]]:
-    """Each keyword's snapshots in position order with their slots, in two queries."""
+def snapshot_details(keyword_ids: list[int], *, visibility: GradeVisibility
+                     ) -> dict[int, list[SnapshotDetail]]:
+    """Each keyword's snapshots in position order with the slots `visibility` lets the
+    viewer see (a grader: their own only), in two queries."""
     slots: dict[int, list[SlotView]] = defaultdict(list)
-    for snapshot_id, index, grade, unsure, username, pool_id in FeedbackSlot.objects.filter(
-            keyword_id__in=keyword_ids).order_by("snapshot_id", "index").values_list(
-            "snapshot_id", "index", "grade", "unsure", "user__username", "reused_from_pool_id"):
+    rows = FeedbackSlot.objects.filter(visibility.slots(), keyword_id__in=keyword_ids).order_by(
+        "snapshot_id", "index").values_list(
+        "snapshot_id", "index", "grade", "unsure", "user__username", "reused_from_pool_id")
+    for snapshot_id, index, grade, unsure, username, pool_id in rows:
         # A grade copied from the team's imported judgments has no grader.
         if username is None and pool_id is not None:
             username = "(import)"
@@ -336,16 +340,19 @@ def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
 
 def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
-                  search: str = "", page_number: int | str | None = 1,
+                  visibility: GradeVisibility, search: str = "",
+                  page_number: int | str | None = 1,
                   per_page: int = KEYWORDS_PER_PAGE) -> KeywordTable:
     """One page of the per-keyword table: values of every metric and, for the expanding
-    rows, each keyword's snapshots with their slots. Six queries at any size."""
+    rows, each keyword's snapshots with the slots the viewer may see. Six queries at any
+    size."""
     keywords = keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
                                 descending=descending, show=show, search=search)
     page = Paginator(keywords, per_page).get_page(page_number)
     page_keywords = list(page.object_list)
     rows = keyword_rows(evaluation=evaluation, keywords=page_keywords)
-    snapshots = snapshot_details([keyword.pk for keyword in page_keywords])
+    snapshots = snapshot_details([keyword.pk for keyword in page_keywords],
+                                 visibility=visibility)
     return KeywordTable(page=page, rows=[TableRow(row, snapshots[row.keyword.pk])
                                          for row in rows])
 

@@ -80,10 +80,12 @@ def _query(data, **changes) -> str:
     return query.urlencode()
 
 
-def _table_context(evaluation: Evaluation, configs: list[EvaluationMetric],
-                   form: KeywordTableForm) -> dict:
+def _table_context(request: HttpRequest, evaluation: Evaluation,
+                   configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
     params = _table_params(form)
-    table = dashboards.keyword_table(evaluation=evaluation, configs=configs, **params)
+    visibility = access.grade_visibility(user=request.user)
+    table = dashboards.keyword_table(evaluation=evaluation, configs=configs,
+                                     visibility=visibility, **params)
     data = form.data
 
     def sort_link(key: str) -> dict:
@@ -94,7 +96,7 @@ def _table_context(evaluation: Evaluation, configs: list[EvaluationMetric],
 
     return {
         "evaluation": evaluation, "configs": configs, "table": table, "params": params,
-        "form": form,
+        "form": form, "sees_all_grades": visibility.sees_everyone(evaluation.team_id),
         "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
         "metric_columns": [(config, dashboards.metric_label(config), sort_link(f"m{config.pk}"))
                            for config in configs],
@@ -112,7 +114,7 @@ def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpRespon
     form = KeywordTableForm(request.GET, configs=configs)
     valid = form.is_valid()
     context = {**_live_context(request, evaluation, configs, form),
-               **_table_context(evaluation, configs, form)}
+               **_table_context(request, evaluation, configs, form)}
     return render(request, "metrics/evaluation_dashboard.html", context,
                   status=200 if valid else 400)
 
@@ -137,7 +139,7 @@ def evaluation_dashboard_table(request: HttpRequest, evaluation_id: int) -> Http
     configs = dashboards.metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
     return render(request, "metrics/_keyword_table.html",
-                  _table_context(evaluation, configs, form),
+                  _table_context(request, evaluation, configs, form),
                   status=200 if form.is_valid() else 400)
 
 
@@ -240,9 +242,12 @@ def compare_keyword(request: HttpRequest) -> HttpResponse:
     a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
     b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
     text = Keyword.normalize(form.cleaned_data["keyword"])
-    keyword_a, keyword_b, rows = comparisons.keyword_side_by_side(a=a, b=b, normalized_text=text)
+    visibility = access.grade_visibility(user=request.user)
+    keyword_a, keyword_b, rows = comparisons.keyword_side_by_side(
+        a=a, b=b, normalized_text=text, visibility=visibility)
     return render(request, "metrics/compare_keyword.html", {
         "form": form, "a": a, "b": b, "keyword_a": keyword_a, "keyword_b": keyword_b,
+        "sees_all_grades": all(visibility.sees_everyone(e.team_id) for e in (a, b)),
         "rows": rows, "text": (keyword_a or keyword_b).text if keyword_a or keyword_b else text,
     }, status=200 if keyword_a or keyword_b else 404)
 

@@ -8,9 +8,15 @@ each allowed what the ones below it are (searchtweak.models.role_at_least).
 The per-object access functions (`evaluation_get_for_user`, `slot_get_for_user`, …) load
 their row and ask `team_access` about its team; the grading API's raw statement reads the
 caller's role in its own join and asks `check_membership_row`.
+
+Whose grades a member may see is decided here too (`grade_visibility`): every page,
+fragment, export and API answer that shows a slot's grade filters its slots with it.
 """
 
+from dataclasses import dataclass
+
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
 from django.http import Http404
 
 from searchtweak.models import Membership, Role, User, role_at_least
@@ -114,3 +120,48 @@ def visible_team_ids(*, user: User, minimum_role: str = Role.GRADER) -> list[int
     return [team_id for team_id, role in
             Membership.objects.filter(user=user).values_list("team_id", "role")
             if role_at_least(role, minimum_role)]
+
+
+# --- whose grades a member may see ---------------------------------------------------------
+
+# Graders grade independently: Fleiss' κ, the tie rate and every value of a 3-slot
+# evaluation rest on nobody having seen the others' grades before giving theirs. From this
+# role up a member reviews the grading and sees every grade of the team; below it a grader
+# sees their own grades only. The queue never asks anyone to grade a result twice, so a
+# result a grader may still be asked to grade holds nothing of theirs: they see nothing of
+# it, neither another's grade, grader, note or reason, nor whether the other slots are
+# filled. Aggregates over results (metric values, means, κ, coverage, counts) stay visible.
+# Pages and APIs that show every grade of an evaluation (the feedback list, exports,
+# calibration) ask for this role outright.
+GRADES_ROLE = Role.LEAD
+
+
+@dataclass(frozen=True)
+class GradeVisibility:
+    """Whose grades one user may see: everyone's in `everyone_team_ids`, their own in the
+    other teams (the caller has already checked that the user may open the evaluation)."""
+
+    user_id: int | None
+    everyone_team_ids: frozenset[int]
+
+    def sees_everyone(self, team_id: int) -> bool:
+        return team_id in self.everyone_team_ids
+
+    def slots(self, prefix: str = "") -> Q:
+        """The feedback slots this user may see, as a filter on FeedbackSlot (`prefix`
+        reaches the slots from another model, e.g. "slots__"). Filtering the query, not the
+        template, keeps the other slots out of every page, fragment and answer alike."""
+        visible = Q(**{f"{prefix}pk__in": []})
+        if self.everyone_team_ids:
+            visible |= Q(**{f"{prefix}evaluation__team_id__in": sorted(self.everyone_team_ids)})
+        if self.user_id is not None:
+            visible |= Q(**{f"{prefix}user_id": self.user_id})
+        return visible
+
+
+def grade_visibility(*, user: User) -> GradeVisibility:
+    """The one rule of who sees whose grades (see GRADES_ROLE), for this user."""
+    if not user.is_authenticated:
+        return GradeVisibility(None, frozenset())
+    return GradeVisibility(user.pk, frozenset(
+        visible_team_ids(user=user, minimum_role=GRADES_ROLE)))

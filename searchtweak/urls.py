@@ -2,6 +2,7 @@ from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.decorators.http import require_http_methods
 from drf_spectacular.views import (
     SpectacularAPIView,
     SpectacularRedocView,
@@ -12,6 +13,10 @@ from searchtweak import api, views
 
 handler403 = "searchtweak.errors.forbidden"
 handler404 = "searchtweak.errors.not_found"
+
+# Django's form views take PUT as POST, and the login and reset-link views answer before
+# they look at the method: a form page of ours takes GET and POST, like the function views.
+form_page = require_http_methods(["GET", "POST"])
 
 api_v1 = [
     path("me/", api.MeApi.as_view(), name="me"),
@@ -30,18 +35,22 @@ urlpatterns = [
     path("api/v1/", include("metrics.api_urls")),
     path("api/v1/", include("judges.api_urls")),
     path("", views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", form_page(auth_views.LoginView.as_view(redirect_authenticated_user=True)),
+         name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Django's own password views, with our templates in templates/registration/.
-    path("password-reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("password-reset/", form_page(auth_views.PasswordResetView.as_view()),
+         name="password_reset"),
     path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(),
          name="password_reset_done"),
-    path("password-reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+    path("password-reset/<uidb64>/<token>/",
+         form_page(auth_views.PasswordResetConfirmView.as_view()),
          name="password_reset_confirm"),
     path("password-reset/done/", auth_views.PasswordResetCompleteView.as_view(),
          name="password_reset_complete"),
     path("account/", views.account, name="account"),
-    path("account/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("account/password/", form_page(auth_views.PasswordChangeView.as_view()),
+         name="password_change"),
     path("account/password/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),
     path("teams/new/", views.team_create, name="team_create"),

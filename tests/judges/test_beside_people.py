@@ -58,10 +58,17 @@ def test_the_keyword_page_shows_the_lead_who_graded_and_the_judges_reason(exampl
     assert re.search(r'data-kind="person"><strong>0</strong>\s*lead', third)
 
 
-def test_the_keyword_page_keeps_grades_from_graders(example, personas):
+def test_the_keyword_page_shows_a_grader_their_own_grades_only(example, personas):
+    # alpha 1: the lead gave 3, the grader 2; alpha 3: the lead 0, the judge 3 with a reason.
     keyword_id = slot_of(example.evaluation, "alpha", 3, 0).keyword_id
     html = page_client(personas.grader).get(f"/keywords/{keyword_id}/").content.decode()
-    assert 'data-testid="grades"' not in html and "looks perfect" not in html
+    cells = re.findall(r'<td data-testid="grades">(.*?)</td>', html, re.S)
+    assert len(cells) == 3
+    assert re.search(r'data-kind="person"><strong>2</strong>\s*grader\b', cells[0])
+    assert cells[0].count('class="slot-grade"') == 1
+    assert all("not graded by you" in cell for cell in cells[1:])
+    assert "lead" not in "".join(cells) and "Sage" not in html and "looks perfect" not in html
+    assert 'data-testid="own-grades-only"' in html
 
 
 def test_the_keyword_page_reads_grades_in_a_fixed_number_of_queries(

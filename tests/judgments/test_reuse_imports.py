@@ -14,6 +14,7 @@ from judgments.scales import builtin_scale
 from metrics.dashboards import snapshot_details, team_dashboard
 from metrics.leaderboards import grader_leaderboard
 from metrics.models import KeywordMetricValue
+from searchtweak.access import grade_visibility
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory
 from tests.judgments.builders import evaluation_with_slots
 
@@ -193,7 +194,8 @@ def test_exports_and_dashboards_name_imported_grades(personas):
         ("a", "(import)", 3, True), ("b", "grader", 1, False)]
 
     keyword = evaluation.keywords.get()
-    details = snapshot_details([keyword.pk])[keyword.pk]
+    details = snapshot_details(
+        [keyword.pk], visibility=grade_visibility(user=personas.lead))[keyword.pk]
     assert [(d.slots[0].username, d.slots[0].grade) for d in details] == [
         ("(import)", 3), ("grader", 1)]
     # Grader statistics count people only: the imported grade is nobody's work.

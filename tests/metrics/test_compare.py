@@ -8,6 +8,7 @@ from django.urls import reverse
 from evaluations.models import EvaluationMetric
 from metrics import comparisons
 from metrics.models import KeywordMetricValue
+from searchtweak.access import grade_visibility
 from searchtweak.models import ApiToken
 from tests.metrics.builders import build_evaluation
 
@@ -92,7 +93,8 @@ def test_the_side_by_side_view_shows_both_lists(client, personas, pair):
     client.force_login(personas.lead)
     response = client.get(reverse("metrics:compare_keyword"),
                           {"a": a.pk, "b": b.pk, "keyword": "K1"})
-    rows = comparisons.keyword_side_by_side(a=a, b=b, normalized_text="k1")[2]
+    rows = comparisons.keyword_side_by_side(
+        a=a, b=b, normalized_text="k1", visibility=grade_visibility(user=personas.lead))[2]
     assert [(r.a.snapshot.doc_id, r.b.snapshot.doc_id) for r in rows] == [("d1", "d2"),
                                                                          ("d2", "d1")]
     assert all(r.a_in_b and r.b_in_a and not r.same for r in rows)

@@ -11,10 +11,16 @@ ADMIN_LOGIN (302 to the admin's login page). Pages get GET; actions and unsafe A
 get their method with an empty body, so access answers before validation does. Each
 request runs in a transaction that is rolled back, so an owner's DELETE leaves the object
 for the next persona; the dataset is built once for the module.
+
+Two more checks run over the same table: every method a view does not list is refused
+(405), HTML pages as well as API views, so a page that starts to accept another method
+must be decided here; and a grader sees no other grader's grade anywhere: every row is
+requested again by the grader against an evaluation graded independently by another
+grader and a judge (tests/judgments/visibility_data.py), and their markers must not appear.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 import pytest
@@ -33,6 +39,13 @@ from searchtweak.services import api_token_create, invitation_create
 from tests.judges.calibration_data import make_judge
 from tests.judges.run_builders import call_of, judge_of, run_of
 from tests.judgments.builders import evaluation_with_slots
+from tests.judgments.visibility_data import (
+    JUDGE_REASON,
+    SECOND_GRADER,
+    SECOND_NOTE,
+    IndependentGrading,
+    independent_grading,
+)
 from tests.searchtweak.factories import TeamFactory, member
 
 PERSONAS = ("owner", "admin", "lead", "grader", "other", "anonymous")
@@ -60,6 +73,8 @@ class Dataset:
     judge: Judge
     judge_run: JudgeRun
     judge_call: JudgeCall
+    graded: IndependentGrading | None = None
+    graded_again: IndependentGrading | None = None
 
 
 def _build() -> Dataset:
@@ -89,6 +104,11 @@ def _build() -> Dataset:
                                    invitee="newcomer@example.test", role=Role.GRADER)
     token, _ = api_token_create(user=users["grader"], name="laptop")
     judge_run = run_of(judge_of(team), evaluation, started_by=users["lead"])
+    # Two evaluations with the same keyword that another grader and a judge graded beside
+    # the grader, for the check that the grader sees none of their grades.
+    graded = independent_grading(team, users["grader"])
+    graded_again = independent_grading(team, users["grader"], second=graded.second,
+                                       judge_name="Echo two")
     return Dataset(
         team=team, users=users, evaluation=evaluation, second_evaluation=second_evaluation,
         keyword=slot.keyword, snapshot_id=slot.snapshot_id, slot=slot, model=evaluation.model,
@@ -97,6 +117,7 @@ def _build() -> Dataset:
         invitation_token=invitation.token, grader_token_id=token.pk,
         judge=make_judge(team),
         judge_run=judge_run, judge_call=call_of(judge_run.judge, run=judge_run),
+        graded=graded, graded_again=graded_again,
     )
 
 
@@ -610,6 +631,20 @@ def _outcome(response) -> int | str:
     return response.status_code
 
 
+def _url(dataset: Dataset, key: str) -> str:
+    table_row = TABLE[key]
+    url = table_row.path or reverse(key, kwargs=table_row.kwargs(dataset))
+    query = table_row.query(dataset)
+    return url + "?" + urlencode(query) if query else url
+
+
+def _client(user: User | None) -> Client:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
 def _request(client: Client, method: str, url: str, *, api: bool):
     if api:
         return client.generic(method, url, "{}" if method != "GET" else "",
@@ -618,18 +653,11 @@ def _request(client: Client, method: str, url: str, *, api: bool):
 
 
 def _answers(dataset: Dataset, key: str, method: str) -> tuple:
-    table_row = TABLE[key]
-    url = table_row.path or reverse(key, kwargs=table_row.kwargs(dataset))
-    query = table_row.query(dataset)
-    if query:
-        url += "?" + urlencode(query)
+    url = _url(dataset, key)
     api = url.startswith("/api/v1/")
     outcomes = []
     for persona in PERSONAS:
-        client = Client()
-        user = dataset.users[persona]
-        if user is not None:
-            client.force_login(user)
+        client = _client(dataset.users[persona])
         with transaction.atomic():
             outcomes.append(_outcome(_request(client, method, url, api=api)))
             transaction.set_rollback(True)
@@ -664,3 +692,108 @@ def test_every_method_an_api_view_handles_has_a_column():
 def test_each_persona_gets_the_answer_the_table_says(dataset, key, method):
     answers = _answers(dataset, key, method)
     assert answers == TABLE[key].methods[method], f"{method} {key}: {PERSONAS} = {answers}"
+
+
+# --- every method of an HTML page is decided too --------------------------------------------
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+REFUSED = (401, 403, 404, LOGIN, ADMIN_LOGIN)
+
+
+def _admitted(table_row: Row) -> str | None:
+    """The first persona whom access lets through to one of the row's methods: for them a
+    method the row does not list must be refused by the view itself."""
+    return next((persona for index, persona in enumerate(PERSONAS)
+                 if any(outcomes[index] not in REFUSED
+                        for outcomes in table_row.methods.values())), None)
+
+
+def _html_cases() -> list[tuple[str, str]]:
+    # Django's admin is Django's (its login page takes a POST no row lists); API views are
+    # test_every_method_an_api_view_handles_has_a_column's.
+    return [(key, method) for key, table_row in TABLE.items()
+            if not key.startswith("admin") and not key.split(":")[0].endswith("api")
+            and _admitted(table_row) is not None
+            for method in METHODS if method not in table_row.methods]
+
+
+def test_the_html_method_check_covers_the_pages():
+    # A sanity bound: the pages are there, not filtered away by a mistake above.
+    keys = {key for key, _ in _html_cases()}
+    assert {"metrics:evaluation_dashboard", "judgments:feedback", "login",
+            "evaluations:keyword_detail"} <= keys
+    assert not any(key.startswith("admin") or "api:" in key for key in keys)
+
+
+@pytest.mark.parametrize(("key", "method"), _html_cases())
+def test_an_html_page_refuses_every_method_it_has_no_column_for(dataset, key, method):
+    # API views are checked by test_every_method_an_api_view_handles_has_a_column.
+    persona = _admitted(TABLE[key])
+    client = _client(dataset.users[persona])
+    with transaction.atomic():
+        answer = _outcome(_request(client, method, _url(dataset, key), api=False))
+        transaction.set_rollback(True)
+    assert answer == 405, f"{method} {key} as {persona}: {answer}, not 405 (add a column?)"
+
+
+# --- a grader sees no other grader's grade ----------------------------------------------------
+
+# Pages that name the team's people beside counts, never beside a grade: the second
+# grader's name may appear there (their note and the judge's reason still may not).
+NAMES_PEOPLE = {
+    "api:team": "the team's members",
+    "team_detail": "the team's members",
+    "metrics:team_dashboard": "each grader's count of grades today and this week",
+    "metrics:leaderboard": "each grader's count of grades and agreement rate",
+}
+
+
+def _graded_dataset(dataset: Dataset) -> Dataset:
+    """The dataset with every evaluation, keyword, result and slot row pointed at the
+    independently graded evaluations (the grader's open slot is the slot)."""
+    graded, again = dataset.graded, dataset.graded_again
+    return replace(dataset, evaluation=graded.evaluation, second_evaluation=again.evaluation,
+                   keyword=graded.open_slot.keyword, snapshot_id=graded.open_slot.snapshot_id,
+                   slot=graded.open_slot)
+
+
+def _body(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode(errors="replace")
+    return response.content.decode(errors="replace")
+
+
+@pytest.mark.parametrize(("key", "method"), _cases())
+def test_a_grader_sees_no_other_graders_grade(dataset, key, method):
+    graded = _graded_dataset(dataset)
+    url = _url(graded, key)
+    with transaction.atomic():
+        response = _request(_client(dataset.users["grader"]), method, url,
+                            api=url.startswith("/api/v1/"))
+        body = _body(response)
+        transaction.set_rollback(True)
+    markers = [SECOND_NOTE, JUDGE_REASON, f'"{dataset.graded.judge_username}"']
+    if key not in NAMES_PEOPLE:
+        markers.append(SECOND_GRADER)
+    shown = [marker for marker in markers if marker in body]
+    assert not shown, f"{method} {url} shows the grader {shown} ({response.status_code})"
+
+
+def test_each_page_that_may_name_people_does(dataset):
+    # An exception that no page needs any more is taken out, not left to hide a leak.
+    graded = _graded_dataset(dataset)
+    for key in NAMES_PEOPLE:
+        url = _url(graded, key)
+        assert SECOND_GRADER in _body(_client(dataset.users["grader"]).get(url)), key
+
+
+def test_the_grade_check_reaches_the_pages_that_show_grades(dataset):
+    # Against the graded evaluation the grader gets these pages (their own grades on them),
+    # and a lead sees the markers there: the check above is not vacuous.
+    graded = _graded_dataset(dataset)
+    for key in ("metrics:evaluation_dashboard", "metrics:evaluation_dashboard_table",
+                "metrics:compare_keyword", "evaluations:keyword_detail",
+                "judgments_api:snapshots"):
+        url = _url(graded, key)
+        assert _client(dataset.users["grader"]).get(url).status_code == 200, key
+        assert SECOND_GRADER in _body(_client(dataset.users["lead"]).get(url)), key
