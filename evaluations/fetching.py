@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -26,6 +26,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 
 PLACEHOLDER = "#query#"
 RAW_PREVIEW_CHARS = 64 * 1024
+_TOO_DEEP = "the response is nested too deeply to read (arrays or objects inside each other)"
 # Failures worth another try: the request may not have reached the engine, or the engine
 # broke mid-answer. A read timeout is not retried: a slow engine stays slow.
 _RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
@@ -84,13 +85,14 @@ def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
 
 
 def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
-    """The request for `keyword`: #query# escaped for where it stands (URL, JSON, form)."""
-    url = spec.url.replace(PLACEHOLDER, quote(keyword, safe=""))
+    """The request for `keyword`: #query# escaped for where it stands (URL, JSON, form).
+    The model's params are added to the query string the endpoint's URL already has."""
     params: list[tuple[str, str]] = []
     for name, value in spec.params.items():
         for item in value if isinstance(value, list) else [value]:
             text = item if isinstance(item, str) else json.dumps(item)
             params.append((name, text.replace(PLACEHOLDER, keyword)))
+    url = _url_with_params(spec.url.replace(PLACEHOLDER, quote(keyword, safe="")), params)
     headers = dict(outbound.BASE_HEADERS)
     for name, value in spec.headers.items():
         # A keyword may not smuggle extra header lines, and headers are ASCII on the wire.
@@ -104,8 +106,17 @@ def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
             # Inside a JSON string: json.dumps escapes quotes, backslashes and controls.
             content = spec.body.replace(PLACEHOLDER, json.dumps(keyword, ensure_ascii=False)[1:-1])
             headers.setdefault("Content-Type", "application/json")
-    return httpx.Request(spec.method, url, params=params, headers=headers,
+    return httpx.Request(spec.method, url, headers=headers,
                          content=content.encode() if content is not None else None)
+
+
+def _url_with_params(url: str, params: list[tuple[str, str]]) -> str:
+    """`url` with `params` appended to its query. httpx's `params=` would replace the query
+    (even with no params), dropping an `api-version=` or a `q=#query#` typed in the URL;
+    the URL's own query is kept byte for byte, as the operator wrote it."""
+    parts = urlsplit(url)
+    query = "&".join(part for part in (parts.query, str(httpx.QueryParams(params))) if part)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
 def new_client(*, timeout_seconds: float, transport: httpx.BaseTransport | None = None,
@@ -256,10 +267,16 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
     except ValueError as error:
         result.error = f"the response is not valid JSON: {error}"
         return result
+    except RecursionError:
+        result.error = _TOO_DEEP
+        return result
     try:
         result.documents = map_documents(spec.mapper, data, limit=spec.limit)
     except MapperError as error:
         result.error, result.error_field = str(error), error.field
+    except RecursionError:
+        # A field value nested just under the parser's limit: re-encoding it goes deeper.
+        result.error = _TOO_DEEP
     return result
 
 
