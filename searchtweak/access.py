@@ -10,6 +10,7 @@ their row and ask `team_access` about its team; the grading API's raw statement 
 caller's role in its own join and asks `check_membership_row`.
 """
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 
@@ -114,3 +115,18 @@ def visible_team_ids(*, user: User, minimum_role: str = Role.GRADER) -> list[int
     return [team_id for team_id, role in
             Membership.objects.filter(user=user).values_list("team_id", "role")
             if role_at_least(role, minimum_role)]
+
+
+def team_creation_refusal(*, user: User) -> str:
+    """Why `user` may not create a team (TEAM_CREATION), or "" when they may."""
+    if settings.TEAM_CREATION == "staff" and not user.is_staff:
+        return ("Only staff may create teams here (TEAM_CREATION=staff): ask an "
+                "administrator for a team, or a team admin for an invitation.")
+    return ""
+
+
+def check_team_creation(*, user: User) -> None:
+    """Raises PermissionDenied with the reason when `user` may not create a team."""
+    reason = team_creation_refusal(user=user)
+    if reason:
+        raise PermissionDenied(reason)

@@ -3,6 +3,7 @@ their origin, the network policy holds on the address really reached, Test ends 
 the web server would kill it. Every server here is a real one on 127.0.0.x."""
 
 import runpy
+import socket
 import threading
 from pathlib import Path
 
@@ -282,3 +283,82 @@ def test_a_claim_under_endpoint_limits_outlasts_the_waits_for_a_turn(settings):
     assert not limits_make_requests_wait(max_concurrent_requests=16, requests_per_minute=None)
     assert limits_make_requests_wait(max_concurrent_requests=2, requests_per_minute=None)
     assert limits_make_requests_wait(max_concurrent_requests=None, requests_per_minute=60)
+
+
+def test_a_redirect_to_the_same_host_on_another_port_is_another_origin(
+        personas, home, elsewhere):
+    home.handler = redirect_to(f"http://127.0.0.1:{port_of(elsewhere)}/search?q=shoes", 307)
+    model = secured_model(personas, f"{home.url}/search")
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert elsewhere.received == []
+    assert result.status_code == 307 and not result.ok
+    assert result.error.startswith(
+        f"the endpoint redirected to another origin (http://127.0.0.1:{port_of(elsewhere)})")
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """A stub of the system resolver for names under .test: `answers[name]` is a list of
+    answers, one per lookup (the last repeats); every other name resolves as usual. The
+    HTTP client and the policy are the real ones."""
+    real = socket.getaddrinfo
+    answers: dict[str, list[list[str]]] = {}
+    lookups: list[str] = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".test"):
+            lookups.append(host)
+            queue = answers[host]
+            addresses = queue.pop(0) if len(queue) > 1 else queue[0]
+            return [(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM,
+                     socket.IPPROTO_TCP, "", (address, int(port))) for address in addresses]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    answers["lookups"] = lookups  # type: ignore[assignment]
+    return answers
+
+
+def test_a_name_with_an_allowed_and_a_denied_address_is_refused(
+        personas, home, settings, resolver):
+    settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.2/32"]
+    resolver["twin.test"] = [["127.0.0.1", "127.0.0.2"]]
+    model = secured_model(personas, f"http://twin.test:{port_of(home)}/search")
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert home.received == []
+    assert result.error == ("refused to connect to twin.test (127.0.0.2): 127.0.0.2 is in a "
+                            "denied network (127.0.0.2/32, OUTBOUND_DENY_NETWORKS)")
+
+
+def test_a_name_whose_answer_changes_after_the_check_reaches_only_the_checked_address(
+        personas, home, settings, resolver):
+    settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.2/32"]
+    # The first lookup (the check) says allowed; any later one says denied.
+    resolver["rebind.test"] = [["127.0.0.1"], ["127.0.0.2"]]
+    with running_server("127.0.0.2", port_of(home)) as denied:
+        model = secured_model(personas, f"http://rebind.test:{port_of(home)}/search")
+
+        result = services.search_model_test(model=model, query="shoes")
+
+        assert denied.received == []
+    assert result.ok, result.error
+    assert resolver["lookups"] == ["rebind.test"]
+    [request] = home.received
+    assert request.headers["host"] == f"rebind.test:{port_of(home)}"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::]"])
+def test_the_unspecified_address_does_not_get_around_a_loopback_deny(
+        personas, home, settings, host):
+    settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.0/8", "::1/128"]
+    model = secured_model(personas, f"http://{host}:{port_of(home)}/search")
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert home.received == []
+    assert result.error.startswith(f"refused to connect to {host.strip('[]')}: ")
+    assert "which is in a denied network" in result.error
