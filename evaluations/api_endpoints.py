@@ -5,6 +5,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,6 +16,7 @@ from evaluations.models import Endpoint, SearchModel
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role
+from searchtweak.outbound_limits import TestsBusy
 
 # --- endpoints ---------------------------------------------------------------------------
 
@@ -359,7 +361,11 @@ class SearchModelTestApi(APIView):
                                                     minimum_role=Role.LEAD)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = services.search_model_test(model=model, query=serializer.validated_data["query"])
+        try:
+            result = services.search_model_test(model=model,
+                                                query=serializer.validated_data["query"])
+        except TestsBusy as error:
+            raise Throttled(detail=error.reason) from None
         documents = [{"position": position, "doc_id": doc.doc_id, "name": doc.name,
                       "image": doc.image, "fields": doc.fields}
                      for position, doc in enumerate(result.documents or [], start=1)]

@@ -380,6 +380,10 @@ OUTBOUND_TEST_DEADLINE_SECONDS = float(max(1, WEB_TIMEOUT_SECONDS - min(
 OUTBOUND_LIMITS_REDIS_URL = env_url("OUTBOUND_LIMITS_REDIS_URL", schemes=("redis", "rediss")) or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
 OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimum=1)
+# A Test (search model, endpoint form, judge) holds a web worker while the engine answers:
+# at most this many run at once per team (counted like the limits above), so a hanging
+# engine cannot take every worker and stall the site.
+OUTBOUND_TESTS_PER_TEAM = env_int("OUTBOUND_TESTS_PER_TEAM", 2, minimum=1)
 # LLM judges (judges.calls): the first retry's backoff (doubling, with jitter), and the
 # longest Retry-After a call waits for before giving its pairs back to the queue.
 JUDGE_RETRY_BACKOFF_MS = env_int("JUDGE_RETRY_BACKOFF_MS", 1000, minimum=0)

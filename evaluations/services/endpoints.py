@@ -23,6 +23,7 @@ from evaluations.fetching import (
 )
 from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import Endpoint, SearchModel
+from searchtweak import outbound_limits
 from searchtweak.models import Team, User
 
 MAX_TIMEOUT_SECONDS = 120.0
@@ -187,7 +188,7 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
 
 
 def endpoint_test(
-    *, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
+    *, team: Team, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
     method: str = Endpoint.Method.GET, headers: dict | None = None,
     secret_headers: dict | None = None, timeout_seconds: float = 10.0,
     allow_cross_origin_redirects: bool = False, max_concurrent_requests: int | None = None,
@@ -196,7 +197,8 @@ def endpoint_test(
 ) -> FetchResult:
     """Send one query with endpoint settings not saved yet (the form's) and map the answer,
     exactly as a fetch would, once, storing nothing. `params` stand in for a search model's;
-    `endpoint` is the stored endpoint being edited, whose secrets a masked value keeps."""
+    `endpoint` is the stored endpoint being edited, whose secrets a masked value keeps.
+    Raises TestsBusy when `team` already runs its Tests at once."""
     problems: dict[str, str] = {}
     if not query.strip():
         problems["query"] = "Enter a query to test with."
@@ -230,7 +232,7 @@ def endpoint_test(
         # request, fetches' and tests' together.
         max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute,
     )
-    return _fetch_once(spec, query, transport=transport)
+    return _fetch_once(spec, query, team_id=team.pk, transport=transport)
 
 
 @transaction.atomic
@@ -357,19 +359,22 @@ def search_model_restore(*, model: SearchModel) -> SearchModel:
 def search_model_test(
     *, model: SearchModel, query: str, transport: httpx.BaseTransport | None = None
 ) -> FetchResult:
-    """Run one query as a fetch would, once (no retries), and return what happened."""
+    """Run one query as a fetch would, once (no retries), and return what happened.
+    Raises TestsBusy when the model's team already runs its Tests at once."""
     if not query.strip():
         raise ValidationError({"query": "Enter a query."})
     try:
         spec = request_spec_for(model, limit=settings.FETCH_MAX_RESULTS)
     except crypto.SecretsUnreadable as error:
         return FetchResult(error=str(error), error_field="secret_headers")
-    return _fetch_once(spec, query, transport=transport)
+    return _fetch_once(spec, query, team_id=model.team_id, transport=transport)
 
 
-def _fetch_once(spec: RequestSpec, query: str,
+def _fetch_once(spec: RequestSpec, query: str, *, team_id: int,
                 transport: httpx.BaseTransport | None) -> FetchResult:
-    """Within the web request's own deadline: a test runs while the page waits."""
-    with new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
+    """Within the web request's own deadline and one of the team's Test turns: a test runs
+    while the page waits."""
+    with outbound_limits.team_test_turn(team_id=team_id), \
+            new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
         return fetch_keyword_results(spec, query.strip(), client=client, retries=0,
                                      deadline_seconds=settings.OUTBOUND_TEST_DEADLINE_SECONDS)

@@ -356,7 +356,7 @@ def test_a_models_params_join_the_urls_query_instead_of_replacing_it(personas, s
 
 
 def test_the_endpoint_forms_test_sends_the_urls_query_too(personas, server):
-    result = services.endpoint_test(query="red shoes", params={},
+    result = services.endpoint_test(team=personas.team, query="red shoes", params={},
                                     url=f"{server.url}/search?q=#query#&n=3", mapper=ES_MAPPER)
 
     assert result.ok, result.error
