@@ -204,6 +204,14 @@ class EndpointRestoreApi(APIView):
 # --- search models -----------------------------------------------------------------------
 
 
+class _ModelHeadersField(serializers.DictField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", child=serializers.CharField(), required=False, **kwargs)
+
+    def to_representation(self, model: SearchModel) -> dict[str, str]:
+        return services.search_model_headers_shown(model=model)
+
+
 class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
     CONFIGURATION_FIELDS = ("body", "body_format", "headers")
 
@@ -215,7 +223,8 @@ class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
     params = serializers.JSONField()
     body = serializers.CharField(allow_null=True, required=False, help_text=CONFIGURATION_HELP)
     body_format = serializers.CharField(required=False, help_text=CONFIGURATION_HELP)
-    headers = serializers.JSONField(required=False, help_text=CONFIGURATION_HELP)
+    headers = _ModelHeadersField(
+        help_text=f"Plain headers, and sensitive ones masked (••••abcd). {CONFIGURATION_HELP}")
     default_keywords = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)

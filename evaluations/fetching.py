@@ -50,6 +50,9 @@ class RequestSpec:
     allow_cross_origin_redirects: bool = False
     max_concurrent_requests: int | None = None
     requests_per_minute: int | None = None
+    # Values of the secret headers (see secret_values): scrubbed from everything the answer
+    # leaves behind, so an engine that echoes its request shows no key to anyone.
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -69,10 +72,12 @@ class FetchResult:
 
 
 def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
-    """Raises crypto.SecretsUnreadable when the endpoint's secrets cannot be decrypted."""
+    """Raises crypto.SecretsUnreadable when the endpoint's or the model's secrets cannot be
+    decrypted."""
     endpoint: Endpoint = model.endpoint
-    headers = {**endpoint.headers, **crypto.decrypt_headers(endpoint.secret_headers_encrypted),
-               **model.headers}
+    endpoint_secrets = crypto.decrypt_headers(endpoint.secret_headers_encrypted)
+    model_secrets = crypto.decrypt_headers(model.secret_headers_encrypted)
+    headers = {**endpoint.headers, **endpoint_secrets, **model.headers, **model_secrets}
     return RequestSpec(
         endpoint_id=endpoint.pk, method=endpoint.method, url=endpoint.url,
         params=dict(model.params), headers=headers, body=model.body,
@@ -81,7 +86,37 @@ def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
         allow_cross_origin_redirects=endpoint.allow_cross_origin_redirects,
         max_concurrent_requests=endpoint.max_concurrent_requests,
         requests_per_minute=endpoint.requests_per_minute,
+        secrets=secret_values({**endpoint_secrets, **model_secrets}),
     )
+
+
+# Replacing a 1-3 character "secret" everywhere would shred the answer and hide nothing.
+MIN_SECRET_CHARS = 4
+SECRET_MASK = "[redacted]"
+
+
+def secret_values(secret_headers: dict[str, str]) -> tuple[str, ...]:
+    """The values to scrub: each secret header's value, and the credential after an
+    authorization scheme ("Bearer sk-…" → "sk-…"); longest first, so a key containing
+    another is replaced whole."""
+    values: set[str] = set()
+    for value in secret_headers.values():
+        values.add(value)
+        scheme, _, credential = value.partition(" ")
+        if credential and scheme.lower() in {"bearer", "basic", "token", "apikey"}:
+            values.add(credential.strip())
+    return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len,
+                        reverse=True))
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` with every secret replaced, also where it stands escaped inside a JSON string."""
+    for secret in secrets:
+        text = text.replace(secret, SECRET_MASK)
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped != secret:
+            text = text.replace(escaped, SECRET_MASK)
+    return text
 
 
 def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
@@ -176,6 +211,8 @@ def fetch_keyword_results(
             with endpoint_semaphore(spec.endpoint_id):
                 result = _attempt_in_turn(spec, keyword, client=client, deadline=deadline)
             result.attempts = attempts
+            # An error may quote the engine (a redirect's Location, a mapper's value).
+            result.error = scrub(result.error, spec.secrets)
             if not result.retryable or attempts > retries or (deadline and deadline.passed()):
                 if result.retryable and attempts > 1:
                     result.error += f" (after {attempts} attempts)"
@@ -253,7 +290,9 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
         return result
     finally:
         result.duration_ms = round((time.monotonic() - started) * 1000)
-    text = bytes(body).decode(response.encoding or "utf-8", errors="replace")
+    # Before anything reads it: the preview, the documents and the errors are stored or shown.
+    text = scrub(bytes(body).decode(response.encoding or "utf-8", errors="replace"),
+                 spec.secrets)
     result.raw = text[:RAW_PREVIEW_CHARS]
     if response.status_code >= 500:
         result.error = f"HTTP {response.status_code} from the endpoint"

@@ -235,8 +235,8 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
     # The page shows the configuration: the same role as the API's detail.
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=selectors.CONFIGURATION_ROLE)
-    form = SearchModelForm(request.POST or None, team=model.team,
-                           initial=SearchModelForm.initial_for(model))
+    initial = SearchModelForm.initial_for(model, services.search_model_headers_shown(model=model))
+    form = SearchModelForm(request.POST or None, team=model.team, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             services.search_model_update(model=model, **form.service_kwargs())
