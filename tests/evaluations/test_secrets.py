@@ -2,6 +2,7 @@
 model's keys into Test's answer or the snapshots graders read, and a search model's
 sensitive headers are stored encrypted and shown masked. Real servers on 127.0.0.1."""
 
+import importlib
 import json
 
 import pytest
@@ -126,3 +127,28 @@ def test_a_masked_model_header_keeps_its_secret_and_an_unknown_mask_is_refused(
         400, {"headers": ["enter the value of X-Api-Token, not a mask"]})
     assert services.search_model_test(model=model, query="shoes").ok
     assert echoing.received[-1].headers["authorization"] == f"Bearer {MODEL_TOKEN}"
+
+
+def test_the_migration_encrypts_sensitive_headers_stored_in_plain_before(personas):
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "evaluations.migrations.0004_search_model_secret_headers")
+    endpoint = services.endpoint_create(team=personas.team, created_by=None, name="e",
+                                        url="https://search.test/s", mapper=ES_MAPPER)
+    # As the services stored it before: every header in the plain JSON column.
+    old = SearchModel.objects.create(
+        team=personas.team, endpoint=endpoint, name="old", params={"q": "#query#"},
+        headers={"Authorization": f"Bearer {MODEL_TOKEN}", "X-Trace": "on"})
+    plain = SearchModel.objects.create(team=personas.team, endpoint=endpoint, name="plain",
+                                       params={"q": "#query#"}, headers={"X-Trace": "on"})
+
+    migration.encrypt_sensitive_model_headers(apps, None)
+
+    old.refresh_from_db()
+    plain.refresh_from_db()
+    assert old.headers == {"X-Trace": "on"}
+    assert MODEL_TOKEN not in old.secret_headers_encrypted
+    assert services.search_model_secret_headers(model=old) == {
+        "Authorization": f"Bearer {MODEL_TOKEN}"}
+    assert (plain.headers, plain.secret_headers_encrypted) == ({"X-Trace": "on"}, "")
