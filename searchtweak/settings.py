@@ -358,14 +358,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # (cloud metadata at 169.254.169.254), CGNAT (Alibaba's metadata 100.100.100.200),
 # reserved and multicast. An operator opens what the teams really use by setting
 # OUTBOUND_DENY_NETWORKS (`check --deploy` names what the override opens). With DEBUG on
-# loopback stays open: `make run`'s demo engine and the tests' servers live there.
+# loopback stays open, and the unspecified addresses that reach it (`make run HOST=0.0.0.0`
+# points the demo endpoint there): `make run`'s demo engine and the tests' servers live there.
 OUTBOUND_PRODUCTION_DENY_NETWORKS = [
     "127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128", "10.0.0.0/8", "172.16.0.0/12",
     "192.168.0.0/16", "fc00::/7", "169.254.0.0/16", "fe80::/10", "100.64.0.0/10",
     "240.0.0.0/4", "224.0.0.0/4", "ff00::/8"]
 OUTBOUND_DENY_NETWORKS = env_networks("OUTBOUND_DENY_NETWORKS", [
     network for network in OUTBOUND_PRODUCTION_DENY_NETWORKS
-    if not (DEBUG and network in ("127.0.0.0/8", "::1/128"))])
+    if not (DEBUG and network in ("127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128"))])
 OUTBOUND_ALLOW_NETWORKS = env_networks("OUTBOUND_ALLOW_NETWORKS", [])
 OUTBOUND_MAX_REDIRECTS = env_int("OUTBOUND_MAX_REDIRECTS", 5, minimum=0)
 # gunicorn.conf.py kills a web request after WEB_TIMEOUT seconds; Test runs in the request,
