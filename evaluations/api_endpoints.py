@@ -5,6 +5,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,6 +16,7 @@ from evaluations.models import Endpoint, SearchModel
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role
+from searchtweak.outbound_limits import TestsBusy
 
 # --- endpoints ---------------------------------------------------------------------------
 
@@ -202,6 +204,14 @@ class EndpointRestoreApi(APIView):
 # --- search models -----------------------------------------------------------------------
 
 
+class _ModelHeadersField(serializers.DictField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", child=serializers.CharField(), required=False, **kwargs)
+
+    def to_representation(self, model: SearchModel) -> dict[str, str]:
+        return services.search_model_headers_shown(model=model)
+
+
 class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
     CONFIGURATION_FIELDS = ("body", "body_format", "headers")
 
@@ -213,7 +223,8 @@ class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
     params = serializers.JSONField()
     body = serializers.CharField(allow_null=True, required=False, help_text=CONFIGURATION_HELP)
     body_format = serializers.CharField(required=False, help_text=CONFIGURATION_HELP)
-    headers = serializers.JSONField(required=False, help_text=CONFIGURATION_HELP)
+    headers = _ModelHeadersField(
+        help_text=f"Plain headers, and sensitive ones masked (••••abcd). {CONFIGURATION_HELP}")
     default_keywords = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
@@ -359,7 +370,11 @@ class SearchModelTestApi(APIView):
                                                     minimum_role=Role.LEAD)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = services.search_model_test(model=model, query=serializer.validated_data["query"])
+        try:
+            result = services.search_model_test(model=model,
+                                                query=serializer.validated_data["query"])
+        except TestsBusy as error:
+            raise Throttled(detail=error.reason) from None
         documents = [{"position": position, "doc_id": doc.doc_id, "name": doc.name,
                       "image": doc.image, "fields": doc.fields}
                      for position, doc in enumerate(result.documents or [], start=1)]

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -26,6 +26,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 
 PLACEHOLDER = "#query#"
 RAW_PREVIEW_CHARS = 64 * 1024
+_TOO_DEEP = "the response is nested too deeply to read (arrays or objects inside each other)"
 # Failures worth another try: the request may not have reached the engine, or the engine
 # broke mid-answer. A read timeout is not retried: a slow engine stays slow.
 _RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
@@ -49,6 +50,9 @@ class RequestSpec:
     allow_cross_origin_redirects: bool = False
     max_concurrent_requests: int | None = None
     requests_per_minute: int | None = None
+    # Values of the secret headers (see secret_values): scrubbed from everything the answer
+    # leaves behind, so an engine that echoes its request shows no key to anyone.
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -68,10 +72,12 @@ class FetchResult:
 
 
 def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
-    """Raises crypto.SecretsUnreadable when the endpoint's secrets cannot be decrypted."""
+    """Raises crypto.SecretsUnreadable when the endpoint's or the model's secrets cannot be
+    decrypted."""
     endpoint: Endpoint = model.endpoint
-    headers = {**endpoint.headers, **crypto.decrypt_headers(endpoint.secret_headers_encrypted),
-               **model.headers}
+    endpoint_secrets = crypto.decrypt_headers(endpoint.secret_headers_encrypted)
+    model_secrets = crypto.decrypt_headers(model.secret_headers_encrypted)
+    headers = {**endpoint.headers, **endpoint_secrets, **model.headers, **model_secrets}
     return RequestSpec(
         endpoint_id=endpoint.pk, method=endpoint.method, url=endpoint.url,
         params=dict(model.params), headers=headers, body=model.body,
@@ -80,17 +86,48 @@ def request_spec_for(model: SearchModel, *, limit: int) -> RequestSpec:
         allow_cross_origin_redirects=endpoint.allow_cross_origin_redirects,
         max_concurrent_requests=endpoint.max_concurrent_requests,
         requests_per_minute=endpoint.requests_per_minute,
+        secrets=secret_values({**endpoint_secrets, **model_secrets}),
     )
 
 
+# Replacing a 1-3 character "secret" everywhere would shred the answer and hide nothing.
+MIN_SECRET_CHARS = 4
+SECRET_MASK = "[redacted]"
+
+
+def secret_values(secret_headers: dict[str, str]) -> tuple[str, ...]:
+    """The values to scrub: each secret header's value, and the credential after an
+    authorization scheme ("Bearer sk-…" → "sk-…"); longest first, so a key containing
+    another is replaced whole."""
+    values: set[str] = set()
+    for value in secret_headers.values():
+        values.add(value)
+        scheme, _, credential = value.partition(" ")
+        if credential and scheme.lower() in {"bearer", "basic", "token", "apikey"}:
+            values.add(credential.strip())
+    return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len,
+                        reverse=True))
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` with every secret replaced, also where it stands escaped inside a JSON string."""
+    for secret in secrets:
+        text = text.replace(secret, SECRET_MASK)
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped != secret:
+            text = text.replace(escaped, SECRET_MASK)
+    return text
+
+
 def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
-    """The request for `keyword`: #query# escaped for where it stands (URL, JSON, form)."""
-    url = spec.url.replace(PLACEHOLDER, quote(keyword, safe=""))
+    """The request for `keyword`: #query# escaped for where it stands (URL, JSON, form).
+    The model's params are added to the query string the endpoint's URL already has."""
     params: list[tuple[str, str]] = []
     for name, value in spec.params.items():
         for item in value if isinstance(value, list) else [value]:
             text = item if isinstance(item, str) else json.dumps(item)
             params.append((name, text.replace(PLACEHOLDER, keyword)))
+    url = _url_with_params(spec.url.replace(PLACEHOLDER, quote(keyword, safe="")), params)
     headers = dict(outbound.BASE_HEADERS)
     for name, value in spec.headers.items():
         # A keyword may not smuggle extra header lines, and headers are ASCII on the wire.
@@ -104,8 +141,17 @@ def build_request(spec: RequestSpec, keyword: str) -> httpx.Request:
             # Inside a JSON string: json.dumps escapes quotes, backslashes and controls.
             content = spec.body.replace(PLACEHOLDER, json.dumps(keyword, ensure_ascii=False)[1:-1])
             headers.setdefault("Content-Type", "application/json")
-    return httpx.Request(spec.method, url, params=params, headers=headers,
+    return httpx.Request(spec.method, url, headers=headers,
                          content=content.encode() if content is not None else None)
+
+
+def _url_with_params(url: str, params: list[tuple[str, str]]) -> str:
+    """`url` with `params` appended to its query. httpx's `params=` would replace the query
+    (even with no params), dropping an `api-version=` or a `q=#query#` typed in the URL;
+    the URL's own query is kept byte for byte, as the operator wrote it."""
+    parts = urlsplit(url)
+    query = "&".join(part for part in (parts.query, str(httpx.QueryParams(params))) if part)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
 def new_client(*, timeout_seconds: float, transport: httpx.BaseTransport | None = None,
@@ -165,6 +211,8 @@ def fetch_keyword_results(
             with endpoint_semaphore(spec.endpoint_id):
                 result = _attempt_in_turn(spec, keyword, client=client, deadline=deadline)
             result.attempts = attempts
+            # An error may quote the engine (a redirect's Location, a mapper's value).
+            result.error = scrub(result.error, spec.secrets)
             if not result.retryable or attempts > retries or (deadline and deadline.passed()):
                 if result.retryable and attempts > 1:
                     result.error += f" (after {attempts} attempts)"
@@ -242,7 +290,9 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
         return result
     finally:
         result.duration_ms = round((time.monotonic() - started) * 1000)
-    text = bytes(body).decode(response.encoding or "utf-8", errors="replace")
+    # Before anything reads it: the preview, the documents and the errors are stored or shown.
+    text = scrub(bytes(body).decode(response.encoding or "utf-8", errors="replace"),
+                 spec.secrets)
     result.raw = text[:RAW_PREVIEW_CHARS]
     if response.status_code >= 500:
         result.error = f"HTTP {response.status_code} from the endpoint"
@@ -256,10 +306,16 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
     except ValueError as error:
         result.error = f"the response is not valid JSON: {error}"
         return result
+    except RecursionError:
+        result.error = _TOO_DEEP
+        return result
     try:
         result.documents = map_documents(spec.mapper, data, limit=spec.limit)
     except MapperError as error:
         result.error, result.error_field = str(error), error.field
+    except RecursionError:
+        # A field value nested just under the parser's limit: re-encoding it goes deeper.
+        result.error = _TOO_DEEP
     return result
 
 

@@ -206,8 +206,11 @@ class SearchModelForm(forms.Form):
     body = forms.CharField(
         required=False, widget=forms.Textarea(attrs={**MONO, "rows": 6}),
         help_text='For POST/PUT endpoints, e.g. {"query": {"match": {"title": "#query#"}}}.')
-    headers = forms.CharField(required=False, widget=forms.Textarea(attrs=MONO),
-                              help_text="One 'Name: value' per line, added to the endpoint's.")
+    headers = forms.CharField(
+        required=False, widget=forms.Textarea(attrs=MONO),
+        help_text="One 'Name: value' per line, added to the endpoint's. Sensitive ones "
+                  "(Authorization, API keys, tokens, cookies) are encrypted and shown masked; "
+                  "keep a masked value to keep the secret.")
     default_keywords = forms.CharField(required=False, widget=forms.Textarea(attrs=MONO),
                                        help_text="Offered when creating an evaluation.")
 
@@ -216,11 +219,12 @@ class SearchModelForm(forms.Form):
         self.fields["endpoint"].queryset = Endpoint.objects.filter(team=team, archived_at=None)
 
     @staticmethod
-    def initial_for(model: SearchModel) -> dict[str, Any]:
+    def initial_for(model: SearchModel, headers: dict[str, str]) -> dict[str, Any]:
+        """`headers`: the model's, secret ones masked (services.search_model_headers_shown)."""
         return {"name": model.name, "endpoint": model.endpoint_id,
                 "description": model.description, "body_format": model.body_format,
                 "params": format_pairs(model.params, separator="="), "body": model.body or "",
-                "headers": format_pairs(model.headers, separator=": "),
+                "headers": format_pairs(headers, separator=": "),
                 "default_keywords": model.default_keywords}
 
     def clean_params(self) -> dict[str, str]:

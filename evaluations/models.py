@@ -92,6 +92,9 @@ class SearchModel(models.Model):
         max_length=4, choices=BodyFormat.choices, default=BodyFormat.JSON
     )
     headers = models.JSONField(default=dict, blank=True)
+    # Headers with sensitive names (Authorization, X-Api-Key, …), encrypted as an
+    # endpoint's secret headers are (evaluations.crypto), shown back masked.
+    secret_headers_encrypted = models.TextField(blank=True, default="")
     default_keywords = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

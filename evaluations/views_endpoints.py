@@ -15,7 +15,8 @@ from evaluations.mapper import PRESETS, preset_mapper
 from evaluations.models import Endpoint
 from evaluations.views import confirm_page, current_team, current_team_can
 from searchtweak.forms import add_service_errors
-from searchtweak.models import Role
+from searchtweak.models import Role, Team
+from searchtweak.outbound_limits import TestsBusy
 
 # --- endpoints ---------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ def _render_endpoint_form(request, form, test_form, endpoint=None, result=None,
 
 
 def _endpoint_test(request: HttpRequest, form: EndpointForm, test_form: EndpointTestForm,
-                   endpoint: Endpoint | None = None) -> HttpResponse:
+                   team: Team, endpoint: Endpoint | None = None) -> HttpResponse:
     """The form's Test button: one query with the settings as typed; nothing is saved."""
     form.is_valid()
     form.errors.pop("name", None)  # a test needs no name
@@ -58,8 +59,11 @@ def _endpoint_test(request: HttpRequest, form: EndpointForm, test_form: Endpoint
         settings_typed = form.service_kwargs()
         settings_typed.pop("name")
         try:
-            result = services.endpoint_test(endpoint=endpoint, **settings_typed,
+            result = services.endpoint_test(team=team, endpoint=endpoint, **settings_typed,
                                             **test_form.cleaned_data)
+        except TestsBusy as error:
+            test_form.add_error(None, error.reason)
+            return _render_endpoint_form(request, form, test_form, endpoint, status=429)
         except ValidationError as error:
             test_errors = {field: messages for field, messages in error.message_dict.items()
                            if field in test_form.fields}
@@ -79,7 +83,7 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
     form = EndpointForm(request.POST or None, demo_url=_demo_url(request))
     test_form = EndpointTestForm(request.POST or None, prefix="test")
     if request.method == "POST" and "test" in request.POST:
-        return _endpoint_test(request, form, test_form)
+        return _endpoint_test(request, form, test_form, team)
     if request.method == "POST" and form.is_valid():
         try:
             endpoint = services.endpoint_create(team=team, created_by=request.user,
@@ -107,7 +111,7 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
                         demo_url=_demo_url(request))
     test_form = EndpointTestForm(request.POST or None, prefix="test")
     if request.method == "POST" and "test" in request.POST:
-        return _endpoint_test(request, form, test_form, endpoint)
+        return _endpoint_test(request, form, test_form, endpoint.team, endpoint)
     if request.method == "POST" and form.is_valid():
         try:
             services.endpoint_update(endpoint=endpoint, **form.service_kwargs())
@@ -231,8 +235,8 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
     # The page shows the configuration: the same role as the API's detail.
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=selectors.CONFIGURATION_ROLE)
-    form = SearchModelForm(request.POST or None, team=model.team,
-                           initial=SearchModelForm.initial_for(model))
+    initial = SearchModelForm.initial_for(model, services.search_model_headers_shown(model=model))
+    form = SearchModelForm(request.POST or None, team=model.team, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             services.search_model_update(model=model, **form.service_kwargs())
@@ -293,12 +297,16 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
         model.default_keywords.splitlines()).keywords), "")
     form = ModelTestForm(request.POST or None, initial={"query": first_keyword})
     result = None
+    status = 200
     if request.method == "POST" and form.is_valid():
         try:
             result = services.search_model_test(model=model, query=form.cleaned_data["query"])
+        except TestsBusy as error:
+            form.add_error(None, error.reason)
+            status = 429
         except ValidationError as error:
             add_service_errors(form, error)
     return render(request, "evaluations/model_test.html", {
         "model": model, "form": form, "result": result,
         "show_raw": selectors.raw_preview_visible(user=request.user, team_id=model.team_id),
-    }, status=400 if form.errors else 200)
+    }, status=400 if form.errors and status == 200 else status)

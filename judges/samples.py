@@ -15,7 +15,7 @@ from judges.core.prompts import Document, PromptError, check_documents
 from judges.models import Judge
 from judges.services import json_problem
 from judgments import scales as scale_lookup
-from searchtweak import outbound
+from searchtweak import outbound, outbound_limits
 
 # The Test asks once, while the page waits: a handful of documents is enough.
 MAX_TEST_DOCUMENTS = 5
@@ -60,7 +60,8 @@ def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
     once = copy.copy(judge)  # never saved: this call's own limits
     once.max_retries = 0
     once.timeout_seconds = min(judge.timeout_seconds, settings.OUTBOUND_TEST_DEADLINE_SECONDS)
-    with outbound.deadline(settings.OUTBOUND_TEST_DEADLINE_SECONDS):
+    with outbound_limits.team_test_turn(team_id=judge.team_id), \
+            outbound.deadline(settings.OUTBOUND_TEST_DEADLINE_SECONDS):
         result = calls.ask(judge=once, keyword=keyword.strip(), guidelines=guidelines,
                            scale=team_scale.scale, documents=documents, is_test=True)
     if result.error_kind == "api_key":

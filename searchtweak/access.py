@@ -15,6 +15,7 @@ fragment, export and API answer that shows a slot's grade filters its slots with
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404
@@ -165,3 +166,18 @@ def grade_visibility(*, user: User) -> GradeVisibility:
         return GradeVisibility(None, frozenset())
     return GradeVisibility(user.pk, frozenset(
         visible_team_ids(user=user, minimum_role=GRADES_ROLE)))
+
+
+def team_creation_refusal(*, user: User) -> str:
+    """Why `user` may not create a team (TEAM_CREATION), or "" when they may."""
+    if settings.TEAM_CREATION == "staff" and not user.is_staff:
+        return ("Only staff may create teams here (TEAM_CREATION=staff): ask an "
+                "administrator for a team, or a team admin for an invitation.")
+    return ""
+
+
+def check_team_creation(*, user: User) -> None:
+    """Raises PermissionDenied with the reason when `user` may not create a team."""
+    reason = team_creation_refusal(user=user)
+    if reason:
+        raise PermissionDenied(reason)

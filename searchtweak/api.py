@@ -4,7 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from searchtweak import services
+from searchtweak import access, services
 from searchtweak.models import Role
 from searchtweak.selectors import (
     current_membership,
@@ -59,6 +59,7 @@ class TeamListApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: TeamOutputSerializer},
                    operation_id="teams_create")
     def post(self, request: Request) -> Response:
+        access.check_team_creation(user=request.user)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         team = services.team_create(user=request.user, **serializer.validated_data)

@@ -1,5 +1,5 @@
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from searchtweak.models import Role
 
@@ -51,5 +51,7 @@ def add_service_errors(form: forms.Form, error: ValidationError) -> None:
         for message in field_messages:
             if name in form.fields:
                 form.add_error(name, message)
+            elif field == NON_FIELD_ERRORS:
+                form.add_error(None, message)
             else:
                 form.add_error(None, f"{field}: {message}")

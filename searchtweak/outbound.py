@@ -60,17 +60,42 @@ def refusal(error: BaseException) -> OutboundRefused | None:
     return None
 
 
+_THIS_HOST_V4 = ipaddress.IPv4Network("0.0.0.0/8")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def reached_addresses(address: IPAddress) -> list[IPAddress]:
+    """The addresses a connection to `address` really reaches, as the policy must judge
+    them: an IPv4 address written as IPv6 (mapped, or behind the NAT64 prefix) is that IPv4
+    address, and the unspecified addresses (0.0.0.0/8, ::) connect to this host's
+    loopback, so they are judged as themselves and as 127.0.0.1 or ::1."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        elif address in _NAT64:
+            return [address, ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)]
+    if isinstance(address, ipaddress.IPv4Address) and address in _THIS_HOST_V4:
+        return [address, ipaddress.IPv4Address("127.0.0.1")]
+    if address == ipaddress.IPv6Address("::"):
+        return [address, ipaddress.IPv6Address("::1")]
+    return [address]
+
+
 def address_refusal(address: IPAddress) -> str:
     """Why the policy refuses `address`, or "" when it may be reached."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    for network in _networks(settings.OUTBOUND_DENY_NETWORKS):
-        if address.version == network.version and address in network:
-            return f"{address} is in a denied network ({network}, OUTBOUND_DENY_NETWORKS)"
+    reached = reached_addresses(address)
+    for target in reached:
+        for network in _networks(settings.OUTBOUND_DENY_NETWORKS):
+            if target.version == network.version and target in network:
+                via = "" if target == reached[0] else f" reaches {target}, which"
+                return (f"{reached[0]}{via} is in a denied network ({network}, "
+                        "OUTBOUND_DENY_NETWORKS)")
     allowed = _networks(settings.OUTBOUND_ALLOW_NETWORKS)
-    if allowed and not any(address.version == network.version and address in network
-                           for network in allowed):
-        return f"{address} is outside the allowed networks (OUTBOUND_ALLOW_NETWORKS)"
+    for target in reached:
+        if allowed and not any(target.version == network.version and target in network
+                               for network in allowed):
+            via = "" if target == reached[0] else f" reaches {target}, which"
+            return f"{reached[0]}{via} is outside the allowed networks (OUTBOUND_ALLOW_NETWORKS)"
     return ""
 
 

@@ -1,6 +1,9 @@
 """Per-endpoint limits shared by every process that sends to the endpoint: at most
 `max_concurrent` requests in flight and `per_minute` requests started in any 60 seconds
 (Quepid's requests_per_minute). Fetching, Test and judges take a turn before each request.
+A team's Tests (search models', endpoints' and judges') also take one of the team's
+`team_test_turn`s: a Test holds a web worker while the page waits, so a hanging engine
+must not let one team hold them all.
 
 With OUTBOUND_LIMITS_REDIS_URL (by default the Redis broker) the counts live in Redis, so
 N workers together respect the limit; without Redis (SQLite + eager Celery, one process)
@@ -22,6 +25,7 @@ from functools import cache
 from typing import Protocol
 
 from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +35,18 @@ POLL_SECONDS = 0.05
 
 class LimitWaitExceeded(Exception):
     """No turn came within the wait allowed."""
+
+
+class TestsBusy(ValidationError):
+    """The team already runs OUTBOUND_TESTS_PER_TEAM Tests. A ValidationError (not a field's)
+    so every form and API that shows a Test's bad input shows this too; the evaluations
+    pages and API answer it with 429."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    def __init__(self, message: str) -> None:
+        super().__init__({NON_FIELD_ERRORS: [message]})
+        self.reason = message
 
 
 class Limiter(Protocol):
@@ -169,3 +185,24 @@ def _wait_message(max_concurrent: int | None, per_minute: int | None, waited: fl
               f"{per_minute} a minute" if per_minute else ""]
     return (f"no turn to send within {waited:g} s: the endpoint allows "
             f"{' and '.join(limit for limit in limits if limit)} requests")
+
+
+@contextmanager
+def team_test_turn(*, team_id: int, limiter_: Limiter | None = None) -> Iterator[None]:
+    """Hold one of the team's OUTBOUND_TESTS_PER_TEAM Test turns for the block, counted over
+    all web processes (Redis) or in this one. Raises TestsBusy at once when none is free:
+    waiting would hold the web worker the cap is there to spare."""
+    cap = settings.OUTBOUND_TESTS_PER_TEAM
+    backend = limiter_ or limiter()
+    key, token = f"tests:team:{team_id}", uuid.uuid4().hex
+    # A process killed mid-Test frees its turn once the Test could no longer be running.
+    lease = settings.OUTBOUND_TEST_DEADLINE_SECONDS + 30
+    if not backend.try_acquire(key, token, max_concurrent=cap, per_minute=None,
+                               now=time.time(), lease_seconds=lease):
+        raise TestsBusy(f"This team already runs {cap} Test{'s' if cap != 1 else ''} at once "
+                        "(OUTBOUND_TESTS_PER_TEAM), waiting for an engine or a judge to "
+                        "answer; try again when one has finished.")
+    try:
+        yield
+    finally:
+        backend.release(key, token)

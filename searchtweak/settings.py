@@ -353,11 +353,21 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 # Every outbound request (fetching, Test, judges) goes through searchtweak.outbound, which
 # checks the address each connection actually reaches, redirect hops included. Denied
-# networks win; a non-empty allow list admits only its networks. The default denies
-# link-local (cloud metadata at 169.254.169.254, fe80::/10) and the AWS and Alibaba
-# metadata addresses outside it.
+# networks win; a non-empty allow list admits only its networks. Any signed-in user may
+# own a team and point an endpoint anywhere, so by default nothing inside the deployment
+# is reachable: loopback, unspecified ("this host"), private (RFC 1918, ULA), link-local
+# (cloud metadata at 169.254.169.254), CGNAT (Alibaba's metadata 100.100.100.200),
+# reserved and multicast. An operator opens what the teams really use by setting
+# OUTBOUND_DENY_NETWORKS (`check --deploy` names what the override opens). With DEBUG on
+# loopback stays open, and the unspecified addresses that reach it (`make run HOST=0.0.0.0`
+# points the demo endpoint there): `make run`'s demo engine and the tests' servers live there.
+OUTBOUND_PRODUCTION_DENY_NETWORKS = [
+    "127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128", "10.0.0.0/8", "172.16.0.0/12",
+    "192.168.0.0/16", "fc00::/7", "169.254.0.0/16", "fe80::/10", "100.64.0.0/10",
+    "240.0.0.0/4", "224.0.0.0/4", "ff00::/8"]
 OUTBOUND_DENY_NETWORKS = env_networks("OUTBOUND_DENY_NETWORKS", [
-    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32"])
+    network for network in OUTBOUND_PRODUCTION_DENY_NETWORKS
+    if not (DEBUG and network in ("127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128"))])
 OUTBOUND_ALLOW_NETWORKS = env_networks("OUTBOUND_ALLOW_NETWORKS", [])
 OUTBOUND_MAX_REDIRECTS = env_int("OUTBOUND_MAX_REDIRECTS", 5, minimum=0)
 # gunicorn.conf.py kills a web request after WEB_TIMEOUT seconds; Test runs in the request,
@@ -372,10 +382,19 @@ OUTBOUND_TEST_DEADLINE_SECONDS = float(max(1, WEB_TIMEOUT_SECONDS - min(
 OUTBOUND_LIMITS_REDIS_URL = env_url("OUTBOUND_LIMITS_REDIS_URL", schemes=("redis", "rediss")) or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
 OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimum=1)
+# A Test (search model, endpoint form, judge) holds a web worker while the engine answers:
+# at most this many run at once per team (counted like the limits above), so a hanging
+# engine cannot take every worker and stall the site.
+OUTBOUND_TESTS_PER_TEAM = env_int("OUTBOUND_TESTS_PER_TEAM", 2, minimum=1)
 # LLM judges (judges.calls): the first retry's backoff (doubling, with jitter), and the
 # longest Retry-After a call waits for before giving its pairs back to the queue.
 JUDGE_RETRY_BACKOFF_MS = env_int("JUDGE_RETRY_BACKOFF_MS", 1000, minimum=0)
 JUDGE_MAX_RETRY_AFTER_SECONDS = env_int("JUDGE_MAX_RETRY_AFTER_SECONDS", 120, minimum=0)
+# Who may create a team (and so own its endpoints and judges): "anyone" signed in, or
+# only "staff" (User.is_staff), who then invite the others.
+TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
+if TEAM_CREATION not in ("anyone", "staff"):
+    raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

@@ -44,12 +44,14 @@ def home(request: HttpRequest) -> HttpResponse:
         "membership": membership,
         "allows": allows_by_role(membership),
         "invitations": invitations_for_user(user=request.user),
+        "can_create_team": not access.team_creation_refusal(user=request.user),
     })
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
 def team_create(request: HttpRequest) -> HttpResponse:
+    access.check_team_creation(user=request.user)
     form = TeamForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

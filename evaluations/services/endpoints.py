@@ -20,9 +20,11 @@ from evaluations.fetching import (
     fetch_keyword_results,
     new_client,
     request_spec_for,
+    secret_values,
 )
 from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import Endpoint, SearchModel
+from searchtweak import outbound_limits
 from searchtweak.models import Team, User
 
 MAX_TIMEOUT_SECONDS = 120.0
@@ -50,7 +52,8 @@ def _clean_headers(field: str, headers: Any) -> dict[str, str]:
 
 
 def _split_headers(
-    *, headers: dict[str, str], secret_headers: dict[str, str], stored: dict[str, str]
+    *, headers: dict[str, str], secret_headers: dict[str, str], stored: dict[str, str],
+    field: str = "secret_headers",
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Plain and secret headers. Sensitive names are secret wherever they were entered; a
     masked value ("••••abcd", as shown back) keeps the stored secret of that name."""
@@ -63,7 +66,7 @@ def _split_headers(
             continue
         if crypto.is_masked(value):
             if name not in stored:
-                raise ValidationError({"secret_headers": f"enter the value of {name}, not a mask"})
+                raise ValidationError({field: f"enter the value of {name}, not a mask"})
             value = stored[name]
         secrets[name] = value
     return plain, secrets
@@ -187,7 +190,7 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
 
 
 def endpoint_test(
-    *, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
+    *, team: Team, query: str, params: dict[str, str], url: str, mapper: dict[str, Any],
     method: str = Endpoint.Method.GET, headers: dict | None = None,
     secret_headers: dict | None = None, timeout_seconds: float = 10.0,
     allow_cross_origin_redirects: bool = False, max_concurrent_requests: int | None = None,
@@ -196,7 +199,8 @@ def endpoint_test(
 ) -> FetchResult:
     """Send one query with endpoint settings not saved yet (the form's) and map the answer,
     exactly as a fetch would, once, storing nothing. `params` stand in for a search model's;
-    `endpoint` is the stored endpoint being edited, whose secrets a masked value keeps."""
+    `endpoint` is the stored endpoint being edited, whose secrets a masked value keeps.
+    Raises TestsBusy when `team` already runs its Tests at once."""
     problems: dict[str, str] = {}
     if not query.strip():
         problems["query"] = "Enter a query to test with."
@@ -229,8 +233,9 @@ def endpoint_test(
         # The limits as typed, under the stored endpoint's key: its engine counts every
         # request, fetches' and tests' together.
         max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute,
+        secrets=secret_values(secrets),
     )
-    return _fetch_once(spec, query, transport=transport)
+    return _fetch_once(spec, query, team_id=team.pk, transport=transport)
 
 
 @transaction.atomic
@@ -289,6 +294,28 @@ def _validate_model_fields(
                                "the body, a header or the endpoint's URL."})
 
 
+def search_model_secret_headers(*, model: SearchModel) -> dict[str, str]:
+    """The model's headers with sensitive names, decrypted. Raises crypto.SecretsUnreadable."""
+    return crypto.decrypt_headers(model.secret_headers_encrypted)
+
+
+def search_model_headers_shown(*, model: SearchModel) -> dict[str, str]:
+    """The model's headers as pages and the API show them: secret ones masked."""
+    try:
+        secrets = search_model_secret_headers(model=model)
+    except crypto.SecretsUnreadable:
+        secrets = {}
+    return {**model.headers, **{name: crypto.mask(value) for name, value in secrets.items()}}
+
+
+def _split_model_headers(headers: Any, stored: dict[str, str]) -> tuple[dict[str, str],
+                                                                        dict[str, str]]:
+    """A model's headers as entered: plain ones, and those with sensitive names (or a
+    masked value, which keeps the stored secret of that name) to encrypt."""
+    return _split_headers(headers=_clean_headers("headers", headers), secret_headers={},
+                          stored=stored, field="headers")
+
+
 @transaction.atomic
 def search_model_create(
     *, team: Team, created_by: User | None, endpoint: Endpoint, name: str,
@@ -297,13 +324,14 @@ def search_model_create(
     description: str = "", default_keywords: str = "",
 ) -> SearchModel:
     params = {} if params is None else params
-    headers = _clean_headers("headers", headers)
+    plain, secrets = _split_model_headers(headers, stored={})
     body = body if body is None or body.strip() else None
     _validate_model_fields(team=team, endpoint=endpoint, name=name, params=params, body=body,
-                           body_format=body_format, headers=headers)
+                           body_format=body_format, headers={**plain, **secrets})
     return SearchModel.objects.create(
         team=team, created_by=created_by, endpoint=endpoint, name=name.strip(), params=params,
-        body=body, body_format=body_format, headers=headers, description=description,
+        body=body, body_format=body_format, headers=plain,
+        secret_headers_encrypted=crypto.encrypt_headers(secrets), description=description,
         default_keywords=default_keywords,
     )
 
@@ -315,14 +343,23 @@ def search_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
+    try:
+        stored = search_model_secret_headers(model=model)
+    except crypto.SecretsUnreadable:
+        stored = {}  # a masked value then asks for the secret again
+    secrets = stored
     if "headers" in changes:
-        changes["headers"] = _clean_headers("headers", changes["headers"])
+        changes["headers"], secrets = _split_model_headers(changes["headers"], stored)
     if "body" in changes and changes["body"] is not None and not changes["body"].strip():
         changes["body"] = None
     values = {key: changes.get(key, getattr(model, key))
               for key in ("endpoint", "name", "params", "body", "body_format", "headers")}
+    values["headers"] = {**values["headers"], **secrets}
     _validate_model_fields(team=model.team, **values)
     update_fields = []
+    if "headers" in changes:
+        model.secret_headers_encrypted = crypto.encrypt_headers(secrets)
+        update_fields.append("secret_headers_encrypted")
     for key in allowed - {"archived"}:
         if key in changes:
             setattr(model, key, changes[key].strip() if key == "name" else changes[key])
@@ -357,19 +394,22 @@ def search_model_restore(*, model: SearchModel) -> SearchModel:
 def search_model_test(
     *, model: SearchModel, query: str, transport: httpx.BaseTransport | None = None
 ) -> FetchResult:
-    """Run one query as a fetch would, once (no retries), and return what happened."""
+    """Run one query as a fetch would, once (no retries), and return what happened.
+    Raises TestsBusy when the model's team already runs its Tests at once."""
     if not query.strip():
         raise ValidationError({"query": "Enter a query."})
     try:
         spec = request_spec_for(model, limit=settings.FETCH_MAX_RESULTS)
     except crypto.SecretsUnreadable as error:
         return FetchResult(error=str(error), error_field="secret_headers")
-    return _fetch_once(spec, query, transport=transport)
+    return _fetch_once(spec, query, team_id=model.team_id, transport=transport)
 
 
-def _fetch_once(spec: RequestSpec, query: str,
+def _fetch_once(spec: RequestSpec, query: str, *, team_id: int,
                 transport: httpx.BaseTransport | None) -> FetchResult:
-    """Within the web request's own deadline: a test runs while the page waits."""
-    with new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
+    """Within the web request's own deadline and one of the team's Test turns: a test runs
+    while the page waits."""
+    with outbound_limits.team_test_turn(team_id=team_id), \
+            new_client(timeout_seconds=spec.timeout_seconds, transport=transport) as client:
         return fetch_keyword_results(spec, query.strip(), client=client, retries=0,
                                      deadline_seconds=settings.OUTBOUND_TEST_DEADLINE_SECONDS)

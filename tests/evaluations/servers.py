@@ -41,7 +41,7 @@ def hits(query: str, count: int = 3) -> dict:
 
 
 class SearchServer:
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.handler: Handler = lambda request: Reply(body=hits(request.query["q"][0]))
         self.received: list[Received] = []
         self._lock = threading.Lock()
@@ -92,7 +92,7 @@ class SearchServer:
 
             do_GET = do_POST = do_PUT = _handle
 
-        self._server = ThreadingHTTPServer((host, 0), _Handler)
+        self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -114,8 +114,8 @@ class SearchServer:
 
 
 @contextmanager
-def running_server(host: str = "127.0.0.1") -> Iterator[SearchServer]:
-    server = SearchServer(host).start()
+def running_server(host: str = "127.0.0.1", port: int = 0) -> Iterator[SearchServer]:
+    server = SearchServer(host, port).start()
     try:
         yield server
     finally:

@@ -8,7 +8,7 @@ import pytest
 from evaluations import services
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
-from tests.evaluations.factories import fetchable_evaluation
+from tests.evaluations.factories import ES_MAPPER, fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 
 pytestmark = pytest.mark.django_db
@@ -324,3 +324,91 @@ def test_secret_headers_are_sent_but_stored_encrypted(server, django_capture_on_
     assert result.ok
     assert server.received[0].headers["authorization"] == "Bearer sk-live-1234567890abcd"
     assert server.received[0].headers["x-tenant"] == "acme"
+
+
+def test_the_urls_own_query_reaches_the_engine_with_the_keyword_in_it(
+        server, django_capture_on_commit_callbacks):
+    # No model params: httpx's params= used to replace the URL's query with nothing.
+    evaluation = fetchable_evaluation(url=server.url, keywords=["red shoes", "a&b"], params={})
+    endpoint = evaluation.model.endpoint
+    endpoint.url = f"{server.url}/search?q=#query#&n=3"
+    endpoint.save(update_fields=["url"])
+    start(evaluation, django_capture_on_commit_callbacks)
+
+    assert sorted((r.path, r.query["q"], r.query["n"]) for r in server.received) == [
+        ("/search", ["a&b"], ["3"]), ("/search", ["red shoes"], ["3"])]
+    assert keyword(evaluation, "a&b").fetch_status == "fetched"
+
+
+def test_a_models_params_join_the_urls_query_instead_of_replacing_it(personas, server):
+    endpoint = services.endpoint_create(
+        team=personas.team, created_by=personas.admin, name="Versioned",
+        url=f"{server.url}/search?n=3&api-version=2024", mapper=ES_MAPPER)
+    model = services.search_model_create(team=personas.team, created_by=personas.admin,
+                                         endpoint=endpoint, name="m",
+                                         params={"q": "#query#", "tag": ["a b", "c"]})
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert result.ok, result.error
+    assert server.received[0].query == {"n": ["3"], "api-version": ["2024"], "q": ["shoes"],
+                                        "tag": ["a b", "c"]}
+
+
+def test_the_endpoint_forms_test_sends_the_urls_query_too(personas, server):
+    result = services.endpoint_test(team=personas.team, query="red shoes", params={},
+                                    url=f"{server.url}/search?q=#query#&n=3", mapper=ES_MAPPER)
+
+    assert result.ok, result.error
+    assert server.received[0].query == {"q": ["red shoes"], "n": ["3"]}
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_a_test_against_an_engine_answering_100k_deep_json_fails_with_the_reason(
+        personas, server):
+    server.handler = lambda r: Reply(body=DEEP)
+    endpoint = services.endpoint_create(team=personas.team, created_by=personas.admin,
+                                        name="Deep", url=f"{server.url}/s", mapper=ES_MAPPER)
+    model = services.search_model_create(team=personas.team, created_by=personas.admin,
+                                         endpoint=endpoint, name="m", params={"q": "#query#"})
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert not result.ok
+    assert result.error == ("the response is nested too deeply to read (arrays or objects "
+                            "inside each other)")
+
+
+def test_a_deep_field_just_under_the_parsers_limit_fails_the_test_not_the_page(
+        client, personas, server):
+    deep_field = "[" * 950 + "]" * 950
+    server.handler = lambda r: Reply(body=(
+        '{"hits": {"hits": [{"_id": "1", "_source": {"title": "t", "rank": ' + deep_field
+        + "}}]}}").encode())
+    endpoint = services.endpoint_create(team=personas.team, created_by=personas.admin,
+                                        name="Deep", url=f"{server.url}/s", mapper=ES_MAPPER)
+    model = services.search_model_create(team=personas.team, created_by=personas.admin,
+                                         endpoint=endpoint, name="m", params={"q": "#query#"})
+    client.force_login(personas.admin)
+
+    response = client.post(f"/models/{model.pk}/test/", {"query": "shoes"})
+
+    assert response.status_code == 200
+    assert "nested too deeply" in response.content.decode()
+
+
+def test_fetching_records_a_deep_answer_as_that_keywords_failure(
+        server, django_capture_on_commit_callbacks):
+    server.handler = lambda r: Reply(body=DEEP) if r.query["q"][0] == "deep" else \
+        Reply(body=hits(r.query["q"][0]))
+    evaluation = fetchable_evaluation(url=server.url, keywords=["deep", "fine"])
+    evaluation = start(evaluation, django_capture_on_commit_callbacks)
+
+    deep = keyword(evaluation, "deep")
+    assert (deep.fetch_status, deep.fetch_error) == (
+        "failed", "the response is nested too deeply to read (arrays or objects inside each "
+        "other)")
+    assert keyword(evaluation, "fine").snapshots.count() == 3
+    assert evaluation.status == Evaluation.Status.ACTIVE

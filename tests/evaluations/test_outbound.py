@@ -3,14 +3,20 @@ their origin, the network policy holds on the address really reached, Test ends 
 the web server would kill it. Every server here is a real one on 127.0.0.x."""
 
 import runpy
+import socket
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from evaluations import services
-from evaluations.models import Endpoint, Evaluation, Keyword
+from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from searchtweak import outbound_limits
+from searchtweak.outbound_limits import TestsBusy
 from tests.evaluations.factories import ES_MAPPER, fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 
@@ -175,11 +181,23 @@ def test_fetching_does_not_follow_a_cross_origin_redirect(
 
 @pytest.fixture
 def silent(home):
-    """`home` answering nothing until the test ends."""
+    """`home` answering nothing until the test ends (or `silent_release`)."""
     release = threading.Event()
     home.handler = lambda r: (release.wait(60), Reply(body=hits("late")))[1]
+    home.release = release
     yield home
     release.set()
+
+
+def silent_release(server) -> None:
+    server.release.set()
+
+
+def wait_until(condition, seconds: float = 10.0) -> None:
+    give_up_at = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < give_up_at, "timed out"
+        time.sleep(0.01)
 
 
 def test_test_gives_up_at_its_deadline_below_the_web_timeout(personas, silent, settings):
@@ -282,3 +300,153 @@ def test_a_claim_under_endpoint_limits_outlasts_the_waits_for_a_turn(settings):
     assert not limits_make_requests_wait(max_concurrent_requests=16, requests_per_minute=None)
     assert limits_make_requests_wait(max_concurrent_requests=2, requests_per_minute=None)
     assert limits_make_requests_wait(max_concurrent_requests=None, requests_per_minute=60)
+
+
+def test_a_redirect_to_the_same_host_on_another_port_is_another_origin(
+        personas, home, elsewhere):
+    home.handler = redirect_to(f"http://127.0.0.1:{port_of(elsewhere)}/search?q=shoes", 307)
+    model = secured_model(personas, f"{home.url}/search")
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert elsewhere.received == []
+    assert result.status_code == 307 and not result.ok
+    assert result.error.startswith(
+        f"the endpoint redirected to another origin (http://127.0.0.1:{port_of(elsewhere)})")
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """A stub of the system resolver for names under .test: `answers[name]` is a list of
+    answers, one per lookup (the last repeats); every other name resolves as usual. The
+    HTTP client and the policy are the real ones."""
+    real = socket.getaddrinfo
+    answers: dict[str, list[list[str]]] = {}
+    lookups: list[str] = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".test"):
+            lookups.append(host)
+            queue = answers[host]
+            addresses = queue.pop(0) if len(queue) > 1 else queue[0]
+            return [(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM,
+                     socket.IPPROTO_TCP, "", (address, int(port))) for address in addresses]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    answers["lookups"] = lookups  # type: ignore[assignment]
+    return answers
+
+
+def test_a_name_with_an_allowed_and_a_denied_address_is_refused(
+        personas, home, settings, resolver):
+    settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.2/32"]
+    resolver["twin.test"] = [["127.0.0.1", "127.0.0.2"]]
+    model = secured_model(personas, f"http://twin.test:{port_of(home)}/search")
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert home.received == []
+    assert result.error == ("refused to connect to twin.test (127.0.0.2): 127.0.0.2 is in a "
+                            "denied network (127.0.0.2/32, OUTBOUND_DENY_NETWORKS)")
+
+
+def test_a_name_whose_answer_changes_after_the_check_reaches_only_the_checked_address(
+        personas, home, settings, resolver):
+    settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.2/32"]
+    # The first lookup (the check) says allowed; any later one says denied.
+    resolver["rebind.test"] = [["127.0.0.1"], ["127.0.0.2"]]
+    with running_server("127.0.0.2", port_of(home)) as denied:
+        model = secured_model(personas, f"http://rebind.test:{port_of(home)}/search")
+
+        result = services.search_model_test(model=model, query="shoes")
+
+        assert denied.received == []
+    assert result.ok, result.error
+    assert resolver["lookups"] == ["rebind.test"]
+    [request] = home.received
+    assert request.headers["host"] == f"rebind.test:{port_of(home)}"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::]"])
+def test_the_unspecified_address_does_not_get_around_a_loopback_deny(
+        personas, home, settings, host):
+    settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.0/8", "::1/128"]
+    model = secured_model(personas, f"http://{host}:{port_of(home)}/search")
+
+    result = services.search_model_test(model=model, query="shoes")
+
+    assert home.received == []
+    assert result.error.startswith(f"refused to connect to {host.strip('[]')}: ")
+    assert "which is in a denied network" in result.error
+
+
+# --- a team's Tests at once (OUTBOUND_TESTS_PER_TEAM) -----------------------------------
+
+
+BUSY = ("This team already runs 2 Tests at once (OUTBOUND_TESTS_PER_TEAM), waiting for an "
+        "engine or a judge to answer; try again when one has finished.")
+
+
+def test_a_team_runs_at_most_its_cap_of_tests_against_a_hanging_engine(
+        personas, silent, settings):
+    settings.OUTBOUND_TESTS_PER_TEAM = 2
+    settings.OUTBOUND_TEST_DEADLINE_SECONDS = 30
+    model = SearchModel.objects.select_related("endpoint").get(
+        pk=secured_model(personas, f"{silent.url}/search").pk)
+    with ThreadPoolExecutor(2) as pool:
+        hanging = [pool.submit(services.search_model_test, model=model, query="shoes")
+                   for _ in range(2)]
+        wait_until(lambda: len(silent.received) == 2)
+
+        with pytest.raises(TestsBusy) as refused:
+            services.search_model_test(model=model, query="shoes")
+        # Another team's Test is not held up by this team's.
+        outsider_model = services.search_model_create(
+            team=personas.other_team, created_by=None, name="m", params={"q": "#query#"},
+            endpoint=services.endpoint_create(team=personas.other_team, created_by=None,
+                                              name="e", url=f"{silent.url}/other",
+                                              mapper=ES_MAPPER, timeout_seconds=0.2))
+        other = services.search_model_test(model=outsider_model, query="shoes")
+        silent_release(silent)
+        assert all(future.result(timeout=30).ok for future in hanging)
+
+    assert refused.value.reason == BUSY
+    assert len(silent.received) == 3  # two held and the other team's: the refused one sent none
+    assert other.error == "no answer within the endpoint's timeout of 0.2 s"
+    assert services.search_model_test(model=model, query="shoes").ok  # turns given back
+
+
+def test_the_model_test_page_and_api_answer_429_with_the_reason(client, personas, home,
+                                                                settings):
+    settings.OUTBOUND_TESTS_PER_TEAM = 2
+    model = secured_model(personas, f"{home.url}/search")
+    client.force_login(personas.lead)
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    with outbound_limits.team_test_turn(team_id=personas.team.pk), \
+            outbound_limits.team_test_turn(team_id=personas.team.pk):
+        page = client.post(f"/models/{model.pk}/test/", {"query": "shoes"})
+        answer = api.post(f"/api/v1/models/{model.pk}/test/", {"query": "shoes"}, format="json")
+    assert page.status_code == 429
+    assert escape(BUSY) in page.content.decode()
+    assert (answer.status_code, answer.json()) == (429, {"detail": BUSY})
+    assert home.received == []
+
+
+def test_the_endpoint_forms_test_answers_429_with_the_reason(client, personas, home,
+                                                              settings):
+    settings.OUTBOUND_TESTS_PER_TEAM = 1
+    client.force_login(personas.admin)
+    form = {"name": "", "url": f"{home.url}/search", "method": "GET", "timeout_seconds": "5",
+            "headers": "", "secret_headers": "", "preset": "", "mapper_documents": "hits.hits",
+            "mapper_id": "_id", "mapper_name": "_source.title", "mapper_image": "",
+            "mapper_fields": "", "max_concurrent_requests": "", "requests_per_minute": "",
+            "test-query": "shoes", "test-params": "q=#query#", "test": "1"}
+    with outbound_limits.team_test_turn(team_id=personas.team.pk):
+        response = client.post("/endpoints/new/", form)
+    assert response.status_code == 429
+    assert "This team already runs 1 Test at once" in response.content.decode()
+    assert home.received == []
+    assert client.post("/endpoints/new/", form).status_code == 200
+    assert len(home.received) == 1

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.django_db
 
 def test_the_endpoint_test_service_collects_every_problem(personas):
     with pytest.raises(ValidationError) as raised:
-        services.endpoint_test(query=" ", params={}, url="nope", timeout_seconds=500,
+        services.endpoint_test(team=personas.team, query=" ", params={}, url="nope",
+                               timeout_seconds=500,
                                mapper={"documents": "[", "id": "id", "name": ""})
     assert set(raised.value.message_dict) == {
         "query", "params", "url", "timeout_seconds", "mapper.documents", "mapper.name"}

@@ -10,7 +10,14 @@ import pytest
 
 from evaluations.fetching import RequestSpec, fetch_keyword_results, new_client
 from searchtweak import outbound_limits
-from searchtweak.outbound_limits import LimitWaitExceeded, LocalLimiter, RedisLimiter, turn
+from searchtweak.outbound_limits import (
+    LimitWaitExceeded,
+    LocalLimiter,
+    RedisLimiter,
+    TestsBusy,
+    team_test_turn,
+    turn,
+)
 from tests.evaluations.factories import ES_MAPPER
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.workers import require_redis
@@ -144,3 +151,49 @@ def test_an_unreachable_redis_falls_back_to_counting_in_this_process():
         pass
     with turn(endpoint, wait_seconds=0, **limits):
         pass
+
+
+# --- a team's Tests at once (team_test_turn) -------------------------------------------------
+
+
+def test_a_teams_test_turns_are_shared_by_every_process(backend, settings):
+    settings.OUTBOUND_TESTS_PER_TEAM = 2
+    team_id = uuid.uuid4().int % 10**9  # a team no other run of this test uses
+    first, second, third = backend(), backend(), backend()
+    with team_test_turn(team_id=team_id, limiter_=first), \
+            team_test_turn(team_id=team_id, limiter_=second):
+        with pytest.raises(TestsBusy, match=r"^\{'__all__': \['This team already runs 2 "
+                                            r"Tests at once \(OUTBOUND_TESTS_PER_TEAM\)"), \
+                team_test_turn(team_id=team_id, limiter_=third):
+            pass
+        with team_test_turn(team_id=team_id + 1, limiter_=third):
+            pass  # another team's turns are its own
+    with team_test_turn(team_id=team_id, limiter_=third):
+        pass  # given back when the blocks ended
+
+
+@pytest.mark.django_db
+def test_a_judges_test_takes_one_of_its_teams_test_turns(client, personas, settings):
+    from judges import services as judge_services
+    from tests.judges.fake_providers import OPENAI, answer, fake_provider
+
+    settings.OUTBOUND_TESTS_PER_TEAM = 1
+    settings.OUTBOUND_LIMITS_REDIS_URL = ""
+    client.force_login(personas.admin)
+    with fake_provider(OPENAI, api_key="sk-judge-test-1234567890") as provider:
+        provider.then(answer({"grades": [{"id": "d1", "grade": 1, "reason": "a chair"}]}))
+        judge = judge_services.judge_create(
+            team=personas.team, by=None, name="J", provider="openai", model="m",
+            api_key="sk-judge-test-1234567890", base_url=provider.base_url)
+        form = {"keyword": "chair", "scale": "binary",
+                "documents": '{"id": "d1", "fields": {"title": "Office chair"}}'}
+        with team_test_turn(team_id=personas.team.pk):
+            refused = client.post(f"/judges/{judge.pk}/test/", form)
+        assert provider.received == []
+        allowed = client.post(f"/judges/{judge.pk}/test/", form)
+        assert len(provider.received) == 1
+
+    assert refused.status_code == 400
+    assert "This team already runs 1 Test at once (OUTBOUND_TESTS_PER_TEAM)" in \
+        refused.content.decode()
+    assert allowed.status_code == 200
