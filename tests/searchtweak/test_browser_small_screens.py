@@ -293,6 +293,18 @@ def test_a_grader_grades_by_touch_on_a_phone(browser, live_server, demo):
                                        grade=2).count() == 1
     visitor.shot("small-grade-next-390.png")
 
+    # Back to the graded result: the re-grading badge sits under the heading, not in it.
+    page.get_by_role("link", name=re.compile("Previous result")).tap()
+    badge = page.get_by_test_id("regrade")
+    expect(badge).to_contain_text("you gave 2 Good")
+    for viewport in (PHONE, LAPTOP):
+        page.set_viewport_size(viewport)
+        heading = page.get_by_test_id("keyword").bounding_box()
+        badge_box = badge.bounding_box()
+        assert badge_box["y"] >= heading["y"] + heading["height"], (viewport, heading, badge_box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        visitor.shot(f"small-grade-regrade-{viewport['width']}.png")
+
 
 def test_the_dashboard_reads_on_a_phone(browser, live_server, demo):
     visitor = Visitor(browser, live_server, "lead")
