@@ -283,6 +283,14 @@ def test_a_grader_grades_by_touch_on_a_phone(browser, live_server, demo):
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     visitor.shot("small-grade-390.png")
+    # The narrowest and widest phones too.
+    for width in (360, 430):
+        page.set_viewport_size({"width": width, "height": 800})
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        right = max(box["x"] + box["width"] for box in
+                    (buttons.nth(index).bounding_box() for index in range(4)))
+        assert right <= width
+    page.set_viewport_size(PHONE)
 
     first = page.get_by_test_id("document-name").inner_text()
     mine = int(page.get_by_test_id("mine-count").inner_text())
