@@ -19,6 +19,14 @@ _BUILTIN_COLORS = {
         6: "#a6c33a", 7: "#66c61c", 8: "#2e90fa", 9: "#1570ef", 10: "#079455",
     },
 }
+# The detail scale's grades carry only numbers in metrics.core (judges' prompts read those);
+# people grading or reading a list see words, as on the other built-ins.
+_BUILTIN_LABELS = {
+    "detail": {
+        1: "Useless", 2: "Very poor", 3: "Poor", 4: "Weak", 5: "Partial", 6: "Fair",
+        7: "Good", 8: "Very good", 9: "Excellent", 10: "Perfect",
+    },
+}
 # Keys are digits, so a scale may hold at most ten grades within 0..10 (0 means 10 when
 # the scale has no grade 0, as on the detail scale).
 MAX_GRADE = 10
@@ -85,8 +93,9 @@ def builtin_scale(code: str) -> GradeScale | None:
     if scale is None:
         return None
     colors = _BUILTIN_COLORS.get(code, {})
+    labels = {**scale.labels, **_BUILTIN_LABELS.get(code, {})}
     grades = tuple(
-        Grade(g, str(scale.labels.get(g, g)).capitalize(), colors.get(g, "#5b6675"),
+        Grade(g, str(labels.get(g, g)).capitalize(), colors.get(g, "#5b6675"),
               grade_key(g, scale.lo))
         for g in scale.grades
     )

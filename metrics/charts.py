@@ -95,16 +95,14 @@ def sparkline(values: Sequence[Number], *, width: int = 120, height: int = 28,
               label: str = "Trend") -> str:
     """A small line of the values in order (e.g. a metric's history), its last point marked.
 
-    A line needs two points: no present value draws an empty frame, a single one its value
-    as text (a lone dot reads as a trend it is not).
+    A line needs two points: no present value draws an empty frame, a single one nothing
+    at all (a lone dot reads as a trend it is not, and the card already shows the value).
     """
     pad = 3
     present = [float(v) for v in values if _present(v)]
     body: list[str] = []
     if len(present) == 1:
-        return _svg(width, height, f"{label}: one point so far, {present[0]:.4f}", [
-            f'<text class="single" x="{pad}" y="{_fmt(height / 2 + 4)}" font-size="11" '
-            f'fill="currentColor">{present[0]:.4f} (1 point)</text>'], "sparkline-single")
+        return ""
     if present:
         y_of = _scale(min(present), max(present), height - pad, pad)
         x_of = _scale(0, max(len(values) - 1, 1), pad, width - pad)

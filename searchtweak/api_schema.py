@@ -7,6 +7,8 @@ documents the error shapes the API answers with (docs/ARCHITECTURE.md): 400 `Val
 → messages), and `Error` (`{"detail"}`) for 401, 403 and 404.
 """
 
+import re
+
 from drf_spectacular import openapi
 
 ERROR_SCHEMAS = {
@@ -40,6 +42,37 @@ _ERRORS = {
 }
 
 
+# The docs group operations by resource: (tag, what it holds, the paths below /api/v1/ it
+# takes), first match wins. Without this every operation sat under one "v1" tag.
+RESOURCE_TAGS: list[tuple[str, str, str]] = [
+    ("grading", "The grading queue, grades, and judgments import and export.",
+     r"evaluations/\{evaluation_id\}/(next|snapshots|judgments)/|snapshots/"),
+    ("metrics", "Metric values per keyword, comparisons and the metric table.",
+     r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table)/"),
+    ("judges", "LLM judges, their runs, calibration and call logs.",
+     r"evaluations/\{evaluation_id\}/judge-runs/|judge-runs/|judges/"),
+    ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive).",
+     r"evaluations/"),
+    ("endpoints", "Search endpoints and the search models that query them.",
+     r"endpoints/|models/"),
+    ("scales", "Grading scales and the transformers between them.",
+     r"scales/|transformers/"),
+    ("teams", "The caller, teams and invitations.", r"me/|teams/"),
+]
+# The order the docs list them in.
+TAG_ORDER = ("evaluations", "endpoints", "grading", "judges", "scales", "metrics", "teams")
+_TAG_PATTERNS = [(tag, re.compile(r"/api/v1/(?:" + paths + ")")) for tag, _, paths
+                 in RESOURCE_TAGS]
+
+
+def resource_tag(path: str) -> str:
+    """The resource tag of an operation's path; the path's first part if none matches."""
+    for tag, pattern in _TAG_PATTERNS:
+        if pattern.match(path):
+            return tag
+    return path.removeprefix("/api/v1/").split("/")[0]
+
+
 def _response(component: str, description: str) -> dict:
     return {
         "description": description,
@@ -57,6 +90,9 @@ class AutoSchema(openapi.AutoSchema):
             part.removesuffix("Serializer").removesuffix("Api") for part in parts
         )
 
+    def get_tags(self) -> list[str]:
+        return [resource_tag(self.path)]
+
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
         for code, (component, description) in _ERRORS.items():
@@ -69,4 +105,6 @@ def add_error_components(result, generator, request, public):
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in ERROR_SCHEMAS.items():
         schemas.setdefault(name, schema)
+    descriptions = {tag: description for tag, description, _ in RESOURCE_TAGS}
+    result["tags"] = [{"name": tag, "description": descriptions[tag]} for tag in TAG_ORDER]
     return result

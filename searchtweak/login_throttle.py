@@ -10,11 +10,16 @@ limit otherwise. Nothing counts per username alone: an attacker elsewhere cannot
 real user out, and a lock ends by itself after the cool-off.
 """
 
+import math
+from datetime import timedelta
+
 from axes.backends import AxesStandaloneBackend
 from axes.handlers.database import AxesDatabaseHandler
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
 
 
 def failure_limit(request: HttpRequest, credentials: dict | None) -> int:
@@ -29,10 +34,34 @@ def failure_limit(request: HttpRequest, credentials: dict | None) -> int:
     return settings.LOGIN_FAILURE_LIMIT_PER_ADDRESS
 
 
-def lockout_message() -> str:
-    minutes = settings.LOGIN_LOCKOUT_MINUTES
-    return (f"Too many failed logins from your address. Try again in {minutes} minutes, "
-            "or reset your password.")
+def lockout_message(request: HttpRequest, credentials: dict | None) -> str:
+    """What is locked (this username from this address, or every login from the address)
+    and for how many more minutes."""
+    pair_attempts, address_attempts = AxesDatabaseHandler().get_user_attempts(
+        request, credentials)[:2]
+    username = (credentials or {}).get("username", "")
+    whole_address = (sum(attempt.failures_since_start for attempt in address_attempts)
+                     >= settings.LOGIN_FAILURE_LIMIT_PER_ADDRESS)
+    attempts = address_attempts if whole_address or not username else pair_attempts
+    minutes = _minutes_left(attempts)
+    wait = f"{minutes} more minute{pluralize(minutes)}"
+    if whole_address or not username:
+        return (f"Too many failed logins from your address: logging in from this address "
+                f"is locked for {wait}, for every account. Logging in from elsewhere works.")
+    return (f"Too many failed logins as “{username}” from your address: logging in as "
+            f"“{username}” from this address is locked for {wait}. Other accounts, and this "
+            "one from elsewhere, are not affected; you can also reset your password.")
+
+
+def _minutes_left(attempts) -> int:
+    """Minutes until the latest counted failure leaves the cool-off (failures during the
+    lock do not extend it), rounded up; at least 1."""
+    latest = max((attempt.attempt_time for attempt in attempts), default=None)
+    cool_off = timedelta(minutes=settings.LOGIN_LOCKOUT_MINUTES)
+    if latest is None:
+        return settings.LOGIN_LOCKOUT_MINUTES
+    seconds = (latest + cool_off - timezone.now()).total_seconds()
+    return min(max(math.ceil(seconds / 60), 1), settings.LOGIN_LOCKOUT_MINUTES)
 
 
 def lockout_response(request: HttpRequest, original_response: HttpResponse | None = None,
@@ -43,7 +72,7 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     username = (credentials or {}).get("username", "")
     return render(request, "registration/login.html", {
         "form": AuthenticationForm(request, initial={"username": username}),
-        "lockout_message": lockout_message(),
+        "lockout_message": lockout_message(request, credentials),
         "next": request.POST.get("next", ""),
     }, status=429)
 

@@ -186,6 +186,16 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves static files in every mode: collected ones from STATIC_ROOT (production
+# runs `manage.py collectstatic --noinput` once, as the Dockerfile does, which also stores
+# compressed copies), and otherwise straight from static/, so a server started with DEBUG
+# off and nothing collected is still styled. /favicon.ico comes from static/root/.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=True)
@@ -403,4 +413,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    # Django's own "django" logger has a console handler in DEBUG and also propagates to
+    # the root's: every line came out twice. Only the root prints. ("django.server", the
+    # dev server's request lines, keeps Django's handler and does not propagate.)
+    "loggers": {"django": {"handlers": [], "propagate": True}},
 }

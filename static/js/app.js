@@ -22,15 +22,51 @@
     });
   }
 
+  // A wide table scrolls inside its own box instead of widening the page on a phone.
+  function wrapTables(root) {
+    var tables = root instanceof HTMLTableElement ? [root] : root.querySelectorAll("table");
+    Array.prototype.forEach.call(tables, function (table) {
+      var parent = table.parentElement;
+      if (!parent || parent.classList.contains("table-scroll") || table.closest("pre")) {
+        return;
+      }
+      var box = document.createElement("div");
+      box.className = "table-scroll";
+      parent.insertBefore(box, table);
+      box.appendChild(table);
+    });
+  }
+
   applyStyles(document);
+  wrapTables(document);
   // Pages replace parts of themselves (the grading panel, the live dashboard figures).
   new MutationObserver(function (mutations) {
     mutations.forEach(function (mutation) {
       mutation.addedNodes.forEach(function (node) {
         if (node.nodeType === Node.ELEMENT_NODE) {
           applyStyles(node.parentNode || node);
+          wrapTables(node);
         }
       });
     });
   }).observe(document.documentElement, { childList: true, subtree: true });
+
+  // The menu button of a narrow screen opens and closes the nav (templates/base.html).
+  document.addEventListener("click", function (event) {
+    var toggle = event.target instanceof Element && event.target.closest("[data-menu-toggle]");
+    if (!toggle) {
+      return;
+    }
+    var open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    toggle.closest(".topbar").classList.toggle("menu-open", open);
+  });
+  document.addEventListener("keydown", function (event) {
+    var toggle = document.querySelector("[data-menu-toggle][aria-expanded=true]");
+    if (event.key === "Escape" && toggle) {
+      toggle.setAttribute("aria-expanded", "false");
+      toggle.closest(".topbar").classList.remove("menu-open");
+      toggle.focus();
+    }
+  });
 })();

@@ -19,7 +19,23 @@ def test_a_builtin_grade_scale_wraps_the_core_scale_itself():
 def test_the_detail_scale_keys_its_grade_ten_as_zero():
     detail = scales.builtin_scale("detail")
     assert [g.key for g in detail.grades][-2:] == ["9", "0"]
-    assert detail.label_of(10) == "10" and detail.label_of(None) == ""
+    assert detail.label_of(10) == "Perfect" and detail.label_of(None) == ""
+
+
+def test_the_detail_scale_grades_have_words_not_their_numbers_again():
+    detail = scales.builtin_scale("detail")
+    assert [g.label for g in detail.grades] == [
+        "Useless", "Very poor", "Poor", "Weak", "Partial", "Fair", "Good", "Very good",
+        "Excellent", "Perfect"]
+    # The core scale (judges' prompts read it) is untouched.
+    assert detail.scale is core.SCALES["detail"] and core.SCALES["detail"].labels == {}
+
+
+def test_the_scale_list_shows_the_detail_labels(client, personas):
+    client.force_login(personas.admin)
+    html = client.get("/scales/").content.decode()
+    assert ">1 Useless</span>" in html and ">10 Perfect</span>" in html
+    assert ">1 1</span>" not in html
 
 
 def test_a_team_scale_is_a_core_scale_with_the_rows_bounds_name_and_labels(personas):

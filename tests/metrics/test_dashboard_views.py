@@ -70,10 +70,10 @@ def test_the_dashboard_shows_values_cards_and_charts(client, personas, finished)
     before = first.metric_configs.get(code="precision")
     assert f"{precision.value:.4f}" in html
     assert f"{precision.value - before.value:+.4f}" in html  # change vs previous
-    # One history point each (one recompute): the value, not a one-point line.
-    assert html.count('class="chart sparkline-single"') == 3
-    assert 'class="chart sparkline"' not in html
-    assert f"{precision.value:.4f} (1 point)</text>" in html
+    # One history point each (one recompute): the value and nothing else, no one-point line.
+    assert 'class="chart sparkline' not in html and 'class="sparkline-box"' not in html
+    assert "(1 point)" not in html and "one point so far" not in html
+    assert html.count(f">{precision.value:.4f}</p>") == 1
     assert 'class="chart histogram"' in html
     assert "Landis &amp; Koch" in html
     assert html.count("<details>") == 12
@@ -147,8 +147,9 @@ def test_a_second_history_point_draws_the_sparkline(client, personas, finished):
     client.force_login(personas.lead)
     html = client.get(reverse("metrics:evaluation_dashboard", args=[second.pk])
                       ).content.decode()
+    # The other two cards still have one point: no chart.
     assert html.count('class="chart sparkline"') == 1
-    assert html.count('class="chart sparkline-single"') == 2
+    assert html.count('class="sparkline-box"') == 1
 
 
 def _tick_texts(html: str, chart_class: str) -> list[str]:

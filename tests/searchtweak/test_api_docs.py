@@ -48,3 +48,30 @@ def test_swagger_ui_starts_from_a_script_file_not_an_inline_script(client):
     script = client.get("/api/docs/?script=")
     assert script["Content-Type"].startswith("application/javascript")
     assert 'url: "/api/schema/"' in script.content.decode()
+
+
+def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
+    schema = client.get("/api/schema/?format=json").json()
+    tag_of = {operation["operationId"]: operation["tags"]
+              for path in schema["paths"].values() for operation in path.values()}
+    resources = ["evaluations", "endpoints", "grading", "judges", "scales", "metrics", "teams"]
+    assert [tag["name"] for tag in schema["tags"]] == resources
+    assert all(tag["description"] for tag in schema["tags"])
+    # Every operation sits under exactly one of them.
+    stray = {operation: tags for operation, tags in tag_of.items()
+             if len(tags) != 1 or tags[0] not in resources}
+    assert stray == {}
+    assert {tags[0] for tags in tag_of.values()} == set(resources)
+    expected = {
+        "evaluations_list": "evaluations", "evaluations_start": "evaluations",
+        "endpoints_create": "endpoints", "models_test": "endpoints",
+        "evaluations_next": "grading", "snapshots_grade": "grading",
+        "evaluations_judgments_export": "grading",
+        "judges_list": "judges", "judge_runs_pause": "judges",
+        "evaluation_judge_runs_start": "judges", "judge_calls_jsonl": "judges",
+        "scales_list": "scales", "transformers_create": "scales",
+        "evaluations_compare": "metrics", "evaluations_keywords_list": "metrics",
+        "evaluations_metric_table": "metrics",
+        "me": "teams", "teams_invitations_create": "teams",
+    }
+    assert {operation: tag_of[operation][0] for operation in expected} == expected

@@ -15,7 +15,11 @@ pytestmark = pytest.mark.django_db
 
 ATTACKER = "203.0.113.7"
 ELSEWHERE = "198.51.100.20"
-LOCKED_TEXT = "Too many failed logins from your address. Try again in 10 minutes"
+PAIR_LOCKED = ("Too many failed logins as “grader” from your address: logging in as “grader” "
+               "from this address is locked for 10 more minutes. Other accounts, and this one "
+               "from elsewhere, are not affected")
+ADDRESS_LOCKED = ("Too many failed logins from your address: logging in from this address is "
+                  "locked for 10 more minutes, for every account.")
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +54,7 @@ def test_fifty_wrong_passwords_lock_the_address_out_and_the_right_one_is_refused
     assert response.status_code == 429
     assert not _logged_in(client)
     html = response.content.decode()
-    assert LOCKED_TEXT in html and 'data-testid="lockout"' in html
+    assert PAIR_LOCKED in html and 'data-testid="lockout"' in html
     assert '<form method="post" action="/login/">' in html  # still the login page
 
 
@@ -96,9 +100,21 @@ def test_many_usernames_from_one_address_lock_the_address(personas, settings):
     assert statuses == [200] * (limit - 1) + [429]
     response, client = _login("lead", PASSWORD, ATTACKER)
     assert response.status_code == 429 and not _logged_in(client)
-    assert LOCKED_TEXT in response.content.decode()
+    assert ADDRESS_LOCKED in response.content.decode()
     response, client = _login("lead", PASSWORD, ELSEWHERE)
     assert response.status_code == 302 and _logged_in(client)
+
+
+def test_the_lockout_page_counts_down_the_minutes_left(personas, settings):
+    for _ in range(settings.LOGIN_FAILURE_LIMIT):
+        _login("grader", "wrong", ATTACKER)
+    # Four minutes and a bit later: six minutes are left (rounded up).
+    for attempt in AccessAttempt.objects.all():
+        attempt.attempt_time -= timedelta(minutes=4, seconds=10)
+        attempt.save(update_fields=["attempt_time"])
+    html = _login("grader", PASSWORD, ATTACKER)[0].content.decode()
+    assert "logging in as “grader” from this address is locked for 6 more minutes." in html
+    assert "from your address:" in html and "10 more minutes" not in html
 
 
 def test_an_operator_lifts_a_lock_at_once(personas, settings):
