@@ -62,8 +62,21 @@ def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) ->
         lambda: _enqueue(mark_empty_results_dirty, keyword_id, evaluation_id, marks=True))
 
 
-def on_metric_configs_changed(sender, *, instance: EvaluationMetric, **kwargs) -> None:
+def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
+                              update_fields=None, **kwargs) -> None:
+    """A metric was added, changed or removed: the evaluation's keywords are marked dirty
+    here, inside the transaction that made the change (post_save and post_delete run in
+    it), and its recompute is enqueued after commit.
+
+    The one receiver that writes: the mark must commit with the change, or a lost message
+    or a dead worker would leave the values stale with nothing to tell the sweep
+    (scheduling.evaluation_configuration_changed). Moving a metric in the list changes no
+    value and marks nothing."""
+    if update_fields is not None and set(update_fields) <= {"position"}:
+        return
+    from metrics.recompute.scheduling import evaluation_configuration_changed
     from metrics.tasks import recompute_evaluation
 
     evaluation_id = instance.evaluation_id
+    evaluation_configuration_changed(evaluation_id=evaluation_id)
     transaction.on_commit(lambda: _enqueue(recompute_evaluation, evaluation_id))

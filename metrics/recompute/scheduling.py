@@ -16,7 +16,12 @@ from evaluations.models import Keyword
 from judgments.services import keywords_mark_dirty
 from metrics import core
 from metrics.models import RecomputeDue
-from metrics.recompute.run import RecomputeRun, _uses_pool, keyword_metrics_recompute
+from metrics.recompute.run import (
+    RecomputeRun,
+    _uses_pool,
+    evaluation_metrics_recompute,
+    keyword_metrics_recompute,
+)
 from metrics.selectors import (
     changed_keywords,
     evaluation_dirty_keyword,
@@ -208,6 +213,37 @@ def pool_sibling_runs(*, keyword_ids: Iterable[int]) -> dict[int, int]:
     return runs
 
 
+# --- after the metric configuration changes (metrics.receivers) ---
+
+
+# send(keyword_id, evaluation_id, deferred, countdown) queues a recompute_keyword task.
+SendRun = Callable[[int, int | None, bool, float | None], None]
+
+
+def evaluation_configuration_changed(*, evaluation_id: int) -> None:
+    """Every stored value of the evaluation may be stale: mark all its keywords dirty.
+
+    Runs inside the transaction that changed the configuration (the receiver of
+    EvaluationMetric's post_save and post_delete), so the mark commits with the change:
+    if the run queued after commit (recompute_evaluation_scheduled) is lost or its worker
+    dies, the sweep finds the keywords; a run that read the older configuration read an
+    older version too, and leaves them dirty.
+    """
+    recompute_marks.evaluation_keywords_version_bump(evaluation_id=evaluation_id)
+
+
+def recompute_evaluation_scheduled(*, evaluation_id: int, send: SendRun) -> int:
+    """metrics.tasks.recompute_evaluation: the whole evaluation from scratch, then a run
+    of its dirty keywords through `send` if any is left. A grade that landed on a keyword
+    the configuration change had marked queued nothing, counting on this run, which read
+    the version before that grade. Returns the number of keywords recomputed."""
+    count = evaluation_metrics_recompute(evaluation_id=evaluation_id)
+    keyword_id = evaluation_dirty_keyword(evaluation_id=evaluation_id)
+    if keyword_id is not None:
+        send(keyword_id, evaluation_id, False, None)
+    return count
+
+
 # --- a worker's runs of a busy evaluation (metrics.tasks.recompute_keyword) ---
 
 
@@ -230,9 +266,6 @@ def busy_interval() -> float:
     previous one ended, so each run reads many grades."""
     return settings.RECOMPUTE_BUSY_INTERVAL_SECONDS
 
-
-# send(keyword_id, evaluation_id, deferred, countdown) queues a recompute_keyword task.
-SendRun = Callable[[int, int | None, bool, float | None], None]
 
 
 def keyword_recompute_scheduled(
