@@ -9,6 +9,7 @@ class MetricsConfig(AppConfig):
 
         from evaluations.models import EvaluationMetric
         from evaluations.signals import snapshots_created
+        from judgments.models import Transformer
         from judgments.signals import grades_changed
         from metrics import receivers
 
@@ -19,3 +20,6 @@ class MetricsConfig(AppConfig):
         for signal in (post_save, post_delete):
             signal.connect(receivers.on_metric_configs_changed, sender=EvaluationMetric,
                            dispatch_uid=f"metrics.configs.{signal is post_save}")
+            # So does a team transformer the evaluation reads its grades through.
+            signal.connect(receivers.on_team_transformers_changed, sender=Transformer,
+                           dispatch_uid=f"metrics.transformers.{signal is post_save}")

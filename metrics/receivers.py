@@ -80,3 +80,16 @@ def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
     evaluation_id = instance.evaluation_id
     evaluation_configuration_changed(evaluation_id=evaluation_id)
     transaction.on_commit(lambda: _enqueue(recompute_evaluation, evaluation_id))
+
+
+def on_team_transformers_changed(sender, *, instance, **kwargs) -> None:
+    """A team's transformer was saved or deleted: the values of the evaluations that read
+    grades through it change though no grade did. Marked here, in the transaction of the
+    change, for the reason on_metric_configs_changed gives; their runs after commit."""
+    from metrics.recompute.scheduling import team_transformer_changed
+    from metrics.tasks import recompute_evaluation
+
+    for evaluation_id in team_transformer_changed(
+            team_id=instance.team_id, source=instance.source, target=instance.target):
+        transaction.on_commit(
+            lambda evaluation_id=evaluation_id: _enqueue(recompute_evaluation, evaluation_id))

@@ -12,7 +12,7 @@ from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
 from evaluations import recompute_marks
-from evaluations.models import Keyword
+from evaluations.models import Evaluation, Keyword
 from judgments.services import keywords_mark_dirty
 from metrics import core
 from metrics.models import RecomputeDue
@@ -230,6 +230,23 @@ def evaluation_configuration_changed(*, evaluation_id: int) -> None:
     older version too, and leaves them dirty.
     """
     recompute_marks.evaluation_keywords_version_bump(evaluation_id=evaluation_id)
+
+
+def team_transformer_changed(*, team_id: int, source: str, target: str) -> list[int]:
+    """A team's transformer source -> target was saved or deleted: mark dirty the keywords
+    of every evaluation that reads its grades through it (on the source scale, with a
+    metric on the target scale, no transformer of its own for the pair), as
+    evaluation_configuration_changed does; those evaluations, to queue their runs."""
+    codes = [code for code, spec in core.METRICS.items() if spec.scale == target]
+    if not codes:
+        return []
+    evaluation_ids = sorted(
+        Evaluation.objects.filter(team_id=team_id, scale=source, metric_configs__code__in=codes)
+        .exclude(transformers__has_key=f"{source}->{target}")
+        .values_list("pk", flat=True).distinct())
+    for evaluation_id in evaluation_ids:
+        evaluation_configuration_changed(evaluation_id=evaluation_id)
+    return evaluation_ids
 
 
 def recompute_evaluation_scheduled(*, evaluation_id: int, send: SendRun) -> int:

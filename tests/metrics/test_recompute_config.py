@@ -2,16 +2,21 @@
 lost (issue 24, defect 2): the change marks the evaluation's keywords dirty in its own
 transaction, so the sweep finds them, and the run that reads them clears the marks."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
 from evaluations import services as evaluation_services
 from evaluations.models import EvaluationMetric, Keyword
+from judgments import services as judgment_services
 from metrics import tasks
 from metrics.models import KeywordMetricValue
 from metrics.recompute import run
 from metrics.services import dirty_keywords_due
+from searchtweak.celery import app as celery_app
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
 from tests.searchtweak.factories import UserFactory
@@ -22,6 +27,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 METRICS = [{"code": "precision", "k": 3, "params": {}}, {"code": "ndcg", "k": 3, "params": {}}]
 # Nothing listens on port 9 (discard) on loopback: a publish fails for real.
 BROKER_DOWN = "redis://127.0.0.1:9/0"
+
+
+@contextmanager
+def broker_down() -> Iterator[None]:
+    """Tasks are published to a broker nobody answers at, and fail for real. Without a
+    result store: its reconnects would take 20 s a publish, with the same outcome."""
+    with tasks_sent_to(broker_url=BROKER_DOWN, queue="unreachable"):
+        celery_app.conf.result_backend = "disabled"
+        yield
 
 
 def graded_evaluation(team):
@@ -46,7 +60,7 @@ def test_a_metric_added_while_the_broker_is_down_is_recomputed_by_the_sweep(pers
     evaluation = graded_evaluation(personas.team)
     lead = APIClient()
     lead.force_authenticate(personas.lead)
-    with tasks_sent_to(broker_url=BROKER_DOWN, queue="unreachable"):
+    with broker_down():
         response = lead.patch(f"/api/v1/evaluations/{evaluation.pk}/",
                               {"metrics": [*METRICS, {"code": "rr", "k": 5}]}, format="json")
     assert response.status_code == 200, response.json()
@@ -67,7 +81,7 @@ def test_a_metric_added_while_the_broker_is_down_is_recomputed_by_the_sweep(pers
 @override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
 def test_a_metric_removed_while_the_broker_is_down_leaves_the_evaluation_owed_a_run(personas):
     evaluation = graded_evaluation(personas.team)
-    with tasks_sent_to(broker_url=BROKER_DOWN, queue="unreachable"):
+    with broker_down():
         evaluation_services.evaluation_update(evaluation=evaluation, metrics=METRICS[:1])
     assert len(dirty_keywords_due()) == 3
     assert tasks.sweep_dirty_keywords.delay().get() == 3
@@ -77,7 +91,7 @@ def test_a_metric_removed_while_the_broker_is_down_leaves_the_evaluation_owed_a_
 
 def test_reordering_metrics_marks_nothing(personas):
     evaluation = graded_evaluation(personas.team)
-    with tasks_sent_to(broker_url=BROKER_DOWN, queue="unreachable"):
+    with broker_down():
         evaluation_services.evaluation_update(evaluation=evaluation, metrics=METRICS[::-1])
     # Values do not depend on the order the metrics are shown in: nothing is owed.
     assert list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position")
@@ -113,4 +127,37 @@ def test_a_run_whose_keywords_are_replaced_under_it_retries_and_converges(
     assert sorted(KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
                   .values_list("keyword__text", flat=True)) == ["chair", "lamp"]
     assert not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists()
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
+
+
+@override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
+@pytest.mark.parametrize("change", ["save", "delete"])
+def test_a_team_transformer_changed_while_the_broker_is_down_is_recomputed_by_the_sweep(
+        personas, change):
+    """Precision reads graded grades through the team's graded->binary transformer: a new
+    mapping changes its values though no grade and no metric changed."""
+    strict = judgment_services.transformer_save(
+        team=personas.team, source="graded", target="binary",
+        mapping={"0": 0, "1": 0, "2": 0, "3": 1})
+    evaluation = graded_evaluation(personas.team)
+    untouched = build_evaluation(team=personas.team, keywords={"lamp": ["a"]},
+                                 metrics=[("ndcg", 1, {})])  # graded: no transformer
+    precision = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
+    assert precision.value == pytest.approx((1 / 2 + 0 / 2) / 2)  # only lamp's 3 counts
+    with broker_down():
+        if change == "save":
+            judgment_services.transformer_save(
+                team=personas.team, source="graded", target="binary",
+                mapping={"0": 0, "1": 0, "2": 1, "3": 1})
+        else:
+            judgment_services.transformer_delete(transformer=strict)
+    assert sorted(dirty_keywords_due()) == sorted(
+        Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
+    assert not Keyword.objects.filter(evaluation=untouched, dirty_since__isnull=False).exists()
+
+    assert tasks.sweep_dirty_keywords.delay().get() == 3
+    precision.refresh_from_db()
+    # 2 and up: lamp 1/2, desk 1/2; the default (1 and up): lamp 1/2, desk 2/2.
+    assert precision.value == pytest.approx(0.5 if change == "save" else 0.75)
+    assert dirty_keywords_due() == []
     assert_stored_values_equal_a_full_recompute(evaluation.pk)
