@@ -5,9 +5,9 @@ class MetricsConfig(AppConfig):
     name = "metrics"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, post_save
+        from django.db.models.signals import post_delete, post_save, pre_delete
 
-        from evaluations.models import EvaluationMetric
+        from evaluations.models import Evaluation, EvaluationMetric
         from evaluations.signals import snapshots_created
         from judgments.models import Transformer
         from judgments.signals import grades_changed
@@ -23,3 +23,6 @@ class MetricsConfig(AppConfig):
             # So does a team transformer the evaluation reads its grades through.
             signal.connect(receivers.on_team_transformers_changed, sender=Transformer,
                            dispatch_uid=f"metrics.transformers.{signal is post_save}")
+        # Deleting an evaluation takes its grades out of the team's pool.
+        pre_delete.connect(receivers.on_evaluation_deleting, sender=Evaluation,
+                           dispatch_uid="metrics.evaluation_deleting")

@@ -5,7 +5,7 @@ import logging
 from django.conf import settings
 from django.db import transaction
 
-from evaluations.models import EvaluationMetric
+from evaluations.models import Evaluation, EvaluationMetric
 
 logger = logging.getLogger(__name__)
 
@@ -93,3 +93,18 @@ def on_team_transformers_changed(sender, *, instance, **kwargs) -> None:
             team_id=instance.team_id, source=instance.source, target=instance.target):
         transaction.on_commit(
             lambda evaluation_id=evaluation_id: _enqueue(recompute_evaluation, evaluation_id))
+
+
+def on_evaluation_deleting(sender, *, instance: Evaluation, **kwargs) -> None:
+    """An evaluation is being deleted: pool metrics elsewhere in the team that read its
+    grades change. Their keywords are marked here, inside the deleting transaction and
+    before the cascade (scheduling.evaluation_deleted_pool_sibling_runs); their runs are
+    queued after commit."""
+    from metrics.recompute.scheduling import evaluation_deleted_pool_sibling_runs
+    from metrics.tasks import recompute_keyword
+
+    for evaluation_id, keyword_id in evaluation_deleted_pool_sibling_runs(
+            evaluation_id=instance.pk).items():
+        transaction.on_commit(
+            lambda keyword_id=keyword_id, evaluation_id=evaluation_id: _enqueue(
+                recompute_keyword, keyword_id, evaluation_id=evaluation_id))

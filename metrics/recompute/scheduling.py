@@ -261,6 +261,19 @@ def recompute_evaluation_scheduled(*, evaluation_id: int, send: SendRun) -> int:
     return count
 
 
+def evaluation_deleted_pool_sibling_runs(*, evaluation_id: int) -> dict[int, int]:
+    """The evaluation is being deleted: its grades leave the team's pool, so the keywords
+    of other evaluations whose pool metrics read them are marked dirty (pool_sibling_runs);
+    the runs to queue for them.
+
+    Runs inside the deleting transaction, before the cascade takes the keywords' texts
+    (the receiver of Evaluation's pre_delete): the marks commit with the deletion.
+    """
+    graded = list(Keyword.objects.filter(evaluation_id=evaluation_id, slots__grade__isnull=False)
+                  .values_list("pk", flat=True).distinct())
+    return pool_sibling_runs(keyword_ids=graded) if graded else {}
+
+
 # --- a worker's runs of a busy evaluation (metrics.tasks.recompute_keyword) ---
 
 

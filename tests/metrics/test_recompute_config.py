@@ -161,3 +161,56 @@ def test_a_team_transformer_changed_while_the_broker_is_down_is_recomputed_by_th
     assert precision.value == pytest.approx(0.5 if change == "save" else 0.75)
     assert dirty_keywords_due() == []
     assert_stored_values_equal_a_full_recompute(evaluation.pk)
+
+
+@override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
+def test_deleting_a_graded_evaluation_recomputes_the_pool_metrics_that_read_its_grades(
+        personas):
+    """Recall counts the relevant documents of the team's pool for the keyword's text:
+    deleting the evaluation that judged them changes it, though none of its grades did."""
+    judged = build_evaluation(team=personas.team, keywords={"Tent": ["d1", "d2"]},
+                              metrics=[("cg", 1, {})])
+    recall = build_evaluation(team=personas.team, keywords={"tent": ["d2", "d3"]},
+                              metrics=[("recall", 2, {})])
+    graders = [UserFactory(username="p0")]
+    set_grades(graders, [(slot(judged, "Tent", 1), 3), (slot(judged, "Tent", 2), 2),
+                         (slot(recall, "tent", 1), 2), (slot(recall, "tent", 2), 0)])
+    config = EvaluationMetric.objects.get(evaluation=recall)
+    assert (config.value, config.keyword_count) == (0.5, 1)  # d2 of d1 and d2
+    with broker_down():
+        evaluation_services.evaluation_delete(evaluation=judged)
+    sibling = Keyword.objects.get(evaluation=recall)
+    assert dirty_keywords_due() == [sibling.pk]
+
+    assert tasks.sweep_dirty_keywords.delay().get() == 1
+    config.refresh_from_db()
+    assert (config.value, config.keyword_count) == (1.0, 1)  # d2, the only one left
+    assert dirty_keywords_due() == []
+    assert_stored_values_equal_a_full_recompute(recall.pk)
+
+
+@override_settings(RECOMPUTE_SWEEP_AFTER_SECONDS=0)
+def test_a_metric_added_while_a_full_run_reads_leaves_its_keywords_for_the_next_run(
+        personas, monkeypatch):
+    """The run read the configuration before the change committed: it must not take the
+    keywords the change marked for computed."""
+    evaluation = graded_evaluation(personas.team)
+    read_configs = run.evaluation_metric_configs
+    added = []
+
+    def metric_added_meanwhile(**kwargs):
+        configs = read_configs(**kwargs)
+        if not added:
+            with broker_down():  # its own run is lost
+                added.append(EvaluationMetric.objects.create(
+                    evaluation=evaluation, code="rr", k=5, position=2))
+        return configs
+
+    monkeypatch.setattr(run, "evaluation_metric_configs", metric_added_meanwhile)
+    assert run.evaluation_metrics_recompute(evaluation_id=evaluation.pk) == 3
+    assert rr_values(evaluation) == {}
+    assert len(dirty_keywords_due()) == 3
+    monkeypatch.undo()
+    assert tasks.sweep_dirty_keywords.delay().get() == 3
+    assert rr_values(evaluation) == {"lamp": 0.5, "desk": 1.0, "sofa": None}
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
