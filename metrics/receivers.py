@@ -68,10 +68,10 @@ def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
     here, inside the transaction that made the change (post_save and post_delete run in
     it), and its recompute is enqueued after commit.
 
-    The one receiver that writes: the mark must commit with the change, or a lost message
-    or a dead worker would leave the values stale with nothing to tell the sweep
-    (scheduling.evaluation_configuration_changed). Moving a metric in the list changes no
-    value and marks nothing."""
+    Unlike the receivers of announcements made after commit, it writes: the mark must
+    commit with the change, or a lost message or a dead worker would leave the values
+    stale with nothing to tell the sweep (scheduling.evaluation_configuration_changed).
+    Moving a metric in the list changes no value and marks nothing."""
     if update_fields is not None and set(update_fields) <= {"position"}:
         return
     from metrics.recompute.scheduling import evaluation_configuration_changed

@@ -270,8 +270,17 @@ def evaluation_deleted_pool_sibling_runs(*, evaluation_id: int) -> dict[int, int
     (the receiver of Evaluation's pre_delete): the marks commit with the deletion.
     """
     graded = list(Keyword.objects.filter(evaluation_id=evaluation_id, slots__grade__isnull=False)
-                  .values_list("pk", flat=True).distinct())
-    return pool_sibling_runs(keyword_ids=graded) if graded else {}
+                  .order_by("pk").values_list("pk", flat=True).distinct())
+    runs: dict[int, int] = {}
+    for start in range(0, len(graded), _DELETED_CHUNK):
+        for evaluation, keyword in pool_sibling_runs(
+                keyword_ids=graded[start:start + _DELETED_CHUNK]).items():
+            runs.setdefault(evaluation, keyword)
+    return runs
+
+
+# Keywords per look for pool siblings: far below SQLite's 32,766 bound parameters.
+_DELETED_CHUNK = 2000
 
 
 # --- a worker's runs of a busy evaluation (metrics.tasks.recompute_keyword) ---
@@ -295,7 +304,6 @@ def busy_interval() -> float:
     """While an evaluation is being graded, its next run starts this long after the
     previous one ended, so each run reads many grades."""
     return settings.RECOMPUTE_BUSY_INTERVAL_SECONDS
-
 
 
 def keyword_recompute_scheduled(
