@@ -56,6 +56,19 @@ def keywords_version_bump_all(*, keyword_ids: Iterable[int]) -> None:
         )
 
 
+def evaluation_keywords_version_bump(*, evaluation_id: int) -> int:
+    """keywords_version_bump for every keyword of the evaluation, in one statement, when
+    something all its values depend on changed (its metric configuration); how many.
+
+    Must run inside the transaction that made the change: a lost or failed run then leaves
+    the keywords dirty for the sweep, and a run that read the old configuration cannot
+    clear them (it read an older version)."""
+    return Keyword.objects.filter(evaluation_id=evaluation_id).update(
+        version=F("version") + 1,
+        dirty_since=Coalesce(F("dirty_since"), Value(timezone.now())),
+    )
+
+
 def keyword_version_bump_cte(*, name: str, graded: str) -> str:
     """A `name AS (UPDATE ...)` common table expression for PostgreSQL's one-statement
     grade (judgments.grading): bump the version of the keyword of the `graded` CTE's row

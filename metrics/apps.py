@@ -5,10 +5,11 @@ class MetricsConfig(AppConfig):
     name = "metrics"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, post_save
+        from django.db.models.signals import post_delete, post_save, pre_delete
 
-        from evaluations.models import EvaluationMetric
+        from evaluations.models import Evaluation, EvaluationMetric
         from evaluations.signals import snapshots_created
+        from judgments.models import Transformer
         from judgments.signals import grades_changed
         from metrics import receivers
 
@@ -19,3 +20,9 @@ class MetricsConfig(AppConfig):
         for signal in (post_save, post_delete):
             signal.connect(receivers.on_metric_configs_changed, sender=EvaluationMetric,
                            dispatch_uid=f"metrics.configs.{signal is post_save}")
+            # So does a team transformer the evaluation reads its grades through.
+            signal.connect(receivers.on_team_transformers_changed, sender=Transformer,
+                           dispatch_uid=f"metrics.transformers.{signal is post_save}")
+        # Deleting an evaluation takes its grades out of the team's pool.
+        pre_delete.connect(receivers.on_evaluation_deleting, sender=Evaluation,
+                           dispatch_uid="metrics.evaluation_deleting")

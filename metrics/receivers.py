@@ -5,7 +5,7 @@ import logging
 from django.conf import settings
 from django.db import transaction
 
-from evaluations.models import EvaluationMetric
+from evaluations.models import Evaluation, EvaluationMetric
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +62,49 @@ def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) ->
         lambda: _enqueue(mark_empty_results_dirty, keyword_id, evaluation_id, marks=True))
 
 
-def on_metric_configs_changed(sender, *, instance: EvaluationMetric, **kwargs) -> None:
+def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
+                              update_fields=None, **kwargs) -> None:
+    """A metric was added, changed or removed: the evaluation's keywords are marked dirty
+    here, inside the transaction that made the change (post_save and post_delete run in
+    it), and its recompute is enqueued after commit.
+
+    Unlike the receivers of announcements made after commit, it writes: the mark must
+    commit with the change, or a lost message or a dead worker would leave the values
+    stale with nothing to tell the sweep (scheduling.evaluation_configuration_changed).
+    Moving a metric in the list changes no value and marks nothing."""
+    if update_fields is not None and set(update_fields) <= {"position"}:
+        return
+    from metrics.recompute.scheduling import evaluation_configuration_changed
     from metrics.tasks import recompute_evaluation
 
     evaluation_id = instance.evaluation_id
+    evaluation_configuration_changed(evaluation_id=evaluation_id)
     transaction.on_commit(lambda: _enqueue(recompute_evaluation, evaluation_id))
+
+
+def on_team_transformers_changed(sender, *, instance, **kwargs) -> None:
+    """A team's transformer was saved or deleted: the values of the evaluations that read
+    grades through it change though no grade did. Marked here, in the transaction of the
+    change, for the reason on_metric_configs_changed gives; their runs after commit."""
+    from metrics.recompute.scheduling import team_transformer_changed
+    from metrics.tasks import recompute_evaluation
+
+    for evaluation_id in team_transformer_changed(
+            team_id=instance.team_id, source=instance.source, target=instance.target):
+        transaction.on_commit(
+            lambda evaluation_id=evaluation_id: _enqueue(recompute_evaluation, evaluation_id))
+
+
+def on_evaluation_deleting(sender, *, instance: Evaluation, **kwargs) -> None:
+    """An evaluation is being deleted: pool metrics elsewhere in the team that read its
+    grades change. Their keywords are marked here, inside the deleting transaction and
+    before the cascade (scheduling.evaluation_deleted_pool_sibling_runs); their runs are
+    queued after commit."""
+    from metrics.recompute.scheduling import evaluation_deleted_pool_sibling_runs
+    from metrics.tasks import recompute_keyword
+
+    for evaluation_id, keyword_id in evaluation_deleted_pool_sibling_runs(
+            evaluation_id=instance.pk).items():
+        transaction.on_commit(
+            lambda keyword_id=keyword_id, evaluation_id=evaluation_id: _enqueue(
+                recompute_keyword, keyword_id, evaluation_id=evaluation_id))

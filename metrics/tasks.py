@@ -69,9 +69,14 @@ def mark_empty_results_dirty(keyword_id: int, evaluation_id: int) -> bool:
 
 @shared_task(name="metrics.recompute_evaluation",
              time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT,
-             soft_time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT - 20)
+             soft_time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT - 20,
+             autoretry_for=(run.RecomputeConflict,), retry_backoff=0.2, max_retries=5)
 def recompute_evaluation(evaluation_id: int) -> int:
-    return run.evaluation_metrics_recompute(evaluation_id=evaluation_id)
+    """Recompute the whole evaluation (its metric configuration changed), then queue a run
+    of any keyword still dirty (scheduling.recompute_evaluation_scheduled). Its keywords
+    were marked dirty with the change: if this task is lost, the sweep runs them."""
+    return scheduling.recompute_evaluation_scheduled(evaluation_id=evaluation_id,
+                                                     send=_send_recompute)
 
 
 @shared_task(name="metrics.sweep_dirty_keywords", time_limit=60, soft_time_limit=50)

@@ -12,8 +12,10 @@ evaluations.recompute_marks alone; the evaluation's RecomputeDue mark by `schedu
 States of a keyword (evaluations.Keyword):
 - clean: `dirty_since` is NULL and `computed_version == version`;
 - dirty: a grade changed (judgments.grading) or its pool did (a sibling's grade, or a fetch
-  that stored no results, with a pool metric configured): `version` went up and
-  `dirty_since` holds the time it first turned dirty;
+  that stored no results, with a pool metric configured), or what all of the evaluation's
+  values depend on did (its metrics, a team transformer it reads grades through:
+  `scheduling.evaluation_configuration_changed`): `version` went up and `dirty_since`
+  holds the time it first turned dirty;
 - computed: a run read the keyword at version v and stored its values labelled v; it sets
   `computed_version = v` and clears `dirty_since` only if `version` is still v. A grade
   that landed meanwhile leaves it dirty, and that run queues the next.

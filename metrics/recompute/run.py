@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import OperationalError
+from django.db import IntegrityError, OperationalError
 from django.utils import timezone
 
 from evaluations import hooks, recompute_marks
@@ -41,10 +41,14 @@ class RecomputeConflict(Exception):
 # Errors a retry resolves: runs of one evaluation in two worker processes can lock rows
 # in opposite orders (PostgreSQL picks a victim).
 _TRANSIENT: tuple[type[BaseException], ...] = ()
+# A value row names a keyword or a metric configuration deleted after the run read it
+# (keywords replaced, a metric removed): the retry reads what remains.
+_GONE: tuple[type[BaseException], ...] = ()
 try:
     import psycopg.errors
 
     _TRANSIENT = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+    _GONE = (psycopg.errors.ForeignKeyViolation,)
 except ImportError:  # pragma: no cover - SQLite-only installs
     pass
 
@@ -102,15 +106,28 @@ def keyword_metrics_recompute(*, keyword_id: int) -> RecomputeRun:
     """
     try:
         return _recompute_dirty(keyword_id)
-    except OperationalError as error:
-        if isinstance(error.__cause__, _TRANSIENT) or _sqlite_busy(error):
-            raise RecomputeConflict(str(error)) from error
+    except (OperationalError, IntegrityError) as error:
+        _raise_conflict_if_transient(error)
         raise
+
+
+def _raise_conflict_if_transient(error: OperationalError | IntegrityError) -> None:
+    if isinstance(error, OperationalError) and (
+            isinstance(error.__cause__, _TRANSIENT) or _sqlite_busy(error)):
+        raise RecomputeConflict(str(error)) from error
+    if isinstance(error, IntegrityError) and _row_gone(error):
+        raise RecomputeConflict(str(error)) from error
 
 
 def _sqlite_busy(error: OperationalError) -> bool:
     """SQLite's busy timeout ran out while another process held the write lock."""
     return isinstance(error.__cause__, sqlite3.OperationalError) and "locked" in str(error)
+
+
+def _row_gone(error: IntegrityError) -> bool:
+    """A foreign key of a written row points at a row deleted since the run read it."""
+    return isinstance(error.__cause__, _GONE) or (
+        isinstance(error.__cause__, sqlite3.IntegrityError) and "FOREIGN KEY" in str(error))
 
 
 def _recompute_dirty(keyword_id: int) -> RecomputeRun:
@@ -153,19 +170,47 @@ def evaluation_metrics_recompute(*, evaluation_id: int, progress=None) -> int:
     """Recompute every keyword of an evaluation from scratch with evaluate_batch.
 
     `progress`, if given, is called with the number of keywords done after each chunk.
-    Returns the number of keywords recomputed.
+    Returns the number of keywords recomputed. A keyword or metric deleted after it read
+    them (keywords replaced, a metric removed) makes it read the evaluation again.
+
+    The keywords' dirty marks are cleared last, each only if its version is still the one
+    read here (before the configuration, so a configuration change committed in between
+    leaves its keywords dirty): a run that dies part way leaves them for the sweep.
     """
+    attempts = _EVALUATION_ATTEMPTS
+    while True:
+        attempts -= 1
+        try:
+            return _recompute_evaluation(evaluation_id, progress)
+        except IntegrityError as error:
+            if attempts and _row_gone(error):
+                logger.info("evaluation %s changed under its recompute; reading it again",
+                            evaluation_id)
+                continue
+            _raise_conflict_if_transient(error)
+            raise
+        except OperationalError as error:
+            _raise_conflict_if_transient(error)
+            raise
+
+
+# Each attempt follows a configuration change that committed during the previous one; past
+# these the task's retry (RecomputeConflict) takes over, a little later.
+_EVALUATION_ATTEMPTS = 3
+
+
+def _recompute_evaluation(evaluation_id: int, progress) -> int:
+    keywords = list(Keyword.objects.filter(evaluation_id=evaluation_id)
+                    .order_by("position").values_list("pk", "version"))
     evaluation = Evaluation.objects.select_related("team").filter(pk=evaluation_id).first()
     if evaluation is None:
         return 0
     configs = evaluation_metric_configs(evaluation_id=evaluation_id)
-    keywords = list(Keyword.objects.filter(evaluation_id=evaluation_id)
-                    .order_by("position").values_list("pk", "version"))
     keyword_ids = [pk for pk, _ in keywords]
     versions = dict(keywords)
     if not configs or not keyword_ids:
-        recompute_marks.keywords_mark_computed(keywords)
         evaluation_means_refresh(evaluation_id=evaluation_id)
+        recompute_marks.keywords_mark_computed(keywords)
         if progress is not None:
             progress(len(keyword_ids))
         return len(keyword_ids)
@@ -182,11 +227,10 @@ def evaluation_metrics_recompute(*, evaluation_id: int, progress=None) -> int:
             for config, values in zip(configs, values_by_config, strict=True)
             for offset, keyword_id in enumerate(chunk)
         )
-        recompute_marks.keywords_mark_computed(
-            [(keyword_id, versions[keyword_id]) for keyword_id in chunk])
         if progress is not None:
             progress(len(chunk))
     evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True)
+    recompute_marks.keywords_mark_computed(keywords)
     return len(keyword_ids)
 
 

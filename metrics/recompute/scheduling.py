@@ -12,11 +12,16 @@ from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
 from evaluations import recompute_marks
-from evaluations.models import Keyword
+from evaluations.models import Evaluation, Keyword
 from judgments.services import keywords_mark_dirty
 from metrics import core
 from metrics.models import RecomputeDue
-from metrics.recompute.run import RecomputeRun, _uses_pool, keyword_metrics_recompute
+from metrics.recompute.run import (
+    RecomputeRun,
+    _uses_pool,
+    evaluation_metrics_recompute,
+    keyword_metrics_recompute,
+)
 from metrics.selectors import (
     changed_keywords,
     evaluation_dirty_keyword,
@@ -208,6 +213,76 @@ def pool_sibling_runs(*, keyword_ids: Iterable[int]) -> dict[int, int]:
     return runs
 
 
+# --- after the metric configuration changes (metrics.receivers) ---
+
+
+# send(keyword_id, evaluation_id, deferred, countdown) queues a recompute_keyword task.
+SendRun = Callable[[int, int | None, bool, float | None], None]
+
+
+def evaluation_configuration_changed(*, evaluation_id: int) -> None:
+    """Every stored value of the evaluation may be stale: mark all its keywords dirty.
+
+    Runs inside the transaction that changed the configuration (the receiver of
+    EvaluationMetric's post_save and post_delete), so the mark commits with the change:
+    if the run queued after commit (recompute_evaluation_scheduled) is lost or its worker
+    dies, the sweep finds the keywords; a run that read the older configuration read an
+    older version too, and leaves them dirty.
+    """
+    recompute_marks.evaluation_keywords_version_bump(evaluation_id=evaluation_id)
+
+
+def team_transformer_changed(*, team_id: int, source: str, target: str) -> list[int]:
+    """A team's transformer source -> target was saved or deleted: mark dirty the keywords
+    of every evaluation that reads its grades through it (on the source scale, with a
+    metric on the target scale, no transformer of its own for the pair), as
+    evaluation_configuration_changed does; those evaluations, to queue their runs."""
+    codes = [code for code, spec in core.METRICS.items() if spec.scale == target]
+    if not codes:
+        return []
+    evaluation_ids = sorted(
+        Evaluation.objects.filter(team_id=team_id, scale=source, metric_configs__code__in=codes)
+        .exclude(transformers__has_key=f"{source}->{target}")
+        .values_list("pk", flat=True).distinct())
+    for evaluation_id in evaluation_ids:
+        evaluation_configuration_changed(evaluation_id=evaluation_id)
+    return evaluation_ids
+
+
+def recompute_evaluation_scheduled(*, evaluation_id: int, send: SendRun) -> int:
+    """metrics.tasks.recompute_evaluation: the whole evaluation from scratch, then a run
+    of its dirty keywords through `send` if any is left. A grade that landed on a keyword
+    the configuration change had marked queued nothing, counting on this run, which read
+    the version before that grade. Returns the number of keywords recomputed."""
+    count = evaluation_metrics_recompute(evaluation_id=evaluation_id)
+    keyword_id = evaluation_dirty_keyword(evaluation_id=evaluation_id)
+    if keyword_id is not None:
+        send(keyword_id, evaluation_id, False, None)
+    return count
+
+
+def evaluation_deleted_pool_sibling_runs(*, evaluation_id: int) -> dict[int, int]:
+    """The evaluation is being deleted: its grades leave the team's pool, so the keywords
+    of other evaluations whose pool metrics read them are marked dirty (pool_sibling_runs);
+    the runs to queue for them.
+
+    Runs inside the deleting transaction, before the cascade takes the keywords' texts
+    (the receiver of Evaluation's pre_delete): the marks commit with the deletion.
+    """
+    graded = list(Keyword.objects.filter(evaluation_id=evaluation_id, slots__grade__isnull=False)
+                  .order_by("pk").values_list("pk", flat=True).distinct())
+    runs: dict[int, int] = {}
+    for start in range(0, len(graded), _DELETED_CHUNK):
+        for evaluation, keyword in pool_sibling_runs(
+                keyword_ids=graded[start:start + _DELETED_CHUNK]).items():
+            runs.setdefault(evaluation, keyword)
+    return runs
+
+
+# Keywords per look for pool siblings: far below SQLite's 32,766 bound parameters.
+_DELETED_CHUNK = 2000
+
+
 # --- a worker's runs of a busy evaluation (metrics.tasks.recompute_keyword) ---
 
 
@@ -229,10 +304,6 @@ def busy_interval() -> float:
     """While an evaluation is being graded, its next run starts this long after the
     previous one ended, so each run reads many grades."""
     return settings.RECOMPUTE_BUSY_INTERVAL_SECONDS
-
-
-# send(keyword_id, evaluation_id, deferred, countdown) queues a recompute_keyword task.
-SendRun = Callable[[int, int | None, bool, float | None], None]
 
 
 def keyword_recompute_scheduled(

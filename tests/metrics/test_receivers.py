@@ -1,4 +1,6 @@
-"""metrics.receivers only enqueue: every write they cause happens in a task's service."""
+"""metrics.receivers only enqueue: every write they cause happens in a task's service, but
+for the dirty marks of a configuration change, which commit with it
+(tests/metrics/test_recompute_config.py)."""
 
 import pytest
 from django.db import connection

@@ -14,7 +14,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connection, transaction
 from django.utils import timezone
 
-from evaluations.models import Evaluation, Keyword
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from searchtweak.services import api_token_create
 from tests.conftest import skip_or_fail
@@ -154,3 +154,47 @@ def test_a_dropped_database_connection_fails_one_request_cleanly_and_the_retry_s
     target.refresh_from_db()
     assert (target.grade, target.user_id) == (1, personas.grader.pk)
     assert FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=False).count() == 1
+
+
+def test_a_worker_killed_mid_recompute_of_a_new_metric_converges_through_the_sweep():
+    """A metric is added; the worker running recompute_evaluation dies after writing the
+    keyword values, before the means (issue 24, defect 2). The keywords the change marked
+    stay dirty, so the sweep (not the broker's redelivery, half an hour later) repairs it."""
+    require_postgresql()
+    broker_url = require_redis()
+    graders = [UserFactory(username=f"m{i}") for i in range(3)]
+    evaluation = build_evaluation(strategy=3, keywords={"lamp": ["a", "b"], "desk": ["c", "d"]},
+                                  metrics=METRICS)
+    grades_by_keyword = {"lamp": [[0, 1, 0], [3, 2, 2]], "desk": [[1, 1, 1], [2, 3, 3]]}
+    set_grades(graders, [
+        (slot(evaluation, text, position, index), grade)
+        for text, positions in grades_by_keyword.items()
+        for position, slot_grades in enumerate(positions, start=1)
+        for index, grade in enumerate(slot_grades)
+    ])
+    assert not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists()
+    database_url = database_url_for_workers()
+    with celery_worker_process(broker_url=broker_url, database_url=database_url) as first, \
+            tasks_sent_to(broker_url=broker_url, queue=first.queue), \
+            EvaluationRowHeld(evaluation.pk):
+        # Added as the lifecycle service does (post_save); the held row stays readable.
+        rr = EvaluationMetric.objects.create(evaluation=evaluation, code="rr", k=2,
+                                             position=len(METRICS))
+        wait_until(lambda: backends_waiting_on_a_lock() == 1, "mid-run")
+        first.kill()
+    # The run died after its keyword values, before its means and its clean marks.
+    rr.refresh_from_db()
+    assert (rr.value, rr.keyword_count) == (None, 0)
+    assert Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).count() == 2
+    # Long ago, as far as the sweep can tell (instead of waiting out its threshold).
+    Keyword.objects.filter(evaluation=evaluation).update(
+        dirty_since=timezone.now() - timedelta(minutes=10))
+
+    with celery_worker(broker_url=broker_url, database_url=database_url) as queue, \
+            tasks_sent_to(broker_url=broker_url, queue=queue):
+        from metrics.tasks import sweep_dirty_keywords
+
+        assert sweep_dirty_keywords.delay().get(timeout=60) == 2
+        wait_until_clean(evaluation)
+    assert_values_match_the_engine(evaluation, grades_by_keyword)  # rr@2 among them
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
