@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from judges import calls, runs
 from judges.core.prompts import Document
 from judges.core.sending import MAX_RESPONSE_BYTES
-from judges.models import JudgeCall, JudgeRun, JudgeRunItem
+from judges.models import Judge, JudgeCall, JudgeRun, JudgeRunItem
 from judgments import scales as scale_lookup
 from tests.evaluations.servers import Reply, running_server
 from tests.judges.builders import judge_for
@@ -188,3 +188,20 @@ def test_a_run_against_deep_json_fails_every_pair_once_per_batch_and_stops(perso
     assert set(JudgeRunItem.objects.filter(run=run).values_list("failure", "failure_detail")) \
         == {("malformed", "the provider's answer nests its JSON too deeply to read")}
     assert all(item.call_id for item in JudgeRunItem.objects.filter(run=run))
+
+
+@pytest.mark.django_db
+def test_an_admin_allows_cross_origin_redirects_through_the_api(personas):
+    client = APIClient()
+    client.force_authenticate(personas.admin)
+    created = client.post("/api/v1/judges/", {
+        "name": "Roamer", "provider": "openai", "model": "m",
+        "allow_cross_origin_redirects": True}, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["allow_cross_origin_redirects"] is True
+    judge = Judge.objects.get()
+    assert judge.allow_cross_origin_redirects is True
+    changed = client.patch(f"/api/v1/judges/{judge.pk}/",
+                           {"allow_cross_origin_redirects": False}, format="json")
+    assert changed.json()["allow_cross_origin_redirects"] is False
+    assert Judge.objects.get().allow_cross_origin_redirects is False
