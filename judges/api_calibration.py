@@ -1,5 +1,6 @@
 """The judges' calibration and "counts" API: GET /api/v1/judges/{id}/calibration/ (leads),
-POST /api/v1/judges/{id}/counts/ (admins)."""
+POST /api/v1/judges/{id}/counts/ (admins), GET/PUT /api/v1/judges/trust-policy/ (the
+team's bar: leads read, admins change)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -7,10 +8,29 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluations.api import TEAM_PARAM
 from evaluations.selectors import CONFIGURATION_ROLE
 from judges import calibration, trust
 from judges.access import judge_evaluation_get_for_user, judge_get_for_user
-from searchtweak.models import Role
+from judges.api_judges import team_id_param
+from searchtweak import access
+from searchtweak.models import Role, Team
+
+
+class CountsRecordSerializer(serializers.Serializer):
+    """Who let the judge's grades count, when, on which figures, and why when overriding."""
+
+    counts = serializers.BooleanField()
+    counts_granted_by = serializers.CharField(
+        source="counts_granted_by.username", allow_null=True, default=None,
+        help_text="Who let its grades count (null: it does not count).")
+    counts_granted_at = serializers.DateTimeField(allow_null=True)
+    counts_evidence = serializers.DictField(
+        help_text="The figures then: evaluation_id, evaluation_name, pair_count, kappa, "
+                  "kappa_weighting, exact_match_rate, the bar (min_pairs, min_kappa), "
+                  "shortfalls.")
+    counts_override_reason = serializers.CharField(
+        help_text="Not empty: the figures fell short and an admin let it count anyway.")
 
 
 class JudgeCalibrationApi(APIView):
@@ -81,22 +101,75 @@ class JudgeCalibrationApi(APIView):
 class JudgeCountsApi(APIView):
     class InputSerializer(serializers.Serializer):
         counts = serializers.BooleanField(
-            help_text="true: the judge's grades fill slots (needs a finished shadow run); "
-                      "false: it may only shadow.")
+            help_text="true: the judge's grades fill slots (needs a finished shadow run "
+                      "whose figures clear the team's bar, or an override_reason); false: "
+                      "it may only shadow.")
+        evaluation = serializers.IntegerField(
+            min_value=1, required=False, allow_null=True, default=None,
+            help_text="The evaluation whose shadow run is the evidence; default the "
+                      "judge's newest finished shadow run's.")
+        override_reason = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=trust.MAX_REASON_CHARS,
+            help_text="Needed when the figures fall short of the team's bar; kept beside "
+                      "the judge with who, when and the figures.")
 
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(CountsRecordSerializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
-        counts = serializers.BooleanField()
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer,
                    operation_id="judges_counts",
-                   description="Let the judge's grades count, or take that back. Admins.")
+                   description="Let the judge's grades count, or take that back. Admins. "
+                               "Below the team's bar (trust-policy) a 400 on "
+                               "override_reason says why, unless a reason is given.")
     def post(self, request: Request, judge_id: int) -> Response:
         judge = judge_get_for_user(user=request.user, judge_id=judge_id,
                                    minimum_role=CONFIGURATION_ROLE)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        judge = trust.judge_mark_counts(judge=judge, counts=serializer.validated_data["counts"],
-                                        by=request.user)
+        data = serializer.validated_data
+        evaluation = judge_evaluation_get_for_user(
+            user=request.user, judge=judge, evaluation_id=data["evaluation"]) \
+            if data["evaluation"] else None
+        judge = trust.judge_mark_counts(judge=judge, counts=data["counts"], by=request.user,
+                                        evaluation=evaluation,
+                                        override_reason=data["override_reason"])
         return Response(self.OutputSerializer(judge).data)
+
+
+class JudgeTrustPolicyApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        min_pairs = serializers.IntegerField(min_value=1, max_value=trust.MAX_MIN_PAIRS)
+        min_kappa = serializers.FloatField(min_value=-1, max_value=1)
+
+    class OutputSerializer(serializers.Serializer):
+        team = serializers.IntegerField(source="team_id")
+        min_pairs = serializers.IntegerField(
+            help_text="Judge x person pairs needed on the evaluation it shadowed.")
+        min_kappa = serializers.FloatField(
+            help_text="κ needed there (quadratic-weighted on scales of more than two grades).")
+
+    @extend_schema(parameters=[TEAM_PARAM], responses=OutputSerializer,
+                   operation_id="judges_trust_policy",
+                   description="The team's bar for letting a judge's grades count. Leads.")
+    def get(self, request: Request) -> Response:
+        team = _policy_team(request, minimum_role=Role.LEAD)
+        return Response(self.OutputSerializer(trust.trust_policy(team_id=team.pk)).data)
+
+    @extend_schema(parameters=[TEAM_PARAM], request=InputSerializer, responses=OutputSerializer,
+                   operation_id="judges_trust_policy_update",
+                   description="Change the team's bar. Admins.")
+    def put(self, request: Request) -> Response:
+        team = _policy_team(request, minimum_role=CONFIGURATION_ROLE)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        policy = trust.trust_policy_update(team=team, by=request.user,
+                                           **serializer.validated_data)
+        return Response(self.OutputSerializer(policy).data)
+
+
+def _policy_team(request: Request, *, minimum_role: str) -> Team:
+    """?team= (default the caller's current team), checked before any input is read."""
+    return access.team_or_current_access(
+        user=request.user, team_id=team_id_param(request.query_params.get("team")),
+        minimum_role=minimum_role).team

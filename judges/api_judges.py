@@ -36,7 +36,7 @@ class _ApiKeySetField(serializers.BooleanField):
 class JudgeOutputSerializer(serializers.Serializer):
     CONFIGURATION_FIELDS = ("base_url", "api_key_set", "prompt_templates", "parameters",
                             "timeout_seconds", "max_retries", "max_concurrent_requests",
-                            "requests_per_minute")
+                            "requests_per_minute", "allow_cross_origin_redirects")
 
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
@@ -57,6 +57,18 @@ class JudgeOutputSerializer(serializers.Serializer):
     is_active = serializers.BooleanField()
     counts = serializers.BooleanField(help_text="Its grades may fill slots (after a shadow "
                                                 "run and calibration).")
+    counts_granted_by = serializers.CharField(
+        source="counts_granted_by.username", allow_null=True, default=None,
+        help_text="Who let its grades count (null while it does not).")
+    counts_granted_at = serializers.DateTimeField(allow_null=True)
+    counts_evidence = serializers.DictField(
+        help_text="The calibration figures and the team's bar when it was let count.")
+    counts_override_reason = serializers.CharField(
+        help_text="Not empty: its figures fell short of the bar and an admin let it count "
+                  "anyway, for this reason.")
+    allow_cross_origin_redirects = serializers.BooleanField(
+        required=False, help_text="A redirect to another origin is followed, without the "
+        "key. " + CONFIGURATION_HELP)
     timeout_seconds = serializers.FloatField(required=False, help_text=CONFIGURATION_HELP)
     max_retries = serializers.IntegerField(required=False, help_text=CONFIGURATION_HELP)
     max_concurrent_requests = serializers.IntegerField(required=False,
@@ -99,6 +111,8 @@ class JudgeInputSerializer(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                  default=list)
     is_active = serializers.BooleanField(default=True)
+    allow_cross_origin_redirects = serializers.BooleanField(
+        default=False, help_text="Follow a redirect to another origin (it gets no key).")
     timeout_seconds = serializers.FloatField(default=60.0, min_value=0.1,
                                              max_value=services.MAX_TIMEOUT_SECONDS)
     max_retries = serializers.IntegerField(default=3, min_value=0, max_value=MAX_RETRIES)
@@ -113,7 +127,7 @@ class JudgeInputSerializer(serializers.Serializer):
         default=None)
 
 
-def _team_id(value: Any) -> int | None:
+def team_id_param(value: Any) -> int | None:
     """?team= as a team id; anything else names no team (400 on `team`)."""
     if value in (None, ""):
         return None
@@ -132,7 +146,7 @@ class JudgeListApi(APIView):
                                "for leads and admins; leads see no configuration.")
     def get(self, request: Request) -> Response:
         membership = access.team_or_current_access(
-            user=request.user, team_id=_team_id(request.query_params.get("team")),
+            user=request.user, team_id=team_id_param(request.query_params.get("team")),
             minimum_role=selectors.LIST_ROLE)
         context = {"configuration": access.membership_allows(
             membership, minimum_role=selectors.CONFIGURATION_ROLE)}

@@ -57,6 +57,11 @@ class ProgressSerializer(serializers.Serializer):
                                     help_text="At the judge's prices per million tokens; "
                                               "null when it has none.")
     percent_done = serializers.IntegerField(min_value=0, max_value=100)
+    crashes = serializers.IntegerField(
+        help_text="Batches that raised and lanes that died holding pairs; crashes in a row "
+                  "pause the run.")
+    pause_reason = serializers.CharField(
+        help_text="Why the run paused itself (its lanes kept crashing); empty otherwise.")
 
 
 class RunDetailOutputSerializer(RunOutputSerializer):

@@ -44,4 +44,6 @@ urlpatterns += [
          name="judge_calibration"),
     path("judges/<int:judge_id>/counts/", api_calibration.JudgeCountsApi.as_view(),
          name="judge_counts"),
+    path("judges/trust-policy/", api_calibration.JudgeTrustPolicyApi.as_view(),
+         name="trust_policy"),
 ]

@@ -5,6 +5,7 @@ or with one call, and store what this claim still owns (judges.runs states the r
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,10 +22,12 @@ from evaluations.models import Snapshot
 from judges import calls
 from judges.core.cache import cache_key
 from judges.core.prompts import Document
-from judges.models import Judge, JudgeAnswer, JudgeCall, JudgeRun, JudgeRunItem
+from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
 from judgments import grading
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
+
+logger = logging.getLogger(__name__)
 
 Mode, Status, ItemStatus = JudgeRun.Mode, JudgeRun.Status, JudgeRunItem.Status
 COUNTING_MODES = (Mode.UNGRADED, Mode.FILL)
@@ -84,7 +87,14 @@ def batch_process(*, run: JudgeRun, client: httpx.Client | None = None,
         return 0
     asking = [item for item in items if item.status == ItemStatus.CLAIMED]
     if asking:
-        _answer(run=run, items=asking, client=client)
+        try:
+            _answer(run=run, items=asking, client=client)
+        except Exception as error:
+            # Whatever broke, these pairs end failed with the reason and the run counts
+            # the crash: a lane that let it escape would leave them claimed, to be asked
+            # (and paid for) again by every lane the sweep starts.
+            logger.exception("a batch of judge run %s crashed", run.pk)
+            _crashed(run=run, items=asking, error=error)
     return len(items)
 
 
@@ -212,7 +222,7 @@ def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | 
     if asking:
         result = calls.ask(judge=judge, keyword=keyword, guidelines=evaluation.guidelines,
                            scale=scale.scale, documents=[documents[i.pk] for i in asking],
-                           run=run, client=client, save_calls=False)
+                           run=run, client=client)
         if result.error_kind == "no_turn":
             _unclaim(run=run, items=asking)
             items = [item for item in items if outcomes[item.pk].from_cache]
@@ -257,8 +267,6 @@ def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Out
     now = timezone.now()
     answering_call = result.calls[-1] if result and result.calls else None
     with transaction.atomic():
-        if result and result.calls:
-            JudgeCall.objects.bulk_create(result.calls)
         owned = set(JudgeRunItem.objects.select_for_update().filter(
             pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,
             claimed_at=items[0].claimed_at if items else None).values_list("pk", flat=True))
@@ -297,9 +305,9 @@ def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Out
             for item in items if item.status == ItemStatus.DONE and not item.from_cache
         ], ignore_conflicts=True)
         JudgeRun.objects.filter(pk=run.pk).update(
+            crash_streak=0,
             done_count=F("done_count") + done, failed_count=F("failed_count") + failed,
             skipped_count=F("skipped_count") + skipped, cached_count=F("cached_count") + cached,
-            call_count=F("call_count") + (len(result.calls) if result else 0),
             tokens_in=F("tokens_in") + (result.tokens_in if result else 0),
             tokens_out=F("tokens_out") + (result.tokens_out if result else 0))
 
@@ -325,6 +333,53 @@ def _grades_write(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[in
         return None
 
 
+def crash_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:2000]
+
+
+def _crashed(*, run: JudgeRun, items: list[JudgeRunItem], error: BaseException) -> None:
+    """The batch raised: the pairs its claim still owns fail with the reason."""
+    detail = crash_text(error)
+    with transaction.atomic():
+        owned = list(JudgeRunItem.objects.select_for_update().filter(
+            pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,
+            claimed_at=items[0].claimed_at).values_list("pk", "snapshot_id"))
+        JudgeRunItem.objects.filter(pk__in=[pk for pk, _ in owned]).update(
+            status=ItemStatus.FAILED, failure="crash", failure_detail=detail,
+            answered_at=timezone.now(), lease_expires_at=None)
+        if run.mode in COUNTING_MODES:
+            grading.judge_slots_release(judge_user=run.judge.user,
+                                        snapshot_ids=[snapshot for _, snapshot in owned])
+        JudgeRun.objects.filter(pk=run.pk).update(failed_count=F("failed_count") + len(owned))
+    run_crash_record(run_id=run.pk, detail=detail)
+
+
+def run_crash_record(*, run_id: int, detail: str) -> bool:
+    """Count a crash of one of the run's lanes; after JUDGE_MAX_CRASH_STREAK of them with no
+    batch ending well in between, pause the run with the reason (the sweep then leaves it
+    alone). Whether it paused."""
+    with transaction.atomic():
+        run = JudgeRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None:
+            return False
+        run.crash_count += 1
+        run.crash_streak += 1
+        run.last_crash = detail
+        fields = ["crash_count", "crash_streak", "last_crash"]
+        paused = run.status == Status.RUNNING and \
+            run.crash_streak >= settings.JUDGE_MAX_CRASH_STREAK
+        if paused:
+            run.status = Status.PAUSED
+            run.pause_reason = (
+                f"Paused after {run.crash_streak} lane crashes in a row, so that it stops "
+                f"calling the model; the last: {detail}")
+            fields += ["status", "pause_reason"]
+        run.save(update_fields=fields)
+    if paused:
+        logger.error("judge run %s paused: %s", run_id, run.pause_reason)
+    return paused
+
+
 def finish_if_done(run: JudgeRun) -> None:
     """Done only when every item is answered: pending or claimed ones keep it running."""
     open_items = JudgeRunItem.objects.filter(
@@ -332,6 +387,27 @@ def finish_if_done(run: JudgeRun) -> None:
     if not open_items.exists():
         JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(
             status=Status.DONE, finished_at=timezone.now())
+
+
+def lapsed_claims_count(*, now=None) -> list[int]:
+    """A claim that outlived its lease means the lane holding it died without a word (its
+    worker killed): count that as a crash of the run, once (its items go back to pending;
+    their stamp changes on the next claim, so the dead lane's late answer writes nothing),
+    and pause a run whose lanes keep dying. The runs still running, which need a lane."""
+    now = now or timezone.now()
+    restart = []
+    lapsed = JudgeRunItem.objects.filter(run__status=Status.RUNNING,
+                                         status=ItemStatus.CLAIMED, lease_expires_at__lt=now)
+    for run_id in sorted(set(lapsed.values_list("run_id", flat=True))):
+        with transaction.atomic():
+            count = JudgeRunItem.objects.filter(
+                run_id=run_id, status=ItemStatus.CLAIMED, lease_expires_at__lt=now).update(
+                status=ItemStatus.PENDING, lease_expires_at=None)
+        if count and not run_crash_record(run_id=run_id, detail=(
+                f"a lane stopped while it held {count} pair(s) (its worker died or was "
+                "killed); they went back to the queue")):
+            restart.append(run_id)
+    return restart
 
 
 def runs_stalled(*, now=None) -> list[int]:

@@ -8,18 +8,23 @@ workers like an endpoint's), and one JudgeCall row per attempt, key redacted.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import httpx
 from django.conf import settings
+from django.db.models import F
 from django.utils import timezone
 
 from evaluations.crypto import SecretsUnreadable
 from judges.core import providers
 from judges.core.answers import Rejection, Verdict, validate_answer
 from judges.core.prompts import Document, JudgePrompt, PromptError, build_prompt, default_template
+from judges.core.redaction import redacted
 from judges.core.sending import Attempt, CallResult, RetryPolicy, send
 from judges.models import Judge, JudgeCall, JudgeRun
 from judges.secrets import decrypt_api_key
@@ -40,7 +45,7 @@ class AskResult:
     answer_text: str = ""
     verdict: Verdict | None = None
     error: str = ""
-    # "" when answered; else a JudgeCall status ("timeout", "http_error", ...), "prompt"
+    # "" when answered; else a JudgeCall status ("timeout", "refused", ...), "prompt"
     # for a template that cannot render, "api_key" for a key that cannot be decrypted, or
     # "no_turn" when the rate limit gave no turn in
     # time (the model was never asked: the pairs go back to the queue, nothing failed).
@@ -92,12 +97,40 @@ def new_client(judge: Judge) -> httpx.Client:
                                connections=max(1, judge.max_concurrent_requests))
 
 
+def transmit(judge: Judge, client: httpx.Client):
+    """Send through the outbound rules: the network policy on every address, redirects
+    followed hop by hop (same origin; another origin only when the judge allows it, and
+    then without its key). What the rules refuse is a call that failed for good."""
+    def sending(request: httpx.Request) -> httpx.Response:
+        try:
+            return outbound.send(client, request, allow_cross_origin_redirects=(
+                judge.allow_cross_origin_redirects))
+        except outbound.RedirectRefused as error:
+            raise providers.ProviderRefused(
+                # The rule's words are an endpoint's; a judge's admin reads them here.
+                str(error).replace("on the endpoint", "on the judge").replace(
+                    "the endpoint", "the provider"),
+                status_code=error.response.status_code) from error
+        except httpx.HTTPError as error:
+            refused = outbound.refusal(error)
+            if refused is None:
+                raise
+            raise providers.ProviderRefused(str(refused)) from error
+    return sending
+
+
+IN_FLIGHT = "in_flight"
+
+
 def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         documents: list[Document], run: JudgeRun | None = None, is_test: bool = False,
-        client: httpx.Client | None = None, save_calls: bool = True) -> AskResult:
+        client: httpx.Client | None = None, deadline_at: float | None = None) -> AskResult:
     """Ask about one batch (1..20 documents of one keyword); never raises for the model's
-    or the network's failures, they are in the result and in the call log. A run saves
-    the calls itself (`save_calls=False`), in the transaction that stores the answers."""
+    or the network's failures, they are in the result and in the call log.
+
+    Each attempt is logged before it leaves ("in_flight") and completed when it returns,
+    so a worker that dies mid-call leaves its call counted. `deadline_at` (monotonic)
+    bounds the wait for the judge's shared turn too (the Test's page is waiting)."""
     result = AskResult()
     provider = provider_for(judge)
     try:
@@ -115,21 +148,36 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         result.error, result.error_kind = str(error), "api_key"
         return result
 
-    def gate():
-        return outbound_limits.turn(
-            f"judge:{judge.pk}", max_concurrent=judge.max_concurrent_requests,
-            per_minute=judge.requests_per_minute,
-            wait_seconds=settings.OUTBOUND_LIMIT_WAIT_SECONDS,
-            lease_seconds=judge.timeout_seconds * 2 + TURN_MARGIN_SECONDS)
+    logged: list[JudgeCall] = []
+    shown_request = redacted(request)
+    wait_seconds = float(settings.OUTBOUND_LIMIT_WAIT_SECONDS)
+    if deadline_at is not None:
+        wait_seconds = min(wait_seconds, max(deadline_at - time.monotonic(), 0.0))
+
+    @contextmanager
+    def gate() -> Iterator[None]:
+        with outbound_limits.turn(
+                f"judge:{judge.pk}", max_concurrent=judge.max_concurrent_requests,
+                per_minute=judge.requests_per_minute, wait_seconds=wait_seconds,
+                lease_seconds=judge.timeout_seconds * 2 + TURN_MARGIN_SECONDS):
+            logged.append(JudgeCall.objects.create(
+                judge=judge, run=run, status=IN_FLIGHT, started_at=timezone.now(),
+                pair_count=len(documents), request=shown_request, is_test=is_test))
+            if run is not None:
+                # Counted as it leaves, like its row: a call is paid for once it is sent.
+                JudgeRun.objects.filter(pk=run.pk).update(call_count=F("call_count") + 1)
+            yield
 
     started_at = timezone.now()
     own_client = client is None
     client = client or new_client(judge)
     try:
         sent = send(provider, request, client=client, timeout_seconds=judge.timeout_seconds,
-                    policy=retry_policy(judge), gate=gate)
+                    policy=retry_policy(judge), gate=gate, transmit=transmit(judge, client))
     except outbound_limits.LimitWaitExceeded as error:
-        result.error, result.error_kind = str(error), "no_turn"
+        result.error, result.error_kind = _no_turn_message(judge, error, wait_seconds,
+                                                           deadline_at), "no_turn"
+        _abandoned(logged)
         return result
     finally:
         if own_client:
@@ -148,12 +196,37 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         result.answer_text = sent.attempts[-1].response_text if sent.attempts else ""
     result.calls = _call_rows(judge=judge, run=run, is_test=is_test, sent=sent,
                               verdict=result.verdict, pair_count=len(ids), started_at=started_at)
-    if save_calls:
-        JudgeCall.objects.bulk_create(result.calls)
+    for row, in_flight in zip(result.calls, logged, strict=False):
+        row.pk, row.started_at = in_flight.pk, in_flight.started_at
+    JudgeCall.objects.bulk_update(result.calls, CALL_OUTCOME_FIELDS)
     return result
 
 
+CALL_OUTCOME_FIELDS = ["status", "http_status", "latency_ms", "tokens_in", "tokens_out",
+                       "answer", "error"]
+
+
+def _abandoned(logged: list[JudgeCall]) -> None:
+    """Attempts sent before a retry found no turn: made (so counted), outcome not kept."""
+    JudgeCall.objects.filter(pk__in=[row.pk for row in logged]).update(
+        error="its outcome was not kept: the retry after it got no turn in time")
+
+
+def _no_turn_message(judge: Judge, error: Exception, wait_seconds: float,
+                     deadline_at: float | None) -> str:
+    if deadline_at is None:
+        return str(error)
+    return (f"No turn to call {judge.name} came within {wait_seconds:.0f} s, the time this "
+            f"Test may wait: its {judge.max_concurrent_requests} concurrent request(s)"
+            + (f" and {judge.requests_per_minute} a minute" if judge.requests_per_minute
+               else "")
+            + " are in use by its runs. Try again later, or allow it more concurrent "
+              "requests.")
+
+
 def _error_status(error: providers.ProviderError) -> str:
+    if isinstance(error, providers.ProviderRefused):
+        return "refused"
     if isinstance(error, providers.RateLimited):
         return "rate_limited"
     if isinstance(error, providers.ProviderTimeout):

@@ -53,6 +53,10 @@ class JudgeForm(forms.Form):
                                      "gets an evaluation's work only when it carries all of "
                                      "its tags.")
     is_active = forms.BooleanField(required=False, initial=True, label="Active")
+    allow_cross_origin_redirects = forms.BooleanField(
+        required=False, label="Follow redirects to other origins",
+        help_text="Same-origin redirects are always followed. A redirect to another origin "
+                  "is followed only with this, and never carries the API key.")
     timeout_seconds = forms.FloatField(initial=60.0, min_value=0.1, label="Timeout (seconds)")
     max_retries = forms.IntegerField(initial=3, min_value=0, max_value=10)
     max_concurrent_requests = forms.IntegerField(
@@ -105,6 +109,7 @@ class JudgeForm(forms.Form):
             "model": judge.model, "batch_size": judge.batch_size,
             "parameters": json.dumps(judge.parameters or {}, indent=2, ensure_ascii=False),
             "tags": ", ".join(judge.tags or []), "is_active": judge.is_active,
+            "allow_cross_origin_redirects": judge.allow_cross_origin_redirects,
             "timeout_seconds": judge.timeout_seconds, "max_retries": judge.max_retries,
             "max_concurrent_requests": judge.max_concurrent_requests,
             "requests_per_minute": judge.requests_per_minute,
@@ -123,8 +128,9 @@ class JudgeForm(forms.Form):
         data = self.cleaned_data
         kwargs = {name: data[name] for name in (
             "name", "provider", "base_url", "model", "api_key", "batch_size", "parameters",
-            "tags", "is_active", "timeout_seconds", "max_retries", "max_concurrent_requests",
-            "requests_per_minute", "price_in_per_million", "price_out_per_million")}
+            "tags", "is_active", "allow_cross_origin_redirects", "timeout_seconds",
+            "max_retries", "max_concurrent_requests", "requests_per_minute",
+            "price_in_per_million", "price_out_per_million")}
         kwargs["prompt_templates"] = {grade_scale.code: data[TEMPLATE_PREFIX + grade_scale.code]
                                       for grade_scale in self.scales}
         if "clear_api_key" in self.fields:
@@ -184,3 +190,14 @@ def _document(value: dict[str, Any], position: int, line: int) -> Document:
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id):
         raise forms.ValidationError(f'Line {line}: "id" must be a string.')
     return Document(id=str(doc_id), fields=fields)
+
+
+class TrustPolicyForm(forms.Form):
+    """The team's bar for letting a judge's grades count (judges.trust)."""
+
+    min_pairs = forms.IntegerField(
+        label="Pairs at least", min_value=1, max_value=100_000,
+        help_text="Judge x person pairs on the evaluation it shadowed.")
+    min_kappa = forms.FloatField(
+        label="κ at least", min_value=-1, max_value=1,
+        help_text="Cohen's κ, quadratic-weighted on scales of more than two grades.")

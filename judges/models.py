@@ -41,8 +41,19 @@ class Judge(models.Model):
     # Same rule as graders: it gets an evaluation's work only when it carries all its tags.
     tags = models.JSONField(default=list, blank=True)
     is_active = models.BooleanField(default=True)
-    # Its grades may fill slots; set only after a finished shadow run (judges.services).
+    # Its grades may fill slots; set only with evidence or an admin's stated reason
+    # (judges.trust). The grant's record stays beside it while it counts.
     counts = models.BooleanField(default=False)
+    counts_granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+")
+    counts_granted_at = models.DateTimeField(null=True, blank=True)
+    # The calibration figures and the team's thresholds when counts was granted.
+    counts_evidence = models.JSONField(default=dict, blank=True)
+    # Not empty: the figures fell short and an admin let it count anyway, for this reason.
+    counts_override_reason = models.TextField(blank=True, default="")
+    # A redirect to another origin is followed (without the key) only when this is set.
+    allow_cross_origin_redirects = models.BooleanField(default=False)
     timeout_seconds = models.FloatField(default=60.0)
     max_retries = models.PositiveSmallIntegerField(default=3)
     # Shared by all workers (searchtweak.outbound_limits), like an endpoint's.
@@ -69,6 +80,29 @@ class Judge(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class JudgeTrustPolicy(models.Model):
+    """A team's bar for letting a judge's grades count (judges.trust); a team without a
+    row has the defaults."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="judge_policy")
+    min_pairs = models.PositiveIntegerField(default=30)
+    min_kappa = models.FloatField(default=0.4)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(min_pairs__gte=1),
+                                   name="judge_policy_min_pairs_positive"),
+            models.CheckConstraint(condition=Q(min_kappa__gte=-1, min_kappa__lte=1),
+                                   name="judge_policy_min_kappa_in_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"team {self.team_id}: {self.min_pairs} pairs, κ ≥ {self.min_kappa}"
 
 
 class JudgeRun(models.Model):
@@ -106,6 +140,13 @@ class JudgeRun(models.Model):
     call_count = models.PositiveIntegerField(default=0)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
+    # Batches that raised instead of ending in answers or failures, and lanes that died
+    # holding a claim; `crash_streak` counts those since the last batch that ended well,
+    # and pauses the run at JUDGE_MAX_CRASH_STREAK with `pause_reason`.
+    crash_count = models.PositiveIntegerField(default=0)
+    crash_streak = models.PositiveIntegerField(default=0)
+    last_crash = models.TextField(blank=True, default="")
+    pause_reason = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -178,7 +219,8 @@ class JudgeCall(models.Model):
     run = models.ForeignKey(JudgeRun, null=True, blank=True, on_delete=models.CASCADE,
                             related_name="calls")
     # "ok", or what went wrong: "http_error", "rate_limited", "timeout", "unreachable",
-    # "malformed" (unreadable answer).
+    # "malformed" (unreadable answer), "refused" (the outbound policy); "in_flight" while
+    # the attempt is out, left so when its worker died (the call was made, so it counts).
     status = models.CharField(max_length=20)
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     started_at = models.DateTimeField(default=timezone.now)

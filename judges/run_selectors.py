@@ -24,7 +24,8 @@ from searchtweak.models import Role, User
 RUNS_ROLE = Role.LEAD
 CALLS_PER_PAGE = 50
 # What JudgeCall.status holds (judges.models): "ok" or what went wrong.
-CALL_STATUSES = ("ok", "http_error", "rate_limited", "timeout", "unreachable", "malformed")
+CALL_STATUSES = ("ok", "http_error", "rate_limited", "timeout", "unreachable", "malformed",
+                 "refused", "in_flight")
 MILLION = Decimal(1_000_000)
 
 

@@ -140,8 +140,9 @@ def run_resume(*, run: JudgeRun) -> JudgeRun:
     if run.status != Status.PAUSED:
         _refuse(run, "resumed")
     _check_can_run(judge=run.judge, evaluation=run.evaluation, mode=run.mode)
-    run.status = Status.RUNNING
-    run.save(update_fields=["status"])
+    # Whoever resumes has seen why it paused: its lanes get a fresh count of crashes.
+    run.status, run.crash_streak, run.pause_reason = Status.RUNNING, 0, ""
+    run.save(update_fields=["status", "crash_streak", "pause_reason"])
     _lanes_start_on_commit(run)
     return run
 
@@ -190,7 +191,8 @@ def run_progress(*, run: JudgeRun) -> dict:
         "status": run.status, "pairs": run.pair_count, "done": run.done_count,
         "failed": run.failed_count, "skipped": run.skipped_count, "left": run.left_count,
         "cached": run.cached_count, "calls": run.call_count, "tokens_in": run.tokens_in,
-        "tokens_out": run.tokens_out, "cost": cost,
+        "tokens_out": run.tokens_out, "cost": cost, "crashes": run.crash_count,
+        "pause_reason": run.pause_reason,
         "percent_done": 100 if not run.pair_count else finished * 100 // run.pair_count,
     }
 

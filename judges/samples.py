@@ -61,9 +61,10 @@ def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
     once.max_retries = 0
     once.timeout_seconds = min(judge.timeout_seconds, settings.OUTBOUND_TEST_DEADLINE_SECONDS)
     with outbound_limits.team_test_turn(team_id=judge.team_id), \
-            outbound.deadline(settings.OUTBOUND_TEST_DEADLINE_SECONDS):
+            outbound.deadline(settings.OUTBOUND_TEST_DEADLINE_SECONDS) as deadline_at:
         result = calls.ask(judge=once, keyword=keyword.strip(), guidelines=guidelines,
-                           scale=team_scale.scale, documents=documents, is_test=True)
+                           scale=team_scale.scale, documents=documents, is_test=True,
+                           deadline_at=deadline_at)
     if result.error_kind == "api_key":
         raise ValidationError({"api_key": result.error})
     verdict = result.verdict

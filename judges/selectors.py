@@ -17,5 +17,5 @@ LIST_ROLE = Role.LEAD
 
 def judges_for_team(*, team_id: int) -> QuerySet[Judge]:
     """The team's judges by name, each with its ``run_count``."""
-    return Judge.objects.filter(team_id=team_id).annotate(
+    return Judge.objects.filter(team_id=team_id).select_related("counts_granted_by").annotate(
         run_count=Count("runs")).order_by("name", "id")

@@ -42,7 +42,7 @@ MAX_PRICE = Decimal("999999.9999")
 SETTINGS = ("name", "provider", "base_url", "model", "prompt_templates", "batch_size",
             "parameters", "tags", "is_active", "timeout_seconds", "max_retries",
             "max_concurrent_requests", "requests_per_minute", "price_in_per_million",
-            "price_out_per_million")
+            "price_out_per_million", "allow_cross_origin_redirects")
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -162,6 +162,7 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
     else:
         clean["tags"] = normalize_tags(tags)
     clean["is_active"] = bool(values["is_active"])
+    clean["allow_cross_origin_redirects"] = bool(values["allow_cross_origin_redirects"])
     timeout = values["timeout_seconds"]
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) \
             or not 0 < timeout <= MAX_TIMEOUT_SECONDS:
@@ -206,6 +207,7 @@ def judge_create(
     is_active: bool = True, timeout_seconds: float = 60.0, max_retries: int = 3,
     max_concurrent_requests: int = 16, requests_per_minute: int | None = None,
     price_in_per_million: Decimal | None = None, price_out_per_million: Decimal | None = None,
+    allow_cross_origin_redirects: bool = False,
 ) -> Judge:
     """A judge and its service account (inactive, no password, a grader of ``team``).
     An empty ``base_url`` means the provider's own; the key is stored encrypted."""

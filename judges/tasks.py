@@ -36,10 +36,18 @@ def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_L
     if run is None:
         return False
     ends_at = time.monotonic() + seconds
-    with calls.new_client(run.judge) as client:
-        while time.monotonic() < ends_at:
-            if not batches.batch_process(run=run, client=client, lane=lane):
-                return False
+    try:
+        with calls.new_client(run.judge) as client:
+            while time.monotonic() < ends_at:
+                if not batches.batch_process(run=run, client=client, lane=lane):
+                    return False
+    except Exception as error:
+        # A batch answers for its own pairs; this is the lane itself failing (claiming,
+        # the database). Counted on the run, and this lane ends: the sweep starts another,
+        # until crashes in a row pause the run with the reason.
+        logger.exception("a lane of judge run %s crashed", run_id)
+        batches.run_crash_record(run_id=run_id, detail=batches.crash_text(error))
+        return False
     return True
 
 
@@ -47,7 +55,7 @@ def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_L
 def sweep_stalled_runs() -> int:
     """Start a lane for each running run that has work no lane is doing (its lanes died
     with their worker); how many. Celery beat runs it every JUDGE_SWEEP_EVERY_SECONDS."""
-    stalled = batches.runs_stalled()
+    stalled = sorted(set(batches.lapsed_claims_count()) | set(batches.runs_stalled()))
     for run_id in stalled:
         run_lanes_dispatch(run_id, 1)
     return len(stalled)

@@ -40,4 +40,5 @@ urlpatterns += [
     path("judges/<int:judge_id>/calibration/", views_calibration.judge_calibration,
          name="calibration"),
     path("judges/<int:judge_id>/counts/", views_calibration.judge_counts, name="counts"),
+    path("judges/trust-policy/", views_judges.trust_policy_edit, name="trust_policy"),
 ]

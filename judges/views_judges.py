@@ -9,12 +9,12 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations.views import confirm_page
-from judges import samples, selectors, services
+from judges import samples, selectors, services, trust
 from judges.access import judge_get_for_user
-from judges.forms import JudgeForm, JudgeTestForm
+from judges.forms import JudgeForm, JudgeTestForm, TrustPolicyForm
 from searchtweak import access
 from searchtweak.forms import add_service_errors
 
@@ -24,11 +24,36 @@ from searchtweak.forms import add_service_errors
 def judge_list(request: HttpRequest) -> HttpResponse:
     team = access.current_team_access(user=request.user,
                                       minimum_role=selectors.LIST_ROLE).team
+    policy = trust.trust_policy(team_id=team.pk)
     return render(request, "judges/judge_list.html", {
         "judges": selectors.judges_for_team(team_id=team.pk),
         "can_edit": access.current_team_can(user=request.user, team_id=team.pk,
                                             minimum_role=selectors.CONFIGURATION_ROLE),
+        "policy": policy,
+        "policy_form": TrustPolicyForm(initial={"min_pairs": policy.min_pairs,
+                                                "min_kappa": policy.min_kappa}),
     })
+
+
+@require_POST
+@login_required
+def trust_policy_edit(request: HttpRequest) -> HttpResponse:
+    """The current team's bar for letting a judge's grades count (admins)."""
+    team = access.current_team_access(user=request.user,
+                                      minimum_role=selectors.CONFIGURATION_ROLE).team
+    form = TrustPolicyForm(request.POST)
+    if form.is_valid():
+        try:
+            trust.trust_policy_update(team=team, by=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            add_service_errors(form, error)
+        else:
+            messages.success(request, "The bar for letting a judge's grades count is saved.")
+            return redirect(reverse("judges:judge_list") + "#trust-policy")
+    return render(request, "judges/judge_list.html", {
+        "judges": selectors.judges_for_team(team_id=team.pk), "can_edit": True,
+        "policy": trust.trust_policy(team_id=team.pk), "policy_form": form,
+    }, status=400)
 
 
 def _render_form(request: HttpRequest, form: JudgeForm, judge=None) -> HttpResponse:

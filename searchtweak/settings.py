@@ -334,6 +334,8 @@ CELERY_BEAT_SCHEDULE = {
 JUDGE_LANE_SECONDS = env_int("JUDGE_LANE_SECONDS", 50, minimum=1)
 JUDGE_LANE_TIME_LIMIT = env_int("JUDGE_LANE_TIME_LIMIT", 1800, minimum=120)
 JUDGE_STALL_SECONDS = env_int("JUDGE_STALL_SECONDS", 120, minimum=1)
+# Lane crashes in a row (no batch ending well between them) that pause a judge run.
+JUDGE_MAX_CRASH_STREAK = env_int("JUDGE_MAX_CRASH_STREAK", 3, minimum=1)
 
 # A keyword file (TXT/CSV) bigger than this is refused before it is read: 10,000 keywords of
 # 500 characters would be 5 MB, so a larger file cannot be a valid list.

@@ -115,6 +115,8 @@ def validate_answer(answer: str | Mapping[str, Any] | Any, *, ids: Sequence[str]
         data = extract_json(answer) if isinstance(answer, str) else answer
     except ValueError as error:
         return _all_rejected(ids, f"the answer is not JSON: {error}")
+    except RecursionError:
+        return _all_rejected(ids, "the answer nests its JSON too deeply to read")
     if not isinstance(data, Mapping):
         return _all_rejected(ids, 'the answer is not a JSON object with "grades"')
     entries = data.get("grades")

@@ -71,6 +71,11 @@ class ProviderUnreachable(ProviderError):
     retryable = True
 
 
+class ProviderRefused(ProviderError):
+    """The app's outbound rules stopped the request (a denied network, a redirect they do
+    not follow): asking again would be refused again."""
+
+
 class ProviderConfigError(ValueError):
     """A judge's settings that cannot make a valid request (e.g. a parameter that would
     overwrite a field the protocol needs)."""
@@ -161,6 +166,11 @@ def json_body(response: httpx.Response) -> dict[str, Any]:
         body = json.loads(response.text)
     except ValueError as error:
         raise MalformedResponse(f"the provider's answer is not JSON: {error}",
+                                status_code=status) from error
+    except RecursionError as error:
+        # A body of a few KB can nest deeper than the parser's stack: a bad answer, not a
+        # crash of the worker that read it.
+        raise MalformedResponse("the provider's answer nests its JSON too deeply to read",
                                 status_code=status) from error
     if not isinstance(body, dict):
         raise MalformedResponse("the provider's answer is not a JSON object", status_code=status)

@@ -19,6 +19,7 @@ import httpx
 from judges.core.providers import (
     Completion,
     HTTPStatusError,
+    MalformedResponse,
     Provider,
     ProviderError,
     ProviderTimeout,
@@ -86,17 +87,24 @@ class CallResult:
         return self.completion is not None
 
 
+Transmit = Callable[[httpx.Request], httpx.Response]
+"""Sends one request and returns the final response, streaming (the app's outbound rules
+follow redirects here); may raise httpx errors, or a ProviderError of its own."""
+
+
 def send(provider: Provider, request: httpx.Request, *, client: httpx.Client,
          timeout_seconds: float, policy: RetryPolicy | None = None,
          sleep: Callable[[float], None] = time.sleep,
          random: Callable[[], float] = random_module.random,
-         gate: Callable[[], AbstractContextManager[Any]] = nullcontext) -> CallResult:
+         gate: Callable[[], AbstractContextManager[Any]] = nullcontext,
+         transmit: Transmit | None = None) -> CallResult:
     """Send ``request`` (built by ``provider``) until it succeeds, fails for good, or the
     policy's attempts run out. Never raises a ProviderError: it is in the result.
 
     ``gate`` is entered around each attempt (not the backoff sleeps): the app's shared
     rate limit counts every HTTP request and holds no turn while a retry waits. Whatever
-    the gate raises (no turn in time) ends the call and propagates."""
+    the gate raises (no turn in time) ends the call and propagates. ``transmit`` replaces
+    ``client.send`` (without it, no redirect is followed)."""
     policy = policy or RetryPolicy()
     secrets = secrets_of(request)
     # Per request, so the caller's client keeps its own defaults for everything else.
@@ -107,7 +115,9 @@ def send(provider: Provider, request: httpx.Request, *, client: httpx.Client,
         with gate():
             started = time.monotonic()
             status_code, text, completion, error = _attempt(
-                provider, request, client=client, timeout_seconds=timeout_seconds)
+                provider, request, transmit=transmit or (
+                    lambda outgoing: client.send(outgoing, stream=True)),
+                timeout_seconds=timeout_seconds)
         duration_ms = round((time.monotonic() - started) * 1000)
         text = scrub(text, secrets)[:RESPONSE_TEXT_CHARS]
         if error is not None:
@@ -144,14 +154,14 @@ def _wait_before_retry(error: ProviderError | None, number: int, policy: RetryPo
     return wait
 
 
-def _attempt(provider: Provider, request: httpx.Request, *, client: httpx.Client,
+def _attempt(provider: Provider, request: httpx.Request, *, transmit: Transmit,
              timeout_seconds: float
              ) -> tuple[int | None, str, Completion | None, ProviderError | None]:
     """(status, body text, completion, error) of one exchange."""
     # The read timeout bounds each pause; this deadline bounds a server that trickles.
     deadline = time.monotonic() + timeout_seconds * 2
     try:
-        response = client.send(request, stream=True)
+        response = transmit(request)
         try:
             body = bytearray()
             for chunk in response.iter_bytes():
@@ -166,6 +176,8 @@ def _attempt(provider: Provider, request: httpx.Request, *, client: httpx.Client
                         status_code=response.status_code)
         finally:
             response.close()
+    except ProviderError as error:
+        return None, "", None, error
     except httpx.ConnectTimeout:
         return None, "", None, ProviderUnreachable(
             f"could not connect within {min(timeout_seconds, 5.0):g} s")
@@ -185,3 +197,9 @@ def _attempt(provider: Provider, request: httpx.Request, *, client: httpx.Client
         return response.status_code, complete.text, provider.parse_response(complete), None
     except ProviderError as error:
         return response.status_code, complete.text, None, error
+    except Exception as error:  # whatever the body does to the parser
+        # An answer the protocol cannot read is that call's failure, logged with its text;
+        # letting it escape would lose the call and crash the lane that asked.
+        return response.status_code, complete.text, None, MalformedResponse(
+            f"the answer could not be read ({type(error).__name__}: {error})"[:300],
+            status_code=response.status_code)

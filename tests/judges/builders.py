@@ -32,6 +32,6 @@ def judge_for(team: Team, provider: FakeProvider, *, name: str = "Judge Dredd",
     """A judge of `team` talking to a fake provider with the key it demands."""
     fields = {"batch_size": 5, "timeout_seconds": 5.0, "max_retries": 2,
               "max_concurrent_requests": 4, **fields}
+    fields.setdefault("base_url", provider.base_url)
     return judge_with_account(team, name=name, provider=provider.protocol,
-                              base_url=provider.base_url, api_key=provider.api_key or "",
-                              counts=counts, **fields)
+                              api_key=provider.api_key or "", counts=counts, **fields)

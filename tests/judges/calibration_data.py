@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword
-from judges.models import Judge, JudgeRun, JudgeRunItem
+from judges.models import Judge, JudgeRun, JudgeRunItem, JudgeTrustPolicy
 from judgments.models import FeedbackSlot
 from searchtweak.models import Team, User
 from tests.judges.builders import judge_with_account
@@ -20,6 +20,13 @@ from tests.metrics.builders import build_evaluation
 def make_judge(team: Team, name: str = "Sage") -> Judge:
     """A judge of `team` that no run of these tests calls."""
     return judge_with_account(team, name=name)
+
+
+def bar(team: Team, *, min_pairs: int, min_kappa: float) -> JudgeTrustPolicy:
+    """The team's bar for letting a judge's grades count."""
+    policy, _ = JudgeTrustPolicy.objects.update_or_create(
+        team=team, defaults={"min_pairs": min_pairs, "min_kappa": min_kappa})
+    return policy
 
 
 def slot_of(evaluation: Evaluation, text: str, position: int, index: int) -> FeedbackSlot:

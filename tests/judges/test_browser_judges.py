@@ -17,6 +17,7 @@ from evaluations.models import Evaluation, EvaluationMetric
 from judges.models import Judge, JudgeRun
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue
+from tests.judges.calibration_data import bar
 from tests.judges.fake_providers import OPENAI, ModelAnswer, document_ids, fake_provider
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -131,7 +132,8 @@ def test_a_judge_grades_the_demo_beside_people(browser, live_server, capsys):
         expect(lead.get_by_test_id("exact")).to_have_text(f"{exact / 10:.3f}")
         lead.screenshot(path=str(ARTIFACTS / "judge-calibration.png"), full_page=True)
 
-        # The admin lets it count: the shadow run is done.
+        # The admin lets it count: the shadow run is done and the team's bar is ten pairs.
+        bar(judge.team, min_pairs=10, min_kappa=-1)
         admin.goto(f"{live_server.url}/judges/{judge.pk}/calibration/?evaluation={evaluation.pk}")
         admin.get_by_role("button", name="Let this judge's grades count").click()
         expect(admin.get_by_test_id("counts-state")).to_contain_text("its grades count")

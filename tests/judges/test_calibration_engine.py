@@ -8,7 +8,7 @@ from judges.calibration import calibration_evaluations, judge_calibration
 from judges.models import JudgeRun
 from judges.trust import judge_mark_counts
 from tests.judges.builders import judge_for
-from tests.judges.calibration_data import give
+from tests.judges.calibration_data import bar, give
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judgments.builders import evaluation_with_slots
 
@@ -40,4 +40,9 @@ def test_a_finished_shadow_run_is_calibrated_and_earns_counts(personas):
     assert (result.judge_snapshot_count, result.pair_count) == (3, 3)
     assert result.exact_match_rate == pytest.approx(2 / 3)
     assert result.confusion == [[0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
-    assert judge_mark_counts(judge=judge, counts=True, by=personas.admin).counts is True
+    # Three pairs clear a bar of three; κ (quadratic) is 0.9 here.
+    bar(personas.team, min_pairs=3, min_kappa=0.4)
+    trusted = judge_mark_counts(judge=judge, counts=True, by=personas.admin)
+    assert (trusted.counts, trusted.counts_override_reason) == (True, "")
+    assert (trusted.counts_evidence["pair_count"], trusted.counts_evidence["evaluation_id"]) \
+        == (3, evaluation.pk)

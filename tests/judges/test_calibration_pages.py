@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from judges.models import Judge, JudgeRun
 from searchtweak.models import Membership, Role
 from searchtweak.services import api_token_create
-from tests.judges.calibration_data import graded_example, make_judge, run_with_answers
+from tests.judges.calibration_data import bar, graded_example, make_judge, run_with_answers
 from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db
@@ -77,9 +77,10 @@ def test_the_admin_sees_the_counts_button_disabled_with_the_reason_until_a_shado
 
 
 def test_the_admin_may_let_a_shadowed_judge_count(example, personas):
+    bar(personas.team, min_pairs=6, min_kappa=0.8)  # its 6 pairs and κ 0.870 clear it
     html = page_client(personas.admin).get(_page(example)).content.decode()
     assert 'data-testid="counts-reason"' not in html
-    assert re.search(r'<button type="submit" class="primary" >Let this judge', html)
+    assert re.search(r'<button type="submit" class="primary">Let this judge', html)
 
 
 def test_the_chooser_picks_another_evaluation(example, personas):
@@ -133,6 +134,7 @@ def test_counts_is_refused_without_a_finished_shadow_run_and_nothing_changes(per
 
 def test_counts_is_allowed_after_a_shadow_run_and_goes_back_to_the_evaluation(
         example, personas):
+    bar(personas.team, min_pairs=6, min_kappa=0.8)
     response = page_client(personas.admin).post(
         _counts(example.judge), {"counts": "true", "evaluation": example.evaluation.pk})
     assert response.status_code == 302
@@ -194,8 +196,16 @@ def test_the_api_sets_counts_only_after_a_shadow_run(personas):
     assert refused.status_code == 400 and "counts" in refused.json()
     evaluation = build_evaluation(team=personas.team, keywords={"q": ["a"]}, metrics=[])
     run_with_answers(judge, evaluation, {("q", 1): 1})
-    allowed = client.post(f"/api/v1/judges/{judge.pk}/counts/", {"counts": True}, format="json")
+    # Shadowed, but no person graded "q": no pair, so the bar needs an override.
+    below = client.post(f"/api/v1/judges/{judge.pk}/counts/", {"counts": True}, format="json")
+    assert below.status_code == 400
+    assert "Only 0 pairs" in below.json()["override_reason"][0]
+    allowed = client.post(f"/api/v1/judges/{judge.pk}/counts/",
+                          {"counts": True, "override_reason": "pilot"}, format="json")
     assert allowed.status_code == 200
-    assert allowed.json() == {"id": judge.pk, "name": judge.name, "counts": True}
+    body = allowed.json()
+    assert (body["id"], body["counts"], body["counts_granted_by"],
+            body["counts_override_reason"]) == (judge.pk, True, "admin", "pilot")
+    assert body["counts_evidence"]["pair_count"] == 0
     missing = client.post(f"/api/v1/judges/{judge.pk}/counts/", {}, format="json")
     assert missing.status_code == 400 and "counts" in missing.json()

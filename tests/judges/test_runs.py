@@ -227,6 +227,48 @@ def test_a_lapsed_claim_is_taken_over_and_its_late_answer_writes_nothing(persona
     assert FeedbackSlot.objects.filter(user=judge.user).count() == 2
 
 
+def test_a_lapsed_claims_late_answer_during_the_takeovers_call_writes_nothing(personas):
+    """The dead claim's answer arrives while the lane that took over is still waiting for
+    the model: it finds its stamp gone and writes nothing; the takeover's answer stands."""
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    text = evaluation.keywords.get().text
+    late: list = []
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider)
+        with_no_lanes = runs._lanes_start_on_commit
+        runs._lanes_start_on_commit = lambda run: None
+        try:
+            run = start(judge, evaluation, JudgeRun.Mode.UNGRADED)
+        finally:
+            runs._lanes_start_on_commit = with_no_lanes
+        from django.utils import timezone
+        now = timezone.now()
+        dead_claim = batches._items_claim(run=run, now=now, lease_until=now)
+
+        def takeover_in_flight(prompt, request):
+            # The takeover's call is out: now the dead claim's answer comes back.
+            outcomes = {item.pk: batches._Outcome(grade=1, reason="late") for item in
+                        dead_claim}
+            batches._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
+            late.append(sorted(FeedbackSlot.objects.filter(user=judge.user).values_list(
+                "grade", "reason")))
+            connection.close()
+            return grade_all(grade_of)(prompt, request)
+
+        provider.default = takeover_in_flight
+        assert batches.run_batch_process(run_id=run.pk) == 2
+        assert batches.run_batch_process(run_id=run.pk) == 0
+    # The late answer found the takeover's claim on the slots and wrote nothing.
+    assert late == [[(None, ""), (None, "")]]
+    run.refresh_from_db()
+    assert (run.status, run.done_count, run.failed_count) == ("done", 2, 0)
+    assert sorted(FeedbackSlot.objects.filter(user=judge.user).values_list(
+        "snapshot__doc_id", "grade", "reason")) == [
+        (f"{text}-d1", 3, "matches the keyword"), (f"{text}-d2", 0, "matches the keyword")]
+    assert set(JudgeRunItem.objects.filter(run=run).values_list("grade", "reason")) == {
+        (3, "matches the keyword"), (0, "matches the keyword")}
+
+
 def test_pause_cancel_and_the_rules_of_starting(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2, tags=["de"])
     with fake_provider(OPENAI) as provider:

@@ -1,11 +1,12 @@
-"""A judge's grades count only after a finished shadow run."""
+"""A judge's grades count only after a finished shadow run (the figures' bar is tested in
+test_counts_evidence.py; here the bar is lowered to nothing)."""
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from judges.models import Judge, JudgeRun
 from judges.trust import judge_mark_counts
-from tests.judges.calibration_data import make_judge, run_with_answers
+from tests.judges.calibration_data import bar, make_judge, run_with_answers
 from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def judge(personas):
+    bar(personas.team, min_pairs=1, min_kappa=-1)
     return make_judge(personas.team)
 
 
@@ -45,7 +47,9 @@ def test_it_refuses_counts_after_a_run_that_is_not_a_finished_shadow(
 
 def test_it_allows_counts_after_a_finished_shadow_run(judge, evaluation, personas):
     run_with_answers(judge, evaluation, {("q", 1): 1})
-    assert judge_mark_counts(judge=judge, counts=True, by=personas.admin).counts is True
+    # No person graded "q": no pair, so only an override lets it count.
+    assert judge_mark_counts(judge=judge, counts=True, by=personas.admin,
+                             override_reason="a trial").counts is True
     assert Judge.objects.get(pk=judge.pk).counts is True
 
 

@@ -344,6 +344,9 @@ TABLE: dict[str, Row] = {
                                         GET=(200, 200, 200, 403, 404, 401)),
     # Without a finished shadow run the judge may not count: 400 on `counts` (or its absence).
     "judges_api:judge_counts": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
+    # The team's bar for counting (the caller's current team): leads read, admins change.
+    "judges_api:trust_policy": row(GET=(200, 200, 200, 403, 200, 401),
+                                   PUT=(400, 400, 403, 403, 400, 401)),
     # --- judges_api: runs and call logs (a running shadow run of a judge of the team) ---
     "judges_api:evaluation_runs": row(
         _evaluation,
@@ -538,6 +541,7 @@ TABLE: dict[str, Row] = {
                               GET=(200, 200, 200, 403, 404, LOGIN)),
     # An empty form changes nothing and goes back to the calibration page with the reason.
     "judges:counts": row(_judge, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "judges:trust_policy": row(POST=(400, 400, 403, 403, 400, LOGIN)),
     # --- judges: runs and call logs ---
     "judges:evaluation_runs": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
     "judges:run_start": row(
