@@ -79,6 +79,7 @@ class JudgeOutputSerializer(serializers.Serializer):
                                                     allow_null=True)
     price_out_per_million = serializers.DecimalField(max_digits=10, decimal_places=4,
                                                      allow_null=True)
+    price_currency = serializers.CharField(help_text="The prices' currency (ISO 4217).")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -125,6 +126,8 @@ class JudgeInputSerializer(serializers.Serializer):
     price_out_per_million = serializers.DecimalField(
         max_digits=10, decimal_places=4, min_value=0, allow_null=True, required=False,
         default=None)
+    price_currency = serializers.CharField(max_length=3, required=False, default="USD",
+                                           help_text="The prices' currency (ISO 4217).")
 
 
 def team_id_param(value: Any) -> int | None:
@@ -245,6 +248,13 @@ class JudgeTestApi(APIView):
         accepted = AcceptedSerializer(many=True)
         rejected = RejectedSerializer(many=True)
         error = serializers.CharField(help_text="Why the call gave no answer; empty if it did.")
+        latency_ms = serializers.IntegerField(allow_null=True,
+                                              help_text="The call's time; null if none was sent.")
+        tokens_in = serializers.IntegerField()
+        tokens_out = serializers.IntegerField()
+        cost = serializers.DecimalField(max_digits=20, decimal_places=4, allow_null=True,
+                                        help_text="At the judge's prices; null without them.")
+        currency = serializers.CharField(help_text="The currency of cost (the judge's).")
 
         class Meta:
             ref_name = "JudgeTestResult"
@@ -268,4 +278,6 @@ class JudgeTestApi(APIView):
         return Response(self.OutputSerializer({
             "request": outcome.request, "prompt": outcome.prompt, "answer": outcome.answer,
             "accepted": outcome.accepted, "rejected": outcome.rejected,
-            "error": outcome.error}).data)
+            "error": outcome.error, "latency_ms": outcome.latency_ms,
+            "tokens_in": outcome.tokens_in, "tokens_out": outcome.tokens_out,
+            "cost": outcome.cost, "currency": outcome.currency}).data)

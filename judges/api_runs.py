@@ -56,6 +56,7 @@ class ProgressSerializer(serializers.Serializer):
     cost = serializers.DecimalField(max_digits=20, decimal_places=4, allow_null=True,
                                     help_text="At the judge's prices per million tokens; "
                                               "null when it has none.")
+    currency = serializers.CharField(help_text="The currency of cost (the judge's).")
     percent_done = serializers.IntegerField(min_value=0, max_value=100)
     crashes = serializers.IntegerField(
         help_text="Batches that raised and lanes that died holding pairs; crashes in a row "

@@ -69,6 +69,9 @@ class JudgeForm(forms.Form):
     price_out_per_million = forms.DecimalField(
         required=False, min_value=0, max_digits=10, decimal_places=4,
         label="Price per 1M output tokens")
+    price_currency = forms.CharField(
+        initial="USD", max_length=3, label="Currency of the prices",
+        help_text="A currency code (USD, EUR, ...), shown beside every cost.")
 
     def __init__(self, *args: Any, team: Team, judge: Judge | None = None,
                  **kwargs: Any) -> None:
@@ -115,6 +118,7 @@ class JudgeForm(forms.Form):
             "requests_per_minute": judge.requests_per_minute,
             "price_in_per_million": judge.price_in_per_million,
             "price_out_per_million": judge.price_out_per_million,
+            "price_currency": judge.price_currency,
         }
 
     def clean_parameters(self) -> Any:
@@ -130,7 +134,7 @@ class JudgeForm(forms.Form):
             "name", "provider", "base_url", "model", "api_key", "batch_size", "parameters",
             "tags", "is_active", "allow_cross_origin_redirects", "timeout_seconds",
             "max_retries", "max_concurrent_requests", "requests_per_minute",
-            "price_in_per_million", "price_out_per_million")}
+            "price_in_per_million", "price_out_per_million", "price_currency")}
         kwargs["prompt_templates"] = {grade_scale.code: data[TEMPLATE_PREFIX + grade_scale.code]
                                       for grade_scale in self.scales}
         if "clear_api_key" in self.fields:

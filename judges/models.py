@@ -64,6 +64,8 @@ class Judge(models.Model):
         max_digits=10, decimal_places=4, null=True, blank=True)
     price_out_per_million = models.DecimalField(
         max_digits=10, decimal_places=4, null=True, blank=True)
+    # The prices' currency (ISO 4217), shown beside every cost.
+    price_currency = models.CharField(max_length=3, default="USD")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -84,12 +84,13 @@ class FailedItem:
     call_id: int | None
 
 
-def failed_items_of_run(*, run: JudgeRun) -> list[FailedItem]:
-    """The run's failed pairs in keyword and result order, one query."""
+def failed_items_of_run(*, run: JudgeRun, limit: int | None = None) -> list[FailedItem]:
+    """The run's failed pairs in keyword and result order (the first ``limit``), one
+    query."""
     rows = JudgeRunItem.objects.filter(run=run, status=JudgeRunItem.Status.FAILED).order_by(
         "keyword__position", "snapshot__position", "id").values_list(
         "id", "keyword__text", "snapshot__doc_id", "failure", "failure_detail", "call_id")
-    return [FailedItem(*row) for row in rows]
+    return [FailedItem(*row) for row in (rows if limit is None else rows[:limit])]
 
 
 # --- calls -------------------------------------------------------------------------------

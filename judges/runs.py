@@ -191,7 +191,8 @@ def run_progress(*, run: JudgeRun) -> dict:
         "status": run.status, "pairs": run.pair_count, "done": run.done_count,
         "failed": run.failed_count, "skipped": run.skipped_count, "left": run.left_count,
         "cached": run.cached_count, "calls": run.call_count, "tokens_in": run.tokens_in,
-        "tokens_out": run.tokens_out, "cost": cost, "crashes": run.crash_count,
+        "tokens_out": run.tokens_out, "cost": cost, "currency": run.judge.price_currency,
+        "crashes": run.crash_count,
         "pause_reason": run.pause_reason,
         "percent_done": 100 if not run.pair_count else finished * 100 // run.pair_count,
     }

@@ -4,6 +4,7 @@ pair). Logged as a test call; no grade is stored."""
 
 import copy
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from judges import calls
 from judges.core.answers import Accepted, Rejected
 from judges.core.prompts import Document, PromptError, check_documents
 from judges.models import Judge
+from judges.run_selectors import token_cost
 from judges.services import json_problem
 from judgments import scales as scale_lookup
 from searchtweak import outbound, outbound_limits
@@ -33,6 +35,12 @@ class TestOutcome:
     accepted: tuple[Accepted, ...] = ()
     rejected: tuple[Rejected, ...] = ()
     error: str = ""
+    latency_ms: int | None = None
+    """How long the call took (None when nothing was sent)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: Decimal | None = None
+    currency: str = ""
 
 
 def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
@@ -71,4 +79,9 @@ def judge_test_sample(*, judge: Judge, keyword: str, scale_code: str,
     return TestOutcome(request=result.request, answer=result.answer_text,
                        prompt=result.prompt.user if result.prompt else "",
                        accepted=verdict.accepted if verdict else (),
-                       rejected=verdict.rejected if verdict else (), error=result.error)
+                       rejected=verdict.rejected if verdict else (), error=result.error,
+                       latency_ms=result.calls[-1].latency_ms if result.calls else None,
+                       tokens_in=result.tokens_in, tokens_out=result.tokens_out,
+                       cost=token_cost(judge=judge, tokens_in=result.tokens_in,
+                                       tokens_out=result.tokens_out),
+                       currency=judge.price_currency)

@@ -9,6 +9,7 @@ anything it graded is.
 
 import logging
 import math
+import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -42,7 +43,7 @@ MAX_PRICE = Decimal("999999.9999")
 SETTINGS = ("name", "provider", "base_url", "model", "prompt_templates", "batch_size",
             "parameters", "tags", "is_active", "timeout_seconds", "max_retries",
             "max_concurrent_requests", "requests_per_minute", "price_in_per_million",
-            "price_out_per_million", "allow_cross_origin_redirects")
+            "price_out_per_million", "price_currency", "allow_cross_origin_redirects")
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -179,6 +180,11 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
                 ", or empty for no limit." if limit == "requests_per_minute" else ".")
     for price in ("price_in_per_million", "price_out_per_million"):
         clean[price] = _price(values[price], problems, price)
+    currency = values["price_currency"]
+    if isinstance(currency, str) and re.fullmatch(r"[A-Za-z]{3}", currency.strip()):
+        clean["price_currency"] = currency.strip().upper()
+    else:
+        problems["price_currency"] = "Three letters, a currency code such as USD or EUR."
     if problems:
         raise ValidationError(problems)
     return clean
@@ -207,7 +213,7 @@ def judge_create(
     is_active: bool = True, timeout_seconds: float = 60.0, max_retries: int = 3,
     max_concurrent_requests: int = 16, requests_per_minute: int | None = None,
     price_in_per_million: Decimal | None = None, price_out_per_million: Decimal | None = None,
-    allow_cross_origin_redirects: bool = False,
+    price_currency: str = "USD", allow_cross_origin_redirects: bool = False,
 ) -> Judge:
     """A judge and its service account (inactive, no password, a grader of ``team``).
     An empty ``base_url`` means the provider's own; the key is stored encrypted."""

@@ -54,15 +54,20 @@ def run_start(request: HttpRequest, evaluation_id: int) -> HttpResponse:
                   status=400 if form.errors else 200)
 
 
+# The page polls its live part every 2 s while the run goes on: a run with thousands of
+# failures shows the first ones (the API lists them all).
+FAILED_SHOWN = 200
+
+
 @require_GET
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run page; its progress part alone for htmx, which polls it while it runs."""
     run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
-    context = {"run": run, "progress": runs.run_progress(run=run)}
+    context = {"run": run, "progress": runs.run_progress(run=run),
+               "failed_items": run_selectors.failed_items_of_run(run=run, limit=FAILED_SHOWN)}
     if request.htmx:
-        return render(request, "judges/_run_progress.html", context)
-    context["failed_items"] = run_selectors.failed_items_of_run(run=run)
+        return render(request, "judges/_run_live.html", context)
     return render(request, "judges/run_detail.html", context)
 
 

@@ -149,7 +149,8 @@ def test_a_running_run_polls_every_two_seconds_a_stopped_one_does_not(client, pe
     client.force_login(personas.lead)
     url = reverse("judges:run_detail", args=[run.pk])
     partial = client.get(url, **HTMX)
-    assert [template.name for template in partial.templates] == ["judges/_run_progress.html"]
+    assert [template.name for template in partial.templates] == [
+        "judges/_run_live.html", "judges/_run_progress.html"]
     assert f'hx-get="{url}" hx-trigger="every 2s" hx-swap="outerHTML"' in \
         partial.content.decode()
     JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.DONE)
