@@ -1,0 +1,30 @@
+"""Rules every request and response follows, whatever view answers."""
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+
+from searchtweak.json_input import NUL_PROBLEM
+
+
+class QueryNulMiddleware:
+    """A query parameter holding NUL (U+0000) is a 400 naming it: no view means it, and
+    PostgreSQL refuses it in any statement a filter would build (a 500)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        query = request.META.get("QUERY_STRING", "")
+        if "%00" in query or "\x00" in query:
+            for name, values in request.GET.lists():
+                if "\x00" in name or any("\x00" in value for value in values):
+                    return _refusal(request, name.replace("\x00", "\\u0000"))
+        return self.get_response(request)
+
+
+def _refusal(request: HttpRequest, name: str) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({name: [NUL_PROBLEM]}, status=400)
+    return HttpResponseBadRequest(f"The query parameter {name!r} {NUL_PROBLEM}.",
+                                  content_type="text/plain; charset=utf-8")
