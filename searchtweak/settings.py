@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from searchtweak.envvars import (
+    env_behind_tls_proxy,
     env_bool,
     env_email_url,
     env_int,
@@ -206,7 +207,7 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000,
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 # Only allows a submission to the browsers' preload list; nothing is submitted by itself.
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
-if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+if env_behind_tls_proxy():
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Content-Security-Policy (django-csp), in development too so a violation shows at once:
