@@ -1,10 +1,32 @@
-"""Rules every request and response follows, whatever view answers."""
+"""Rules every response follows, whatever view answers: what caches may keep, and query
+strings no view can read."""
 
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.utils.cache import add_never_cache_headers
 
 from searchtweak.json_input import NUL_PROBLEM
+
+
+class NoStoreMiddleware:
+    """`Cache-Control: no-store` (and its older spellings) on every answer to a signed-in
+    caller, session or API token: those pages hold a team's data, and one shows a new API
+    token once; a shared or back-button cache must not keep them. A view that set its
+    own Cache-Control keeps it. Static files (WhiteNoise, before this) are not affected."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        # Read after the view: DRF sets the token's user on the request it wraps.
+        user = getattr(request, "user", None)
+        signed_in = user is not None and user.is_authenticated
+        if (signed_in or "HTTP_AUTHORIZATION" in request.META) and not response.has_header(
+                "Cache-Control"):
+            add_never_cache_headers(response)
+        return response
 
 
 class QueryNulMiddleware:
