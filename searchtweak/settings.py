@@ -103,7 +103,11 @@ _SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 
 _database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    # Health checks: a connection kept for reuse is tested (cheaply, only when reused)
+    # before a request uses it, so a database restart or a cut connection costs a
+    # reconnect instead of one 500 per worker.
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60,
+                                                  conn_health_checks=True)}
     if _database_url.startswith("sqlite"):
         DATABASES["default"]["OPTIONS"] = dict(_SQLITE_OPTIONS)
     # The grading hot path's statements (searchtweak.sql) bind on the server and are
