@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from evaluations.models import Keyword
 from judgments.scales import GradeScale
+from searchtweak.csv_cells import csv_cell_read
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 # Enough to fix a file; a file of garbage would otherwise answer with megabytes of errors.
@@ -109,6 +110,11 @@ def _text_ok(value: str, what: str, number: int, result: ParseResult) -> bool:
     return True
 
 
+def _cell(value: str) -> str:
+    # Our CSV exports protect cells from spreadsheets' formulas: read them back as typed.
+    return csv_cell_read(value.strip()).strip()
+
+
 def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
     result = ParseResult()
     first = True
@@ -129,7 +135,7 @@ def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
             result.error(f"line {number}: expected 3 columns (keyword,doc_id,grade), "
                          f"found {len(row)}")
             continue
-        keyword, doc_id, raw_grade = row[0].strip(), row[1].strip(), row[2]
+        keyword, doc_id, raw_grade = _cell(row[0]), _cell(row[1]), row[2]
         grade = _grade(raw_grade, scale, number, result)
         if not (_text_ok(keyword, "keyword", number, result)
                 and _text_ok(doc_id, "doc_id", number, result)) or grade is None:

@@ -10,9 +10,10 @@ from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
 from judgments import exports, imports
-from judgments.models import PoolJudgment
+from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
 from metrics.models import KeywordMetricValue
+from searchtweak.csv_cells import csv_cell, csv_cell_read
 from tests.metrics.builders import build_evaluation, set_grades, slot
 
 pytestmark = pytest.mark.django_db
@@ -314,3 +315,67 @@ def test_csv_parser_allows_quotes_header_and_a_grader_column():
 def test_mapping_errors_name_the_mapping_line():
     result = imports.parse_trec(b"1 0 d 1\n", mapping=b"1\tlaptop\n2\n", scale=GRADED)
     assert result.errors == ["mapping line 2: expected `qid<TAB>keyword`"]
+
+
+# --- formula injection (issue 24) ---
+
+FORMULAS = {'=HYPERLINK("http://x.test","a")': ["=d1"], "+cmd|' /C calc'!A0": ["@d2"],
+            "@sum(1)": ["\td3"], "-2+3": ["-1", "-d5"], "plain": ["4.5"]}
+
+
+def test_csv_exports_neutralise_formulas_and_keep_numbers(personas):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords=FORMULAS, metrics=[("precision", 2, {})])
+    set_grades([personas.grader], [(slot(evaluation, text, position), 2)
+                                   for text, docs in FORMULAS.items()
+                                   for position in range(1, len(docs) + 1)])
+    FeedbackSlot.objects.filter(evaluation=evaluation).update(reason="=1+1")
+    assert exports.judgments_csv(evaluation).split("\n") == [
+        "keyword,doc_id,grade",
+        '"\'=HYPERLINK(""http://x.test"",""a"")",\'=d1,2',
+        "'+cmd|' /C calc'!A0,'@d2,2",
+        "'@sum(1),'\td3,2",
+        "'-2+3,-1,2", "'-2+3,'-d5,2",
+        "plain,4.5,2", ""]
+    per_grader = exports.judgments_csv_per_grader(evaluation).split("\n")
+    assert per_grader[1] == (
+        '"\'=HYPERLINK(""http://x.test"",""a"")",\'=d1,2,grader,person,\'=1+1')
+    # Everything but CSV keeps the text as typed.
+    body = client_for(personas.owner).get(_url(evaluation, "?format=json")).json()
+    assert [j["keyword"] for j in body["judgments"]][:2] == [
+        '=HYPERLINK("http://x.test","a")', "+cmd|' /C calc'!A0"]
+    assert body["judgments"][0]["doc_id"] == "=d1"
+    assert exports.trec_mapping(evaluation).splitlines()[0] == (
+        '1\t=HYPERLINK("http://x.test","a")')
+
+
+def test_the_metric_table_csv_neutralises_formulas(personas):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords={"=1+1": ["d1"], "-x": ["d2"]},
+                                  metrics=[("precision", 1, {})])
+    response = client_for(personas.owner).get(
+        f"/api/v1/evaluations/{evaluation.pk}/metric-table/", HTTP_ACCEPT="text/csv")
+    assert response.content.decode().splitlines() == ["keyword,precision@1", "'=1+1,", "'-x,"]
+
+
+def test_an_exported_csv_imports_back_as_typed(personas, pool_evaluation):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords=FORMULAS, metrics=[("precision", 2, {})])
+    set_grades([personas.grader], [(slot(evaluation, text, position), 3)
+                                   for text, docs in FORMULAS.items()
+                                   for position in range(1, len(docs) + 1)])
+    response = _upload(client_for(personas.lead), pool_evaluation,
+                       exports.judgments_csv(evaluation).encode())
+    assert response.status_code == 201, response.json()
+    assert sorted(PoolJudgment.objects.values_list("text", "doc_id", "grade")) == sorted(
+        (text, doc.strip(), 3) for text, docs in FORMULAS.items() for doc in docs)
+
+
+@pytest.mark.parametrize(("typed", "written"), [
+    ("=1+1", "'=1+1"), ("+1+1", "'+1+1"), ("-1+1", "'-1+1"), ("@A1", "'@A1"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("-0.5", "-0.5"), ("+3", "+3"), ("1e-3", "1e-3"),
+    ("a=b", "a=b"), ("'=x", "''=x"), ("'x", "'x"), ("", ""), (2, 2), (-1.5, -1.5), (None, None)])
+def test_a_cell_is_protected_only_where_a_spreadsheet_would_run_it(typed, written):
+    assert csv_cell(typed) == written
+    if isinstance(typed, str):
+        assert csv_cell_read(csv_cell(typed)) == typed
