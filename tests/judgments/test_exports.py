@@ -208,7 +208,7 @@ def test_csv_import_stores_the_pool_and_recomputes_pool_metrics(
                            b"keyword,doc_id,grade\nLaptop ,d9,2\nlaptop,d8,0\n")
     assert response.status_code == 201, response.json()
     assert response.json() == {"imported": 2, "replaced": 0, "keywords": 1,
-                               "dirty_keywords": 1}
+                               "dirty_keywords": 1, "duplicates": 0}
     rows = list(PoolJudgment.objects.values_list("team_id", "scale", "normalized_text",
                                                  "doc_id", "grade", "imported_by_id"))
     assert sorted(rows) == [
@@ -279,7 +279,8 @@ def test_dry_run_previews_a_valid_file_and_stores_nothing(personas, pool_evaluat
                        b"keyword,doc_id,grade\nlaptop,d9,2\nphone,p1,0\n", query="?dry_run=1")
     assert response.status_code == 200
     assert response.json() == {
-        "dry_run": True, "valid": True, "would_import": 2, "keywords": 2, "errors": [],
+        "dry_run": True, "valid": True, "would_import": 2, "keywords": 2, "duplicates": 0,
+        "errors": [],
         "preview": [{"line": 2, "keyword": "laptop", "doc_id": "d9", "grade": 2},
                     {"line": 3, "keyword": "phone", "doc_id": "p1", "grade": 0}],
     }
@@ -379,3 +380,44 @@ def test_a_cell_is_protected_only_where_a_spreadsheet_would_run_it(typed, writte
     assert csv_cell(typed) == written
     if isinstance(typed, str):
         assert csv_cell_read(csv_cell(typed)) == typed
+
+
+# --- limits: repeated lines and the file's size (issue 24) ---
+
+
+def test_a_qrels_file_of_one_repeated_line_stores_one_judgment(personas, pool_evaluation):
+    qrels = b"1 0 d1 2\n" * 20_000 + b"1 0 d2 0\n"
+    response = _upload(client_for(personas.lead), pool_evaluation, qrels, kind="trec",
+                       mapping=b"1\tlaptop\n")
+    assert response.status_code == 201, response.json()
+    assert response.json() == {"imported": 2, "replaced": 0, "keywords": 1,
+                               "dirty_keywords": 1, "duplicates": 19_999}
+    assert sorted(PoolJudgment.objects.values_list("doc_id", "grade")) == [("d1", 2), ("d2", 0)]
+
+
+def test_a_pair_judged_twice_with_different_grades_names_both_lines(personas, pool_evaluation):
+    client = client_for(personas.lead)
+    response = _upload(client, pool_evaluation, b"1 0 d1 2\n1 0 d2 1\n1 0 d1 3\n",
+                       kind="trec", mapping=b"1\tlaptop\n")
+    assert response.status_code == 400
+    assert response.json() == {"file": [
+        "line 3: qid 1 docid d1 was judged 2 on line 1; one judgment each"]}
+    # Per grader in a CSV: the same grader twice is a repeat; other graders are grades.
+    response = _upload(client, pool_evaluation, b"keyword,doc_id,grade,grader\n"
+                       b"laptop,d1,3,ann\nLaptop,d1,3,ann\nlaptop,d1,1,bob\nlaptop,d1,2\n"
+                       b"laptop,d1,2\n", query="?dry_run=true")
+    assert (response.json()["would_import"], response.json()["duplicates"]) == (4, 1)
+    response = _upload(client, pool_evaluation,
+                       b"laptop,d1,3,ann\nlaptop,d1,2,ann\n", query="?dry_run=true")
+    assert response.json()["errors"] == [
+        "line 2: 'laptop' 'd1' by 'ann' was judged 3 on line 1; one judgment each"]
+    assert not PoolJudgment.objects.exists()
+
+
+def test_a_file_past_the_judgment_cap_is_refused_whole(personas, pool_evaluation, settings):
+    rows = b"".join(b"laptop,d%d,1\n" % n for n in range(imports.MAX_JUDGMENTS + 5))
+    response = _upload(client_for(personas.lead), pool_evaluation, rows)
+    assert response.status_code == 400
+    assert response.json() == {"file": [
+        "the file holds more than 100,000 judgments; split it into smaller files"]}
+    assert not PoolJudgment.objects.exists()
