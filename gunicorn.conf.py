@@ -11,6 +11,8 @@ a worker: put a buffering proxy (nginx, a cloud load balancer) in front in produ
 
 import os
 
+from searchtweak.envvars import env_behind_tls_proxy
+
 
 def usable_cpus() -> int:
     """The CPUs this process may run on: a container limited with cpusets sees fewer than
@@ -28,6 +30,13 @@ worker_class = "sync"
 # still running after this long is stuck, and the worker is better recycled.
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
+# gunicorn sets the request's scheme from X-Forwarded-Proto when the peer is in this list
+# (127.0.0.1 by default), and Django's is_secure() believes it even when
+# SECURE_PROXY_SSL_HEADER says no proxy sets that header: a client that reaches the port
+# from the host (or through a proxy passing headers along) could pass for HTTPS. The same
+# setting decides both: behind a TLS proxy, the header is the proxy's (from any address, as
+# for Django); otherwise nobody's.
+forwarded_allow_ips = "*" if env_behind_tls_proxy() else ""
 
 
 def post_worker_init(worker) -> None:

@@ -76,14 +76,15 @@ class _SecretHeaderNamesField(serializers.ListField):
 
 
 class EndpointOutputSerializer(_ConfigurationHidingSerializer):
-    CONFIGURATION_FIELDS = ("headers", "secret_header_names", "timeout_seconds",
+    # The URL too: it can carry keys (?api_key=) and internal host names.
+    CONFIGURATION_FIELDS = ("url", "headers", "secret_header_names", "timeout_seconds",
                             "max_concurrent_requests", "requests_per_minute",
                             "allow_cross_origin_redirects", "mapper")
 
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
     name = serializers.CharField()
-    url = serializers.CharField()
+    url = serializers.CharField(required=False, help_text=CONFIGURATION_HELP)
     method = serializers.CharField()
     headers = _HeadersField(
         help_text=f"Plain headers, and secret ones masked (••••abcd). {CONFIGURATION_HELP}")

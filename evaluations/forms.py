@@ -13,6 +13,7 @@ from evaluations.models import Endpoint, Evaluation, SearchModel
 from evaluations.services import is_http_url
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from metrics import core
+from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team
 
 MONO = {"class": "mono", "rows": 4, "spellcheck": "false"}
@@ -329,9 +330,9 @@ class EvaluationForm(forms.Form):
         if not text or not text.strip():
             return {}
         try:
-            value = json.loads(text)
-        except ValueError as error:
-            raise forms.ValidationError(f"Not valid JSON: {error}") from None
+            value = json_loads(text)
+        except JSONInputError as error:
+            raise forms.ValidationError(error.message) from None
         if not isinstance(value, dict):
             raise forms.ValidationError('Write an object, e.g. {"graded->binary": {...}}.')
         return value

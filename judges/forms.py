@@ -12,6 +12,7 @@ from judges.samples import MAX_TEST_DOCUMENTS
 from judges.services import DEFAULT_BASE_URLS
 from judgments import scales as scale_lookup
 from judgments.scales import GradeScale
+from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team
 
 TEMPLATE_PREFIX = "prompt_templates_"
@@ -20,11 +21,9 @@ TEMPLATE_PREFIX = "prompt_templates_"
 def parse_json_text(text: str) -> Any:
     """JSON as typed in a textarea; the error names the line and column."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise forms.ValidationError(
-            f"Not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-        ) from None
+        return json_loads(text)
+    except JSONInputError as error:
+        raise forms.ValidationError(error.message) from None
 
 
 class JudgeForm(forms.Form):
@@ -171,11 +170,12 @@ class JudgeTestForm(forms.Form):
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
+                value = json_loads(line)
+            except JSONInputError as error:
+                syntax = error.decode_error
                 raise forms.ValidationError(
-                    f"Line {number}: not valid JSON at column {error.colno}: {error.msg}."
-                ) from None
+                    f"Line {number}: not valid JSON at column {syntax.colno}: {syntax.msg}."
+                    if syntax else f"Line {number}: {error.message}") from None
             if not isinstance(value, dict):
                 raise forms.ValidationError(f"Line {number}: write a JSON object {{...}}.")
             documents.append(_document(value, len(documents) + 1, number))

@@ -240,8 +240,11 @@ def pool_import(request: HttpRequest) -> HttpResponse:
                 source=f"{data['format']}: {data['file'].name}", user=request.user)
             messages.success(request, (
                 f"Imported {counts['imported']} judgments for {counts['keywords']} keywords "
-                f"({counts['replaced']} earlier ones replaced); {counts['dirty_keywords']} "
-                "keywords with pool metrics are being recomputed."))
+                f"({counts['replaced']} earlier ones replaced"
+                + (f", {parsed.duplicate_count} repeated lines skipped"
+                   if parsed.duplicate_count else "")
+                + f"); {counts['dirty_keywords']} keywords with pool metrics are being "
+                "recomputed."))
             return redirect("judgments:pool_import")
     elif request.method == "POST":
         status = 400

@@ -228,6 +228,8 @@ class JudgmentImportOutputSerializer(serializers.Serializer):
     keywords = serializers.IntegerField(help_text="Distinct keyword texts in the file.")
     dirty_keywords = serializers.IntegerField(
         help_text="Keywords of the team whose pool metrics recompute.")
+    duplicates = serializers.IntegerField(
+        help_text="Lines skipped because they repeat an earlier judgment of the file.")
 
 
 class JudgmentImportPreviewSerializer(serializers.Serializer):
@@ -241,6 +243,8 @@ class JudgmentImportPreviewSerializer(serializers.Serializer):
     valid = serializers.BooleanField(help_text="False when any line has an error.")
     would_import = serializers.IntegerField()
     keywords = serializers.IntegerField()
+    duplicates = serializers.IntegerField(
+        help_text="Lines that repeat an earlier judgment of the file, which are skipped.")
     errors = serializers.ListField(child=serializers.CharField(),
                                    help_text="Every error, with its line number.")
     preview = RowSerializer(many=True, help_text="The first 20 judgments read.")
@@ -336,7 +340,9 @@ class EvaluationJudgmentsApi(APIView):
             "text. All or nothing: any invalid line answers 400 with every error and its "
             "line number, and nothing is stored. `dry_run=true` answers 200 with what would "
             "be imported and the errors, and stores nothing. A (keyword, document) pair "
-            "imported again replaces the grades imported before for it."
+            "imported again replaces the grades imported before for it. At most 100,000 "
+            "judgments a file; a line repeating an earlier judgment of the file is skipped "
+            "and counted in `duplicates`."
         ),
     )
     def post(self, request: Request, evaluation_id: int) -> Response:
@@ -359,5 +365,6 @@ class EvaluationJudgmentsApi(APIView):
         counts = services.pool_judgments_import(
             team=evaluation.team, scale=evaluation.scale, judgments=parsed.judgments,
             source=f"{data['format']}: {data['file'].name}", user=request.user)
+        counts = {**counts, "duplicates": parsed.duplicate_count}
         return Response(JudgmentImportOutputSerializer(counts).data,
                         status=status.HTTP_201_CREATED)

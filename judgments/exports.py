@@ -20,17 +20,16 @@
 - `trec_run`: `qid Q0 docid rank score tag` for every fetched result, score = number of
   results - rank + 1 (higher is better, as trec_eval sorts by score), tag `searchtweak-<id>`.
 Documents whose id contains whitespace cannot be written in the TREC formats faithfully;
-such characters are replaced by `_` there (CSV and JSON keep them).
+such characters are replaced by `_` there (CSV and JSON keep them). A CSV cell that a
+spreadsheet would run as a formula (`=...`, `+...`, `@...`) starts with an apostrophe
+(searchtweak.csv_cells); the CSV import takes it off again.
 
 Each download is named for what it holds (`filename`), so several exports of several
 evaluations can sit side by side in a downloads folder.
 """
 
-import csv
-import io
 import math
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
@@ -43,6 +42,7 @@ from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
 from metrics import core
 from metrics.core.aggregate import Aggregation
+from searchtweak.csv_cells import csv_text
 
 FORMATS = ("json", "csv", "trec", "trec_mapping", "trec_run")
 
@@ -166,26 +166,19 @@ def format_value(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.4f}".rstrip("0")
 
 
-def _csv(rows: Iterator[list]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 def judgments_csv(evaluation: Evaluation) -> str:
-    return _csv(iter([["keyword", "doc_id", "grade"]] + [
+    return csv_text([["keyword", "doc_id", "grade"]] + [
         [item.keyword.text, item.doc_id, format_value(item.value)]
         for item in aggregated(evaluation)
-    ]))
+    ])
 
 
 def judgments_csv_per_grader(evaluation: Evaluation) -> str:
-    return _csv(iter([["keyword", "doc_id", "grade", "grader", "grader_kind", "reason"]] + [
+    return csv_text([["keyword", "doc_id", "grade", "grader", "grader_kind", "reason"]] + [
         [slot.keyword.text, slot.snapshot.doc_id, slot.grade, grader_name(slot) or "",
          grader_kind(slot) or "", slot.reason]
         for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000)
-    ]))
+    ])
 
 
 def _trec_token(value: str) -> str:

@@ -16,6 +16,13 @@ Formats
 Each line is decoded as UTF-8 on its own, so a file mixing encodings names every line
 that is not UTF-8. Blank lines and, in qrels and mappings, lines starting with `#` are
 skipped.
+
+Limits: at most MAX_JUDGMENTS judgments a file (a larger file is refused whole: split
+it). A line that repeats an earlier judgment is skipped and counted (`duplicate_count`):
+in qrels, the same (keyword, docid); in a CSV that names graders, the same (keyword,
+doc_id, grader). The same pair judged with another grade there is an error naming both
+lines. A CSV without a grader column has no way to tell a repeat from another grader's
+grade, so its repeated pairs stay separate grades.
 """
 
 import csv
@@ -23,11 +30,14 @@ from dataclasses import dataclass, field
 
 from evaluations.models import Keyword
 from judgments.scales import GradeScale
+from searchtweak.csv_cells import csv_cell_read
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 # Enough to fix a file; a file of garbage would otherwise answer with megabytes of errors.
 MAX_ERRORS = 50
 MAX_TEXT = 500
+# A team's pool for one file; a 200,000-line file of one repeated line stored 200,000 rows.
+MAX_JUDGMENTS = 100_000
 CSV_HEADER = ["keyword", "doc_id", "grade"]
 
 
@@ -45,6 +55,9 @@ class ParseResult:
     errors: list[str] = field(default_factory=list)
     error_count: int = 0
     line_count: int = 0
+    duplicate_count: int = 0
+    # Where each judgment that may not repeat was first seen: key -> (line, grade).
+    _seen: dict[tuple, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def error(self, message: str) -> None:
         self.error_count += 1
@@ -59,6 +72,29 @@ class ParseResult:
     @property
     def ok(self) -> bool:
         return self.error_count == 0
+
+    @property
+    def full(self) -> bool:
+        """True once the file went past MAX_JUDGMENTS (an error): stop reading it."""
+        return len(self.judgments) > MAX_JUDGMENTS
+
+    def add(self, judgment: ParsedJudgment, *, key: tuple | None, what: str) -> None:
+        """Keep `judgment` unless `key` repeats an earlier one (skipped, or an error when
+        the grade differs); `what` names the pair in that error."""
+        if key is not None:
+            first = self._seen.get(key)
+            if first is not None:
+                if first[1] == judgment.grade:
+                    self.duplicate_count += 1
+                else:
+                    self.error(f"line {judgment.line}: {what} was judged {first[1]} on line "
+                               f"{first[0]}; one judgment each")
+                return
+            self._seen[key] = (judgment.line, judgment.grade)
+        self.judgments.append(judgment)
+        if self.full:
+            self.error(f"the file holds more than {MAX_JUDGMENTS:,} judgments; split it "
+                       "into smaller files")
 
 
 def _lines(content: bytes, result: ParseResult, prefix: str = "line"):
@@ -109,6 +145,11 @@ def _text_ok(value: str, what: str, number: int, result: ParseResult) -> bool:
     return True
 
 
+def _cell(value: str) -> str:
+    # Our CSV exports protect cells from spreadsheets' formulas: read them back as typed.
+    return csv_cell_read(value.strip()).strip()
+
+
 def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
     result = ParseResult()
     first = True
@@ -129,12 +170,17 @@ def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
             result.error(f"line {number}: expected 3 columns (keyword,doc_id,grade), "
                          f"found {len(row)}")
             continue
-        keyword, doc_id, raw_grade = row[0].strip(), row[1].strip(), row[2]
+        keyword, doc_id, raw_grade = _cell(row[0]), _cell(row[1]), row[2]
         grade = _grade(raw_grade, scale, number, result)
         if not (_text_ok(keyword, "keyword", number, result)
                 and _text_ok(doc_id, "doc_id", number, result)) or grade is None:
             continue
-        result.judgments.append(ParsedJudgment(number, keyword, doc_id, grade))
+        grader = _cell(row[3]) if len(row) > 3 else ""
+        result.add(ParsedJudgment(number, keyword, doc_id, grade),
+                   key=(Keyword.normalize(keyword), doc_id, grader) if grader else None,
+                   what=f"{keyword!r} {doc_id!r} by {grader!r}")
+        if result.full:
+            break
     return result
 
 
@@ -182,7 +228,10 @@ def parse_trec(content: bytes, *, mapping: bytes, scale: GradeScale) -> ParseRes
             continue
         if grade is None or not _text_ok(doc_id, "docid", number, result):
             continue
-        result.judgments.append(ParsedJudgment(number, keyword, doc_id, grade))
+        result.add(ParsedJudgment(number, keyword, doc_id, grade),
+                   key=(Keyword.normalize(keyword), doc_id), what=f"qid {qid} docid {doc_id}")
+        if result.full:
+            break
     return result
 
 
@@ -217,6 +266,7 @@ def preview(result: ParseResult, *, rows: int = 20) -> dict:
         "valid": result.ok,
         "would_import": len(result.judgments) if result.ok else 0,
         "keywords": len({Keyword.normalize(item.text) for item in result.judgments}),
+        "duplicates": result.duplicate_count,
         "errors": result.messages(),
         "preview": [
             {"line": item.line, "keyword": item.text, "doc_id": item.doc_id,

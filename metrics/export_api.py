@@ -1,8 +1,5 @@
 """The keyword metric table of an evaluation as CSV (the exports beside judgments')."""
 
-import csv
-import io
-
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -14,6 +11,7 @@ from evaluations.selectors import evaluation_get_for_user
 from metrics import core
 from metrics.selectors import evaluation_keywords, evaluation_metric_configs, keyword_rows
 from searchtweak.api_files import FileContentNegotiation
+from searchtweak.csv_cells import csv_text
 
 
 def metric_label(code: str, k: int, params: dict) -> str:
@@ -23,13 +21,12 @@ def metric_label(code: str, k: int, params: dict) -> str:
 def metric_table_csv(evaluation: Evaluation) -> str:
     """`keyword,<code@k>...`: one line per keyword in order, an empty cell for null."""
     configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["keyword", *(metric_label(c.code, c.k, c.params) for c in configs)])
     keywords = list(evaluation_keywords(evaluation_id=evaluation.pk))
-    for row in keyword_rows(evaluation=evaluation, keywords=keywords):
-        writer.writerow([row.keyword.text, *("" if v is None else repr(v) for v in row.values)])
-    return out.getvalue()
+    return csv_text([
+        ["keyword", *(metric_label(c.code, c.k, c.params) for c in configs)],
+        *([row.keyword.text, *("" if v is None else repr(v) for v in row.values)]
+          for row in keyword_rows(evaluation=evaluation, keywords=keywords)),
+    ])
 
 
 class EvaluationMetricTableApi(APIView):

@@ -36,6 +36,13 @@ def env_bool(name: str, default: bool, *, environ: Mapping[str, str] | None = No
     )
 
 
+def env_behind_tls_proxy(*, environ: Mapping[str, str] | None = None) -> bool:
+    """SECURE_PROXY_SSL_HEADER: a proxy in front terminates TLS and sets X-Forwarded-Proto.
+    Read once here for both readers of that header, Django (settings) and gunicorn
+    (gunicorn.conf.py), so neither trusts it while the other does not."""
+    return env_bool("SECURE_PROXY_SSL_HEADER", default=False, environ=environ)
+
+
 def env_int(
     name: str, default: int, *, minimum: int | None = None,
     environ: Mapping[str, str] | None = None,

@@ -1,5 +1,7 @@
 from django import forms
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.validators import MaxLengthValidator
 
 from searchtweak.models import Role
 
@@ -55,3 +57,15 @@ def add_service_errors(form: forms.Form, error: ValidationError) -> None:
                 form.add_error(None, message)
             else:
                 form.add_error(None, f"{field}: {message}")
+
+
+class LoginForm(AuthenticationForm):
+    """Django's login form with its username length enforced. AuthenticationForm sets the
+    field's max_length after building it, so no validator checks it: a longer name reached
+    authenticate(), and django-axes' record of the failure (a 255-character column) could
+    not store it (a 500 on PostgreSQL)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["username"]
+        field.validators.append(MaxLengthValidator(field.max_length))

@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from searchtweak.envvars import (
+    env_behind_tls_proxy,
     env_bool,
     env_email_url,
     env_int,
@@ -62,8 +63,10 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "searchtweak.middleware.QueryNulMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "searchtweak.middleware.NoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -100,7 +103,11 @@ _SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 
 _database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    # Health checks: a connection kept for reuse is tested (cheaply, only when reused)
+    # before a request uses it, so a database restart or a cut connection costs a
+    # reconnect instead of one 500 per worker.
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60,
+                                                  conn_health_checks=True)}
     if _database_url.startswith("sqlite"):
         DATABASES["default"]["OPTIONS"] = dict(_SQLITE_OPTIONS)
     # The grading hot path's statements (searchtweak.sql) bind on the server and are
@@ -212,7 +219,7 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000,
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 # Only allows a submission to the browsers' preload list; nothing is submitted by itself.
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
-if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+if env_behind_tls_proxy():
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Content-Security-Policy (django-csp), in development too so a violation shows at once:
@@ -245,6 +252,13 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON bodies through searchtweak.json_input: nesting, NUL and lone surrogates are
+    # refused with a 400 that names the field instead of crashing the parser or renderer.
+    "DEFAULT_PARSER_CLASSES": [
+        "searchtweak.json_input.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "searchtweak.api_pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "searchtweak.api_schema.AutoSchema",

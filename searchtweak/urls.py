@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, views
+from searchtweak import api, forms, views
 
 handler403 = "searchtweak.errors.forbidden"
 handler404 = "searchtweak.errors.not_found"
@@ -35,7 +35,8 @@ urlpatterns = [
     path("api/v1/", include("metrics.api_urls")),
     path("api/v1/", include("judges.api_urls")),
     path("", views.home, name="home"),
-    path("login/", form_page(auth_views.LoginView.as_view(redirect_authenticated_user=True)),
+    path("login/", form_page(auth_views.LoginView.as_view(
+        redirect_authenticated_user=True, authentication_form=forms.LoginForm)),
          name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Django's own password views, with our templates in templates/registration/.

@@ -110,3 +110,40 @@ def personas(db) -> Personas:
         outsider=member(other_team, Role.OWNER, "outsider"),
         other_team=other_team,
     )
+
+
+# What a skip needs, by a phrase of its reason; the rest are summed up by their own reason.
+SKIP_KINDS = (
+    ("DATABASE_URL", "PostgreSQL-only (set DATABASE_URL=postgres://...)"),
+    (CHROMIUM, f"browser (no Chromium at {CHROMIUM})"),
+    ("Redis", "real worker (Redis unreachable: set CELERY_BROKER_URL)"),
+)
+
+
+def skip_summary(reasons: list[str]) -> str | None:
+    """One line saying how many tests were skipped and why, or None when none were."""
+    if not reasons:
+        return None
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        kind = next((label for phrase, label in SKIP_KINDS if phrase in reason), reason)
+        counts[kind] = counts.get(kind, 0) + 1
+    parts = ", ".join(f"{count} {kind}" for kind, count in
+                      sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"{len(reasons)} skipped, so this was not a full run: {parts}"
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """`make test` on a laptop skips the PostgreSQL-only, browser and real-worker tests
+    quietly; say so just above pytest's own closing line (which CI parses, and stays
+    last): after the short summary, which the outermost wrapper follows."""
+    yield
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons.append(reason.removeprefix("Skipped: "))
+    summary = skip_summary(reasons)
+    if summary:
+        terminalreporter.write_line(summary, yellow=True, bold=True)

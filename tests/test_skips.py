@@ -36,3 +36,32 @@ def test_a_missing_module_fails_under_ci(monkeypatch):
 
 def test_a_present_module_is_returned():
     assert conftest.import_or_skip("json", reason="stdlib").dumps([1]) == "[1]"
+
+
+def test_the_summary_counts_skips_by_what_they_need():
+    assert conftest.skip_summary([]) is None
+    assert conftest.skip_summary([
+        "row locks (FOR UPDATE SKIP LOCKED) need PostgreSQL: set DATABASE_URL",
+        f"{conftest.CHROMIUM} is missing: apt-get install -y chromium",
+        "prepared statements are PostgreSQL's: set DATABASE_URL",
+        "taskset (util-linux) is not installed",
+    ]) == ("4 skipped, so this was not a full run: 2 PostgreSQL-only (set "
+           "DATABASE_URL=postgres://...), 1 browser (no Chromium at /usr/bin/chromium), "
+           "1 taskset (util-linux) is not installed")
+
+
+def test_a_run_with_skips_says_so_above_pytests_own_closing_line():
+    import os
+    import subprocess
+    import sys
+
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in {"DATABASE_URL", "SEARCHTWEAK_REQUIRE_SERVICES"}}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/searchtweak/test_sql.py"], cwd=TESTS.parent, env=environment,
+        capture_output=True, text=True, timeout=300)
+    lines = done.stdout.strip().splitlines()
+    assert lines[-2] == ("3 skipped, so this was not a full run: 3 PostgreSQL-only "
+                         "(set DATABASE_URL=postgres://...)"), done.stdout
+    assert lines[-1].startswith("3 passed, 3 skipped in "), done.stdout

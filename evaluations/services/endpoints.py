@@ -25,6 +25,7 @@ from evaluations.fetching import (
 from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import Endpoint, SearchModel
 from searchtweak import outbound_limits
+from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team, User
 
 MAX_TIMEOUT_SECONDS = 120.0
@@ -284,9 +285,11 @@ def _validate_model_fields(
         raise ValidationError({"body_format": "Use json or form."})
     if body is not None and body_format == SearchModel.BodyFormat.JSON and body.strip():
         try:
-            json.loads(body.replace(PLACEHOLDER, "keyword"))
-        except ValueError as error:
-            raise ValidationError({"body": f"not valid JSON ({error}); put #query# inside a "
+            # Only the syntax: the body is stored as the text typed and sent elsewhere.
+            json_loads(body.replace(PLACEHOLDER, "keyword"), storable=False)
+        except JSONInputError as error:
+            problem = error.decode_error or error.message
+            raise ValidationError({"body": f"not valid JSON ({problem}); put #query# inside a "
                                    "JSON string, e.g. {\"q\": \"#query#\"}"}) from None
     places = [endpoint.url, json.dumps(params), body or "", json.dumps(headers)]
     if not any(PLACEHOLDER in place for place in places):

@@ -53,11 +53,15 @@ def test_below_admin_the_api_hides_endpoint_configuration_as_the_page_does(perso
     response = client.get(f"/api/v1/endpoints/{endpoint.pk}/")
     assert response.status_code == 403
     assert response.json() == {"detail": "This needs the admin role."}
-    # The list shows what the list page shows: no headers, mapper or timeout.
+    # The list leaves out headers, mapper, timeout and the URL, which can carry keys
+    # (?api_key=) and internal host names; the list page leaves the URL out too.
+    endpoint.url = "https://search.internal.test/s?api_key=secret-in-url"
+    endpoint.save(update_fields=["url"])
     listed = client.get("/api/v1/endpoints/").json()["results"]
     assert listed == [{"id": endpoint.pk, "team": personas.team.pk, "name": endpoint.name,
-                       "url": endpoint.url, "method": endpoint.method,
+                       "method": endpoint.method,
                        "created_at": listed[0]["created_at"], "archived_at": None}]
+    assert "secret-in-url" not in client.get("/endpoints/").content.decode()
 
 
 def test_an_admin_lists_endpoints_with_their_configuration_only_in_their_admin_teams(
@@ -69,9 +73,10 @@ def test_an_admin_lists_endpoints_with_their_configuration_only_in_their_admin_t
     listed = {row["id"]: row for row in
               client_for(personas.admin).get("/api/v1/endpoints/").json()["results"]}
     assert listed[mine.pk]["headers"] == {"X-Team": "acme"}
+    assert listed[mine.pk]["url"] == mine.url
     assert listed[mine.pk]["mapper"]["documents"] == "docs"
     assert listed[mine.pk]["timeout_seconds"] == mine.timeout_seconds
-    assert not {"headers", "secret_header_names", "mapper", "timeout_seconds"} & set(
+    assert not {"url", "headers", "secret_header_names", "mapper", "timeout_seconds"} & set(
         listed[theirs.pk])
 
 

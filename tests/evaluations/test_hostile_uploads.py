@@ -116,3 +116,78 @@ def test_a_nul_byte_in_a_keyword_file_is_named_by_its_line(client, personas):
         "line 2: control character U+0000 at column 5",
         "line 3: control character U+0000 at column 1"]
     assert not Evaluation.objects.exists() and not Keyword.objects.exists()
+
+
+# --- JSON typed in forms (issue 24): nesting, lone surrogates, NUL ---------------------------
+# Each refused with the field's error and nothing stored; before, the nesting was a
+# RecursionError (a 500) and the escapes were stored (PostgreSQL refuses both).
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HOSTILE_JSON = [
+    ('{"graded->binary": ' + DEEP + "}",
+     "The value of 'graded->binary' is nested more than 64 levels deep."),
+    (DEEP, "The JSON is nested more than 64 levels deep."),
+    ('{"graded->binary": {"0": "\\ud800"}}',
+     "The value of 'graded->binary' may not contain a lone surrogate (U+D800 to U+DFFF), "
+     "which is not a character: send text as UTF-8."),
+    ('{"\\u0000": 1}', "The value of '\\x00' may not contain a NUL character (U+0000)."),
+    ('{"graded->binary": NaN}', "NaN and Infinity are not JSON numbers."),
+]
+
+
+def _stored_rows() -> dict[str, list]:
+    from django.apps import apps
+
+    return {model._meta.label: list(model.objects.order_by("pk").values())
+            for app in ("evaluations", "judgments", "judges")
+            for model in apps.get_app_config(app).get_models()}
+
+
+@pytest.mark.parametrize("text, message", HOSTILE_JSON)
+def test_the_evaluation_forms_name_hostile_transformer_json(client, personas, text, message):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    evaluation = EvaluationFactory(team=personas.team, model=model,
+                                   status=Evaluation.Status.PENDING)
+    client.force_login(personas.lead)
+    before = _stored_rows()
+    for url in ("/evaluations/new/", f"/evaluations/{evaluation.pk}/edit/"):
+        form = {**_form(model, b"boots\n", "k.txt"), "transformers": text}
+        response = client.post(url, form)
+        assert response.status_code == 400, url
+        assert response.context["form"].errors["transformers"] == [message], url
+    assert _stored_rows() == before
+
+
+def test_the_search_model_form_names_a_body_nested_too_deep(client, personas):
+    from tests.evaluations.factories import EndpointFactory
+
+    endpoint = EndpointFactory(team=personas.team)
+    client.force_login(personas.admin)
+    before = _stored_rows()
+    response = client.post("/models/new/", {
+        "name": "Deep", "endpoint": endpoint.pk, "description": "", "params": "",
+        "body_format": "json", "body": '{"q": "#query#", "x": ' + DEEP + "}", "headers": "",
+        "default_keywords": ""})
+    assert response.status_code == 400
+    assert response.context["form"].errors["body"] == [
+        "not valid JSON (The value of 'x' is nested more than 64 levels deep.); put #query# "
+        "inside a JSON string, e.g. {\"q\": \"#query#\"}"]
+    assert _stored_rows() == before
+
+
+@pytest.mark.parametrize("text, message", HOSTILE_JSON)
+def test_the_judge_forms_name_hostile_json(client, personas, text, message):
+    from tests.judges.test_judge_pages import FORM, judge_of
+
+    judge = judge_of(personas.team)
+    client.force_login(personas.admin)
+    before = _stored_rows()
+    response = client.post("/judges/new/", {**FORM, "parameters": text})
+    assert response.status_code == 400
+    assert response.context["form"].errors["parameters"] == [message]
+    one_line = " ".join(text.split())
+    response = client.post(f"/judges/{judge.pk}/test/", {
+        "keyword": "chair", "scale": "graded", "documents": f'{{"title": "a"}}\n{one_line}'})
+    assert response.status_code == 400
+    assert response.context["form"].errors["documents"] == [f"Line 2: {message}"]
+    assert _stored_rows() == before

@@ -10,9 +10,10 @@ from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
 from judgments import exports, imports
-from judgments.models import PoolJudgment
+from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
 from metrics.models import KeywordMetricValue
+from searchtweak.csv_cells import csv_cell, csv_cell_read
 from tests.metrics.builders import build_evaluation, set_grades, slot
 
 pytestmark = pytest.mark.django_db
@@ -207,7 +208,7 @@ def test_csv_import_stores_the_pool_and_recomputes_pool_metrics(
                            b"keyword,doc_id,grade\nLaptop ,d9,2\nlaptop,d8,0\n")
     assert response.status_code == 201, response.json()
     assert response.json() == {"imported": 2, "replaced": 0, "keywords": 1,
-                               "dirty_keywords": 1}
+                               "dirty_keywords": 1, "duplicates": 0}
     rows = list(PoolJudgment.objects.values_list("team_id", "scale", "normalized_text",
                                                  "doc_id", "grade", "imported_by_id"))
     assert sorted(rows) == [
@@ -278,7 +279,8 @@ def test_dry_run_previews_a_valid_file_and_stores_nothing(personas, pool_evaluat
                        b"keyword,doc_id,grade\nlaptop,d9,2\nphone,p1,0\n", query="?dry_run=1")
     assert response.status_code == 200
     assert response.json() == {
-        "dry_run": True, "valid": True, "would_import": 2, "keywords": 2, "errors": [],
+        "dry_run": True, "valid": True, "would_import": 2, "keywords": 2, "duplicates": 0,
+        "errors": [],
         "preview": [{"line": 2, "keyword": "laptop", "doc_id": "d9", "grade": 2},
                     {"line": 3, "keyword": "phone", "doc_id": "p1", "grade": 0}],
     }
@@ -314,3 +316,108 @@ def test_csv_parser_allows_quotes_header_and_a_grader_column():
 def test_mapping_errors_name_the_mapping_line():
     result = imports.parse_trec(b"1 0 d 1\n", mapping=b"1\tlaptop\n2\n", scale=GRADED)
     assert result.errors == ["mapping line 2: expected `qid<TAB>keyword`"]
+
+
+# --- formula injection (issue 24) ---
+
+FORMULAS = {'=HYPERLINK("http://x.test","a")': ["=d1"], "+cmd|' /C calc'!A0": ["@d2"],
+            "@sum(1)": ["\td3"], "-2+3": ["-1", "-d5"], "plain": ["4.5"]}
+
+
+def test_csv_exports_neutralise_formulas_and_keep_numbers(personas):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords=FORMULAS, metrics=[("precision", 2, {})])
+    set_grades([personas.grader], [(slot(evaluation, text, position), 2)
+                                   for text, docs in FORMULAS.items()
+                                   for position in range(1, len(docs) + 1)])
+    FeedbackSlot.objects.filter(evaluation=evaluation).update(reason="=1+1")
+    assert exports.judgments_csv(evaluation).split("\n") == [
+        "keyword,doc_id,grade",
+        '"\'=HYPERLINK(""http://x.test"",""a"")",\'=d1,2',
+        "'+cmd|' /C calc'!A0,'@d2,2",
+        "'@sum(1),'\td3,2",
+        "'-2+3,-1,2", "'-2+3,'-d5,2",
+        "plain,4.5,2", ""]
+    per_grader = exports.judgments_csv_per_grader(evaluation).split("\n")
+    assert per_grader[1] == (
+        '"\'=HYPERLINK(""http://x.test"",""a"")",\'=d1,2,grader,person,\'=1+1')
+    # Everything but CSV keeps the text as typed.
+    body = client_for(personas.owner).get(_url(evaluation, "?format=json")).json()
+    assert [j["keyword"] for j in body["judgments"]][:2] == [
+        '=HYPERLINK("http://x.test","a")', "+cmd|' /C calc'!A0"]
+    assert body["judgments"][0]["doc_id"] == "=d1"
+    assert exports.trec_mapping(evaluation).splitlines()[0] == (
+        '1\t=HYPERLINK("http://x.test","a")')
+
+
+def test_the_metric_table_csv_neutralises_formulas(personas):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords={"=1+1": ["d1"], "-x": ["d2"]},
+                                  metrics=[("precision", 1, {})])
+    response = client_for(personas.owner).get(
+        f"/api/v1/evaluations/{evaluation.pk}/metric-table/", HTTP_ACCEPT="text/csv")
+    assert response.content.decode().splitlines() == ["keyword,precision@1", "'=1+1,", "'-x,"]
+
+
+def test_an_exported_csv_imports_back_as_typed(personas, pool_evaluation):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords=FORMULAS, metrics=[("precision", 2, {})])
+    set_grades([personas.grader], [(slot(evaluation, text, position), 3)
+                                   for text, docs in FORMULAS.items()
+                                   for position in range(1, len(docs) + 1)])
+    response = _upload(client_for(personas.lead), pool_evaluation,
+                       exports.judgments_csv(evaluation).encode())
+    assert response.status_code == 201, response.json()
+    assert sorted(PoolJudgment.objects.values_list("text", "doc_id", "grade")) == sorted(
+        (text, doc.strip(), 3) for text, docs in FORMULAS.items() for doc in docs)
+
+
+@pytest.mark.parametrize(("typed", "written"), [
+    ("=1+1", "'=1+1"), ("+1+1", "'+1+1"), ("-1+1", "'-1+1"), ("@A1", "'@A1"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("-0.5", "-0.5"), ("+3", "+3"), ("1e-3", "1e-3"),
+    ("a=b", "a=b"), ("'=x", "''=x"), ("'x", "'x"), ("", ""), (2, 2), (-1.5, -1.5), (None, None)])
+def test_a_cell_is_protected_only_where_a_spreadsheet_would_run_it(typed, written):
+    assert csv_cell(typed) == written
+    if isinstance(typed, str):
+        assert csv_cell_read(csv_cell(typed)) == typed
+
+
+# --- limits: repeated lines and the file's size (issue 24) ---
+
+
+def test_a_qrels_file_of_one_repeated_line_stores_one_judgment(personas, pool_evaluation):
+    qrels = b"1 0 d1 2\n" * 20_000 + b"1 0 d2 0\n"
+    response = _upload(client_for(personas.lead), pool_evaluation, qrels, kind="trec",
+                       mapping=b"1\tlaptop\n")
+    assert response.status_code == 201, response.json()
+    assert response.json() == {"imported": 2, "replaced": 0, "keywords": 1,
+                               "dirty_keywords": 1, "duplicates": 19_999}
+    assert sorted(PoolJudgment.objects.values_list("doc_id", "grade")) == [("d1", 2), ("d2", 0)]
+
+
+def test_a_pair_judged_twice_with_different_grades_names_both_lines(personas, pool_evaluation):
+    client = client_for(personas.lead)
+    response = _upload(client, pool_evaluation, b"1 0 d1 2\n1 0 d2 1\n1 0 d1 3\n",
+                       kind="trec", mapping=b"1\tlaptop\n")
+    assert response.status_code == 400
+    assert response.json() == {"file": [
+        "line 3: qid 1 docid d1 was judged 2 on line 1; one judgment each"]}
+    # Per grader in a CSV: the same grader twice is a repeat; other graders are grades.
+    response = _upload(client, pool_evaluation, b"keyword,doc_id,grade,grader\n"
+                       b"laptop,d1,3,ann\nLaptop,d1,3,ann\nlaptop,d1,1,bob\nlaptop,d1,2\n"
+                       b"laptop,d1,2\n", query="?dry_run=true")
+    assert (response.json()["would_import"], response.json()["duplicates"]) == (4, 1)
+    response = _upload(client, pool_evaluation,
+                       b"laptop,d1,3,ann\nlaptop,d1,2,ann\n", query="?dry_run=true")
+    assert response.json()["errors"] == [
+        "line 2: 'laptop' 'd1' by 'ann' was judged 3 on line 1; one judgment each"]
+    assert not PoolJudgment.objects.exists()
+
+
+def test_a_file_past_the_judgment_cap_is_refused_whole(personas, pool_evaluation, settings):
+    rows = b"".join(b"laptop,d%d,1\n" % n for n in range(imports.MAX_JUDGMENTS + 5))
+    response = _upload(client_for(personas.lead), pool_evaluation, rows)
+    assert response.status_code == 400
+    assert response.json() == {"file": [
+        "the file holds more than 100,000 judgments; split it into smaller files"]}
+    assert not PoolJudgment.objects.exists()

@@ -8,13 +8,17 @@ import json
 import re
 
 import pytest
+from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.html import escape
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
+from evaluations.models import Keyword
+from judgments import imports
 from judgments.models import FeedbackSlot, PoolJudgment
+from judgments.scales import builtin_scale
 from tests.judgments.builders import evaluation_with_slots
 
 pytestmark = pytest.mark.django_db
@@ -159,6 +163,7 @@ def test_api_import_without_a_file_or_with_a_wrong_format_names_the_field(person
 @HOSTILE
 @given(content=hostile_bytes(VALID_CSV), kind=st.sampled_from(["csv", "trec"]),
        action=st.sampled_from(["preview", "import"]))
+@example(content=VALID_CSV, kind="csv", action="import")
 def test_pool_import_page_with_hostile_bytes_answers_a_page_that_names_the_problem(
         client, personas, content, kind, action):
     client.force_login(personas.lead)
@@ -169,6 +174,19 @@ def test_pool_import_page_with_hostile_bytes_answers_a_page_that_names_the_probl
     assert response.status_code in (200, 302, 400)
     if response.status_code == 302:
         assert action == "import"
+        # Exactly the file's judgments were written, as its preview would have listed them.
+        scale = builtin_scale("graded")
+        parsed = (imports.parse_csv(content, scale=scale) if kind == "csv" else
+                  imports.parse_trec(content, mapping=content, scale=scale))
+        assert parsed.ok and parsed.judgments
+        added = [row[1:] for row in _pool_rows(personas.team) if row not in before]
+        assert sorted(added) == sorted(
+            (Keyword.normalize(item.text), item.doc_id, item.grade) for item in parsed.judgments)
+        notices = [str(message) for message in get_messages(response.wsgi_request)]
+        assert notices[0].startswith(f"Imported {len(parsed.judgments)} judgments for "
+                                     f"{len({text for text, _, _ in added})} keywords")
+        PoolJudgment.objects.filter(team=personas.team).exclude(
+            pk__in=[row[0] for row in before]).delete()
         return
     preview = response.context["preview"]
     if response.status_code == 400 and not content:
@@ -311,7 +329,13 @@ def test_the_lead_feedback_grade_form_refuses_wrong_grades_with_a_message(
     if re.fullmatch(r"-?\d{1,9}", text) and 0 <= int(text) <= 3:
         assert FeedbackSlot.objects.get(pk=slot.pk).grade == int(text)
         return
-    assert notices and any("grade" in notice.lower() for notice in notices), notices
+    if not text or len(text) > 10 or "\x00" in text:
+        expected = "Choose a grade."
+    elif re.fullmatch(r"-?\d+", text):
+        expected = f"{int(text)} is not a grade of the {builtin_scale('graded').describe()} scale."
+    else:
+        expected = f"{text!r} is not an integer grade."
+    assert notices == [expected], notices
     assert _slot_state(evaluation) == before
 
 
@@ -319,6 +343,10 @@ def test_the_lead_feedback_grade_form_refuses_wrong_grades_with_a_message(
 @given(grade=st.one_of(st.text(max_size=30), st.sampled_from(
     ["", "1.5", "true", "-1", "4", "9" * 5000, "1e3", "0x1", "\x00"])),
     note=st.one_of(st.just(""), st.text(max_size=50), st.just("n" * 2001)))
+@example(grade="4", note="")
+@example(grade="2", note="n" * 2001)
+@example(grade="two", note="a\x00b")
+@example(grade="", note="n" * 2001)
 def test_the_grading_page_refuses_wrong_grades_with_400_and_keeps_the_slot(
         client, grading, personas, grade, note):
     evaluation, _snapshot, api = grading
@@ -333,8 +361,26 @@ def test_the_grading_page_refuses_wrong_grades_with_400_and_keeps_the_slot(
         FeedbackSlot.objects.filter(pk=slot_id).update(grade=None, graded_at=None)
         return
     assert response.status_code == 400, response.content[:300]
-    assert "grade" in response.content.decode().lower() or len(note) > 2000
+    assert response.context["form_error"] == _grading_page_error(grade, note)
+    assert escape(response.context["form_error"]) in response.content.decode()
     assert _slot_state(evaluation) == before
+
+
+def _grading_page_error(grade: str, note: str) -> str:
+    """What the grading page says to a refused grade and note: the form's shape first
+    (a grade it cannot read hides any note problem), then the grade's value."""
+    text, note_text = grade.strip(), note.strip()
+    if not text or len(text) > 10 or "\x00" in text:
+        return "Choose one of the grades."
+    note_problems = (
+        ([f"Note: Ensure this value has at most 2000 characters (it has {len(note_text)})."]
+         if len(note_text) > 2000 else [])
+        + (["Note: Null characters are not allowed."] if "\x00" in note_text else []))
+    if note_problems:
+        return " ".join(note_problems)
+    if re.fullmatch(r"-?\d+", text):
+        return f"{int(text)} is not a grade of the {builtin_scale('graded').describe()} scale."
+    return f"{text!r} is not an integer grade."
 
 
 def test_a_note_past_its_limit_is_named_on_the_grading_page(client, grading, personas):

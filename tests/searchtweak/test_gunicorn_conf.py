@@ -39,3 +39,55 @@ def test_without_web_concurrency_two_workers_per_cpu_the_process_may_use():
                             env={"PATH": "/usr/bin"}, capture_output=True, text=True,
                             check=True, timeout=60).stdout
     assert output.split()[0] == "2"
+
+
+def _serve(extra_env: dict[str, str]):
+    """gunicorn with gunicorn.conf.py on a free 127.0.0.1 port, in production settings."""
+    import secrets
+    import socket
+    import tempfile
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {
+        "PATH": "/usr/bin:/bin", "DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1", "WEB_CONCURRENCY": "1", "WEB_ACCESS_LOG": "",
+        "WEB_BIND": f"127.0.0.1:{port}",
+        "DATABASE_URL": f"sqlite:///{tempfile.gettempdir()}/gunicorn-conf-{port}.sqlite3",
+        **extra_env}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "searchtweak.wsgi:application",
+         "--config", "gunicorn.conf.py"], cwd=REPO, env=environment,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise AssertionError(server.stderr.read().decode())
+
+
+def _status_of_a_forged_https_request(extra_env: dict[str, str]) -> int:
+    import httpx
+
+    server, url = _serve(extra_env)
+    try:
+        # Plain HTTP claiming to have come through TLS: the HTTPS redirect tells which
+        # scheme the application believed.
+        return httpx.get(f"{url}/login/", headers={"X-Forwarded-Proto": "https"},
+                         follow_redirects=False, timeout=30).status_code
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_gunicorn_trusts_x_forwarded_proto_only_when_django_does():
+    # gunicorn's default trusted 127.0.0.1: the forged header passed for HTTPS (200).
+    assert _status_of_a_forged_https_request({}) == 301
+    # Behind a TLS proxy the header is the proxy's, for both.
+    assert _status_of_a_forged_https_request({"SECURE_PROXY_SSL_HEADER": "true"}) == 200

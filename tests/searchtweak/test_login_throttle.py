@@ -146,3 +146,15 @@ def test_the_client_address_trusts_only_the_configured_proxies(
     settings.TRUSTED_PROXY_COUNT = proxy_count
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded)
     assert client_address(request) == expected
+
+
+def test_a_username_longer_than_the_column_is_a_form_error_not_a_recorded_failure(personas):
+    # django-axes records a failure's username in 255 characters: a longer one was a 500 on
+    # PostgreSQL. The form now refuses it before authenticating, at the User's 150.
+    response, client = _login("u" * 300, "wrong", ATTACKER)
+    assert response.status_code == 200
+    assert response.context["form"].errors["username"] == [
+        "Ensure this value has at most 150 characters (it has 300)."]
+    assert not AccessAttempt.objects.exists() and not _logged_in(client)
+    response, client = _login("grader", PASSWORD, ATTACKER)
+    assert response.status_code == 302 and _logged_in(client)

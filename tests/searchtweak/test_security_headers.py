@@ -122,3 +122,34 @@ def test_no_template_has_inline_script_style_or_handler():
              for pattern, what in INLINE
              for match in pattern.finditer(TEMPLATE_COMMENT.sub("", path.read_text()))]
     assert found == []
+
+
+NO_STORE = "max-age=0, no-cache, no-store, must-revalidate, private"
+
+
+@pytest.mark.django_db
+def test_answers_to_a_signed_in_caller_are_not_stored_by_any_cache(client, personas):
+    from rest_framework.test import APIClient
+
+    from searchtweak.services import api_token_create
+
+    client.force_login(personas.grader)
+    client.post("/settings/tokens/", {"name": "laptop"})
+    # The page that shows the new key once, any other page, a refusal, the API by session.
+    for path in ("/settings/tokens/", "/", "/evaluations/", "/api/v1/me/", "/teams/new/"):
+        response = client.get(path)
+        assert response["Cache-Control"] == NO_STORE, path
+    _, key = api_token_create(user=personas.grader, name="ci")
+    api = APIClient()
+    for credentials in (f"Token {key}", "Token wrong"):
+        api.credentials(HTTP_AUTHORIZATION=credentials)
+        assert api.get("/api/v1/me/")["Cache-Control"] == NO_STORE, credentials
+
+
+@pytest.mark.django_db
+def test_anonymous_answers_keep_their_own_caching(client):
+    # The login page is Django's, which sets never-cache itself; the health check and the
+    # demo engine hold nothing private.
+    assert client.get("/login/")["Cache-Control"] == NO_STORE
+    assert not client.get("/healthz").has_header("Cache-Control")
+    assert not client.get("/demo/search", {"q": "boots"}).has_header("Cache-Control")
