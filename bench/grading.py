@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from _support import bench_database, bench_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -182,7 +183,8 @@ def seed_evaluation(team_id: int, *, keywords: int, positions: int, strategy: in
     return evaluation.pk
 
 
-def wait_for(url: str, timeout: float = 30.0) -> None:
+def wait_for(url: str, timeout: float = 120.0) -> None:
+    # Generous: on a busy 2-core host, gunicorn importing every view took over 30 s.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -430,8 +432,8 @@ def main() -> int:
                         "pair: next/ then snapshots/{id}/grade/")
     parser.add_argument("--server-url", default="postgres://postgres@127.0.0.1:5432/postgres",
                         help="PostgreSQL to create the benchmark database in")
-    parser.add_argument("--database", default="searchtweak_bench_grading")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--database", default=bench_database("grading"))
+    parser.add_argument("--redis", default=bench_redis("redis://127.0.0.1:6379/14"))
     parser.add_argument("--recompute", choices=["worker", "queue", "eager"], default="worker")
     # Unset, the server is the production one: gunicorn.conf.py, as the Dockerfile and
     # docker-compose.yml start it. These override it to compare shapes.

@@ -18,6 +18,7 @@ import time
 from collections import Counter, defaultdict
 
 from _support import (
+    bench_database,
     database_url,
     drop_database,
     recreate_database,
@@ -25,7 +26,7 @@ from _support import (
     setup_django,
 )
 
-DB_NAME = "searchtweak_bench_queries"
+DB_NAME = bench_database("queries")
 ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only",
        "ALLOWED_HOSTS": "127.0.0.1"}
 
