@@ -49,5 +49,4 @@ def test_a_worker_run_costs_its_pinned_statements():
         (evaluation.pk, None)]
     assert len(statements) == WORKER_RUN[connection.vendor], "\n".join(statements)
     # One transaction, the means refresh's: the run mark's upsert is a statement alone.
-    assert sum(sql.split()[0] == "BEGIN" for sql in statements) == (
-        1 if connection.vendor == "postgresql" else 0)
+    assert sum(sql.split()[0] == "BEGIN" for sql in statements) == 1
