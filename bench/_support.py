@@ -15,6 +15,18 @@ SIX_METRICS = [("precision", 10, {}), ("ap", 10, {}), ("rr", 10, {}), ("ndcg", 1
                ("err", 10, {}), ("cg", 10, {})]
 
 
+def bench_database(suffix: str) -> str:
+    """A benchmark's database name: BENCH_DATABASE_PREFIX (default searchtweak_bench) and
+    the bench's suffix, so two people benchmarking on one PostgreSQL do not drop each
+    other's database."""
+    return f"{os.environ.get('BENCH_DATABASE_PREFIX', 'searchtweak_bench')}_{suffix}"
+
+
+def bench_redis(default: str) -> str:
+    """A benchmark's Redis database: BENCH_REDIS_URL when set (for the same reason)."""
+    return os.environ.get("BENCH_REDIS_URL") or default
+
+
 def database_url(name: str) -> str:
     return f"postgres://postgres@127.0.0.1:5432/{name}"
 

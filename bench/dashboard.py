@@ -22,6 +22,7 @@ from _support import (
     SIX_METRICS as METRICS,
 )
 from _support import (
+    bench_database,
     database_url,
     drop_database,
     percentile,
@@ -30,7 +31,7 @@ from _support import (
     setup_django,
 )
 
-DB_NAME = "searchtweak_bench_dashboard"
+DB_NAME = bench_database("dashboard")
 ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only",
        "ALLOWED_HOSTS": "testserver,127.0.0.1",
        # The test client asks over plain HTTP.

@@ -35,6 +35,8 @@ from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from _support import bench_redis  # noqa: E402
+
 DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
 
 
@@ -99,8 +101,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=["auto", "worker", "eager"], default="auto")
     parser.add_argument("--database-url", default="",
                         help="default: a throw-away SQLite file")
-    parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL")
-                        or DEFAULT_REDIS)
+    parser.add_argument("--redis-url", default=bench_redis(
+        os.environ.get("CELERY_BROKER_URL") or DEFAULT_REDIS))
     args = parser.parse_args()
 
     mode = args.mode
@@ -110,7 +112,11 @@ def main() -> None:
     database_url = args.database_url or f"sqlite:///{tmp.name}/bench.sqlite3"
     queue = f"bench-fetch-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "DATABASE_URL": database_url, "DEBUG": "false",
-           "SECRET_KEY": "bench-only-secret", "LOG_LEVEL": "WARNING"}
+           "SECRET_KEY": "bench-only-secret", "LOG_LEVEL": "WARNING",
+           "ALLOWED_HOSTS": "127.0.0.1",
+           # The test client asks over plain HTTP: production's HTTPS redirect would answer
+           # the progress poll with a 301 page instead of its JSON.
+           "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0"}
     if mode == "worker":
         env.update(CELERY_BROKER_URL=args.redis_url, CELERY_RESULT_BACKEND=args.redis_url,
                    CELERY_TASK_DEFAULT_QUEUE=queue)
@@ -180,7 +186,11 @@ def main() -> None:
     try:
         while time.monotonic() - began < 300:
             asked = time.monotonic()
-            body = client.get(progress_url).json()
+            response = client.get(progress_url)
+            if response.status_code != 200:
+                raise SystemExit(f"{progress_url} answered {response.status_code} "
+                                 f"{response.headers.get('Content-Type')}, not its JSON")
+            body = response.json()
             latencies.append((time.monotonic() - asked) * 1000)
             status = body["status"]
             if status == Evaluation.Status.ACTIVE or errors:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from _support import bench_database, bench_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -112,6 +113,30 @@ def postgres_backends(server_url: str, database: str) -> set[int]:
         rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s",
                             [database]).fetchall()
     return {pid for (pid,) in rows}
+
+
+# PostgreSQL's counters of the benchmark database (pg_stat_database): in autocommit each
+# statement outside an explicit transaction is a transaction of its own, so
+# "transactions" counts those statements plus BEGIN..COMMIT blocks.
+_PG_COUNTERS = {
+    "transactions": "xact_commit + xact_rollback",
+    "rows_read": "tup_returned + tup_fetched",
+    "rows_written": "tup_inserted + tup_updated + tup_deleted",
+}
+# A backend reports its counters when a transaction ends, at most once a second, or at
+# the latest 10 s after it went idle (PostgreSQL 15): wait that long for them to settle.
+PG_STATS_SETTLE_SECONDS = 11.0
+
+
+def postgres_counters(server_url: str, database: str) -> dict[str, int]:
+    import psycopg
+
+    columns = ", ".join(f"{expression} AS {name}" for name, expression in _PG_COUNTERS.items())
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(f"SELECT {columns} FROM pg_stat_database WHERE datname = %s",
+                           [database]).fetchone()
+    return dict(zip(_PG_COUNTERS, row, strict=True))
 
 
 def setup_django(env: dict[str, str]) -> None:
@@ -182,7 +207,8 @@ def seed_evaluation(team_id: int, *, keywords: int, positions: int, strategy: in
     return evaluation.pk
 
 
-def wait_for(url: str, timeout: float = 30.0) -> None:
+def wait_for(url: str, timeout: float = 120.0) -> None:
+    # Generous: on a busy 2-core host, gunicorn importing every view took over 30 s.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -349,7 +375,13 @@ class CpuMeter:
 
 
 def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
-              seconds: float, flow: str, meter: CpuMeter | None = None) -> dict:
+              seconds: float, flow: str, meter: CpuMeter | None = None,
+              counters=None) -> dict:
+    """One round; `counters` (a callable returning postgres_counters) adds what the round
+    cost PostgreSQL per grade, the recompute that follows it included."""
+    if counters is not None:
+        time.sleep(PG_STATS_SETTLE_SECONDS)  # the seeding's counters, reported first
+        counted_before = counters()
     users = sorted(keys)[:graders]
     start = threading.Barrier(graders + 1)
     results: list[GraderResult] = []
@@ -377,6 +409,11 @@ def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
     grade_lat = [x for r in results for x in r.grade_latencies]
     cycle_lat = [x for r in results for x in r.cycles]
     checks = verify(evaluation_id, results)
+    postgres = {}
+    if counters is not None:
+        time.sleep(PG_STATS_SETTLE_SECONDS)
+        postgres = {name: round((value - counted_before[name]) / max(grades, 1), 2)
+                    for name, value in counters().items()}
     return {
         "flow": flow, "graders": graders, "seconds": round(wall, 2), "grades": grades,
         "grades_per_s": round(grades / wall, 1),
@@ -388,6 +425,7 @@ def run_round(base: str, keys: dict[str, str], graders: int, evaluation_id: int,
         "cpu_ms_per_grade": {name: round(1000 * used / max(grades, 1), 2)
                              for name, used in cpu.items()},
         **checks,
+        "postgres_per_grade": postgres,
     }
 
 
@@ -430,8 +468,8 @@ def main() -> int:
                         "pair: next/ then snapshots/{id}/grade/")
     parser.add_argument("--server-url", default="postgres://postgres@127.0.0.1:5432/postgres",
                         help="PostgreSQL to create the benchmark database in")
-    parser.add_argument("--database", default="searchtweak_bench_grading")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--database", default=bench_database("grading"))
+    parser.add_argument("--redis", default=bench_redis("redis://127.0.0.1:6379/14"))
     parser.add_argument("--recompute", choices=["worker", "queue", "eager"], default="worker")
     # Unset, the server is the production one: gunicorn.conf.py, as the Dockerfile and
     # docker-compose.yml start it. These override it to compare shapes.
@@ -440,6 +478,9 @@ def main() -> int:
     parser.add_argument("--web-worker-class")
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument("--json", action="store_true", help="print one JSON line per round")
+    parser.add_argument("--pg-stats", action="store_true",
+                        help="also count PostgreSQL transactions and rows per grade (waits "
+                        f"{PG_STATS_SETTLE_SECONDS:.0f} s before and after each round)")
     args = parser.parse_args()
 
     queue = f"bench-grading-{os.getpid()}"
@@ -495,7 +536,10 @@ def main() -> int:
             # seed) the queue ran dry and every tree measured the same 600.
             evaluation_id = seed_evaluation(
                 team_id, keywords=max(200, int(args.seconds * 200)), positions=10, strategy=1)
-            rows.append(run_round(base, keys, graders, evaluation_id, args.seconds, flow, meter))
+            rows.append(run_round(
+                base, keys, graders, evaluation_id, args.seconds, flow, meter,
+                counters=(lambda: postgres_counters(args.server_url, args.database))
+                if args.pg_stats else None))
             row = rows[-1]
             if args.json:
                 print(json.dumps(row), flush=True)
@@ -509,6 +553,10 @@ def main() -> int:
                       f"{row['first_error']}", flush=True)
                 print("           CPU ms per grade: " + "  ".join(
                     f"{name}={ms}" for name, ms in row["cpu_ms_per_grade"].items()), flush=True)
+                if row["postgres_per_grade"]:
+                    print("           PostgreSQL per grade: " + "  ".join(
+                        f"{name}={count}" for name, count in row["postgres_per_grade"].items()),
+                        flush=True)
         bad = [r for r in rows if r["lost"] or r["handed_twice"] or r["unexplained_grades"]
                or r["errors"]]
         return 1 if bad else 0

@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import grading  # noqa: E402  (bench/grading.py: processes, seeding, database helpers)
 import load  # noqa: E402  (bench/load.py: settling and the recompute comparison)
+from _support import bench_database, bench_redis  # noqa: E402
 
 
 def grade_of(doc_id: str) -> int:
@@ -117,8 +118,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--worker-concurrency", type=int, default=16)
     parser.add_argument("--server-url", default="postgres://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--database", default="searchtweak_bench_judges")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/15")
+    parser.add_argument("--database", default=bench_database("judges"))
+    parser.add_argument("--redis", default=bench_redis("redis://127.0.0.1:6379/15"))
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args()

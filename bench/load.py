@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import grading  # noqa: E402  (bench/grading.py: server start, seeding and grader loops)
+from _support import bench_database, bench_redis  # noqa: E402
 
 
 def stored_values(evaluation_id: int) -> tuple[dict, dict]:
@@ -96,8 +97,8 @@ def main() -> int:
     parser.add_argument("--graders", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--server-url", default="postgres://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--database", default="searchtweak_bench_load")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
+    parser.add_argument("--database", default=bench_database("load"))
+    parser.add_argument("--redis", default=bench_redis("redis://127.0.0.1:6379/13"))
     parser.add_argument("--settle-timeout", type=float, default=300.0)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     args = parser.parse_args()

@@ -15,9 +15,10 @@ Medians print in milliseconds; nothing is asserted.
 import argparse
 import statistics
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 from _support import (
+    bench_database,
     database_url,
     drop_database,
     recreate_database,
@@ -25,7 +26,7 @@ from _support import (
     setup_django,
 )
 
-DB_NAME = "searchtweak_bench_queries"
+DB_NAME = bench_database("queries")
 ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only",
        "ALLOWED_HOSTS": "127.0.0.1"}
 
@@ -92,11 +93,8 @@ def main() -> None:
             cursor.fetchall()
 
     def means_exact() -> None:
-        by_metric = defaultdict(list)
-        for metric_id, value in queries.metric_values_present(evaluation_id=evaluation.pk):
-            by_metric[metric_id].append(value)
-        for metric_id, _, _ in queries.metric_config_means(evaluation_id=evaluation.pk):
-            core.mean_over_keywords(by_metric[metric_id])
+        for *_, values in queries.metric_config_values(evaluation_id=evaluation.pk):
+            core.mean_over_keywords(values)
 
     print()
     for label, function in [

@@ -22,6 +22,8 @@ import httpx
 from _support import (
     REPO,
     SIX_METRICS,
+    bench_database,
+    bench_redis,
     database_url,
     drop_database,
     free_port,
@@ -31,8 +33,8 @@ from _support import (
     setup_django,
 )
 
-DB_NAME = "searchtweak_bench_recompute"
-BROKER_URL = "redis://127.0.0.1:6379/12"
+DB_NAME = bench_database("recompute")
+BROKER_URL = bench_redis("redis://127.0.0.1:6379/12")
 ENV = {"DATABASE_URL": database_url(DB_NAME), "CELERY_BROKER_URL": BROKER_URL,
        "DEBUG": "false", "SECRET_KEY": "bench-only", "ALLOWED_HOSTS": "127.0.0.1",
        "RECOMPUTE_SWEEP_AFTER_SECONDS": "60",

@@ -47,8 +47,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
-DB_NAME = "searchtweak_bench_recompute_load"
-BROKER_URL = "redis://127.0.0.1:6379/11"
+sys.path.insert(0, str(HERE.parent))
+from _support import bench_database, bench_redis  # noqa: E402
+
+DB_NAME = bench_database("recompute_load")
+BROKER_URL = bench_redis("redis://127.0.0.1:6379/11")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 METRICS = [("ndcg", 10), ("precision", 10), ("err", 10)]
 

@@ -30,11 +30,11 @@ def _marks(values: list) -> str:
     return ", ".join(["%s"] * len(values))
 
 
-def _rows(statement: str, params: list) -> list[tuple]:
+def _rows(statement: str, params: list, *, binary: bool = False) -> list[tuple]:
     """The rows of one statement, prepared on PostgreSQL as the grading requests' are
     (searchtweak.sql): planning these small statements cost PostgreSQL more than running
     them, after every grade."""
-    return sql.fetch_all(statement, params)
+    return sql.fetch_all(statement, params, binary=binary)
 
 
 def _run(statement: str, params: list) -> list[tuple]:
@@ -160,25 +160,31 @@ def evaluation_lock(*, evaluation_id: int) -> tuple[str, bool] | None:
     return (rows[0][0], bool(rows[0][1])) if rows else None
 
 
-def metric_config_means(*, evaluation_id: int) -> list[tuple[int, float | None, int]]:
-    """(config id, stored mean, stored keyword count) of each config of the evaluation."""
-    return _run(f"SELECT id, value, keyword_count FROM {_table(EvaluationMetric)}"
-                " WHERE evaluation_id = %s", [evaluation_id])
+def metric_config_values(*, evaluation_id: int
+                         ) -> list[tuple[int, float | None, int, list[float]]]:
+    """(config id, stored mean, stored keyword count, its non-null keyword values) of each
+    config of the evaluation.
 
-
-def metric_values_present(*, evaluation_id: int) -> list[tuple[int, float]]:
-    """(config id, value) of every non-null keyword value of the evaluation's configs.
-
-    The means refresh averages them with core.mean_over_keywords, exact whatever the row
-    order, where SQL's AVG was not: reading them costs 35 ms against AVG's 14 ms at 5,000
-    keywords x 6 metrics (`bench/queries.py`), once per recompute run."""
-    configs = _table(EvaluationMetric)
-    return _run(
-        f"SELECT v.metric_id, v.value FROM {_table(KeywordMetricValue)} v"
-        f" JOIN {configs} m ON m.id = v.metric_id"
-        " WHERE m.evaluation_id = %s AND v.value IS NOT NULL",
-        [evaluation_id],
-    )
+    The means refresh averages the values with core.mean_over_keywords, exact whatever the
+    row order, where SQL's AVG was not. It runs once per recompute run, so on PostgreSQL
+    it is one statement whose values come as one binary float array per config: a row
+    per value cost the worker about seven times the CPU to decode (`bench/queries.py`).
+    """
+    configs, values = _table(EvaluationMetric), _table(KeywordMetricValue)
+    if sql.is_postgresql():
+        return [(pk, mean, count, present or []) for pk, mean, count, present in _rows(
+            f"SELECT m.id, m.value, m.keyword_count,"
+            " ARRAY_AGG(v.value) FILTER (WHERE v.value IS NOT NULL)"
+            f" FROM {configs} m LEFT JOIN {values} v ON v.metric_id = m.id"
+            " WHERE m.evaluation_id = %s GROUP BY m.id", [evaluation_id], binary=True)]
+    by_config: dict[int, list[float]] = {}
+    for pk, value in _run(
+            f"SELECT v.metric_id, v.value FROM {values} v JOIN {configs} m ON m.id = v.metric_id"
+            " WHERE m.evaluation_id = %s AND v.value IS NOT NULL", [evaluation_id]):
+        by_config.setdefault(pk, []).append(value)
+    return [(pk, mean, count, by_config.get(pk, [])) for pk, mean, count in _run(
+        f"SELECT id, value, keyword_count FROM {configs} WHERE evaluation_id = %s",
+        [evaluation_id])]
 
 
 def _cases(column: str, pairs: list[tuple[int, object]], cast: str) -> tuple[str, list]:
@@ -253,3 +259,16 @@ def snapshot_grade_patterns(*, evaluation_id: int) -> list[tuple[int, int, int, 
         " per_snapshot GROUP BY total, graded, lo, hi, grade_sum",
         [evaluation_id],
     )
+
+
+# --- the evaluation's run mark (metrics.recompute.scheduling) ---
+
+
+def recompute_due_upsert(*, evaluation_id: int, due_at: datetime | None) -> None:
+    """Set the evaluation's RecomputeDue mark, creating its row: one statement, race-free.
+    bulk_create(update_conflicts=True) says the same inside BEGIN ... COMMIT, two more
+    round trips twice a recompute run. Raises IntegrityError when the evaluation is gone."""
+    table = _table(RecomputeDue)
+    _run(f"INSERT INTO {table} (evaluation_id, due_at) VALUES (%s, %s)"
+         " ON CONFLICT (evaluation_id) DO UPDATE SET due_at = excluded.due_at",
+         [evaluation_id, sql.time_param(due_at)])

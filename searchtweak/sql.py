@@ -71,13 +71,14 @@ def _cursor():
         yield cursor
 
 
-def _run(cursor, statement: str, params: list | tuple) -> None:
+def _run(cursor, statement: str, params: list | tuple, binary: bool = False) -> None:
+    options = {"binary": True} if binary and is_postgresql() else {}
     if not connection.queries_logged or not is_postgresql():
-        cursor.execute(statement, params)
+        cursor.execute(statement, params, **options)
         return
     started = time.monotonic()
     try:
-        cursor.execute(statement, params)
+        cursor.execute(statement, params, **options)
     finally:
         connection.queries_log.append({
             "sql": f"{statement} -- {list(params)!r}",
@@ -90,10 +91,11 @@ def fetch_row(statement: str, params: list | tuple) -> tuple | None:
         return cursor.fetchone()
 
 
-def fetch_all(statement: str, params: list | tuple) -> list[tuple]:
-    """Every row, as tuples."""
+def fetch_all(statement: str, params: list | tuple, *, binary: bool = False) -> list[tuple]:
+    """Every row, as tuples. `binary` asks PostgreSQL for binary results: a float array
+    then arrives as its IEEE bits, several times cheaper to decode than as text."""
     with _cursor() as cursor:
-        _run(cursor, statement, params)
+        _run(cursor, statement, params, binary)
         return cursor.fetchall()
 
 

@@ -1,7 +1,6 @@
 """After each run: an evaluation's means, keyword counts, history and progress, and its
 automatic finish at 100 %."""
 
-from collections import defaultdict
 from datetime import timedelta
 
 from django.conf import settings
@@ -29,13 +28,10 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
         if locked is None:
             return
         status, auto_finish = locked
-        values_by_metric: dict[int, list[float]] = defaultdict(list)
-        for metric_id, value in queries.metric_values_present(evaluation_id=evaluation_id):
-            values_by_metric[metric_id].append(value)
         # Each config's stored mean and count, and those of its stored keyword values.
-        rows = [(pk, value, keyword_count, *core.mean_over_keywords(values_by_metric[pk]))
-                for pk, value, keyword_count
-                in queries.metric_config_means(evaluation_id=evaluation_id)]
+        rows = [(pk, value, keyword_count, *core.mean_over_keywords(present))
+                for pk, value, keyword_count, present
+                in queries.metric_config_values(evaluation_id=evaluation_id)]
         means = [(pk, mean, count) for pk, _, _, mean, count in rows]
         if means:
             # Written even when equal: updated_at marks the grade state (metrics.dashboards).

@@ -14,7 +14,7 @@ from django.utils import timezone
 from evaluations import recompute_marks
 from evaluations.models import Evaluation, Keyword
 from judgments.services import keywords_mark_dirty
-from metrics import core
+from metrics import core, queries
 from metrics.models import RecomputeDue
 from metrics.recompute.run import (
     RecomputeRun,
@@ -107,12 +107,9 @@ def recompute_due_set(*, evaluation_id: int, due_at) -> None:
     """Record that a run of the evaluation answers for its grades: one queued for `due_at`
     (set before it is sent) or one starting now (set before it reads), so whoever sees the
     mark can count on that run."""
-    # One statement, a race-free upsert (INSERT ... ON CONFLICT DO UPDATE); an
-    # IntegrityError means the evaluation was deleted meanwhile.
+    # An IntegrityError means the evaluation was deleted meanwhile.
     with suppress(IntegrityError):
-        RecomputeDue.objects.bulk_create(
-            [RecomputeDue(evaluation_id=evaluation_id, due_at=due_at)],
-            update_conflicts=True, unique_fields=["evaluation"], update_fields=["due_at"])
+        queries.recompute_due_upsert(evaluation_id=evaluation_id, due_at=due_at)
 
 
 def recompute_due_release(*, evaluation_id: int) -> int | None:

@@ -165,15 +165,22 @@ def test_evaluation_lock(evaluation):
     assert queries.evaluation_lock(evaluation_id=999_999) is None
 
 
-def test_metric_config_means_and_values_present(evaluation):
+def test_metric_config_values(evaluation):
     EvaluationMetric.objects.filter(evaluation=evaluation, code="recall").update(
         value=0.875, keyword_count=2)
-    assert sorted(queries.metric_config_means(evaluation_id=evaluation.pk)) == sorted(
-        EvaluationMetric.objects.filter(evaluation=evaluation)
-        .values_list("id", "value", "keyword_count"))
-    assert Counter(queries.metric_values_present(evaluation_id=evaluation.pk)) == Counter(
-        KeywordMetricValue.objects.filter(metric__evaluation=evaluation, value__isnull=False)
-        .values_list("metric_id", "value"))
+    EvaluationMetric.objects.create(evaluation=evaluation, code="ap", k=3, position=2)
+    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation)
+                   .values_list("id", "value", "keyword_count"))
+    present = KeywordMetricValue.objects.filter(metric__evaluation=evaluation,
+                                                value__isnull=False)
+    rows = queries.metric_config_values(evaluation_id=evaluation.pk)
+    assert sorted(row[:3] for row in rows) == sorted(configs)
+    assert {pk: Counter(values) for pk, _, _, values in rows} == {
+        pk: Counter(present.filter(metric_id=pk).values_list("value", flat=True))
+        for pk, _, _ in configs}
+    # Two configs with two values each (a null value is not one), one without any.
+    assert sorted(len(values) for *_, values in rows) == [0, 2, 2]
+    assert all(isinstance(value, float) for *_, values in rows for value in values)
 
 
 def test_metric_means_store(evaluation):
