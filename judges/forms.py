@@ -69,8 +69,8 @@ class JudgeForm(forms.Form):
         required=False, min_value=0, max_digits=10, decimal_places=4,
         label="Price per 1M output tokens")
     price_currency = forms.CharField(
-        initial="USD", max_length=3, label="Currency of the prices",
-        help_text="A currency code (USD, EUR, ...), shown beside every cost.")
+        required=False, initial="USD", max_length=3, label="Currency of the prices",
+        help_text="A currency code (USD, EUR, ...), shown beside every cost; empty: USD.")
 
     def __init__(self, *args: Any, team: Team, judge: Judge | None = None,
                  **kwargs: Any) -> None:
@@ -119,6 +119,9 @@ class JudgeForm(forms.Form):
             "price_out_per_million": judge.price_out_per_million,
             "price_currency": judge.price_currency,
         }
+
+    def clean_price_currency(self) -> str:
+        return self.cleaned_data["price_currency"].strip() or "USD"
 
     def clean_parameters(self) -> Any:
         text = self.cleaned_data["parameters"].strip()

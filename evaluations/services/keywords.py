@@ -113,9 +113,11 @@ def keywords_from_upload(
     """
     if content.startswith(b"\xef\xbb\xbf"):
         content = content[3:]
-    # One list in reading order: decoding names a bad line as the rows reach it.
+    # Reading order: decoding names a bad line as the rows reach it. A file with lines that
+    # are not UTF-8 is answered with those alone (its other errors may be their echo).
     errors: list[str] = []
-    lines = _decoded_lines(content, errors)
+    decode_errors: list[str] = []
+    lines = _decoded_lines(content, errors, decode_errors)
     if filename.lower().endswith(".csv"):
         rows = _csv_first_column(lines)
     else:
@@ -143,12 +145,15 @@ def keywords_from_upload(
                     "evaluation takes); the file was not read past this line."
                 )])
         keywords.append(text)
+    if decode_errors:
+        _raise_upload_errors(decode_errors)
     if errors:
         _raise_upload_errors(errors)
     return keywords
 
 
-def _decoded_lines(content: bytes, errors: list[str]) -> Iterator[str]:
+def _decoded_lines(content: bytes, errors: list[str], decode_errors: list[str]
+                   ) -> Iterator[str]:
     """The file's lines decoded one by one, lazily; an undecodable line is named in ``errors``
     and read as empty so that later line numbers stay right."""
     # bytes.splitlines breaks at \n, \r\n and \r only, the line ends editors number; the
@@ -160,8 +165,10 @@ def _decoded_lines(content: bytes, errors: list[str]) -> Iterator[str]:
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            errors.append(f"line {number}: not UTF-8 text (byte 0x{raw[error.start]:02x} "
-                          f"at column {error.start + 1})")
+            message = (f"line {number}: not UTF-8 text (byte 0x{raw[error.start]:02x} "
+                       f"at column {error.start + 1})")
+            errors.append(message)
+            decode_errors.append(message)
             yield ""
 
 
