@@ -62,8 +62,12 @@ def evaluation_keywords_version_bump(*, evaluation_id: int) -> int:
 
     Must run inside the transaction that made the change: a lost or failed run then leaves
     the keywords dirty for the sweep, and a run that read the old configuration cannot
-    clear them (it read an older version)."""
-    return Keyword.objects.filter(evaluation_id=evaluation_id).update(
+    clear them (it read an older version). Only fetched keywords hold values that a
+    configuration changes; one never fetched (or failed) has none, so it is not marked: an
+    evaluation's creation leaves its keywords clean and their first grades recompute at
+    once."""
+    return Keyword.objects.filter(
+        evaluation_id=evaluation_id, fetch_status=Keyword.FetchStatus.FETCHED).update(
         version=F("version") + 1,
         dirty_since=Coalesce(F("dirty_since"), Value(timezone.now())),
     )
