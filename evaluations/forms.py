@@ -4,13 +4,12 @@ import json
 from typing import Any
 
 from django import forms
-from django.conf import settings
 
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, SearchModel
-from evaluations.services import is_http_url
+from evaluations.services import is_http_url, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from metrics import core
 from searchtweak.json_input import JSONInputError, json_loads
@@ -311,13 +310,10 @@ class EvaluationForm(forms.Form):
 
     def clean_keywords_file(self) -> Any:
         upload = self.cleaned_data.get("keywords_file")
-        limit = settings.KEYWORD_UPLOAD_MAX_BYTES
-        if upload and upload.size > limit:
-            # Checked before a byte is parsed: the size is known from the request.
-            raise forms.ValidationError(
-                f"{upload.name} is {_megabytes(upload.size)}; a keyword file may be at most "
-                f"{_megabytes(limit)}. Nothing was read from it; what you typed is kept."
-            )
+        # Checked before a byte is parsed: the size is known from the request.
+        problem = upload and keyword_upload_size_problem(filename=upload.name, size=upload.size)
+        if problem:
+            raise forms.ValidationError(problem)
         return upload
 
     def clean_metrics(self) -> list[dict[str, Any]]:
@@ -339,10 +335,6 @@ class EvaluationForm(forms.Form):
 
     def clean_tags(self) -> list[str]:
         return [tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def metric_catalog() -> list[dict[str, str]]:

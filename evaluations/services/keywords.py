@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Max
 
@@ -100,6 +101,21 @@ def keywords_clean(lines: Iterable[str]) -> KeywordList:
     return result
 
 
+def keyword_upload_size_problem(*, filename: str, size: int) -> str | None:
+    """Why a keyword file of `size` bytes is refused before it is read, or None: past
+    KEYWORD_UPLOAD_MAX_BYTES it cannot be a valid list (10,000 keywords of 500 characters
+    are 5 MB)."""
+    limit = settings.KEYWORD_UPLOAD_MAX_BYTES
+    if size <= limit:
+        return None
+    return (f"{filename} is {_megabytes(size)}; a keyword file may be at most "
+            f"{_megabytes(limit)}. Nothing was read from it; what you typed is kept.")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
 def keywords_from_upload(
     *, filename: str, content: bytes, max_keywords: int = MAX_KEYWORDS
 ) -> list[str]:
@@ -124,12 +140,7 @@ def keywords_from_upload(
         rows = enumerate(lines, start=1)
     keywords: list[str] = []
     distinct: set[str] = set()
-    is_first_row = True
     for number, text in rows:
-        if is_first_row and filename.lower().endswith(".csv"):
-            is_first_row = False
-            if text.strip().lower() in {"keyword", "keywords", "query", "queries"}:
-                continue
         problem = keyword_text_problem(text)
         cleaned = "" if problem else keyword_text_clean(text)
         if problem:
@@ -172,15 +183,20 @@ def _decoded_lines(content: bytes, errors: list[str], decode_errors: list[str]
             yield ""
 
 
+_CSV_HEADERS = frozenset({"keyword", "keywords", "query", "queries"})
+
+
 def _csv_first_column(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
-    """(line number, first field) per CSV row; a quoted field may span lines, so a row is
-    numbered by the line it starts on."""
+    """(line number, first field) per CSV row, a 'keyword' header row left out; a quoted
+    field may span lines, so a row is numbered by the line it starts on."""
     # csv keeps a quoted field's line break only if the line still carries it.
     reader = csv.reader(line + "\n" for line in lines)
     start = 1
     try:
         for row in reader:
-            yield start, row[0] if row else ""
+            first = row[0] if row else ""
+            if start > 1 or first.strip().lower() not in _CSV_HEADERS:
+                yield start, first
             start = reader.line_num + 1
     except csv.Error as error:  # a field beyond csv's size limit
         _raise_upload_errors([f"line {start}: {error}"])

@@ -218,7 +218,8 @@ SendRun = Callable[[int, int | None, bool, float | None], None]
 
 
 def evaluation_configuration_changed(*, evaluation_id: int) -> None:
-    """Every stored value of the evaluation may be stale: mark all its keywords dirty.
+    """Every stored value of the evaluation may be stale: mark its fetched keywords dirty
+    (the others hold no value; recompute_marks.evaluation_keywords_version_bump).
 
     Runs inside the transaction that changed the configuration (the receiver of
     EvaluationMetric's post_save and post_delete), so the mark commits with the change:
