@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations import selectors, services
+from evaluations.events import By
 from evaluations.models import Evaluation, SearchModel
 from metrics import core
 from searchtweak import access
@@ -258,7 +259,8 @@ class EvaluationArchiveApi(APIView):
     def post(self, request: Request, evaluation_id: int) -> Response:
         evaluation = selectors.evaluation_get_for_user(
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        evaluation = services.evaluation_archive(evaluation=evaluation)
+        evaluation = services.evaluation_archive(evaluation=evaluation, by=By.API,
+                                                 user=request.user)
         return Response(_evaluation_data(evaluation))
 
 
@@ -269,7 +271,8 @@ class EvaluationRestoreApi(APIView):
     def post(self, request: Request, evaluation_id: int) -> Response:
         evaluation = selectors.evaluation_get_for_user(
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        evaluation = services.evaluation_restore(evaluation=evaluation)
+        evaluation = services.evaluation_restore(evaluation=evaluation, by=By.API,
+                                                 user=request.user)
         return Response(_evaluation_data(evaluation))
 
 
@@ -279,7 +282,7 @@ class _EvaluationActionApi(APIView):
     def post(self, request: Request, evaluation_id: int) -> Response:
         evaluation = selectors.evaluation_get_for_user(
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        evaluation = type(self).service(evaluation=evaluation)
+        evaluation = type(self).service(evaluation=evaluation, by=By.API, user=request.user)
         evaluation.refresh_from_db()
         return Response(_evaluation_data(evaluation))
 

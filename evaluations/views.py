@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations import demo, selectors, services
+from evaluations.events import By
 from evaluations.forms import EvaluationForm, metric_catalog
 from evaluations.models import Evaluation, Keyword
 from searchtweak import access
@@ -225,7 +226,7 @@ def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse
             consequence=consequence, button=button,
             cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
     try:
-        services.evaluation_archive(evaluation=evaluation)
+        services.evaluation_archive(evaluation=evaluation, by=By.USER, user=request.user)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
         return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
@@ -239,7 +240,7 @@ def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse
 def evaluation_restore(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
                                                    minimum_role=Role.LEAD)
-    services.evaluation_restore(evaluation=evaluation)
+    services.evaluation_restore(evaluation=evaluation, by=By.USER, user=request.user)
     messages.success(request, f"Evaluation {evaluation.name} restored.")
     return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
 
@@ -291,7 +292,7 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
             messages.success(request, f"Cloned as {clone.name}.")
             return redirect("evaluations:evaluation_detail", evaluation_id=clone.pk)
         service, message = ACTIONS[action]
-        evaluation = service(evaluation=evaluation)
+        evaluation = service(evaluation=evaluation, by=By.USER, user=request.user)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:

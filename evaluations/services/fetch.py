@@ -18,10 +18,11 @@ from datetime import datetime, timedelta
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from evaluations import crypto
+from evaluations.events import By, Transition, transition_announce
 from evaluations.fetching import (
     FetchResult,
     fetch_claim_lease_seconds,
@@ -146,13 +147,26 @@ def keyword_fetch_fail(*, keyword_ids: list[int], claimed_at: datetime, error: s
 
 
 def evaluation_fetch_complete(*, evaluation_id: int) -> bool:
-    """fetching → active once no keyword waits; safe to call from every task."""
+    """fetching → active once no keyword waits; safe to call from every task: the one
+    whose conditional UPDATE moves the evaluation announces `fetched`, or `failed` when
+    no keyword of the evaluation is fetched (nothing to grade); the others nothing."""
     waiting = Keyword.objects.filter(evaluation_id=evaluation_id,
                                      fetch_status=Keyword.FetchStatus.PENDING).exists()
     if waiting:
         return False
-    return Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.Status.FETCHING).update(
+    moved = Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.Status.FETCHING).update(
         status=Evaluation.Status.ACTIVE) == 1
+    if moved:
+        team_id, any_fetched = Evaluation.objects.filter(pk=evaluation_id).annotate(
+            any_fetched=Exists(Keyword.objects.filter(
+                evaluation_id=OuterRef("pk"), fetch_status=Keyword.FetchStatus.FETCHED)),
+        ).values_list("team_id", "any_fetched").get()
+        transition_announce(
+            evaluation_id=evaluation_id, team_id=team_id,
+            transition=Transition.FETCHED if any_fetched else Transition.FAILED,
+            previous_status=Evaluation.Status.FETCHING, status=Evaluation.Status.ACTIVE,
+            by=By.SYSTEM)
+    return moved
 
 
 def keywords_fetch_requeue_lapsed() -> int:

@@ -1,13 +1,22 @@
 """Writes for an evaluation's lifecycle: create, update (with its metric configuration and
-transformers), start, retry failed keywords, pause, finish, clone, archive, restore, delete."""
+transformers), start, retry failed keywords, pause, finish (by hand or once complete),
+clone, archive, restore, delete.
+
+Every change of status or archive flag announces itself (evaluations.events) after commit,
+once: `by` says how it happened (a page, the API, a rule, the system) and `user` who, if
+anyone. The end of a fetch is announced by evaluations.services.fetch, which this module
+imports (it cannot import this one back).
+"""
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from evaluations.events import By, Transition, transition_announce
 from evaluations.hooks import scale_provider, team_scale
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel
 from evaluations.services.fetch import keywords_fetch_enqueue
@@ -19,6 +28,10 @@ from evaluations.services.keywords import (
 )
 from metrics import core
 from searchtweak.models import Team, User
+
+# Stored progress at which every slot holds a grade (metrics.queries.evaluation_progress_store
+# divides graded slots by all of them, so equal counts give exactly 100.0).
+COMPLETE_PROGRESS = 100.0
 
 
 def _team_scale(team: Team, code: str) -> core.Scale:
@@ -227,8 +240,17 @@ def metrics_transformers_check(*, team: Team, scale: core.Scale,
                 source=scale.code, target=spec.scale) from None
 
 
+def _announce(evaluation: Evaluation, transition: Transition, *, previous_status: str, by: By,
+              user: User | None, at: datetime | None = None) -> None:
+    transition_announce(
+        evaluation_id=evaluation.pk, team_id=evaluation.team_id, transition=transition,
+        previous_status=previous_status, status=evaluation.status, by=by,
+        user_id=user.pk if user is not None else None, at=at)
+
+
 @transaction.atomic
-def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluation:
+def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = By.SYSTEM,
+                     user: User | None = None) -> Evaluation:
     """pending → fetching; fetch tasks for keywords never fetched (or failed) go out after
     commit. With nothing left to fetch the evaluation goes straight to active.
 
@@ -262,13 +284,18 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluat
     evaluation.status = Evaluation.Status.FETCHING if to_fetch else Evaluation.Status.ACTIVE
     evaluation.started_at = evaluation.started_at or timezone.now()
     evaluation.save(update_fields=["status", "started_at"])
+    # Before the fetch tasks: on_commit keeps this order, and an eager fetch that ends at
+    # once announces `fetched` from inside its task.
+    _announce(evaluation, Transition.STARTED, previous_status=Evaluation.Status.PENDING, by=by,
+              user=user)
     if to_fetch and enqueue:
         keywords_fetch_enqueue(evaluation_id=evaluation.pk, keyword_ids=to_fetch)
     return evaluation
 
 
 @transaction.atomic
-def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True) -> Evaluation:
+def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True,
+                            by: By = By.SYSTEM, user: User | None = None) -> Evaluation:
     """Fetch the failed keywords of a started evaluation again: they go back to pending,
     the evaluation to fetching, and their fetch tasks out after commit. Without failed
     keywords nothing changes, so a repeated request is harmless.
@@ -290,28 +317,36 @@ def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True) -> 
     failed.update(fetch_status=Keyword.FetchStatus.PENDING, fetch_error="",
                   fetch_claimed_at=None)
     if evaluation.status != Evaluation.Status.FETCHING:
+        previous_status = evaluation.status
         evaluation.status = Evaluation.Status.FETCHING
         evaluation.save(update_fields=["status"])
+        _announce(evaluation, Transition.RETRIED, previous_status=previous_status, by=by,
+                  user=user)
     if enqueue:
         keywords_fetch_enqueue(evaluation_id=evaluation.pk, keyword_ids=to_fetch)
     return evaluation
 
 
 @transaction.atomic
-def evaluation_pause(*, evaluation: Evaluation) -> Evaluation:
+def evaluation_pause(*, evaluation: Evaluation, by: By = By.SYSTEM,
+                     user: User | None = None) -> Evaluation:
     """fetching or active → pending. Fetch tasks still queued find it pending and stop."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status not in (Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE):
         raise ValidationError({"status": f"Only a fetching or active evaluation can pause (it "
                                f"is {evaluation.get_status_display().lower()})."})
+    previous_status = evaluation.status
     evaluation.status = Evaluation.Status.PENDING
     evaluation.save(update_fields=["status"])
+    _announce(evaluation, Transition.PAUSED, previous_status=previous_status, by=by, user=user)
     return evaluation
 
 
 @transaction.atomic
-def evaluation_finish(*, evaluation: Evaluation) -> Evaluation:
-    """By hand, or by the recompute when every slot is graded; finishing twice is a no-op."""
+def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
+                      user: User | None = None) -> Evaluation:
+    """By hand; finishing twice is a no-op. The rule that finishes an evaluation by itself
+    is evaluation_finish_if_complete."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status == Evaluation.Status.FINISHED:
         return evaluation
@@ -319,10 +354,38 @@ def evaluation_finish(*, evaluation: Evaluation) -> Evaluation:
         raise ValidationError({"status": "Wait until fetching ends, or pause, before finishing."})
     if not evaluation.has_started():
         raise ValidationError({"status": "An evaluation that never started cannot finish."})
+    previous_status = evaluation.status
     evaluation.status = Evaluation.Status.FINISHED
     evaluation.finished_at = timezone.now()
     evaluation.save(update_fields=["status", "finished_at"])
+    _announce(evaluation, Transition.FINISHED, previous_status=previous_status, by=by,
+              user=user, at=evaluation.finished_at)
     return evaluation
+
+
+def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None = None) -> bool:
+    """Finish an active evaluation whose auto_finish is on once every slot holds a grade
+    (its stored progress, written by the metrics recompute, is 100 %); whether it did.
+
+    One conditional UPDATE: of two refreshes (or a refresh and a lead's finish) racing,
+    one changes the row and announces `finished` by="auto"; the other matches no row and
+    announces nothing. `progress` is the share the caller has just stored, if it knows it:
+    below 100 % the statement is spared (the recompute asks after every run).
+    """
+    if progress is not None and progress < COMPLETE_PROGRESS:
+        return False
+    now = timezone.now()
+    finished = Evaluation.objects.filter(
+        pk=evaluation_id, status=Evaluation.Status.ACTIVE, auto_finish=True,
+        progress__gte=COMPLETE_PROGRESS,
+    ).update(status=Evaluation.Status.FINISHED, finished_at=now) == 1
+    if finished:
+        team_id = Evaluation.objects.values_list("team_id", flat=True).get(pk=evaluation_id)
+        transition_announce(
+            evaluation_id=evaluation_id, team_id=team_id, transition=Transition.FINISHED,
+            previous_status=Evaluation.Status.ACTIVE, status=Evaluation.Status.FINISHED,
+            by=By.AUTO, at=now)
+    return finished
 
 
 @transaction.atomic
@@ -351,16 +414,26 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
 
 
 @transaction.atomic
-def evaluation_archive(*, evaluation: Evaluation, archived: bool = True) -> Evaluation:
-    if evaluation.status == Evaluation.Status.FETCHING:
+def evaluation_archive(*, evaluation: Evaluation, archived: bool = True, by: By = By.SYSTEM,
+                       user: User | None = None) -> Evaluation:
+    """Archive (or with archived=False restore) the evaluation; archiving an archived one,
+    or restoring one that is not, changes nothing and announces nothing."""
+    evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    if archived and evaluation.status == Evaluation.Status.FETCHING:
         raise ValidationError({"status": "Pause the evaluation before archiving it."})
-    evaluation.archived_at = (evaluation.archived_at or timezone.now()) if archived else None
+    if archived == (evaluation.archived_at is not None):
+        return evaluation
+    evaluation.archived_at = timezone.now() if archived else None
     evaluation.save(update_fields=["archived_at"])
+    _announce(evaluation, Transition.ARCHIVED if archived else Transition.RESTORED,
+              previous_status=evaluation.status, by=by, user=user,
+              at=evaluation.archived_at)
     return evaluation
 
 
-def evaluation_restore(*, evaluation: Evaluation) -> Evaluation:
-    return evaluation_archive(evaluation=evaluation, archived=False)
+def evaluation_restore(*, evaluation: Evaluation, by: By = By.SYSTEM,
+                       user: User | None = None) -> Evaluation:
+    return evaluation_archive(evaluation=evaluation, archived=False, by=by, user=user)
 
 
 @transaction.atomic

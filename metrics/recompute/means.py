@@ -1,5 +1,5 @@
-"""After each run: an evaluation's means, keyword counts, history and progress, and its
-automatic finish at 100 %."""
+"""After each run: an evaluation's means, keyword counts, history and progress; then it asks
+the evaluation's lifecycle to finish it if it is complete (the rule is the lifecycle's)."""
 
 from datetime import timedelta
 
@@ -7,14 +7,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from evaluations.models import Evaluation
+from evaluations.services import evaluation_finish_if_complete
 from metrics import core, queries
 from metrics.models import MetricHistoryPoint
 
 
 def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False) -> None:
-    """Means over non-null keywords, keyword counts, a throttled history point, progress,
-    and the automatic finish at 100 %.
+    """Means over non-null keywords, keyword counts, a throttled history point and
+    progress; then evaluations' lifecycle finishes the evaluation if that progress makes it
+    complete (evaluation_finish_if_complete decides, changes the status and announces it).
 
     It follows every recompute run, so each step is one SQL statement written out
     (metrics.queries). The means themselves are core.mean_over_keywords, the one rule a
@@ -24,10 +25,8 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
     with transaction.atomic():
         # Serialise refreshes of one evaluation: each reads after the previous wrote, so
         # the last refresh sees every value committed before it.
-        locked = queries.evaluation_lock(evaluation_id=evaluation_id)
-        if locked is None:
+        if queries.evaluation_lock(evaluation_id=evaluation_id) is None:
             return
-        status, auto_finish = locked
         # Each config's stored mean and count, and those of its stored keyword values.
         rows = [(pk, value, keyword_count, *core.mean_over_keywords(present))
                 for pk, value, keyword_count, present
@@ -42,10 +41,8 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
             # An unchanged mean leaves the history alone: its latest point shows it.
             _history_append(means, now=now, force=force_history)
         progress = queries.evaluation_progress_store(evaluation_id=evaluation_id)
-    if progress >= 100.0 and auto_finish and status == Evaluation.Status.ACTIVE:
-        from evaluations.services import evaluation_finish
-
-        evaluation_finish(evaluation=Evaluation.objects.get(pk=evaluation_id))
+    # After the commit above: the finish reads the progress this refresh stored.
+    evaluation_finish_if_complete(evaluation_id=evaluation_id, progress=progress)
 
 
 def _history_append(means: list[tuple[int, float | None, int]], *, now, force: bool) -> None:
