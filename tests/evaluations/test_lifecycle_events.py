@@ -25,6 +25,7 @@ from tests.evaluations.factories import (
 )
 from tests.evaluations.servers import Reply, running_server
 from tests.judgments.builders import evaluation_with_slots
+from tests.source_scan import matching_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -313,6 +314,21 @@ def test_the_recompute_asks_the_lifecycle_and_does_not_finish_by_itself(
         100.0, "active", None)
     assert asked[-1] == {"evaluation_id": evaluation.pk, "progress": 100.0}
     assert events == []
+
+
+STATUS_WRITES = [
+    r"^\s*evaluation\.(status|finished_at|archived_at)\s*=[^=]",  # evaluation.status = ...
+    r"\.update\([^)]*\bstatus=Evaluation\.",  # ORM: ….update(status=Evaluation.Status.…)
+    r"Evaluation\.objects[^\n]*\.update\([^)]*\barchived_at=",  # ORM: the archive flag
+    r"(?i)update\s+(\{_table\(Evaluation\)\}|\"?evaluations_evaluation\b)[^;]*\bset\b"
+    r"[^;]*\b(status|finished_at|archived_at)\s*=",  # SQL
+]
+
+
+def test_only_the_services_that_announce_write_an_evaluations_status():
+    # A write elsewhere (the recompute finishing by itself, say) would go unannounced.
+    assert set(matching_lines(STATUS_WRITES)) == {
+        "evaluations/services/lifecycle.py", "evaluations/services/fetch.py"}
 
 
 # --- races, on PostgreSQL ---------------------------------------------------------------
