@@ -1,11 +1,10 @@
 """Pages for endpoints and search models: lists, forms with their test query, delete (or
 archive when used) and restore."""
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -13,10 +12,18 @@ from evaluations import selectors, services
 from evaluations.forms import EndpointForm, EndpointTestForm, ModelTestForm, SearchModelForm
 from evaluations.mapper import PRESETS, preset_mapper
 from evaluations.models import Endpoint
-from evaluations.views import confirm_page, current_team, current_team_can
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.outbound_limits import TestsBusy
+from searchtweak.views_shared import (
+    DeleteWording,
+    current_team,
+    current_team_can,
+    delete_confirm_page,
+    delete_or_keep_response,
+    form_saved_response,
+    service_step_response,
+)
 
 # --- endpoints ---------------------------------------------------------------------------
 
@@ -84,17 +91,15 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
     test_form = EndpointTestForm(request.POST or None, prefix="test")
     if request.method == "POST" and "test" in request.POST:
         return _endpoint_test(request, form, test_form, team)
-    if request.method == "POST" and form.is_valid():
-        try:
-            endpoint = services.endpoint_create(team=team, created_by=request.user,
-                                                **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Endpoint {endpoint.name} created. Now create a search "
-                             "model on it: how to query it.")
-            return redirect(f"{reverse('evaluations:model_create')}?endpoint={endpoint.pk}")
-    return _render_endpoint_form(request, form, test_form, status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.endpoint_create(team=team, created_by=request.user,
+                                                        **form.service_kwargs()),
+        success=lambda endpoint: f"Endpoint {endpoint.name} created. Now create a search "
+                                 "model on it: how to query it.",
+        next_url=lambda endpoint: f"{reverse('evaluations:model_create')}?endpoint="
+                                  f"{endpoint.pk}")
+    return saved or _render_endpoint_form(request, form, test_form,
+                                          status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -112,16 +117,13 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     test_form = EndpointTestForm(request.POST or None, prefix="test")
     if request.method == "POST" and "test" in request.POST:
         return _endpoint_test(request, form, test_form, endpoint.team, endpoint)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.endpoint_update(endpoint=endpoint, **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Endpoint {endpoint.name} saved.")
-            return redirect("evaluations:endpoint_list")
-    return _render_endpoint_form(request, form, test_form, endpoint,
-                                 status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.endpoint_update(endpoint=endpoint,
+                                                        **form.service_kwargs()),
+        success=lambda _: f"Endpoint {endpoint.name} saved.",
+        next_url="evaluations:endpoint_list")
+    return saved or _render_endpoint_form(request, form, test_form, endpoint,
+                                          status=400 if form.errors else 200)
 
 
 
@@ -130,19 +132,15 @@ def _delete_confirm(request: HttpRequest, *, noun: str, name: str,
                     nobody: str, archive_effect: str, cancel_url: str) -> HttpResponse:
     """The confirm page of the delete-or-archive rule shared by endpoints and models: an
     unused one is deleted, a used one archived, an archived used one cannot go further."""
-    if not used:
-        consequence, button = "It will be deleted for good.", f"Delete {noun}"
-    elif not archived:
-        consequence, button = (f"So it will be archived, not deleted: {archive_effect}",
-                               f"Archive {noun}")
-    else:
-        consequence, button = (f"It is archived already, and cannot be deleted while "
-                               f"{users} use it."), ""
-    return confirm_page(
+    return delete_confirm_page(
         request, title=f"Delete {noun} {name}?",
         dependents=f"{dependents.summary()} {dependents.uses()} this {noun}." if used
         else f"{nobody} uses this {noun}.",
-        consequence=consequence, button=button, danger=not used, cancel_url=cancel_url)
+        used=used, kept=archived, cancel_url=cancel_url, wording=DeleteWording(
+            delete=("It will be deleted for good.", f"Delete {noun}"),
+            keep=(f"So it will be archived, not deleted: {archive_effect}", f"Archive {noun}"),
+            kept_already=f"It is archived already, and cannot be deleted while {users} use "
+                         "it."))
 
 
 @require_http_methods(["GET", "POST"])
@@ -161,12 +159,12 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
                            "their evaluations cannot start until you restore it. Nothing "
                            "is lost.",
             cancel_url=reverse("evaluations:endpoint_list"))
-    if services.endpoint_delete(endpoint=endpoint):
-        messages.success(request, f"Endpoint {endpoint.name} deleted.")
-    else:
-        messages.success(request, f"Endpoint {endpoint.name} is used by search models, so it "
-                         "was archived instead of deleted. Restore it from the list.")
-    return redirect("evaluations:endpoint_list")
+    return delete_or_keep_response(
+        request, lambda: services.endpoint_delete(endpoint=endpoint),
+        deleted=f"Endpoint {endpoint.name} deleted.",
+        kept=f"Endpoint {endpoint.name} is used by search models, so it was archived instead "
+             "of deleted. Restore it from the list.",
+        next_url="evaluations:endpoint_list")
 
 
 @require_POST
@@ -174,14 +172,10 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 def endpoint_restore(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
                                                minimum_role=Role.ADMIN)
-    try:
-        services.endpoint_restore(endpoint=endpoint)
-    except ValidationError as error:
-        messages.error(request, f"Endpoint {endpoint.name} was not restored: "
-                       f"{' '.join(error.messages)}")
-    else:
-        messages.success(request, f"Endpoint {endpoint.name} restored.")
-    return redirect("evaluations:endpoint_list")
+    return service_step_response(
+        request, lambda: services.endpoint_restore(endpoint=endpoint),
+        done=f"Endpoint {endpoint.name} restored.", next_url="evaluations:endpoint_list",
+        refused_prefix=f"Endpoint {endpoint.name} was not restored: ")
 
 
 # --- search models -----------------------------------------------------------------------
@@ -207,17 +201,13 @@ def model_create(request: HttpRequest) -> HttpResponse:
                            initial={"params": "q=#query#"})
     if request.method == "GET":
         form.initial["endpoint"] = _preselected_endpoint(form, request.GET.get("endpoint", ""))
-    if request.method == "POST" and form.is_valid():
-        try:
-            model = services.search_model_create(team=team, created_by=request.user,
-                                                 **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Search model {model.name} created. Try a query.")
-            return redirect("evaluations:model_test", model_id=model.pk)
-    return render(request, "evaluations/model_form.html", {"form": form},
-                  status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.search_model_create(team=team, created_by=request.user,
+                                                            **form.service_kwargs()),
+        success=lambda model: f"Search model {model.name} created. Try a query.",
+        next_url=lambda model: reverse("evaluations:model_test", args=[model.pk]))
+    return saved or render(request, "evaluations/model_form.html", {"form": form},
+                           status=400 if form.errors else 200)
 
 
 def _preselected_endpoint(form: SearchModelForm, wanted: str) -> int | None:
@@ -237,16 +227,13 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
                                                 minimum_role=selectors.CONFIGURATION_ROLE)
     initial = SearchModelForm.initial_for(model, services.search_model_headers_shown(model=model))
     form = SearchModelForm(request.POST or None, team=model.team, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.search_model_update(model=model, **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Search model {model.name} saved.")
-            return redirect("evaluations:model_list")
-    return render(request, "evaluations/model_form.html", {"form": form, "model": model},
-                  status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.search_model_update(model=model,
+                                                            **form.service_kwargs()),
+        success=lambda _: f"Search model {model.name} saved.",
+        next_url="evaluations:model_list")
+    return saved or render(request, "evaluations/model_form.html",
+                           {"form": form, "model": model}, status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -265,12 +252,12 @@ def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
                            "evaluations cannot start until you restore it. Their results "
                            "and grades are kept.",
             cancel_url=reverse("evaluations:model_list"))
-    if services.search_model_delete(model=model):
-        messages.success(request, f"Search model {model.name} deleted.")
-    else:
-        messages.success(request, f"Search model {model.name} is used by evaluations, so it "
-                         "was archived instead of deleted. Restore it from the list.")
-    return redirect("evaluations:model_list")
+    return delete_or_keep_response(
+        request, lambda: services.search_model_delete(model=model),
+        deleted=f"Search model {model.name} deleted.",
+        kept=f"Search model {model.name} is used by evaluations, so it was archived instead "
+             "of deleted. Restore it from the list.",
+        next_url="evaluations:model_list")
 
 
 @require_POST
@@ -278,14 +265,10 @@ def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
 def model_restore(request: HttpRequest, model_id: int) -> HttpResponse:
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=Role.ADMIN)
-    try:
-        services.search_model_restore(model=model)
-    except ValidationError as error:
-        messages.error(request, f"Search model {model.name} was not restored: "
-                       f"{' '.join(error.messages)}")
-    else:
-        messages.success(request, f"Search model {model.name} restored.")
-    return redirect("evaluations:model_list")
+    return service_step_response(
+        request, lambda: services.search_model_restore(model=model),
+        done=f"Search model {model.name} restored.", next_url="evaluations:model_list",
+        refused_prefix=f"Search model {model.name} was not restored: ")
 
 
 @require_http_methods(["GET", "POST"])
