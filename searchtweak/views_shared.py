@@ -92,7 +92,7 @@ def delete_confirm_page(request: HttpRequest, *, title: str, dependents: str, us
                         cancel_url=cancel_url)
 
 
-def delete_or_keep_response(request: HttpRequest, *, delete: Callable[[], bool],
+def delete_or_keep_response(request: HttpRequest, delete: Callable[[], bool], *,
                             deleted: str, kept: str, next_url: str) -> HttpResponse:
     """The POST of a delete-or-keep: `delete()` is the service, which deletes an unused row
     (True) and keeps a used one (False); the message says which happened."""
