@@ -1,6 +1,10 @@
 """Pages for endpoints and search models: lists, forms with their test query, delete (or
 archive when used) and restore."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -126,58 +130,6 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
                                           status=400 if form.errors else 200)
 
 
-
-def _delete_confirm(request: HttpRequest, *, noun: str, name: str,
-                    dependents: selectors.Dependents, used: bool, users: str, archived: bool,
-                    nobody: str, archive_effect: str, cancel_url: str) -> HttpResponse:
-    """The confirm page of the delete-or-archive rule shared by endpoints and models: an
-    unused one is deleted, a used one archived, an archived used one cannot go further."""
-    return delete_confirm_page(
-        request, title=f"Delete {noun} {name}?",
-        dependents=f"{dependents.summary()} {dependents.uses()} this {noun}." if used
-        else f"{nobody} uses this {noun}.",
-        used=used, kept=archived, cancel_url=cancel_url, wording=DeleteWording(
-            delete=("It will be deleted for good.", f"Delete {noun}"),
-            keep=(f"So it will be archived, not deleted: {archive_effect}", f"Archive {noun}"),
-            kept_already=f"It is archived already, and cannot be deleted while {users} use "
-                         "it."))
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
-def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
-    """GET asks (naming what uses it); POST deletes an unused endpoint, archives a used one."""
-    endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
-                                               minimum_role=Role.ADMIN)
-    if request.method == "GET":
-        dependents = selectors.endpoint_dependents(endpoint=endpoint)
-        return _delete_confirm(
-            request, noun="endpoint", name=endpoint.name, dependents=dependents,
-            used=dependents.counts["search model"] > 0, users="search models",
-            archived=endpoint.archived_at is not None, nobody="Nothing",
-            archive_effect="it leaves the endpoint list and the search model form, and "
-                           "their evaluations cannot start until you restore it. Nothing "
-                           "is lost.",
-            cancel_url=reverse("evaluations:endpoint_list"))
-    return delete_or_keep_response(
-        request, lambda: services.endpoint_delete(endpoint=endpoint),
-        deleted=f"Endpoint {endpoint.name} deleted.",
-        kept=f"Endpoint {endpoint.name} is used by search models, so it was archived instead "
-             "of deleted. Restore it from the list.",
-        next_url="evaluations:endpoint_list")
-
-
-@require_POST
-@login_required
-def endpoint_restore(request: HttpRequest, endpoint_id: int) -> HttpResponse:
-    endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
-                                               minimum_role=Role.ADMIN)
-    return service_step_response(
-        request, lambda: services.endpoint_restore(endpoint=endpoint),
-        done=f"Endpoint {endpoint.name} restored.", next_url="evaluations:endpoint_list",
-        refused_prefix=f"Endpoint {endpoint.name} was not restored: ")
-
-
 # --- search models -----------------------------------------------------------------------
 
 
@@ -238,41 +190,6 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
-    """GET asks (naming what uses it); POST deletes an unused model, archives a used one."""
-    model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
-                                                minimum_role=Role.ADMIN)
-    if request.method == "GET":
-        dependents = selectors.search_model_dependents(model=model)
-        return _delete_confirm(
-            request, noun="search model", name=model.name, dependents=dependents,
-            used=bool(dependents), users="evaluations",
-            archived=model.archived_at is not None, nobody="No evaluation",
-            archive_effect="it leaves the model list and the evaluation form, and its "
-                           "evaluations cannot start until you restore it. Their results "
-                           "and grades are kept.",
-            cancel_url=reverse("evaluations:model_list"))
-    return delete_or_keep_response(
-        request, lambda: services.search_model_delete(model=model),
-        deleted=f"Search model {model.name} deleted.",
-        kept=f"Search model {model.name} is used by evaluations, so it was archived instead "
-             "of deleted. Restore it from the list.",
-        next_url="evaluations:model_list")
-
-
-@require_POST
-@login_required
-def model_restore(request: HttpRequest, model_id: int) -> HttpResponse:
-    model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
-                                                minimum_role=Role.ADMIN)
-    return service_step_response(
-        request, lambda: services.search_model_restore(model=model),
-        done=f"Search model {model.name} restored.", next_url="evaluations:model_list",
-        refused_prefix=f"Search model {model.name} was not restored: ")
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
 def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=Role.LEAD)
@@ -293,3 +210,104 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
         "model": model, "form": form, "result": result,
         "show_raw": selectors.raw_preview_visible(user=request.user, team_id=model.team_id),
     }, status=400 if form.errors and status == 200 else status)
+
+
+# --- deleting (archiving when used) and restoring: one pair of pages per resource kind ---
+
+
+@dataclass(frozen=True)
+class _Archivable:
+    """What the delete and restore pages need of endpoints or of search models, which share
+    one rule: an unused one is deleted, a used one archived instead (the service decides),
+    an archived one restored; all of it for admins of the team."""
+
+    noun: str  # "endpoint", "search model"
+    load: Callable[[HttpRequest, int], Any]  # the access function at the admin role
+    dependents: Callable[[Any], selectors.Dependents]
+    used: Callable[[selectors.Dependents], bool]
+    delete: Callable[[Any], bool]
+    restore: Callable[[Any], object]
+    users: str  # what uses one, plural
+    nobody: str  # what the confirm page says uses an unused one
+    archive_effect: str
+    list_url: str  # URL name of the list to come back to
+
+    @property
+    def label(self) -> str:
+        return self.noun.capitalize()
+
+
+def _delete_view(kind: _Archivable) -> Callable[..., HttpResponse]:
+    @require_http_methods(["GET", "POST"])
+    @login_required
+    def delete(request: HttpRequest, **url_ids: int) -> HttpResponse:
+        (pk,) = url_ids.values()
+        row = kind.load(request, pk)
+        if request.method == "GET":
+            dependents = kind.dependents(row)
+            used = kind.used(dependents)
+            return delete_confirm_page(
+                request, title=f"Delete {kind.noun} {row.name}?",
+                dependents=f"{dependents.summary()} {dependents.uses()} this {kind.noun}."
+                if used else f"{kind.nobody} uses this {kind.noun}.",
+                used=used, kept=row.archived_at is not None,
+                cancel_url=reverse(kind.list_url), wording=DeleteWording(
+                    delete=("It will be deleted for good.", f"Delete {kind.noun}"),
+                    keep=(f"So it will be archived, not deleted: {kind.archive_effect}",
+                          f"Archive {kind.noun}"),
+                    kept_already=f"It is archived already, and cannot be deleted while "
+                                 f"{kind.users} use it."))
+        return delete_or_keep_response(
+            request, lambda: kind.delete(row), deleted=f"{kind.label} {row.name} deleted.",
+            kept=f"{kind.label} {row.name} is used by {kind.users}, so it was archived "
+                 "instead of deleted. Restore it from the list.",
+            next_url=kind.list_url)
+
+    delete.__doc__ = (f"GET asks (naming what uses it); POST deletes an unused {kind.noun}, "
+                      "archives a used one.")
+    return delete
+
+
+def _restore_view(kind: _Archivable) -> Callable[..., HttpResponse]:
+    @require_POST
+    @login_required
+    def restore(request: HttpRequest, **url_ids: int) -> HttpResponse:
+        (pk,) = url_ids.values()
+        row = kind.load(request, pk)
+        return service_step_response(
+            request, lambda: kind.restore(row), done=f"{kind.label} {row.name} restored.",
+            next_url=kind.list_url, refused_prefix=f"{kind.label} {row.name} was not restored: ")
+
+    return restore
+
+
+ENDPOINTS = _Archivable(
+    noun="endpoint",
+    load=lambda request, endpoint_id: selectors.endpoint_get_for_user(
+        user=request.user, endpoint_id=endpoint_id, minimum_role=Role.ADMIN),
+    dependents=lambda endpoint: selectors.endpoint_dependents(endpoint=endpoint),
+    used=lambda dependents: dependents.counts["search model"] > 0,
+    delete=lambda endpoint: services.endpoint_delete(endpoint=endpoint),
+    restore=lambda endpoint: services.endpoint_restore(endpoint=endpoint),
+    users="search models", nobody="Nothing",
+    archive_effect="it leaves the endpoint list and the search model form, and their "
+                   "evaluations cannot start until you restore it. Nothing is lost.",
+    list_url="evaluations:endpoint_list")
+
+SEARCH_MODELS = _Archivable(
+    noun="search model",
+    load=lambda request, model_id: selectors.search_model_get_for_user(
+        user=request.user, model_id=model_id, minimum_role=Role.ADMIN),
+    dependents=lambda model: selectors.search_model_dependents(model=model),
+    used=bool,
+    delete=lambda model: services.search_model_delete(model=model),
+    restore=lambda model: services.search_model_restore(model=model),
+    users="evaluations", nobody="No evaluation",
+    archive_effect="it leaves the model list and the evaluation form, and its evaluations "
+                   "cannot start until you restore it. Their results and grades are kept.",
+    list_url="evaluations:model_list")
+
+endpoint_delete = _delete_view(ENDPOINTS)
+endpoint_restore = _restore_view(ENDPOINTS)
+model_delete = _delete_view(SEARCH_MODELS)
+model_restore = _restore_view(SEARCH_MODELS)
