@@ -1,6 +1,7 @@
-"""REST API of evaluations (docs/ARCHITECTURE.md, /api/v1/), and the team helpers every
-evaluations API shares; endpoints and search models are in api_endpoints."""
+"""REST API of evaluations (docs/ARCHITECTURE.md, /api/v1/); endpoints and search models
+are in api_endpoints. The team helpers every API shares are searchtweak.api_shared's."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -14,39 +15,15 @@ from evaluations import selectors, services
 from evaluations.events import By
 from evaluations.models import Evaluation, SearchModel
 from metrics import core
-from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
-from searchtweak.models import Role, Team, User
-
-
-def team_for_create(*, user: User, team_id: Any, minimum_role: str) -> Team:
-    """The team named in the request, or the caller's current team; checked before the
-    input so a caller without the role learns nothing from validation errors."""
-    if team_id is not None:
-        try:
-            team_id = int(team_id)
-        except (TypeError, ValueError):
-            raise ValidationError({"team": "must be a team id"}) from None
-    return access.team_or_current_access(user=user, team_id=team_id,
-                                         minimum_role=minimum_role).team
-
-
-def requested_team(request: Request) -> Any:
-    # The body may be any JSON (a string, a list): the serializer then answers 400, and
-    # the team falls back to the caller's current one meanwhile.
-    return request.data.get("team") if isinstance(request.data, dict) else None
-
-
-def visible_team_ids(request: Request) -> list[int]:
-    ids = access.visible_team_ids(user=request.user)
-    wanted = request.query_params.get("team")
-    if wanted:
-        ids = [team_id for team_id in ids if str(team_id) == wanted]
-    return ids
-
-
-TEAM_PARAM = OpenApiParameter("team", int, description="Only this team's objects.")
-
+from searchtweak.api_shared import (
+    TEAM_PARAM,
+    body_team,
+    create_in_team_response,
+    row_step_api,
+    visible_team_ids,
+)
+from searchtweak.models import Role
 
 # --- evaluations -------------------------------------------------------------------------
 
@@ -190,15 +167,12 @@ class EvaluationListApi(APIView):
     @extend_schema(request=EvaluationInputSerializer,
                    responses={201: EvaluationOutputSerializer}, operation_id="evaluations_create")
     def post(self, request: Request) -> Response:
-        team = team_for_create(user=request.user, team_id=requested_team(request),
-                                minimum_role=Role.LEAD)
-        serializer = EvaluationInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        data.pop("team", None)
-        data = _resolve_model(data, team.pk)
-        evaluation = services.evaluation_create(team=team, created_by=request.user, **data)
-        return Response(_evaluation_data(evaluation), status=status.HTTP_201_CREATED)
+        return create_in_team_response(
+            request, team=body_team(request, minimum_role=Role.LEAD),
+            input_serializer=EvaluationInputSerializer,
+            create=lambda team, data: services.evaluation_create(
+                team=team, created_by=request.user, **_resolve_model(data, team.pk)),
+            output=_evaluation_data)
 
 
 class EvaluationDetailApi(APIView):
@@ -251,74 +225,55 @@ class EvaluationCloneApi(APIView):
         return Response(_evaluation_data(clone), status=status.HTTP_201_CREATED)
 
 
-class EvaluationArchiveApi(APIView):
-    @extend_schema(request=None, responses=EvaluationOutputSerializer,
-                   operation_id="evaluations_archive",
-                   description="Hides it from lists and dashboards, keeping everything "
-                               "(leads); 400 while fetching.")
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        evaluation = selectors.evaluation_get_for_user(
-            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        evaluation = services.evaluation_archive(evaluation=evaluation, by=By.API,
-                                                 user=request.user)
-        return Response(_evaluation_data(evaluation))
+def _led_evaluation(request: Request, evaluation_id: int) -> Evaluation:
+    return selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=Role.LEAD)
 
 
-class EvaluationRestoreApi(APIView):
-    @extend_schema(request=None, responses=EvaluationOutputSerializer,
-                   operation_id="evaluations_restore",
-                   description="Brings an archived evaluation back (leads).")
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        evaluation = selectors.evaluation_get_for_user(
-            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        evaluation = services.evaluation_restore(evaluation=evaluation, by=By.API,
-                                                 user=request.user)
-        return Response(_evaluation_data(evaluation))
-
-
-class _EvaluationActionApi(APIView):
-    service = staticmethod(services.evaluation_start)
-
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        evaluation = selectors.evaluation_get_for_user(
-            user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        evaluation = type(self).service(evaluation=evaluation, by=By.API, user=request.user)
+def _fetching_step(service: Callable[..., Evaluation]
+                   ) -> Callable[[Evaluation, Request], Evaluation]:
+    """A fetching action, then the status its tasks left (they may have run already,
+    eagerly, without a broker)."""
+    def step(evaluation: Evaluation, request: Request) -> Evaluation:
+        evaluation = service(evaluation=evaluation, by=By.API, user=request.user)
         evaluation.refresh_from_db()
-        return Response(_evaluation_data(evaluation))
+        return evaluation
+    return step
 
 
-class EvaluationStartApi(_EvaluationActionApi):
-    service = staticmethod(services.evaluation_start)
+EvaluationArchiveApi = row_step_api(
+    "EvaluationArchiveApi", load=_led_evaluation,
+    step=lambda evaluation, request: services.evaluation_archive(
+        evaluation=evaluation, by=By.API, user=request.user),
+    output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
+    operation_id="evaluations_archive",
+    description="Hides it from lists and dashboards, keeping everything (leads); 400 while "
+                "fetching.")
 
-    @extend_schema(request=None, responses=EvaluationOutputSerializer,
-                   operation_id="evaluations_start")
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        return super().post(request, evaluation_id)
+EvaluationRestoreApi = row_step_api(
+    "EvaluationRestoreApi", load=_led_evaluation,
+    step=lambda evaluation, request: services.evaluation_restore(
+        evaluation=evaluation, by=By.API, user=request.user),
+    output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
+    operation_id="evaluations_restore", description="Brings an archived evaluation back (leads).")
 
+EvaluationStartApi = row_step_api(
+    "EvaluationStartApi", load=_led_evaluation, step=_fetching_step(services.evaluation_start),
+    output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
+    operation_id="evaluations_start")
 
-class EvaluationPauseApi(_EvaluationActionApi):
-    service = staticmethod(services.evaluation_pause)
+EvaluationPauseApi = row_step_api(
+    "EvaluationPauseApi", load=_led_evaluation, step=_fetching_step(services.evaluation_pause),
+    output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
+    operation_id="evaluations_pause")
 
-    @extend_schema(request=None, responses=EvaluationOutputSerializer,
-                   operation_id="evaluations_pause")
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        return super().post(request, evaluation_id)
+EvaluationFinishApi = row_step_api(
+    "EvaluationFinishApi", load=_led_evaluation,
+    step=_fetching_step(services.evaluation_finish), output=_evaluation_data, request=None,
+    responses=EvaluationOutputSerializer, operation_id="evaluations_finish")
 
-
-class EvaluationFinishApi(_EvaluationActionApi):
-    service = staticmethod(services.evaluation_finish)
-
-    @extend_schema(request=None, responses=EvaluationOutputSerializer,
-                   operation_id="evaluations_finish")
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        return super().post(request, evaluation_id)
-
-
-class EvaluationRetryFailedApi(_EvaluationActionApi):
-    service = staticmethod(services.evaluation_retry_failed)
-
-    @extend_schema(request=None, responses=EvaluationOutputSerializer,
-                   operation_id="evaluations_retry_failed",
-                   description="Fetch the failed keywords again; without any, nothing changes.")
-    def post(self, request: Request, evaluation_id: int) -> Response:
-        return super().post(request, evaluation_id)
+EvaluationRetryFailedApi = row_step_api(
+    "EvaluationRetryFailedApi", load=_led_evaluation,
+    step=_fetching_step(services.evaluation_retry_failed), output=_evaluation_data,
+    request=None, responses=EvaluationOutputSerializer, operation_id="evaluations_retry_failed",
+    description="Fetch the failed keywords again; without any, nothing changes.")

@@ -4,17 +4,24 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations import crypto, selectors, services
-from evaluations.api import TEAM_PARAM, requested_team, team_for_create, visible_team_ids
 from evaluations.models import Endpoint, SearchModel
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.api_shared import (
+    TEAM_PARAM,
+    body_team,
+    create_in_team_response,
+    delete_or_keep_response,
+    row_step_api,
+    visible_team_ids,
+)
 from searchtweak.models import Role
 from searchtweak.outbound_limits import TestsBusy
 
@@ -145,15 +152,12 @@ class EndpointListApi(APIView):
     @extend_schema(request=EndpointInputSerializer, responses={201: EndpointOutputSerializer},
                    operation_id="endpoints_create")
     def post(self, request: Request) -> Response:
-        team = team_for_create(user=request.user, team_id=requested_team(request),
-                                minimum_role=Role.ADMIN)
-        serializer = EndpointInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        data.pop("archived", None)
-        data.pop("team", None)
-        endpoint = services.endpoint_create(team=team, created_by=request.user, **data)
-        return Response(EndpointOutputSerializer(endpoint).data, status=status.HTTP_201_CREATED)
+        return create_in_team_response(
+            request, team=body_team(request, minimum_role=Role.ADMIN),
+            input_serializer=EndpointInputSerializer, drop=("archived",),
+            create=lambda team, data: services.endpoint_create(
+                team=team, created_by=request.user, **data),
+            output=lambda endpoint: EndpointOutputSerializer(endpoint).data)
 
 
 class EndpointDetailApi(APIView):
@@ -185,21 +189,18 @@ class EndpointDetailApi(APIView):
     def delete(self, request: Request, endpoint_id: int) -> Response:
         endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
                                                    minimum_role=Role.ADMIN)
-        if services.endpoint_delete(endpoint=endpoint):
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(EndpointOutputSerializer(endpoint).data)
+        return delete_or_keep_response(services.endpoint_delete(endpoint=endpoint),
+                                       lambda: EndpointOutputSerializer(endpoint).data)
 
 
-class EndpointRestoreApi(APIView):
-    @extend_schema(request=None, responses=EndpointOutputSerializer,
-                   operation_id="endpoints_restore",
-                   description="Brings an archived endpoint back (admins); a no-op on an "
-                               "active one.")
-    def post(self, request: Request, endpoint_id: int) -> Response:
-        endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
-                                                   minimum_role=Role.ADMIN)
-        endpoint = services.endpoint_restore(endpoint=endpoint)
-        return Response(EndpointOutputSerializer(endpoint).data)
+EndpointRestoreApi = row_step_api(
+    "EndpointRestoreApi",
+    load=lambda request, endpoint_id: selectors.endpoint_get_for_user(
+        user=request.user, endpoint_id=endpoint_id, minimum_role=Role.ADMIN),
+    step=lambda endpoint, _request: services.endpoint_restore(endpoint=endpoint),
+    output=lambda endpoint: EndpointOutputSerializer(endpoint).data,
+    request=None, responses=EndpointOutputSerializer, operation_id="endpoints_restore",
+    description="Brings an archived endpoint back (admins); a no-op on an active one.")
 
 
 # --- search models -----------------------------------------------------------------------
@@ -281,16 +282,12 @@ class SearchModelListApi(APIView):
     @extend_schema(request=SearchModelInputSerializer,
                    responses={201: SearchModelOutputSerializer}, operation_id="models_create")
     def post(self, request: Request) -> Response:
-        team = team_for_create(user=request.user, team_id=requested_team(request),
-                                minimum_role=Role.ADMIN)
-        serializer = SearchModelInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        data.pop("archived", None)
-        data.pop("team", None)
-        data = _model_changes(request, data, team.pk)
-        model = services.search_model_create(team=team, created_by=request.user, **data)
-        return Response(SearchModelOutputSerializer(model).data, status=status.HTTP_201_CREATED)
+        return create_in_team_response(
+            request, team=body_team(request, minimum_role=Role.ADMIN),
+            input_serializer=SearchModelInputSerializer, drop=("archived",),
+            create=lambda team, data: services.search_model_create(
+                team=team, created_by=request.user, **_model_changes(request, data, team.pk)),
+            output=lambda model: SearchModelOutputSerializer(model).data)
 
 
 class SearchModelDetailApi(APIView):
@@ -320,21 +317,19 @@ class SearchModelDetailApi(APIView):
     def delete(self, request: Request, model_id: int) -> Response:
         model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                     minimum_role=Role.ADMIN)
-        if services.search_model_delete(model=model):
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(SearchModelOutputSerializer(model).data)
+        return delete_or_keep_response(services.search_model_delete(model=model),
+                                       lambda: SearchModelOutputSerializer(model).data)
 
 
-class SearchModelRestoreApi(APIView):
-    @extend_schema(request=None, responses=SearchModelOutputSerializer,
-                   operation_id="models_restore",
-                   description="Brings an archived search model back (admins); 400 while its "
-                               "endpoint is archived.")
-    def post(self, request: Request, model_id: int) -> Response:
-        model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
-                                                    minimum_role=Role.ADMIN)
-        model = services.search_model_restore(model=model)
-        return Response(SearchModelOutputSerializer(model).data)
+SearchModelRestoreApi = row_step_api(
+    "SearchModelRestoreApi",
+    load=lambda request, model_id: selectors.search_model_get_for_user(
+        user=request.user, model_id=model_id, minimum_role=Role.ADMIN),
+    step=lambda model, _request: services.search_model_restore(model=model),
+    output=lambda model: SearchModelOutputSerializer(model).data,
+    request=None, responses=SearchModelOutputSerializer, operation_id="models_restore",
+    description="Brings an archived search model back (admins); 400 while its endpoint is "
+                "archived.")
 
 
 class SearchModelTestApi(APIView):

@@ -3,7 +3,6 @@
 from dataclasses import dataclass
 
 from django.db.models import Count, Min, Prefetch, Q, QuerySet
-from django.http import Http404
 
 from evaluations.models import (
     Endpoint,
@@ -30,43 +29,30 @@ def configuration_team_ids(*, user: User) -> set[int]:
 
 def endpoint_get_for_user(*, user: User, endpoint_id: int,
                           minimum_role: str = Role.GRADER) -> Endpoint:
-    endpoint = Endpoint.objects.select_related("team").filter(pk=endpoint_id).first()
-    if endpoint is None:
-        raise Http404("No such endpoint.")
-    access.team_access(user=user, team_id=endpoint.team_id, minimum_role=minimum_role,
-                       what="endpoint")
-    return endpoint
+    return access.row_get_for_user(Endpoint.objects.select_related("team"), user=user,
+                                   pk=endpoint_id, minimum_role=minimum_role, what="endpoint")
 
 
 def search_model_get_for_user(*, user: User, model_id: int,
                               minimum_role: str = Role.GRADER) -> SearchModel:
-    model = SearchModel.objects.select_related("team", "endpoint").filter(pk=model_id).first()
-    if model is None:
-        raise Http404("No such search model.")
-    access.team_access(user=user, team_id=model.team_id, minimum_role=minimum_role,
-                       what="search model")
-    return model
+    return access.row_get_for_user(SearchModel.objects.select_related("team", "endpoint"),
+                                   user=user, pk=model_id, minimum_role=minimum_role,
+                                   what="search model")
 
 
 def evaluation_get_for_user(*, user: User, evaluation_id: int,
                             minimum_role: str = Role.GRADER) -> Evaluation:
-    evaluation = Evaluation.objects.select_related("team", "model__endpoint").filter(
-        pk=evaluation_id).first()
-    if evaluation is None:
-        raise Http404("No such evaluation.")
-    access.team_access(user=user, team_id=evaluation.team_id, minimum_role=minimum_role,
-                       what="evaluation")
-    return evaluation
+    return access.row_get_for_user(
+        Evaluation.objects.select_related("team", "model__endpoint"), user=user,
+        pk=evaluation_id, minimum_role=minimum_role, what="evaluation")
 
 
 def keyword_get_for_user(*, user: User, keyword_id: int,
                          minimum_role: str = Role.GRADER) -> Keyword:
-    keyword = Keyword.objects.select_related("evaluation__team").filter(pk=keyword_id).first()
-    if keyword is None:
-        raise Http404("No such keyword.")
-    access.team_access(user=user, team_id=keyword.evaluation.team_id,
-                       minimum_role=minimum_role, what="keyword")
-    return keyword
+    return access.row_get_for_user(
+        Keyword.objects.select_related("evaluation__team"), user=user, pk=keyword_id,
+        minimum_role=minimum_role, what="keyword",
+        team_id_of=lambda keyword: keyword.evaluation.team_id)
 
 
 def keyword_snapshots(*, keyword: Keyword,

@@ -20,25 +20,12 @@ from evaluations.models import Evaluation, Keyword
 from searchtweak import access
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
-
-
-def current_team(request: HttpRequest, minimum_role: str = Role.GRADER) -> Team:
-    return access.current_team_access(user=request.user, minimum_role=minimum_role).team
-
-
-def current_team_can(request: HttpRequest, team_id: int, role: str) -> bool:
-    return access.current_team_can(user=request.user, team_id=team_id, minimum_role=role)
-
-
-def confirm_page(request: HttpRequest, *, title: str, dependents: str, consequence: str,
-                 button: str, cancel_url: str, danger: bool = False) -> HttpResponse:
-    """The page a destructive action's GET shows; its form POSTs to the same address.
-    No button when there is nothing to do (button="")."""
-    return render(request, "evaluations/confirm.html", {
-        "title": title, "dependents": dependents, "consequence": consequence,
-        "button": button, "danger": danger, "cancel_url": cancel_url,
-    })
-
+from searchtweak.views_shared import (
+    confirm_page,
+    current_team,
+    current_team_can,
+    service_step_response,
+)
 
 # --- evaluations -------------------------------------------------------------------------
 
@@ -224,15 +211,13 @@ def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse
             request, title=f"Archive evaluation {evaluation.name}?",
             dependents=f"It has {dependents.summary()}." if dependents else "It is empty.",
             consequence=consequence, button=button,
-            cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
-    try:
-        services.evaluation_archive(evaluation=evaluation, by=By.USER, user=request.user)
-    except ValidationError as error:
-        messages.error(request, " ".join(error.messages))
-        return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
-    messages.success(request, f"Evaluation {evaluation.name} archived. Show archived "
-                     "evaluations in the list to restore it.")
-    return redirect("evaluations:evaluation_list")
+            cancel_url=_detail_url(evaluation))
+    return service_step_response(
+        request, lambda: services.evaluation_archive(evaluation=evaluation, by=By.USER,
+                                               user=request.user),
+        done=f"Evaluation {evaluation.name} archived. Show archived evaluations in the list "
+             "to restore it.",
+        next_url="evaluations:evaluation_list", refused_url=_detail_url(evaluation))
 
 
 @require_POST
@@ -261,14 +246,15 @@ def evaluation_delete(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             "Deleting removes them and every grade given to them, for good. Archiving "
             "instead hides it and keeps everything.",
             button="" if fetching else "Delete evaluation", danger=True,
-            cancel_url=reverse("evaluations:evaluation_detail", args=[evaluation.pk]))
-    try:
-        services.evaluation_delete(evaluation=evaluation)
-    except ValidationError as error:
-        messages.error(request, " ".join(error.messages))
-        return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
-    messages.success(request, f"Evaluation {evaluation.name} deleted.")
-    return redirect("evaluations:evaluation_list")
+            cancel_url=_detail_url(evaluation))
+    return service_step_response(
+        request, lambda: services.evaluation_delete(evaluation=evaluation),
+        done=f"Evaluation {evaluation.name} deleted.", next_url="evaluations:evaluation_list",
+        refused_url=_detail_url(evaluation))
+
+
+def _detail_url(evaluation: Evaluation) -> str:
+    return reverse("evaluations:evaluation_detail", args=[evaluation.pk])
 
 
 ACTIONS = {

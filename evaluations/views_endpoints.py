@@ -1,11 +1,14 @@
 """Pages for endpoints and search models: lists, forms with their test query, delete (or
 archive when used) and restore."""
 
-from django.contrib import messages
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -13,10 +16,18 @@ from evaluations import selectors, services
 from evaluations.forms import EndpointForm, EndpointTestForm, ModelTestForm, SearchModelForm
 from evaluations.mapper import PRESETS, preset_mapper
 from evaluations.models import Endpoint
-from evaluations.views import confirm_page, current_team, current_team_can
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.outbound_limits import TestsBusy
+from searchtweak.views_shared import (
+    DeleteWording,
+    current_team,
+    current_team_can,
+    delete_confirm_page,
+    delete_or_keep_response,
+    form_saved_response,
+    service_step_response,
+)
 
 # --- endpoints ---------------------------------------------------------------------------
 
@@ -84,17 +95,15 @@ def endpoint_create(request: HttpRequest) -> HttpResponse:
     test_form = EndpointTestForm(request.POST or None, prefix="test")
     if request.method == "POST" and "test" in request.POST:
         return _endpoint_test(request, form, test_form, team)
-    if request.method == "POST" and form.is_valid():
-        try:
-            endpoint = services.endpoint_create(team=team, created_by=request.user,
-                                                **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Endpoint {endpoint.name} created. Now create a search "
-                             "model on it: how to query it.")
-            return redirect(f"{reverse('evaluations:model_create')}?endpoint={endpoint.pk}")
-    return _render_endpoint_form(request, form, test_form, status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.endpoint_create(team=team, created_by=request.user,
+                                                        **form.service_kwargs()),
+        success=lambda endpoint: f"Endpoint {endpoint.name} created. Now create a search "
+                                 "model on it: how to query it.",
+        next_url=lambda endpoint: f"{reverse('evaluations:model_create')}?endpoint="
+                                  f"{endpoint.pk}")
+    return saved or _render_endpoint_form(request, form, test_form,
+                                          status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -112,76 +121,13 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     test_form = EndpointTestForm(request.POST or None, prefix="test")
     if request.method == "POST" and "test" in request.POST:
         return _endpoint_test(request, form, test_form, endpoint.team, endpoint)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.endpoint_update(endpoint=endpoint, **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Endpoint {endpoint.name} saved.")
-            return redirect("evaluations:endpoint_list")
-    return _render_endpoint_form(request, form, test_form, endpoint,
-                                 status=400 if form.errors else 200)
-
-
-
-def _delete_confirm(request: HttpRequest, *, noun: str, name: str,
-                    dependents: selectors.Dependents, used: bool, users: str, archived: bool,
-                    nobody: str, archive_effect: str, cancel_url: str) -> HttpResponse:
-    """The confirm page of the delete-or-archive rule shared by endpoints and models: an
-    unused one is deleted, a used one archived, an archived used one cannot go further."""
-    if not used:
-        consequence, button = "It will be deleted for good.", f"Delete {noun}"
-    elif not archived:
-        consequence, button = (f"So it will be archived, not deleted: {archive_effect}",
-                               f"Archive {noun}")
-    else:
-        consequence, button = (f"It is archived already, and cannot be deleted while "
-                               f"{users} use it."), ""
-    return confirm_page(
-        request, title=f"Delete {noun} {name}?",
-        dependents=f"{dependents.summary()} {dependents.uses()} this {noun}." if used
-        else f"{nobody} uses this {noun}.",
-        consequence=consequence, button=button, danger=not used, cancel_url=cancel_url)
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
-def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
-    """GET asks (naming what uses it); POST deletes an unused endpoint, archives a used one."""
-    endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
-                                               minimum_role=Role.ADMIN)
-    if request.method == "GET":
-        dependents = selectors.endpoint_dependents(endpoint=endpoint)
-        return _delete_confirm(
-            request, noun="endpoint", name=endpoint.name, dependents=dependents,
-            used=dependents.counts["search model"] > 0, users="search models",
-            archived=endpoint.archived_at is not None, nobody="Nothing",
-            archive_effect="it leaves the endpoint list and the search model form, and "
-                           "their evaluations cannot start until you restore it. Nothing "
-                           "is lost.",
-            cancel_url=reverse("evaluations:endpoint_list"))
-    if services.endpoint_delete(endpoint=endpoint):
-        messages.success(request, f"Endpoint {endpoint.name} deleted.")
-    else:
-        messages.success(request, f"Endpoint {endpoint.name} is used by search models, so it "
-                         "was archived instead of deleted. Restore it from the list.")
-    return redirect("evaluations:endpoint_list")
-
-
-@require_POST
-@login_required
-def endpoint_restore(request: HttpRequest, endpoint_id: int) -> HttpResponse:
-    endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
-                                               minimum_role=Role.ADMIN)
-    try:
-        services.endpoint_restore(endpoint=endpoint)
-    except ValidationError as error:
-        messages.error(request, f"Endpoint {endpoint.name} was not restored: "
-                       f"{' '.join(error.messages)}")
-    else:
-        messages.success(request, f"Endpoint {endpoint.name} restored.")
-    return redirect("evaluations:endpoint_list")
+    saved = form_saved_response(
+        request, form, lambda: services.endpoint_update(endpoint=endpoint,
+                                                        **form.service_kwargs()),
+        success=lambda _: f"Endpoint {endpoint.name} saved.",
+        next_url="evaluations:endpoint_list")
+    return saved or _render_endpoint_form(request, form, test_form, endpoint,
+                                          status=400 if form.errors else 200)
 
 
 # --- search models -----------------------------------------------------------------------
@@ -207,17 +153,13 @@ def model_create(request: HttpRequest) -> HttpResponse:
                            initial={"params": "q=#query#"})
     if request.method == "GET":
         form.initial["endpoint"] = _preselected_endpoint(form, request.GET.get("endpoint", ""))
-    if request.method == "POST" and form.is_valid():
-        try:
-            model = services.search_model_create(team=team, created_by=request.user,
-                                                 **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Search model {model.name} created. Try a query.")
-            return redirect("evaluations:model_test", model_id=model.pk)
-    return render(request, "evaluations/model_form.html", {"form": form},
-                  status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.search_model_create(team=team, created_by=request.user,
+                                                            **form.service_kwargs()),
+        success=lambda model: f"Search model {model.name} created. Try a query.",
+        next_url=lambda model: reverse("evaluations:model_test", args=[model.pk]))
+    return saved or render(request, "evaluations/model_form.html", {"form": form},
+                           status=400 if form.errors else 200)
 
 
 def _preselected_endpoint(form: SearchModelForm, wanted: str) -> int | None:
@@ -237,55 +179,13 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
                                                 minimum_role=selectors.CONFIGURATION_ROLE)
     initial = SearchModelForm.initial_for(model, services.search_model_headers_shown(model=model))
     form = SearchModelForm(request.POST or None, team=model.team, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.search_model_update(model=model, **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Search model {model.name} saved.")
-            return redirect("evaluations:model_list")
-    return render(request, "evaluations/model_form.html", {"form": form, "model": model},
-                  status=400 if form.errors else 200)
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
-def model_delete(request: HttpRequest, model_id: int) -> HttpResponse:
-    """GET asks (naming what uses it); POST deletes an unused model, archives a used one."""
-    model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
-                                                minimum_role=Role.ADMIN)
-    if request.method == "GET":
-        dependents = selectors.search_model_dependents(model=model)
-        return _delete_confirm(
-            request, noun="search model", name=model.name, dependents=dependents,
-            used=bool(dependents), users="evaluations",
-            archived=model.archived_at is not None, nobody="No evaluation",
-            archive_effect="it leaves the model list and the evaluation form, and its "
-                           "evaluations cannot start until you restore it. Their results "
-                           "and grades are kept.",
-            cancel_url=reverse("evaluations:model_list"))
-    if services.search_model_delete(model=model):
-        messages.success(request, f"Search model {model.name} deleted.")
-    else:
-        messages.success(request, f"Search model {model.name} is used by evaluations, so it "
-                         "was archived instead of deleted. Restore it from the list.")
-    return redirect("evaluations:model_list")
-
-
-@require_POST
-@login_required
-def model_restore(request: HttpRequest, model_id: int) -> HttpResponse:
-    model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
-                                                minimum_role=Role.ADMIN)
-    try:
-        services.search_model_restore(model=model)
-    except ValidationError as error:
-        messages.error(request, f"Search model {model.name} was not restored: "
-                       f"{' '.join(error.messages)}")
-    else:
-        messages.success(request, f"Search model {model.name} restored.")
-    return redirect("evaluations:model_list")
+    saved = form_saved_response(
+        request, form, lambda: services.search_model_update(model=model,
+                                                            **form.service_kwargs()),
+        success=lambda _: f"Search model {model.name} saved.",
+        next_url="evaluations:model_list")
+    return saved or render(request, "evaluations/model_form.html",
+                           {"form": form, "model": model}, status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -310,3 +210,104 @@ def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
         "model": model, "form": form, "result": result,
         "show_raw": selectors.raw_preview_visible(user=request.user, team_id=model.team_id),
     }, status=400 if form.errors and status == 200 else status)
+
+
+# --- deleting (archiving when used) and restoring: one pair of pages per resource kind ---
+
+
+@dataclass(frozen=True)
+class _Archivable:
+    """What the delete and restore pages need of endpoints or of search models, which share
+    one rule: an unused one is deleted, a used one archived instead (the service decides),
+    an archived one restored; all of it for admins of the team."""
+
+    noun: str  # "endpoint", "search model"
+    load: Callable[[HttpRequest, int], Any]  # the access function at the admin role
+    dependents: Callable[[Any], selectors.Dependents]
+    used: Callable[[selectors.Dependents], bool]
+    delete: Callable[[Any], bool]
+    restore: Callable[[Any], object]
+    users: str  # what uses one, plural
+    nobody: str  # what the confirm page says uses an unused one
+    archive_effect: str
+    list_url: str  # URL name of the list to come back to
+
+    @property
+    def label(self) -> str:
+        return self.noun.capitalize()
+
+
+def _delete_view(kind: _Archivable) -> Callable[..., HttpResponse]:
+    @require_http_methods(["GET", "POST"])
+    @login_required
+    def delete(request: HttpRequest, **url_ids: int) -> HttpResponse:
+        (pk,) = url_ids.values()
+        row = kind.load(request, pk)
+        if request.method == "GET":
+            dependents = kind.dependents(row)
+            used = kind.used(dependents)
+            return delete_confirm_page(
+                request, title=f"Delete {kind.noun} {row.name}?",
+                dependents=f"{dependents.summary()} {dependents.uses()} this {kind.noun}."
+                if used else f"{kind.nobody} uses this {kind.noun}.",
+                used=used, kept=row.archived_at is not None,
+                cancel_url=reverse(kind.list_url), wording=DeleteWording(
+                    delete=("It will be deleted for good.", f"Delete {kind.noun}"),
+                    keep=(f"So it will be archived, not deleted: {kind.archive_effect}",
+                          f"Archive {kind.noun}"),
+                    kept_already=f"It is archived already, and cannot be deleted while "
+                                 f"{kind.users} use it."))
+        return delete_or_keep_response(
+            request, lambda: kind.delete(row), deleted=f"{kind.label} {row.name} deleted.",
+            kept=f"{kind.label} {row.name} is used by {kind.users}, so it was archived "
+                 "instead of deleted. Restore it from the list.",
+            next_url=kind.list_url)
+
+    delete.__doc__ = (f"GET asks (naming what uses it); POST deletes an unused {kind.noun}, "
+                      "archives a used one.")
+    return delete
+
+
+def _restore_view(kind: _Archivable) -> Callable[..., HttpResponse]:
+    @require_POST
+    @login_required
+    def restore(request: HttpRequest, **url_ids: int) -> HttpResponse:
+        (pk,) = url_ids.values()
+        row = kind.load(request, pk)
+        return service_step_response(
+            request, lambda: kind.restore(row), done=f"{kind.label} {row.name} restored.",
+            next_url=kind.list_url, refused_prefix=f"{kind.label} {row.name} was not restored: ")
+
+    return restore
+
+
+ENDPOINTS = _Archivable(
+    noun="endpoint",
+    load=lambda request, endpoint_id: selectors.endpoint_get_for_user(
+        user=request.user, endpoint_id=endpoint_id, minimum_role=Role.ADMIN),
+    dependents=lambda endpoint: selectors.endpoint_dependents(endpoint=endpoint),
+    used=lambda dependents: dependents.counts["search model"] > 0,
+    delete=lambda endpoint: services.endpoint_delete(endpoint=endpoint),
+    restore=lambda endpoint: services.endpoint_restore(endpoint=endpoint),
+    users="search models", nobody="Nothing",
+    archive_effect="it leaves the endpoint list and the search model form, and their "
+                   "evaluations cannot start until you restore it. Nothing is lost.",
+    list_url="evaluations:endpoint_list")
+
+SEARCH_MODELS = _Archivable(
+    noun="search model",
+    load=lambda request, model_id: selectors.search_model_get_for_user(
+        user=request.user, model_id=model_id, minimum_role=Role.ADMIN),
+    dependents=lambda model: selectors.search_model_dependents(model=model),
+    used=bool,
+    delete=lambda model: services.search_model_delete(model=model),
+    restore=lambda model: services.search_model_restore(model=model),
+    users="evaluations", nobody="No evaluation",
+    archive_effect="it leaves the model list and the evaluation form, and its evaluations "
+                   "cannot start until you restore it. Their results and grades are kept.",
+    list_url="evaluations:model_list")
+
+endpoint_delete = _delete_view(ENDPOINTS)
+endpoint_restore = _restore_view(ENDPOINTS)
+model_delete = _delete_view(SEARCH_MODELS)
+model_restore = _restore_view(SEARCH_MODELS)

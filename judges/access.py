@@ -13,12 +13,8 @@ from searchtweak.models import Role, User
 def judge_get_for_user(*, user: User, judge_id: int, minimum_role: str = Role.LEAD) -> Judge:
     """The judge (team and account loaded) once the caller holds `minimum_role` in its team:
     404 for a judge that does not exist or is another team's, 403 below the role."""
-    judge = Judge.objects.select_related("team", "user").filter(pk=judge_id).first()
-    if judge is None:
-        raise Http404("No such judge.")
-    access.team_access(user=user, team_id=judge.team_id, minimum_role=minimum_role,
-                       what="judge")
-    return judge
+    return access.row_get_for_user(Judge.objects.select_related("team", "user"), user=user,
+                                   pk=judge_id, minimum_role=minimum_role, what="judge")
 
 
 def judge_evaluation_get_for_user(*, user: User, judge: Judge, evaluation_id: int,

@@ -8,12 +8,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations.api import TEAM_PARAM
 from evaluations.selectors import CONFIGURATION_ROLE
 from judges import calibration, trust
 from judges.access import judge_evaluation_get_for_user, judge_get_for_user
 from judges.api_judges import team_id_param
 from searchtweak import access
+from searchtweak.api_shared import TEAM_PARAM
 from searchtweak.models import Role, Team
 
 

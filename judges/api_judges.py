@@ -6,12 +6,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations.api import TEAM_PARAM, requested_team, team_for_create
 from judges import samples, selectors, services
 from judges.access import judge_get_for_user
 from judges.core.prompts import Document
@@ -19,6 +18,12 @@ from judges.models import Judge
 from judges.services import MAX_RETRIES
 from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.api_shared import (
+    TEAM_PARAM,
+    body_team,
+    create_in_team_response,
+    delete_or_keep_response,
+)
 
 CONFIGURATION_HELP = "Shown to admins of the team; the list leaves it out for leads."
 
@@ -160,15 +165,12 @@ class JudgeListApi(APIView):
     @extend_schema(request=JudgeInputSerializer, responses={201: JudgeOutputSerializer},
                    operation_id="judges_create")
     def post(self, request: Request) -> Response:
-        team = team_for_create(user=request.user, team_id=requested_team(request),
-                               minimum_role=selectors.CONFIGURATION_ROLE)
-        serializer = JudgeInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        for name in ("team", "clear_api_key"):
-            data.pop(name, None)
-        judge = services.judge_create(team=team, by=request.user, **data)
-        return Response(JudgeOutputSerializer(judge).data, status=status.HTTP_201_CREATED)
+        return create_in_team_response(
+            request, team=body_team(request, minimum_role=selectors.CONFIGURATION_ROLE),
+            input_serializer=JudgeInputSerializer, drop=("clear_api_key",),
+            create=lambda team, data: services.judge_create(team=team, by=request.user,
+                                                            **data),
+            output=lambda judge: JudgeOutputSerializer(judge).data)
 
 
 class JudgeDetailApi(APIView):
@@ -199,10 +201,12 @@ class JudgeDetailApi(APIView):
     def delete(self, request: Request, judge_id: int) -> Response:
         judge = judge_get_for_user(user=request.user, judge_id=judge_id,
                                    minimum_role=selectors.CONFIGURATION_ROLE)
-        if services.judge_delete(judge=judge):
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        judge.refresh_from_db()
-        return Response(JudgeOutputSerializer(judge).data)
+
+        def deactivated() -> dict[str, Any]:
+            judge.refresh_from_db()  # as the service left it
+            return JudgeOutputSerializer(judge).data
+
+        return delete_or_keep_response(services.judge_delete(judge=judge), deactivated)
 
 
 class JudgeTestApi(APIView):

@@ -2,6 +2,7 @@
 with its progress and failed pairs, pause, resume, cancel, retry; a judge's calls paged or
 as JSON Lines. Access as on the pages (judges.run_selectors.RUNS_ROLE)."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -17,6 +18,7 @@ from judges import access as judge_access
 from judges import call_export, run_selectors, runs
 from judges.models import Judge, JudgeRun
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.api_shared import row_step_api
 
 # --- runs --------------------------------------------------------------------------------
 
@@ -120,41 +122,31 @@ class JudgeRunDetailApi(APIView):
         return Response(_run_detail(run))
 
 
-class _RunActionApi(APIView):
-    service = staticmethod(runs.run_pause)
-
-    def post(self, request: Request, run_id: int) -> Response:
-        run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
-        type(self).service(run=run)
-        return Response(_run_detail(run))
-
-
-class JudgeRunPauseApi(_RunActionApi):
-    service = staticmethod(runs.run_pause)
-
-    @extend_schema(request=None, responses=RunDetailOutputSerializer,
-                   operation_id="judge_runs_pause",
-                   description="No new batch starts; batches under way finish.")
-    def post(self, request: Request, run_id: int) -> Response:
-        return super().post(request, run_id)
+def _run_step(service: Callable[..., object]) -> Callable[[JudgeRun, Request], JudgeRun]:
+    """The action on the run as loaded (its judge and starter too); _run_detail reads what
+    the action left."""
+    def step(run: JudgeRun, _request: Request) -> JudgeRun:
+        service(run=run)
+        return run
+    return step
 
 
-class JudgeRunResumeApi(_RunActionApi):
-    service = staticmethod(runs.run_resume)
-
-    @extend_schema(request=None, responses=RunDetailOutputSerializer,
-                   operation_id="judge_runs_resume")
-    def post(self, request: Request, run_id: int) -> Response:
-        return super().post(request, run_id)
+def _load_run(request: Request, run_id: int) -> JudgeRun:
+    return run_selectors.run_get_for_user(user=request.user, run_id=run_id)
 
 
-class JudgeRunCancelApi(_RunActionApi):
-    service = staticmethod(runs.run_cancel)
+JudgeRunPauseApi = row_step_api(
+    "JudgeRunPauseApi", load=_load_run, step=_run_step(runs.run_pause), output=_run_detail,
+    request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_pause",
+    description="No new batch starts; batches under way finish.")
 
-    @extend_schema(request=None, responses=RunDetailOutputSerializer,
-                   operation_id="judge_runs_cancel")
-    def post(self, request: Request, run_id: int) -> Response:
-        return super().post(request, run_id)
+JudgeRunResumeApi = row_step_api(
+    "JudgeRunResumeApi", load=_load_run, step=_run_step(runs.run_resume), output=_run_detail,
+    request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_resume")
+
+JudgeRunCancelApi = row_step_api(
+    "JudgeRunCancelApi", load=_load_run, step=_run_step(runs.run_cancel), output=_run_detail,
+    request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_cancel")
 
 
 class JudgeRunRetryApi(APIView):

@@ -11,7 +11,6 @@ from datetime import date, datetime, time
 from decimal import Decimal
 
 from django.db.models import Count, QuerySet, Sum
-from django.http import Http404
 from django.utils import timezone
 
 from evaluations.models import Evaluation
@@ -39,22 +38,16 @@ def evaluation_for_runs(*, user: User, evaluation_id: int,
 
 
 def run_get_for_user(*, user: User, run_id: int, minimum_role: str = RUNS_ROLE) -> JudgeRun:
-    run = JudgeRun.objects.select_related("judge", "evaluation", "started_by").filter(
-        pk=run_id).first()
-    if run is None:
-        raise Http404("No such run.")
-    access.team_access(user=user, team_id=run.evaluation.team_id, minimum_role=minimum_role,
-                       what="run")
-    return run
+    return access.row_get_for_user(
+        JudgeRun.objects.select_related("judge", "evaluation", "started_by"), user=user,
+        pk=run_id, minimum_role=minimum_role, what="run",
+        team_id_of=lambda run: run.evaluation.team_id)
 
 
 def call_get_for_user(*, user: User, call_id: int) -> JudgeCall:
-    call = JudgeCall.objects.select_related("judge", "run").filter(pk=call_id).first()
-    if call is None:
-        raise Http404("No such call.")
-    access.team_access(user=user, team_id=call.judge.team_id, minimum_role=RUNS_ROLE,
-                       what="call")
-    return call
+    return access.row_get_for_user(
+        JudgeCall.objects.select_related("judge", "run"), user=user, pk=call_id,
+        minimum_role=RUNS_ROLE, what="call", team_id_of=lambda call: call.judge.team_id)
 
 
 # --- runs --------------------------------------------------------------------------------

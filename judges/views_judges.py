@@ -11,12 +11,18 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluations.views import confirm_page
 from judges import samples, selectors, services, trust
 from judges.access import judge_get_for_user
 from judges.forms import JudgeForm, JudgeTestForm, TrustPolicyForm
 from searchtweak import access
 from searchtweak.forms import add_service_errors
+from searchtweak.views_shared import (
+    DeleteWording,
+    current_team,
+    delete_confirm_page,
+    delete_or_keep_response,
+    form_saved_response,
+)
 
 
 @require_GET
@@ -64,18 +70,14 @@ def _render_form(request: HttpRequest, form: JudgeForm, judge=None) -> HttpRespo
 @require_http_methods(["GET", "POST"])
 @login_required
 def judge_create(request: HttpRequest) -> HttpResponse:
-    team = access.current_team_access(user=request.user,
-                                      minimum_role=selectors.CONFIGURATION_ROLE).team
+    team = current_team(request, selectors.CONFIGURATION_ROLE)
     form = JudgeForm(request.POST or None, team=team)
-    if request.method == "POST" and form.is_valid():
-        try:
-            judge = services.judge_create(team=team, by=request.user, **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Judge {judge.name} created. Try it on sample pairs.")
-            return redirect("judges:judge_test", judge_id=judge.pk)
-    return _render_form(request, form)
+    saved = form_saved_response(
+        request, form, lambda: services.judge_create(team=team, by=request.user,
+                                                     **form.service_kwargs()),
+        success=lambda judge: f"Judge {judge.name} created. Try it on sample pairs.",
+        next_url=lambda judge: reverse("judges:judge_test", args=[judge.pk]))
+    return saved or _render_form(request, form)
 
 
 @require_http_methods(["GET", "POST"])
@@ -85,15 +87,12 @@ def judge_edit(request: HttpRequest, judge_id: int) -> HttpResponse:
                                minimum_role=selectors.CONFIGURATION_ROLE)
     form = JudgeForm(request.POST or None, team=judge.team, judge=judge,
                      initial=JudgeForm.initial_for(judge))
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.judge_update(judge=judge, by=request.user, **form.service_kwargs())
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Judge {form.cleaned_data['name'].strip()} saved.")
-            return redirect("judges:judge_list")
-    return _render_form(request, form, judge)
+    saved = form_saved_response(
+        request, form, lambda: services.judge_update(judge=judge, by=request.user,
+                                                     **form.service_kwargs()),
+        success=lambda _: f"Judge {form.cleaned_data['name'].strip()} saved.",
+        next_url="judges:judge_list")
+    return saved or _render_form(request, form, judge)
 
 
 @require_http_methods(["GET", "POST"])
@@ -104,26 +103,23 @@ def judge_delete(request: HttpRequest, judge_id: int) -> HttpResponse:
                                minimum_role=selectors.CONFIGURATION_ROLE)
     if request.method == "GET":
         used = services.judge_is_used(judge=judge)
-        if not used:
-            consequence, button = ("It will be deleted for good, with its account and its "
-                                   "Test calls."), "Delete judge"
-        elif judge.is_active:
-            consequence, button = ("So it will be deactivated, not deleted: its grades keep "
-                                   "saying who gave them, its running runs pause, and you "
-                                   "can make it active again."), "Deactivate judge"
-        else:
-            consequence, button = "It is inactive already and cannot be deleted.", ""
-        return confirm_page(
+        return delete_confirm_page(
             request, title=f"Delete judge {judge.name}?",
             dependents="It has runs or grades." if used else "It has no runs and no grades.",
-            consequence=consequence, button=button, danger=not used,
-            cancel_url=reverse("judges:judge_list"))
-    if services.judge_delete(judge=judge):
-        messages.success(request, f"Judge {judge.name} deleted.")
-    else:
-        messages.success(request, f"Judge {judge.name} has runs or grades, so it was "
-                         "deactivated instead of deleted.")
-    return redirect("judges:judge_list")
+            used=used, kept=not judge.is_active, cancel_url=reverse("judges:judge_list"),
+            wording=DeleteWording(
+                delete=("It will be deleted for good, with its account and its Test calls.",
+                        "Delete judge"),
+                keep=("So it will be deactivated, not deleted: its grades keep saying who "
+                      "gave them, its running runs pause, and you can make it active again.",
+                      "Deactivate judge"),
+                kept_already="It is inactive already and cannot be deleted."))
+    return delete_or_keep_response(
+        request, lambda: services.judge_delete(judge=judge),
+        deleted=f"Judge {judge.name} deleted.",
+        kept=f"Judge {judge.name} has runs or grades, so it was deactivated instead of "
+             "deleted.",
+        next_url="judges:judge_list")
 
 
 @require_http_methods(["GET", "POST"])

@@ -13,17 +13,18 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from judgments import imports, selectors, services
 from judgments import scales as scale_lookup
 from judgments.forms import GraderTagsForm, PoolImportForm, ScaleForm, TransformerForm
+from judgments.models import Scale
 from searchtweak import access
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.selectors import team_members
+from searchtweak.views_shared import current_team, form_saved_response, service_step_response
 
 # --- admins: scales, transformers, grader tags of the current team ---
 
 
 def _admin_team(request: HttpRequest) -> Team:
-    return access.current_team_access(user=request.user, minimum_role=Role.ADMIN,
-                                      reason=selectors.ADMIN_REASON).team
+    return current_team(request, Role.ADMIN, reason=selectors.ADMIN_REASON)
 
 
 @require_GET
@@ -56,15 +57,16 @@ def _default_transformers() -> list[tuple[str, str, str]]:
 def scale_create(request: HttpRequest) -> HttpResponse:
     team = _admin_team(request)
     form = ScaleForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.scale_create(team=team, **form.cleaned_data)
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Scale {form.cleaned_data['name']} created.")
-            return redirect("judgments:scales")
-    return render(request, "judgments/scale_form.html", {"form": form, "scale": None},
+    saved = form_saved_response(
+        request, form, lambda: services.scale_create(team=team, **form.cleaned_data),
+        success=lambda _: f"Scale {form.cleaned_data['name']} created.",
+        next_url="judgments:scales")
+    return saved or _render_scale_form(request, form, None)
+
+
+def _render_scale_form(request: HttpRequest, form: ScaleForm, scale: Scale | None,
+                       ) -> HttpResponse:
+    return render(request, "judgments/scale_form.html", {"form": form, "scale": scale},
                   status=400 if form.errors else 200)
 
 
@@ -75,30 +77,20 @@ def scale_edit(request: HttpRequest, scale_id: int) -> HttpResponse:
     initial = {"code": scale.code, "name": scale.name, "lo": scale.lo, "hi": scale.hi,
                "labels": ScaleForm.labels_text(scale.labels)}
     form = ScaleForm(request.POST or None, initial=initial, editing=True)
-    if request.method == "POST" and form.is_valid():
-        data = {k: v for k, v in form.cleaned_data.items() if k != "code"}
-        try:
-            services.scale_update(scale=scale, **data)
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Scale {scale.name} saved.")
-            return redirect("judgments:scales")
-    return render(request, "judgments/scale_form.html", {"form": form, "scale": scale},
-                  status=400 if form.errors else 200)
+    saved = form_saved_response(
+        request, form, lambda: services.scale_update(
+            scale=scale, **{k: v for k, v in form.cleaned_data.items() if k != "code"}),
+        success=lambda _: f"Scale {scale.name} saved.", next_url="judgments:scales")
+    return saved or _render_scale_form(request, form, scale)
 
 
 @require_POST
 @login_required
 def scale_delete(request: HttpRequest, scale_id: int) -> HttpResponse:
     scale = selectors.scale_get_for_user(user=request.user, scale_id=scale_id)
-    try:
-        services.scale_delete(scale=scale)
-    except ValidationError as error:
-        messages.error(request, " ".join(error.messages))
-    else:
-        messages.success(request, f"Scale {scale.name} deleted.")
-    return redirect("judgments:scales")
+    return service_step_response(request, lambda: services.scale_delete(scale=scale),
+                                   done=f"Scale {scale.name} deleted.",
+                                   next_url="judgments:scales")
 
 
 @require_http_methods(["GET", "POST"])

@@ -20,6 +20,7 @@ from judgments.api import GradeField
 from judgments.models import Scale, Transformer
 from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.api_shared import create_in_team_response
 from searchtweak.models import Role, Team, User
 
 _INTEGER = re.compile(r"-?\d+")
@@ -125,13 +126,11 @@ class ScaleListApi(APIView):
     @extend_schema(request=ScaleInputSerializer, responses={201: ScaleOutputSerializer},
                    operation_id="scales_create")
     def post(self, request: Request) -> Response:
-        team = _team_for_admin(user=request.user, team_id=_body_team(request))
-        serializer = ScaleInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        data.pop("team", None)
-        scale = services.scale_create(team=team, **data)
-        return Response(_scale_data(scale), status=status.HTTP_201_CREATED)
+        return create_in_team_response(
+            request, team=_team_for_admin(user=request.user, team_id=_body_team(request)),
+            input_serializer=ScaleInputSerializer,
+            create=lambda team, data: services.scale_create(team=team, **data),
+            output=_scale_data)
 
 
 class ScaleDetailApi(APIView):

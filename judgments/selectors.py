@@ -18,17 +18,11 @@ from searchtweak.models import Role, Team, User
 
 
 def slot_get_for_user(*, user: User, slot_id: int, minimum_role: str = Role.GRADER) -> FeedbackSlot:
-    slot = (
+    return access.row_get_for_user(
         FeedbackSlot.objects.select_related(
-            "evaluation", "evaluation__team", "keyword", "snapshot", "user")
-        .filter(pk=slot_id)
-        .first()
-    )
-    if slot is None:
-        raise Http404("No such slot.")
-    access.team_access(user=user, team_id=slot.evaluation.team_id, minimum_role=minimum_role,
-                       what="slot")
-    return slot
+            "evaluation", "evaluation__team", "keyword", "snapshot", "user"),
+        user=user, pk=slot_id, minimum_role=minimum_role, what="slot",
+        team_id_of=lambda slot: slot.evaluation.team_id)
 
 
 def snapshot_get_for_user(*, user: User, snapshot_id: int) -> Snapshot:

@@ -6,12 +6,14 @@ renders fully without JavaScript; the small script of the evaluation page only r
 its partials while grades arrive.
 """
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
@@ -27,6 +29,7 @@ from metrics.forms import (
 )
 from searchtweak import access
 from searchtweak.models import Role
+from searchtweak.views_shared import service_step_response
 
 LIVE_STATUSES = {Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE}
 
@@ -106,41 +109,46 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
     }
 
 
-@require_GET
-@login_required
-def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+ContextBuilder = Callable[[HttpRequest, Evaluation, list[EvaluationMetric], KeywordTableForm],
+                          dict]
+
+
+def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
+                        *parts: ContextBuilder) -> HttpResponse:
+    """The dashboard page or one of its polled fragments: the evaluation through its access
+    function, its metric configs, the query-string form they all read, and the context of
+    each part; a query string the form refuses answers 400 with the defaults shown."""
     evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
     configs = dashboards.metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
     valid = form.is_valid()
-    context = {**_live_context(request, evaluation, configs, form),
-               **_table_context(request, evaluation, configs, form)}
-    return render(request, "metrics/evaluation_dashboard.html", context,
-                  status=200 if valid else 400)
+    context: dict = {}
+    for part in parts:
+        context.update(part(request, evaluation, configs, form))
+    return render(request, template, context, status=200 if valid else 400)
+
+
+@require_GET
+@login_required
+def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
+                               _live_context, _table_context)
 
 
 @require_GET
 @login_required
 def evaluation_dashboard_live(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     """The cards, progress, agreement and distribution, polled while grades arrive."""
-    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = dashboards.metric_configs(evaluation.pk)
-    form = KeywordTableForm(request.GET, configs=configs)
-    return render(request, "metrics/_evaluation_live.html",
-                  _live_context(request, evaluation, configs, form),
-                  status=200 if form.is_valid() else 400)
+    return _dashboard_response(request, evaluation_id, "metrics/_evaluation_live.html",
+                               _live_context)
 
 
 @require_GET
 @login_required
 def evaluation_dashboard_table(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     """The per-keyword table alone, with the page's query string (polled while live)."""
-    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = dashboards.metric_configs(evaluation.pk)
-    form = KeywordTableForm(request.GET, configs=configs)
-    return render(request, "metrics/_keyword_table.html",
-                  _table_context(request, evaluation, configs, form),
-                  status=200 if form.is_valid() else 400)
+    return _dashboard_response(request, evaluation_id, "metrics/_keyword_table.html",
+                               _table_context)
 
 
 @require_POST
@@ -151,18 +159,15 @@ def baseline(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     form = BaselineForm(request.POST)
     if not form.is_valid():
         return HttpResponse("action must be set or clear", status=400)
+    dashboard_url = reverse("metrics:evaluation_dashboard", args=[evaluation.pk])
     if form.cleaned_data["action"] == "clear":
         services.team_baseline_clear(team=evaluation.team)
         messages.success(request, "The team has no baseline now.")
-    else:
-        try:
-            services.team_baseline_set(team=evaluation.team, evaluation=evaluation,
-                                         user=request.user)
-        except ValidationError as error:
-            messages.error(request, " ".join(error.messages))
-        else:
-            messages.success(request, f"{evaluation.name} is now the team's baseline.")
-    return redirect("metrics:evaluation_dashboard", evaluation_id=evaluation.pk)
+        return redirect(dashboard_url)
+    return service_step_response(
+        request, lambda: services.team_baseline_set(team=evaluation.team,
+                                                    evaluation=evaluation, user=request.user),
+        done=f"{evaluation.name} is now the team's baseline.", next_url=dashboard_url)
 
 
 @require_GET

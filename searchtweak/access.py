@@ -13,14 +13,19 @@ Whose grades a member may see is decided here too (`grade_visibility`): every pa
 fragment, export and API answer that shows a slot's grade filters its slots with it.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Q
+from django.db.models import Model, Q, QuerySet
 from django.http import Http404
 
 from searchtweak.models import Membership, Role, User, role_at_least
+
+M = TypeVar("M", bound=Model)
 
 
 def role_reason(minimum_role: str) -> str:
@@ -181,3 +186,18 @@ def check_team_creation(*, user: User) -> None:
     reason = team_creation_refusal(user=user)
     if reason:
         raise PermissionDenied(reason)
+
+
+def row_get_for_user(rows: QuerySet[M], *, user: User, pk: object, what: str,
+                     minimum_role: str = Role.GRADER, reason: str = "",
+                     team_id_of: Callable[[M], int] = attrgetter("team_id")) -> M:
+    """The row `pk` of `rows` once the rule lets the user at its team (`team_id_of` reads
+    the team from the row): "No such <what>." (404) for a missing row and for another
+    team's alike, 403 below `minimum_role`. Every per-object access function is this with
+    its own query (what it loads) and noun, so the rule is written here once."""
+    row = rows.filter(pk=pk).first()
+    if row is None:
+        raise Http404(f"No such {what}.")
+    team_access(user=user, team_id=team_id_of(row), minimum_role=minimum_role, what=what,
+                reason=reason)
+    return row
