@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from metrics.core import kernels
+import metrics.core.kernels as kernels  # not via metrics.core, which re-exports this module
 from metrics.core.errors import MetricInputError
 from metrics.core.scales import BINARY, DETAIL, GRADED, SCALES, Scale, is_integer
 
