@@ -16,9 +16,11 @@ from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 
+import outbound_sending
 from evaluations import crypto
 from evaluations.mapper import Document, MapperError, map_documents
 from evaluations.models import Endpoint, SearchModel
+from outbound_sending import RetryPolicy
 from searchtweak import outbound, outbound_limits
 
 # httpx logs every request at INFO: a line per keyword fetched drowns the worker's log.
@@ -27,10 +29,6 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 PLACEHOLDER = "#query#"
 RAW_PREVIEW_CHARS = 64 * 1024
 _TOO_DEEP = "the response is nested too deeply to read (arrays or objects inside each other)"
-# Failures worth another try: the request may not have reached the engine, or the engine
-# broke mid-answer. A read timeout is not retried: a slow engine stays slow.
-_RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError,
-              httpx.RemoteProtocolError, httpx.PoolTimeout)
 
 
 @dataclass(frozen=True)
@@ -193,6 +191,14 @@ class Deadline:
                 f"up to the endpoint's own timeout of {timeout_seconds:g} s")
 
 
+def retry_policy(retries: int | None = None) -> RetryPolicy:
+    """FETCH_RETRIES more attempts (or `retries`) after FETCH_RETRY_BACKOFF_MS doubling,
+    without jitter or a ceiling; an engine's Retry-After is not read (a 4xx is not retried)."""
+    return RetryPolicy(
+        max_attempts=(settings.FETCH_RETRIES if retries is None else retries) + 1,
+        backoff_seconds=settings.FETCH_RETRY_BACKOFF_MS / 1000)
+
+
 def fetch_keyword_results(
     spec: RequestSpec, keyword: str, *, client: httpx.Client, retries: int | None = None,
     sleep: Callable[[float], None] = time.sleep, deadline_seconds: float | None = None,
@@ -201,8 +207,7 @@ def fetch_keyword_results(
 
     `deadline_seconds` bounds everything (waiting for a turn, connecting, redirects,
     reading, retries): Test runs inside a web request, which the web server kills."""
-    retries = settings.FETCH_RETRIES if retries is None else retries
-    backoff = settings.FETCH_RETRY_BACKOFF_MS / 1000
+    policy = retry_policy(retries)
     attempts = 0
     with outbound.deadline(deadline_seconds) as deadline_at:
         deadline = Deadline(deadline_at, deadline_seconds) if deadline_at is not None else None
@@ -213,11 +218,13 @@ def fetch_keyword_results(
             result.attempts = attempts
             # An error may quote the engine (a redirect's Location, a mapper's value).
             result.error = scrub(result.error, spec.secrets)
-            if not result.retryable or attempts > retries or (deadline and deadline.passed()):
+            wait = policy.wait_before_retry(attempts) if result.retryable and not (
+                deadline and deadline.passed()) else None
+            if wait is None:
                 if result.retryable and attempts > 1:
                     result.error += f" (after {attempts} attempts)"
                 return result
-            sleep(backoff * 2 ** (attempts - 1))
+            sleep(wait)
 
 
 def _attempt_in_turn(spec: RequestSpec, keyword: str, *, client: httpx.Client,
@@ -242,31 +249,26 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
     cap = settings.FETCH_MAX_RESPONSE_BYTES
     result = FetchResult()
     started = time.monotonic()
-    # The read timeout bounds each pause; this deadline bounds a server that trickles.
-    body_deadline = started + spec.timeout_seconds * 2
+    slow_seconds = outbound_sending.slow_body_seconds(spec.timeout_seconds)
     try:
         request = build_request(spec, keyword)
         response = outbound.send(
             client, request, allow_cross_origin_redirects=spec.allow_cross_origin_redirects)
         try:
             result.status_code = response.status_code
-            declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > cap:
-                result.error = _too_big(cap)
-                return result
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > cap:
-                    result.error = _too_big(cap)
-                    return result
-                if deadline is not None and deadline.passed():
-                    result.error = deadline.message(spec.timeout_seconds)
-                    return result
-                if time.monotonic() > body_deadline:
-                    result.error = (f"the endpoint took longer than {spec.timeout_seconds * 2:g}"
-                                    " s to send its answer")
-                    return result
+            body = outbound_sending.read_body(
+                response, cap=cap, slow_at=started + slow_seconds,
+                deadline_at=deadline.at if deadline is not None else None)
+        except outbound_sending.AnswerTooLarge:
+            result.error = _too_big(cap)
+            return result
+        except outbound_sending.DeadlinePassed:
+            assert deadline is not None
+            result.error = deadline.message(spec.timeout_seconds)
+            return result
+        except outbound_sending.AnswerTooSlow:
+            result.error = f"the endpoint took longer than {slow_seconds:g} s to send its answer"
+            return result
         finally:
             response.close()
     except outbound.RedirectRefused as error:
@@ -278,7 +280,7 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
             result.error = deadline.message(spec.timeout_seconds)
             return result
         result.error = _timeout_message(error, spec.timeout_seconds)
-        result.retryable = isinstance(error, _RETRYABLE)
+        result.retryable = isinstance(error, outbound_sending.TRANSIENT_ERRORS)
         return result
     except httpx.HTTPError as error:
         refused = outbound.refusal(error)
@@ -286,12 +288,12 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
             result.error = str(refused)
             return result
         result.error = f"request failed: {type(error).__name__}: {error}"
-        result.retryable = isinstance(error, _RETRYABLE)
+        result.retryable = isinstance(error, outbound_sending.TRANSIENT_ERRORS)
         return result
     finally:
         result.duration_ms = round((time.monotonic() - started) * 1000)
     # Before anything reads it: the preview, the documents and the errors are stored or shown.
-    text = scrub(bytes(body).decode(response.encoding or "utf-8", errors="replace"),
+    text = scrub(body.decode(response.encoding or "utf-8", errors="replace"),
                  spec.secrets)
     result.raw = text[:RAW_PREVIEW_CHARS]
     if response.status_code >= 500:
@@ -326,7 +328,8 @@ def _too_big(cap: int) -> str:
 
 def _timeout_message(error: httpx.TimeoutException, timeout_seconds: float) -> str:
     if isinstance(error, httpx.ConnectTimeout):
-        return f"could not connect within {min(timeout_seconds, 5.0):g} s"
+        seconds = outbound_sending.connect_timeout_seconds(timeout_seconds)
+        return f"could not connect within {seconds:g} s"
     return f"no answer within the endpoint's timeout of {timeout_seconds:g} s"
 
 
@@ -352,8 +355,10 @@ def fetch_claim_lease_seconds(timeout_seconds: float, *, limited: bool = False) 
     see `limits_make_requests_wait`) each attempt may first wait up to
     OUTBOUND_LIMIT_WAIT_SECONDS for its turn.
     """
-    attempts = settings.FETCH_RETRIES + 1
-    backoffs = settings.FETCH_RETRY_BACKOFF_MS / 1000 * (2 ** settings.FETCH_RETRIES - 1)
+    policy = retry_policy()
+    attempts = policy.max_attempts
+    backoffs = sum(policy.backoff(number) for number in range(1, attempts))
     turn_waits = attempts * settings.OUTBOUND_LIMIT_WAIT_SECONDS if limited else 0
-    return (attempts * 3 * timeout_seconds + backoffs + turn_waits
+    attempt_seconds = outbound_sending.slow_body_seconds(timeout_seconds) + timeout_seconds
+    return (attempts * attempt_seconds + backoffs + turn_waits
             + settings.FETCH_CLAIM_MARGIN_SECONDS)

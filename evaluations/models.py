@@ -171,6 +171,16 @@ class Evaluation(models.Model):
         """Scale, strategy and transformers freeze at the first start."""
         return self.started_at is not None
 
+    @classmethod
+    def status_takes_grades(cls, status: str) -> bool:
+        """Whether an evaluation in `status` takes grades, from people, judges, reuse and
+        imports alike: only while active (before, its results are not all fetched; once
+        finished, its grades are frozen). For callers that read the status alone."""
+        return status == cls.Status.ACTIVE
+
+    def takes_grades(self) -> bool:
+        return self.status_takes_grades(self.status)
+
 
 class EvaluationMetric(models.Model):
     """One configured metric of an evaluation: code + k + params (see docs/METRICS.md)."""

@@ -1,14 +1,15 @@
 """Celery tasks of evaluations: fetching keywords' results into snapshots."""
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
 from evaluations import services
+from searchtweak.background import BackgroundThreads, background_run
 
 logger = logging.getLogger(__name__)
 
@@ -44,36 +45,27 @@ def sweep_stalled_fetches() -> int:
 
 # Two batches at a time: SQLite takes one writer anyway, and each batch already sends up to
 # FETCH_CONCURRENCY_PER_ENDPOINT requests at once.
-_background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="embedded-fetch")
+_background = BackgroundThreads("embedded-fetch", workers=2)
 
 
 def fetch_keywords_dispatch(evaluation_id: int, keyword_ids: list[int]) -> None:
-    """Send a batch to the Celery workers. Without a broker (tasks run eagerly) and with
-    EMBEDDED_TASKS_IN_BACKGROUND, fetch it on a background thread of this process instead,
-    so the request that started it answers at once rather than after the whole fetch."""
-    from searchtweak.celery import app
-
-    if settings.EMBEDDED_TASKS_IN_BACKGROUND and app.conf.task_always_eager:
-        _background.submit(fetch_keywords_in_background, evaluation_id, keyword_ids)
-        return
-    fetch_keywords.delay(evaluation_id, keyword_ids)
+    """Send a batch to the Celery workers, or in the embedded mode fetch it on a background
+    thread (searchtweak.background), so the request that started it answers at once rather
+    than after the whole fetch. services.keywords_fetch_enqueue calls it after commit
+    (registered in EvaluationsConfig.ready)."""
+    _background.send(fetch_keywords, evaluation_id, keyword_ids, background=partial(
+        fetch_keywords_in_background, evaluation_id, keyword_ids))
 
 
 def fetch_keywords_in_background(evaluation_id: int, keyword_ids: list[int]) -> int:
     """fetch_keywords on a thread of the web process: a crash is logged and leaves the
     batch's keywords failed, never pending, and the thread's connection is closed."""
-    try:
-        return services.keywords_fetch(evaluation_id=evaluation_id, keyword_ids=keyword_ids)
-    except Exception as error:
-        logger.exception("fetching keywords of evaluation %s in the background failed",
-                         evaluation_id)
-        try:
-            services.keywords_fetch_abandon(
-                evaluation_id=evaluation_id, keyword_ids=keyword_ids,
-                error=f"internal error: {type(error).__name__}: {error}")
-        except Exception:
-            logger.exception("could not record the failed keywords of evaluation %s",
-                             evaluation_id)
-        return 0
-    finally:
-        connection.close()
+    def abandon(error: Exception) -> None:
+        services.keywords_fetch_abandon(
+            evaluation_id=evaluation_id, keyword_ids=keyword_ids,
+            error=f"internal error: {type(error).__name__}: {error}")
+
+    fetched = background_run(
+        lambda: services.keywords_fetch(evaluation_id=evaluation_id, keyword_ids=keyword_ids),
+        what=f"fetching keywords of evaluation {evaluation_id}", on_crash=abandon)
+    return fetched or 0

@@ -210,7 +210,7 @@ def _metric_calibrations(evaluation: Evaluation, people: dict[int, list[int]],
 def _pools(evaluation: Evaluation, configs, keyword_ids: list[int]) -> list | None:
     """Each keyword's pool from the team's other evaluations, when a metric reads it: the
     same pool on both sides, so only this evaluation's grades differ."""
-    if not any(core.needs_pool(c.code, core.resolve_params(c.params)) for c in configs):
+    if not any(core.config_reads_pool(c.code, c.params) for c in configs):
         return None
     keywords = Keyword.objects.in_bulk(keyword_ids)
     return [keyword_pool_others(keyword=keywords[kw], evaluation=evaluation)

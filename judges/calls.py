@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+import outbound_sending
 from evaluations.crypto import SecretsUnreadable
 from judges.core import providers
 from judges.core.answers import Rejection, Verdict, validate_answer
@@ -86,10 +87,11 @@ def call_deadline_seconds(judge: Judge) -> float:
     """The longest one ask() can take: every attempt to its body deadline, every wait."""
     policy = retry_policy(judge)
     attempts = policy.max_attempts
-    waits = sum(max(policy.max_retry_after_seconds, min(
-        policy.max_backoff_seconds, policy.backoff_seconds * 2 ** (n - 1)))
-        for n in range(1, attempts))
-    return attempts * (judge.timeout_seconds * 2 + 5) + waits
+    # The longest wait before each retry: its backoff at the jitter's top, or the longest
+    # Retry-After the policy waits.
+    waits = sum(max(policy.max_retry_after_seconds, policy.backoff(n, random=lambda: 1.0))
+                for n in range(1, attempts))
+    return attempts * (outbound_sending.slow_body_seconds(judge.timeout_seconds) + 5) + waits
 
 
 def new_client(judge: Judge) -> httpx.Client:
@@ -159,7 +161,8 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         with outbound_limits.turn(
                 f"judge:{judge.pk}", max_concurrent=judge.max_concurrent_requests,
                 per_minute=judge.requests_per_minute, wait_seconds=wait_seconds,
-                lease_seconds=judge.timeout_seconds * 2 + TURN_MARGIN_SECONDS):
+                lease_seconds=outbound_sending.slow_body_seconds(judge.timeout_seconds)
+                + TURN_MARGIN_SECONDS):
             logged.append(JudgeCall.objects.create(
                 judge=judge, run=run, status=IN_FLIGHT, started_at=timezone.now(),
                 pair_count=len(documents), request=shown_request, is_test=is_test))

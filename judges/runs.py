@@ -50,9 +50,10 @@ def _check_can_run(*, judge: Judge, evaluation: Evaluation, mode: str) -> None:
         raise ValidationError({"judge": f"The judge {judge.name!r} is not active."})
     if mode not in Mode.values:
         raise ValidationError({"mode": f"{mode!r} is not a mode ({', '.join(Mode.values)})."})
-    allowed = [Evaluation.Status.ACTIVE] + ([Evaluation.Status.FINISHED]
-                                            if mode == Mode.SHADOW else [])
-    if evaluation.status not in allowed:
+    # A shadow run writes no grades (they stay on its items), so it may also judge a
+    # finished evaluation; the others write grades, which the evaluation must take.
+    shadow_of_finished = mode == Mode.SHADOW and evaluation.status == Evaluation.Status.FINISHED
+    if not (evaluation.takes_grades() or shadow_of_finished):
         raise ValidationError({"evaluation": (
             "Judges grade only running evaluations (a shadow run may also grade a finished "
             f"one); this one is {evaluation.get_status_display().lower()}.")})

@@ -3,13 +3,13 @@ restarts runs whose lanes died."""
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from celery import shared_task
 from django.conf import settings
-from django.db import connection
 
 from judges import batches, calls
+from searchtweak.background import BackgroundThreads, background_run
 
 logger = logging.getLogger(__name__)
 
@@ -61,26 +61,20 @@ def sweep_stalled_runs() -> int:
     return len(stalled)
 
 
-# Without a broker (tasks run eagerly) the lanes run on threads of the web process, so the
-# page that started a run answers at once and shows its progress.
-_background = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embedded-judge")
+# In the embedded mode (searchtweak.background) the lanes run on threads of the web
+# process, so the page that started a run answers at once and shows its progress.
+_background = BackgroundThreads("embedded-judge", workers=4)
 
 
 def run_lanes_dispatch(run_id: int, count: int) -> None:
-    from searchtweak.celery import app
-
     for number in range(count):
-        if settings.EMBEDDED_TASKS_IN_BACKGROUND and app.conf.task_always_eager:
-            _background.submit(_lane_in_background, run_id, batches.Lane(number, count))
-        else:
-            run_lane.delay(run_id, number, count)
+        _background.send(run_lane, run_id, number, count, background=partial(
+            _lane_in_background, run_id, batches.Lane(number, count)))
 
 
 def _lane_in_background(run_id: int, lane: batches.Lane) -> None:
-    try:
+    def lane_to_the_end() -> None:
         while lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS, lane=lane):
             pass
-    except Exception:
-        logger.exception("a judge lane of run %s failed in the background", run_id)
-    finally:
-        connection.close()
+
+    background_run(lane_to_the_end, what=f"a judge lane of run {run_id}")

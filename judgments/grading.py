@@ -201,17 +201,16 @@ def _evaluation_scale(evaluation: Evaluation) -> scale_lookup.GradeScale:
     return scale
 
 
-def _check_accepts_grades(evaluation: Evaluation) -> None:
-    _check_status(evaluation.status)
-
-
-def _check_status(status: str) -> None:
+def _check_takes_grades(status: str) -> None:
+    """ValidationError unless an evaluation in `status` takes grades (the rule is
+    Evaluation.status_takes_grades; this says why not)."""
+    if Evaluation.status_takes_grades(status):
+        return
     if status == Evaluation.Status.FINISHED:
         raise ValidationError(
             {"evaluation": "This evaluation is finished: its grades can no longer change."})
-    if status != Evaluation.Status.ACTIVE:
-        raise ValidationError(
-            {"evaluation": "This evaluation is not running right now: grading is paused."})
+    raise ValidationError(
+        {"evaluation": "This evaluation is not running right now: grading is paused."})
 
 
 def _write_grade(
@@ -254,7 +253,7 @@ def feedback_submit(
         raise ValidationError(
             {"slot": "This result was handed to another grader; your grade was not saved."})
     now = timezone.now()
-    _check_accepts_grades(slot.evaluation)
+    _check_takes_grades(slot.evaluation.status)
     if slot.grade is None and (slot.lease_expires_at is None or slot.lease_expires_at < now):
         raise ValidationError({"slot": (
             "Your 5-minute hold on this result ran out, so the grade was not saved; "
@@ -289,7 +288,7 @@ _NEXT_AFTER_GRADE = "EXISTS (SELECT 1 FROM graded) AND "
 def _grade_checked(*, target: GradingTarget, grade: Any, unsure: bool, note: str
                    ) -> tuple[int, str]:
     """The grade and note to write on the target, or a ValidationError naming the field."""
-    _check_status(target.status)
+    _check_takes_grades(target.status)
     scale = scale_lookup.scale_for_team(team_id=target.team_id, code=target.scale)
     if scale is None:
         raise ValidationError({"grade": f"This evaluation's scale {target.scale!r} is gone."})
@@ -465,7 +464,8 @@ def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
     no longer holds (reset by a lead) is left alone. Raises ValidationError, writing
     nothing, when the evaluation takes no grades or a grade is off the scale."""
     # Read now, not from the caller's copy: a model's answer can take a minute to arrive.
-    _check_status(Evaluation.objects.values_list("status", flat=True).get(pk=evaluation.pk))
+    _check_takes_grades(
+        Evaluation.objects.values_list("status", flat=True).get(pk=evaluation.pk))
     scale = _evaluation_scale(evaluation)
     checked = {snapshot_id: (_check_grade(grade, scale), reason)
                for snapshot_id, grade, reason in grades}

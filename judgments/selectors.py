@@ -52,7 +52,7 @@ class GradingTarget:
 
     @property
     def is_active(self) -> bool:
-        return self.status == Evaluation.Status.ACTIVE
+        return Evaluation.status_takes_grades(self.status)
 
 
 # The grading API reads these on every request: one statement each, the membership

@@ -175,12 +175,8 @@ def _pool_keyword_ids(*, team: Team, scale: str, texts: set[str]) -> list[int]:
     for config in EvaluationMetric.objects.filter(
         evaluation__team=team, evaluation__scale=scale
     ).only("evaluation_id", "code", "params"):
-        try:
-            if config.code in core.METRICS and core.needs_pool(
-                    config.code, core.resolve_params(config.params)):
-                evaluation_ids.add(config.evaluation_id)
-        except core.MetricInputError:
-            continue
+        if core.config_reads_pool(config.code, config.params):
+            evaluation_ids.add(config.evaluation_id)
     if not evaluation_ids:
         return []
     return list(Keyword.objects.filter(

@@ -83,12 +83,13 @@ def evaluation_config_rows(*, evaluation_id: int) -> list[tuple]:
 
 
 def _pool_config_sql() -> str:
-    """A filter on EvaluationMetric (alias m) for the configs that may read the keyword pool
-    (metrics.core.needs_pool): the metrics that always do, and those with an `ideal`
+    """A filter on EvaluationMetric (alias m) for the configs that may read the keyword pool,
+    derived from the registry's rule (metrics.core.config_reads_pool, whose two cases
+    pool_reading_codes lists): the metrics that always do, and those with an `ideal`
     parameter whose params mention pool. A superset (a text match, the same on every
-    database); callers confirm with needs_pool."""
-    always = [code for code, spec in core.METRICS.items() if spec.needs_pool]
-    by_ideal = [code for code, spec in core.METRICS.items() if "ideal" in spec.params]
+    database, so a config the registry refuses may pass); callers confirm with
+    config_reads_pool."""
+    always, by_ideal = core.pool_reading_codes()
     listed = ", ".join
     return (f"(m.code IN ({listed(repr(c) for c in always)}) OR (m.code IN"
             f" ({listed(repr(c) for c in by_ideal)}) AND CAST(m.params AS TEXT) LIKE '%%pool%%'))")

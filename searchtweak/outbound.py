@@ -26,6 +26,8 @@ import httpcore
 import httpx
 from django.conf import settings
 
+from outbound_sending import connect_timeout_seconds
+
 # Sent on every request, and the only headers a cross-origin redirect hop carries.
 USER_AGENT = "SearchTweak/1 (+relevance evaluation)"
 BASE_HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
@@ -199,7 +201,7 @@ def new_client(*, timeout_seconds: float, connections: int,
     answers): the policy guards sockets, and such a transport opens none."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.Client(
-        timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 5.0)),
+        timeout=httpx.Timeout(timeout_seconds, connect=connect_timeout_seconds(timeout_seconds)),
         transport=transport or GuardedTransport(limits=limits), limits=limits,
         follow_redirects=False, trust_env=False,
     )

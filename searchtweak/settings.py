@@ -293,8 +293,8 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or (
     "" if CELERY_TASK_ALWAYS_EAGER else CELERY_BROKER_URL
 )
 CELERY_TASK_EAGER_PROPAGATES = True
-# Without a broker, the fetch a request starts runs on a background thread of the web
-# process (evaluations.tasks.fetch_keywords_dispatch): the page answers at once and the
+# Without a broker, the fetch or judge run a request starts runs on a background thread of
+# the web process (searchtweak.background): the page answers at once and the
 # progress bar moves. Tests turn it off to fetch synchronously (tests/conftest.py).
 EMBEDDED_TASKS_IN_BACKGROUND = env_bool("EMBEDDED_TASKS_IN_BACKGROUND",
                                         default=CELERY_TASK_ALWAYS_EAGER)

@@ -4,7 +4,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "scripts")
+APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "outbound_sending",
+        "scripts")
 
 
 def source_files() -> list[Path]:

@@ -11,7 +11,7 @@ hand the keyword to another task.
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
@@ -46,14 +46,28 @@ def snapshot_depth(*, evaluation: Evaluation) -> int:
     return min(deepest or DEFAULT_SNAPSHOT_DEPTH, settings.FETCH_MAX_RESULTS)
 
 
+FetchDispatcher = Callable[[int, list[int]], None]
+"""Sends (evaluation id, keyword ids) to a fetch task: evaluations.tasks.fetch_keywords_dispatch."""
+_dispatcher: FetchDispatcher | None = None
+
+
+def keywords_fetch_dispatcher_register(dispatcher: FetchDispatcher) -> None:
+    """The fetch tasks call these services, so this module does not import them (no
+    import cycle): evaluations.tasks hands its dispatcher over when the app is ready
+    (EvaluationsConfig.ready), as judgments hands evaluations its scales."""
+    global _dispatcher
+    _dispatcher = dispatcher
+
+
 def keywords_fetch_enqueue(*, evaluation_id: int, keyword_ids: list[int]) -> None:
     """Send the keywords' fetch tasks, FETCH_BATCH_SIZE a task, after commit."""
-    from evaluations.tasks import fetch_keywords_dispatch
-
+    dispatch = _dispatcher
+    if dispatch is None:
+        raise RuntimeError("no fetch dispatcher: EvaluationsConfig.ready registers it")
     size = settings.FETCH_BATCH_SIZE
     for start in range(0, len(keyword_ids), size):
         batch = keyword_ids[start:start + size]
-        transaction.on_commit(lambda batch=batch: fetch_keywords_dispatch(evaluation_id, batch))
+        transaction.on_commit(lambda batch=batch: dispatch(evaluation_id, batch))
 
 
 def keyword_fetch_claim(*, keyword_id: int, lease_seconds: float,

@@ -1,5 +1,8 @@
 """One call to a model: timeouts, retries with exponential backoff and jitter, Retry-After.
 
+The rules (backoff, Retry-After, the answer-size cap, the slow-body deadline, which
+network errors are worth another try) are outbound_sending's, shared with fetching; this
+module applies them to a provider's protocol and words its errors.
 The caller hands in the httpx.Client (the app's outbound-policy client decides where a
 request may go) and may inject ``sleep`` and ``random`` so tests control the clock. Every
 attempt is kept, scrubbed of the key, because the app logs each one with its latency.
@@ -16,6 +19,7 @@ from typing import Any
 
 import httpx
 
+import outbound_sending
 from judges.core.providers import (
     Completion,
     HTTPStatusError,
@@ -33,31 +37,16 @@ RESPONSE_TEXT_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long to try again.
+class RetryPolicy(outbound_sending.RetryPolicy):
+    """outbound_sending's policy with a judge's defaults: backoff with equal jitter up to
+    30 s, and a provider's Retry-After waited up to 120 s."""
 
-    Wait before retry n (n = 1, 2, ...): b = min(max_backoff, backoff · 2^(n-1)), then
-    "equal jitter" b/2 + U(0, b/2), so that workers rejected together do not return
-    together; never less than the provider's Retry-After. A Retry-After longer than
-    ``max_retry_after_seconds`` ends the call at once: holding a worker for minutes is
-    worse than giving the slots back and running again later.
-    """
-
-    max_attempts: int = 4
-    backoff_seconds: float = 1.0
     max_backoff_seconds: float = 30.0
+    jitter: bool = True
     max_retry_after_seconds: float = 120.0
     # A timed-out request may still be running (and billed) at the provider; by default
     # the slots go back to the pool instead of asking again at once.
     retry_timeouts: bool = False
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
-
-    def backoff(self, retry_number: int, random: Callable[[], float]) -> float:
-        ceiling = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (retry_number - 1))
-        return ceiling / 2 + random() * ceiling / 2
 
 
 @dataclass(frozen=True)
@@ -109,7 +98,8 @@ def send(provider: Provider, request: httpx.Request, *, client: httpx.Client,
     secrets = secrets_of(request)
     # Per request, so the caller's client keeps its own defaults for everything else.
     request.extensions = {**request.extensions, "timeout": httpx.Timeout(
-        timeout_seconds, connect=min(timeout_seconds, 5.0)).as_dict()}
+        timeout_seconds, connect=outbound_sending.connect_timeout_seconds(timeout_seconds),
+    ).as_dict()}
     result = CallResult(request=redacted(request))
     for number in range(1, policy.max_attempts + 1):
         with gate():
@@ -143,55 +133,51 @@ def _wait_before_retry(error: ProviderError | None, number: int, policy: RetryPo
     retryable = error.retryable or (policy.retry_timeouts and isinstance(error, ProviderTimeout))
     if not retryable:
         return None
-    wait = policy.backoff(number, random)
     retry_after = getattr(error, "retry_after_seconds", None)
-    if retry_after is not None:
-        if retry_after > policy.max_retry_after_seconds:
-            error.message += (f" (Retry-After {retry_after:g} s is longer than the"
-                              f" {policy.max_retry_after_seconds:g} s this call may wait)")
-            return None
-        wait = max(wait, retry_after)
-    return wait
+    refusal = policy.retry_after_refusal(retry_after)
+    if refusal:
+        error.message += refusal
+        return None
+    return policy.wait_before_retry(number, retry_after=retry_after, random=random)
 
 
 def _attempt(provider: Provider, request: httpx.Request, *, transmit: Transmit,
              timeout_seconds: float
              ) -> tuple[int | None, str, Completion | None, ProviderError | None]:
     """(status, body text, completion, error) of one exchange."""
-    # The read timeout bounds each pause; this deadline bounds a server that trickles.
-    deadline = time.monotonic() + timeout_seconds * 2
+    slow_seconds = outbound_sending.slow_body_seconds(timeout_seconds)
+    slow_at = time.monotonic() + slow_seconds
     try:
         response = transmit(request)
         try:
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > MAX_RESPONSE_BYTES:
-                    return response.status_code, "", None, HTTPStatusError(
-                        f"the answer is larger than {MAX_RESPONSE_BYTES // 1024 // 1024} MB",
-                        status_code=response.status_code)
-                if time.monotonic() > deadline:
-                    return response.status_code, "", None, ProviderTimeout(
-                        f"the answer took longer than {timeout_seconds * 2:g} s to arrive",
-                        status_code=response.status_code)
+            body = outbound_sending.read_body(response, cap=MAX_RESPONSE_BYTES, slow_at=slow_at)
+        except outbound_sending.AnswerTooLarge:
+            return response.status_code, "", None, HTTPStatusError(
+                f"the answer is larger than {MAX_RESPONSE_BYTES // 1024 // 1024} MB",
+                status_code=response.status_code)
+        except outbound_sending.AnswerTooSlow:
+            return response.status_code, "", None, ProviderTimeout(
+                f"the answer took longer than {slow_seconds:g} s to arrive",
+                status_code=response.status_code)
         finally:
             response.close()
     except ProviderError as error:
         return None, "", None, error
     except httpx.ConnectTimeout:
-        return None, "", None, ProviderUnreachable(
-            f"could not connect within {min(timeout_seconds, 5.0):g} s")
+        seconds = outbound_sending.connect_timeout_seconds(timeout_seconds)
+        return None, "", None, ProviderUnreachable(f"could not connect within {seconds:g} s")
     except httpx.TimeoutException:
+        # A timed-out request may still be running at the provider: a ProviderTimeout,
+        # retried only when the policy says so (PoolTimeout included).
         return None, "", None, ProviderTimeout(f"no answer within {timeout_seconds:g} s")
-    except (httpx.ConnectError, httpx.ReadError, httpx.WriteError,
-            httpx.RemoteProtocolError) as error:
+    except outbound_sending.TRANSIENT_ERRORS as error:
         return None, "", None, ProviderUnreachable(f"{type(error).__name__}: {error}")
     except httpx.HTTPError as error:
         return None, "", None, ProviderError(f"{type(error).__name__}: {error}")
     # iter_bytes already decoded the body: a copied Content-Encoding would decode it twice.
     headers = [(name, value) for name, value in response.headers.items()
                if name.lower() not in {"content-encoding", "content-length"}]
-    complete = httpx.Response(response.status_code, headers=headers, content=bytes(body),
+    complete = httpx.Response(response.status_code, headers=headers, content=body,
                               request=request)
     try:
         return response.status_code, complete.text, provider.parse_response(complete), None

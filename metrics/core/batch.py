@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from metrics.core import kernels
+import metrics.core.kernels as kernels  # not via metrics.core, which re-exports this module
 from metrics.core.aggregate import Aggregation, Derive, SlotCodes, slot_codes
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import GradeList, Pool, build_pool

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from metrics.core import kernels
+import metrics.core.kernels as kernels  # not via metrics.core, which re-exports this module
 from metrics.core.errors import MetricInputError
 from metrics.core.scales import BINARY, DETAIL, GRADED, SCALES, Scale, is_integer
 
@@ -326,6 +326,27 @@ def needs_pool(code: str, params: Params) -> bool:
     """Whether the metric reads the keyword's pool with these parameters."""
     spec = metric_spec(code)
     return spec.needs_pool or ("ideal" in spec.params and params.ideal == "pool")
+
+
+def config_reads_pool(code: str, params: Mapping[str, Any] | None) -> bool:
+    """Whether a stored metric configuration (its code and raw params) reads the keyword's
+    pool: the one rule recompute, grade reuse, pool imports, calibration and the SQL filter
+    (pool_reading_codes) follow. A configuration the registry refuses (unknown code, bad
+    params) reads nothing: it has no value to compute, and its run records the error."""
+    try:
+        return needs_pool(code, resolve_params(params))
+    except MetricInputError:
+        return False
+
+
+def pool_reading_codes() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(codes that always read the pool, codes that read it when their params say
+    ``ideal=pool``): config_reads_pool's two cases, for a filter that cannot call it (the
+    SQL of metrics.queries)."""
+    always = tuple(code for code, spec in METRICS.items() if spec.needs_pool)
+    by_ideal = tuple(code for code, spec in METRICS.items()
+                     if not spec.needs_pool and "ideal" in spec.params)
+    return always, by_ideal
 
 
 def validate_k(k: Any) -> int:

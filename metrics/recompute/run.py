@@ -239,7 +239,9 @@ def _batch_values(
 ) -> list[np.ndarray]:
     scale = evaluation_scale(evaluation)
     transformers = evaluation_transformers(evaluation)
-    pooled = [core.needs_pool(c.code, core.resolve_params(c.params)) for c in configs]
+    # A configuration the registry refuses goes the plain way, whose engine raises its
+    # MetricInputError (recorded on the evaluation).
+    pooled = [core.config_reads_pool(c.code, c.params) for c in configs]
     grades = evaluation_grade_array(
         evaluation=evaluation, keyword_ids=keyword_ids, positions=max(c.k for c in configs)
     )
@@ -291,13 +293,6 @@ def _upsert_values(rows: Iterable[tuple[int, int, float | None, int]]) -> None:
     rows = list(rows)
     for start in range(0, len(rows), _WRITE_CHUNK):
         queries.keyword_values_upsert(rows[start:start + _WRITE_CHUNK], now=now)
-
-
-def _uses_pool(config: EvaluationMetric) -> bool:
-    try:
-        return core.needs_pool(config.code, core.resolve_params(config.params))
-    except core.MetricInputError:
-        return False
 
 
 def _record_error(evaluation: Evaluation, error: Exception) -> None:

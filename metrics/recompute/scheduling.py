@@ -18,7 +18,6 @@ from metrics import core, queries
 from metrics.models import RecomputeDue
 from metrics.recompute.run import (
     RecomputeRun,
-    _uses_pool,
     evaluation_metrics_recompute,
     keyword_metrics_recompute,
 )
@@ -40,7 +39,7 @@ def keyword_empty_results_mark_dirty(*, keyword_id: int, evaluation_id: int) -> 
     Runs after the fetch committed (metrics.tasks.mark_empty_results_dirty). Returns
     whether it marked the keyword.
     """
-    if not any(_uses_pool(config)
+    if not any(core.config_reads_pool(config.code, config.params)
                for config in evaluation_metric_configs(evaluation_id=evaluation_id)):
         return False
     keywords_mark_dirty(keyword_ids=[keyword_id])
@@ -84,7 +83,7 @@ def keyword_pool_siblings_mark_dirty(*, keyword_ids: Iterable[int]) -> ChangedKe
         "normalized_text", "evaluation__team_id", "evaluation__scale"))
     pool_evaluation_ids = {
         config.evaluation_id for config in team_metric_configs(keyword_ids=exposed)
-        if config.code in core.METRICS and _uses_pool(config)
+        if core.config_reads_pool(config.code, config.params)
     }
     if not pool_evaluation_ids:
         return ChangedKeywords(evaluation_of, {}, run_due)

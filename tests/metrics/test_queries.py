@@ -5,7 +5,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Max, Min, Q, Sum
 from django.utils import timezone
 
@@ -248,3 +248,23 @@ def test_recompute_due_upsert_and_clear(evaluation):
     recompute_due_clear(evaluation_id=evaluation.pk)
     assert list(RecomputeDue.objects.values_list("evaluation_id", "due_at")) == [
         (evaluation.pk, None)]
+
+
+def test_the_pool_config_filter_keeps_every_config_the_registry_says_reads_the_pool():
+    """The SQL filter derives from metrics.core.config_reads_pool: a superset of it, equal
+    on every configuration the registry accepts."""
+    evaluation = build_evaluation(keywords={"a": ["d1"]}, metrics=[])
+    cases = [(code, params) for code in core.METRICS
+             for params in ({}, {"ideal": "pool"}, {"ideal": "local"}, {"ideal": "max"})]
+    for position, (code, params) in enumerate(cases):
+        EvaluationMetric.objects.create(evaluation=evaluation, code=code, k=3, params=params,
+                                        position=position)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id FROM {EvaluationMetric._meta.db_table} m"
+            f" WHERE m.evaluation_id = %s AND {queries._pool_config_sql()}", [evaluation.pk])
+        passed = {pk for (pk,) in cursor.fetchall()}
+    expected = {config.pk for config in EvaluationMetric.objects.filter(evaluation=evaluation)
+                if core.config_reads_pool(config.code, config.params)}
+    assert passed == expected
+    assert {EvaluationMetric.objects.get(pk=pk).code for pk in passed} >= {"recall", "ndcg"}

@@ -181,3 +181,23 @@ def test_a_metric_key_fills_in_the_defaults_of_the_parameters_the_metric_reads()
     assert metric_key("ndcg", 3, {"gain": "cubic"}) == ("ndcg", 3, (("gain", "cubic"),))
     assert metric_key_label(*metric_key("ndcg", 10, {"gain": "exponential"})) == (
         "nDCG@10 gain=exponential")
+
+
+def test_a_config_reads_the_pool_for_a_pool_metric_or_an_ideal_of_pool_only():
+    from metrics.core import config_reads_pool, pool_reading_codes
+
+    assert config_reads_pool("recall", {}) is True
+    assert config_reads_pool("best", None) is True
+    assert config_reads_pool("ndcg", {"ideal": "pool"}) is True
+    assert config_reads_pool("ndcg", {"ideal": "local"}) is False
+    assert config_reads_pool("ndcg", {}) is False
+    assert config_reads_pool("precision", {"ideal": "pool"}) is False
+    # What the registry refuses reads nothing: its run records the error instead.
+    assert config_reads_pool("gone", {}) is False
+    assert config_reads_pool("recall", {"nope": 1}) is False
+    assert config_reads_pool("ndcg", {"ideal": "everywhere"}) is False
+    always, by_ideal = pool_reading_codes()
+    assert set(always) == {code for code, spec in METRICS.items() if spec.needs_pool}
+    assert set(by_ideal) == {code for code, spec in METRICS.items()
+                             if "ideal" in spec.params and not spec.needs_pool}
+    assert "ndcg" in by_ideal and "recall" in always
