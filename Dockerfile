@@ -9,7 +9,6 @@ COPY evaluations ./evaluations
 COPY judgments ./judgments
 COPY judges ./judges
 COPY metrics ./metrics
-COPY outbound_sending ./outbound_sending
 RUN pip install .
 
 COPY . .

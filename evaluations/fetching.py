@@ -16,12 +16,11 @@ from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 
-import outbound_sending
 from evaluations import crypto
 from evaluations.mapper import Document, MapperError, map_documents
 from evaluations.models import Endpoint, SearchModel
-from outbound_sending import RetryPolicy
-from searchtweak import outbound, outbound_limits
+from searchtweak import outbound, outbound_limits, outbound_sending
+from searchtweak.outbound_sending import RetryPolicy
 
 # httpx logs every request at INFO: a line per keyword fetched drowns the worker's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -20,7 +20,6 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-import outbound_sending
 from evaluations.crypto import SecretsUnreadable
 from judges.core import providers
 from judges.core.answers import Rejection, Verdict, validate_answer
@@ -30,7 +29,7 @@ from judges.core.sending import Attempt, CallResult, RetryPolicy, send
 from judges.models import Judge, JudgeCall, JudgeRun
 from judges.secrets import decrypt_api_key
 from metrics.core.scales import Scale
-from searchtweak import outbound, outbound_limits
+from searchtweak import outbound, outbound_limits, outbound_sending
 
 # A turn is held for one attempt; this outlasts the longest (connect, then a body that
 # trickles until twice the timeout), so a killed worker's turn frees itself.

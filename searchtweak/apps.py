@@ -6,4 +6,9 @@ class SearchtweakConfig(AppConfig):
     verbose_name = "SearchTweak"
 
     def ready(self) -> None:
-        from searchtweak import checks  # noqa: F401 - registers the deploy checks
+        # Makes this project's Celery app the current one, so shared tasks enqueue through
+        # its broker settings in every Django process (web, management commands, tests).
+        from searchtweak import (
+            celery,  # noqa: F401
+            checks,  # noqa: F401 - registers the deploy checks
+        )

@@ -26,7 +26,7 @@ import httpcore
 import httpx
 from django.conf import settings
 
-from outbound_sending import connect_timeout_seconds
+from searchtweak.outbound_sending import connect_timeout_seconds
 
 # Sent on every request, and the only headers a cross-origin redirect hop carries.
 USER_AGENT = "SearchTweak/1 (+relevance evaluation)"

@@ -4,8 +4,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "outbound_sending",
-        "scripts")
+APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "scripts")
 
 
 def source_files() -> list[Path]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("searchtweak", "evaluations", "judgments", "metrics", "judges", "outbound_sending")
+PACKAGES = ("searchtweak", "evaluations", "judgments", "metrics", "judges")
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:

@@ -1,4 +1,4 @@
-"""The sending rules fetching and judges share (outbound_sending): backoff, Retry-After,
+"""The sending rules fetching and judges share (searchtweak.outbound_sending): backoff, Retry-After,
 the answer-size cap, the slow-body and total deadlines; and that judges.core may use them
 (no Django)."""
 
@@ -10,17 +10,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-import outbound_sending
 from evaluations import fetching
 from judges.core import sending
-from outbound_sending import AnswerTooLarge, AnswerTooSlow, DeadlinePassed, RetryPolicy, read_body
+from searchtweak import outbound_sending
+from searchtweak.outbound_sending import (
+    AnswerTooLarge,
+    AnswerTooSlow,
+    DeadlinePassed,
+    RetryPolicy,
+    read_body,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_it_imports_without_django():
     completed = subprocess.run(
-        [sys.executable, "-c", "import sys, outbound_sending\n"
+        [sys.executable, "-c", "import sys, searchtweak.outbound_sending\n"
          "assert not [n for n in sys.modules if n.split('.')[0] == 'django']"],
         capture_output=True, text=True, cwd=REPO, env={"PATH": "/usr/bin:/bin"}, timeout=60,
         check=False)

@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 
-import outbound_sending
 from judges.core.providers import (
     Completion,
     HTTPStatusError,
@@ -30,6 +29,7 @@ from judges.core.providers import (
     ProviderUnreachable,
 )
 from judges.core.redaction import redacted, scrub, secrets_of
+from searchtweak import outbound_sending
 
 # An answer for 20 documents is a few KB; a body this large is a misbehaving server.
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
