@@ -154,7 +154,8 @@ def transformer_for_pair(*, team: Team, source: str, target: str) -> Transformer
 
 
 def feedback_rows(
-    *, evaluation: Evaluation, grader_id: int | None = None, keyword_id: int | None = None
+    *, evaluation: Evaluation, grader_id: int | None = None, keyword_id: int | None = None,
+    unsure_only: bool = False,
 ) -> QuerySet[FeedbackSlot]:
     # user__judge: an LLM judge's account shows its judge's name. The judges app sits above
     # judgments: its relation is followed by name, not imported.
@@ -164,6 +165,8 @@ def feedback_rows(
         slots = slots.filter(user_id=grader_id)
     if keyword_id:
         slots = slots.filter(keyword_id=keyword_id)
+    if unsure_only:
+        slots = slots.filter(unsure=True)
     return slots.order_by("keyword__position", "snapshot__position", "index")
 
 

@@ -215,7 +215,7 @@ def test_csv_import_stores_the_pool_and_recomputes_pool_metrics(
                            b"keyword,doc_id,grade\nLaptop ,d9,2\nlaptop,d8,0\n")
     assert response.status_code == 201, response.json()
     assert response.json() == {"imported": 2, "replaced": 0, "keywords": 1,
-                               "dirty_keywords": 1, "duplicates": 0}
+                               "dirty_keywords": 1, "duplicates": 0, "dropped": 0}
     rows = list(PoolJudgment.objects.values_list("team_id", "scale", "normalized_text",
                                                  "doc_id", "grade", "imported_by_id"))
     assert sorted(rows) == [
@@ -287,9 +287,13 @@ def test_dry_run_previews_a_valid_file_and_stores_nothing(personas, pool_evaluat
     assert response.status_code == 200
     assert response.json() == {
         "dry_run": True, "valid": True, "would_import": 2, "keywords": 2, "duplicates": 0,
+        "duplicate_policy": "all", "repeated_pairs": 0, "repeated_lines": 0, "dropped": 0,
+        "repeats": "Every keyword and document appears on one line only.",
         "errors": [],
-        "preview": [{"line": 2, "keyword": "laptop", "doc_id": "d9", "grade": 2},
-                    {"line": 3, "keyword": "phone", "doc_id": "p1", "grade": 0}],
+        "preview": [{"line": 2, "keyword": "laptop", "doc_id": "d9", "grade": 2, "grader": "",
+                     "grader_kind": "", "unsure": False, "note": ""},
+                    {"line": 3, "keyword": "phone", "doc_id": "p1", "grade": 0, "grader": "",
+                     "grader_kind": "", "unsure": False, "note": ""}],
     }
     assert not PoolJudgment.objects.exists()
 
@@ -398,7 +402,7 @@ def test_a_qrels_file_of_one_repeated_line_stores_one_judgment(personas, pool_ev
                        mapping=b"1\tlaptop\n")
     assert response.status_code == 201, response.json()
     assert response.json() == {"imported": 2, "replaced": 0, "keywords": 1,
-                               "dirty_keywords": 1, "duplicates": 19_999}
+                               "dirty_keywords": 1, "duplicates": 19_999, "dropped": 0}
     assert sorted(PoolJudgment.objects.values_list("doc_id", "grade")) == [("d1", 2), ("d2", 0)]
 
 
