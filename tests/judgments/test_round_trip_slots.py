@@ -233,3 +233,32 @@ def test_the_pool_export_needs_a_known_scale_a_get_and_the_lead_role(client, per
     assert empty.content.decode() == ",".join(imports.SLOT_HEADER) + "\n"
     client.force_login(personas.grader)
     assert client.get("/pool/export/", {"scale": "graded"}).status_code == 403
+
+
+def test_the_api_import_applies_the_duplicates_policy_and_its_dry_run_says_so(personas):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords={"q": ["d1"]}, metrics=[("ndcg", 1, {})])
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    url = f"/api/v1/evaluations/{evaluation.pk}/judgments/"
+
+    def post(query: str, policy: str):
+        upload = io.BytesIO(_repeats_file())
+        upload.name = "r.csv"
+        return api.post(url + query, {"file": upload, "duplicates": policy}, format="multipart")
+
+    dry = post("?dry_run=true", "newest").json()
+    assert (dry["would_import"], dry["repeated_pairs"], dry["dropped"],
+            dry["duplicate_policy"]) == (3, 2, 3, "newest")
+    assert dry["repeats"].startswith("2 keyword/document pairs appear on more than one line")
+    assert dry["preview"][0] == {"line": 3, "keyword": "q", "doc_id": "d1", "grade": 3,
+                                 "grader": "bob", "grader_kind": "person", "unsure": False,
+                                 "note": ""}
+    response = post("", "newest")
+    assert response.status_code == 201 and response.json()["dropped"] == 3
+    assert PoolJudgment.objects.count() == 3
+    assert post("", "oldest").status_code == 400
+    response = post("", "all")
+    assert response.status_code == 201 and response.json()["imported"] == 6
+    # The same pairs again: the file's six grades replace the three imported before.
+    assert response.json()["replaced"] == 3 and PoolJudgment.objects.count() == 6
