@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from judgments import imports, selectors, services
+from judgments import exports, imports, selectors, services
 from judgments import scales as scale_lookup
 from judgments.forms import GraderTagsForm, PoolImportForm, ScaleForm, TransformerForm
 from judgments.models import Scale
@@ -212,35 +212,85 @@ def grader_tags_update(request: HttpRequest, user_id: int) -> HttpResponse:
 @login_required
 def pool_import(request: HttpRequest) -> HttpResponse:
     """Import judgments into the current team's pool. "Preview" parses and shows what would
-    be imported and every error; "Import" stores all of it, or nothing if any line fails."""
+    be imported, every error and what happens to repeated pairs, and keeps the file
+    (a hidden token names it) so "Import" needs no second upload; "Import" stores all of
+    it, or nothing if any line fails."""
     team = access.current_team_access(user=request.user, minimum_role=Role.LEAD).team
-    form = PoolImportForm(request.POST or None, request.FILES or None,
+    token = request.POST.get("upload", "")
+    kept = selectors.pool_upload_get(team=team, user=request.user, token=token)
+    form = PoolImportForm(request.POST or None, request.FILES or None, kept=kept is not None,
                           scale_choices=scale_lookup.provider_choices(team))
     preview = None
     status = 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         scale = scale_lookup.scale_for_team(team_id=team.pk, code=data["scale"])
-        parsed = imports.parse_upload(kind=data["format"], file=data["file"],
-                                      mapping=data.get("mapping"), scale=scale)
+        if data["file"]:
+            name, content, mapping = _read_pool_files(data)
+        else:
+            name, content, mapping = kept.name, bytes(kept.content), (
+                None if kept.mapping is None else bytes(kept.mapping))
+        parsed = imports.parse_content(kind=data["format"], content=content, mapping=mapping,
+                                       scale=scale, duplicates=data["duplicates"])
         if "preview" in request.POST or not parsed.ok:
             preview = imports.preview(parsed)
             status = 200 if parsed.ok else 400
+            if parsed.ok and data["file"]:
+                token = services.pool_upload_keep(
+                    team=team, user=request.user, name=name, content=content,
+                    mapping_name=data["mapping"].name if data.get("mapping") else "",
+                    mapping=mapping)
+            kept_name = name if parsed.ok else ""
         else:
             counts = services.pool_judgments_import(
                 team=team, scale=scale.code, judgments=parsed.judgments,
-                source=f"{data['format']}: {data['file'].name}", user=request.user)
+                source=f"{data['format']}: {name}", user=request.user)
+            if token:
+                services.pool_upload_discard(token=token)
             messages.success(request, (
                 f"Imported {counts['imported']} judgments for {counts['keywords']} keywords "
                 f"({counts['replaced']} earlier ones replaced"
                 + (f", {parsed.duplicate_count} repeated lines skipped"
                    if parsed.duplicate_count else "")
+                + (f", {parsed.dropped_count} older lines of repeated pairs dropped"
+                   if parsed.dropped_count else "")
                 + f"); {counts['dirty_keywords']} keywords with pool metrics are being "
                 "recomputed."))
             return redirect("judgments:pool_import")
-    elif request.method == "POST":
-        status = 400
+    else:
+        kept_name = kept.name if kept is not None else ""
+        if request.method == "POST":
+            status = 400
     return render(request, "judgments/pool_import.html", {
         "form": form, "preview": preview, "team": team,
         "pool_count": selectors.pool_judgment_count(team=team),
+        "pool_scales": selectors.pool_scales(team=team),
+        # The kept file, when there is one to import without choosing it again.
+        "upload_token": token if kept_name else "", "kept_name": kept_name,
     }, status=status)
+
+
+def _read_pool_files(data: dict) -> tuple[str, bytes, bytes | None]:
+    """The chosen file's name and bytes, and the mapping's bytes. A file over the size
+    limit is read as nothing past the limit: the parse answers that it is too large."""
+    def read(upload) -> bytes:
+        return upload.read(imports.MAX_FILE_BYTES + 1)
+
+    mapping = data.get("mapping")
+    return data["file"].name, read(data["file"]), None if mapping is None else read(mapping)
+
+
+@require_GET
+@login_required
+def pool_export(request: HttpRequest) -> HttpResponse:
+    """The team's imported judgments on `?scale=` in the per-slot CSV format, which the
+    import reads back unchanged."""
+    team = access.current_team_access(user=request.user, minimum_role=access.GRADES_ROLE).team
+    scale = scale_lookup.scale_for_team(team_id=team.pk, code=request.GET.get("scale", ""))
+    if scale is None:
+        raise Http404("No such scale.")
+    response = HttpResponse(exports.pool_slots_csv(team_id=team.pk, scale=scale.code),
+                            content_type="text/csv; charset=utf-8")
+    name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

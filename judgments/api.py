@@ -201,6 +201,8 @@ class ExportJudgmentSerializer(serializers.Serializer):
     grade = serializers.IntegerField(allow_null=True)
     graded_at = serializers.DateTimeField(allow_null=True)
     unsure = serializers.BooleanField()
+    note = serializers.CharField(allow_blank=True,
+                                 help_text="The grader's note on an unsure grade; empty else.")
     reused = serializers.BooleanField(
         help_text="Copied from an earlier evaluation's grade or the team's imported judgments.")
     grader_kind = serializers.ChoiceField(
@@ -230,6 +232,8 @@ class JudgmentImportOutputSerializer(serializers.Serializer):
         help_text="Keywords of the team whose pool metrics recompute.")
     duplicates = serializers.IntegerField(
         help_text="Lines skipped because they repeat an earlier judgment of the file.")
+    dropped = serializers.IntegerField(
+        help_text="With `duplicates=newest`: older lines of repeated pairs, not imported.")
 
 
 class JudgmentImportPreviewSerializer(serializers.Serializer):
@@ -238,6 +242,10 @@ class JudgmentImportPreviewSerializer(serializers.Serializer):
         keyword = serializers.CharField()
         doc_id = serializers.CharField()
         grade = serializers.IntegerField()
+        grader = serializers.CharField(allow_blank=True)
+        grader_kind = serializers.CharField(allow_blank=True)
+        unsure = serializers.BooleanField()
+        note = serializers.CharField(allow_blank=True)
 
     dry_run = serializers.BooleanField()
     valid = serializers.BooleanField(help_text="False when any line has an error.")
@@ -245,6 +253,15 @@ class JudgmentImportPreviewSerializer(serializers.Serializer):
     keywords = serializers.IntegerField()
     duplicates = serializers.IntegerField(
         help_text="Lines that repeat an earlier judgment of the file, which are skipped.")
+    duplicate_policy = serializers.ChoiceField(choices=list(imports.DUPLICATE_POLICIES))
+    repeated_pairs = serializers.IntegerField(
+        help_text="Keyword/document pairs on more than one line of the file.")
+    repeated_lines = serializers.IntegerField(
+        help_text="Lines of those pairs after each pair's first.")
+    dropped = serializers.IntegerField(
+        help_text="Lines `duplicates=newest` leaves out (0 with `all`).")
+    repeats = serializers.CharField(
+        help_text="What the import does with the repeated pairs, in words.")
     errors = serializers.ListField(child=serializers.CharField(),
                                    help_text="Every error, with its line number.")
     preview = RowSerializer(many=True, help_text="The first 20 judgments read.")
@@ -270,7 +287,13 @@ class EvaluationJudgmentsApi(APIView):
     class InputSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=["csv", "trec"], default="csv")
         file = serializers.FileField(
-            help_text="CSV `keyword,doc_id,grade` or TREC qrels `qid 0 docid grade`.")
+            help_text="The per-slot CSV (`format=csv&per_grader=true` exports it), CSV "
+            "`keyword,doc_id,grade` or TREC qrels `qid 0 docid grade`.")
+        duplicates = serializers.ChoiceField(
+            choices=list(imports.DUPLICATE_POLICIES), default="all",
+            help_text="A keyword and document on several lines: `all` imports every line "
+            "as a separate grade, `newest` only the newest (latest graded_at, else the "
+            "later line).")
         mapping = serializers.FileField(
             required=False, help_text="TREC only: `qid<TAB>keyword` lines.")
 
@@ -287,9 +310,12 @@ class EvaluationJudgmentsApi(APIView):
         operation_id="evaluations_judgments_export",
         description=(
             "`json`: every slot. `csv`: `keyword,doc_id,grade` aggregated on the evaluation's "
-            "scale (binary: majority, ties left out; other scales: the mean); with "
-            "`per_grader=true`: `keyword,doc_id,grade,grader,grader_kind,reason`, one line per "
-            "graded slot (`grader_kind`: `person` or `judge`; `reason`: a judge's). "
+            "scale (binary: majority, ties left out; other scales: the mean), for reading: "
+            "means are not grades, so the import refuses it. With `per_grader=true`: the "
+            "per-slot format that imports back losslessly, `keyword,doc_id,grade,grader,"
+            "grader_kind,reason,unsure,note,position,graded_at`, one line per graded slot "
+            "(`grader_kind`: `person` or `judge`; `reason`: a judge's; `unsure`: `true` or "
+            "`false`; `note`: the grader's unsure note; `graded_at`: ISO 8601, UTC). "
             "`trec`: qrels `qid 0 docid grade` (aggregate rounded half up, qid = keyword "
             "position); `trec_mapping`: `qid<TAB>keyword`; `trec_run`: `qid Q0 docid rank "
             "score tag`. An evaluation that is not finished is exported too, marked partial: "
@@ -341,8 +367,9 @@ class EvaluationJudgmentsApi(APIView):
             "line number, and nothing is stored. `dry_run=true` answers 200 with what would "
             "be imported and the errors, and stores nothing. A (keyword, document) pair "
             "imported again replaces the grades imported before for it. At most 100,000 "
-            "judgments a file; a line repeating an earlier judgment of the file is skipped "
-            "and counted in `duplicates`."
+            "judgments a file; a line repeating an earlier judgment of the file (same "
+            "grader) is skipped and counted in `duplicates`; other lines of one keyword and "
+            "document follow the `duplicates` policy."
         ),
     )
     def post(self, request: Request, evaluation_id: int) -> Response:
@@ -357,7 +384,8 @@ class EvaluationJudgmentsApi(APIView):
         if scale is None:
             raise ValidationError({"scale": f"Unknown scale {evaluation.scale!r}."})
         parsed = imports.parse_upload(
-            kind=data["format"], file=data["file"], mapping=data.get("mapping"), scale=scale)
+            kind=data["format"], file=data["file"], mapping=data.get("mapping"), scale=scale,
+            duplicates=data["duplicates"])
         if flags.validated_data["dry_run"]:
             return Response(JudgmentImportPreviewSerializer(imports.preview(parsed)).data)
         if not parsed.ok:
@@ -365,6 +393,7 @@ class EvaluationJudgmentsApi(APIView):
         counts = services.pool_judgments_import(
             team=evaluation.team, scale=evaluation.scale, judgments=parsed.judgments,
             source=f"{data['format']}: {data['file'].name}", user=request.user)
-        counts = {**counts, "duplicates": parsed.duplicate_count}
+        counts = {**counts, "duplicates": parsed.duplicate_count,
+                  "dropped": parsed.dropped_count}
         return Response(JudgmentImportOutputSerializer(counts).data,
                         status=status.HTTP_201_CREATED)

@@ -1,15 +1,21 @@
 """An evaluation's judgments and results in the formats the field uses.
 
 - `json`: one object per feedback slot (keyword, doc, position, grader, grade, graded_at,
-  ..., grader_kind, reason).
+  unsure, note, ..., grader_kind, reason).
 - `csv`: `keyword,doc_id,grade`, one line per (keyword, document) with the slots'
   grades aggregated on the evaluation's scale exactly as the metrics aggregate them
   (metrics.core stage 1: a majority vote on the binary scale, the arithmetic mean on the
   others). A pair whose aggregate is null (nothing graded yet, or a binary tie) is left
   out, since no grade can stand for it. Means are written as they are (2.3333).
-- `csv` with `per_grader`: `keyword,doc_id,grade,grader,grader_kind,reason`, one line per
-  graded slot; a grade copied from the team's imported judgments names the grader
-  `(import)`.
+  This file is for reading, not for importing back: a mean is not a grade.
+- `csv` with `per_grader`: the per-slot format, the one that imports back losslessly
+  (judgments.imports): a header line `keyword,doc_id,grade,grader,grader_kind,reason,
+  unsure,note,position,graded_at` (SLOT_COLUMNS), then one line per graded slot in
+  keyword, position, slot order. A grade copied from the team's imported judgments names
+  the grader `(import)`. `unsure` is `true` or `false`, `note` the grader's unsure note,
+  `position` the result's position, `graded_at` ISO 8601 in UTC. The team's pool exports
+  the same columns (`pool_slots_csv`), so export → pool import → pool export gives the
+  same bytes.
 - `grader_kind` says who gave a grade: `person`, or `judge` for an LLM judge's account
   (User.is_judge); empty (null in JSON) when no account holds the slot (an imported
   grade, an empty slot). `reason` is the judge's reason, empty for a person. Both come
@@ -31,7 +37,7 @@ evaluations can sit side by side in a downloads folder.
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date
 
 import numpy as np
 from django.utils import timezone
@@ -39,7 +45,7 @@ from django.utils.text import slugify
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments import scales as scale_lookup
-from judgments.models import FeedbackSlot
+from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import core
 from metrics.core.aggregate import Aggregation
 from searchtweak.csv_cells import csv_text
@@ -67,6 +73,13 @@ def filename(evaluation: Evaluation, kind: str, *, per_grader: bool = False,
     name = slugify(evaluation.name)[:60].strip("-") or str(evaluation.pk)
     day = (on or timezone.localdate()).strftime("%Y%m%d")
     return f"searchtweak-{name}-{what}-{day}.{extension}"
+
+
+def pool_filename(*, team_name: str, team_id: int, scale: str, on: date | None = None) -> str:
+    """`searchtweak-pool-<team slug>-<scale>-<YYYYMMDD>.csv`."""
+    name = slugify(team_name)[:60].strip("-") or str(team_id)
+    day = (on or timezone.localdate()).strftime("%Y%m%d")
+    return f"searchtweak-pool-{name}-{scale}-{day}.csv"
 
 
 def is_partial(evaluation: Evaluation) -> bool:
@@ -115,6 +128,7 @@ def judgments_json(evaluation: Evaluation) -> dict:
                 "grade": slot.grade,
                 "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
                 "unsure": slot.unsure,
+                "note": slot.note,
                 "reused": slot.reused_from_id is not None or slot.reused_from_pool_id is not None,
                 "grader_kind": grader_kind(slot),
                 "reason": slot.reason,
@@ -173,11 +187,38 @@ def judgments_csv(evaluation: Evaluation) -> str:
     ])
 
 
+# The per-slot format's columns. The first six are the per-grader CSV's earlier columns,
+# so readers of that file keep working; the rest make it lossless.
+SLOT_COLUMNS = ["keyword", "doc_id", "grade", "grader", "grader_kind", "reason", "unsure",
+                "note", "position", "graded_at"]
+
+
+def _slot_row(*, keyword: str, doc_id: str, grade: int, grader: str, kind: str, reason: str,
+              unsure: bool, note: str, position: int | None, graded_at) -> list:
+    return [keyword, doc_id, grade, grader, kind, reason, "true" if unsure else "false", note,
+            "" if position is None else position,
+            graded_at.astimezone(UTC).isoformat() if graded_at else ""]
+
+
 def judgments_csv_per_grader(evaluation: Evaluation) -> str:
-    return csv_text([["keyword", "doc_id", "grade", "grader", "grader_kind", "reason"]] + [
-        [slot.keyword.text, slot.snapshot.doc_id, slot.grade, grader_name(slot) or "",
-         grader_kind(slot) or "", slot.reason]
+    return csv_text([SLOT_COLUMNS] + [
+        _slot_row(keyword=slot.keyword.text, doc_id=slot.snapshot.doc_id, grade=slot.grade,
+                  grader=grader_name(slot) or "", kind=grader_kind(slot) or "",
+                  reason=slot.reason, unsure=slot.unsure, note=slot.note,
+                  position=slot.snapshot.position, graded_at=slot.graded_at)
         for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000)
+    ])
+
+
+def pool_slots_csv(*, team_id: int, scale: str) -> str:
+    """The team's imported judgments on `scale` in the per-slot format, in the order they
+    were imported (a file's lines keep their order)."""
+    rows = PoolJudgment.objects.filter(team_id=team_id, scale=scale).order_by("pk")
+    return csv_text([SLOT_COLUMNS] + [
+        _slot_row(keyword=row.text, doc_id=row.doc_id, grade=row.grade, grader=row.grader,
+                  kind=row.grader_kind, reason=row.reason, unsure=row.unsure, note=row.note,
+                  position=row.position, graded_at=row.graded_at)
+        for row in rows.iterator(chunk_size=5000)
     ])
 
 

@@ -6,6 +6,7 @@ from typing import Any
 from django import forms
 from django.utils.safestring import mark_safe
 
+from judgments.imports import DUPLICATE_POLICIES
 from judgments.scales import Grade, GradeScale
 
 _INTEGER = re.compile(r"-?\d+")
@@ -144,14 +145,32 @@ class GraderTagsForm(forms.Form):
 
 
 class PoolImportForm(forms.Form):
-    """Judgments for the team's pool: CSV `keyword,doc_id,grade` or TREC qrels + mapping."""
+    """Judgments for the team's pool: the per-slot CSV (or `keyword,doc_id,grade`) or TREC
+    qrels + mapping. The file may be left out when a previewed one is `kept`."""
 
     scale = forms.ChoiceField(help_text="The scale the grades are on.")
-    format = forms.ChoiceField(choices=[("csv", "CSV keyword,doc_id,grade"),
-                                        ("trec", "TREC qrels (qid 0 docid grade)")])
-    file = forms.FileField()
+    format = forms.ChoiceField(choices=[
+        ("csv", "CSV: per slot (the “CSV per grader” export) or keyword,doc_id,grade"),
+        ("trec", "TREC qrels (qid 0 docid grade)")])
+    file = forms.FileField(required=False)
     mapping = forms.FileField(required=False, help_text="TREC only: qid<TAB>keyword lines.")
+    duplicates = forms.ChoiceField(
+        label="A keyword and document on several lines", widget=forms.RadioSelect,
+        choices=list(DUPLICATE_POLICIES.items()), initial="all", required=False)
 
-    def __init__(self, *args, scale_choices: list[tuple[str, str]], **kwargs):
+    def __init__(self, *args, scale_choices: list[tuple[str, str]], kept: bool = False,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["scale"].choices = scale_choices
+        self.kept = kept
+        if kept:
+            self.fields["file"].help_text = ("The previewed file is kept: choose another "
+                                             "only to replace it.")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        # Left out (a script posting the earlier form): every line a grade, as before.
+        data["duplicates"] = data.get("duplicates") or "all"
+        if not data.get("file") and not self.kept and "file" not in self.errors:
+            self.add_error("file", "Choose a file.")
+        return data

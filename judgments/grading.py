@@ -152,9 +152,11 @@ def _slots_fill_from_pool(
     text and document, each imported row to at most one slot of a snapshot (pops the
     filled slots from `empty_by_snapshot`).
 
-    Only document reuse reads the pool: an imported judgment (CSV, TREC qrels) says how
-    relevant a document is to a query, not at which position it was shown, so it cannot
-    meet position reuse's promise that the grade was given at the same position.
+    An imported grade its grader marked unsure is not used, as unsure grades of earlier
+    evaluations are not. Only document reuse reads the pool: an imported judgment (CSV,
+    TREC qrels) says how relevant a document is to a query, not at which position it was
+    shown, so it cannot meet position reuse's promise that the grade was given at the same
+    position.
     """
     waiting = {s.doc_id for s in snapshots if empty_by_snapshot.get(s.pk)}
     if not waiting:
@@ -162,7 +164,7 @@ def _slots_fill_from_pool(
     imported: dict[str, list[PoolJudgment]] = {}
     for row in PoolJudgment.objects.filter(
         team_id=evaluation.team_id, scale=evaluation.scale,
-        normalized_text=keyword.normalized_text, doc_id__in=waiting,
+        normalized_text=keyword.normalized_text, doc_id__in=waiting, unsure=False,
     ).order_by("pk").only("pk", "doc_id", "grade"):
         imported.setdefault(row.doc_id, []).append(row)
     filled = []

@@ -5,12 +5,19 @@ Pure functions over bytes: every problem is reported with its line number ("line
 stores a parse only when it has no error at all (all-or-nothing).
 
 Formats
-- CSV: one judgment per line, `keyword,doc_id,grade`, RFC 4180 quoting within a line; an
-  optional first line `keyword,doc_id,grade` is a header. Up to three more columns
-  (`grader,grader_kind,reason`, as the per-grader export writes them) are allowed and
-  ignored: pool judgments have no grader.
-  A (keyword, doc) pair may repeat: each line is one more grade for it, aggregated like a
-  snapshot's slots.
+- Per-slot CSV, the lossless one (judgments.exports.SLOT_COLUMNS, what "CSV per grader"
+  exports): the header line `keyword,doc_id,grade,grader,grader_kind,reason,unsure,note,
+  position,graded_at`, then one grade a row. Every column is stored with the pool row and
+  exported back unchanged; quoted cells may span lines (a note of two lines).
+- CSV: one judgment per line, `keyword,doc_id,grade`, RFC 4180 quoting; an optional first
+  line `keyword,doc_id,grade` is a header. Up to three more columns (`grader,grader_kind,
+  reason`, as the per-grader export wrote them before it had more) are allowed and
+  ignored. A grade must be an integer: the averaged CSV export's means (2.6667) are
+  refused with a pointer to the per-slot export.
+  A (keyword, doc) pair may repeat. With `duplicates="all"` each line is one more grade
+  for it, aggregated like a snapshot's slots; with `duplicates="newest"` only the newest
+  line of the pair is kept (latest `graded_at`, else the later line). `describe_repeats`
+  says which in words for the preview.
 - TREC qrels: `qid iteration docid relevance`, whitespace separated (the iteration column
   is ignored), with a mapping file of `qid<TAB>keyword` lines (the `trec_mapping` export).
 Each line is decoded as UTF-8 on its own, so a file mixing encodings names every line
@@ -20,13 +27,16 @@ skipped.
 Limits: at most MAX_JUDGMENTS judgments a file (a larger file is refused whole: split
 it). A line that repeats an earlier judgment is skipped and counted (`duplicate_count`):
 in qrels, the same (keyword, docid); in a CSV that names graders, the same (keyword,
-doc_id, grader). The same pair judged with another grade there is an error naming both
-lines. A CSV without a grader column has no way to tell a repeat from another grader's
-grade, so its repeated pairs stay separate grades.
+doc_id, grader), and in the per-slot format the same (keyword, doc_id, position, grader)
+(one person grades a result once). The same key with another grade there is an error
+naming both lines. `(import)` and unnamed graders are no person: their lines stay
+separate grades, as in a CSV without a grader column.
 """
 
 import csv
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from evaluations.models import Keyword
 from judgments.scales import GradeScale
@@ -39,6 +49,16 @@ MAX_TEXT = 500
 # A team's pool for one file; a 200,000-line file of one repeated line stored 200,000 rows.
 MAX_JUDGMENTS = 100_000
 CSV_HEADER = ["keyword", "doc_id", "grade"]
+# The per-slot export's header (judgments.exports.SLOT_COLUMNS, spelled here too so this
+# module stays free of the exports' imports; a test holds them equal).
+SLOT_HEADER = ["keyword", "doc_id", "grade", "grader", "grader_kind", "reason", "unsure",
+               "note", "position", "graded_at"]
+IMPORT_GRADER = "(import)"
+GRADER_KINDS = ("", "person", "judge")
+DUPLICATE_POLICIES = {
+    "all": "Keep all: each line is a separate grade",
+    "newest": "Keep the newest line of each keyword and document only",
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,14 @@ class ParsedJudgment:
     text: str
     doc_id: str
     grade: int
+    # The per-slot format's other columns; the defaults for the other formats.
+    grader: str = ""
+    grader_kind: str = ""
+    unsure: bool = False
+    note: str = ""
+    reason: str = ""
+    position: int | None = None
+    graded_at: datetime | None = None
 
 
 @dataclass
@@ -56,6 +84,12 @@ class ParseResult:
     error_count: int = 0
     line_count: int = 0
     duplicate_count: int = 0
+    # Lines of a (keyword, doc) pair after its first (kept or dropped by the policy), and
+    # how many pairs have them; `dropped_count` lines the "newest" policy dropped.
+    repeated_lines: int = 0
+    repeated_pairs: int = 0
+    dropped_count: int = 0
+    policy: str = "all"
     # Where each judgment that may not repeat was first seen: key -> (line, grade).
     _seen: dict[tuple, tuple[int, int]] = field(default_factory=dict, repr=False)
 
@@ -97,8 +131,10 @@ class ParseResult:
                        "into smaller files")
 
 
-def _lines(content: bytes, result: ParseResult, prefix: str = "line"):
-    """(line number, text) of every line that decodes as UTF-8; the others are errors."""
+def _lines(content: bytes, result: ParseResult, prefix: str = "line", *, keep_cr: bool = False):
+    """(line number, text) of every line that decodes as UTF-8; the others are errors.
+    `keep_cr` keeps a line's closing carriage return (the CSV reader ends lines itself and
+    a quoted note may hold one)."""
     if len(content) > MAX_FILE_BYTES:
         result.error(f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
         return
@@ -118,14 +154,22 @@ def _lines(content: bytes, result: ParseResult, prefix: str = "line"):
         if "\x00" in text:
             result.error(f"{prefix} {number}: contains a NUL character")
             continue
-        yield number, text.rstrip("\r")
+        yield number, text if keep_cr else text.rstrip("\r")
 
 
 def _grade(raw: str, scale: GradeScale, number: int, result: ParseResult) -> int | None:
     try:
         value = int(raw.strip())
     except ValueError:
-        result.error(f"line {number}: grade {raw.strip()!r} is not an integer")
+        try:
+            float(raw.strip())
+        except ValueError:
+            result.error(f"line {number}: grade {raw.strip()!r} is not an integer")
+        else:
+            result.error(f"line {number}: grade {raw.strip()!r} is not an integer: a mean "
+                         "of several grades (the averaged CSV export) cannot be imported; "
+                         "export “CSV per grader”, which has one grade a line, and import "
+                         "that")
         return None
     if not scale.contains(value):
         result.error(f"line {number}: grade {value} is outside the {scale.name} scale "
@@ -150,34 +194,99 @@ def _cell(value: str) -> str:
     return csv_cell_read(value.strip()).strip()
 
 
+def _csv_rows(content: bytes, result: ParseResult):
+    """(first line number, cells) of each CSV row; a quoted cell may span lines."""
+    numbers: list[int] = []
+
+    def feed():
+        for number, text in _lines(content, result, keep_cr=True):
+            numbers.append(number)
+            yield text + "\n"
+
+    reader = csv.reader(feed(), strict=True)
+    consumed = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            result.error(f"line {numbers[-1]}: not a CSV row ({error})")
+            consumed = len(numbers)
+            continue
+        start, consumed = numbers[consumed], len(numbers)
+        yield start, row
+
+
+def _slot_fields(row: list[str], number: int, result: ParseResult) -> dict | None:
+    """The per-slot columns after the grade, checked; None (and errors) when one is wrong."""
+    grader, kind, reason, unsure, note, position, graded_at = row[3:10]
+    fields: dict = {"grader": csv_cell_read(grader.strip()), "reason": csv_cell_read(reason),
+                    "note": csv_cell_read(note)}
+    problems = []
+    if len(fields["grader"]) > 150:
+        problems.append("the grader is longer than 150 characters")
+    fields["grader_kind"] = kind.strip().lower()
+    if fields["grader_kind"] not in GRADER_KINDS:
+        problems.append(f"grader_kind {kind.strip()!r} is not person, judge or empty")
+    flag = unsure.strip().lower()
+    if flag not in ("true", "false", "1", "0", ""):
+        problems.append(f"unsure {unsure.strip()!r} is not true or false")
+    fields["unsure"] = flag in ("true", "1")
+    fields["position"] = None
+    if position.strip():
+        if not position.strip().isdigit() or int(position) < 1:
+            problems.append(f"position {position.strip()!r} is not a positive integer")
+        else:
+            fields["position"] = int(position)
+    fields["graded_at"] = None
+    if graded_at.strip():
+        try:
+            moment = datetime.fromisoformat(graded_at.strip())
+        except ValueError:
+            problems.append(f"graded_at {graded_at.strip()!r} is not an ISO 8601 time")
+        else:
+            # A time without a zone is read as UTC, the zone the export writes.
+            fields["graded_at"] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    for problem in problems:
+        result.error(f"line {number}: {problem}")
+    return None if problems else fields
+
+
 def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
     result = ParseResult()
     first = True
-    for number, text in _lines(content, result):
-        if not text.strip():
+    slots = False
+    for number, row in _csv_rows(content, result):
+        if not any(cell.strip() for cell in row):
             continue
-        try:
-            row = next(csv.reader([text], strict=True))
-        except csv.Error as error:
-            result.error(f"line {number}: not a CSV row ({error})")
-            first = False
+        header = [cell.strip().lower() for cell in row]
+        if first and header == SLOT_HEADER:
+            first, slots = False, True
             continue
-        if first and [cell.strip().lower() for cell in row][:3] == CSV_HEADER:
+        if first and header[:3] == CSV_HEADER:
             first = False
             continue
         first = False
-        if not 3 <= len(row) <= 6:
+        if slots and len(row) != len(SLOT_HEADER):
+            result.error(f"line {number}: expected {len(SLOT_HEADER)} columns "
+                         f"({','.join(SLOT_HEADER)}), found {len(row)}")
+            continue
+        if not slots and not 3 <= len(row) <= 6:
             result.error(f"line {number}: expected 3 columns (keyword,doc_id,grade), "
                          f"found {len(row)}")
             continue
         keyword, doc_id, raw_grade = _cell(row[0]), _cell(row[1]), row[2]
         grade = _grade(raw_grade, scale, number, result)
+        extra = _slot_fields(row, number, result) if slots else {}
         if not (_text_ok(keyword, "keyword", number, result)
-                and _text_ok(doc_id, "doc_id", number, result)) or grade is None:
+                and _text_ok(doc_id, "doc_id", number, result)) or grade is None or extra is None:
             continue
-        grader = _cell(row[3]) if len(row) > 3 else ""
-        result.add(ParsedJudgment(number, keyword, doc_id, grade),
-                   key=(Keyword.normalize(keyword), doc_id, grader) if grader else None,
+        grader = extra["grader"] if slots else (_cell(row[3]) if len(row) > 3 else "")
+        person = grader and grader != IMPORT_GRADER
+        key = (Keyword.normalize(keyword), doc_id, extra.get("position"), grader)
+        result.add(ParsedJudgment(number, keyword, doc_id, grade, **extra),
+                   key=key if person else None,
                    what=f"{keyword!r} {doc_id!r} by {grader!r}")
         if result.full:
             break
@@ -242,21 +351,72 @@ def _read(upload, result: ParseResult, what: str) -> bytes:
     return upload.read()
 
 
-def parse_upload(*, kind: str, file, mapping, scale: GradeScale) -> ParseResult:
-    """Parse an uploaded file (and its mapping for TREC qrels) of `kind` "csv" or "trec"."""
+def apply_duplicates(result: ParseResult, policy: str) -> ParseResult:
+    """Count the (keyword, doc) pairs on several lines and, with `policy` "newest", keep
+    the newest line of each: the latest `graded_at` (a line without one is older than any
+    with one), between equals the later line. "all" keeps every line."""
+    if policy not in DUPLICATE_POLICIES:
+        raise ValueError(f"unknown duplicates policy {policy!r}")
+    result.policy = policy
+    pairs = Counter((Keyword.normalize(item.text), item.doc_id) for item in result.judgments)
+    result.repeated_pairs = sum(1 for count in pairs.values() if count > 1)
+    result.repeated_lines = sum(count - 1 for count in pairs.values())
+    if policy == "newest" and result.repeated_lines:
+        oldest = datetime.min.replace(tzinfo=UTC)
+        newest: dict[tuple[str, str], ParsedJudgment] = {}
+        for item in result.judgments:
+            pair = (Keyword.normalize(item.text), item.doc_id)
+            kept = newest.get(pair)
+            if kept is None or (item.graded_at or oldest) >= (kept.graded_at or oldest):
+                newest[pair] = item
+        chosen = {id(item) for item in newest.values()}
+        result.judgments = [item for item in result.judgments if id(item) in chosen]
+        result.dropped_count = result.repeated_lines
+    return result
+
+
+def parse_upload(*, kind: str, file, mapping, scale: GradeScale,
+                 duplicates: str = "all") -> ParseResult:
+    """Parse an uploaded file (and its mapping for TREC qrels) of `kind` "csv" or "trec",
+    with the `duplicates` policy applied (see `apply_duplicates`)."""
     result = ParseResult()
     content = _read(file, result, "file")
     if not result.ok:
         return result
+    return parse_content(kind=kind, content=content,
+                         mapping=None if mapping is None else _read(mapping, result,
+                                                                    "mapping file"),
+                         scale=scale, duplicates=duplicates, result=result)
+
+
+def parse_content(*, kind: str, content: bytes, mapping: bytes | None, scale: GradeScale,
+                  duplicates: str = "all", result: ParseResult | None = None) -> ParseResult:
+    """`parse_upload` of bytes already read (a file kept between preview and import)."""
+    if result is not None and not result.ok:
+        return result
     if kind == "csv":
-        return parse_csv(content, scale=scale)
+        return apply_duplicates(parse_csv(content, scale=scale), duplicates)
     if mapping is None:
+        result = ParseResult()
         result.error("TREC qrels need the mapping file (qid<TAB>keyword lines)")
         return result
-    mapping_content = _read(mapping, result, "mapping file")
-    if not result.ok:
-        return result
-    return parse_trec(content, mapping=mapping_content, scale=scale)
+    return apply_duplicates(parse_trec(content, mapping=mapping, scale=scale), duplicates)
+
+
+def describe_repeats(result: ParseResult) -> str:
+    """What the import does with the file's repeated (keyword, document) pairs, in words."""
+    if not result.repeated_pairs:
+        return "Every keyword and document appears on one line only."
+    extra = result.repeated_lines
+    pairs = (f"{result.repeated_pairs} keyword/document pair"
+             f"{'s appear' if result.repeated_pairs != 1 else ' appears'} on more than one "
+             f"line ({extra} extra line{'s' if extra != 1 else ''})")
+    if result.policy == "newest":
+        return (f"{pairs}: only the newest line of each pair is imported (latest graded_at, "
+                f"else the later line); {result.dropped_count} line"
+                f"{'s are' if result.dropped_count != 1 else ' is'} dropped.")
+    return (f"{pairs}: every line is imported as a separate grade, and the grades of a pair "
+            "are aggregated like a result's slots (majority on binary, mean otherwise).")
 
 
 def preview(result: ParseResult, *, rows: int = 20) -> dict:
@@ -267,10 +427,16 @@ def preview(result: ParseResult, *, rows: int = 20) -> dict:
         "would_import": len(result.judgments) if result.ok else 0,
         "keywords": len({Keyword.normalize(item.text) for item in result.judgments}),
         "duplicates": result.duplicate_count,
+        "duplicate_policy": result.policy,
+        "repeated_pairs": result.repeated_pairs,
+        "repeated_lines": result.repeated_lines,
+        "dropped": result.dropped_count,
+        "repeats": describe_repeats(result),
         "errors": result.messages(),
         "preview": [
             {"line": item.line, "keyword": item.text, "doc_id": item.doc_id,
-             "grade": item.grade}
+             "grade": item.grade, "grader": item.grader, "grader_kind": item.grader_kind,
+             "unsure": item.unsure, "note": item.note}
             for item in result.judgments[:rows]
         ],
     }

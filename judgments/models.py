@@ -1,5 +1,7 @@
 """Scales, transformers and feedback slots: what a grade is and where it is stored."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -193,6 +195,15 @@ class PoolJudgment(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    # What a per-slot export (judgments.exports.SLOT_COLUMNS) said of the grade, kept so the
+    # pool exports it back unchanged; empty for CSV `keyword,doc_id,grade` and TREC lines.
+    grader = models.CharField(max_length=150, blank=True, default="")
+    grader_kind = models.CharField(max_length=10, blank=True, default="")
+    unsure = models.BooleanField(default=False)
+    note = models.TextField(blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    position = models.PositiveIntegerField(null=True, blank=True)
+    graded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["team_id", "scale", "normalized_text", "doc_id", "id"]
@@ -203,3 +214,25 @@ class PoolJudgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.text!r} {self.doc_id} = {self.grade}"
+
+
+class PoolImportUpload(models.Model):
+    """A file previewed on the pool import page, kept until it is imported (or an hour
+    passes) so "Import" after "Preview" needs no second upload. In the database, not in a
+    worker's memory: the Import may reach another worker than the Preview did."""
+
+    token = models.CharField(max_length=64, unique=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="+")
+    name = models.CharField(max_length=200)
+    content = models.BinaryField()
+    mapping_name = models.CharField(max_length=200, blank=True, default="")
+    mapping = models.BinaryField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    # A previewed file waits this long for its "Import".
+    KEPT_FOR = timedelta(hours=1)
+
+    def __str__(self) -> str:
+        return f"{self.name} for {self.team_id}"

@@ -6,10 +6,18 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from evaluations.models import Evaluation, Snapshot
 from judgments import queries
-from judgments.models import FeedbackSlot, GraderTags, PoolJudgment, Scale, Transformer
+from judgments.models import (
+    FeedbackSlot,
+    GraderTags,
+    PoolImportUpload,
+    PoolJudgment,
+    Scale,
+    Transformer,
+)
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import access, sql
 from searchtweak.models import Role, Team, User
@@ -140,7 +148,8 @@ def transformer_for_pair(*, team: Team, source: str, target: str) -> Transformer
 
 
 def feedback_rows(
-    *, evaluation: Evaluation, grader_id: int | None = None, keyword_id: int | None = None
+    *, evaluation: Evaluation, grader_id: int | None = None, keyword_id: int | None = None,
+    unsure_only: bool = False,
 ) -> QuerySet[FeedbackSlot]:
     # user__judge: an LLM judge's account shows its judge's name. The judges app sits above
     # judgments: its relation is followed by name, not imported.
@@ -150,6 +159,8 @@ def feedback_rows(
         slots = slots.filter(user_id=grader_id)
     if keyword_id:
         slots = slots.filter(keyword_id=keyword_id)
+    if unsure_only:
+        slots = slots.filter(unsure=True)
     return slots.order_by("keyword__position", "snapshot__position", "index")
 
 
@@ -179,3 +190,19 @@ def team_grader_tags(*, team: Team) -> dict[int, list[str]]:
 
 def pool_judgment_count(*, team: Team) -> int:
     return PoolJudgment.objects.filter(team=team).count()
+
+
+def pool_scales(*, team: Team) -> list[str]:
+    """The scales the team's pool holds judgments on, for its export links."""
+    return list(PoolJudgment.objects.filter(team=team).order_by("scale")
+                .values_list("scale", flat=True).distinct())
+
+
+def pool_upload_get(*, team: Team, user: User, token: str) -> PoolImportUpload | None:
+    """The file this person previewed for this team, while it is kept."""
+    if not token:
+        return None
+    return PoolImportUpload.objects.filter(
+        token=token, team=team, user=user,
+        created_at__gte=timezone.now() - PoolImportUpload.KEPT_FOR).first()
+

@@ -4,6 +4,7 @@ Grades are written by judgments.grading alone and the queue lives in judgments.q
 their services are re-exported here for callers that import them from this module.
 """
 
+import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from judgments.grading import (  # noqa: F401  re-exported
 from judgments.models import (
     FeedbackSlot,
     GraderTags,
+    PoolImportUpload,
     PoolJudgment,
     Scale,
     Transformer,
@@ -234,7 +236,10 @@ def pool_judgments_import(
     rows = [
         PoolJudgment(team=team, scale=scale, normalized_text=Keyword.normalize(item.text),
                      text=item.text.strip(), doc_id=item.doc_id, grade=item.grade,
-                     source=source[:200], imported_by=user, imported_at=timezone.now())
+                     source=source[:200], imported_by=user, imported_at=timezone.now(),
+                     grader=item.grader, grader_kind=item.grader_kind, unsure=item.unsure,
+                     note=item.note, reason=item.reason, position=item.position,
+                     graded_at=item.graded_at)
         for item in judgments
     ]
     pairs = {(row.normalized_text, row.doc_id) for row in rows}
@@ -253,4 +258,24 @@ def pool_judgments_import(
     keywords_mark_dirty(keyword_ids=dirty)
     return {"imported": len(rows), "replaced": replaced, "keywords": len(texts),
             "dirty_keywords": len(dirty)}
+
+
+@transaction.atomic
+def pool_upload_keep(*, team: Team, user: User, name: str, content: bytes,
+                     mapping_name: str = "", mapping: bytes | None = None) -> str:
+    """Keep a previewed file for its import and return the token that names it. One file
+    per person and team: it replaces their earlier one, and files past
+    PoolImportUpload.KEPT_FOR are deleted, so kept files stay few."""
+    PoolImportUpload.objects.filter(
+        Q(team=team, user=user) | Q(created_at__lt=timezone.now() - PoolImportUpload.KEPT_FOR)
+    ).delete()
+    token = secrets.token_urlsafe(32)
+    PoolImportUpload.objects.create(token=token, team=team, user=user, name=name[:200],
+                                    content=content, mapping_name=mapping_name[:200],
+                                    mapping=mapping)
+    return token
+
+
+def pool_upload_discard(*, token: str) -> None:
+    PoolImportUpload.objects.filter(token=token).delete()
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("feedback/slots/<int:slot_id>/grade/", views.feedback_lead_grade, name="lead_grade"),
     path("feedback/slots/<int:slot_id>/reset/", views.feedback_reset, name="reset"),
     path("pool/import/", admin_views.pool_import, name="pool_import"),
+    path("pool/export/", admin_views.pool_export, name="pool_export"),
     path("scales/", admin_views.scale_list, name="scales"),
     path("scales/new/", admin_views.scale_create, name="scale_create"),
     path("scales/<int:scale_id>/", admin_views.scale_edit, name="scale_edit"),

@@ -182,10 +182,12 @@ def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         user=request.user, evaluation_id=evaluation_id, minimum_role=access.GRADES_ROLE)
     grader_id = request.GET.get("grader", "")
     keyword_id = request.GET.get("keyword", "")
+    unsure = "1" if request.GET.get("unsure") == "1" else ""
     rows = selectors.feedback_rows(
         evaluation=evaluation,
         grader_id=int(grader_id) if grader_id.isdigit() else None,
         keyword_id=int(keyword_id) if keyword_id.isdigit() else None,
+        unsure_only=bool(unsure),
     )
     page = Paginator(rows, FEEDBACK_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "judgments/feedback_list.html", {
@@ -194,13 +196,14 @@ def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         "rows": page.object_list,
         # Page links carry the filters, so page 2 is page 2 of the same rows.
         "filter_query": urlencode(
-            {name: value for name, value in (("grader", grader_id), ("keyword", keyword_id))
-             if value}),
+            {name: value for name, value in (("grader", grader_id), ("keyword", keyword_id),
+                                             ("unsure", unsure)) if value}),
         "scale": scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale),
         "graders": selectors.evaluation_graders(evaluation=evaluation),
         "keywords": evaluation.keywords.order_by("position"),
         "grader_id": grader_id,
         "keyword_id": keyword_id,
+        "unsure": unsure,
         "back": request.get_full_path(),
     })
 

@@ -84,6 +84,32 @@ def test_it_shows_unsure_and_the_note_in_their_own_columns(personas):
     assert '<td data-testid="note"></td>' in _row(html, other.pk)
 
 
+def test_unsure_only_lists_the_unsure_grades_and_pages_keep_it(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=3)
+    claimed = []
+    for unsure in (True, False, True):
+        slot = services.slot_claim_next(user=personas.grader, team=personas.team)
+        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1,
+                                 unsure=unsure, note="hm" if unsure else "")
+        claimed.append(slot)
+    url = f"/feedback/evaluations/{evaluation.pk}/"
+    client = client_for(personas.lead)
+    html = client.get(f"{url}?unsure=1").content.decode()
+    assert _slot_ids(html) == [claimed[0].pk, claimed[2].pk]
+    assert 'name="unsure" value="1" id="unsure" checked' in html
+    assert _slot_ids(client.get(url).content.decode()) == [slot.pk for slot in claimed]
+    # Anything but "1" is no filter.
+    assert len(_slot_ids(client.get(f"{url}?unsure=yes").content.decode())) == 3
+
+
+def test_unsure_only_carries_into_page_links(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=60)
+    FeedbackSlot.objects.filter(evaluation=evaluation).update(unsure=True)
+    html = client_for(personas.lead).get(
+        f"/feedback/evaluations/{evaluation.pk}/?unsure=1").content.decode()
+    assert 'href="?unsure=1&amp;page=2"' in html
+
+
 def test_its_json_export_link_downloads_a_file(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
     html = client_for(personas.lead).get(

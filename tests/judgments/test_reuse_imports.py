@@ -185,10 +185,12 @@ def test_exports_and_dashboards_name_imported_grades(personas):
     claimed = services.slot_claim_next(user=personas.grader, team=team, evaluation=evaluation)
     services.feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
 
-    rows = list(csv.reader(io.StringIO(exports.judgments_csv_per_grader(evaluation))))
-    assert rows == [["keyword", "doc_id", "grade", "grader", "grader_kind", "reason"],
-                    ["red shoes", "a", "3", "(import)", "", ""],
-                    ["red shoes", "b", "1", "grader", "person", ""]]
+    rows = [row[:9] for row in
+            csv.reader(io.StringIO(exports.judgments_csv_per_grader(evaluation)))]
+    assert rows == [["keyword", "doc_id", "grade", "grader", "grader_kind", "reason", "unsure",
+                     "note", "position"],
+                    ["red shoes", "a", "3", "(import)", "", "", "false", "", "1"],
+                    ["red shoes", "b", "1", "grader", "person", "", "false", "", "2"]]
     judgments = exports.judgments_json(evaluation)["judgments"]
     assert [(j["doc_id"], j["grader"], j["grade"], j["reused"]) for j in judgments] == [
         ("a", "(import)", 3, True), ("b", "grader", 1, False)]

@@ -496,6 +496,9 @@ TABLE: dict[str, Row] = {
         GET=(200, 200, 200, 403, 200, LOGIN),
         POST=(400, 400, 400, 403, 400, LOGIN),
     ),
+    # The current team's pool in the per-slot format: the lead's, as others' grades are.
+    "judgments:pool_export": row(query=lambda d: {"scale": "graded"},
+                                 GET=(200, 200, 200, 403, 200, LOGIN)),
     "judgments:scales": row(GET=(200, 200, 403, 403, 200, LOGIN)),
     "judgments:scale_create": row(
         GET=(200, 200, 403, 403, 200, LOGIN),
