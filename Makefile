@@ -44,6 +44,7 @@ test: $(DEV_STAMP)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/architecture_graph.py --check
 
 bench: $(DEV_STAMP)
 	$(PY) bench/metrics_engine.py
