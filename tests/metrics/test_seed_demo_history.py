@@ -108,6 +108,17 @@ def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline
     kappa = agreement.cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
     assert 0.3 < kappa < 1
 
+    # Some of the grades that strayed from the rule are unsure, each with its note; a
+    # grade that followed the rule never is.
+    unsure = list(FeedbackSlot.objects.filter(evaluation=candidate, unsure=True)
+                  .values_list("note", "grade", "snapshot__doc_id", "keyword__text"))
+    assert 5 <= len(unsure) < FeedbackSlot.objects.filter(
+        evaluation=candidate, grade__isnull=False).count() // 10
+    products = DemoProduct.objects.in_bulk([doc for _, _, doc, _ in unsure], field_name="sku")
+    for note, grade, doc_id, text in unsure:
+        assert note.startswith("Not sure: a ")
+        assert grade != demo.relevance(text, products[doc_id])
+
     # Safe to run twice: nothing is graded again or added.
     graded = FeedbackSlot.objects.filter(grade__isnull=False).count()
     call_command("seed_demo_history")

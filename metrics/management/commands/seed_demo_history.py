@@ -124,11 +124,18 @@ class Command(BaseCommand):
                         continue
                     rng = random.Random(f"{SEED}:{username}:{snapshot.keyword.text}:"
                                         f"{snapshot.doc_id}")
-                    grade = demo.relevance(snapshot.keyword.text, product)
+                    grade = rule = demo.relevance(snapshot.keyword.text, product)
                     draw = rng.random()
                     if draw < lower:
                         grade -= 1
                     elif draw < lower + higher:
                         grade += 1
+                    # A grader who strayed from the rule is sometimes unsure and says why,
+                    # so the judgments page's "Unsure only" and the exports' notes show some.
+                    grade = min(3, max(0, grade))
+                    unsure = grade != rule and rng.random() < 0.3
+                    note = (f"Not sure: a {product.color} {product.category.lower()}; is that "
+                            "what was asked for?") if unsure else ""
                     target = snapshot_target_for_user(user=user, snapshot_id=snapshot.pk)
-                    snapshot_grade(user=user, target=target, grade=min(3, max(0, grade)))
+                    snapshot_grade(user=user, target=target, grade=grade, unsure=unsure,
+                                   note=note)
