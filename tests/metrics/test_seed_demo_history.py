@@ -116,7 +116,7 @@ def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline
         evaluation=candidate, grade__isnull=False).count() // 10
     products = DemoProduct.objects.in_bulk([doc for _, _, doc, _ in unsure], field_name="sku")
     for note, grade, doc_id, text in unsure:
-        assert note.startswith("Not sure: a ")
+        assert note.startswith("Not sure: ") and note.endswith("is that what was asked for?")
         assert grade != demo.relevance(text, products[doc_id])
 
     # Safe to run twice: nothing is graded again or added.

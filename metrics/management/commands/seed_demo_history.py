@@ -134,7 +134,7 @@ class Command(BaseCommand):
                     # so the judgments page's "Unsure only" and the exports' notes show some.
                     grade = min(3, max(0, grade))
                     unsure = grade != rule and rng.random() < 0.3
-                    note = (f"Not sure: a {product.color} {product.category.lower()}; is that "
+                    note = (f"Not sure: {product.category.lower()} in {product.color}; is that "
                             "what was asked for?") if unsure else ""
                     target = snapshot_target_for_user(user=user, snapshot_id=snapshot.pk)
                     snapshot_grade(user=user, target=target, grade=grade, unsure=unsure,
