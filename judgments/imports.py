@@ -59,6 +59,9 @@ DUPLICATE_POLICIES = {
     "all": "Keep all: each line is a separate grade",
     "newest": "Keep the newest line of each keyword and document only",
 }
+# The API's one name for this choice set (settings.SPECTACULAR_SETTINGS), which two
+# serializers use under different field names.
+DUPLICATE_POLICY_CHOICES = list(DUPLICATE_POLICIES)
 
 
 @dataclass(frozen=True)
