@@ -5,9 +5,11 @@
 
 Every `import` statement counts, including those inside functions. A box is a part of the
 project (an app, or a pure core package drawn on its own because every app may use it);
-an arrow A -> B says A imports B, labelled with the number of import statements. The
-parts are stacked in the direction the architecture allows (docs/ARCHITECTURE.md,
-"Direction of dependencies"): an arrow that runs upwards breaks it and is drawn red.
+an arrow A -> B says a module of A imports one of B. Only the arrows are drawn (no line
+or import counts), so the picture changes, and `--check` fails, when the structure does:
+an arrow appears or goes. The parts are stacked in the direction the architecture allows
+(docs/ARCHITECTURE.md, "Direction of dependencies"): an arrow that runs upwards breaks it
+and is drawn red.
 """
 
 from __future__ import annotations
@@ -112,8 +114,8 @@ def render(edges: Counter, lines: dict[str, int]) -> str:
         '<rect width="100%" height="100%" fill="white"/>',
         '<text x="20" y="30" font-size="18" font-weight="bold">SearchTweak: parts and '
         'their imports</text>',
-        '<text x="20" y="52" fill="#555">A part may import the parts below it; the number '
-        'on an arrow counts import statements (inside functions too). Red: runs upwards.'
+        '<text x="20" y="52" fill="#555">A part may import the parts below it; an arrow: '
+        'some module of one imports the other (inside functions too). Red: runs upwards.'
         '</text>',
     ]
     for name, folder, about in PARTS:
@@ -123,12 +125,10 @@ def render(edges: Counter, lines: dict[str, int]) -> str:
                    f'rx="6" fill="{"#eef6ee" if pure else "#eef2fa"}" stroke="#445"/>')
         out.append(f'<text x="{left + 12}" y="{y + 23}" font-weight="bold">'
                    f'{escape(folder)}</text>')
-        out.append(f'<text x="{left + box_width - 12}" y="{y + 23}" text-anchor="end" '
-                   f'fill="#555">{lines.get(name, 0):,} lines</text>')
         out.append(f'<text x="{left + 12}" y="{y + 44}" fill="#333">{escape(about)}</text>')
     # Arrows leave each box's right side and bend out into a lane of their own.
     ordered = sorted(edges.items(), key=lambda item: (rank[item[0][0]], rank[item[0][1]]))
-    for lane, ((source, destination), count) in enumerate(ordered):
+    for lane, ((source, destination), _count) in enumerate(ordered):
         upward = rank[destination] < rank[source]
         x0 = left + box_width
         x_lane = x0 + 30 + lane * 20
@@ -139,11 +139,6 @@ def render(edges: Counter, lines: dict[str, int]) -> str:
         marker = "up" if upward else "down"
         out.append(f'<path d="M{x0},{y0} H{x_lane} V{y1} H{x0 + 2}" fill="none" '
                    f'stroke="{colour}" stroke-width="1.4" marker-end="url(#{marker})"/>')
-        # The count sits where the arrow leaves its importer, on a white patch.
-        out.append(f'<rect x="{x_lane - 9}" y="{y0 + 3}" width="18" height="13" '
-                   'fill="white"/>')
-        out.append(f'<text x="{x_lane}" y="{y0 + 14}" font-size="11" text-anchor="middle" '
-                   f'fill="{colour}">{count}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -164,7 +159,8 @@ def main() -> int:
             return 1
         return 0
     OUTPUT.write_text(svg)
-    print(f"wrote {OUTPUT.relative_to(ROOT)}: {len(edges)} arrows between parts, "
+    print(f"wrote {OUTPUT.relative_to(ROOT)}: {len(edges)} arrows between parts "
+          f"({sum(edges.values())} import statements, {sum(lines.values()):,} lines), "
           f"{len(upward)} upwards{': ' + ', '.join(upward) if upward else ''}")
     return 0
 
