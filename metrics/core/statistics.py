@@ -200,6 +200,24 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+def holm_adjust(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-Bonferroni adjusted p-values (Holm 1979), in the order given; None stays None
+    and does not count as a test.
+
+    Sort the m present p-values ascending, p_(1) ≤ … ≤ p_(m); the adjusted value of the
+    i-th is max over j ≤ i of min(1, (m - j + 1) · p_(j)), so the adjustment keeps the
+    order and the family-wise error rate stays at the level tested.
+    """
+    present = sorted((value, index) for index, value in enumerate(p_values) if value is not None)
+    count = len(present)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (value, index) in enumerate(present):
+        running = max(running, min(1.0, (count - rank) * value))
+        adjusted[index] = running
+    return adjusted
+
+
 def _regularized_incomplete_beta(a: float, b: float, x: float) -> float:
     """I_x(a, b) by Lentz's continued fraction (Numerical Recipes, 3rd ed., §6.4)."""
     if x <= 0.0:

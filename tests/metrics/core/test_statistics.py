@@ -11,6 +11,7 @@ from metrics.core.statistics import (
     cohen_kappa,
     coverage,
     fleiss_kappa,
+    holm_adjust,
     paired_comparison,
     paired_t_test,
     randomization_test,
@@ -94,3 +95,19 @@ def test_bootstrap_ci_brackets_the_mean_and_is_reproducible():
     assert bootstrap_ci(values, resamples=5000, seed=11) == (low, high)
     assert bootstrap_ci([None]) is None
     assert bootstrap_ci([0.5, 0.5]) == (0.5, 0.5)
+
+
+def test_holm_adjust_by_hand():
+    # Sorted: 0.01 * 3 = 0.03, 0.02 * 2 = 0.04, 0.04 * 1 = 0.04; back in the given order.
+    assert holm_adjust([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+
+
+def test_holm_adjust_keeps_the_order_and_caps_at_one():
+    # 0.01 * 3 = 0.03, 0.035 * 2 = 0.07, then 0.04 * 1 = 0.04 is raised to 0.07 (monotone).
+    assert holm_adjust([0.01, 0.04, 0.035]) == pytest.approx([0.03, 0.07, 0.07])
+    assert holm_adjust([0.6, 0.7]) == pytest.approx([1.0, 1.0])
+
+
+def test_holm_adjust_leaves_missing_tests_out():
+    assert holm_adjust([None, 0.02, None, 0.04]) == pytest.approx([None, 0.04, None, 0.04])
+    assert holm_adjust([]) == []
