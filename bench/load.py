@@ -50,12 +50,12 @@ def stored_values(evaluation_id: int) -> tuple[dict, dict]:
 
 def settle(evaluation_id: int, timeout: float) -> float | None:
     """Seconds until no keyword of the evaluation is left dirty, or None at the timeout."""
-    from evaluations.models import Keyword
+    from metrics.models import KeywordRecomputeMark
 
     began = time.perf_counter()
     while time.perf_counter() - began < timeout:
-        if not Keyword.objects.filter(evaluation_id=evaluation_id,
-                                      dirty_since__isnull=False).exists():
+        if not KeywordRecomputeMark.objects.filter(evaluation_id=evaluation_id,
+                                                   dirty_since__isnull=False).exists():
             return time.perf_counter() - began
         time.sleep(0.05)
     return None

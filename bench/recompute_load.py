@@ -239,7 +239,6 @@ def run(args) -> dict:
     from django.db import connection, connections
 
     from judgments.services import feedback_submit, slot_claim_next
-    from judgments.signals import grades_changed
     from metrics import receivers
     from metrics.tasks import recompute_keyword
 
@@ -265,8 +264,8 @@ def run(args) -> dict:
             enqueued[0] += 1
         return real_apply_async(*a, **kw)
 
-    grades_changed.disconnect(dispatch_uid="metrics.grades")
-    grades_changed.connect(timed_receiver, dispatch_uid="metrics.grades")
+    # on_grades_written calls it after each grade's commit, by its module-level name.
+    receivers.on_grades_changed = timed_receiver
     recompute_keyword.apply_async = counting_apply_async
 
     log_path = Path(tempfile.mkstemp(prefix="recompute-load-", suffix=".log")[1])
@@ -328,12 +327,12 @@ def run(args) -> dict:
             connections.close_all()
 
         def settle(timeout: float = 120) -> tuple[float, bool]:
-            from evaluations.models import Keyword
+            from metrics.models import KeywordRecomputeMark
 
             deadline = time.perf_counter() + timeout
             while time.perf_counter() < deadline:
-                clean = not Keyword.objects.filter(evaluation=evaluation,
-                                                   dirty_since__isnull=False).exists()
+                clean = not KeywordRecomputeMark.objects.filter(
+                    evaluation=evaluation, dirty_since__isnull=False).exists()
                 if clean and from_scratch_matches(evaluation):
                     return time.perf_counter(), True
                 time.sleep(0.005)

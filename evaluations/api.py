@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -13,7 +14,7 @@ from rest_framework.views import APIView
 
 from evaluations import selectors, services
 from evaluations.events import By
-from evaluations.models import Evaluation, SearchModel
+from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from metrics import core
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
@@ -97,6 +98,9 @@ class EvaluationOutputSerializer(serializers.Serializer):
 
 
 def _evaluation_data(evaluation: Evaluation, *, counted: bool = False) -> dict:
+    if not hasattr(evaluation, "progress"):
+        # Not read through a selector (just created or changed by a service).
+        evaluation.progress = selectors.evaluation_progress(evaluation_id=evaluation.pk)
     if counted:
         progress = selectors.fetch_progress_counted(evaluation)
         configs = list(evaluation.metric_configs.all())
@@ -155,7 +159,8 @@ class EvaluationListApi(APIView):
     def get(self, request: Request) -> Response:
         evaluations = selectors.evaluations_with_counts(
             Evaluation.objects.filter(team_id__in=visible_team_ids(request))
-        ).prefetch_related("metric_configs")
+        ).prefetch_related(Prefetch("metric_configs",
+                                    queryset=EvaluationMetric.objects.with_stored_mean()))
         if request.query_params.get("status"):
             evaluations = evaluations.filter(status=request.query_params["status"])
         if request.query_params.get("archived") != "true":

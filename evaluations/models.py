@@ -6,7 +6,8 @@ Keyword and EvaluationMetric) is fixed here; extend it, don't rename it.
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from metrics import core
@@ -18,6 +19,39 @@ class TeamOwnedQuerySet(models.QuerySet):
         if not user.is_authenticated:
             return self.none()
         return self.filter(team__memberships__user=user)
+
+
+class EvaluationQuerySet(TeamOwnedQuerySet):
+    def taking_grades(self) -> "EvaluationQuerySet":
+        """The evaluations that take grades now (Evaluation.status_takes_grades)."""
+        return self.filter(status__in=[status for status in Evaluation.Status.values
+                                       if Evaluation.status_takes_grades(status)])
+
+    def with_recompute_state(self) -> "EvaluationQuerySet":
+        """Annotate `progress` (share of slots graded, 0..100) and `recompute_error`.
+
+        The metrics app keeps and alone writes them (metrics.EvaluationRecomputeState, no
+        row until its first recompute); evaluations reads them by relation name to show
+        them, so it imports nothing of metrics."""
+        return self.annotate(
+            progress=Coalesce(F("recompute_state__progress"), Value(0.0),
+                              output_field=models.FloatField()),
+            recompute_error=Coalesce(F("recompute_state__recompute_error"), Value(""),
+                                     output_field=models.TextField()),
+        )
+
+
+class EvaluationMetricQuerySet(models.QuerySet):
+    def with_stored_mean(self) -> "EvaluationMetricQuerySet":
+        """Annotate `value` (the evaluation's mean of this metric), `keyword_count` and
+        `updated_at`, kept and written by the metrics app alone (metrics.MetricMean, no row
+        until the first recompute): read here by relation name, as with_recompute_state."""
+        return self.annotate(
+            value=F("stored_mean__value"),
+            keyword_count=Coalesce(F("stored_mean__keyword_count"), Value(0),
+                                   output_field=models.IntegerField()),
+            updated_at=F("stored_mean__updated_at"),
+        )
 
 
 class Endpoint(models.Model):
@@ -139,8 +173,6 @@ class Evaluation(models.Model):
     reuse_grades = models.CharField(max_length=10, choices=Reuse.choices, default=Reuse.NONE)
     auto_finish = models.BooleanField(default=True)
     show_position = models.BooleanField(default=False)
-    progress = models.FloatField(default=0.0)
-    recompute_error = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -150,17 +182,13 @@ class Evaluation(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TeamOwnedQuerySet.as_manager()
+    objects = EvaluationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
                 condition=Q(strategy__in=[1, 3]), name="evaluation_strategy_1_or_3"
-            ),
-            models.CheckConstraint(
-                condition=Q(progress__gte=0) & Q(progress__lte=100),
-                name="evaluation_progress_percent",
             ),
         ]
 
@@ -192,11 +220,8 @@ class EvaluationMetric(models.Model):
     k = models.PositiveSmallIntegerField()
     params = models.JSONField(default=dict, blank=True)
     position = models.PositiveSmallIntegerField(default=0)
-    # The evaluation's value of this metric (mean over non-null keywords, docs/METRICS.md) and
-    # how many keywords it covers; written only by the metrics app's recompute.
-    value = models.FloatField(null=True, blank=True)
-    keyword_count = models.PositiveIntegerField(default=0)
-    updated_at = models.DateTimeField(null=True, blank=True)
+
+    objects = EvaluationMetricQuerySet.as_manager()
 
     class Meta:
         ordering = ["evaluation_id", "position", "id"]
@@ -231,12 +256,6 @@ class Keyword(models.Model):
     # requests can take (fetching.fetch_claim_lease_seconds) belongs to a worker that died
     # and may be taken over.
     fetch_claimed_at = models.DateTimeField(null=True, blank=True)
-    # Recompute bookkeeping (docs/ARCHITECTURE.md): every grade change bumps `version` and sets
-    # `dirty_since`; a recompute stores the version it read in `computed_version` and
-    # clears `dirty_since` only when no newer grade arrived meanwhile.
-    version = models.PositiveIntegerField(default=0)
-    computed_version = models.PositiveIntegerField(default=0)
-    dirty_since = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["evaluation_id", "position"]
@@ -246,10 +265,6 @@ class Keyword(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["evaluation", "position"], name="keyword_position_unique"
-            ),
-            models.CheckConstraint(
-                condition=Q(computed_version__lte=F("version")),
-                name="keyword_computed_not_ahead",
             ),
         ]
 

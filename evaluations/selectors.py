@@ -43,8 +43,8 @@ def search_model_get_for_user(*, user: User, model_id: int,
 def evaluation_get_for_user(*, user: User, evaluation_id: int,
                             minimum_role: str = Role.GRADER) -> Evaluation:
     return access.row_get_for_user(
-        Evaluation.objects.select_related("team", "model__endpoint"), user=user,
-        pk=evaluation_id, minimum_role=minimum_role, what="evaluation")
+        Evaluation.objects.select_related("team", "model__endpoint").with_recompute_state(),
+        user=user, pk=evaluation_id, minimum_role=minimum_role, what="evaluation")
 
 
 def keyword_get_for_user(*, user: User, keyword_id: int,
@@ -93,14 +93,15 @@ def evaluations_of_team(*, team_id: int, archived: bool = False,
     evaluations = evaluations_with_counts(
         Evaluation.objects.filter(team_id=team_id, archived_at__isnull=not archived)
         .select_related("model")
-    ).prefetch_related(Prefetch("metric_configs",
-                                queryset=EvaluationMetric.objects.order_by("position", "id")))
+    ).prefetch_related(Prefetch(
+        "metric_configs",
+        queryset=EvaluationMetric.objects.with_stored_mean().order_by("position", "id")))
     return evaluations.filter(status=status) if status else evaluations
 
 
 def evaluations_with_counts(evaluations: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
     status = Keyword.FetchStatus
-    return evaluations.annotate(
+    return evaluations.with_recompute_state().annotate(
         keyword_total=Count("keywords", distinct=True),
         keyword_fetched=Count("keywords", filter=Q(keywords__fetch_status=status.FETCHED),
                               distinct=True),
@@ -182,8 +183,14 @@ def keywords_of_evaluation(*, evaluation: Evaluation,
     return keywords.filter(fetch_status=fetch_status) if fetch_status else keywords
 
 
+def evaluation_progress(*, evaluation_id: int) -> float:
+    """The share of the evaluation's slots graded, as the metrics app last stored it."""
+    return Evaluation.objects.with_recompute_state().values_list(
+        "progress", flat=True).get(pk=evaluation_id)
+
+
 def metric_configs_of(*, evaluation: Evaluation) -> list[EvaluationMetric]:
-    return list(evaluation.metric_configs.order_by("position", "id"))
+    return list(evaluation.metric_configs.with_stored_mean().order_by("position", "id"))
 
 
 # --- what depends on an object (the delete and archive confirm pages) --------------------

@@ -3,24 +3,23 @@ PostgreSQL one-statement path and the portable one), a lead's grade and reset, g
 reused from earlier evaluations or filled from imported judgments, and any later writer
 (an LLM judge calls these functions too).
 
-Each writer validates, writes, and marks the keyword dirty in the same transaction
+Each writer validates, writes, and announces the changed keywords in the same transaction
 (`keywords_mark_dirty`, docs/ARCHITECTURE.md, the recompute pipeline), so a recompute can
-never miss a grade. The keyword's bookkeeping columns themselves are written by
-evaluations.recompute_marks; PostgreSQL's one-statement grade takes its keyword update
-from there as a common table expression.
+never miss a grade. The keywords' versions and dirty marks belong to the metrics app, which
+writes them when it receives the announcement; PostgreSQL's one-statement grade embeds the
+version bump that metrics registers here at start-up (register_version_bump_cte).
 
 Longer than our ~450-line mark on purpose: splitting it would make two places that write
 grades, which is what this module exists to prevent.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from evaluations import recompute_marks
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments import queries
 from judgments import scales as scale_lookup
@@ -35,7 +34,7 @@ from judgments.queue import (
 )
 from judgments.queue_selectors import routes_to
 from judgments.selectors import GradingTarget, assigned_slot_from_row
-from judgments.signals import grades_changed
+from judgments.signals import grades_written
 from metrics import core
 from searchtweak import sql
 from searchtweak.models import User
@@ -44,24 +43,31 @@ from searchtweak.models import User
 
 
 def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
-    """Bump each keyword's version and announce the change after commit.
+    """Announce that the grades of these keywords changed (judgments.signals.grades_written).
 
-    Must run inside the transaction that changed the grades: the version bump commits or
-    rolls back with them, and the metrics app's receiver only ever sees committed work.
-    The signal also carries `newly_dirty_ids`, the keywords that were clean before.
+    Must run inside the transaction that changed the grades: the metrics app's receiver
+    marks the keywords dirty in it, so the mark commits or rolls back with the grades, and
+    queues their recompute after the commit.
     """
     ids = sorted(set(keyword_ids))
-    if not ids:
-        return
-    newly_dirty = recompute_marks.keywords_version_bump(keyword_ids=ids)
-    _announce_grades_changed(keyword_ids=ids, newly_dirty_ids=newly_dirty)
+    if ids:
+        grades_written.send(sender=FeedbackSlot, keyword_ids=ids)
 
 
-def _announce_grades_changed(*, keyword_ids: list[int], newly_dirty_ids: list[int]) -> None:
-    transaction.on_commit(
-        lambda: grades_changed.send(
-            sender=FeedbackSlot, keyword_ids=list(keyword_ids), newly_dirty_ids=newly_dirty_ids)
-    )
+# The statement part that bumps a graded keyword's version inside PostgreSQL's one-statement
+# grade: `(name, graded) -> "name AS (...)"`, given by metrics at start-up (the versions are
+# its table). Until then, or without it, grades take the portable path.
+_version_bump_cte: Callable[..., str] | None = None
+_grade_own_slot_ctes: str | None = None
+
+
+def register_version_bump_cte(build: Callable[..., str] | None) -> None:
+    """Set the builder of the version-bump CTE: `build(name=..., graded=...)` returns a
+    `name AS (...)` statement part that bumps the keyword of the `graded` CTE's row when
+    its `changed` column is true, takes one parameter (the time to mark it dirty with) and
+    returns `dirty_since`, equal to that time exactly when it turned the keyword dirty."""
+    global _version_bump_cte, _grade_own_slot_ctes
+    _version_bump_cte, _grade_own_slot_ctes = build, None
 
 
 # --- grades reused from earlier evaluations and imported judgments ---
@@ -267,10 +273,11 @@ def feedback_submit(
 
 # PostgreSQL writes a grade on the caller's own slot in one statement (no BEGIN/COMMIT
 # round trips): lock the slot, write the grade, and, when it changed, bump the keyword's
-# version as keywords_mark_dirty does. dirty_since comes back equal to the time passed in
-# exactly when this statement turned the keyword dirty.
+# version with the registered CTE, as the receiver of keywords_mark_dirty would.
+# dirty_since comes back equal to the time passed in exactly when this statement turned the
+# keyword dirty.
 # Written here, not in judgments.queries: this module alone writes grades.
-_GRADE_OWN_SLOT_CTES = f"""
+_GRADE_OWN_SLOT_SQL = f"""
 old AS (
     SELECT "id", "grade" FROM {queries.SLOTS}
     WHERE "snapshot_id" = %s AND "user_id" = %s FOR UPDATE),
@@ -279,7 +286,18 @@ graded AS (
     SET "grade" = %s, "graded_at" = %s, "unsure" = %s, "note" = %s, "graded_by_id" = NULL
     FROM old WHERE f."id" = old."id"
     RETURNING f."id", f."keyword_id", old."grade" IS DISTINCT FROM f."grade" AS changed),
-""" + recompute_marks.keyword_version_bump_cte(name="dirty", graded="graded")
+"""
+
+
+def _grade_own_slot_sql_ctes() -> str | None:
+    """The one-statement grade's CTEs, or None while no version bump is registered."""
+    global _grade_own_slot_ctes
+    if _grade_own_slot_ctes is None and _version_bump_cte is not None:
+        _grade_own_slot_ctes = _GRADE_OWN_SLOT_SQL + _version_bump_cte(
+            name="dirty", graded="graded")
+    return _grade_own_slot_ctes
+
+
 _GRADED_COLUMNS = """graded."id" AS graded_id, graded."keyword_id" AS graded_keyword_id,
     graded.changed AS graded_changed, dirty."dirty_since" AS graded_dirty_since"""
 # With the grader's next slot too (the grading loop's one statement a grade): only once
@@ -299,15 +317,17 @@ def _grade_checked(*, target: GradingTarget, grade: Any, unsure: bool, note: str
 
 def _grade_own_slot_sql(*, user: User, target: GradingTarget, value: int, unsure: bool,
                         note: str, now) -> tuple[str, list]:
-    return _GRADE_OWN_SLOT_CTES, [target.snapshot_id, user.pk, value, now, unsure, note, now]
+    return (_grade_own_slot_sql_ctes(),
+            [target.snapshot_id, user.pk, value, now, unsure, note, now])
 
 
 def _announce_own_slot_graded(row: dict, *, now) -> int:
-    """After _GRADE_OWN_SLOT_CTES wrote a grade: announce it if it changed; the slot id."""
+    """After the one-statement grade wrote a grade: announce it if it changed (its version
+    bump is done: the statement made it); the slot id."""
     if row["graded_changed"]:
         newly_dirty = [row["graded_keyword_id"]] if row["graded_dirty_since"] == now else []
-        _announce_grades_changed(
-            keyword_ids=[row["graded_keyword_id"]], newly_dirty_ids=newly_dirty)
+        grades_written.send(sender=FeedbackSlot, keyword_ids=[row["graded_keyword_id"]],
+                            newly_dirty_ids=newly_dirty)
     return row["graded_id"]
 
 
@@ -322,7 +342,7 @@ def snapshot_grade(
     """
     value, note = _grade_checked(target=target, grade=grade, unsure=unsure, note=note)
     now = timezone.now()
-    if sql.is_postgresql():
+    if sql.is_postgresql() and _grade_own_slot_sql_ctes() is not None:
         ctes, params = _grade_own_slot_sql(
             user=user, target=target, value=value, unsure=unsure, note=note, now=now)
         row = sql.fetch_one(
@@ -359,7 +379,7 @@ def snapshot_grade_and_claim_next(
     grade, so on PostgreSQL, when the grader holds the snapshot's slot as they do in that
     loop, the grade, the lease and the read are one statement.
     """
-    if sql.is_postgresql() and evaluation_ids:
+    if sql.is_postgresql() and evaluation_ids and _grade_own_slot_sql_ctes() is not None:
         value, checked_note = _grade_checked(target=target, grade=grade, unsure=unsure,
                                              note=note)
         now = timezone.now()

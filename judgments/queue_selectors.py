@@ -61,11 +61,11 @@ def queue_evaluation_ids(
     if evaluation is not None:
         # The caller loaded it in this request: no need to read it again.
         rows = [(evaluation.pk, evaluation.tags)] if (
-            evaluation.team_id == team.pk and evaluation.status == Evaluation.Status.ACTIVE
+            evaluation.team_id == team.pk and evaluation.takes_grades()
         ) else []
     else:
         rows = list(
-            Evaluation.objects.filter(team=team, status=Evaluation.Status.ACTIVE)
+            Evaluation.objects.filter(team=team).taking_grades()
             .order_by("started_at", "pk").values_list("pk", "tags")
         )
     needed = [(pk, {str(tag).strip().lower() for tag in (tags or [])}) for pk, tags in rows]
@@ -221,10 +221,9 @@ def grader_empty_queue(
         return EmptyQueue(reason="no_team")
     if evaluation is not None:
         scope_ids = [evaluation.pk]
-        active = [(evaluation.pk, evaluation.tags)] if (
-            evaluation.status == Evaluation.Status.ACTIVE) else []
+        active = [(evaluation.pk, evaluation.tags)] if evaluation.takes_grades() else []
     else:
-        active = list(Evaluation.objects.filter(team=team, status=Evaluation.Status.ACTIVE)
+        active = list(Evaluation.objects.filter(team=team).taking_grades()
                       .order_by("started_at", "pk").values_list("pk", "tags"))
         # An evaluation finishes on its last grade: the work just done still counts.
         scope_ids = sorted({pk for pk, _ in active} | set(

@@ -9,11 +9,15 @@ class MetricsConfig(AppConfig):
 
         from evaluations.models import Evaluation, EvaluationMetric
         from evaluations.signals import snapshots_created
+        from judgments.grading import register_version_bump_cte
         from judgments.models import Transformer
-        from judgments.signals import grades_changed
+        from judgments.signals import grades_written
         from metrics import receivers
+        from metrics.recompute.marks import keyword_version_bump_cte
 
-        grades_changed.connect(receivers.on_grades_changed, dispatch_uid="metrics.grades")
+        grades_written.connect(receivers.on_grades_written, dispatch_uid="metrics.grades")
+        # The keyword versions are this app's: the one-statement grade bumps them with it.
+        register_version_bump_cte(keyword_version_bump_cte)
         snapshots_created.connect(receivers.on_snapshots_created,
                                   dispatch_uid="metrics.snapshots_created")
         # Adding, changing or removing a metric recomputes the evaluation.

@@ -57,8 +57,10 @@ def metric_key_slug(key: MetricKey) -> str:
 
 
 def metric_configs(evaluation_id: int) -> list[EvaluationMetric]:
+    """The evaluation's metric configs with their stored means (value, keyword_count,
+    updated_at)."""
     return list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
-                .order_by("position", "id"))
+                .with_stored_mean().order_by("position", "id"))
 
 
 def value_delta(value: float | None, reference: float | None) -> float | None:
@@ -195,13 +197,13 @@ def evaluation_agreement(*, evaluation: Evaluation,
 
     Given the evaluation's metric configs, the result is cached under the evaluation's
     grade state: every grade change ends in a means refresh that moves the configs'
-    updated_at (and usually the progress), so a new grade means a new key. It spares the
-    database a GROUP BY over every slot on each live refresh of every open dashboard.
+    updated_at (written even when a mean is unchanged), so a new grade means a new key. It
+    spares the database a GROUP BY over every slot on each live refresh of every open dashboard.
     """
     stamps = [c.updated_at for c in configs or [] if c.updated_at is not None]
     if not stamps:
         return _evaluation_agreement(evaluation)
-    key = (f"metrics:agreement:{evaluation.pk}:{evaluation.progress}:"
+    key = (f"metrics:agreement:{evaluation.pk}:"
            f"{max(stamps).isoformat()}:{evaluation.scale}:{evaluation.strategy}")
     agreement = cache.get(key)
     if agreement is None:
@@ -383,11 +385,12 @@ def team_dashboard(*, team: Team, user: User, days: int = 14) -> TeamDashboard:
     active = list(Evaluation.objects.filter(
         team=team, archived_at=None,
         status__in=[Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE],
-    ).select_related("model").order_by("started_at", "id")[:20])
+    ).select_related("model").with_recompute_state().order_by("started_at", "id")[:20])
     recent = list(Evaluation.objects.filter(
         team=team, status=Evaluation.Status.FINISHED, archived_at=None,
     ).select_related("model").order_by("-finished_at", "-id").prefetch_related(
-        Prefetch("metric_configs", queryset=EvaluationMetric.objects.order_by("position", "id"))
+        Prefetch("metric_configs",
+                 queryset=EvaluationMetric.objects.with_stored_mean().order_by("position", "id"))
     )[:10])
     start_of_day = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     activity = (
@@ -433,8 +436,8 @@ def model_history(*, model: SearchModel) -> list[MetricHistory]:
     """Each metric's value over the model's finished evaluations, oldest first."""
     configs = EvaluationMetric.objects.filter(
         evaluation__model=model, evaluation__status=Evaluation.Status.FINISHED,
-    ).select_related("evaluation").order_by("evaluation__finished_at", "evaluation_id",
-                                            "position", "id")
+    ).with_stored_mean().select_related("evaluation").order_by(
+        "evaluation__finished_at", "evaluation_id", "position", "id")
     series: dict[MetricKey, list] = {}
     for config in configs:
         series.setdefault(metric_key(config), []).append(

@@ -40,7 +40,8 @@ def model_leaderboard(*, team: Team, metric: str = "") -> ModelLeaderboard:
     configs = list(EvaluationMetric.objects.filter(
         evaluation__team=team, evaluation__status=Evaluation.Status.FINISHED,
         evaluation__archived_at=None,
-    ).select_related("evaluation__model").order_by("-evaluation__finished_at", "-evaluation_id"))
+    ).select_related("evaluation__model").with_stored_mean()
+        .order_by("-evaluation__finished_at", "-evaluation_id"))
     by_key: dict[str, list[EvaluationMetric]] = defaultdict(list)
     labels: dict[str, str] = {}
     for config in configs:

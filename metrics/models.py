@@ -1,14 +1,82 @@
-"""Stored metric values: per keyword and configured metric, and the history of the means.
+"""Everything the pipeline "grades → stored values" keeps, owned and written by this app
+alone (docs/ARCHITECTURE.md, the recompute pipeline): each keyword's version and dirty mark,
+the values per keyword and configured metric, each metric's mean and keyword count, the
+evaluation's grading progress and recompute error, and the history of the means.
 
-The evaluation's current mean and keyword count live on evaluations.EvaluationMetric
-(value, keyword_count, updated_at) so the evaluations app can show them; this app is
-the only writer of all three.
+Other apps read these tables (the evaluations pages show means and progress) but never
+write them. A keyword, metric or evaluation with no row here has the defaults: version 0,
+clean; no mean, no keyword counted; progress 0 and no error. Rows appear with the first
+write, as upserts, so nothing has to create them when keywords or metrics are created.
 """
 
 from django.db import models
+from django.db.models import F, Q
 from django.utils import timezone
 
-from evaluations.models import EvaluationMetric, Keyword
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
+
+
+class KeywordRecomputeMark(models.Model):
+    """A keyword's recompute bookkeeping: every grade change bumps `version` and sets
+    `dirty_since`; a recompute stores the version it read in `computed_version` and clears
+    `dirty_since` only when no newer grade arrived meanwhile (metrics.recompute.marks)."""
+
+    keyword = models.OneToOneField(
+        Keyword, on_delete=models.CASCADE, primary_key=True, related_name="recompute_mark")
+    # The keyword's evaluation, repeated so that "the dirty keywords of an evaluation",
+    # asked after every grade, reads this table alone.
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+")
+    version = models.PositiveIntegerField(default=0)
+    computed_version = models.PositiveIntegerField(default=0)
+    dirty_since = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(computed_version__lte=F("version")),
+                name="keyword_mark_computed_not_ahead",
+            ),
+        ]
+        indexes = [models.Index(fields=["evaluation", "dirty_since"],
+                                name="keyword_mark_dirty_idx")]
+
+    def __str__(self) -> str:
+        return f"keyword {self.keyword_id} v{self.version} (computed v{self.computed_version})"
+
+
+class MetricMean(models.Model):
+    """The evaluation's value of one configured metric: the mean over its keywords with a
+    value (docs/METRICS.md), how many keywords that is, and when the recompute wrote it."""
+
+    metric = models.OneToOneField(
+        EvaluationMetric, on_delete=models.CASCADE, primary_key=True, related_name="stored_mean")
+    value = models.FloatField(null=True, blank=True)
+    keyword_count = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.metric_id} = {self.value} over {self.keyword_count}"
+
+
+class EvaluationRecomputeState(models.Model):
+    """An evaluation's grading progress (share of its slots that hold a grade, 0..100) and
+    the last recompute's error, if it failed."""
+
+    evaluation = models.OneToOneField(
+        Evaluation, on_delete=models.CASCADE, primary_key=True, related_name="recompute_state")
+    progress = models.FloatField(default=0.0)
+    recompute_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(progress__gte=0) & Q(progress__lte=100),
+                name="evaluation_state_progress_percent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.evaluation_id}: {self.progress:.1f} % graded"
 
 
 class KeywordMetricValue(models.Model):

@@ -17,7 +17,14 @@ from django.db import connection
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import core
-from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue
+from metrics.models import (
+    EvaluationRecomputeState,
+    KeywordMetricValue,
+    KeywordRecomputeMark,
+    MetricHistoryPoint,
+    MetricMean,
+    RecomputeDue,
+)
 from searchtweak import sql
 from searchtweak.models import Team
 
@@ -37,6 +44,13 @@ def _rows(statement: str, params: list, *, binary: bool = False) -> list[tuple]:
     return sql.fetch_all(statement, params, binary=binary)
 
 
+def _write(statement: str, params: list) -> int:
+    """One statement on Django's own cursor; the number of rows it changed."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
 def _run(statement: str, params: list) -> list[tuple]:
     """One statement on Django's own cursor (client-side binding), its rows if any."""
     with connection.cursor() as cursor:
@@ -50,20 +64,22 @@ def _run(statement: str, params: list) -> list[tuple]:
 def dirty_keyword_rows(*, keyword_id: int, limit: int) -> list[tuple[int, int, int, bool]]:
     """(id, evaluation_id, version, is dirty) of the keyword and of the dirty keywords of its
     evaluation, oldest dirty mark first, the clean keyword last; at most `limit` rows."""
-    keywords = _table(Keyword)
+    keywords, marks = _table(Keyword), _table(KeywordRecomputeMark)
     return _rows(
-        f"SELECT id, evaluation_id, version, dirty_since IS NOT NULL FROM {keywords}"
-        f" WHERE id = %s OR (dirty_since IS NOT NULL AND evaluation_id ="
+        f"SELECT k.id, k.evaluation_id, COALESCE(m.version, 0), m.dirty_since IS NOT NULL"
+        f" FROM {keywords} k LEFT JOIN {marks} m ON m.keyword_id = k.id"
+        f" WHERE k.id = %s OR k.id IN (SELECT d.keyword_id FROM {marks} d"
+        " WHERE d.dirty_since IS NOT NULL AND d.evaluation_id ="
         f" (SELECT evaluation_id FROM {keywords} WHERE id = %s))"
-        " ORDER BY dirty_since IS NULL, dirty_since, id LIMIT %s",
+        " ORDER BY m.dirty_since IS NULL, m.dirty_since, k.id LIMIT %s",
         [keyword_id, keyword_id, limit],
     )
 
 
 def evaluation_dirty_keyword_id(*, evaluation_id: int) -> int | None:
     rows = _rows(
-        f"SELECT id FROM {_table(Keyword)} WHERE dirty_since IS NOT NULL AND evaluation_id = %s"
-        " LIMIT 1", [evaluation_id])
+        f"SELECT keyword_id FROM {_table(KeywordRecomputeMark)}"
+        " WHERE dirty_since IS NOT NULL AND evaluation_id = %s LIMIT 1", [evaluation_id])
     return rows[0][0] if rows else None
 
 
@@ -152,13 +168,12 @@ def keyword_values_upsert(rows: list[tuple[int, int, float | None, int]], *, now
     )
 
 
-def evaluation_lock(*, evaluation_id: int) -> tuple[str, bool] | None:
-    """(status, auto_finish) of the evaluation, its row locked until the transaction ends
-    (PostgreSQL), so refreshes of one evaluation run one after the other."""
+def evaluation_lock(*, evaluation_id: int) -> bool:
+    """Lock the evaluation's row until the transaction ends (PostgreSQL), so refreshes of
+    one evaluation run one after the other; whether the evaluation exists."""
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    rows = _run(f"SELECT status, auto_finish FROM {_table(Evaluation)} WHERE id = %s{lock}",
-                [evaluation_id])
-    return (rows[0][0], bool(rows[0][1])) if rows else None
+    return bool(_run(f"SELECT 1 FROM {_table(Evaluation)} WHERE id = %s{lock}",
+                     [evaluation_id]))
 
 
 def metric_config_values(*, evaluation_id: int
@@ -172,19 +187,23 @@ def metric_config_values(*, evaluation_id: int
     per value cost the worker about seven times the CPU to decode (`bench/queries.py`).
     """
     configs, values = _table(EvaluationMetric), _table(KeywordMetricValue)
+    means = _table(MetricMean)
     if sql.is_postgresql():
         return [(pk, mean, count, present or []) for pk, mean, count, present in _rows(
-            f"SELECT m.id, m.value, m.keyword_count,"
+            f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0),"
             " ARRAY_AGG(v.value) FILTER (WHERE v.value IS NOT NULL)"
-            f" FROM {configs} m LEFT JOIN {values} v ON v.metric_id = m.id"
-            " WHERE m.evaluation_id = %s GROUP BY m.id", [evaluation_id], binary=True)]
+            f" FROM {configs} m LEFT JOIN {means} s ON s.metric_id = m.id"
+            f" LEFT JOIN {values} v ON v.metric_id = m.id"
+            " WHERE m.evaluation_id = %s GROUP BY m.id, s.value, s.keyword_count",
+            [evaluation_id], binary=True)]
     by_config: dict[int, list[float]] = {}
     for pk, value in _run(
             f"SELECT v.metric_id, v.value FROM {values} v JOIN {configs} m ON m.id = v.metric_id"
             " WHERE m.evaluation_id = %s AND v.value IS NOT NULL", [evaluation_id]):
         by_config.setdefault(pk, []).append(value)
     return [(pk, mean, count, by_config.get(pk, [])) for pk, mean, count in _run(
-        f"SELECT id, value, keyword_count FROM {configs} WHERE evaluation_id = %s",
+        f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0) FROM {configs} m"
+        f" LEFT JOIN {means} s ON s.metric_id = m.id WHERE m.evaluation_id = %s",
         [evaluation_id])]
 
 
@@ -196,14 +215,15 @@ def _cases(column: str, pairs: list[tuple[int, object]], cast: str) -> tuple[str
 
 def metric_means_store(means: list[tuple[int, float | None, int]], *, now) -> None:
     """Set each config's (id, mean, keyword count) and updated_at in one statement."""
-    value_case, value_params = _cases("id", [(pk, mean) for pk, mean, _ in means],
-                                      "DOUBLE PRECISION")
-    count_case, count_params = _cases("id", [(pk, count) for pk, _, count in means], "INTEGER")
-    ids = [pk for pk, _, _ in means]
+    params: list = []
+    for pk, mean, count in means:
+        params += [pk, mean, count, sql.time_param(now)]
     _run(
-        f"UPDATE {_table(EvaluationMetric)} SET value = {value_case},"
-        f" keyword_count = {count_case}, updated_at = %s WHERE id IN ({_marks(ids)})",
-        [*value_params, *count_params, sql.time_param(now), *ids],
+        f"INSERT INTO {_table(MetricMean)} (metric_id, value, keyword_count, updated_at)"
+        f" VALUES {', '.join(['(%s, CAST(%s AS DOUBLE PRECISION), %s, %s)'] * len(means))}"
+        " ON CONFLICT (metric_id) DO UPDATE SET value = excluded.value,"
+        " keyword_count = excluded.keyword_count, updated_at = excluded.updated_at",
+        params,
     )
 
 
@@ -231,13 +251,89 @@ def evaluation_progress_store(*, evaluation_id: int) -> float:
     """Store the share of the evaluation's slots that hold a grade (and clear any recompute
     error) in one statement; returns it."""
     rows = _run(
-        f"UPDATE {_table(Evaluation)} SET recompute_error = '', progress = COALESCE(("
+        f"INSERT INTO {_table(EvaluationRecomputeState)} (evaluation_id, recompute_error,"
+        " progress) SELECT e.id, '', COALESCE(("
         "SELECT CAST(COUNT(grade) AS DOUBLE PRECISION) * 100.0 / NULLIF(COUNT(*), 0)"
-        f" FROM {_table(FeedbackSlot)} WHERE evaluation_id = %s), 0) WHERE id = %s"
-        " RETURNING progress",
-        [evaluation_id, evaluation_id],
+        f" FROM {_table(FeedbackSlot)} WHERE evaluation_id = e.id), 0)"
+        f" FROM {_table(Evaluation)} e WHERE e.id = %s"
+        " ON CONFLICT (evaluation_id) DO UPDATE SET recompute_error = excluded.recompute_error,"
+        " progress = excluded.progress RETURNING progress",
+        [evaluation_id],
     )
-    return rows[0][0]
+    return rows[0][0] if rows else 0.0
+
+
+def evaluation_recompute_error_store(*, evaluation_id: int, error: str) -> None:
+    """Record why the evaluation's last recompute failed (a row of its own if it has none)."""
+    _run(
+        f"INSERT INTO {_table(EvaluationRecomputeState)} (evaluation_id, recompute_error,"
+        f" progress) SELECT id, %s, 0 FROM {_table(Evaluation)} WHERE id = %s"
+        " ON CONFLICT (evaluation_id) DO UPDATE SET recompute_error = excluded.recompute_error",
+        [error, evaluation_id],
+    )
+
+
+# --- the keywords' recompute marks (metrics.recompute.marks, their one writer) ---
+
+_MARKS = _table(KeywordRecomputeMark)
+# Insert a keyword's first mark, or bump the one it has. A keyword deleted meanwhile
+# selects no row, so nothing is inserted for it.
+_BUMP_UPSERT = (
+    f"INSERT INTO {_MARKS} AS m (keyword_id, evaluation_id, version, computed_version,"
+    " dirty_since) SELECT k.id, k.evaluation_id, 1, 0, %s"
+    " FROM {source} ON CONFLICT (keyword_id) DO UPDATE SET version = m.version + 1,"
+    " dirty_since = COALESCE(m.dirty_since, excluded.dirty_since)")
+
+
+def keyword_version_bump_if_dirty(*, keyword_id: int) -> bool:
+    """Bump the keyword's version if it is dirty already; whether it was."""
+    return bool(sql.execute(
+        f"UPDATE {_MARKS} SET version = version + 1"
+        " WHERE keyword_id = %s AND dirty_since IS NOT NULL", [keyword_id]))
+
+
+def keywords_version_bump(*, keyword_ids: list[int], now) -> None:
+    """Bump each keyword's version and mark it dirty since `now` unless it was already."""
+    statement = _BUMP_UPSERT.format(
+        source=f"{_table(Keyword)} k WHERE k.id IN ({_marks(keyword_ids)})")
+    # One keyword is a grade's: prepared on PostgreSQL like the grading requests' other
+    # statements; a list of any length would only fill the prepared-statement cache.
+    (sql.execute if len(keyword_ids) == 1 else _write)(
+        statement, [sql.time_param(now), *keyword_ids])
+
+
+def evaluation_fetched_keywords_version_bump(*, evaluation_id: int, now) -> int:
+    """keywords_version_bump for every fetched keyword of the evaluation; how many."""
+    return _write(
+        _BUMP_UPSERT.format(source=f"{_table(Keyword)} k WHERE k.evaluation_id = %s"
+                                   " AND k.fetch_status = %s"),
+        [sql.time_param(now), evaluation_id, Keyword.FetchStatus.FETCHED])
+
+
+def keyword_version_bump_cte(*, name: str, graded: str) -> str:
+    """A `name AS (INSERT ...)` common table expression for PostgreSQL: bump the version of
+    the keyword of the `graded` CTE's row when its `changed` column says so; it takes one
+    parameter, the time to mark it dirty with, and returns `dirty_since`."""
+    return f"{name} AS (" + _BUMP_UPSERT.format(
+        source=f"{_table(Keyword)} k JOIN {graded} ON k.id = {graded}.\"keyword_id\""
+               f" WHERE {graded}.changed") + " RETURNING m.dirty_since AS \"dirty_since\")"
+
+
+def keywords_mark_computed(keyword_versions: list[tuple[int, int]]) -> list[tuple[int, object]]:
+    """Set computed_version of each (keyword, version) whose stored computed_version is not
+    newer, and clear dirty_since where the version is still that one; (id, dirty_since)
+    of every keyword it wrote. A keyword with no mark is clean: nothing to write."""
+    placeholders = ", ".join(["(%s, %s)"] * len(keyword_versions))
+    return _run(
+        f"WITH computed (keyword_id, version) AS (VALUES {placeholders})"
+        f" UPDATE {_MARKS} SET computed_version = computed.version,"
+        f" dirty_since = CASE WHEN {_MARKS}.version = computed.version THEN NULL"
+        f" ELSE {_MARKS}.dirty_since END"
+        f" FROM computed WHERE {_MARKS}.keyword_id = computed.keyword_id"
+        f" AND {_MARKS}.computed_version <= computed.version"
+        f" RETURNING {_MARKS}.keyword_id, {_MARKS}.dirty_since",
+        [value for pair in keyword_versions for value in pair],
+    )
 
 
 # --- the dashboards ---

@@ -4,6 +4,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric
 
@@ -25,13 +26,37 @@ def _enqueue(task, *args, countdown: float | None = None, marks: bool = False,
             logger.exception("could not enqueue %s%r; the sweep will retry", task.name, args)
 
 
+def _cascaded_from_elsewhere(origin, model) -> bool:
+    """Whether a post_delete comes from deleting something else (`origin`, an instance or a
+    QuerySet: Django's deletion collector) that takes these rows with it. Marks written then
+    would name keywords the same deletion removes."""
+    if origin is None:
+        return False
+    origin_model = origin.model if isinstance(origin, QuerySet) else type(origin)
+    return origin_model is not model
+
+
+def on_grades_written(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) -> None:
+    """Grades of these keywords changed in the transaction under way (judgments sends this
+    before it commits): bump their versions and mark them dirty in it, unless the grade's
+    own statement did (`newly_dirty_ids` given), and queue their recompute after the
+    commit (on_grades_changed)."""
+    from metrics.recompute.marks import keywords_version_bump
+
+    keyword_ids = list(keyword_ids)
+    if newly_dirty_ids is None:
+        newly_dirty_ids = keywords_version_bump(keyword_ids=keyword_ids)
+    transaction.on_commit(lambda: on_grades_changed(
+        sender, keyword_ids=keyword_ids, newly_dirty_ids=list(newly_dirty_ids)))
+
+
 def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) -> None:
     """Enqueue a recompute of each evaluation with a keyword that just became dirty
     (metrics.recompute.scheduling.grades_changed_runs says which; one query, no writes).
 
-    `newly_dirty_ids` (sent by judgments.grading.keywords_mark_dirty) are the keywords the
-    transaction turned from clean to dirty; senders that do not say get every keyword
-    enqueued. When a pool metric of the team may read these grades, a task marks the
+    Called after the commit of grades (on_grades_written). `newly_dirty_ids` are the
+    keywords the transaction turned from clean to dirty; callers that do not say get every
+    keyword enqueued. When a pool metric of the team may read these grades, a task marks the
     keywords whose pool changed (the same text elsewhere in the team) dirty and queues
     their runs: on grade changes only, so two pools that include each other cannot keep
     waking each other up.
@@ -71,8 +96,11 @@ def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
     Unlike the receivers of announcements made after commit, it writes: the mark must
     commit with the change, or a lost message or a dead worker would leave the values
     stale with nothing to tell the sweep (scheduling.evaluation_configuration_changed).
-    Moving a metric in the list changes no value and marks nothing."""
+    Moving a metric in the list changes no value and marks nothing, nor does deleting the
+    evaluation (or its team), which takes the keywords with it."""
     if update_fields is not None and set(update_fields) <= {"position"}:
+        return
+    if _cascaded_from_elsewhere(kwargs.get("origin"), EvaluationMetric):
         return
     from metrics.recompute.scheduling import evaluation_configuration_changed
     from metrics.tasks import recompute_evaluation
@@ -85,7 +113,10 @@ def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
 def on_team_transformers_changed(sender, *, instance, **kwargs) -> None:
     """A team's transformer was saved or deleted: the values of the evaluations that read
     grades through it change though no grade did. Marked here, in the transaction of the
-    change, for the reason on_metric_configs_changed gives; their runs after commit."""
+    change, for the reason on_metric_configs_changed gives; their runs after commit. A
+    team being deleted takes its evaluations with it: nothing to mark."""
+    if _cascaded_from_elsewhere(kwargs.get("origin"), type(instance)):
+        return
     from metrics.recompute.scheduling import team_transformer_changed
     from metrics.tasks import recompute_evaluation
 

@@ -225,16 +225,18 @@ def keyword_rows(*, evaluation: Evaluation, keywords: list[Keyword]) -> list[Key
         for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
             keyword_id__in=keyword_ids).values_list("keyword_id", "metric_id", "value")
     }
-    snapshot_counts = dict(
+    # Each keyword's snapshot count and whether a recompute is due (its dirty mark).
+    counts_and_marks = {
+        pk: (count, dirty_since) for pk, count, dirty_since in
         Keyword.objects.filter(pk__in=keyword_ids).annotate(n=Count("snapshots"))
-        .values_list("pk", "n")
-    )
+        .values_list("pk", "n", "recompute_mark__dirty_since")
+    }
     return [
         KeywordRow(
             keyword=keyword,
             values=[stored.get((keyword.pk, config.pk)) for config in configs],
-            snapshot_count=snapshot_counts.get(keyword.pk, 0),
-            updating=keyword.dirty_since is not None,
+            snapshot_count=counts_and_marks.get(keyword.pk, (0, None))[0],
+            updating=counts_and_marks.get(keyword.pk, (0, None))[1] is not None,
         )
         for keyword in keywords
     ]

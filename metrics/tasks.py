@@ -5,6 +5,7 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 
 from metrics.recompute import run, scheduling
 
@@ -62,9 +63,24 @@ def mark_pool_siblings_dirty(keyword_ids: list[int]) -> int:
 @shared_task(name="metrics.mark_empty_results_dirty", time_limit=60, soft_time_limit=50,
              ignore_result=True)
 def mark_empty_results_dirty(keyword_id: int, evaluation_id: int) -> bool:
-    """A fetch stored no results for the keyword (scheduling.keyword_empty_results_mark_dirty)."""
-    return scheduling.keyword_empty_results_mark_dirty(
+    """A fetch stored no results for the keyword (scheduling.keyword_empty_results_mark_dirty):
+    mark it dirty when a pool metric gives it a value, and queue its run."""
+    runs = scheduling.keyword_empty_results_mark_dirty(
         keyword_id=keyword_id, evaluation_id=evaluation_id)
+    for run_evaluation_id, run_keyword_id in (runs or {}).items():
+        transaction.on_commit(
+            lambda run=(run_keyword_id, run_evaluation_id): _send_after_mark(*run))
+    return runs is not None
+
+
+def _send_after_mark(keyword_id: int, evaluation_id: int) -> None:
+    try:
+        recompute_keyword.apply_async(
+            (keyword_id,), {"evaluation_id": evaluation_id},
+            countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
+    except Exception:
+        # The keyword is marked dirty already: the sweep runs it later.
+        logger.exception("could not enqueue the run of keyword %s; the sweep will", keyword_id)
 
 
 @shared_task(name="metrics.recompute_evaluation",

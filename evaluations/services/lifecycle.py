@@ -377,7 +377,7 @@ def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None 
     now = timezone.now()
     finished = Evaluation.objects.filter(
         pk=evaluation_id, status=Evaluation.Status.ACTIVE, auto_finish=True,
-        progress__gte=COMPLETE_PROGRESS,
+        recompute_state__progress__gte=COMPLETE_PROGRESS,
     ).update(status=Evaluation.Status.FINISHED, finished_at=now) == 1
     if finished:
         team_id = Evaluation.objects.values_list("team_id", flat=True).get(pk=evaluation_id)

@@ -6,10 +6,15 @@ Modules:
 - `means`: after each run, the evaluation's means, history, progress and automatic finish;
 - `scheduling`: when runs happen, the states below.
 
-The keyword's bookkeeping columns (version, computed_version, dirty_since) are written by
-evaluations.recompute_marks alone; the evaluation's RecomputeDue mark by `scheduling` alone.
+- `marks`: every write of the keywords' versions and dirty marks.
 
-States of a keyword (evaluations.Keyword):
+This app owns the pipeline's state and alone writes it: the keyword's bookkeeping
+(metrics.models.KeywordRecomputeMark: version, computed_version, dirty_since) through
+`marks` alone, the values, means, progress and recompute error through the runs, the
+evaluation's RecomputeDue mark through `scheduling` alone. judgments announces grade changes
+inside their transaction (judgments.signals.grades_written) and metrics.receivers marks.
+
+States of a keyword (its KeywordRecomputeMark; no row is version 0, clean):
 - clean: `dirty_since` is NULL and `computed_version == version`;
 - dirty: a grade changed (judgments.grading) or its pool did (a sibling's grade, or a fetch
   that stored no results, with a pool metric configured), or what all of the evaluation's

@@ -25,7 +25,7 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
     with transaction.atomic():
         # Serialise refreshes of one evaluation: each reads after the previous wrote, so
         # the last refresh sees every value committed before it.
-        if queries.evaluation_lock(evaluation_id=evaluation_id) is None:
+        if not queries.evaluation_lock(evaluation_id=evaluation_id):
             return
         # Each config's stored mean and count, and those of its stored keyword values.
         rows = [(pk, value, keyword_count, *core.mean_over_keywords(present))

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import IntegrityError, OperationalError
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from evaluations import hooks, recompute_marks
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from judgments import scales
 from metrics import core, queries
+from metrics.recompute import marks
 from metrics.recompute.means import evaluation_means_refresh
 from metrics.selectors import (
     evaluation_dirty_keywords,
@@ -56,10 +59,12 @@ except ImportError:  # pragma: no cover - SQLite-only installs
 def evaluation_scale(evaluation: Evaluation) -> core.Scale | str:
     if evaluation.scale in core.SCALES:
         return evaluation.scale
-    scale = hooks.team_scale(evaluation.team, evaluation.scale)
-    if scale is None:
+    # The team's own scale, asked of judgments directly (metrics sits above it), not
+    # through evaluations.hooks, which exists for evaluations, below judgments.
+    bounds = scales.provider_bounds(evaluation.team, evaluation.scale)
+    if bounds is None:
         raise core.MetricInputError("scale", f"unknown scale {evaluation.scale!r}")
-    return scale
+    return core.Scale(evaluation.scale, bounds[0], bounds[1])
 
 
 def evaluation_transformers(evaluation: Evaluation) -> dict:
@@ -67,7 +72,7 @@ def evaluation_transformers(evaluation: Evaluation) -> dict:
     evaluation's own (docs/METRICS.md stage 0). Team transformers between other scales are left
     out; they are not this evaluation's to validate."""
     prefix = f"{evaluation.scale}->"
-    team_transformers = hooks.scale_provider().transformers(evaluation.team)
+    team_transformers = scales.provider_transformers(evaluation.team)
     return {
         **{key: mapping for key, mapping in team_transformers.items() if key.startswith(prefix)},
         **evaluation.transformers,
@@ -161,7 +166,7 @@ def _recompute_dirty(keyword_id: int) -> RecomputeRun:
     if outcome == "ok":
         evaluation_means_refresh(evaluation_id=evaluation_id)
     # Last, so a clean keyword's values are in the means as well.
-    left_dirty = recompute_marks.keywords_mark_computed(dirty.versions)
+    left_dirty = marks.keywords_mark_computed(dirty.versions)
     return RecomputeRun(outcome, evaluation_id, tuple(keyword_ids), tuple(left_dirty),
                         dirty.more)
 
@@ -201,7 +206,8 @@ _EVALUATION_ATTEMPTS = 3
 
 def _recompute_evaluation(evaluation_id: int, progress) -> int:
     keywords = list(Keyword.objects.filter(evaluation_id=evaluation_id)
-                    .order_by("position").values_list("pk", "version"))
+                    .annotate(read_version=Coalesce(F("recompute_mark__version"), Value(0)))
+                    .order_by("position").values_list("pk", "read_version"))
     evaluation = Evaluation.objects.select_related("team").filter(pk=evaluation_id).first()
     if evaluation is None:
         return 0
@@ -210,7 +216,7 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     versions = dict(keywords)
     if not configs or not keyword_ids:
         evaluation_means_refresh(evaluation_id=evaluation_id)
-        recompute_marks.keywords_mark_computed(keywords)
+        marks.keywords_mark_computed(keywords)
         if progress is not None:
             progress(len(keyword_ids))
         return len(keyword_ids)
@@ -218,7 +224,7 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         values_by_config = _batch_values(evaluation, configs, keyword_ids)
     except core.MetricInputError as error:
         _record_error(evaluation, error)
-        recompute_marks.keywords_mark_computed(keywords)
+        marks.keywords_mark_computed(keywords)
         return 0
     for start in range(0, len(keyword_ids), _WRITE_CHUNK):
         chunk = keyword_ids[start:start + _WRITE_CHUNK]
@@ -230,7 +236,7 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         if progress is not None:
             progress(len(chunk))
     evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True)
-    recompute_marks.keywords_mark_computed(keywords)
+    marks.keywords_mark_computed(keywords)
     return len(keyword_ids)
 
 
@@ -297,6 +303,6 @@ def _upsert_values(rows: Iterable[tuple[int, int, float | None, int]]) -> None:
 
 def _record_error(evaluation: Evaluation, error: Exception) -> None:
     logger.warning("recompute of evaluation %s failed: %s", evaluation.pk, error)
-    Evaluation.objects.filter(pk=evaluation.pk).update(recompute_error=str(error))
+    queries.evaluation_recompute_error_store(evaluation_id=evaluation.pk, error=str(error))
 
 

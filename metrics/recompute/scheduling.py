@@ -11,11 +11,10 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
-from evaluations import recompute_marks
 from evaluations.models import Evaluation, Keyword
-from judgments.services import keywords_mark_dirty
 from metrics import core, queries
-from metrics.models import RecomputeDue
+from metrics.models import KeywordRecomputeMark, RecomputeDue
+from metrics.recompute import marks
 from metrics.recompute.run import (
     RecomputeRun,
     evaluation_metrics_recompute,
@@ -31,19 +30,22 @@ from metrics.selectors import (
 logger = logging.getLogger(__name__)
 
 
-def keyword_empty_results_mark_dirty(*, keyword_id: int, evaluation_id: int) -> bool:
+def keyword_empty_results_mark_dirty(*, keyword_id: int, evaluation_id: int
+                                     ) -> dict[int, int] | None:
     """A fetch stored no results for the keyword: with a pool metric configured, its value
     is known now (recall and best give 0 when the pool knows documents the search missed),
     though no grade will ever ask for it, so the keyword is marked dirty like a graded one.
 
-    Runs after the fetch committed (metrics.tasks.mark_empty_results_dirty). Returns
-    whether it marked the keyword.
+    Runs after the fetch committed (metrics.tasks.mark_empty_results_dirty). Returns None
+    when nothing reads the pool, else the runs to queue as grades_changed_runs says
+    (evaluation id -> keyword; none when a run is due already). The keyword has no grades,
+    so no pool sibling changes.
     """
     if not any(core.config_reads_pool(config.code, config.params)
                for config in evaluation_metric_configs(evaluation_id=evaluation_id)):
-        return False
-    keywords_mark_dirty(keyword_ids=[keyword_id])
-    return True
+        return None
+    newly_dirty = marks.keywords_version_bump(keyword_ids=[keyword_id])
+    return grades_changed_runs(keyword_ids=[keyword_id], newly_dirty_ids=newly_dirty).runs
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def keyword_pool_siblings_mark_dirty(*, keyword_ids: Iterable[int]) -> ChangedKe
         if (text, team, scale) in wanted
     }
     if sibling_evaluations:
-        recompute_marks.keywords_version_bump_all(keyword_ids=sibling_evaluations)
+        marks.keywords_version_bump_all(keyword_ids=sibling_evaluations)
     return ChangedKeywords(evaluation_of, sibling_evaluations, run_due)
 
 
@@ -147,8 +149,8 @@ def dirty_keywords_due_by_evaluation(*, limit: int = 5000) -> dict[int, list[int
 def _dirty_due(limit: int) -> list[tuple[int, int]]:
     cutoff = timezone.now() - timedelta(seconds=settings.RECOMPUTE_SWEEP_AFTER_SECONDS)
     return list(
-        Keyword.objects.filter(dirty_since__lte=cutoff)
-        .order_by("dirty_since").values_list("pk", "evaluation_id")[:limit]
+        KeywordRecomputeMark.objects.filter(dirty_since__lte=cutoff)
+        .order_by("dirty_since").values_list("keyword_id", "evaluation_id")[:limit]
     )
 
 
@@ -172,10 +174,11 @@ def grades_changed_runs(
     """The recompute tasks to queue for keywords whose grades just changed; reads only,
     one query.
 
-    `newly_dirty_ids` are the keywords the grades turned from clean to dirty (judgments'
-    grades_changed signal). The others were dirty already, so a run is queued or running
-    and reads these grades: either it has not read the keyword yet, or it finds the keyword
-    still dirty when it finishes and queues another. None means every keyword.
+    `newly_dirty_ids` are the keywords the grades turned from clean to dirty
+    (metrics.receivers.on_grades_written). The others were dirty already, so a run is
+    queued or running and reads these grades: either it has not read the keyword yet, or
+    it finds the keyword still dirty when it finishes and queues another. None means every
+    keyword.
 
     One run per evaluation, as a run reads every dirty keyword of its evaluation; none
     while a run answers for the evaluation (RecomputeDue), since it looks for dirty
@@ -218,7 +221,7 @@ SendRun = Callable[[int, int | None, bool, float | None], None]
 
 def evaluation_configuration_changed(*, evaluation_id: int) -> None:
     """Every stored value of the evaluation may be stale: mark its fetched keywords dirty
-    (the others hold no value; recompute_marks.evaluation_keywords_version_bump).
+    (the others hold no value; marks.evaluation_keywords_version_bump).
 
     Runs inside the transaction that changed the configuration (the receiver of
     EvaluationMetric's post_save and post_delete), so the mark commits with the change:
@@ -226,7 +229,7 @@ def evaluation_configuration_changed(*, evaluation_id: int) -> None:
     dies, the sweep finds the keywords; a run that read the older configuration read an
     older version too, and leaves them dirty.
     """
-    recompute_marks.evaluation_keywords_version_bump(evaluation_id=evaluation_id)
+    marks.evaluation_keywords_version_bump(evaluation_id=evaluation_id)
 
 
 def team_transformer_changed(*, team_id: int, source: str, target: str) -> list[int]:

@@ -5,6 +5,7 @@ from django.test import TestCase
 from rest_framework.test import APIClient
 
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from metrics.models import EvaluationRecomputeState, MetricMean
 from searchtweak.models import Role
 from tests.evaluations.factories import (
     EndpointFactory,
@@ -230,8 +231,10 @@ def test_a_lead_creates_an_evaluation_and_reads_it_back(personas):
 
 
 def test_evaluation_detail_shows_metric_values_written_by_the_metrics_app(personas):
-    evaluation = EvaluationFactory(model__endpoint__team=personas.team, progress=40.0)
-    EvaluationMetricFactory(evaluation=evaluation, code="ap", k=10, value=0.5, keyword_count=7)
+    evaluation = EvaluationFactory(model__endpoint__team=personas.team)
+    EvaluationRecomputeState.objects.create(evaluation=evaluation, progress=40.0)
+    config = EvaluationMetricFactory(evaluation=evaluation, code="ap", k=10)
+    MetricMean.objects.create(metric=config, value=0.5, keyword_count=7)
     body = client_for(personas.grader).get(f"/api/v1/evaluations/{evaluation.pk}/").json()
     assert body["progress"] == 40.0
     assert body["metrics"] == [

@@ -5,6 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
+from metrics.models import MetricMean
 from tests.evaluations.factories import (
     EndpointFactory,
     EvaluationFactory,
@@ -32,8 +33,9 @@ def configured_evaluation(team) -> Evaluation:
     for position, text in enumerate(["boots", "hats", "red scarf"], start=1):
         KeywordFactory(evaluation=evaluation, text=text, position=position,
                        fetch_status="fetched")
-    EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=10,
-                            params={"gain": "exponential"}, position=0, value=0.5)
+    MetricMean.objects.create(metric=EvaluationMetricFactory(
+        evaluation=evaluation, code="ndcg", k=10, params={"gain": "exponential"}, position=0),
+        value=0.5)
     EvaluationMetricFactory(evaluation=evaluation, code="precision", k=5, position=1)
     return evaluation
 

@@ -14,6 +14,7 @@ from evaluations.events import By, EvaluationTransitioned, evaluation_transition
 from evaluations.models import Evaluation, Keyword
 from judgments import services as judgments_services
 from judgments.models import FeedbackSlot
+from metrics.models import EvaluationRecomputeState
 from metrics.recompute import means
 from tests.conftest import skip_or_fail
 from tests.evaluations.factories import (
@@ -25,6 +26,7 @@ from tests.evaluations.factories import (
 )
 from tests.evaluations.servers import Reply, running_server
 from tests.judgments.builders import evaluation_with_slots
+from tests.recompute_state import state_of
 from tests.source_scan import matching_lines
 
 pytestmark = pytest.mark.django_db
@@ -239,8 +241,8 @@ def test_a_failing_listener_neither_undoes_the_transition_nor_silences_others(
 
 def complete(personas, **fields) -> Evaluation:
     evaluation = EvaluationFactory(model__endpoint__team=personas.team, status="active",
-                                   started_at="2026-01-01T00:00:00Z", progress=100.0,
-                                   **fields)
+                                   started_at="2026-01-01T00:00:00Z", **fields)
+    EvaluationRecomputeState.objects.create(evaluation=evaluation, progress=100.0)
     return evaluation
 
 
@@ -258,14 +260,18 @@ def test_finish_if_complete_finishes_by_auto_once(personas, events, committed):
 
 @pytest.mark.parametrize(("changes", "progress"), [
     ({"auto_finish": False}, None),  # the lead finishes it by hand
-    ({"progress": 99.9}, None),  # a slot is still empty
+    ({"recompute_state__progress": 99.9}, None),  # a slot is still empty
     ({"status": "pending"}, None),  # paused
     ({}, 99.9),  # the caller's progress says it is not complete: no statement at all
 ])
 def test_finish_if_complete_leaves_an_incomplete_evaluation_alone(
         personas, events, committed, changes, progress, django_assert_num_queries):
     evaluation = complete(personas, auto_finish=True)
-    Evaluation.objects.filter(pk=evaluation.pk).update(**changes)
+    if "recompute_state__progress" in changes:
+        EvaluationRecomputeState.objects.filter(evaluation=evaluation).update(
+            progress=changes["recompute_state__progress"])
+    else:
+        Evaluation.objects.filter(pk=evaluation.pk).update(**changes)
     with committed(), django_assert_num_queries(0 if progress is not None else 1):
         assert services.evaluation_finish_if_complete(
             evaluation_id=evaluation.pk, progress=progress) is False
@@ -310,7 +316,7 @@ def test_the_recompute_asks_the_lifecycle_and_does_not_finish_by_itself(
         judgments_services.slot_grade_by_lead(lead=personas.lead, slot_id=slots[-1].pk, grade=3)
     evaluation.refresh_from_db()
     # Complete, and yet active: finishing is the lifecycle's, which said no here.
-    assert (evaluation.progress, evaluation.status, evaluation.finished_at) == (
+    assert (state_of(evaluation).progress, evaluation.status, evaluation.finished_at) == (
         100.0, "active", None)
     assert asked[-1] == {"evaluation_id": evaluation.pk, "progress": 100.0}
     assert events == []

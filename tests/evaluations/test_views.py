@@ -4,6 +4,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from metrics.models import MetricMean
 from tests.evaluations.factories import (
     EndpointFactory,
     EvaluationFactory,
@@ -145,8 +146,9 @@ def test_the_evaluation_page_shows_progress_keywords_and_errors(client, personas
     SnapshotFactory(keyword=ok, position=1, doc_id="b1", name="Trail boot")
     KeywordFactory(evaluation=evaluation, text="hats", fetch_status="failed",
                    fetch_error="HTTP 404 from the endpoint (not retried)")
-    EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=10, value=0.75,
-                            keyword_count=1)
+    MetricMean.objects.create(
+        metric=EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=10),
+        value=0.75, keyword_count=1)
     page = login(client, personas.grader).get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert "HTTP 404 from the endpoint (not retried)" in page
     assert 'aria-valuenow="100"' in page and "0.7500" in page

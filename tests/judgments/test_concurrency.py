@@ -16,6 +16,7 @@ from tests.conftest import skip_or_fail
 from tests.evaluations.factories import EvaluationMetricFactory
 from tests.judgments.builders import evaluation_with_slots
 from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
+from tests.recompute_state import dirty_marks
 from tests.searchtweak.factories import member
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -76,7 +77,7 @@ def _assert_each_slot_graded_once(evaluation, handed, submitted) -> dict[int, Fe
     assert sum(1 for slot_ids in handed.values() if slot_ids) > 1
     # Runs raced each other's grades; once all are in, nothing is left dirty and every
     # stored value is what a full recompute writes.
-    assert not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists()
+    assert not dirty_marks(evaluation=evaluation).exists()
     assert KeywordMetricValue.objects.filter(keyword__evaluation=evaluation).count() == 4 * 3
     assert_stored_values_equal_a_full_recompute(evaluation.pk)
     return slots

@@ -17,6 +17,7 @@ from metrics.models import KeywordMetricValue
 from searchtweak.access import grade_visibility
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory
 from tests.judgments.builders import evaluation_with_slots
+from tests.recompute_state import mark_of
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def test_document_reuse_copies_imported_grades_into_empty_slots(personas):
         pool_row.pk, None, None)
     assert slot.graded_at is not None and slot.assigned_at is None
     keyword = evaluation.keywords.get()
-    assert keyword.version == 1 and keyword.dirty_since is not None
+    assert mark_of(keyword).version == 1 and mark_of(keyword).dirty_since is not None
     # A graded slot is not free: the queue only hands out the two results nobody graded.
     handed = []
     while (claimed := services.slot_claim_next(user=personas.grader, team=team,
@@ -73,7 +74,7 @@ def test_imported_grades_of_another_scale_or_team_are_not_reused(personas):
     _import(personas.other_team, personas.outsider, b"red shoes,a,3\n")
     evaluation = _reusing(personas.team, doc_ids=["a"])
     assert _graded(evaluation) == []
-    assert evaluation.keywords.get().version == 0
+    assert mark_of(evaluation.keywords.get()).version == 0
 
 
 def test_one_imported_grade_fills_exactly_one_of_three_slots(personas):
@@ -141,7 +142,8 @@ def test_reused_imported_grades_are_recomputed_after_commit(
                                             snapshots=snapshots)
     keyword.refresh_from_db()
     # Eager Celery recomputed it after the commit: one of the two results is relevant.
-    assert keyword.dirty_since is None and keyword.computed_version == keyword.version == 1
+    mark = mark_of(keyword)
+    assert mark.dirty_since is None and mark.computed_version == mark.version == 1
     assert KeywordMetricValue.objects.get(metric=metric, keyword=keyword).value == 0.5
 
 

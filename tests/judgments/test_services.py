@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.signals import snapshots_created
-from judgments import grading, services
+from judgments import services
 from judgments.models import FeedbackSlot, GraderTags, SlotSkip, Transformer
 from judgments.queue_selectors import (
     grading_progress,
@@ -14,10 +14,13 @@ from judgments.queue_selectors import (
     queue_evaluation_ids,
 )
 from judgments.selectors import snapshot_target_for_user
-from judgments.signals import grades_changed
+from judgments.signals import grades_written
+from metrics import receivers as metrics_receivers
+from metrics.models import KeywordRecomputeMark
 from searchtweak.models import Role
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory
 from tests.judgments.builders import evaluation_with_slots
+from tests.recompute_state import mark_of
 from tests.searchtweak.factories import member
 
 pytestmark = pytest.mark.django_db
@@ -32,43 +35,49 @@ def _grade_next(user, team, grade=2, evaluation=None):
 # --- dirty marking ---
 
 
-def test_it_marks_the_keyword_dirty_and_announces_after_commit(
-    personas, django_capture_on_commit_callbacks
+def test_it_announces_in_the_transaction_and_metrics_marks_there_and_queues_after_commit(
+    personas, django_capture_on_commit_callbacks, monkeypatch
 ):
     evaluation = evaluation_with_slots(personas.team, keywords=1)
     keyword = evaluation.keywords.get()
-    received = []
+    announced, queued = [], []
 
     def listener(sender, keyword_ids, **kwargs):
-        received.append(keyword_ids)
+        announced.append(keyword_ids)
 
-    grades_changed.connect(listener, dispatch_uid="test-listener")
+    monkeypatch.setattr(metrics_receivers, "on_grades_changed",
+                        lambda sender, **kwargs: queued.append(kwargs))
+    grades_written.connect(listener, dispatch_uid="test-listener")
     try:
         with django_capture_on_commit_callbacks() as callbacks:
             services.keywords_mark_dirty(keyword_ids=[keyword.pk, keyword.pk])
             first = Keyword.objects.get(pk=keyword.pk)
-            assert first.version == 1 and first.dirty_since is not None
+            assert mark_of(first).version == 1 and mark_of(first).dirty_since is not None
             services.keywords_mark_dirty(keyword_ids=[keyword.pk])
             second = Keyword.objects.get(pk=keyword.pk)
             # The version counts every change; dirty_since keeps the oldest unrecomputed one.
-            assert second.version == 2 and second.dirty_since == first.dirty_since
-            assert received == []  # nothing is announced before the commit
+            assert mark_of(second).version == 2
+            assert mark_of(second).dirty_since == mark_of(first).dirty_since
+            assert announced == [[keyword.pk], [keyword.pk]]  # inside the transaction
+            assert queued == []  # nothing is queued before the commit
         for callback in callbacks:
             callback()
-        assert received == [[keyword.pk], [keyword.pk]]
+        # The first turned the keyword dirty; the second found it dirty already.
+        assert queued == [{"keyword_ids": [keyword.pk], "newly_dirty_ids": [keyword.pk]},
+                          {"keyword_ids": [keyword.pk], "newly_dirty_ids": []}]
     finally:
-        grades_changed.disconnect(dispatch_uid="test-listener")
+        grades_written.disconnect(dispatch_uid="test-listener")
 
 
 def test_a_grade_bumps_its_keyword_version_but_a_same_regrade_does_not(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1)
     slot = _grade_next(personas.grader, personas.team, grade=2)
-    assert Keyword.objects.get(pk=slot.keyword_id).version == 1
+    assert mark_of(slot.keyword_id).version == 1
     services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
-    assert Keyword.objects.get(pk=slot.keyword_id).version == 1
+    assert mark_of(slot.keyword_id).version == 1
     services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
-    assert Keyword.objects.get(pk=slot.keyword_id).version == 2
-    assert evaluation.keywords.get().dirty_since is not None
+    assert mark_of(slot.keyword_id).version == 2
+    assert mark_of(evaluation.keywords.get()).dirty_since is not None
 
 
 # --- slots ---
@@ -122,7 +131,7 @@ def test_reuse_by_document_fills_empty_slots_with_earlier_grades(personas):
     for slot in reused:
         assert slot.reused_from.evaluation_id == earlier.pk
         assert slot.reused_from.snapshot.doc_id == "b"
-    assert evaluation.keywords.get().version == 1
+    assert mark_of(evaluation.keywords.get()).version == 1
     # The third slot of "b" stays free, and its graders never get "b" again.
     assert services.slot_claim_next(user=personas.grader, team=team,
                                     evaluation=evaluation).snapshot.doc_id == "x"
@@ -297,7 +306,7 @@ def test_it_rejects_a_grade_outside_the_scale_or_not_an_integer(personas, scale,
     assert list(error.value.message_dict) == ["grade"]
     stored = FeedbackSlot.objects.get(pk=slot.pk)
     assert stored.grade is None and stored.graded_at is None
-    assert stored.keyword.version == 0
+    assert mark_of(stored.keyword).version == 0
 
 
 @pytest.mark.parametrize("scale,good", [("binary", 1), ("graded", 0), ("detail", 10)])
@@ -387,12 +396,9 @@ def test_grading_a_snapshot_marks_its_keyword_as_a_grade_change_does(
                for s in (first, second)]
     received = []
 
-    class Recorder:  # stands in for the signal: no recompute runs and cleans the keyword
-        @staticmethod
-        def send(sender, keyword_ids, newly_dirty_ids):
-            received.append((keyword_ids, newly_dirty_ids))
-
-    monkeypatch.setattr(grading, "grades_changed", Recorder)
+    # Stands in for the queueing after commit: no recompute runs and cleans the keyword.
+    monkeypatch.setattr(metrics_receivers, "on_grades_changed", lambda sender, **kwargs: (
+        received.append((kwargs["keyword_ids"], kwargs["newly_dirty_ids"]))))
     with django_capture_on_commit_callbacks(execute=True):
         # Claims a slot (the general path), then re-grades it on the caller's own slot
         # (one statement on PostgreSQL): same grade, new grade, then the next result.
@@ -400,11 +406,11 @@ def test_grading_a_snapshot_marks_its_keyword_as_a_grade_change_does(
         services.snapshot_grade(user=personas.grader, target=targets[0], grade=1,
                                 unsure=True, note="  looks off ")
         services.snapshot_grade(user=personas.grader, target=targets[0], grade=2)
-        Keyword.objects.update(dirty_since=None)  # as if a recompute had run
+        KeywordRecomputeMark.objects.update(dirty_since=None)  # as if a recompute had run
         services.snapshot_grade(user=personas.grader, target=targets[1], grade=0)
         services.snapshot_grade(user=personas.grader, target=targets[1], grade=3)
     keyword = evaluation.keywords.get()
-    assert keyword.version == 4 and keyword.dirty_since is not None
+    assert mark_of(keyword).version == 4 and mark_of(keyword).dirty_since is not None
     # Announced only for real changes; newly dirty only when the keyword was clean.
     assert received == [([keyword.pk], [keyword.pk]), ([keyword.pk], []),
                         ([keyword.pk], [keyword.pk]), ([keyword.pk], [])]
@@ -436,7 +442,7 @@ def test_a_lead_grades_a_free_slot_and_corrects_a_graders_grade(personas):
     assert (taken.user_id, taken.grade) == (personas.lead.pk, 1)
     with pytest.raises(ValidationError):
         services.slot_grade_by_lead(lead=personas.lead, slot_id=free.pk, grade=9)
-    assert evaluation.keywords.get().version == 3
+    assert mark_of(evaluation.keywords.get()).version == 3
 
 
 def test_a_reset_empties_the_slot_and_returns_it_to_the_queue(personas):
@@ -445,7 +451,7 @@ def test_a_reset_empties_the_slot_and_returns_it_to_the_queue(personas):
     services.slot_reset(slot_id=slot.pk)
     stored = FeedbackSlot.objects.get(pk=slot.pk)
     assert (stored.user_id, stored.grade, stored.graded_at) == (None, None, None)
-    assert evaluation.keywords.get().version == 2
+    assert mark_of(evaluation.keywords.get()).version == 2
     assert services.slot_claim_next(user=personas.grader, team=personas.team).pk == slot.pk
 
 

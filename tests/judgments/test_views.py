@@ -8,6 +8,7 @@ from evaluations.models import Evaluation
 from judgments import services
 from judgments.models import FeedbackSlot, GraderTags, Scale, Transformer
 from tests.judgments.builders import evaluation_with_slots
+from tests.recompute_state import mark_of
 
 pytestmark = pytest.mark.django_db
 
@@ -140,7 +141,7 @@ def test_a_grade_outside_the_scale_shows_an_error_and_changes_nothing(personas):
         assert response.status_code == 400
         assert 'data-testid="grade-error"' in response.content.decode()
     stored = FeedbackSlot.objects.get(pk=slot.pk)
-    assert stored.grade is None and stored.keyword.version == 0
+    assert stored.grade is None and mark_of(stored.keyword).version == 0
 
 
 def test_a_grade_after_the_lease_ran_out_is_refused_with_a_message(personas):

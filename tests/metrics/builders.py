@@ -1,13 +1,12 @@
 """Build graded evaluations for the recompute tests, and grade them the way judgments does."""
 
 from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
-from judgments.signals import grades_changed
+from metrics import receivers
+from metrics.recompute.marks import keywords_version_bump
 from tests.evaluations.factories import EvaluationFactory
 
 
@@ -53,8 +52,10 @@ def slot(evaluation: Evaluation, text: str, position: int, index: int = 0) -> Fe
 
 @transaction.atomic
 def set_grades(graders, changes: list[tuple[FeedbackSlot, int | None]]) -> None:
-    """Write grades as the judgments services do: the slot, the keyword's dirty mark in the
-    same transaction, and grades_changed after commit. Slot i is graded by graders[i]."""
+    """Write grades as the judgments services do: the slot and its keyword's dirty mark in
+    the same transaction, then the runs queued after commit, here for every keyword (not
+    only those the grades turned dirty, as metrics.receivers.on_grades_written says), so
+    that each grade's run takes place. Slot i is graded by graders[i]."""
     now = timezone.now()
     keyword_ids = set()
     for feedback_slot, grade in changes:
@@ -63,9 +64,6 @@ def set_grades(graders, changes: list[tuple[FeedbackSlot, int | None]]) -> None:
             graded_at=now if grade is not None else None,
         )
         keyword_ids.add(feedback_slot.keyword_id)
-    Keyword.objects.filter(pk__in=keyword_ids).update(
-        version=F("version") + 1, dirty_since=Coalesce(F("dirty_since"), Value(now))
-    )
-    transaction.on_commit(
-        lambda: grades_changed.send(sender=FeedbackSlot, keyword_ids=sorted(keyword_ids))
-    )
+    keywords_version_bump(keyword_ids=keyword_ids)
+    transaction.on_commit(lambda: receivers.on_grades_changed(
+        sender=FeedbackSlot, keyword_ids=sorted(keyword_ids)))

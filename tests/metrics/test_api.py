@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 from evaluations.models import Keyword
 from searchtweak.services import api_token_create
 from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.recompute_state import marks_set
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +46,8 @@ def test_keywords_come_with_their_metric_values(personas, evaluation):
 
 
 def test_a_dirty_keyword_says_it_is_updating(personas, evaluation):
-    Keyword.objects.filter(evaluation=evaluation, text="blue hat").update(
-        version=1, dirty_since="2026-01-01T00:00:00Z")
+    marks_set(Keyword.objects.filter(evaluation=evaluation, text="blue hat"),
+              version=1, dirty_since="2026-01-01T00:00:00Z")
     body = api_as(personas.lead).get(f"/api/v1/evaluations/{evaluation.pk}/keywords/").json()
     assert [row["updating"] for row in body["results"]] == [False, True]
 

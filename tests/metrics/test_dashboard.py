@@ -88,7 +88,7 @@ def test_cards_compare_with_the_previous_finished_evaluation_of_the_model_or_the
     reference = dashboards.evaluation_reference(evaluation=current)
     assert (reference.kind, reference.evaluation) == ("previous", second)
     cards = dashboards.metric_cards(evaluation=current, reference=reference)
-    second_values = {c.code: c.value for c in second.metric_configs.all()}
+    second_values = {c.code: c.value for c in second.metric_configs.with_stored_mean()}
     for card in cards:
         assert card.reference_value == second_values[card.config.code]
         assert card.delta == pytest.approx(card.value - second_values[card.config.code])

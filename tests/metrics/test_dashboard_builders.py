@@ -10,6 +10,7 @@ from metrics.models import KeywordMetricValue
 from metrics.services import evaluation_metrics_recompute
 from searchtweak.models import Role
 from tests.evaluations.factories import SearchModelFactory
+from tests.recompute_state import state_of
 from tests.searchtweak.factories import member
 
 DEFAULT_METRICS = [("precision", 5, {}), ("ap", 5, {}), ("ndcg", 5, {})]
@@ -74,4 +75,4 @@ def test_bulk_evaluation_stores_a_value_per_keyword_and_metric(personas):
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=4)
     assert KeywordMetricValue.objects.filter(keyword__evaluation=evaluation).count() == 12
     assert FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True).count() == 0
-    assert evaluation.progress == 100.0
+    assert state_of(evaluation).progress == 100.0

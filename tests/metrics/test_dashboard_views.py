@@ -66,8 +66,8 @@ def test_the_dashboard_shows_values_cards_and_charts(client, personas, finished)
     client.force_login(personas.lead)
     response = client.get(reverse("metrics:evaluation_dashboard", args=[second.pk]))
     html = response.content.decode()
-    precision = second.metric_configs.get(code="precision")
-    before = first.metric_configs.get(code="precision")
+    precision = second.metric_configs.with_stored_mean().get(code="precision")
+    before = first.metric_configs.with_stored_mean().get(code="precision")
     assert f"{precision.value:.4f}" in html
     assert f"{precision.value - before.value:+.4f}" in html  # change vs previous
     # One history point each (one recompute): the value and nothing else, no one-point line.
@@ -132,7 +132,7 @@ def test_model_history_draws_one_line_chart_per_metric(client, personas, finishe
     response = client.get(reverse("metrics:model_history", args=[first.model_id]))
     html = response.content.decode()
     assert html.count('class="chart line-chart"') == 3
-    ap_first = first.metric_configs.get(code="ap").value
+    ap_first = first.metric_configs.with_stored_mean().get(code="ap").value
     assert f"Before: {ap_first:.4f}" in html  # the point's hover title
     client.force_login(personas.outsider)
     assert client.get(reverse("metrics:model_history", args=[first.model_id])
@@ -141,7 +141,7 @@ def test_model_history_draws_one_line_chart_per_metric(client, personas, finishe
 
 def test_a_second_history_point_draws_the_sparkline(client, personas, finished):
     _, second = finished
-    precision = second.metric_configs.get(code="precision")
+    precision = second.metric_configs.with_stored_mean().get(code="precision")
     MetricHistoryPoint.objects.create(metric=precision, value=0.1, keyword_count=3,
                                       recorded_at=timezone.now())
     client.force_login(personas.lead)

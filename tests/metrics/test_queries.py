@@ -12,10 +12,17 @@ from django.utils import timezone
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import core, queries
-from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue
+from metrics.models import (
+    KeywordMetricValue,
+    KeywordRecomputeMark,
+    MetricHistoryPoint,
+    MetricMean,
+    RecomputeDue,
+)
 from metrics.recompute.scheduling import recompute_due_clear, recompute_due_set
 from searchtweak import sql
 from tests.metrics.builders import build_evaluation
+from tests.recompute_state import dirty_marks, mark_of, marks_set, mean_of, state_of
 from tests.searchtweak.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -37,9 +44,8 @@ def evaluation() -> Evaluation:
         FeedbackSlot.objects.filter(pk=slot.pk).update(grade=grade, user=graders[slot.index])
     keywords = list(Keyword.objects.filter(evaluation=evaluation).order_by("position"))
     now = timezone.now()
-    Keyword.objects.filter(pk=keywords[0].pk).update(version=3, dirty_since=now)
-    Keyword.objects.filter(pk=keywords[2].pk).update(version=2,
-                                                    dirty_since=now - timedelta(minutes=1))
+    marks_set([keywords[0]], version=3, dirty_since=now)
+    marks_set([keywords[2]], version=2, dirty_since=now - timedelta(minutes=1))
     configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position"))
     for keyword, values in zip(keywords, [(0.5, 1.0), (0.25, None), (None, 0.75)], strict=True):
         for config, value in zip(configs, values, strict=True):
@@ -51,10 +57,10 @@ def evaluation() -> Evaluation:
 def test_dirty_keyword_rows(evaluation):
     keyword = Keyword.objects.filter(evaluation=evaluation).order_by("position")[1]
     expected = [
-        (k.pk, k.evaluation_id, k.version, k.dirty_since is not None)
+        (k.pk, k.evaluation_id, mark_of(k).version, mark_of(k).dirty_since is not None)
         for k in Keyword.objects.filter(Q(pk=keyword.pk) | Q(
-            evaluation_id=keyword.evaluation_id, dirty_since__isnull=False))
-        .order_by(F("dirty_since").asc(nulls_last=True), "id")
+            evaluation_id=keyword.evaluation_id, recompute_mark__dirty_since__isnull=False))
+        .order_by(F("recompute_mark__dirty_since").asc(nulls_last=True), "id")
     ]
     assert len(expected) == 3 and expected[-1][0] == keyword.pk
     assert queries.dirty_keyword_rows(keyword_id=keyword.pk, limit=10) == expected
@@ -62,10 +68,9 @@ def test_dirty_keyword_rows(evaluation):
 
 
 def test_evaluation_dirty_keyword_id(evaluation):
-    dirty = set(Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False)
-                .values_list("pk", flat=True))
+    dirty = set(dirty_marks(evaluation=evaluation).values_list("keyword_id", flat=True))
     assert queries.evaluation_dirty_keyword_id(evaluation_id=evaluation.pk) in dirty
-    Keyword.objects.update(dirty_since=None)
+    KeywordRecomputeMark.objects.update(dirty_since=None)
     assert queries.evaluation_dirty_keyword_id(evaluation_id=evaluation.pk) is None
 
 
@@ -157,19 +162,17 @@ def test_keyword_values_upsert(evaluation):
 
 
 def test_evaluation_lock(evaluation):
-    Evaluation.objects.filter(pk=evaluation.pk).update(auto_finish=True)
     with transaction.atomic():
-        assert queries.evaluation_lock(evaluation_id=evaluation.pk) == tuple(
-            Evaluation.objects.filter(pk=evaluation.pk).values_list("status", "auto_finish")
-            .get())
-    assert queries.evaluation_lock(evaluation_id=999_999) is None
+        assert queries.evaluation_lock(evaluation_id=evaluation.pk) is True
+    assert queries.evaluation_lock(evaluation_id=999_999) is False
 
 
 def test_metric_config_values(evaluation):
-    EvaluationMetric.objects.filter(evaluation=evaluation, code="recall").update(
+    MetricMean.objects.create(
+        metric=EvaluationMetric.objects.get(evaluation=evaluation, code="recall"),
         value=0.875, keyword_count=2)
     EvaluationMetric.objects.create(evaluation=evaluation, code="ap", k=3, position=2)
-    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation)
+    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).with_stored_mean()
                    .values_list("id", "value", "keyword_count"))
     present = KeywordMetricValue.objects.filter(metric__evaluation=evaluation,
                                                 value__isnull=False)
@@ -188,8 +191,11 @@ def test_metric_means_store(evaluation):
     now = timezone.now()
     queries.metric_means_store([(configs[0].pk, 0.375, 2), (configs[1].pk, None, 0)], now=now)
     assert list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position")
-                .values_list("value", "keyword_count", "updated_at")) == [
+                .with_stored_mean().values_list("value", "keyword_count", "updated_at")) == [
         (0.375, 2, now), (None, 0, now)]
+    # A second store updates the rows the first created.
+    queries.metric_means_store([(configs[0].pk, 0.5, 3)], now=now)
+    assert (mean_of(configs[0]).value, mean_of(configs[0]).keyword_count) == (0.5, 3)
 
 
 def test_history_latest_points_follow(evaluation):
@@ -215,14 +221,15 @@ def test_history_latest_points_follow(evaluation):
 
 
 def test_evaluation_progress_store(evaluation):
-    Evaluation.objects.filter(pk=evaluation.pk).update(recompute_error="boom")
+    queries.evaluation_recompute_error_store(evaluation_id=evaluation.pk, error="boom")
+    assert state_of(evaluation).recompute_error == "boom"
     counts = FeedbackSlot.objects.filter(evaluation=evaluation).aggregate(
         graded=Count("grade"), total=Count("pk"))
     expected = counts["graded"] * 100.0 / counts["total"]
     assert queries.evaluation_progress_store(evaluation_id=evaluation.pk) == pytest.approx(
         expected, abs=1e-12)
     evaluation.refresh_from_db()
-    assert (evaluation.progress, evaluation.recompute_error) == (
+    assert (state_of(evaluation).progress, state_of(evaluation).recompute_error) == (
         pytest.approx(expected, abs=1e-12), "")
     empty = build_evaluation(keywords={}, metrics=[])
     assert queries.evaluation_progress_store(evaluation_id=empty.pk) == 0

@@ -10,6 +10,7 @@ from evaluations.models import Keyword
 from judgments.models import FeedbackSlot
 from metrics import receivers, tasks
 from tests.metrics.builders import build_evaluation
+from tests.recompute_state import mark_of
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +45,7 @@ def test_a_grade_read_by_a_pool_metric_queues_the_marking_of_its_siblings_withou
         ("metrics.mark_pool_siblings_dirty", ([graded_id],), {}),
         ("metrics.recompute_keyword", (graded_id,), {"evaluation_id": graded.pk}),
     ]
-    assert Keyword.objects.get(evaluation=recall).dirty_since is None  # not yet: the task's
+    assert mark_of(Keyword.objects.get(evaluation=recall)).dirty_since is None  # the task's
 
 
 def test_the_siblings_task_marks_them_dirty_and_queues_their_run(sent):
@@ -54,7 +55,7 @@ def test_the_siblings_task_marks_them_dirty_and_queues_their_run(sent):
     sibling = Keyword.objects.get(evaluation=recall)
     assert tasks.mark_pool_siblings_dirty.run([Keyword.objects.get(evaluation=graded).pk]) == 1
     sibling.refresh_from_db()
-    assert sibling.dirty_since is not None and sibling.version == 1
+    assert mark_of(sibling).dirty_since is not None and mark_of(sibling).version == 1
     assert sent == [("metrics.recompute_keyword", (sibling.pk,), {"evaluation_id": recall.pk})]
 
 
@@ -79,7 +80,8 @@ def test_the_empty_results_task_marks_the_keyword_only_for_a_pool_metric(
     with django_capture_on_commit_callbacks(execute=False):
         assert tasks.mark_empty_results_dirty.run(keyword.pk, evaluation.pk) is marked
     keyword.refresh_from_db()
-    assert (keyword.version, keyword.dirty_since is not None) == (int(marked), marked)
+    mark = mark_of(keyword)
+    assert (mark.version, mark.dirty_since is not None) == (int(marked), marked)
 
 
 def test_with_the_broker_down_the_siblings_are_marked_here_so_the_sweep_finds_them(
@@ -97,4 +99,4 @@ def test_with_the_broker_down_the_siblings_are_marked_here_so_the_sweep_finds_th
     receivers.on_grades_changed(sender=FeedbackSlot, keyword_ids=[graded_id],
                                 newly_dirty_ids=[graded_id])
     sibling = Keyword.objects.get(evaluation=recall)
-    assert sibling.dirty_since is not None and sibling.version == 1
+    assert mark_of(sibling).dirty_since is not None and mark_of(sibling).version == 1

@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import core, services
-from metrics.models import KeywordMetricValue, MetricHistoryPoint
+from metrics.models import KeywordMetricValue, KeywordRecomputeMark, MetricHistoryPoint, MetricMean
 from metrics.recompute import run as recompute_run
 from metrics.recompute import scheduling
 from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.recompute_state import dirty_marks, mark_of, marks_set, state_of
 from tests.searchtweak.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +59,7 @@ def stored_by_config(evaluation) -> dict[tuple[str, int], float | None]:
 def means(evaluation) -> dict[str, tuple[float | None, int]]:
     return {
         config.code: (config.value, config.keyword_count)
-        for config in EvaluationMetric.objects.filter(evaluation=evaluation)
+        for config in EvaluationMetric.objects.with_stored_mean().filter(evaluation=evaluation)
     }
 
 
@@ -79,10 +80,10 @@ def test_a_grade_updates_keyword_values_and_the_mean(grade):
     assert ("hats", "cg") not in values  # not graded yet: never computed
     assert means(evaluation)["cg"] == (5.0, 1)
     keyword = Keyword.objects.get(evaluation=evaluation, text="shoes")
-    assert keyword.dirty_since is None
-    assert keyword.computed_version == keyword.version == 1
+    assert mark_of(keyword).dirty_since is None
+    assert mark_of(keyword).computed_version == mark_of(keyword).version == 1
     evaluation.refresh_from_db()
-    assert evaluation.progress == pytest.approx(100 * 3 / 5)
+    assert state_of(evaluation).progress == pytest.approx(100 * 3 / 5)
 
 
 def test_means_skip_null_keywords_and_count_the_rest(grade):
@@ -142,7 +143,8 @@ def test_a_run_that_read_old_grades_cannot_overwrite_newer_values(grade, monkeyp
     assert stored(evaluation)[("race", "cg")] == 4.0
     assert means(evaluation)["cg"] == (4.0, 1)
     keyword = Keyword.objects.get(evaluation=evaluation)
-    assert (keyword.version, keyword.computed_version, keyword.dirty_since) == (2, 2, None)
+    mark = mark_of(keyword)
+    assert (mark.version, mark.computed_version, mark.dirty_since) == (2, 2, None)
 
 
 def test_recompute_is_idempotent_and_coalesces(grade):
@@ -151,7 +153,7 @@ def test_recompute_is_idempotent_and_coalesces(grade):
     keyword = Keyword.objects.get(evaluation=evaluation)
     before = stored(evaluation)
     assert services.keyword_metrics_recompute(keyword_id=keyword.pk).outcome == "fresh"
-    Keyword.objects.filter(pk=keyword.pk).update(dirty_since="2026-01-01T00:00:00Z")
+    KeywordRecomputeMark.objects.filter(keyword=keyword).update(dirty_since="2026-01-01T00:00:00Z")
     assert services.keyword_metrics_recompute(keyword_id=keyword.pk).outcome == "ok"
     assert stored(evaluation) == before
     assert services.keyword_metrics_recompute(keyword_id=999_999).outcome == "missing"
@@ -172,7 +174,7 @@ def test_recompute_metrics_command_equals_the_incremental_values(grade, capsys):
     grade(changes)
     incremental, incremental_means = stored(evaluation), means(evaluation)
     KeywordMetricValue.objects.all().delete()
-    EvaluationMetric.objects.filter(evaluation=evaluation).update(value=None, keyword_count=0)
+    MetricMean.objects.filter(metric__evaluation=evaluation).update(value=None, keyword_count=0)
     call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
     assert "Recomputed 6 keywords in 1 evaluations." in capsys.readouterr().out
     scratch = stored(evaluation)
@@ -198,13 +200,13 @@ def test_a_transformer_that_no_longer_fits_is_stored_on_the_evaluation(grade):
     )
     grade([(slot(evaluation, "k", 1), 3)])
     evaluation.refresh_from_db()
-    assert evaluation.recompute_error.startswith("transformers.graded->binary: grade 2")
+    assert state_of(evaluation).recompute_error.startswith("transformers.graded->binary: grade 2")
     Evaluation.objects.filter(pk=evaluation.pk).update(
         transformers={"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}}
     )
     call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
     evaluation.refresh_from_db()
-    assert evaluation.recompute_error == ""
+    assert state_of(evaluation).recompute_error == ""
     assert stored(evaluation)[("k", "precision")] == 1.0
 
 
@@ -250,7 +252,7 @@ def test_the_evaluation_finishes_itself_at_full_progress(grade):
     assert evaluation.status == Evaluation.Status.ACTIVE
     grade([(slot(evaluation, "k", 2), 0)])
     evaluation.refresh_from_db()
-    assert evaluation.progress == 100.0
+    assert state_of(evaluation).progress == 100.0
     assert evaluation.status == Evaluation.Status.FINISHED
 
 
@@ -262,7 +264,7 @@ def test_the_sweep_finds_keywords_left_dirty(graders):
     keyword = Keyword.objects.get(evaluation=evaluation, text="a")
     # A grade whose recompute message was lost: stored and dirty, no value yet.
     FeedbackSlot.objects.filter(keyword=keyword).update(grade=2, user=graders[0])
-    Keyword.objects.filter(pk=keyword.pk).update(version=1, dirty_since="2026-01-01T00:00:00Z")
+    marks_set([keyword], version=1, dirty_since="2026-01-01T00:00:00Z")
     assert services.dirty_keywords_due() == [keyword.pk]
     assert sweep_dirty_keywords.delay().get() == 1
     assert stored(evaluation)[("a", "cg")] == 2.0
@@ -298,7 +300,8 @@ def test_stored_values_always_equal_a_from_scratch_recompute(
             continue  # beta has two results
         grade([(slot(evaluation, text, position, index), value)])
     incremental = stored_by_config(evaluation)
-    incremental_means = list(EvaluationMetric.objects.filter(evaluation=evaluation)
+    incremental_means = list(EvaluationMetric.objects.with_stored_mean()
+                             .filter(evaluation=evaluation)
                              .values_list("pk", "value", "keyword_count"))
     services.evaluation_metrics_recompute(evaluation_id=evaluation.pk)
     scratch = stored_by_config(evaluation)
@@ -308,7 +311,7 @@ def test_stored_values_always_equal_a_from_scratch_recompute(
     for key in scratch.keys() - incremental.keys():
         assert scratch[key] is None, key  # never graded: null
     scratch_means = {pk: (value, count) for pk, value, count in
-                     EvaluationMetric.objects.filter(evaluation=evaluation)
+                     EvaluationMetric.objects.with_stored_mean().filter(evaluation=evaluation)
                      .values_list("pk", "value", "keyword_count")}
     for pk, value, count in incremental_means:
         assert scratch_means[pk][1] == count
@@ -334,7 +337,7 @@ def test_two_evaluations_whose_pools_include_each_other_settle(grade, monkeypatc
     assert sorted(runs) == sorted(Keyword.objects.values_list("pk", flat=True))
     assert stored(first)[("tent", "recall")] == 1.0
     assert stored(second)[("Tent", "recall")] is None  # nothing of its own graded yet
-    assert not Keyword.objects.filter(dirty_since__isnull=False).exists()
+    assert not dirty_marks().exists()
 
 
 def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
@@ -375,10 +378,11 @@ def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
     assert stored(second) == expected
     assert means(second) == {"recall": (0.0, 1), "best": (0.0, 1)}
     tent.refresh_from_db()
-    assert tent.dirty_since is None and tent.computed_version == tent.version
+    mark = mark_of(tent)
+    assert mark.dirty_since is None and mark.computed_version == mark.version
 
     KeywordMetricValue.objects.filter(keyword__evaluation=second).delete()
-    EvaluationMetric.objects.filter(evaluation=second).update(value=None, keyword_count=0)
+    MetricMean.objects.filter(metric__evaluation=second).update(value=None, keyword_count=0)
     call_command("recompute_metrics", "--evaluation", str(second.pk), "--quiet")
     assert stored(second) == expected
     assert means(second) == {"recall": (0.0, 1), "best": (0.0, 1)}

@@ -6,8 +6,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError, OperationalError
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 from django.test import override_settings
 from django.utils import timezone
 
@@ -17,7 +15,9 @@ from metrics import receivers, services, tasks
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, RecomputeDue
 from metrics.recompute import run as recompute_run
 from metrics.recompute import scheduling
+from metrics.recompute.marks import keywords_version_bump
 from tests.metrics.builders import build_evaluation, slot
+from tests.recompute_state import dirty_marks, mark_of, mean_of
 from tests.searchtweak.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -48,8 +48,7 @@ def write_grade(grader, feedback_slot: FeedbackSlot, value: int) -> None:
     slot and its keyword's dirty mark, as judgments writes them, and no signal."""
     FeedbackSlot.objects.filter(pk=feedback_slot.pk).update(
         grade=value, user=grader, graded_at=timezone.now())
-    Keyword.objects.filter(pk=feedback_slot.keyword_id).update(
-        version=F("version") + 1, dirty_since=Coalesce(F("dirty_since"), Value(timezone.now())))
+    keywords_version_bump(keyword_ids=[feedback_slot.keyword_id])
 
 
 def keyword(evaluation, text: str) -> Keyword:
@@ -63,11 +62,11 @@ def values(evaluation) -> dict[tuple[str, str], float | None]:
 
 def means(evaluation) -> dict[str, tuple[float | None, int]]:
     return {c.code: (c.value, c.keyword_count)
-            for c in EvaluationMetric.objects.filter(evaluation=evaluation)}
+            for c in EvaluationMetric.objects.with_stored_mean().filter(evaluation=evaluation)}
 
 
 def is_dirty(evaluation, text: str) -> bool:
-    return keyword(evaluation, text).dirty_since is not None
+    return mark_of(keyword(evaluation, text)).dirty_since is not None
 
 
 def test_a_run_recomputes_every_dirty_keyword_of_the_evaluation_at_once(grader, evaluation):
@@ -90,7 +89,8 @@ def test_a_run_recomputes_every_dirty_keyword_of_the_evaluation_at_once(grader, 
     assert means(evaluation) == {"cg": (3.0, 2), "precision": (0.75, 2)}
     for text in ("a", "b"):
         row = keyword(evaluation, text)
-        assert (row.dirty_since, row.computed_version, row.version) == (None, 2, 2)
+        mark = mark_of(row)
+        assert (mark.dirty_since, mark.computed_version, mark.version) == (None, 2, 2)
     assert is_dirty(other, "x")  # another evaluation's keywords wait for their own run
     # The task queued for b finds its keyword done.
     assert services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "b").pk
@@ -117,7 +117,8 @@ def test_a_grade_during_a_run_keeps_its_keyword_dirty_for_the_next(
     assert not is_dirty(evaluation, "a")
     # b's values are those of the grades the run read; the newer grade keeps b dirty.
     assert values(evaluation)[("b", "cg")] == 1.0
-    assert (b.version, b.computed_version) == (2, 1) and b.dirty_since is not None
+    mark = mark_of(b)
+    assert (mark.version, mark.computed_version) == (2, 1) and mark.dirty_since is not None
 
     monkeypatch.setattr(recompute_run, "evaluation_grade_array", real_read)
     assert services.keyword_metrics_recompute(keyword_id=b.pk).keyword_ids == (b.pk,)
@@ -146,11 +147,12 @@ def test_a_refresh_that_changes_no_mean_marks_the_time_but_adds_no_history(
 ):
     write_grade(grader, slot(evaluation, "a", 1), 2)
     services.keyword_metrics_recompute(keyword_id=keyword(evaluation, "a").pk)
-    before = EvaluationMetric.objects.get(evaluation=evaluation, code="cg").updated_at
+    before = mean_of(EvaluationMetric.objects.get(evaluation=evaluation, code="cg")).updated_at
     points = MetricHistoryPoint.objects.filter(metric__evaluation=evaluation).count()
     services.evaluation_means_refresh(evaluation_id=evaluation.pk)
     # Dashboards key their caches on updated_at: it moves with every refresh.
-    assert EvaluationMetric.objects.get(evaluation=evaluation, code="cg").updated_at > before
+    assert mean_of(EvaluationMetric.objects.get(evaluation=evaluation, code="cg")).updated_at \
+        > before
     assert MetricHistoryPoint.objects.filter(metric__evaluation=evaluation).count() == points
 
 
@@ -372,7 +374,7 @@ def test_the_sweep_queues_one_run_per_evaluation(grader, evaluation, sent):
     for feedback_slot in (slot(evaluation, "a", 1), slot(evaluation, "b", 1),
                           slot(other, "x", 1)):
         write_grade(grader, feedback_slot, 1)
-    Keyword.objects.filter(dirty_since__isnull=False).update(
+    dirty_marks().update(
         dirty_since=timezone.now() - timedelta(minutes=1))
     assert tasks.sweep_dirty_keywords.run() == 3
     started_from = [args[0] for args, _, _ in sent]

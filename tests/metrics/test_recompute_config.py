@@ -19,6 +19,7 @@ from metrics.services import dirty_keywords_due
 from searchtweak.celery import app as celery_app
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
+from tests.recompute_state import dirty_marks, mean_of
 from tests.searchtweak.factories import UserFactory
 from tests.workers import tasks_sent_to
 
@@ -73,7 +74,7 @@ def test_a_metric_added_while_the_broker_is_down_is_recomputed_by_the_sweep(pers
     # lamp's first relevant result is at rank 2, desk's at 1; sofa is ungraded.
     assert rr_values(evaluation) == {"lamp": 0.5, "desk": 1.0, "sofa": None}
     rr = EvaluationMetric.objects.get(evaluation=evaluation, code="rr")
-    assert (rr.value, rr.keyword_count) == (0.75, 2)
+    assert (mean_of(rr).value, mean_of(rr).keyword_count) == (0.75, 2)
     assert dirty_keywords_due() == []
     assert_stored_values_equal_a_full_recompute(evaluation.pk)
 
@@ -126,7 +127,7 @@ def test_a_run_whose_keywords_are_replaced_under_it_retries_and_converges(
         == {"lamp", "chair"}
     assert sorted(KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
                   .values_list("keyword__text", flat=True)) == ["chair", "lamp"]
-    assert not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists()
+    assert not dirty_marks(evaluation=evaluation).exists()
     assert_stored_values_equal_a_full_recompute(evaluation.pk)
 
 
@@ -143,7 +144,7 @@ def test_a_team_transformer_changed_while_the_broker_is_down_is_recomputed_by_th
     untouched = build_evaluation(team=personas.team, keywords={"lamp": ["a"]},
                                  metrics=[("ndcg", 1, {})])  # graded: no transformer
     precision = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
-    assert precision.value == pytest.approx((1 / 2 + 0 / 2) / 2)  # only lamp's 3 counts
+    assert mean_of(precision).value == pytest.approx((1 / 2 + 0 / 2) / 2)  # only lamp's 3 counts
     with broker_down():
         if change == "save":
             judgment_services.transformer_save(
@@ -153,12 +154,12 @@ def test_a_team_transformer_changed_while_the_broker_is_down_is_recomputed_by_th
             judgment_services.transformer_delete(transformer=strict)
     assert sorted(dirty_keywords_due()) == sorted(
         Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
-    assert not Keyword.objects.filter(evaluation=untouched, dirty_since__isnull=False).exists()
+    assert not dirty_marks(evaluation=untouched).exists()
 
     assert tasks.sweep_dirty_keywords.delay().get() == 3
     precision.refresh_from_db()
     # 2 and up: lamp 1/2, desk 1/2; the default (1 and up): lamp 1/2, desk 2/2.
-    assert precision.value == pytest.approx(0.5 if change == "save" else 0.75)
+    assert mean_of(precision).value == pytest.approx(0.5 if change == "save" else 0.75)
     assert dirty_keywords_due() == []
     assert_stored_values_equal_a_full_recompute(evaluation.pk)
 
@@ -176,7 +177,7 @@ def test_deleting_a_graded_evaluation_recomputes_the_pool_metrics_that_read_its_
     set_grades(graders, [(slot(judged, "Tent", 1), 3), (slot(judged, "Tent", 2), 2),
                          (slot(recall, "tent", 1), 2), (slot(recall, "tent", 2), 0)])
     config = EvaluationMetric.objects.get(evaluation=recall)
-    assert (config.value, config.keyword_count) == (0.5, 1)  # d2 of d1 and d2
+    assert (mean_of(config).value, mean_of(config).keyword_count) == (0.5, 1)  # d2 of d1 and d2
     with broker_down():
         evaluation_services.evaluation_delete(evaluation=judged)
     sibling = Keyword.objects.get(evaluation=recall)
@@ -184,7 +185,8 @@ def test_deleting_a_graded_evaluation_recomputes_the_pool_metrics_that_read_its_
 
     assert tasks.sweep_dirty_keywords.delay().get() == 1
     config.refresh_from_db()
-    assert (config.value, config.keyword_count) == (1.0, 1)  # d2, the only one left
+    # d2, the only one left.
+    assert (mean_of(config).value, mean_of(config).keyword_count) == (1.0, 1)
     assert dirty_keywords_due() == []
     assert_stored_values_equal_a_full_recompute(recall.pk)
 

@@ -14,7 +14,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connection, transaction
 from django.utils import timezone
 
-from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from evaluations.models import Evaluation, EvaluationMetric
 from judgments.models import FeedbackSlot
 from searchtweak.services import api_token_create
 from tests.conftest import skip_or_fail
@@ -26,6 +26,7 @@ from tests.metrics.test_recompute_worker import (
     assert_values_match_the_engine,
     wait_until_clean,
 )
+from tests.recompute_state import dirty_marks, mean_of
 from tests.searchtweak.factories import UserFactory
 from tests.workers import (
     celery_worker,
@@ -98,9 +99,9 @@ def test_a_worker_killed_mid_recompute_converges_after_a_restart():
         wait_until(lambda: backends_waiting_on_a_lock() == 1, "mid-run")
         first.kill()
     # The run died after its keyword values, before its means and its clean marks.
-    assert Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).count() == 2
+    assert dirty_marks(evaluation=evaluation).count() == 2
     # Long ago, as far as the sweep can tell (instead of waiting out its threshold).
-    Keyword.objects.filter(evaluation=evaluation).update(
+    dirty_marks(evaluation=evaluation).update(
         dirty_since=timezone.now() - timedelta(minutes=10))
 
     with celery_worker(broker_url=broker_url, database_url=database_url) as queue, \
@@ -172,7 +173,7 @@ def test_a_worker_killed_mid_recompute_of_a_new_metric_converges_through_the_swe
         for position, slot_grades in enumerate(positions, start=1)
         for index, grade in enumerate(slot_grades)
     ])
-    assert not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists()
+    assert not dirty_marks(evaluation=evaluation).exists()
     database_url = database_url_for_workers()
     with celery_worker_process(broker_url=broker_url, database_url=database_url) as first, \
             tasks_sent_to(broker_url=broker_url, queue=first.queue), \
@@ -184,10 +185,10 @@ def test_a_worker_killed_mid_recompute_of_a_new_metric_converges_through_the_swe
         first.kill()
     # The run died after its keyword values, before its means and its clean marks.
     rr.refresh_from_db()
-    assert (rr.value, rr.keyword_count) == (None, 0)
-    assert Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).count() == 2
+    assert (mean_of(rr).value, mean_of(rr).keyword_count) == (None, 0)
+    assert dirty_marks(evaluation=evaluation).count() == 2
     # Long ago, as far as the sweep can tell (instead of waiting out its threshold).
-    Keyword.objects.filter(evaluation=evaluation).update(
+    dirty_marks(evaluation=evaluation).update(
         dirty_since=timezone.now() - timedelta(minutes=10))
 
     with celery_worker(broker_url=broker_url, database_url=database_url) as queue, \

@@ -16,6 +16,7 @@ from metrics.services import dirty_keywords_due
 from tests.conftest import skip_or_fail
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
+from tests.recompute_state import dirty_marks, mean_of
 from tests.searchtweak.factories import UserFactory
 from tests.workers import (
     REPO,
@@ -33,7 +34,7 @@ METRICS = [("precision", 3, {}), ("ap", 3, {}), ("ndcg", 3, {}), ("err", 3, {})]
 def wait_until_clean(evaluation, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not Keyword.objects.filter(evaluation=evaluation, dirty_since__isnull=False).exists():
+        if not dirty_marks(evaluation=evaluation).exists():
             return
         time.sleep(0.1)
     raise AssertionError("keywords still dirty after the worker had time to recompute")
@@ -50,8 +51,8 @@ def assert_values_match_the_engine(evaluation, grades_by_keyword) -> None:
         assert stored == pytest.approx(expected, abs=1e-12), config.code
         mean, count = core.mean_over_keywords(expected.values())
         config.refresh_from_db()
-        assert config.keyword_count == count
-        assert config.value == pytest.approx(mean, abs=1e-12)
+        assert mean_of(config).keyword_count == count
+        assert mean_of(config).value == pytest.approx(mean, abs=1e-12)
 
 
 def test_a_real_worker_keeps_values_and_means_exact():
@@ -93,7 +94,7 @@ def test_grades_made_while_no_worker_runs_converge_once_one_starts():
         Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
     assert not KeywordMetricValue.objects.filter(keyword__evaluation=evaluation).exists()
     # The grades were made a while ago, past the worker's sweep threshold (its default).
-    Keyword.objects.filter(evaluation=evaluation).update(
+    dirty_marks(evaluation=evaluation).update(
         dirty_since=timezone.now() - timedelta(minutes=10))
     with celery_worker(broker_url=broker_url,
                        database_url=database_url_for_workers()) as worker_queue, \

@@ -63,7 +63,7 @@ def test_tiles_differ_by_category_and_name_what_the_product_is():
 
 
 def _means(evaluation: Evaluation) -> dict[str, float]:
-    return {config.code: config.value for config in evaluation.metric_configs.all()}
+    return {config.code: config.value for config in evaluation.metric_configs.with_stored_mean()}
 
 
 def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline(capsys):

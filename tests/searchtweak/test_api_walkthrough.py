@@ -11,6 +11,7 @@ from evaluations import demo
 from evaluations.models import Evaluation
 from searchtweak.models import Role
 from searchtweak.services import api_token_create
+from tests.recompute_state import state_of
 from tests.searchtweak.factories import TeamFactory, member
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "api_walkthrough.py"
@@ -28,7 +29,7 @@ def test_the_walkthrough_runs_green_against_the_live_server(live_server):
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     evaluation = Evaluation.objects.get(team=team)
-    assert evaluation.progress == 100
+    assert state_of(evaluation).progress == 100
     assert all(config.value is not None for config in evaluation.metric_configs.all())
     assert f"Evaluation {evaluation.pk}:" in done.stdout
 

@@ -127,7 +127,7 @@ class Command(BaseCommand):
 
     def _report(self, evaluation: Evaluation, wanted, limits) -> None:
         configs = list(EvaluationMetric.objects.filter(evaluation=evaluation)
-                       .order_by("position", "id"))
+                       .with_stored_mean().order_by("position", "id"))
         by_metric = {(config.code, config.k): config for config in configs}
         width = max(len(_label(*metric)) for metric in wanted) + 2
         self.stdout.write(f"{'metric':<{width}}{'value':>10}  keywords")

@@ -24,7 +24,8 @@ class Command(BaseCommand):
                   file=self.stderr._out) as bar:
             for evaluation_id in evaluation_ids:
                 evaluation_metrics_recompute(evaluation_id=evaluation_id, progress=bar.update)
-        failed = Evaluation.objects.filter(pk__in=evaluation_ids).exclude(recompute_error="")
+        failed = Evaluation.objects.filter(pk__in=evaluation_ids).with_recompute_state() \
+            .exclude(recompute_error="")
         for failure in failed:
             self.stderr.write(f"evaluation {failure.pk}: {failure.recompute_error}")
         self.stdout.write(

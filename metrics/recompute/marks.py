@@ -1,24 +1,22 @@
 """Every write of a keyword's recompute bookkeeping (docs/ARCHITECTURE.md, the recompute
-pipeline): `version`, `computed_version` and `dirty_since` on evaluations.Keyword.
+pipeline): `version`, `computed_version` and `dirty_since` of metrics.KeywordRecomputeMark.
 
-Grades (judgments) bump the version and set the dirty mark; a recompute (metrics) records
-the version it read and clears the mark only if no newer grade arrived meanwhile. Both
-apps write these columns through this module alone, so the compare-and-set rules live in
-one place; reads stay with their selectors. Its statements are written out in
-evaluations.queries, which only this module imports.
+A grade change bumps the version and sets the dirty mark: judgments announces the change
+inside the grade's transaction (judgments.signals.grades_written) and metrics.receivers
+calls this module, or PostgreSQL's one-statement grade embeds keyword_version_bump_cte,
+which metrics supplies to judgments at start-up. A recompute records the version it read
+and clears the mark only if no newer grade arrived meanwhile. Nothing else writes these
+rows, so the compare-and-set rules live in one place; reads stay with the selectors. The
+statements are written out in metrics.queries.
 
-It sits in evaluations, below both writers, since a lower app never imports a higher one.
+A keyword with no row is at version 0 and clean: rows are created by the first bump.
 """
 
 from collections.abc import Iterable
 
-from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from evaluations import queries
-from evaluations.models import Keyword
+from metrics import queries
 
 # Rows per statement: far below SQLite's 32,766 bound parameters.
 _WRITE_CHUNK = 2000
@@ -38,7 +36,7 @@ def keywords_version_bump(*, keyword_ids: Iterable[int]) -> list[int]:
         # caller learns which ones turned dirty here.
         if queries.keyword_version_bump_if_dirty(keyword_id=keyword_id):
             continue
-        queries.keyword_version_bump(keyword_id=keyword_id, now=now)
+        queries.keywords_version_bump(keyword_ids=[keyword_id], now=now)
         newly_dirty.append(keyword_id)
     return newly_dirty
 
@@ -47,13 +45,9 @@ def keywords_version_bump_all(*, keyword_ids: Iterable[int]) -> None:
     """keywords_version_bump in one statement, when nobody needs to know which keywords
     were clean (the pool siblings of graded keywords)."""
     ids = sorted(set(keyword_ids))
-    if not ids:
-        return
-    with transaction.atomic():
-        Keyword.objects.filter(pk__in=ids).update(
-            version=F("version") + 1,
-            dirty_since=Coalesce(F("dirty_since"), Value(timezone.now())),
-        )
+    for start in range(0, len(ids), _WRITE_CHUNK):
+        queries.keywords_version_bump(keyword_ids=ids[start:start + _WRITE_CHUNK],
+                                      now=timezone.now())
 
 
 def evaluation_keywords_version_bump(*, evaluation_id: int) -> int:
@@ -66,19 +60,17 @@ def evaluation_keywords_version_bump(*, evaluation_id: int) -> int:
     configuration changes; one never fetched (or failed) has none, so it is not marked: an
     evaluation's creation leaves its keywords clean and their first grades recompute at
     once."""
-    return Keyword.objects.filter(
-        evaluation_id=evaluation_id, fetch_status=Keyword.FetchStatus.FETCHED).update(
-        version=F("version") + 1,
-        dirty_since=Coalesce(F("dirty_since"), Value(timezone.now())),
-    )
+    return queries.evaluation_fetched_keywords_version_bump(
+        evaluation_id=evaluation_id, now=timezone.now())
 
 
 def keyword_version_bump_cte(*, name: str, graded: str) -> str:
-    """A `name AS (UPDATE ...)` common table expression for PostgreSQL's one-statement
-    grade (judgments.grading): bump the version of the keyword of the `graded` CTE's row
-    when its `changed` column says so; it takes one parameter, the time to mark it dirty
-    with, and returns `dirty_since`, equal to that time exactly when this statement
-    turned the keyword dirty."""
+    """A `name AS (INSERT ... ON CONFLICT DO UPDATE ...)` common table expression for
+    PostgreSQL's one-statement grade (judgments.grading, registered at start-up by
+    metrics.apps): bump the version of the keyword of the `graded` CTE's row when its
+    `changed` column says so; it takes one parameter, the time to mark it dirty with, and
+    returns `dirty_since`, equal to that time exactly when this statement turned the
+    keyword dirty."""
     return queries.keyword_version_bump_cte(name=name, graded=graded)
 
 
