@@ -7,11 +7,12 @@ class MetricsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save, pre_delete
 
+        from evaluations.events import evaluation_transitioned
         from evaluations.models import Evaluation, EvaluationMetric
         from evaluations.signals import snapshots_created
         from judgments.models import Transformer
         from judgments.signals import grades_changed
-        from metrics import receivers
+        from metrics import receivers, verdict_receivers
 
         grades_changed.connect(receivers.on_grades_changed, dispatch_uid="metrics.grades")
         snapshots_created.connect(receivers.on_snapshots_created,
@@ -26,3 +27,6 @@ class MetricsConfig(AppConfig):
         # Deleting an evaluation takes its grades out of the team's pool.
         pre_delete.connect(receivers.on_evaluation_deleting, sender=Evaluation,
                            dispatch_uid="metrics.evaluation_deleting")
+        # A finished evaluation is judged against its team's baseline.
+        evaluation_transitioned.connect(verdict_receivers.on_evaluation_transitioned,
+                                        dispatch_uid="metrics.verdict_on_finish")
