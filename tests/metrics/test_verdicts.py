@@ -389,3 +389,24 @@ def test_the_command_names_a_bad_baseline(personas, baseline):
     assert evaluate("--evaluation", "999999")[0] == 1
     assert evaluate("--min-coverage", "2", "--evaluation", str(run.pk))[0] == 1
     assert not RegressionVerdict.objects.exists()
+
+
+# --- the dashboard -------------------------------------------------------------------------
+
+
+def test_the_dashboard_shows_the_latest_verdict(client, personas, baseline):
+    from django.urls import reverse
+
+    run = evaluation_with_values(personas.team, worse(), docs="cba")
+    url = reverse("metrics:evaluation_dashboard", args=[run.pk])
+    client.force_login(personas.grader)
+    assert 'data-testid="regression-verdict"' not in client.get(url).content.decode()
+    regression_verdict_create(evaluation=run, baseline=baseline, rule=VerdictRule(threshold=1),
+                              source=RegressionVerdict.Source.GATE)
+    latest = regression_verdict_create(evaluation=run, baseline=baseline, rule=VerdictRule(),
+                                       source=RegressionVerdict.Source.FINISHED)
+    page = client.get(url).content.decode()
+    assert '<span class="verdict-badge" data-testid="verdict-badge">Regressed</span>' in page
+    assert f"?a={baseline.pk}&b={run.pk}\">{baseline.name}</a>" in page
+    assert "nDCG@10 fell 0.160" in page and latest.reasons[0] in page
+    assert "Evaluation finished" in page
