@@ -13,7 +13,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.db.models import QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
@@ -175,13 +174,13 @@ def _identical_rankings(*, run_keywords: list[tuple], base_keywords: dict[str, i
     return all(doc_ids[run_pk] == doc_ids[base_pk] for run_pk, base_pk in shared)
 
 
-@transaction.atomic
 def regression_verdict_create(
     *, evaluation: Evaluation, baseline: Evaluation | None, rule: VerdictRule,
     source: str, user: User | None = None, metrics: list[str] | None = None,
 ) -> RegressionVerdict:
     """Compute the run's verdict against the baseline and store it (a ValidationError on
-    `baseline` or `metrics` saves nothing)."""
+    `baseline` or `metrics` saves nothing). Not one transaction on purpose: the reads and
+    the resampling take a while on a large evaluation, and the one row is written alone."""
     baseline = verdict_baseline_check(evaluation=evaluation, baseline=baseline)
     computation = regression_verdict_compute(evaluation=evaluation, baseline=baseline,
                                              rule=rule, metrics=metrics)
