@@ -410,3 +410,9 @@ def test_the_dashboard_shows_the_latest_verdict(client, personas, baseline):
     assert f"?a={baseline.pk}&b={run.pk}\">{baseline.name}</a>" in page
     assert "nDCG@10 fell 0.160" in page and latest.reasons[0] in page
     assert "Evaluation finished" in page
+
+
+def test_the_command_gates_an_existing_evaluation_only(personas, baseline):
+    code, out = evaluate("--evaluation", str(baseline.pk), "--model", "1", "--metric", "p@5")
+    assert (code, out) == (1, "--model, --metric: not with --evaluation, which gates an "
+                              "existing evaluation")

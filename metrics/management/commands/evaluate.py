@@ -101,6 +101,12 @@ class Command(BaseCommand):
                wait_timeout: float, thresholds: list[str], quiet: bool, **options) -> None:
         rule = self._rule(options)
         if options["evaluation"] is not None:
+            extra = [flag for flag, value in (("--model", model), ("--keywords", keywords),
+                                               ("--metric", metrics),
+                                               ("--fail-under", thresholds)) if value]
+            if extra:
+                raise CommandError(f"{', '.join(extra)}: not with --evaluation, which gates "
+                                   "an existing evaluation")
             evaluation = Evaluation.objects.filter(pk=options["evaluation"]).first()
             if evaluation is None:
                 raise CommandError(f"evaluation: no evaluation with id {options['evaluation']}")
