@@ -1,6 +1,6 @@
 from django.urls import path
 
-from metrics import api, export_api
+from metrics import api, api_verdicts, export_api
 
 app_name = "metrics_api"
 urlpatterns = [
@@ -14,4 +14,10 @@ urlpatterns += [
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/metric-table/",
          export_api.EvaluationMetricTableApi.as_view(), name="evaluation_metric_table"),
+]
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/gate/", api_verdicts.EvaluationGateApi.as_view(),
+         name="evaluation_gate"),
+    path("evaluations/<int:evaluation_id>/verdicts/",
+         api_verdicts.EvaluationVerdictListApi.as_view(), name="evaluation_verdicts"),
 ]

@@ -7,12 +7,13 @@ class MetricsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save, pre_delete
 
+        from evaluations.events import evaluation_transitioned
         from evaluations.models import Evaluation, EvaluationMetric
         from evaluations.signals import snapshots_created
         from judgments.grading import register_version_bump_cte
         from judgments.models import Transformer
         from judgments.signals import grades_written
-        from metrics import receivers
+        from metrics import receivers, verdict_receivers
         from metrics.recompute.marks import keyword_version_bump_cte
 
         grades_written.connect(receivers.on_grades_written, dispatch_uid="metrics.grades")
@@ -30,3 +31,6 @@ class MetricsConfig(AppConfig):
         # Deleting an evaluation takes its grades out of the team's pool.
         pre_delete.connect(receivers.on_evaluation_deleting, sender=Evaluation,
                            dispatch_uid="metrics.evaluation_deleting")
+        # A finished evaluation is judged against its team's baseline.
+        evaluation_transitioned.connect(verdict_receivers.on_evaluation_transitioned,
+                                        dispatch_uid="metrics.verdict_on_finish")

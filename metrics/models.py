@@ -156,3 +156,48 @@ class RecomputeDue(models.Model):
 
     def __str__(self) -> str:
         return f"recompute of {self.evaluation_id} due at {self.due_at}"
+
+
+class RegressionVerdict(models.Model):
+    """A run against its baseline, per metric and overall (metrics.verdicts): stored for
+    every finished evaluation of a team with a baseline, and for every gate call."""
+
+    class Verdict(models.TextChoices):
+        REGRESSED = "regressed", "Regressed"
+        IMPROVED = "improved", "Improved"
+        NO_CHANGE = "no_change", "No change"
+        UNDECIDED = "undecided", "Undecided"
+
+    class Source(models.TextChoices):
+        FINISHED = "finished", "Evaluation finished"
+        GATE = "gate", "Gate (API)"
+        COMMAND = "command", "manage.py evaluate"
+
+    evaluation = models.ForeignKey(
+        "evaluations.Evaluation", on_delete=models.CASCADE, related_name="regression_verdicts"
+    )
+    # The baseline may be deleted later; the verdict and the baseline's name stay.
+    baseline = models.ForeignKey(
+        "evaluations.Evaluation", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+"
+    )
+    baseline_name = models.CharField(max_length=200, blank=True)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    # The overall reason first, then one line per metric, then what was not compared.
+    reasons = models.JSONField(default=list)
+    # Per compared metric: label, code, k, params, verdict, mean_delta, ci, p, p_adjusted,
+    # coverage, counts and the worst keywords.
+    metrics = models.JSONField(default=list)
+    rule = models.JSONField(default=dict)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    created_by = models.ForeignKey(
+        "searchtweak.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["evaluation", "-created_at"],
+                                name="verdict_evaluation_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.evaluation_id} vs {self.baseline_id}: {self.verdict}"

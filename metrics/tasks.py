@@ -103,3 +103,19 @@ def sweep_dirty_keywords() -> int:
     for keyword_ids in due.values():
         recompute_keyword.delay(keyword_ids[0])
     return sum(len(keyword_ids) for keyword_ids in due.values())
+
+
+@shared_task(name="metrics.regression_verdict_on_finish", time_limit=300, soft_time_limit=280,
+             ignore_result=True)
+def regression_verdict_on_finish(evaluation_id: int) -> int | None:
+    """Store the finished evaluation's verdict against its team's baseline
+    (metrics.verdicts.regression_verdict_on_finish); the verdict's id, or None. A crash is
+    logged, not raised: the evaluation finished whatever happens here."""
+    from metrics.verdicts import regression_verdict_on_finish as on_finish
+
+    try:
+        verdict = on_finish(evaluation_id=evaluation_id)
+    except Exception:
+        logger.exception("the verdict of evaluation %s failed", evaluation_id)
+        return None
+    return verdict.pk if verdict else None

@@ -27,6 +27,7 @@ from metrics.forms import (
     KeywordTableForm,
     LeaderboardForm,
 )
+from metrics.verdicts import latest_regression_verdict
 from searchtweak import access
 from searchtweak.models import Role
 from searchtweak.views_shared import service_step_response
@@ -132,7 +133,14 @@ def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
 @login_required
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
-                               _live_context, _table_context)
+                               _live_context, _table_context, _verdict_context)
+
+
+def _verdict_context(request: HttpRequest, evaluation: Evaluation,
+                     configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+    """The latest regression verdict (one query; the page only, it changes when a run
+    finishes or a gate is called, not while grades arrive)."""
+    return {"verdict": latest_regression_verdict(evaluation=evaluation)}
 
 
 @require_GET

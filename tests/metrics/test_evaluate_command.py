@@ -97,3 +97,32 @@ def test_bad_arguments_create_nothing(model, keywords_file, args, message):
         _run("--model", str(model.pk), "--keywords", str(keywords_file), *args)
     assert failure.value.returncode == 1
     assert Evaluation.objects.count() == count
+
+
+def test_gate_judges_the_new_evaluation_against_a_baseline(model, keywords_file):
+    """`--gate`: the new evaluation (shoes reused from the earlier one, boots ungraded: half
+    the keywords with a value) against the earlier evaluation: undecided, which passes
+    unless --undecided fail, then exit 3."""
+    from metrics.models import RegressionVerdict
+
+    earlier = Evaluation.objects.get(keywords__text="Shoes")
+    out, _ = _run("--model", str(model.pk), "--keywords", str(keywords_file),
+                  "--metric", "ndcg@3", "--gate", "--baseline", str(earlier.pk))
+    assert f"against '{earlier.name}' ({earlier.pk}): Undecided" in out
+    assert ("Undecided: nDCG@3: only 1 of 2 keywords have a value (50 %), below the minimum "
+            "90 %.") in out
+    assert out.splitlines()[-1].startswith("Gate passed (verdict ")
+    with pytest.raises(CommandError) as failure:
+        _run("--model", str(model.pk), "--keywords", str(keywords_file),
+             "--metric", "ndcg@3", "--gate", "--baseline", str(earlier.pk),
+             "--undecided", "fail")
+    assert failure.value.returncode == 3
+    assert "GATE FAILED: undecided" in str(failure.value)
+    assert list(RegressionVerdict.objects.values_list("source", "verdict")) == [
+        ("command", "undecided"), ("command", "undecided")]
+
+
+def test_without_evaluation_the_model_keywords_and_metrics_are_required(model):
+    with pytest.raises(CommandError, match="--keywords, --metric: required") as failure:
+        _run("--model", str(model.pk))
+    assert failure.value.returncode == 1

@@ -366,6 +366,10 @@ TABLE: dict[str, Row] = {
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_metric_table": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    # The gate stores a verdict (leads and above); the dataset's team has no baseline, so an
+    # empty body is a 400 on `baseline`. Anyone of the team reads the stored verdicts.
+    "metrics_api:evaluation_gate": row(_evaluation, POST=(400, 400, 400, 403, 404, 401)),
+    "metrics_api:evaluation_verdicts": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     # --- searchtweak ---
     "home": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     # A logged-in user is sent on (302 home).

@@ -1,9 +1,15 @@
-"""`manage.py evaluate`: a CI entry point that creates, starts and measures an evaluation.
+"""`manage.py evaluate`: a CI entry point that creates, starts and measures an evaluation,
+and a gate that judges an evaluation against a baseline.
 
 Grades come from people later, or right away from earlier evaluations (reuse) and the
 team's pool: the command prints the metrics computable now from the stored grades and
 exits 2 when a `--fail-under` threshold is not met or its value is null (nothing graded).
-Exit codes: 0 ok, 1 bad arguments, a failed start or fetch timeout, 2 threshold failed.
+With `--gate` (or `--evaluation ID`, which gates an existing evaluation instead of creating
+one) it then stores and prints the regression verdict against `--baseline` (default: the
+team's baseline), the same verdict as the gate API (metrics.verdicts), and exits 3 when it
+is *regressed*, or *undecided* with `--undecided fail`.
+Exit codes: 0 ok, 1 bad arguments, a failed start or fetch timeout, 2 threshold failed,
+3 gate failed.
 """
 
 import time
@@ -17,8 +23,13 @@ from evaluations import services as evaluation_services
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from evaluations.selectors import fetch_progress
 from metrics import core
+from metrics.core.verdicts import VerdictRule
+from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
+from metrics.verdicts import baseline_of_team, gate_passed, regression_verdict_create
 from searchtweak.models import User
+
+GATE_FAILED = 3
 
 
 def parse_metric(text: str) -> tuple[str, int]:
@@ -51,10 +62,11 @@ class Command(BaseCommand):
             "print the metrics computable now; exit 2 below a --fail-under threshold.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--model", type=int, required=True, help="Search model id.")
-        parser.add_argument("--keywords", required=True,
+        parser.add_argument("--model", type=int, help="Search model id (required unless "
+                                                      "--evaluation).")
+        parser.add_argument("--keywords",
                             help="A TXT (one keyword a line) or CSV file of keywords.")
-        parser.add_argument("--metric", action="append", required=True, dest="metrics",
+        parser.add_argument("--metric", action="append", default=[], dest="metrics",
                             help="code@k, repeatable: ndcg@10, p@5, recall@10 ...")
         parser.add_argument("--scale", default="graded")
         parser.add_argument("--strategy", type=int, default=1, choices=[1, 3])
@@ -68,10 +80,42 @@ class Command(BaseCommand):
         parser.add_argument("--fail-under", action="append", default=[], dest="thresholds",
                             help="metric=value, repeatable: ndcg@10=0.6")
         parser.add_argument("--quiet", action="store_true", help="No progress bar.")
+        gate = parser.add_argument_group("gate", "Judge the evaluation against a baseline.")
+        gate.add_argument("--gate", action="store_true",
+                          help="After measuring, judge the new evaluation against the baseline.")
+        gate.add_argument("--evaluation", type=int, default=None,
+                          help="Gate this existing evaluation instead of creating one.")
+        gate.add_argument("--baseline", type=int, default=None,
+                          help="Baseline evaluation id (default: the team's baseline).")
+        gate.add_argument("--undecided", choices=["pass", "fail"], default="pass",
+                          help="Whether an undecided verdict passes (default: pass).")
+        gate.add_argument("--threshold", type=float, default=None,
+                          help="Count a change only beyond this absolute size, e.g. 0.01.")
+        gate.add_argument("--min-coverage", type=float, default=VerdictRule.min_coverage,
+                          help="Share of the keywords that must have a value (default 0.9).")
+        gate.add_argument("--min-shared", type=int, default=VerdictRule.min_shared_keywords,
+                          help="Fewest keywords with a value in both (default 5).")
 
-    def handle(self, *args, model: int, keywords: str, metrics: list[str], scale: str,
-               strategy: int, name: str, reuse: str, user: str, wait_timeout: float,
-               thresholds: list[str], quiet: bool, **options) -> None:
+    def handle(self, *args, model: int | None, keywords: str | None, metrics: list[str],
+               scale: str, strategy: int, name: str, reuse: str, user: str,
+               wait_timeout: float, thresholds: list[str], quiet: bool, **options) -> None:
+        rule = self._rule(options)
+        if options["evaluation"] is not None:
+            extra = [flag for flag, value in (("--model", model), ("--keywords", keywords),
+                                               ("--metric", metrics),
+                                               ("--fail-under", thresholds)) if value]
+            if extra:
+                raise CommandError(f"{', '.join(extra)}: not with --evaluation, which gates "
+                                   "an existing evaluation")
+            evaluation = Evaluation.objects.filter(pk=options["evaluation"]).first()
+            if evaluation is None:
+                raise CommandError(f"evaluation: no evaluation with id {options['evaluation']}")
+            self._gate(evaluation, rule, options, self._user(user))
+            return
+        missing = [flag for flag, value in (("--model", model), ("--keywords", keywords),
+                                             ("--metric", metrics)) if not value]
+        if missing:
+            raise CommandError(f"{', '.join(missing)}: required (or --evaluation ID)")
         wanted = [parse_metric(text) for text in metrics]
         limits = [parse_threshold(text) for text in thresholds]
         for metric, _ in limits:
@@ -80,11 +124,7 @@ class Command(BaseCommand):
         search_model = SearchModel.objects.select_related("team").filter(pk=model).first()
         if search_model is None:
             raise CommandError(f"model: no search model with id {model}")
-        creator = None
-        if user:
-            creator = User.objects.filter(username=user).first()
-            if creator is None:
-                raise CommandError(f"user: no user {user!r}")
+        creator = self._user(user)
         path = Path(keywords)
         if not path.is_file():
             raise CommandError(f"keywords: no such file {keywords}")
@@ -106,6 +146,44 @@ class Command(BaseCommand):
         self._wait(evaluation, wait_timeout, quiet)
         evaluation_metrics_recompute(evaluation_id=evaluation.pk)
         self._report(evaluation, wanted, limits)
+        if options["gate"]:
+            self._gate(evaluation, rule, options, creator)
+
+    def _user(self, username: str) -> User | None:
+        if not username:
+            return None
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"user: no user {username!r}")
+        return user
+
+    def _rule(self, options: dict) -> VerdictRule:
+        try:
+            return VerdictRule(min_coverage=options["min_coverage"],
+                               min_shared_keywords=options["min_shared"],
+                               threshold=options["threshold"])
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+
+    def _gate(self, evaluation: Evaluation, rule: VerdictRule, options: dict,
+              user: User | None) -> None:
+        try:
+            baseline = baseline_of_team(evaluation=evaluation, baseline_id=options["baseline"])
+            verdict = regression_verdict_create(
+                evaluation=evaluation, baseline=baseline, rule=rule,
+                source=RegressionVerdict.Source.COMMAND, user=user)
+        except ValidationError as error:
+            raise CommandError("; ".join(
+                f"{field}: {' '.join(messages)}"
+                for field, messages in error.message_dict.items())) from None
+        self.stdout.write(f"Evaluation {evaluation.pk} against '{verdict.baseline_name}' "
+                          f"({verdict.baseline_id}): {verdict.get_verdict_display()}")
+        for reason in verdict.reasons:
+            self.stdout.write(f"  {reason}")
+        if not gate_passed(verdict.verdict, undecided_passes=options["undecided"] == "pass"):
+            raise CommandError(f"GATE FAILED: {verdict.get_verdict_display().lower()} "
+                               f"(verdict {verdict.pk})", returncode=GATE_FAILED)
+        self.stdout.write(f"Gate passed (verdict {verdict.pk}).")
 
     def _wait(self, evaluation: Evaluation, timeout: float, quiet: bool) -> None:
         deadline = time.monotonic() + timeout

@@ -1,0 +1,135 @@
+"""The CI gate and the stored regression verdicts of an evaluation (metrics.verdicts)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluations.selectors import evaluation_get_for_user
+from metrics.core.verdicts import VerdictRule
+from metrics.models import RegressionVerdict
+from metrics.verdicts import (
+    baseline_of_team,
+    gate_passed,
+    regression_verdict_create,
+    regression_verdicts,
+)
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.models import Role
+
+# Storing a verdict is a write about the team's evaluations: the role that changes them.
+GATE_ROLE = Role.LEAD
+
+
+class VerdictMetricSerializer(serializers.Serializer):
+    class WorstSerializer(serializers.Serializer):
+        keyword = serializers.CharField(help_text="The keyword's normalized text.")
+        delta = serializers.FloatField()
+
+    label = serializers.CharField()
+    code = serializers.CharField()
+    k = serializers.IntegerField()
+    params = serializers.DictField()
+    verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
+    mean_delta = serializers.FloatField(allow_null=True, help_text="mean(run - baseline).")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % bootstrap interval.")
+    ci_high = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True, help_text="Randomization test p.")
+    p_adjusted = serializers.FloatField(allow_null=True,
+                                        help_text="p after Holm across the metrics.")
+    coverage = serializers.FloatField(allow_null=True,
+                                      help_text="Share of the run's keywords with a value.")
+    covered_count = serializers.IntegerField()
+    shared_count = serializers.IntegerField(
+        help_text="Keywords with a value in both: what the statistics cover.")
+    run_keyword_count = serializers.IntegerField()
+    worst = WorstSerializer(many=True, help_text="The keywords that fell most.")
+    reason = serializers.CharField()
+
+    class Meta:
+        ref_name = "RegressionVerdictMetric"
+
+
+class VerdictOutputSerializer(serializers.Serializer):
+    verdict_id = serializers.IntegerField(source="pk")
+    verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
+    baseline = serializers.IntegerField(source="baseline_id", allow_null=True)
+    baseline_name = serializers.CharField()
+    reasons = serializers.ListField(child=serializers.CharField(),
+                                    help_text="The overall reason first, then per metric.")
+    metrics = VerdictMetricSerializer(many=True)
+    rule = serializers.DictField()
+    source = serializers.ChoiceField(choices=RegressionVerdict.Source.choices)
+    created_at = serializers.DateTimeField()
+
+    class Meta:
+        ref_name = "RegressionVerdict"
+
+
+class EvaluationGateApi(APIView):
+    """POST /evaluations/{id}/gate/: judge the evaluation against a baseline, store the
+    verdict and answer pass/fail."""
+
+    class InputSerializer(serializers.Serializer):
+        baseline = serializers.IntegerField(
+            required=False, help_text="The baseline evaluation's id; default: the team's.")
+        undecided = serializers.ChoiceField(
+            choices=["pass", "fail"], default="pass",
+            help_text="Whether an undecided verdict passes the gate.")
+        min_coverage = serializers.FloatField(
+            required=False, min_value=0.0, max_value=1.0,
+            help_text="Share of the run's keywords that must have a value (default 0.9).")
+        min_shared_keywords = serializers.IntegerField(
+            required=False, min_value=1, max_value=100_000,
+            help_text="Fewest keywords with a value in both (default 5).")
+        threshold = serializers.FloatField(
+            required=False, min_value=0.0, max_value=1_000_000.0,
+            help_text="Count a change only beyond this absolute size (e.g. 0.01).")
+        metrics = serializers.ListField(
+            child=serializers.CharField(max_length=100), required=False, max_length=50,
+            help_text='Compare only these metrics, e.g. ["ndcg@10"]; default: every '
+                      "metric configured in both.")
+
+        class Meta:
+            ref_name = "EvaluationGateInput"
+
+    class OutputSerializer(VerdictOutputSerializer):
+        passed = serializers.BooleanField()
+
+        class Meta:
+            ref_name = "EvaluationGateOutput"
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer,
+                   operation_id="evaluations_gate")
+    def post(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=GATE_ROLE)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        defaults = VerdictRule()
+        rule = VerdictRule(
+            min_coverage=data.get("min_coverage", defaults.min_coverage),
+            min_shared_keywords=data.get("min_shared_keywords", defaults.min_shared_keywords),
+            threshold=data.get("threshold"))
+        baseline = baseline_of_team(evaluation=evaluation, baseline_id=data.get("baseline"))
+        verdict = regression_verdict_create(
+            evaluation=evaluation, baseline=baseline, rule=rule,
+            source=RegressionVerdict.Source.GATE, user=request.user, metrics=data.get("metrics"))
+        passed = gate_passed(verdict.verdict, undecided_passes=data["undecided"] == "pass")
+        verdict.passed = passed
+        return Response(self.OutputSerializer(verdict).data)
+
+
+class EvaluationVerdictListApi(APIView):
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=VerdictOutputSerializer(many=True),
+                   operation_id="evaluations_verdicts_list",
+                   description="The evaluation's stored regression verdicts, newest first.")
+    def get(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        return paginated_response(
+            self, request, regression_verdicts(evaluation=evaluation),
+            lambda rows: [VerdictOutputSerializer(row).data for row in rows])
