@@ -1,6 +1,6 @@
 from django.urls import path
 
-from metrics import api, export_api
+from metrics import api, api_many, export_api
 
 app_name = "metrics_api"
 urlpatterns = [
@@ -14,4 +14,7 @@ urlpatterns += [
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/metric-table/",
          export_api.EvaluationMetricTableApi.as_view(), name="evaluation_metric_table"),
+]
+urlpatterns += [
+    path("compare/", api_many.EvaluationCompareManyApi.as_view(), name="compare_many"),
 ]

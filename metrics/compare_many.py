@@ -63,8 +63,11 @@ class MetricRow:
     complete_count: int = 0
     pairs: list[PairTest] = field(default_factory=list)
 
-    def significant_pairs(self) -> list[PairTest]:
-        return [pair for pair in self.pairs if pair.p < SIGNIFICANCE]
+    @property
+    def named_pairs(self) -> list[tuple[Evaluation, Evaluation, PairTest, bool]]:
+        """Tukey's pairs with their evaluations and whether p < SIGNIFICANCE."""
+        return [(self.stats[pair.i].evaluation, self.stats[pair.j].evaluation, pair,
+                 pair.p < SIGNIFICANCE) for pair in self.pairs]
 
 
 @dataclass(frozen=True)
