@@ -24,6 +24,7 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics import core
 from metrics.core import multi_compare
 from metrics.core.multi_compare import MetricSummary, PairTest, ReferenceTest
+from metrics.core.statistics import bootstrap_ci
 from metrics.dashboards import MetricKey, metric_key, metric_label
 from metrics.models import KeywordMetricValue
 
@@ -288,6 +289,34 @@ def _metric_row(*, key: MetricKey, configs: list[EvaluationMetric], matrix: np.n
                    zip(evaluations, configs, summaries, strict=True))],
         complete_count=complete, pairs=pairs,
     )
+
+
+def config_intervals(*, configs: Sequence[EvaluationMetric],
+                     resamples: int = RESAMPLES) -> dict[int, tuple[float, float] | None]:
+    """Each configured metric's 95 % bootstrap interval of its mean over its keywords'
+    stored values (seeded), by config id: one query for all of them; each interval is
+    cached under the config and its `updated_at`, which every means refresh moves."""
+    intervals: dict[int, tuple[float, float] | None] = {}
+    keys = {c.pk: f"metrics:interval:{c.pk}:{c.updated_at.isoformat()}:{resamples}"
+            for c in configs if c.updated_at is not None}
+    cached = cache.get_many(list(keys.values())) if keys else {}
+    missing = [c.pk for c in configs if keys.get(c.pk) not in cached]
+    values: dict[int, list[float]] = defaultdict(list)
+    if missing:
+        for metric_id, value in KeywordMetricValue.objects.filter(
+                metric_id__in=missing, value__isnull=False).values_list("metric_id", "value"):
+            values[metric_id].append(value)
+    for config in configs:
+        key = keys.get(config.pk)
+        if key in cached:
+            intervals[config.pk] = cached[key]
+            continue
+        present = values[config.pk]
+        interval = bootstrap_ci(present, resamples=resamples) if present else None
+        intervals[config.pk] = interval
+        if key is not None:
+            cache.set(key, interval, timeout=STATS_CACHE_SECONDS)
+    return intervals
 
 
 def keyword_overlaps(*, comparison: ManyComparison, rows: Sequence[KeywordRow],

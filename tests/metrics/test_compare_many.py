@@ -292,3 +292,44 @@ def test_the_api_names_the_field_it_refuses(client, personas, trio):
     assert mixed.status_code == 400 and "evaluations" in mixed.json()
     assert client.get("/api/v1/compare/").status_code == 400
     assert client.post("/api/v1/compare/", {}).status_code in (403, 405)
+
+
+def test_the_model_history_draws_each_run_with_its_interval(client, personas, trio):
+    from django.utils import timezone
+
+    from evaluations.models import Evaluation
+
+    a, b, _ = trio
+    Evaluation.objects.filter(pk__in=[a.pk, b.pk]).update(
+        status=Evaluation.Status.FINISHED, model=a.model, finished_at=timezone.now())
+    EvaluationMetric.objects.filter(evaluation__in=[a, b]).update(updated_at=timezone.now())
+    EvaluationMetric.objects.filter(evaluation=a, code="precision").update(value=0.625)
+    EvaluationMetric.objects.filter(evaluation=b, code="precision").update(value=2.5 / 3)
+    client.force_login(personas.grader)
+    response = client.get(reverse("metrics:model_history", args=[a.model_id]))
+    assert response.status_code == 200
+    body = response.content.decode()
+    low, high = bootstrap_ci([0.5, 1.0, 0.0, 1.0], resamples=compare_many.RESAMPLES)
+    assert f"{low:.4f} to {high:.4f}" in body  # A over its four keywords, only-a included
+    low, high = bootstrap_ci([1.0, 1.0, 0.5], resamples=compare_many.RESAMPLES)
+    assert f"{low:.4f} to {high:.4f}" in body
+    # P@2's chart: both runs with whiskers; nDCG@10 (A only, no values) none.
+    assert body.count('class="interval"') == 2
+    assert 'class="marker"' not in body and 'data-testid="regressed"' not in body
+
+
+def test_config_intervals_read_once_and_cache_per_update(personas, trio, django_assert_num_queries):
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    a, b, _ = trio
+    cache.clear()
+    EvaluationMetric.objects.filter(evaluation__in=[a, b]).update(updated_at=timezone.now())
+    configs = list(EvaluationMetric.objects.filter(evaluation__in=[a, b], code="precision"))
+    with django_assert_num_queries(1):
+        first = compare_many.config_intervals(configs=configs)
+    with django_assert_num_queries(0):
+        assert compare_many.config_intervals(configs=configs) == first
+    by_evaluation = {c.evaluation_id: first[c.pk] for c in configs}
+    assert by_evaluation[b.pk] == bootstrap_ci([1.0, 1.0, 0.5],
+                                               resamples=compare_many.RESAMPLES)
