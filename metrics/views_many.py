@@ -5,16 +5,19 @@ the query-string form, the selector of metrics.compare_many; its rules come back
 ValidationError naming the field, shown on the page with a 400.
 """
 
+from html import escape
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from evaluations.selectors import evaluations_get_for_user
 from metrics import compare_many
-from metrics.compare_many import ManyComparison
+from metrics.compare_many import KeywordRow, ManyComparison
 from metrics.comparisons import team_evaluations_for_picker
 from metrics.forms import CompareManyForm
 from searchtweak import access
@@ -75,6 +78,7 @@ def compare_many_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     return render(request, TEMPLATE, {
         **context, "comparison": comparison, "keywords": page,
+        "rows": [(row, _cells_html(row)) for row in page.object_list],
         "chosen_ids": {e.pk for e in comparison.evaluations},
         "sort_links": (links := _sort_links(query, comparison)),
         "metric_columns": [(metric, links[f"m{i}"])
@@ -84,6 +88,37 @@ def compare_many_page(request: HttpRequest) -> HttpResponse:
         "page_query": _query(query, page=""),
         "csv_query": _query(query, page=""),
     })
+
+
+def _number(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed and value else f"{value:.3f}"
+
+
+def _cells_html(row: KeywordRow) -> str:
+    """A keyword row's value and churn cells as one piece of markup: a page holds 50 rows
+    of up to 10 evaluations times the metrics, too many cells for template tags (or
+    format_html) to build within the page's time budget. The numbers are formatted floats;
+    the document ids, the only text, are escaped here."""
+    parts = []
+    for cells in row.cells:
+        for value, delta in cells:
+            if delta is None:
+                parts.append(f'<td class="num">{_number(value)}</td>')
+            else:
+                css = "delta up" if delta > 0 else "delta down" if delta < 0 else ""
+                parts.append(f'<td class="num">{_number(value)} <span class="{css}">'
+                             f'({_number(delta, signed=True)})</span></td>')
+    for overlap in row.overlaps or []:
+        if overlap is None:
+            continue
+        moved = [*(f"+{doc}" for doc in overlap.entered),
+                 *(f"\u2212{doc}" for doc in overlap.left)]
+        parts.append(f'<td class="num">{_number(overlap.rbo)} · {_number(overlap.jaccard)}'
+                     f'</td><td class="mono">{escape(" ".join(moved) or "same documents")}'
+                     "</td>")
+    return mark_safe("".join(parts))  # numbers, and the ids escaped above
 
 
 def _query(data, **changes) -> str:

@@ -333,3 +333,14 @@ def test_config_intervals_read_once_and_cache_per_update(personas, trio, django_
     by_evaluation = {c.evaluation_id: first[c.pk] for c in configs}
     assert by_evaluation[b.pk] == bootstrap_ci([1.0, 1.0, 0.5],
                                                resamples=compare_many.RESAMPLES)
+
+
+def test_the_page_escapes_document_ids(client, personas, trio):
+    a, b, _ = trio
+    b.keywords.get(normalized_text="k3").snapshots.filter(position=1).update(
+        doc_id="<script>x</script>")
+    client.force_login(personas.grader)
+    body = client.get(reverse("metrics:compare_many"),
+                      {"evaluation": [a.pk, b.pk]}).content.decode()
+    assert "<script>x</script>" not in body
+    assert "+&lt;script&gt;x&lt;/script&gt;" in body
