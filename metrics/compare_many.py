@@ -83,24 +83,31 @@ class Overlap:
 
 @dataclass
 class KeywordRow:
+    """One shared keyword; its values are read from the comparison's arrays on demand, so
+    a comparison of 5,000 keywords builds only the rows a page shows."""
+
     text: str
     normalized_text: str
     keyword_ids: list[int]  # per evaluation
-    values: list[list[float | None]]  # [metric][evaluation]
-    deltas: list[list[float | None]]  # [metric][evaluation], to the reference
+    index: int  # its row in `data`
+    data: np.ndarray = field(repr=False)  # [metric, keyword, evaluation], NaN = no value
+    reference_index: int = 0
+    changed: bool = False
     # Per evaluation against the reference (None for the reference itself); filled by
     # `keyword_overlaps` for the rows shown only.
     overlaps: list[Overlap | None] | None = None
 
-    def change(self, metric_index: int | None = None) -> float | None:
-        """The largest |Δ| to the reference of one metric (or any), None without one."""
-        rows = self.deltas if metric_index is None else self.deltas[metric_index:metric_index + 1]
-        changes = [abs(d) for deltas in rows for d in deltas if d is not None]
-        return max(changes, default=None)
+    @property
+    def values(self) -> list[list[float | None]]:
+        """[metric][evaluation]."""
+        return [[_value(v) for v in row] for row in self.data[:, self.index, :]]
 
     @property
-    def changed(self) -> bool:
-        return bool(self.change())
+    def deltas(self) -> list[list[float | None]]:
+        """[metric][evaluation], to the reference; None for the reference itself."""
+        ref = self.reference_index
+        return [[None if e == ref else _value(v - row[ref]) for e, v in enumerate(row)]
+                for row in self.data[:, self.index, :]]
 
     @property
     def cells(self) -> list[list[tuple[float | None, float | None]]]:
@@ -184,58 +191,69 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
         metric_label(c) for pk in ids for c in configs[pk] if metric_key(c) not in shared_keys))
     chosen = [[keyed[key] for keyed in by_key] for key in keys]  # [metric][evaluation]
 
-    keyword_ids: dict[str, list[int | None]] = {}
+    columns: list[dict[str, int]] = [{} for _ in ids]
     texts: dict[str, str] = {}
-    column = {pk: i for i, pk in enumerate(ids)}
-    all_texts: set[str] = set()
+    column_of = {pk: columns[i] for i, pk in enumerate(ids)}
+    reference_id = reference.pk
     for evaluation_id, normalized, pk, text in Keyword.objects.filter(
             evaluation_id__in=ids).values_list("evaluation_id", "normalized_text", "pk", "text"):
-        all_texts.add(normalized)
-        keyword_ids.setdefault(normalized, [None] * len(ids))[column[evaluation_id]] = pk
-        if evaluation_id == reference.pk:
+        column_of[evaluation_id][normalized] = pk
+        if evaluation_id == reference_id:
             texts[normalized] = text
-    shared = sorted(t for t, kws in keyword_ids.items() if None not in kws)
-    row_of = {t: i for i, t in enumerate(shared)}
-    keyword_row: dict[int, int] = {
-        pk: row_of[t] for t in shared for pk in keyword_ids[t]}  # type: ignore[misc]
+    shared_set = set(columns[0]).intersection(*columns[1:])
+    shared = sorted(shared_set)
+    all_count = len(set().union(*columns))
+    # [keyword, evaluation] -> keyword id, rows in text order.
+    id_matrix = np.array([[column[t] for t in shared] for column in columns],
+                         dtype=np.int64).reshape(len(ids), len(shared)).T.copy()
 
-    # [metric][keyword, evaluation], NaN = no value.
-    matrices = [np.full((len(shared), len(ids)), np.nan) for _ in keys]
-    slot_of = {config.pk: (m, e) for m, row in enumerate(chosen)
-               for e, config in enumerate(row)}
-    if keys and shared:
-        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
-                metric_id__in=list(slot_of), value__isnull=False,
-        ).values_list("keyword_id", "metric_id", "value"):
-            row = keyword_row.get(keyword_id)
-            if row is not None:
-                m, e = slot_of[metric_id]
-                matrices[m][row, e] = value
+    # [metric, keyword, evaluation], NaN = no value.
+    data = np.full((len(keys), len(shared), len(ids)), np.nan)
+    stored = _config_values([c for row in chosen for c in row]) if keys and shared else {}
+    for m, row in enumerate(chosen):
+        for e, config in enumerate(row):
+            keyword_array, value_array = stored[config.pk]
+            column_ids = id_matrix[:, e]
+            order = np.argsort(column_ids)
+            found = np.searchsorted(column_ids[order], keyword_array)
+            inside = found < len(order)
+            inside[inside] = column_ids[order][found[inside]] == keyword_array[inside]
+            data[m, order[found[inside]], e] = value_array[inside]
 
     metrics = [
-        _metric_row(key=key, configs=row, matrix=matrix, evaluations=evaluations,
+        _metric_row(key=key, configs=row, matrix=data[m], evaluations=evaluations,
                     ref_index=ref_index, mode=mode, resamples=resamples)
-        for key, row, matrix in zip(keys, chosen, matrices, strict=True)
+        for m, (key, row) in enumerate(zip(keys, chosen, strict=True))
     ]
-    rows = []
-    for t in shared:
-        r = row_of[t]
-        values = [[_value(matrix[r, e]) for e in range(len(ids))] for matrix in matrices]
-        deltas = [[None if e == ref_index or v[e] is None or v[ref_index] is None
-                   else v[e] - v[ref_index] for e in range(len(ids))] for v in values]
-        rows.append(KeywordRow(text=texts[t], normalized_text=t,
-                               keyword_ids=keyword_ids[t],  # type: ignore[arg-type]
-                               values=values, deltas=deltas))
-    changed_count = sum(row.changed for row in rows)
+    # |Δ| to the reference per metric and keyword (the largest over evaluations), -1: none.
+    changes = np.abs(data - data[:, :, ref_index:ref_index + 1])
+    changes[:, :, ref_index] = np.nan
+    by_metric = np.where(np.isnan(changes), -1.0, changes).max(axis=2, initial=-1.0)
+    by_any = by_metric.max(axis=0, initial=-1.0) if keys else np.full(len(shared), -1.0)
+    changed = by_any > 0
+    index = int(sort[1:]) if sort[:1] == "m" and sort[1:].isdigit() else None
+    order_key = by_metric[index] if index is not None and index < len(keys) else by_any
+    positions = np.arange(len(shared))
     if show == "changed":
-        rows = [row for row in rows if row.changed]
-    _sort_rows(rows, sort=sort, descending=descending, metric_count=len(keys))
+        positions = positions[changed]
+    if sort == "text":
+        ordered = positions[::-1] if descending else positions
+    else:
+        # Rows without a Δ last in either direction, ties by text.
+        key = order_key[positions]
+        ordered = positions[np.lexsort((positions, -key if descending else key, key < 0))]
+    id_lists = id_matrix.tolist()
+    changed_list = changed.tolist()
+    rows = [KeywordRow(text=texts[shared[r]], normalized_text=shared[r],
+                       keyword_ids=id_lists[r], index=r, data=data,
+                       reference_index=ref_index, changed=changed_list[r])
+            for r in ordered.tolist()]
     if rbo_k is None:
         rbo_k = max((row[ref_index].k for row in chosen), default=10)
     return ManyComparison(
         evaluations=evaluations, reference=reference, mode=mode, metrics=metrics,
-        keywords=rows, shared_count=len(shared), changed_count=changed_count,
-        not_shared_count=len(all_texts) - len(shared), unshared_metrics=unshared,
+        keywords=rows, shared_count=len(shared), changed_count=int(changed.sum()),
+        not_shared_count=all_count - len(shared), unshared_metrics=unshared,
         rbo_k=rbo_k, sort=sort, descending=descending, show=show, resamples=resamples,
     )
 
@@ -244,18 +262,30 @@ def _value(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _sort_rows(rows: list[KeywordRow], *, sort: str, descending: bool,
-               metric_count: int) -> None:
-    if sort == "text":
-        rows.sort(key=lambda row: row.normalized_text, reverse=descending)
-        return
-    index = None
-    if sort.startswith("m") and sort[1:].isdigit() and int(sort[1:]) < metric_count:
-        index = int(sort[1:])
-    rows.sort(key=lambda row: row.normalized_text)
-    # Rows without a Δ last in either direction.
-    sign = -1.0 if descending else 1.0
-    rows.sort(key=lambda row: (row.change(index) is None, sign * (row.change(index) or 0.0)))
+def _config_values(configs: list[EvaluationMetric]) -> dict[int, tuple[np.ndarray,
+                                                                         np.ndarray]]:
+    """Each config's stored (keyword ids, values), nulls left out: one query for those not
+    cached; cached under the config and its `updated_at`, which every recompute moves
+    (metrics/recompute/means.py writes it even when the mean is unchanged)."""
+    keys = {c.pk: f"metrics:values:{c.pk}:{c.updated_at.isoformat()}"
+            for c in configs if c.updated_at is not None}
+    cached = cache.get_many(list(keys.values())) if keys else {}
+    found = {pk: cached[key] for pk, key in keys.items() if key in cached}
+    missing = [c.pk for c in configs if c.pk not in found]
+    if missing:
+        rows: dict[int, tuple[list[int], list[float]]] = {pk: ([], []) for pk in missing}
+        for metric_id, keyword_id, value in KeywordMetricValue.objects.filter(
+                metric_id__in=missing, value__isnull=False,
+        ).values_list("metric_id", "keyword_id", "value"):
+            pair = rows[metric_id]
+            pair[0].append(keyword_id)
+            pair[1].append(value)
+        fresh = {pk: (np.array(kws, dtype=np.int64), np.array(vals, dtype=np.float64))
+                 for pk, (kws, vals) in rows.items()}
+        cache.set_many({keys[pk]: arrays for pk, arrays in fresh.items() if pk in keys},
+                       timeout=STATS_CACHE_SECONDS)
+        found.update(fresh)
+    return found
 
 
 def _stats_key(matrix: np.ndarray, *, ref_index: int, mode: str, resamples: int) -> str:
