@@ -73,7 +73,7 @@ class EvaluationCompareManyApi(APIView):
         show = serializers.ChoiceField(choices=["", "changed"], default="",
                                        help_text="changed: keywords with some Δ ≠ 0 only.")
         page = serializers.IntegerField(min_value=1, default=1)
-        page_size = serializers.IntegerField(min_value=1, max_value=1000, default=100)
+        page_size = serializers.IntegerField(min_value=1, max_value=1000, default=50)
 
     class OutputSerializer(serializers.Serializer):
         class EvaluationRefSerializer(serializers.Serializer):
