@@ -7,7 +7,7 @@ time, each with its churn against the reference.
 import math
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,17 @@ from rest_framework.views import APIView
 
 from evaluations.selectors import evaluations_get_for_user
 from metrics import compare_many
+
+
+@extend_schema_field({"type": "array", "items": {
+    "type": "array", "items": {"type": "number", "format": "double", "nullable": True}}})
+class FloatMatrixField(serializers.Field):
+    """Per metric, per evaluation: numbers or null, passed through as they are (a page of
+    50 keywords x 10 evaluations x the metrics is thousands of numbers; a FloatField per
+    number took most of the answer's time)."""
+
+    def to_representation(self, value: list[list[float | None]]) -> list[list[float | None]]:
+        return value
 
 
 class ManyStatsSerializer(serializers.Serializer):
@@ -95,12 +106,8 @@ class EvaluationCompareManyApi(APIView):
         class KeywordSerializer(serializers.Serializer):
             text = serializers.CharField()
             keyword_ids = serializers.ListField(child=serializers.IntegerField())
-            values = serializers.ListField(
-                child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
-                help_text="Per metric, per evaluation.")
-            deltas = serializers.ListField(
-                child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
-                help_text="Per metric, per evaluation, to the reference.")
+            values = FloatMatrixField(help_text="Per metric, per evaluation.")
+            deltas = FloatMatrixField(help_text="Per metric, per evaluation, to the reference.")
             changed = serializers.BooleanField()
             overlaps = ManyOverlapSerializer(many=True, help_text="Per other evaluation.")
 
