@@ -64,7 +64,9 @@ def compare_many_page(request: HttpRequest) -> HttpResponse:
     if "evaluation" not in request.GET:
         return render(request, TEMPLATE, context)
     form = CompareManyForm(request.GET)
-    context["form"] = form
+    # The picks stay ticked when the set is refused, so one click fixes it.
+    context.update(form=form, chosen_ids={int(pk) for pk in request.GET.getlist("evaluation")
+                                          if pk.isdigit()})
     if not form.is_valid():
         return render(request, TEMPLATE, context, status=400)
     try:

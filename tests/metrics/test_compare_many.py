@@ -215,7 +215,10 @@ def test_mixed_scales_are_refused_on_the_page(client, personas, trio):
     client.force_login(personas.lead)
     response = client.get(reverse("metrics:compare_many"), {"evaluation": [a.pk, graded.pk]})
     assert response.status_code == 400
-    assert "same scale" in response.content.decode()
+    body = response.content.decode()
+    assert "same scale" in body
+    # The refused picks stay ticked.
+    assert f'id="pick-{graded.pk}" aria-label="Compare {graded.name}" checked' in body
 
 
 def test_an_outsider_gets_404_and_a_foreign_evaluation_too(client, personas, trio):
