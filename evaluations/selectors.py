@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from django.db.models import Count, Min, Prefetch, Q, QuerySet
+from django.http import Http404
 
 from evaluations.models import (
     Endpoint,
@@ -45,6 +46,18 @@ def evaluation_get_for_user(*, user: User, evaluation_id: int,
     return access.row_get_for_user(
         Evaluation.objects.select_related("team", "model__endpoint").with_recompute_state(),
         user=user, pk=evaluation_id, minimum_role=minimum_role, what="evaluation")
+
+
+def evaluations_get_for_user(*, user: User, evaluation_ids: list[int]) -> list[Evaluation]:
+    """Several evaluations at once, in the order asked, in two queries whatever their
+    number (the user's teams, then the rows): "No such evaluation." (404) when any is
+    missing or another team's, as `evaluation_get_for_user` answers for one."""
+    team_ids = access.visible_team_ids(user=user)
+    rows = {e.pk: e for e in Evaluation.objects.select_related("team", "model").filter(
+        pk__in=evaluation_ids, team_id__in=team_ids)}
+    if any(pk not in rows for pk in evaluation_ids):
+        raise Http404("No such evaluation.")
+    return [rows[pk] for pk in evaluation_ids]
 
 
 def keyword_get_for_user(*, user: User, keyword_id: int,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from metrics import api, api_verdicts, export_api
+from metrics import api, api_many, api_verdicts, export_api
 
 app_name = "metrics_api"
 urlpatterns = [
@@ -20,4 +20,5 @@ urlpatterns += [
          name="evaluation_gate"),
     path("evaluations/<int:evaluation_id>/verdicts/",
          api_verdicts.EvaluationVerdictListApi.as_view(), name="evaluation_verdicts"),
+    path("compare/", api_many.EvaluationCompareManyApi.as_view(), name="compare_many"),
 ]

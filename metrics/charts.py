@@ -123,15 +123,23 @@ FONT_SIZE = 11
 
 def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height: int = 220,
                label: str = "Chart", y_min: float | None = None,
-               y_max: float | None = None, integer: bool = False) -> str:
+               y_max: float | None = None, integer: bool = False,
+               intervals: Sequence[tuple[float, float] | None] | None = None,
+               marked: Sequence[bool] | None = None, marked_name: str = "regressed") -> str:
     """A line over labelled x positions (e.g. evaluations in finish order) with a y axis,
     gridlines, and a hoverable dot per present value (its <title> names label and value).
 
     ``y_min``/``y_max`` fix the y range (default: round values around the data);
-    ``integer`` (counts) puts the gridlines on whole numbers.
+    ``integer`` (counts) puts the gridlines on whole numbers. ``intervals`` (one per point
+    or None) draws each point's interval as a whisker with caps; ``marked`` (one bool per
+    point) rings those points in red and names them ``marked_name`` in their title.
     """
     left, right, top, bottom = 48, 16, 12, 36
+    intervals = list(intervals) if intervals is not None else [None] * len(points)
+    marked = list(marked) if marked is not None else [False] * len(points)
     present = [float(v) for _, v in points if _present(v)]
+    present += [float(bound) for interval in intervals if interval is not None
+                for bound in interval if _present(bound)]
     lo = y_min if y_min is not None else (min(present) if present else 0.0)
     hi = y_max if y_max is not None else (max(present) if present else 1.0)
     if y_max is None and present and y_min is not None:
@@ -165,12 +173,25 @@ def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height
     for run in _segments(coords):
         body.append('<polyline fill="none" stroke="#2563eb" stroke-width="2" '
                     f'points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for x, y in run)}"/>')
-    for (name, value), coord in zip(points, coords, strict=True):
-        if coord is not None:
-            shown = f"{int(value)}" if integer else f"{float(value):.4f}"
-            body.append(f'<circle class="point" cx="{_fmt(coord[0])}" cy="{_fmt(coord[1])}" '
-                        f'r="3.5" fill="#2563eb"><title>{escape(name)}: '
-                        f'{shown}</title></circle>')
+    for (name, value), coord, interval, mark in zip(points, coords, intervals, marked,
+                                                    strict=True):
+        if coord is None:
+            continue
+        shown = f"{int(value)}" if integer else f"{float(value):.4f}"
+        if interval is not None:
+            x, low, high = coord[0], y_of(float(interval[0])), y_of(float(interval[1]))
+            body.append(
+                f'<path class="interval" stroke="#2563eb" stroke-opacity="0.55" fill="none" '
+                f'd="M{_fmt(x)},{_fmt(low)}V{_fmt(high)}M{_fmt(x - 4)},{_fmt(low)}'
+                f'H{_fmt(x + 4)}M{_fmt(x - 4)},{_fmt(high)}H{_fmt(x + 4)}"/>')
+            shown += f" (95% CI {float(interval[0]):.4f} to {float(interval[1]):.4f})"
+        if mark:
+            shown += f", {marked_name}"
+            body.append(f'<circle class="marker" cx="{_fmt(coord[0])}" cy="{_fmt(coord[1])}" '
+                        'r="7" fill="none" stroke="#d92d20" stroke-width="2"/>')
+        body.append(f'<circle class="point" cx="{_fmt(coord[0])}" cy="{_fmt(coord[1])}" '
+                    f'r="3.5" fill="#2563eb"><title>{escape(name)}: '
+                    f'{escape(shown)}</title></circle>')
     body += _x_labels([name for name, _ in points], x_of, left=left, right=width - right,
                       width=width, y=height - bottom + 15)
     return _svg(width, height, label, body, "line-chart")

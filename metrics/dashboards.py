@@ -430,6 +430,8 @@ class MetricHistory:
     key: MetricKey
     label: str
     points: list[tuple[Evaluation, float | None, int]]  # evaluation, value, keyword count
+    # Each point's configured metric (its stored values give the point's interval).
+    configs: list[EvaluationMetric] = field(default_factory=list)
 
 
 def model_history(*, model: SearchModel) -> list[MetricHistory]:
@@ -439,7 +441,10 @@ def model_history(*, model: SearchModel) -> list[MetricHistory]:
     ).with_stored_mean().select_related("evaluation").order_by(
         "evaluation__finished_at", "evaluation_id", "position", "id")
     series: dict[MetricKey, list] = {}
+    configs_of: dict[MetricKey, list[EvaluationMetric]] = {}
     for config in configs:
         series.setdefault(metric_key(config), []).append(
             (config.evaluation, config.value, config.keyword_count))
-    return [MetricHistory(key, metric_key_label(key), points) for key, points in series.items()]
+        configs_of.setdefault(metric_key(config), []).append(config)
+    return [MetricHistory(key, metric_key_label(key), points, configs_of[key])
+            for key, points in series.items()]

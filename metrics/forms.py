@@ -58,3 +58,33 @@ class BaselineForm(forms.Form):
 
 class LeaderboardForm(forms.Form):
     metric = forms.CharField(required=False, max_length=200)
+
+
+class IntegerListField(forms.Field):
+    """A repeated query parameter of whole numbers (?evaluation=1&evaluation=2)."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value) -> list[int]:
+        if not value:
+            return []
+        try:
+            return [int(item) for item in value]
+        except (TypeError, ValueError):
+            raise forms.ValidationError("Evaluation ids are whole numbers.") from None
+
+
+class CompareManyForm(forms.Form):
+    """The N-way compare's query string; how many evaluations, which reference and the
+    rest of the rules are the selector's (metrics.compare_many)."""
+
+    evaluation = IntegerListField(required=False)
+    reference = forms.IntegerField(required=False, min_value=1)
+    mode = forms.ChoiceField(choices=[("reference", "Against the reference"),
+                                      ("tukey", "All pairs (Tukey HSD)")], required=False)
+    sort = forms.RegexField(regex=r"^(change|text|m\d{1,3})$", required=False)
+    dir = forms.ChoiceField(choices=[("asc", "ascending"), ("desc", "descending")],
+                            required=False)
+    show = forms.ChoiceField(choices=[("", "All"), ("changed", "Changed only")],
+                             required=False)
+    page = forms.IntegerField(required=False, min_value=1)

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics import core
@@ -229,3 +229,13 @@ def regression_verdicts(*, evaluation: Evaluation) -> QuerySet[RegressionVerdict
 
 def latest_regression_verdict(*, evaluation: Evaluation) -> RegressionVerdict | None:
     return regression_verdicts(evaluation=evaluation).first()
+
+
+def model_regressed_evaluation_ids(*, model_id: int) -> set[int]:
+    """The search model's evaluations whose latest verdict is *regressed*, in one query."""
+    latest = (RegressionVerdict.objects.filter(evaluation_id=OuterRef("evaluation_id"))
+              .order_by("-created_at", "-id").values("verdict")[:1])
+    return set(RegressionVerdict.objects.filter(evaluation__model_id=model_id)
+               .annotate(latest=Subquery(latest))
+               .filter(latest=RegressionVerdict.Verdict.REGRESSED)
+               .values_list("evaluation_id", flat=True).distinct())

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
-from metrics import charts, comparisons, dashboards, leaderboards, services
+from metrics import charts, compare_many, comparisons, dashboards, leaderboards, services
 from metrics.forms import (
     BaselineForm,
     CompareForm,
@@ -27,7 +27,7 @@ from metrics.forms import (
     KeywordTableForm,
     LeaderboardForm,
 )
-from metrics.verdicts import latest_regression_verdict
+from metrics.verdicts import latest_regression_verdict, model_regressed_evaluation_ids
 from searchtweak import access
 from searchtweak.models import Role
 from searchtweak.views_shared import service_step_response
@@ -202,21 +202,33 @@ def _unit_range(values: list[float | None]) -> dict:
     return {"y_min": 0.0, "y_max": 1.0} if all(0.0 <= v <= 1.0 for v in present) else {}
 
 
+def regressed_evaluation_ids(*, model) -> set[int]:
+    """The model's runs to mark as regressed on its history chart: those whose latest
+    regression verdict says so (metrics/verdicts.py)."""
+    return model_regressed_evaluation_ids(model_id=model.pk)
+
+
 @require_GET
 @login_required
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
     model = search_model_get_for_user(user=request.user, model_id=model_id)
     histories = dashboards.model_history(model=model)
-    return render(request, "metrics/model_history.html", {
-        "model": model,
-        "histories": [
-            (history, mark_safe(charts.line_chart(
-                [(evaluation.name, value) for evaluation, value, _ in history.points],
-                label=f"{history.label} over finished evaluations",
-                **_unit_range([value for _, value, _ in history.points]))))
-            for history in histories
-        ],
-    })
+    intervals = compare_many.config_intervals(configs=[
+        config for history in histories for config in history.configs])
+    regressed = regressed_evaluation_ids(model=model)
+    rows = []
+    for history in histories:
+        bands = [intervals.get(config.pk) for config in history.configs]
+        rows.append((history, mark_safe(charts.line_chart(
+            [(evaluation.name, value) for evaluation, value, _ in history.points],
+            label=f"{history.label} over finished evaluations, with 95% intervals",
+            intervals=bands,
+            marked=[evaluation.pk in regressed for evaluation, _, _ in history.points],
+            **_unit_range([value for _, value, _ in history.points]
+                          + [b for band in bands if band for b in band]))),
+            [(*point, band, point[0].pk in regressed)
+             for point, band in zip(history.points, bands, strict=True)]))
+    return render(request, "metrics/model_history.html", {"model": model, "histories": rows})
 
 
 def _picker_context(request: HttpRequest) -> dict:

@@ -124,3 +124,16 @@ def test_labels_are_legible_and_x_labels_do_not_overlap():
     assert len(named) == 3
     assert named[0].find(f"{SVG}title").text == "Spring relevance review number 0"
     assert named[0].find(f"{SVG}title").tail == "Spring relevance revie…"
+
+
+def test_line_chart_draws_intervals_and_rings_marked_points():
+    svg = charts.line_chart([("first", 0.5), ("second", 0.4), ("third", None)],
+                            intervals=[(0.4, 0.6), None, (0.1, 0.2)],
+                            marked=[False, True, True], y_min=0.0, y_max=1.0)
+    root = _parse(svg)
+    # A whisker per present point with an interval; the missing value draws nothing.
+    assert len([e for e in root.iter() if e.get("class") == "interval"]) == 1
+    assert len([e for e in root.iter() if e.get("class") == "marker"]) == 1
+    titles = [e.text for e in root.iter() if e.tag.endswith("title")]
+    assert "first: 0.5000 (95% CI 0.4000 to 0.6000)" in titles
+    assert "second: 0.4000, regressed" in titles

@@ -239,6 +239,10 @@ def _compare_query(d: Dataset) -> dict:
     return {"a": d.evaluation.pk, "b": d.second_evaluation.pk}
 
 
+def _compare_many_query(d: Dataset) -> dict:
+    return {"evaluation": [d.evaluation.pk, d.second_evaluation.pk]}
+
+
 def _compare_keyword_query(d: Dataset) -> dict:
     return {"a": d.evaluation.pk, "b": d.second_evaluation.pk, "keyword": d.keyword.text}
 
@@ -365,6 +369,8 @@ TABLE: dict[str, Row] = {
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
+    "metrics_api:compare_many": row(query=_compare_many_query,
+                                    GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_metric_table": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     # The gate stores a verdict (leads and above); the dataset's team has no baseline, so an
     # empty body is a 400 on `baseline`. Anyone of the team reads the stored verdicts.
@@ -576,6 +582,9 @@ TABLE: dict[str, Row] = {
     "metrics:baseline": row(_evaluation, POST=(400, 400, 400, 403, 404, LOGIN)),
     "metrics:model_history": row(_model, GET=(200, 200, 200, 200, 404, LOGIN)),
     "metrics:compare": row(query=_compare_query, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:compare_many": row(query=_compare_many_query, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:compare_many_csv": row(query=_compare_many_query,
+                                    GET=(200, 200, 200, 200, 404, LOGIN)),
     "metrics:compare_keyword": row(query=_compare_keyword_query,
                                    GET=(200, 200, 200, 200, 404, LOGIN)),
     "metrics:leaderboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
@@ -646,7 +655,7 @@ def _url(dataset: Dataset, key: str) -> str:
     table_row = TABLE[key]
     url = table_row.path or reverse(key, kwargs=table_row.kwargs(dataset))
     query = table_row.query(dataset)
-    return url + "?" + urlencode(query) if query else url
+    return url + "?" + urlencode(query, doseq=True) if query else url
 
 
 def _client(user: User | None) -> Client:

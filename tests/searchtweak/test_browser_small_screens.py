@@ -109,6 +109,7 @@ def _queries(ids: Ids) -> dict[str, dict]:
     return {
         "metrics:compare": pair,
         "metrics:compare_keyword": {**pair, "keyword": ids.keyword.text},
+        "metrics:compare_many": {"evaluation": [ids.earlier.pk, ids.evaluation.pk]},
         "judges:calibration": {"evaluation": ids.evaluation.pk},
     }
 
@@ -144,7 +145,7 @@ def page_urls(ids: Ids) -> list[str]:
             kwargs[argument] = ids.values[key] if key in ids.values else ids.values[argument]
         url = reverse(name, kwargs=kwargs)
         if name in queries:
-            url += "?" + urlencode(queries[name])
+            url += "?" + urlencode(queries[name], doseq=True)
         urls.append(url)
     return urls
 
