@@ -510,3 +510,14 @@ def test_the_evaluation_api_creates_from_a_set_and_reports_the_version(personas)
     assert Evaluation.objects.count() == 1
     typed = api.post("/api/v1/evaluations/", {**payload, "keywords": ["a"]}, format="json")
     assert typed.json()["query_set_version"] is None
+
+
+
+def test_a_set_whose_version_an_evaluation_ran_cannot_be_deleted(personas):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    query_set = make_set(personas)
+    services.evaluation_create_from_query_set(query_set=query_set,
+                                              **evaluation_fields(personas, model))
+    with pytest.raises(ProtectedError):
+        query_set.delete()
+    assert counts() == (1, 1, 3, 1)
