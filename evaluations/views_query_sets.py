@@ -16,6 +16,7 @@ from evaluations import selectors_query_sets as query_set_selectors
 from evaluations.forms import QuerySetForm, SaveAsQuerySetForm
 from evaluations.models import QuerySet
 from evaluations.selectors_query_sets import WRITE_ROLE
+from evaluations.services.query_sets import version_keywords
 from evaluations.views import _keywords_from_form
 from searchtweak.forms import add_service_errors
 from searchtweak.views_shared import (
@@ -111,7 +112,7 @@ def query_set_edit(request: HttpRequest, query_set_id: int) -> HttpResponse:
         user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
     current = query_set.current_version()
     initial = {"name": query_set.name, "description": query_set.description,
-               "keywords": "\n".join(services.query_sets.version_keywords(current))
+               "keywords": "\n".join(version_keywords(current))
                if current else ""}
     form = QuerySetForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
