@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from evaluations import selectors, services
 from evaluations.events import By
-from evaluations.models import Evaluation, EvaluationMetric, SearchModel
+from evaluations.models import Evaluation, EvaluationMetric, QuerySet, SearchModel
 from metrics import core
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
@@ -24,7 +24,7 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
-from searchtweak.models import Role
+from searchtweak.models import Role, Team
 
 # --- evaluations -------------------------------------------------------------------------
 
@@ -95,6 +95,18 @@ class EvaluationOutputSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     archived_at = serializers.DateTimeField(allow_null=True)
+    # --- query sets (issue 27) ---
+    class QuerySetVersionSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        query_set = serializers.IntegerField(source="query_set_id")
+        number = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "EvaluationQuerySetVersion"
+
+    query_set_version = QuerySetVersionSerializer(
+        allow_null=True, help_text="The query set version whose keywords it was created "
+                                   "with; null for typed keywords.")
 
 
 def _evaluation_data(evaluation: Evaluation, *, counted: bool = False) -> dict:
@@ -123,10 +135,16 @@ class EvaluationInputSerializer(serializers.Serializer):
     scale = serializers.CharField(max_length=50)
     strategy = serializers.IntegerField()
     keywords = serializers.ListField(
-        child=serializers.CharField(max_length=500, allow_blank=True),
+        child=serializers.CharField(max_length=500, allow_blank=True), required=False,
         help_text="One keyword per item, stored with runs of whitespace as one space and "
                   "zero-width characters dropped; duplicates (ignoring case) and blanks are "
-                  "removed. A control character, or no keyword left, is a 400 on keywords.")
+                  "removed. A control character, or no keyword left, is a 400 on keywords. "
+                  "Required unless query_set is given.")
+    # --- query sets (issue 27) ---
+    query_set = serializers.IntegerField(
+        required=False, help_text="On create, instead of keywords: the id of a query set of "
+                                  "the team, whose current version's keywords are used and "
+                                  "recorded as query_set_version.")
     metrics = MetricConfigSerializer(many=True)
     transformers = serializers.JSONField(required=False, default=dict)
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
@@ -136,6 +154,28 @@ class EvaluationInputSerializer(serializers.Serializer):
                                            default=Evaluation.Reuse.NONE)
     show_position = serializers.BooleanField(required=False, default=False)
     auto_finish = serializers.BooleanField(required=False, default=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if self.partial:
+            return attrs
+        if "keywords" in attrs and "query_set" in attrs:
+            raise serializers.ValidationError(
+                {"query_set": "Give keywords or query_set, not both."})
+        if "keywords" not in attrs and "query_set" not in attrs:
+            raise serializers.ValidationError({"keywords": "This field is required."})
+        return attrs
+
+
+def _evaluation_create(request: Request, team: Team, data: dict[str, Any]) -> Evaluation:
+    """With `query_set`: its current version's keywords (the query set services)."""
+    data = _resolve_model(data, team.pk)
+    if "query_set" not in data:
+        return services.evaluation_create(team=team, created_by=request.user, **data)
+    query_set = QuerySet.objects.filter(pk=data.pop("query_set"), team_id=team.pk).first()
+    if query_set is None:
+        raise ValidationError({"query_set": "No such query set in this team."})
+    return services.evaluation_create_from_query_set(
+        query_set=query_set, team=team, created_by=request.user, **data)
 
 
 def _resolve_model(data: dict[str, Any], team_id: int) -> dict[str, Any]:
@@ -160,7 +200,8 @@ class EvaluationListApi(APIView):
         evaluations = selectors.evaluations_with_counts(
             Evaluation.objects.filter(team_id__in=visible_team_ids(request))
         ).prefetch_related(Prefetch("metric_configs",
-                                    queryset=EvaluationMetric.objects.with_stored_mean()))
+                                    queryset=EvaluationMetric.objects.with_stored_mean())
+                           ).select_related("query_set_version")
         if request.query_params.get("status"):
             evaluations = evaluations.filter(status=request.query_params["status"])
         if request.query_params.get("archived") != "true":
@@ -175,8 +216,7 @@ class EvaluationListApi(APIView):
         return create_in_team_response(
             request, team=body_team(request, minimum_role=Role.LEAD),
             input_serializer=EvaluationInputSerializer,
-            create=lambda team, data: services.evaluation_create(
-                team=team, created_by=request.user, **_resolve_model(data, team.pk)),
+            create=lambda team, data: _evaluation_create(request, team, data),
             output=_evaluation_data)
 
 

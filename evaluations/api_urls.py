@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import api, api_endpoints
+from evaluations import api, api_endpoints, api_query_sets
 
 app_name = "evaluations_api"
 urlpatterns = [
@@ -32,4 +32,16 @@ urlpatterns = [
          name="evaluation_finish"),
     path("evaluations/<int:evaluation_id>/retry-failed/", api.EvaluationRetryFailedApi.as_view(),
          name="evaluation_retry_failed"),
+    # --- query sets (issue 27) ---
+    path("query-sets/", api_query_sets.QuerySetListApi.as_view(), name="query_sets"),
+    path("query-sets/<int:query_set_id>/", api_query_sets.QuerySetDetailApi.as_view(),
+         name="query_set"),
+    path("query-sets/<int:query_set_id>/versions/",
+         api_query_sets.QuerySetVersionCreateApi.as_view(), name="query_set_versions"),
+    path("query-sets/<int:query_set_id>/versions/<int:number>/keywords/",
+         api_query_sets.QuerySetVersionKeywordsApi.as_view(), name="query_set_version_keywords"),
+    path("query-sets/<int:query_set_id>/archive/", api_query_sets.QuerySetArchiveApi.as_view(),
+         name="query_set_archive"),
+    path("query-sets/<int:query_set_id>/restore/", api_query_sets.QuerySetRestoreApi.as_view(),
+         name="query_set_restore"),
 ]

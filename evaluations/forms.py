@@ -8,7 +8,7 @@ from django import forms
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
-from evaluations.models import Endpoint, Evaluation, SearchModel
+from evaluations.models import Endpoint, Evaluation, QuerySet, SearchModel
 from evaluations.services import is_http_url, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from metrics import core
@@ -281,10 +281,25 @@ class EvaluationForm(forms.Form):
         help_text="Off by default: knowing the engine ranked a result first can sway a grade.")
     auto_finish = forms.BooleanField(
         required=False, initial=True, label="Finish when every result is graded")
+    # --- query sets (issue 27): on the create page only (with_query_sets) ---
+    query_set = forms.ModelChoiceField(
+        queryset=QuerySet.objects.none(), required=False, label="…or use a query set",
+        help_text="Its current version's keywords, instead of typing or uploading them.")
+    save_as_query_set = forms.CharField(
+        required=False, max_length=200, label="Save these keywords as a query set named…",
+        help_text="Optional: typed or uploaded keywords become a reusable query set.")
 
-    def __init__(self, *args, team: Team, frozen: bool = False, **kwargs) -> None:
+    def __init__(self, *args, team: Team, frozen: bool = False,
+                 with_query_sets: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["model"].queryset = SearchModel.objects.filter(team=team, archived_at=None)
+        if with_query_sets:
+            self.fields["query_set"].queryset = QuerySet.objects.filter(
+                team=team, archived_at=None).order_by("name")
+            self.order_fields(["name", "description", "model", "keywords", "keywords_file",
+                               "save_as_query_set", "query_set"])
+        else:
+            del self.fields["query_set"], self.fields["save_as_query_set"]
         self.fields["scale"].choices = scale_provider().choices(team)
         self.fields["scale"].initial = "graded"
         if frozen:
@@ -316,6 +331,12 @@ class EvaluationForm(forms.Form):
             raise forms.ValidationError(problem)
         return upload
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "query_set" in self.fields:
+            keywords_source_check(self, data)
+        return data
+
     def clean_metrics(self) -> list[dict[str, Any]]:
         return parse_metrics(self.cleaned_data["metrics"])
 
@@ -335,6 +356,47 @@ class EvaluationForm(forms.Form):
 
     def clean_tags(self) -> list[str]:
         return [tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
+
+
+def keywords_source_check(form: forms.Form, data: dict[str, Any]) -> None:
+    """One source of keywords: typed and/or uploaded, or a query set, not both. (Neither
+    is the service's "Add at least one keyword." on `keywords`, as without query sets.)"""
+    typed = bool((data.get("keywords") or "").strip() or data.get("keywords_file"))
+    if data.get("query_set") is not None:
+        if typed:
+            form.add_error("query_set", "Choose a query set or type/upload keywords, not both.")
+        if (data.get("save_as_query_set") or "").strip():
+            form.add_error("save_as_query_set",
+                           "The keywords are the query set's already; leave this empty.")
+
+
+class QuerySetForm(forms.Form):
+    """Create a query set, or edit one (a changed list becomes a new version)."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    keywords = forms.CharField(
+        # Not stripped: blank lines before the first keyword keep error line numbers right.
+        required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 10}),
+        help_text="One per line (up to 10,000); duplicates and blank lines are removed, "
+                  "extra spaces too.")
+    keywords_file = forms.FileField(
+        required=False, label="…or upload keywords (CSV or TXT)",
+        help_text="TXT: one per line. CSV: the first column. Added after the typed ones.")
+
+    def clean_keywords_file(self) -> Any:
+        upload = self.cleaned_data.get("keywords_file")
+        problem = upload and keyword_upload_size_problem(filename=upload.name, size=upload.size)
+        if problem:
+            raise forms.ValidationError(problem)
+        return upload
+
+
+class SaveAsQuerySetForm(forms.Form):
+    """An evaluation's keywords saved as a new query set."""
+
+    name = forms.CharField(max_length=200, label="Query set name")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 
 def metric_catalog() -> list[dict[str, str]]:

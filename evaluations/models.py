@@ -7,7 +7,7 @@ Keyword and EvaluationMetric) is fixed here; extend it, don't rename it.
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
 from metrics import core
@@ -181,6 +181,15 @@ class Evaluation(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # --- query sets (issue 27) ---
+    # The query set version whose keywords this evaluation was created with (null: typed or
+    # uploaded keywords). PROTECT: an evaluation keeps saying which version it ran, so a
+    # version is never deleted while an evaluation refers to it.
+    query_set_version = models.ForeignKey(
+        "QuerySetVersion", null=True, blank=True, on_delete=models.PROTECT,
+        related_name="evaluations",
+    )
+    # --- end query sets ---
 
     objects = EvaluationQuerySet.as_manager()
 
@@ -315,3 +324,89 @@ class DemoProduct(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+# --- query sets (issue 27): a team's named, versioned keyword lists -------------------------
+
+
+class QuerySet(models.Model):
+    """A team's named, reusable keyword list. Its keywords live in versions: editing the
+    list adds a version, the newest is the current one, and an evaluation created from the
+    set records the version it ran (Evaluation.query_set_version). Archived, never deleted
+    by the pages or the API."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="query_sets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TeamOwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            # Case-insensitive, among the sets in use: an archived set frees its name.
+            models.UniqueConstraint(
+                Lower("name"), "team", condition=Q(archived_at__isnull=True),
+                name="query_set_name_unique_per_team",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def current_version(self) -> "QuerySetVersion | None":
+        return self.versions.order_by("-number").first()
+
+
+class QuerySetVersion(models.Model):
+    """One state of a query set's keyword list, numbered 1..n; never changed once written."""
+
+    query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    keyword_count = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["query_set_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["query_set", "number"],
+                                    name="query_set_version_number_unique"),
+            models.CheckConstraint(condition=Q(number__gte=1),
+                                   name="query_set_version_number_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.query_set_id} v{self.number}"
+
+
+class QuerySetKeyword(models.Model):
+    """One keyword of a version, in a table (not JSON) so a list may grow to 100,000."""
+
+    version = models.ForeignKey(QuerySetVersion, on_delete=models.CASCADE,
+                                related_name="keywords")
+    position = models.PositiveIntegerField()
+    text = models.CharField(max_length=500)
+    # Keyword.normalize(text): the same key an evaluation's keywords are unique on.
+    normalized_text = models.CharField(max_length=500)
+
+    class Meta:
+        ordering = ["version_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "normalized_text"],
+                                    name="query_set_keyword_unique_per_version"),
+            models.UniqueConstraint(fields=["version", "position"],
+                                    name="query_set_keyword_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text

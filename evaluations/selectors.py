@@ -44,7 +44,9 @@ def search_model_get_for_user(*, user: User, model_id: int,
 def evaluation_get_for_user(*, user: User, evaluation_id: int,
                             minimum_role: str = Role.GRADER) -> Evaluation:
     return access.row_get_for_user(
-        Evaluation.objects.select_related("team", "model__endpoint").with_recompute_state(),
+        Evaluation.objects.select_related("team", "model__endpoint",
+                                          "query_set_version__query_set")
+        .with_recompute_state(),
         user=user, pk=evaluation_id, minimum_role=minimum_role, what="evaluation")
 
 

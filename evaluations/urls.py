@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import views, views_endpoints
+from evaluations import views, views_endpoints, views_query_sets
 
 app_name = "evaluations"
 urlpatterns = [
@@ -34,6 +34,19 @@ urlpatterns = [
          name="evaluation_restore"),
     path("evaluations/<int:evaluation_id>/<str:action>/", views.evaluation_action,
          name="evaluation_action"),
+    # --- query sets (issue 27) ---
+    path("query-sets/", views_query_sets.query_set_list, name="query_set_list"),
+    path("query-sets/new/", views_query_sets.query_set_create, name="query_set_create"),
+    path("query-sets/from-evaluation/<int:evaluation_id>/",
+         views_query_sets.query_set_from_evaluation, name="query_set_from_evaluation"),
+    path("query-sets/<int:query_set_id>/", views_query_sets.query_set_detail,
+         name="query_set_detail"),
+    path("query-sets/<int:query_set_id>/edit/", views_query_sets.query_set_edit,
+         name="query_set_edit"),
+    path("query-sets/<int:query_set_id>/archive/", views_query_sets.query_set_archive,
+         name="query_set_archive"),
+    path("query-sets/<int:query_set_id>/restore/", views_query_sets.query_set_restore,
+         name="query_set_restore"),
     path("keywords/<int:keyword_id>/", views.keyword_detail, name="keyword_detail"),
     path("demo/search", views.demo_search, name="demo_search"),
 ]

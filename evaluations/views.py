@@ -103,28 +103,43 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
         model = team.search_models.filter(pk=model_id).first()
         if model:
             initial = {"model": model.pk, "keywords": model.default_keywords}
+    query_set_id = request.GET.get("query_set", "")
+    if query_set_id.isdigit():
+        initial["query_set"] = query_set_id
     form = EvaluationForm(request.POST or None, request.FILES or None, team=team,
-                          initial=initial)
+                          initial=initial, with_query_sets=True)
     if request.method == "POST" and form.is_valid():
-        parsed = _keywords_from_form(form)
+        data = form.cleaned_data
+        # A query set's keywords are clean already; typed or uploaded ones are parsed.
+        parsed = ([], "") if data["query_set"] else _keywords_from_form(form)
         if parsed is not None:
             keywords, notice = parsed
-            data = form.cleaned_data
+            fields = dict(
+                team=team, created_by=request.user, model=data["model"], name=data["name"],
+                description=data["description"], scale=data["scale"],
+                strategy=data["strategy"], metrics=data["metrics"],
+                transformers=data["transformers"], tags=data["tags"],
+                guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
+                show_position=data["show_position"], auto_finish=data["auto_finish"])
             try:
-                evaluation = services.evaluation_create(
-                    team=team, created_by=request.user, model=data["model"], name=data["name"],
-                    description=data["description"], scale=data["scale"],
-                    strategy=data["strategy"], keywords=keywords, metrics=data["metrics"],
-                    transformers=data["transformers"], tags=data["tags"],
-                    guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
-                    show_position=data["show_position"], auto_finish=data["auto_finish"])
+                if data["query_set"]:
+                    evaluation = services.evaluation_create_from_query_set(
+                        query_set=data["query_set"], **fields)
+                    keyword_count = evaluation.query_set_version.keyword_count
+                elif data["save_as_query_set"].strip():
+                    evaluation = services.evaluation_create_saving_query_set(
+                        query_set_name=data["save_as_query_set"], keywords=keywords, **fields)
+                else:
+                    evaluation = services.evaluation_create(keywords=keywords, **fields)
+                if not data["query_set"]:
+                    keyword_count = len(keywords)
             except ValidationError as error:
                 _add_save_errors(request, form, team, error)
             else:
                 if notice:
                     messages.info(request, notice)
                 messages.success(request, f"Evaluation {evaluation.name} created with "
-                                 f"{len(keywords)} keywords.")
+                                 f"{keyword_count} keywords.")
                 return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
     return _render_evaluation_form(request, form, status=400 if form.errors else 200)
 

@@ -51,8 +51,9 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
      r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table)/"),
     ("judges", "LLM judges, their runs, calibration and call logs.",
      r"evaluations/\{evaluation_id\}/judge-runs/|judge-runs/|judges/"),
-    ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive).",
-     r"evaluations/"),
+    ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "
+                    "and the query sets (versioned keyword lists) they are created from.",
+     r"evaluations/|query-sets/"),
     ("endpoints", "Search endpoints and the search models that query them.",
      r"endpoints/|models/"),
     ("scales", "Grading scales and the transformers between them.",

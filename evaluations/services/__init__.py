@@ -4,7 +4,8 @@ Modules, one concern each:
 - `endpoints`: endpoints and search models (create, update, delete, restore, test query);
 - `lifecycle`: an evaluation from create to delete, with its metrics and transformers;
 - `keywords`: keyword lists (cleaning, limits, upload, the stored rows);
-- `fetch`: claiming, requesting and storing keywords' results.
+- `fetch`: claiming, requesting and storing keywords' results;
+- `query_sets`: a team's named, versioned keyword lists, and evaluations created from them.
 
 Callers use `from evaluations import services` and the names below; a test that replaces
 one of them patches it here, where the tasks look it up.
@@ -70,6 +71,17 @@ from evaluations.services.lifecycle import (
     evaluation_update,
     metrics_transformers_check,
 )
+from evaluations.services.query_sets import (
+    evaluation_create_from_query_set,
+    evaluation_create_saving_query_set,
+    query_set_archive,
+    query_set_create,
+    query_set_create_from_evaluation,
+    query_set_edit,
+    query_set_restore,
+    query_set_update,
+    query_set_version_create,
+)
 
 __all__ = [
     "DEFAULT_SNAPSHOT_DEPTH",
@@ -88,6 +100,8 @@ __all__ = [
     "evaluation_archive",
     "evaluation_clone",
     "evaluation_create",
+    "evaluation_create_from_query_set",
+    "evaluation_create_saving_query_set",
     "evaluation_delete",
     "evaluation_fetch_complete",
     "evaluation_finish",
@@ -116,6 +130,13 @@ __all__ = [
     "keywords_from_upload",
     "keywords_validate",
     "metrics_transformers_check",
+    "query_set_archive",
+    "query_set_create",
+    "query_set_create_from_evaluation",
+    "query_set_edit",
+    "query_set_restore",
+    "query_set_update",
+    "query_set_version_create",
     "search_model_create",
     "search_model_delete",
     "search_model_headers_shown",

@@ -18,7 +18,13 @@ from django.utils import timezone
 
 from evaluations.events import By, Transition, transition_announce
 from evaluations.hooks import scale_provider, team_scale
-from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel
+from evaluations.models import (
+    Evaluation,
+    EvaluationMetric,
+    Keyword,
+    QuerySetKeyword,
+    SearchModel,
+)
 from evaluations.services.fetch import keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
@@ -184,9 +190,24 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
         evaluation.save(update_fields=update_fields)
     if "keywords" in changes:
         evaluation_keywords_replace(evaluation=evaluation, keywords=changes["keywords"])
+        _query_set_version_unlink_if_changed(evaluation)
     if "metrics" in changes:
         _replace_metrics(evaluation, changes["metrics"])
     return evaluation
+
+
+def _query_set_version_unlink_if_changed(evaluation: Evaluation) -> None:
+    """An evaluation names the query set version it ran (issue 27) only while its keywords
+    are still that version's, in its order."""
+    if evaluation.query_set_version_id is None:
+        return
+    ours = list(evaluation.keywords.order_by("position")
+                .values_list("normalized_text", flat=True))
+    theirs = list(QuerySetKeyword.objects.filter(version_id=evaluation.query_set_version_id)
+                  .order_by("position").values_list("normalized_text", flat=True))
+    if ours != theirs:
+        evaluation.query_set_version = None
+        evaluation.save(update_fields=["query_set_version"])
 
 
 def _replace_metrics(evaluation: Evaluation, metrics: list[dict[str, Any]]) -> None:
@@ -403,6 +424,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
         transformers=evaluation.transformers, tags=evaluation.tags,
         guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
         auto_finish=evaluation.auto_finish, show_position=evaluation.show_position,
+        query_set_version_id=evaluation.query_set_version_id,  # the same keywords
     )
     Keyword.objects.bulk_create(
         keyword_rows(clone, list(evaluation.keywords.order_by("position")

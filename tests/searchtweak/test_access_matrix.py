@@ -30,7 +30,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from evaluations.models import Evaluation, Keyword, SearchModel
+from evaluations.models import Evaluation, Keyword, QuerySet, SearchModel
+from evaluations.services import query_set_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
@@ -75,6 +76,7 @@ class Dataset:
     judge_call: JudgeCall
     graded: IndependentGrading | None = None
     graded_again: IndependentGrading | None = None
+    query_set: QuerySet | None = None
 
 
 def _build() -> Dataset:
@@ -118,6 +120,8 @@ def _build() -> Dataset:
         judge=make_judge(team),
         judge_run=judge_run, judge_call=call_of(judge_run.judge, run=judge_run),
         graded=graded, graded_again=graded_again,
+        query_set=query_set_create(team=team, created_by=users["lead"], name="Shoes",
+                                   keywords=["boots", "hat"]),
     )
 
 
@@ -173,6 +177,14 @@ def _start(d: Dataset) -> dict:
 
 def _keyword(d: Dataset) -> dict:
     return {"keyword_id": d.keyword.pk}
+
+
+def _query_set(d: Dataset) -> dict:
+    return {"query_set_id": d.query_set.pk}
+
+
+def _query_set_version(d: Dataset) -> dict:
+    return {"query_set_id": d.query_set.pk, "number": 1}
 
 
 def _snapshot(d: Dataset) -> dict:
@@ -300,6 +312,22 @@ TABLE: dict[str, Row] = {
         _evaluation,
         POST=(200, 200, 200, 403, 404, 401),
     ),
+    # --- evaluations_api: query sets (members read, leads write) ---
+    "evaluations_api:query_sets": row(
+        GET=(200, 200, 200, 200, 200, 401),
+        POST=(400, 400, 400, 403, 400, 401),
+    ),
+    "evaluations_api:query_set": row(
+        _query_set,
+        GET=(200, 200, 200, 200, 404, 401),
+        PATCH=(200, 200, 200, 403, 404, 401),
+    ),
+    # An empty body names no keywords: 400 once access lets the caller in.
+    "evaluations_api:query_set_versions": row(_query_set, POST=(400, 400, 400, 403, 404, 401)),
+    "evaluations_api:query_set_version_keywords": row(
+        _query_set_version, GET=(200, 200, 200, 200, 404, 401)),
+    "evaluations_api:query_set_archive": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:query_set_restore": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
     # --- judgments_api ---
     # The grader holds the one slot; nobody else has anything to grade (204).
     "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 404, 401)),
@@ -487,6 +515,29 @@ TABLE: dict[str, Row] = {
     "evaluations:evaluation_restore": row(_evaluation, POST=(302, 302, 302, 403, 404, LOGIN)),
     "evaluations:evaluation_action": row(_start, POST=(302, 302, 302, 403, 404, LOGIN)),
     "evaluations:keyword_detail": row(_keyword, GET=(200, 200, 200, 200, 404, LOGIN)),
+    # Query sets: every member reads, leads and above write (as evaluations).
+    "evaluations:query_set_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:query_set_create": row(
+        GET=(200, 200, 200, 403, 200, LOGIN),
+        POST=(200, 200, 200, 403, 200, LOGIN),
+    ),
+    "evaluations:query_set_detail": row(_query_set, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:query_set_edit": row(
+        _query_set,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(200, 200, 200, 403, 404, LOGIN),
+    ),
+    "evaluations:query_set_archive": row(
+        _query_set,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(302, 302, 302, 403, 404, LOGIN),
+    ),
+    "evaluations:query_set_restore": row(_query_set, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "evaluations:query_set_from_evaluation": row(
+        _evaluation,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(200, 200, 200, 403, 404, LOGIN),
+    ),
     "evaluations:demo_search": row(GET=(200, 200, 200, 200, 200, 200)),
     # --- judgments ---
     "judgments:grade": row(GET=(200, 200, 200, 200, 200, LOGIN)),

@@ -64,6 +64,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
     assert {tags[0] for tags in tag_of.values()} == set(resources)
     expected = {
         "evaluations_list": "evaluations", "evaluations_start": "evaluations",
+        "query_sets_create": "evaluations", "query_sets_versions_create": "evaluations",
         "endpoints_create": "endpoints", "models_test": "endpoints",
         "evaluations_next": "grading", "snapshots_grade": "grading",
         "evaluations_judgments_export": "grading",

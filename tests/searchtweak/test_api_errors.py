@@ -62,7 +62,11 @@ def world(personas):
     endpoint = EndpointFactory(team=personas.team)
     model = SearchModelFactory(endpoint=endpoint, team=personas.team)
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
+    from evaluations.services import query_set_create
+    query_set = query_set_create(team=personas.team, created_by=None, name="Shoes",
+                                 keywords=["boots"])
     return {
+        "query_set_id": query_set.pk, "number": 1,
         "team_id": personas.team.pk, "endpoint_id": endpoint.pk, "model_id": model.pk,
         "evaluation_id": evaluation.pk,
         "snapshot_id": evaluation.keywords.get().snapshots.get().pk,

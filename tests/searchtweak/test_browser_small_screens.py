@@ -23,6 +23,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
+from evaluations.services import query_set_create_from_evaluation
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Role, User
@@ -89,6 +90,8 @@ def _demo() -> Ids:
     judge = judge_of(team, name="Sage")
     run = run_of(judge, evaluation, started_by=users["lead"])
     call = call_of(judge, run=run)
+    query_set = query_set_create_from_evaluation(evaluation=evaluation,
+                                                 created_by=users["lead"], name="Demo keywords")
     values = {
         "evaluation_id": evaluation.pk, "other_id": earlier.pk, "keyword_id": keyword.pk,
         "snapshot_id": held.snapshot_id, "slot_id": held.pk, "scale_id": scale.pk,
@@ -96,7 +99,7 @@ def _demo() -> Ids:
         "team_id": team.pk, "membership_id": users["grader1"].memberships.get(team=team).pk,
         "token_id": token.pk, "judge_id": judge.pk, "run_id": run.pk, "call_id": call.pk,
         "endpoint_id": evaluation.model.endpoint_id, "model_id": evaluation.model_id,
-        "action": "start",
+        "action": "start", "query_set_id": query_set.pk,
         "invitation_detail:token": invitation.token,
         "password_reset_confirm:uidb64": "MQ", "password_reset_confirm:token": "not-a-token",
     }
@@ -156,7 +159,8 @@ def test_every_page_pattern_can_be_filled(db):
                  for argument in re.findall(r"<(?:\w+:)?(\w+)>", route)}
     known = {"evaluation_id", "other_id", "keyword_id", "snapshot_id", "slot_id", "scale_id",
              "transformer_id", "user_id", "team_id", "membership_id", "token_id", "judge_id",
-             "run_id", "call_id", "endpoint_id", "model_id", "action", "token", "uidb64"}
+             "run_id", "call_id", "endpoint_id", "model_id", "action", "token", "uidb64",
+             "query_set_id"}
     assert arguments <= known, f"page arguments this test cannot fill: {arguments - known}"
 
 

@@ -1,0 +1,235 @@
+"""REST API of query sets (issue 27): list, create, detail with versions, rename, a new
+version, a version's keywords, archive and restore. Every member reads; leads and above
+write (selectors_query_sets.WRITE_ROLE), as on the pages."""
+
+from typing import Any
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluations import selectors_query_sets as query_set_selectors
+from evaluations import services
+from evaluations.models import QuerySet, QuerySetVersion
+from evaluations.selectors_query_sets import WRITE_ROLE
+from evaluations.services.keywords import keyword_lines
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.api_shared import (
+    TEAM_PARAM,
+    body_team,
+    create_in_team_response,
+    row_step_api,
+    visible_team_ids,
+)
+
+
+class QuerySetVersionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    number = serializers.IntegerField(help_text="1 for the first version, then 2, 3, …")
+    keyword_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True,
+                                       help_text="Who wrote it (username), if still known.")
+
+    class Meta:
+        ref_name = "QuerySetVersion"
+
+
+class QuerySetOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    team = serializers.IntegerField(source="team_id")
+    name = serializers.CharField()
+    description = serializers.CharField()
+    current_version = serializers.IntegerField(
+        source="current_number", allow_null=True, help_text="The current version's number.")
+    keyword_count = serializers.IntegerField(
+        source="current_keyword_count", allow_null=True,
+        help_text="How many keywords the current version holds.")
+    created_at = serializers.DateTimeField()
+    archived_at = serializers.DateTimeField(allow_null=True)
+
+    class Meta:
+        ref_name = "QuerySet"
+
+
+class QuerySetDetailSerializer(QuerySetOutputSerializer):
+    versions = QuerySetVersionSerializer(many=True, source="version_rows",
+                                         help_text="Newest first.")
+
+    class Meta:
+        ref_name = "QuerySetDetail"
+
+
+def _annotated(query_set: QuerySet) -> QuerySet:
+    return query_set_selectors.with_current(QuerySet.objects.filter(pk=query_set.pk)).get()
+
+
+def _query_set_data(query_set: QuerySet) -> dict:
+    query_set = _annotated(query_set)
+    query_set.version_rows = query_set_selectors.versions_of(query_set)
+    return QuerySetDetailSerializer(query_set).data
+
+
+class KeywordsInputSerializer(serializers.Serializer):
+    keywords = serializers.ListField(
+        child=serializers.CharField(max_length=500, allow_blank=True), required=False,
+        help_text="One keyword per item; cleaned as an evaluation's keywords are "
+                  "(whitespace, zero-width characters, duplicates ignoring case, blanks).")
+    keywords_text = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False,
+        help_text="Or the keywords as text, one per line. Give one of the two; no keyword "
+                  "left is a 400 on keywords.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "keywords" in attrs and "keywords_text" in attrs:
+            raise serializers.ValidationError(
+                {"keywords_text": "Give keywords or keywords_text, not both."})
+        text = attrs.pop("keywords_text", None)
+        if text is not None:
+            attrs["keywords"] = keyword_lines(text)
+        if "keywords" not in attrs and not self.partial:
+            raise serializers.ValidationError(
+                {"keywords": "This field is required (or give keywords_text)."})
+        return attrs
+
+
+class QuerySetInputSerializer(KeywordsInputSerializer):
+    team = serializers.IntegerField(required=False)
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+    class Meta:
+        ref_name = "QuerySetInput"
+
+
+class QuerySetListApi(APIView):
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=QuerySetOutputSerializer(many=True), parameters=[TEAM_PARAM],
+                   operation_id="query_sets_list",
+                   description="The query sets of the caller's teams (archived ones with "
+                               "?archived=true).")
+    def get(self, request: Request) -> Response:
+        query_sets = query_set_selectors.with_current(
+            QuerySet.objects.filter(team_id__in=visible_team_ids(request))).order_by("name", "id")
+        if request.query_params.get("archived") != "true":
+            query_sets = query_sets.filter(archived_at=None)
+        return paginated_response(self, request, query_sets, lambda page: (
+            QuerySetOutputSerializer(page, many=True).data))
+
+    @extend_schema(request=QuerySetInputSerializer, responses={201: QuerySetDetailSerializer},
+                   operation_id="query_sets_create",
+                   description="A query set with version 1 holding the keywords (leads).")
+    def post(self, request: Request) -> Response:
+        return create_in_team_response(
+            request, team=body_team(request, minimum_role=WRITE_ROLE),
+            input_serializer=QuerySetInputSerializer,
+            create=lambda team, data: services.query_set_create(
+                team=team, created_by=request.user, **data),
+            output=_query_set_data)
+
+
+class QuerySetDetailApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False)
+        description = serializers.CharField(required=False, allow_blank=True)
+
+        class Meta:
+            ref_name = "QuerySetUpdateInput"
+
+    @extend_schema(responses=QuerySetDetailSerializer, operation_id="query_sets_retrieve")
+    def get(self, request: Request, query_set_id: int) -> Response:
+        query_set = query_set_selectors.query_set_get_for_user(
+            user=request.user, query_set_id=query_set_id)
+        return Response(_query_set_data(query_set))
+
+    @extend_schema(request=InputSerializer, responses=QuerySetDetailSerializer,
+                   operation_id="query_sets_partial_update",
+                   description="Rename or describe (leads); keywords change by a new version.")
+    def patch(self, request: Request, query_set_id: int) -> Response:
+        query_set = query_set_selectors.query_set_get_for_user(
+            user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        query_set = services.query_set_update(query_set=query_set,
+                                              **serializer.validated_data)
+        return Response(_query_set_data(query_set))
+
+
+class QuerySetVersionCreateApi(APIView):
+    class InputSerializer(KeywordsInputSerializer):
+        class Meta:
+            ref_name = "QuerySetVersionInput"
+
+    class OutputSerializer(QuerySetVersionSerializer):
+        created = serializers.BooleanField(
+            help_text="False when the list equals the current version's: nothing was "
+                      "written and this is the current version.")
+
+        class Meta:
+            ref_name = "QuerySetVersionCreated"
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer,
+                                                       200: OutputSerializer},
+                   operation_id="query_sets_versions_create",
+                   description="A new current version holding the keywords (201), or, when "
+                               "they equal the current version's, that version (200) (leads).")
+    def post(self, request: Request, query_set_id: int) -> Response:
+        query_set = query_set_selectors.query_set_get_for_user(
+            user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        version, created = services.query_set_version_create(
+            query_set=query_set, created_by=request.user,
+            keywords=serializer.validated_data["keywords"])
+        version.created = created
+        return Response(self.OutputSerializer(version).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class QuerySetVersionKeywordsApi(APIView):
+    pagination_class = PageNumberPagination
+
+    class OutputSerializer(serializers.Serializer):
+        position = serializers.IntegerField()
+        text = serializers.CharField()
+
+        class Meta:
+            ref_name = "QuerySetKeyword"
+
+    @extend_schema(responses=OutputSerializer(many=True),
+                   operation_id="query_sets_version_keywords",
+                   description="One version's keywords in their order, paged.")
+    def get(self, request: Request, query_set_id: int, number: int) -> Response:
+        query_set = query_set_selectors.query_set_get_for_user(
+            user=request.user, query_set_id=query_set_id)
+        version = QuerySetVersion.objects.filter(query_set=query_set, number=number).first()
+        if version is None:
+            raise Http404(f"{query_set.name} has no version {number}.")
+        return paginated_response(
+            self, request, query_set_selectors.version_keywords(version),
+            lambda page: self.OutputSerializer(page, many=True).data)
+
+
+def _led_query_set(request: Request, query_set_id: int) -> QuerySet:
+    return query_set_selectors.query_set_get_for_user(
+        user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
+
+
+QuerySetArchiveApi = row_step_api(
+    "QuerySetArchiveApi", load=_led_query_set,
+    step=lambda query_set, _request: services.query_set_archive(query_set=query_set),
+    output=_query_set_data, request=None, responses=QuerySetDetailSerializer,
+    operation_id="query_sets_archive",
+    description="Hides it from lists and the evaluation form, keeping its versions (leads).")
+
+QuerySetRestoreApi = row_step_api(
+    "QuerySetRestoreApi", load=_led_query_set,
+    step=lambda query_set, _request: services.query_set_restore(query_set=query_set),
+    output=_query_set_data, request=None, responses=QuerySetDetailSerializer,
+    operation_id="query_sets_restore",
+    description="Brings an archived query set back (leads); 400 on name when another set "
+                "took its name meanwhile.")

@@ -1,0 +1,183 @@
+"""Pages for query sets (issue 27): list, detail with versions, create (typed or uploaded),
+edit (a changed list is a new version), save an evaluation's keywords as one, archive and
+restore. Every member reads; leads and above write (selectors_query_sets.WRITE_ROLE)."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluations import selectors, services
+from evaluations import selectors_query_sets as query_set_selectors
+from evaluations.forms import QuerySetForm, SaveAsQuerySetForm
+from evaluations.models import QuerySet
+from evaluations.selectors_query_sets import WRITE_ROLE
+from evaluations.services.query_sets import version_keywords
+from evaluations.views import _keywords_from_form
+from searchtweak.forms import add_service_errors
+from searchtweak.views_shared import (
+    confirm_page,
+    current_team,
+    current_team_can,
+    form_saved_response,
+    service_step_response,
+)
+
+KEYWORDS_PER_PAGE = 100
+
+
+def _detail_url(query_set: QuerySet) -> str:
+    return reverse("evaluations:query_set_detail", args=[query_set.pk])
+
+
+@require_GET
+@login_required
+def query_set_list(request: HttpRequest) -> HttpResponse:
+    team = current_team(request)
+    return render(request, "evaluations/query_set_list.html", {
+        "query_sets": query_set_selectors.query_sets_of_team(team_id=team.pk),
+        "archived_query_sets": query_set_selectors.query_sets_of_team(team_id=team.pk,
+                                                                      archived=True),
+        "can_edit": current_team_can(request, team.pk, WRITE_ROLE),
+    })
+
+
+def _form_keywords(form: QuerySetForm) -> list[str] | None:
+    """The typed and uploaded keywords (the evaluation form's parsing), or None with the
+    errors on the form. A file that leaves nothing is named on the file's field."""
+    parsed = _keywords_from_form(form)
+    if parsed is None:
+        return None
+    keywords, _ = parsed
+    if not keywords and form.cleaned_data.get("keywords_file"):
+        form.add_error("keywords_file", "The file holds no keywords.")
+        return None
+    return keywords
+
+
+def _render_form(request: HttpRequest, form: QuerySetForm, query_set: QuerySet | None = None
+                 ) -> HttpResponse:
+    return render(request, "evaluations/query_set_form.html",
+                  {"form": form, "query_set": query_set},
+                  status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def query_set_create(request: HttpRequest) -> HttpResponse:
+    team = current_team(request, WRITE_ROLE)
+    form = QuerySetForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        keywords = _form_keywords(form)
+        if keywords is not None:
+            data = form.cleaned_data
+            try:
+                query_set = services.query_set_create(
+                    team=team, created_by=request.user, name=data["name"],
+                    description=data["description"], keywords=keywords)
+            except ValidationError as error:
+                add_service_errors(form, error)
+            else:
+                messages.success(request, f"Query set {query_set.name} created with "
+                                 f"{len(keywords)} keywords.")
+                return redirect(_detail_url(query_set))
+    return _render_form(request, form)
+
+
+@require_GET
+@login_required
+def query_set_detail(request: HttpRequest, query_set_id: int) -> HttpResponse:
+    query_set = query_set_selectors.query_set_get_for_user(user=request.user,
+                                                           query_set_id=query_set_id)
+    versions = query_set_selectors.versions_of(query_set)
+    current = versions[0] if versions else None
+    keywords = Paginator(query_set_selectors.version_keywords(current) if current else [],
+                         KEYWORDS_PER_PAGE)
+    return render(request, "evaluations/query_set_detail.html", {
+        "query_set": query_set, "versions": versions, "current": current,
+        "diff": query_set_selectors.version_diff(current) if current else None,
+        "keywords": keywords.get_page(request.GET.get("page")),
+        "can_edit": current_team_can(request, query_set.team_id, WRITE_ROLE),
+    })
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def query_set_edit(request: HttpRequest, query_set_id: int) -> HttpResponse:
+    query_set = query_set_selectors.query_set_get_for_user(
+        user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
+    current = query_set.current_version()
+    initial = {"name": query_set.name, "description": query_set.description,
+               "keywords": "\n".join(version_keywords(current))
+               if current else ""}
+    form = QuerySetForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        keywords = _form_keywords(form)
+        if keywords is not None:
+            data = form.cleaned_data
+            try:
+                query_set, version, created = services.query_set_edit(
+                    query_set=query_set, created_by=request.user, name=data["name"],
+                    description=data["description"], keywords=keywords)
+            except ValidationError as error:
+                add_service_errors(form, error)
+            else:
+                messages.success(request, f"Saved as version {version.number} "
+                                 f"({version.keyword_count} keywords)." if created else
+                                 f"The keywords are unchanged: still version {version.number}.")
+                return redirect(_detail_url(query_set))
+    return _render_form(request, form, query_set)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def query_set_from_evaluation(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """An evaluation's keywords saved as a new query set of its team."""
+    evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                                   minimum_role=WRITE_ROLE)
+    form = SaveAsQuerySetForm(request.POST or None, initial={"name": evaluation.name})
+    response = form_saved_response(
+        request, form, lambda: services.query_set_create_from_evaluation(
+            evaluation=evaluation, created_by=request.user, **form.cleaned_data),
+        success=lambda query_set: f"Query set {query_set.name} created from the "
+                                  f"evaluation's keywords.",
+        next_url=_detail_url)
+    return response or render(request, "evaluations/query_set_from_evaluation.html", {
+        "form": form, "evaluation": evaluation}, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def query_set_archive(request: HttpRequest, query_set_id: int) -> HttpResponse:
+    """GET asks; POST archives (restore brings it back)."""
+    query_set = query_set_selectors.query_set_get_for_user(
+        user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
+    if request.method == "GET":
+        archived = query_set.archived_at is not None
+        return confirm_page(
+            request, title=f"Archive query set {query_set.name}?",
+            dependents=f"It has {query_set.versions.count()} version(s).",
+            consequence="It is archived already." if archived else
+            "Archiving hides it from the list and the evaluation form and frees its name. "
+            "Its versions are kept (evaluations that ran them still name them), and you can "
+            "restore it.",
+            button="" if archived else "Archive query set", cancel_url=_detail_url(query_set))
+    return service_step_response(
+        request, lambda: services.query_set_archive(query_set=query_set),
+        done=f"Query set {query_set.name} archived.", next_url="evaluations:query_set_list",
+        refused_url=_detail_url(query_set))
+
+
+@require_POST
+@login_required
+def query_set_restore(request: HttpRequest, query_set_id: int) -> HttpResponse:
+    query_set = query_set_selectors.query_set_get_for_user(
+        user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
+    return service_step_response(
+        request, lambda: services.query_set_restore(query_set=query_set),
+        done=f"Query set {query_set.name} restored.", next_url=_detail_url(query_set),
+        refused_prefix="Not restored: ")
