@@ -422,6 +422,14 @@ JUDGE_MAX_RETRY_AFTER_SECONDS = env_int("JUDGE_MAX_RETRY_AFTER_SECONDS", 120, mi
 TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
 if TEAM_CREATION not in ("anyone", "staff"):
     raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
+# Notifications (searchtweak.notifications): links in mails start with SITE_URL; a
+# webhook delivery is tried up to WEBHOOK_MAX_ATTEMPTS times, the first retry after
+# WEBHOOK_RETRY_BACKOFF_MS (doubling, at most 5 minutes), each attempt bounded by
+# WEBHOOK_TIMEOUT_SECONDS.
+SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+WEBHOOK_RETRY_BACKOFF_MS = env_int("WEBHOOK_RETRY_BACKOFF_MS", 2000, minimum=0)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 
