@@ -109,7 +109,7 @@ def team_webhooks(request: HttpRequest, team_id: int) -> HttpResponse:
     """The team's webhooks and a form for a new one; its secret is shown once, on the page
     after creation (kept in the session for one GET)."""
     team = notifications.team_for_webhooks(user=request.user, team_id=team_id)
-    form = WebhookForm(request.POST or None)
+    form = WebhookForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
             webhook, secret = notifications.webhook_create(
