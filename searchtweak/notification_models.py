@@ -94,11 +94,14 @@ class Webhook(models.Model):
         return self.url
 
 
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+
+
 class WebhookDelivery(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        SENT = "sent", "Sent"
-        FAILED = "failed", "Failed"
+    Status = DeliveryStatus
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     # An event of the catalogue, or "test" (the Send test button).

@@ -278,7 +278,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"DuplicatePolicyEnum": "judgments.imports.DUPLICATE_POLICY_CHOICES"},
+    "ENUM_NAME_OVERRIDES": {"DuplicatePolicyEnum": "judgments.imports.DUPLICATE_POLICY_CHOICES",
+                            "NotificationEventEnum": "searchtweak.notification_models.Event",
+                            "WebhookDeliveryStatusEnum":
+                                "searchtweak.notification_models.DeliveryStatus",
+                            # The judge runs' keeps the name it had before webhook
+                            # deliveries brought a second "status" choice set.
+                            "StatusEnum": "judges.models.JudgeRun.Status"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "searchtweak.api_schema.add_error_components",
