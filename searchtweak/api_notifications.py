@@ -2,14 +2,14 @@
 (admins): list, create (the secret answered once), read with its delivery log, change,
 delete, send a test."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from searchtweak import notifications
-from searchtweak.api_pagination import paginated_response
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.notification_models import Event, Webhook, WebhookDelivery
 
 
@@ -24,7 +24,12 @@ class NotificationSerializer(serializers.Serializer):
 
 
 class NotificationListApi(APIView):
-    @extend_schema(responses=NotificationSerializer(many=True), operation_id="notifications_list")
+    # paginated_response answers {count, next, previous, results}; the schema says so.
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=NotificationSerializer(many=True),
+                   parameters=[OpenApiParameter("unread", bool, description="Only unread ones.")],
+                   operation_id="notifications_list")
     def get(self, request: Request) -> Response:
         rows = notifications.notifications_of_user(user=request.user)
         if request.query_params.get("unread") in ("1", "true"):

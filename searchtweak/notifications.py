@@ -180,7 +180,7 @@ def webhook_url_refusal(url: str) -> str:
     except ValueError:
         try:
             infos = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
-        except OSError:
+        except (OSError, UnicodeError, ValueError):
             return ""  # not resolvable now: each send checks the address it reaches
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
     for address in addresses:
