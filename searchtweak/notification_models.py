@@ -93,6 +93,9 @@ class Webhook(models.Model):
     def __str__(self) -> str:
         return self.url
 
+    def event_labels(self) -> list[str]:
+        return [Event(event).label for event in self.events if event in Event.values]
+
 
 class DeliveryStatus(models.TextChoices):
     PENDING = "pending", "Pending"

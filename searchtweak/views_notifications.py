@@ -130,8 +130,7 @@ def team_webhooks(request: HttpRequest, team_id: int) -> HttpResponse:
 def webhook_detail(request: HttpRequest, webhook_id: int) -> HttpResponse:
     webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
     return render(request, "searchtweak/notifications/webhook_detail.html", {
-        "webhook": webhook, "deliveries": notifications.webhook_deliveries(webhook=webhook),
-        "event_labels": dict(Event.choices)})
+        "webhook": webhook, "deliveries": notifications.webhook_deliveries(webhook=webhook)})
 
 
 @require_POST
