@@ -436,6 +436,15 @@ SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 WEBHOOK_RETRY_BACKOFF_MS = env_int("WEBHOOK_RETRY_BACKOFF_MS", 2000, minimum=0)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# With NOTIFICATIONS_QUEUE set, webhook deliveries and notification mails go to that Celery
+# queue (run a worker for it: `celery -A searchtweak worker -Q <queue>`), so receivers
+# that time out never hold the workers that recompute; unset, they share the default one
+# (a retry waits as a countdown, holding no worker, but each attempt holds one).
+NOTIFICATIONS_QUEUE = env_str("NOTIFICATIONS_QUEUE")
+CELERY_TASK_ROUTES = {
+    task: {"queue": NOTIFICATIONS_QUEUE}
+    for task in ("searchtweak.webhook_deliver", "searchtweak.notification_mail")
+} if NOTIFICATIONS_QUEUE else {}
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 
