@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Mod
+from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.models import Snapshot
@@ -26,6 +27,8 @@ from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
 from judgments import grading
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
+from searchtweak.notification_models import Event
+from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 
@@ -377,6 +380,11 @@ def run_crash_record(*, run_id: int, detail: str) -> bool:
         run.save(update_fields=fields)
     if paused:
         logger.error("judge run %s paused: %s", run_id, run.pause_reason)
+        notify(team_id=run.judge.team_id, event=Event.JUDGE_RUN_FAILED,
+               text=f"Judge run of “{run.judge.name}” on “{run.evaluation.name}” failed: "
+                    f"{run.pause_reason}",
+               url=reverse("judges:run_detail", args=[run.pk]),
+               payload={"judge_run": run.pk, "evaluation": run.evaluation_id})
     return paused
 
 

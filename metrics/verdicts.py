@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.urls import reverse
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics import core
@@ -22,6 +23,8 @@ from metrics.core.verdicts import RegressionOutcome, VerdictRule
 from metrics.dashboards import metric_configs, metric_key, metric_label, team_baseline
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from searchtweak.models import User
+from searchtweak.notification_models import Event
+from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 
@@ -205,8 +208,32 @@ def regression_verdict_on_finish(*, evaluation_id: int) -> RegressionVerdict | N
             or baseline.status != Evaluation.Status.FINISHED
             or baseline.scale != evaluation.scale):
         return None
-    return regression_verdict_create(evaluation=evaluation, baseline=baseline,
-                                     rule=VerdictRule(), source=RegressionVerdict.Source.FINISHED)
+    verdict = regression_verdict_create(evaluation=evaluation, baseline=baseline,
+                                        rule=VerdictRule(),
+                                        source=RegressionVerdict.Source.FINISHED)
+    _verdict_announce(verdict, evaluation=evaluation)
+    return verdict
+
+
+# A run's verdict, as the notification it makes; no change is nobody's news.
+_VERDICT_EVENTS = {
+    RegressionVerdict.Verdict.REGRESSED: Event.RUN_REGRESSED,
+    RegressionVerdict.Verdict.IMPROVED: Event.RUN_IMPROVED,
+    RegressionVerdict.Verdict.UNDECIDED: Event.RUN_UNDECIDED,
+}
+
+
+def _verdict_announce(verdict: RegressionVerdict, *, evaluation: Evaluation) -> None:
+    event = _VERDICT_EVENTS.get(verdict.verdict)
+    if event is None:
+        return
+    # The headline and the first metric's reason ("nDCG@10 fell 0.031 (…); worst: …").
+    headline = " ".join(verdict.reasons[:2]) or verdict.get_verdict_display()
+    notify(team_id=evaluation.team_id, event=event,
+           text=f"“{evaluation.name}” against “{verdict.baseline_name}”: {headline}",
+           url=reverse("metrics:evaluation_dashboard", args=[evaluation.pk]),
+           payload={"evaluation_id": evaluation.pk, "baseline_id": verdict.baseline_id,
+                    "verdict": verdict.verdict, "reasons": verdict.reasons})
 
 
 def gate_passed(verdict: str, *, undecided_passes: bool) -> bool:

@@ -278,7 +278,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"DuplicatePolicyEnum": "judgments.imports.DUPLICATE_POLICY_CHOICES"},
+    "ENUM_NAME_OVERRIDES": {"DuplicatePolicyEnum": "judgments.imports.DUPLICATE_POLICY_CHOICES",
+                            "NotificationEventEnum": "searchtweak.notification_models.Event",
+                            "WebhookDeliveryStatusEnum":
+                                "searchtweak.notification_models.DeliveryStatus",
+                            # The judge runs' keeps the name it had before webhook
+                            # deliveries brought a second "status" choice set.
+                            "StatusEnum": "judges.models.JudgeRun.Status"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "searchtweak.api_schema.add_error_components",
@@ -422,6 +428,23 @@ JUDGE_MAX_RETRY_AFTER_SECONDS = env_int("JUDGE_MAX_RETRY_AFTER_SECONDS", 120, mi
 TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
 if TEAM_CREATION not in ("anyone", "staff"):
     raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
+# Notifications (searchtweak.notifications): links in mails start with SITE_URL; a
+# webhook delivery is tried up to WEBHOOK_MAX_ATTEMPTS times, the first retry after
+# WEBHOOK_RETRY_BACKOFF_MS (doubling, at most 5 minutes), each attempt bounded by
+# WEBHOOK_TIMEOUT_SECONDS.
+SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+WEBHOOK_RETRY_BACKOFF_MS = env_int("WEBHOOK_RETRY_BACKOFF_MS", 2000, minimum=0)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# With NOTIFICATIONS_QUEUE set, webhook deliveries and notification mails go to that Celery
+# queue (run a worker for it: `celery -A searchtweak worker -Q <queue>`), so receivers
+# that time out never hold the workers that recompute; unset, they share the default one
+# (a retry waits as a countdown, holding no worker, but each attempt holds one).
+NOTIFICATIONS_QUEUE = env_str("NOTIFICATIONS_QUEUE")
+CELERY_TASK_ROUTES = {
+    task: {"queue": NOTIFICATIONS_QUEUE}
+    for task in ("searchtweak.webhook_deliver", "searchtweak.notification_mail")
+} if NOTIFICATIONS_QUEUE else {}
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

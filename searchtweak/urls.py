@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, forms, views
+from searchtweak import api, forms, notification_urls, views
 
 handler403 = "searchtweak.errors.forbidden"
 handler404 = "searchtweak.errors.not_found"
@@ -24,6 +24,7 @@ api_v1 = [
     path("teams/<int:team_id>/", api.TeamDetailApi.as_view(), name="team"),
     path("teams/<int:team_id>/invitations/", api.InvitationCreateApi.as_view(),
          name="team_invitations"),
+    *notification_urls.api_v1,
 ]
 
 urlpatterns = [
@@ -66,6 +67,7 @@ urlpatterns = [
     path("settings/tokens/", views.api_tokens, name="api_tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views.api_token_revoke,
          name="api_token_revoke"),
+    *notification_urls.pages,
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     # Each app's pages; the apps above searchtweak plug in here and in the API above, the

@@ -69,4 +69,17 @@
       toggle.focus();
     }
   });
+
+  // The notification bell: its fragment (unread count) after the page loads, then every 60 s.
+  var bell = document.querySelector("[data-bell-url]");
+  if (bell) {
+    var refreshBell = function () {
+      fetch(bell.getAttribute("data-bell-url"), {credentials: "same-origin"})
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (html) { if (html) { bell.innerHTML = html; } })
+        .catch(function () {});
+    };
+    refreshBell();
+    window.setInterval(refreshBell, 60000);
+  }
 })();

@@ -16,6 +16,7 @@ from metrics.core.statistics import bootstrap_ci, randomization_test
 from metrics.core.verdicts import VerdictRule
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics.verdicts import regression_verdict_compute, regression_verdict_create
+from searchtweak.notification_models import Notification
 from searchtweak.services import api_token_create
 from tests.metrics.builders import build_evaluation
 
@@ -222,6 +223,13 @@ def test_finishing_stores_a_verdict_against_the_team_baseline(
     verdict = RegressionVerdict.objects.get(evaluation=run)
     assert (verdict.verdict, verdict.source, verdict.baseline) == (
         "regressed", "finished", baseline)
+    # The team hears of it: one "run regressed" per member (in-app is on by default).
+    members = set(personas.team.memberships.values_list("user_id", flat=True))
+    regressed = Notification.objects.filter(team=personas.team, event="run_regressed")
+    assert set(regressed.values_list("user_id", flat=True)) == members
+    assert regressed.count() == len(members)
+    text = regressed.first().text
+    assert text.startswith(f"“{run.name}” against “{baseline.name}”: ") and "fell" in text
 
 
 def test_finishing_without_a_baseline_or_as_the_baseline_stores_nothing(

@@ -35,7 +35,9 @@ from evaluations.services import query_set_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
-from searchtweak.models import Membership, Role, Team, User
+from searchtweak.models import Membership, Notification, Role, Team, User
+from searchtweak.notification_delivery import unsubscribe_token
+from searchtweak.notifications import webhook_create
 from searchtweak.services import api_token_create, invitation_create
 from tests.judges.calibration_data import make_judge
 from tests.judges.run_builders import call_of, judge_of, run_of
@@ -77,6 +79,9 @@ class Dataset:
     graded: IndependentGrading | None = None
     graded_again: IndependentGrading | None = None
     query_set: QuerySet | None = None
+    webhook_id: int = 0
+    notification_id: int = 0  # the grader's
+    unsubscribe_token: str = ""  # the grader's, for run_regressed
 
 
 def _build() -> Dataset:
@@ -122,6 +127,13 @@ def _build() -> Dataset:
         graded=graded, graded_again=graded_again,
         query_set=query_set_create(team=team, created_by=users["lead"], name="Shoes",
                                    keywords=["boots", "hat"]),
+        webhook_id=webhook_create(team=team, created_by=users["admin"],
+                                  url="http://127.0.0.1:9/hook",
+                                  events=["run_regressed"])[0].pk,
+        notification_id=Notification.objects.create(
+            user=users["grader"], team=team, event="run_regressed", text="nDCG fell").pk,
+        unsubscribe_token=unsubscribe_token(user_id=users["grader"].pk,
+                                            event="run_regressed"),
     )
 
 
@@ -247,6 +259,18 @@ def _judge_call(d: Dataset) -> dict:
     return {"call_id": d.judge_call.pk}
 
 
+def _webhook(d: Dataset) -> dict:
+    return {"webhook_id": d.webhook_id}
+
+
+def _notification(d: Dataset) -> dict:
+    return {"notification_id": d.notification_id}
+
+
+def _unsubscribe(d: Dataset) -> dict:
+    return {"token": d.unsubscribe_token}
+
+
 def _compare_query(d: Dataset) -> dict:
     return {"a": d.evaluation.pk, "b": d.second_evaluation.pk}
 
@@ -268,6 +292,16 @@ TABLE: dict[str, Row] = {
     "api:teams": row(GET=(200, 200, 200, 200, 200, 401), POST=(400, 400, 400, 400, 400, 401)),
     "api:team": row(_team, GET=(200, 200, 200, 200, 404, 401)),
     "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 404, 401)),
+    # Notifications are the caller's own; webhooks are a team admin's.
+    "api:notifications": row(GET=(200, 200, 200, 200, 200, 401)),
+    "api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
+    "api:notification_read": row(_notification, POST=(404, 404, 404, 200, 404, 401)),
+    "api:team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, 401),
+                             POST=(400, 400, 403, 403, 404, 401)),
+    "api:webhook": row(_webhook, GET=(200, 200, 403, 403, 404, 401),
+                       PATCH=(200, 200, 403, 403, 404, 401),
+                       DELETE=(204, 204, 403, 403, 404, 401)),
+    "api:webhook_test": row(_webhook, POST=(202, 202, 403, 403, 404, 401)),
     # --- evaluations_api ---
     "evaluations_api:endpoints": row(
         GET=(200, 200, 200, 200, 200, 401),
@@ -452,6 +486,20 @@ TABLE: dict[str, Row] = {
     # A token is its owner's (the grader's) alone.
     "api_token_revoke": row(_api_token, POST=(404, 404, 404, 302, 404, LOGIN)),
     "healthz": row(GET=(200, 200, 200, 200, 200, 200)),
+    "notification_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "notification_bell": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "notification_read_all": row(POST=(302, 302, 302, 302, 302, LOGIN)),
+    "notification_read": row(_notification, POST=(404, 404, 404, 302, 404, LOGIN)),
+    "notification_preferences": row(GET=(200, 200, 200, 200, 200, LOGIN),
+                                    POST=(302, 302, 302, 302, 302, LOGIN)),
+    # The signed link is the authority (a mail client's one-click POST has no session).
+    "notification_unsubscribe": row(_unsubscribe, GET=(200, 200, 200, 200, 200, 200),
+                                    POST=(200, 200, 200, 200, 200, 200)),
+    "team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, LOGIN),
+                         POST=(400, 400, 403, 403, 404, LOGIN)),
+    "webhook_detail": row(_webhook, GET=(200, 200, 403, 403, 404, LOGIN)),
+    "webhook_test": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "webhook_delete": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
     # --- evaluations ---
     "evaluations:endpoint_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "evaluations:endpoint_create": row(

@@ -54,7 +54,8 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
     schema = client.get("/api/schema/?format=json").json()
     tag_of = {operation["operationId"]: operation["tags"]
               for path in schema["paths"].values() for operation in path.values()}
-    resources = ["evaluations", "endpoints", "grading", "judges", "scales", "metrics", "teams"]
+    resources = ["evaluations", "endpoints", "grading", "judges", "scales", "metrics",
+                 "notifications", "teams"]
     assert [tag["name"] for tag in schema["tags"]] == resources
     assert all(tag["description"] for tag in schema["tags"])
     # Every operation sits under exactly one of them.
@@ -74,5 +75,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "evaluations_compare": "metrics", "evaluations_keywords_list": "metrics",
         "evaluations_metric_table": "metrics",
         "me": "teams", "teams_invitations_create": "teams",
+        "notifications_list": "notifications", "teams_webhooks_create": "notifications",
+        "webhooks_test": "notifications",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected

@@ -26,7 +26,9 @@ from evaluations.models import Evaluation, Keyword
 from evaluations.services import query_set_create_from_evaluation
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
-from searchtweak.models import Role, User
+from searchtweak.models import Notification, Role, User
+from searchtweak.notification_delivery import unsubscribe_token
+from searchtweak.notifications import webhook_create
 from searchtweak.services import api_token_create, invitation_create
 from tests.judges.run_builders import call_of, judge_of, run_of
 from tests.metrics.builders import build_evaluation
@@ -92,6 +94,13 @@ def _demo() -> Ids:
     call = call_of(judge, run=run)
     query_set = query_set_create_from_evaluation(evaluation=evaluation,
                                                  created_by=users["lead"], name="Demo keywords")
+    webhook, _ = webhook_create(team=team, created_by=users["admin"],
+                                url="https://hooks.example.test/services/T000/B000/XXXX",
+                                events=["evaluation_finished", "run_regressed"])
+    for user in users.values():
+        Notification.objects.create(user=user, team=team, event="evaluation_finished",
+                                    text=f"Evaluation “{DEMO_EVALUATION}” finished (by hand).",
+                                    url=f"/evaluations/{evaluation.pk}/")
     values = {
         "evaluation_id": evaluation.pk, "other_id": earlier.pk, "keyword_id": keyword.pk,
         "snapshot_id": held.snapshot_id, "slot_id": held.pk, "scale_id": scale.pk,
@@ -100,6 +109,10 @@ def _demo() -> Ids:
         "token_id": token.pk, "judge_id": judge.pk, "run_id": run.pk, "call_id": call.pk,
         "endpoint_id": evaluation.model.endpoint_id, "model_id": evaluation.model_id,
         "action": "start", "query_set_id": query_set.pk,
+        "webhook_id": webhook.pk,
+        "notification_id": Notification.objects.filter(user=users["admin"]).first().pk,
+        "notification_unsubscribe:token": unsubscribe_token(user_id=users["admin"].pk,
+                                                            event="run_regressed"),
         "invitation_detail:token": invitation.token,
         "password_reset_confirm:uidb64": "MQ", "password_reset_confirm:token": "not-a-token",
     }
@@ -160,7 +173,7 @@ def test_every_page_pattern_can_be_filled(db):
     known = {"evaluation_id", "other_id", "keyword_id", "snapshot_id", "slot_id", "scale_id",
              "transformer_id", "user_id", "team_id", "membership_id", "token_id", "judge_id",
              "run_id", "call_id", "endpoint_id", "model_id", "action", "token", "uidb64",
-             "query_set_id"}
+             "query_set_id", "webhook_id", "notification_id"}
     assert arguments <= known, f"page arguments this test cannot fill: {arguments - known}"
 
 
