@@ -51,7 +51,7 @@ def log_in(context, live_server, username: str):
 def metric_state(evaluation) -> tuple[dict, dict]:
     values = {(row.keyword_id, row.metric_id): row.value for row in
               KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)}
-    means = dict(EvaluationMetric.objects.filter(evaluation=evaluation)
+    means = dict(EvaluationMetric.objects.filter(evaluation=evaluation).with_stored_mean()
                  .values_list("pk", "value"))
     return values, means
 
