@@ -43,7 +43,7 @@ def stored_values(evaluation_id: int) -> tuple[dict, dict]:
               KeywordMetricValue.objects.filter(keyword__evaluation_id=evaluation_id)
               .values_list("keyword_id", "metric_id", "value")}
     means = {pk: (value, count) for pk, value, count in
-             EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+             EvaluationMetric.objects.filter(evaluation_id=evaluation_id).with_stored_mean()
              .values_list("pk", "value", "keyword_count")}
     return values, means
 

@@ -202,7 +202,7 @@ def from_scratch_matches(evaluation) -> bool:
 
     keyword_ids = list(Keyword.objects.filter(evaluation=evaluation).order_by("position")
                        .values_list("pk", flat=True))
-    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation))
+    configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).with_stored_mean())
     grades = evaluation_grade_array(evaluation=evaluation, keyword_ids=keyword_ids,
                                     positions=max(c.k for c in configs))
     expected = core.evaluate_batch_many([(c.code, c.k, c.params) for c in configs], grades,
