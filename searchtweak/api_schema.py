@@ -47,8 +47,9 @@ _ERRORS = {
 RESOURCE_TAGS: list[tuple[str, str, str]] = [
     ("grading", "The grading queue, grades, and judgments import and export.",
      r"evaluations/\{evaluation_id\}/(next|snapshots|judgments)/|snapshots/"),
-    ("metrics", "Metric values per keyword, comparisons and the metric table.",
-     r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table)/"),
+    ("metrics", "Metric values per keyword, comparisons of two to ten evaluations, "
+                "regression verdicts and the CI gate, and the metric table.",
+     r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table|gate|verdicts)/|compare/"),
     ("judges", "LLM judges, their runs, calibration and call logs.",
      r"evaluations/\{evaluation_id\}/judge-runs/|judge-runs/|judges/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "

@@ -65,8 +65,11 @@ def world(personas):
     from evaluations.services import query_set_create
     query_set = query_set_create(team=personas.team, created_by=None, name="Shoes",
                                  keywords=["boots"])
+    from searchtweak.notifications import webhook_create
+    webhook, _ = webhook_create(team=personas.team, created_by=personas.admin,
+                                url="http://127.0.0.1:9/hook", events=["run_regressed"])
     return {
-        "query_set_id": query_set.pk, "number": 1,
+        "query_set_id": query_set.pk, "number": 1, "webhook_id": webhook.pk,
         "team_id": personas.team.pk, "endpoint_id": endpoint.pk, "model_id": model.pk,
         "evaluation_id": evaluation.pk,
         "snapshot_id": evaluation.keywords.get().snapshots.get().pk,
