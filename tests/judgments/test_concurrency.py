@@ -7,10 +7,9 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from evaluations.models import Keyword
 from judgments import selectors, services
 from judgments.models import FeedbackSlot
-from metrics.models import KeywordMetricValue
+from metrics.models import KeywordMetricValue, KeywordRecomputeMark
 from searchtweak.models import Role
 from tests.conftest import skip_or_fail
 from tests.evaluations.factories import EvaluationMetricFactory
@@ -113,5 +112,6 @@ def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(per
     evaluation, handed, submitted = _grade_at_once(personas, grade_until_empty)
     slots = _assert_each_slot_graded_once(evaluation, handed, submitted)
     # Every grade (each a change from none) bumped its keyword's version once.
-    versions = dict(Keyword.objects.filter(evaluation=evaluation).values_list("id", "version"))
+    versions = dict(KeywordRecomputeMark.objects.filter(evaluation=evaluation)
+                    .values_list("keyword_id", "version"))
     assert versions == dict(Counter(slot.keyword_id for slot in slots.values()))
