@@ -65,13 +65,17 @@ def dirty_keyword_rows(*, keyword_id: int, limit: int) -> list[tuple[int, int, i
     """(id, evaluation_id, version, is dirty) of the keyword and of the dirty keywords of its
     evaluation, oldest dirty mark first, the clean keyword last; at most `limit` rows."""
     keywords, marks = _table(Keyword), _table(KeywordRecomputeMark)
+    # Two indexed reads joined by UNION (a keyword both names and finds dirty comes once):
+    # written as one WHERE with OR, PostgreSQL scanned every keyword and mark of the
+    # database after each grade (2.8 ms at 15,000 keywords, growing with them; 0.04 ms so).
     return _rows(
-        f"SELECT k.id, k.evaluation_id, COALESCE(m.version, 0), m.dirty_since IS NOT NULL"
-        f" FROM {keywords} k LEFT JOIN {marks} m ON m.keyword_id = k.id"
-        f" WHERE k.id = %s OR k.id IN (SELECT d.keyword_id FROM {marks} d"
-        " WHERE d.dirty_since IS NOT NULL AND d.evaluation_id ="
-        f" (SELECT evaluation_id FROM {keywords} WHERE id = %s))"
-        " ORDER BY m.dirty_since IS NULL, m.dirty_since, k.id LIMIT %s",
+        "SELECT id, evaluation_id, version, dirty_since IS NOT NULL FROM ("
+        "SELECT k.id, k.evaluation_id, COALESCE(m.version, 0) AS version, m.dirty_since"
+        f" FROM {keywords} k LEFT JOIN {marks} m ON m.keyword_id = k.id WHERE k.id = %s"
+        " UNION SELECT d.keyword_id, d.evaluation_id, d.version, d.dirty_since"
+        f" FROM {marks} d WHERE d.dirty_since IS NOT NULL AND d.evaluation_id ="
+        f" (SELECT evaluation_id FROM {keywords} WHERE id = %s)"
+        ") AS named_or_dirty ORDER BY dirty_since IS NULL, dirty_since, id LIMIT %s",
         [keyword_id, keyword_id, limit],
     )
 

@@ -65,6 +65,9 @@ def test_dirty_keyword_rows(evaluation):
     assert len(expected) == 3 and expected[-1][0] == keyword.pk
     assert queries.dirty_keyword_rows(keyword_id=keyword.pk, limit=10) == expected
     assert queries.dirty_keyword_rows(keyword_id=keyword.pk, limit=2) == expected[:2]
+    # A dirty keyword that names itself comes once, in its place among the dirty ones.
+    dirty_first = Keyword.objects.filter(evaluation=evaluation).order_by("position")[0]
+    assert queries.dirty_keyword_rows(keyword_id=dirty_first.pk, limit=10) == expected[:2]
 
 
 def test_evaluation_dirty_keyword_id(evaluation):
