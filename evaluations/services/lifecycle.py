@@ -395,10 +395,17 @@ def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None 
     """
     if progress is not None and progress < COMPLETE_PROGRESS:
         return False
+    if progress is None:
+        row = Evaluation.objects.with_recompute_state().filter(pk=evaluation_id).values_list(
+            "progress", "status", "auto_finish").first()
+        if row is None or row[0] < COMPLETE_PROGRESS or not (
+                row[1] == Evaluation.Status.ACTIVE and row[2]):
+            return False
     now = timezone.now()
+    # The conditions on the row's own columns only: PostgreSQL rechecks them on the row a
+    # racing finish just wrote (a join to the progress, a subquery, would not be).
     finished = Evaluation.objects.filter(
         pk=evaluation_id, status=Evaluation.Status.ACTIVE, auto_finish=True,
-        recompute_state__progress__gte=COMPLETE_PROGRESS,
     ).update(status=Evaluation.Status.FINISHED, finished_at=now) == 1
     if finished:
         team_id = Evaluation.objects.values_list("team_id", flat=True).get(pk=evaluation_id)
