@@ -74,7 +74,7 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
     }
 
 
-def _query(data, **changes) -> str:
+def query_with(data, **changes) -> str:
     """The page's query string with some parameters replaced ("" removes one)."""
     query = data.copy()
     for name, value in changes.items():
@@ -95,7 +95,7 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
     def sort_link(key: str) -> dict:
         active = params["sort"] == key
         descending = not params["descending"] if active else key.startswith("m")
-        return {"query": _query(data, sort=key, dir="desc" if descending else "asc", page=""),
+        return {"query": query_with(data, sort=key, dir="desc" if descending else "asc", page=""),
                 "active": active, "descending": params["descending"] if active else None}
 
     return {
@@ -104,9 +104,9 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
         "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
         "metric_columns": [(config, dashboards.metric_label(config), sort_link(f"m{config.pk}"))
                            for config in configs],
-        "filter_links": [(key, name, _query(data, show=key, page=""), params["show"] == key)
+        "filter_links": [(key, name, query_with(data, show=key, page=""), params["show"] == key)
                          for key, name in dashboards.FILTERS.items()],
-        "page_query": _query(data, page=""),
+        "page_query": query_with(data, page=""),
     }
 
 

@@ -20,6 +20,7 @@ from metrics import compare_many
 from metrics.compare_many import KeywordRow, ManyComparison
 from metrics.comparisons import team_evaluations_for_picker
 from metrics.forms import CompareManyForm
+from metrics.views import query_with
 from searchtweak import access
 from searchtweak.csv_cells import csv_text
 
@@ -85,10 +86,10 @@ def compare_many_page(request: HttpRequest) -> HttpResponse:
         "sort_links": (links := _sort_links(query, comparison)),
         "metric_columns": [(metric, links[f"m{i}"])
                            for i, metric in enumerate(comparison.metrics)],
-        "show_links": [(key, name, _query(query, show=key, page=""), comparison.show == key)
+        "show_links": [(key, name, query_with(query, show=key, page=""), comparison.show == key)
                        for key, name in (("", "All"), ("changed", "Changed only"))],
-        "page_query": _query(query, page=""),
-        "csv_query": _query(query, page=""),
+        "page_query": query_with(query, page=""),
+        "csv_query": query_with(query, page=""),
     })
 
 
@@ -123,20 +124,11 @@ def _cells_html(row: KeywordRow) -> str:
     return mark_safe("".join(parts))  # numbers, and the ids escaped above
 
 
-def _query(data, **changes) -> str:
-    query = data.copy()
-    for name, value in changes.items():
-        query.pop(name, None)
-        if value:
-            query[name] = value
-    return query.urlencode()
-
-
 def _sort_links(query, comparison: ManyComparison) -> dict[str, dict]:
     def link(key: str) -> dict:
         active = comparison.sort == key
         descending = not comparison.descending if active else key != "text"
-        return {"query": _query(query, sort=key, dir="desc" if descending else "asc",
+        return {"query": query_with(query, sort=key, dir="desc" if descending else "asc",
                                 page=""),
                 "active": active, "descending": comparison.descending if active else None}
 
