@@ -4,10 +4,14 @@ Without a broker Celery runs a task eagerly, inside the request that sent it. Wi
 EMBEDDED_TASKS_IN_BACKGROUND the long tasks (fetching keywords, judge lanes) run on a
 thread of this process instead, so the page that started them answers at once and shows
 the progress. `BackgroundThreads.send` is the one place that chooses; `background_run` is
-the one way such a thread runs a task's body.
+the one way such a thread runs a task's body. Without beat, the periodic bodies apps
+register (`periodic_register`: the schedules' tick) run on a thread of the web server
+(`periodic_start`).
 """
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -62,3 +66,42 @@ class BackgroundThreads:
             self._executor.submit(background)
         else:
             task.delay(*args)
+
+
+# --- periodic work without beat -------------------------------------------------------------
+
+_periodic: dict[str, tuple[float, Callable[[], Any]]] = {}
+_periodic_started = False
+_periodic_lock = threading.Lock()
+
+
+def periodic_register(name: str, *, every_seconds: float, body: Callable[[], Any]) -> None:
+    """A body celery beat runs in production (its task calls the same body), to run every
+    `every_seconds` on a thread of the web server when there is no beat."""
+    _periodic[name] = (every_seconds, body)
+
+
+def periodic_start() -> bool:
+    """Start one daemon thread per registered body, once per process, when
+    PERIODIC_IN_WEB_PROCESS is on; whether it started them now. searchtweak.wsgi calls it,
+    so a web server without a broker (make run) fires schedules itself. Several such
+    processes are safe: what the bodies do is claimed row by row."""
+    global _periodic_started
+    if not settings.PERIODIC_IN_WEB_PROCESS:
+        return False
+    with _periodic_lock:
+        if _periodic_started:
+            return False
+        _periodic_started = True
+    for name, (every_seconds, body) in _periodic.items():
+        threading.Thread(target=_periodic_loop, args=(name, every_seconds, body),
+                         name=f"periodic-{name}", daemon=True).start()
+    return True
+
+
+def _periodic_loop(name: str, every_seconds: float, body: Callable[[], Any]) -> None:
+    while True:
+        result = background_run(body, what=f"periodic {name}")
+        if result:
+            logger.info("periodic %s: %s", name, result)
+        time.sleep(every_seconds)

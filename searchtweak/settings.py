@@ -331,6 +331,12 @@ RECOMPUTE_BUSY_INTERVAL_SECONDS = (
     float(env_int("RECOMPUTE_BUSY_INTERVAL_MS", 100, minimum=0)) / 1000)
 # One history point per metric per this many seconds, however many grades arrive.
 METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60, minimum=0)
+# How often schedules are looked at: by celery beat, or without a broker by a thread of the
+# web server, which runs the bodies registered with searchtweak.background.periodic_register
+# (PERIODIC_IN_WEB_PROCESS; started by searchtweak.wsgi, so by runserver and gunicorn).
+SCHEDULE_TICK_SECONDS = env_int("SCHEDULE_TICK_SECONDS", 30, minimum=1)
+PERIODIC_IN_WEB_PROCESS = env_bool("PERIODIC_IN_WEB_PROCESS",
+                                    default=CELERY_TASK_ALWAYS_EAGER)
 CELERY_BEAT_SCHEDULE = {
     "sweep-dirty-keywords": {
         "task": "metrics.sweep_dirty_keywords",
@@ -341,6 +347,12 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-fetches": {
         "task": "evaluations.sweep_stalled_fetches",
         "schedule": float(env_int("FETCH_SWEEP_EVERY_SECONDS", 15, minimum=1)),
+    },
+    # Fires due schedules (one run per due time, whoever else ticks) and finishes runs
+    # past their grading deadline.
+    "tick-schedules": {
+        "task": "evaluations.schedules_tick",
+        "schedule": float(SCHEDULE_TICK_SECONDS),
     },
     # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
     "sweep-stalled-judge-runs": {

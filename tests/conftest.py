@@ -54,7 +54,11 @@ def _eager_celery():
     # Synchronous, as tests expect; tests/evaluations/test_tasks.py turns it on.
     previous_background = settings.EMBEDDED_TASKS_IN_BACKGROUND
     settings.EMBEDDED_TASKS_IN_BACKGROUND = False
+    # No schedule tick on a thread: tests call services.schedules_tick with their clock.
+    previous_periodic = settings.PERIODIC_IN_WEB_PROCESS
+    settings.PERIODIC_IN_WEB_PROCESS = False
     yield
+    settings.PERIODIC_IN_WEB_PROCESS = previous_periodic
     settings.EMBEDDED_TASKS_IN_BACKGROUND = previous_background
     celery_app.conf.task_always_eager = previous
 

@@ -97,6 +97,19 @@ def _create_metric_configs(evaluation: Evaluation, metrics: list[dict[str, Any]]
         EvaluationMetric.objects.create(evaluation=evaluation, position=position, **item)
 
 
+def evaluation_config_check(*, team: Team, model: SearchModel, name: str, scale: str,
+                            strategy: int, metrics: Any) -> list[dict[str, Any]]:
+    """The checks evaluation_create makes of these fields (errors on each field), for a
+    caller that stores them to create evaluations later (a schedule); the metrics cleaned."""
+    _validate_evaluation_fields(team=team, model=model, name=name, strategy=strategy)
+    scale_obj = _team_scale(team, scale)
+    metrics = _validate_metrics(metrics)
+    if not metrics:
+        raise ValidationError({"metrics": "Configure at least one metric."})
+    metrics_transformers_check(team=team, scale=scale_obj, metrics=metrics, transformers={})
+    return metrics
+
+
 @transaction.atomic
 def evaluation_create(
     *, team: Team, created_by: User | None, model: SearchModel, name: str, scale: str,
