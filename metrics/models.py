@@ -172,6 +172,7 @@ class RegressionVerdict(models.Model):
         FINISHED = "finished", "Evaluation finished"
         GATE = "gate", "Gate (API)"
         COMMAND = "command", "manage.py evaluate"
+        SCHEDULE = "schedule", "Scheduled run finished"
 
     evaluation = models.ForeignKey(
         "evaluations.Evaluation", on_delete=models.CASCADE, related_name="regression_verdicts"

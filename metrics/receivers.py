@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from evaluations.models import Evaluation, EvaluationMetric
+from evaluations.models import Evaluation, EvaluationMetric, Keyword
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +106,12 @@ def on_metric_configs_changed(sender, *, instance: EvaluationMetric,
     from metrics.tasks import recompute_evaluation
 
     evaluation_id = instance.evaluation_id
+    # Only fetched keywords hold values: before the first fetch (an evaluation being
+    # created, a schedule's run) there is nothing to mark or recompute, and a run created
+    # with its metrics would otherwise send one message per metric for nothing.
+    if not Keyword.objects.filter(evaluation_id=evaluation_id,
+                                  fetch_status=Keyword.FetchStatus.FETCHED).exists():
+        return
     evaluation_configuration_changed(evaluation_id=evaluation_id)
     transaction.on_commit(lambda: _enqueue(recompute_evaluation, evaluation_id))
 

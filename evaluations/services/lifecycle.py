@@ -23,6 +23,7 @@ from evaluations.models import (
     EvaluationMetric,
     Keyword,
     QuerySetKeyword,
+    QuerySetVersion,
     SearchModel,
 )
 from evaluations.services.fetch import keywords_fetch_enqueue
@@ -117,7 +118,10 @@ def evaluation_create(
     transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
     show_position: bool = False, auto_finish: bool = True,
+    query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
+    """`query_set_version`: the query set version `keywords` are (its caller,
+    services.query_sets, checked that)."""
     _validate_evaluation_fields(team=team, model=model, name=name, strategy=strategy)
     scale_obj = _team_scale(team, scale)
     metrics = _validate_metrics(metrics)
@@ -133,6 +137,7 @@ def evaluation_create(
         description=description, scale=scale, strategy=strategy, transformers=transformers,
         tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
         show_position=bool(show_position), auto_finish=bool(auto_finish),
+        query_set_version=query_set_version,
     )
     Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
     _create_metric_configs(evaluation, metrics)
@@ -299,15 +304,15 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = B
         raise ValidationError({"status": "An archived evaluation cannot start."})
     if not evaluation.keywords.exists():
         raise ValidationError({"keywords": "Add at least one keyword."})
-    if not evaluation.metric_configs.exists():
+    configs = list(evaluation.metric_configs.all())
+    if not configs:
         raise ValidationError({"metrics": "Configure at least one metric."})
     if evaluation.model.archived_at or evaluation.model.endpoint.archived_at:
         raise ValidationError({"model": "The search model or its endpoint is archived."})
     metrics_transformers_check(
         team=evaluation.team, scale=_team_scale(evaluation.team, evaluation.scale),
         transformers=evaluation.transformers,
-        metrics=[{"code": m.code, "k": m.k, "params": m.params}
-                 for m in evaluation.metric_configs.all()])
+        metrics=[{"code": m.code, "k": m.k, "params": m.params} for m in configs])
     # Failed keywords are fetched again. Claims are dropped: a worker that died left some
     # that would otherwise hold their keywords until they lapse; a task of before the pause
     # still running finds its claims gone and stores nothing (services.fetch).

@@ -175,10 +175,8 @@ def evaluation_create_from_query_set(
         raise ValidationError({"query_set_version": "That version is another query set's."})
     if version is None:
         raise ValidationError({"query_set": f"{query_set.name} has no keywords."})
-    evaluation = evaluation_create(keywords=version_keywords(version), **evaluation_fields)
-    evaluation.query_set_version = version
-    evaluation.save(update_fields=["query_set_version"])
-    return evaluation
+    return evaluation_create(keywords=version_keywords(version), query_set_version=version,
+                             **evaluation_fields)
 
 
 @transaction.atomic

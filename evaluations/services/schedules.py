@@ -138,12 +138,13 @@ def _check(*, team: Team, fields: dict[str, Any], schedule: Schedule | None) -> 
             return None
 
     clean = dict(fields)
-    model: SearchModel = fields["model"]
+    # Read again: the caller's rows may predate an archive.
+    model = SearchModel.objects.get(pk=fields["model"].pk)
+    query_set = QuerySet.objects.get(pk=fields["query_set"].pk)
     clean["metrics"] = run(evaluation_config_check, team=team, model=model,
                            name=fields["name"], scale=fields["scale"],
                            strategy=fields["strategy"], metrics=fields["metrics"])
     clean["name"] = fields["name"].strip()
-    query_set: QuerySet = fields["query_set"]
     if query_set.team_id != team.pk:
         fail("query_set", "No such query set in this team.")
     elif query_set.archived_at is not None:
@@ -335,19 +336,21 @@ def schedule_fire(*, schedule_id: int, due_at: datetime, now: datetime | None = 
         except IntegrityError:
             # The unique (schedule, due_at): a run for this due time exists already.
             return None
-    schedule_runs_trim(schedule_id=schedule_id)
+    schedule_runs_trim(schedule_id=schedule_id, keep=schedule.keep_runs)
     return run
 
 
-def schedule_runs_trim(*, schedule_id: int) -> int:
-    """Archive the finished runs beyond the schedule's newest `keep_runs` (never delete
-    them); how many were archived. Unfinished old runs are archived by a later trim."""
-    keep = Schedule.objects.values_list("keep_runs", flat=True).get(pk=schedule_id)
-    old = (Evaluation.objects.filter(schedule_run__schedule_id=schedule_id,
-                                     archived_at__isnull=True,
-                                     status=Evaluation.Status.FINISHED)
-           .exclude(pk__in=ScheduleRun.objects.filter(schedule_id=schedule_id)
-                    .order_by("-due_at").values("evaluation_id")[:keep]))
+def schedule_runs_trim(*, schedule_id: int, keep: int) -> int:
+    """Archive the finished runs beyond the schedule's newest `keep` (its keep_runs; never
+    delete them); how many were archived. Unfinished old runs go at a later trim."""
+    # The runs past the newest `keep`, read on ScheduleRun's (schedule, due_at) index: a
+    # schedule with fewer runs costs one short read after each firing.
+    beyond = list(ScheduleRun.objects.filter(schedule_id=schedule_id).order_by("-due_at")
+                  .values_list("evaluation_id", flat=True)[keep:])
+    if not beyond:
+        return 0
+    old = Evaluation.objects.filter(pk__in=beyond, archived_at__isnull=True,
+                                    status=Evaluation.Status.FINISHED)
     archived = 0
     for evaluation in old:
         evaluation_archive(evaluation=evaluation, by=By.AUTO)

@@ -49,3 +49,32 @@ def test_a_crash_in_the_background_is_logged_handed_over_and_the_answer_is_none(
     assert "probing in the background failed" in caplog.text and "disk on fire" in caplog.text
     assert [str(error) for error in crashes] == ["disk on fire"]
     assert background.background_run(lambda: 7, what="probing") == 7
+
+
+def test_the_web_process_runs_periodic_bodies_once_started_and_only_when_told(
+        settings, monkeypatch):
+    """Without beat (make run) a thread of the web server runs the schedules' tick: the
+    evaluations app registers it, searchtweak.wsgi starts it, once per process."""
+    from evaluations import tasks
+
+    assert background._periodic["schedules"] == (settings.SCHEDULE_TICK_SECONDS,
+                                                 tasks.schedules_tick_body)
+    runs: list[str] = []
+    ran_twice = threading.Event()
+
+    def body() -> str:
+        runs.append(threading.current_thread().name)
+        if len(runs) >= 2:
+            ran_twice.set()
+            threading.Event().wait()  # park the daemon thread for the rest of the session
+        return ""
+
+    monkeypatch.setattr(background, "_periodic", {"probe": (0.01, body)})
+    monkeypatch.setattr(background, "_periodic_started", False)
+    settings.PERIODIC_IN_WEB_PROCESS = False
+    assert background.periodic_start() is False
+    settings.PERIODIC_IN_WEB_PROCESS = True
+    assert background.periodic_start() is True
+    assert background.periodic_start() is False  # one set of threads per process
+    assert ran_twice.wait(10)
+    assert runs[0] == "periodic-probe"
