@@ -54,6 +54,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/recompute.py
 	$(PY) bench/judges.py
 	$(PY) bench/uploads.py
+	$(PY) bench/schedules.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO
