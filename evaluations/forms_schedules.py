@@ -88,7 +88,7 @@ class ScheduleForm(forms.Form):
             "interval_minutes": schedule.interval_minutes, "cron": schedule.cron,
             "time_zone": schedule.time_zone, "deadline_hours": schedule.deadline_hours,
             "judge_ids": schedule.judge_ids, "baseline": schedule.baseline,
-            "min_coverage": round(schedule.min_coverage * 100, 2),
+            "min_coverage": _percent(schedule.min_coverage),
             "threshold": schedule.threshold, "keep_runs": schedule.keep_runs,
         }
 
@@ -106,5 +106,13 @@ class ScheduleForm(forms.Form):
         return data
 
 
+def _percent(share: float) -> float | int:
+    # 0.9 * 100 is 90.00000000000001: rounded, and a whole number shown without ".0".
+    percent = round(share * 100, 2)
+    return int(percent) if percent.is_integer() else percent
+
+
 class SchedulePauseForm(forms.Form):
-    reason = forms.CharField(required=False, max_length=300)
+    # Longer reasons are cut by the service; the page shows what is kept.
+    reason = forms.CharField(required=False, label="Reason", widget=forms.TextInput(
+        attrs={"placeholder": "reason (optional)", "maxlength": 300}))

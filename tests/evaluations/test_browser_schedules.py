@@ -72,9 +72,11 @@ def test_a_lead_schedules_a_query_set_then_pauses_and_resumes_it(page, live_serv
     assert (schedule.query_set, schedule.interval_minutes, schedule.baseline) == (
         query_set, 60, "first")
 
+    page.get_by_label("Reason for pausing").fill("index rebuild")
     page.get_by_role("button", name="Pause").click()
-    expect(page.get_by_test_id("paused-banner")).to_contain_text("paused by lead")
+    expect(page.get_by_test_id("paused-banner")).to_contain_text("index rebuild")
     expect(page.get_by_test_id("schedule-state")).to_have_text("Paused")
+    shot(page, "2-paused")
     page.get_by_role("button", name="Resume").click()
     expect(page.get_by_test_id("paused-banner")).to_have_count(0)
     expect(page.get_by_test_id("next-due")).to_contain_text(re.compile(r"in \d+\s+minutes"))
@@ -91,6 +93,6 @@ def test_a_lead_schedules_a_query_set_then_pauses_and_resumes_it(page, live_serv
     expect(page.get_by_test_id("run")).to_have_count(4)
     expect(page.get_by_test_id("verdict").nth(2)).to_contain_text("Regressed")
     fits_the_phone(page)
-    shot(page, "2-detail-1366")
+    shot(page, "3-detail-1366")
     page.set_viewport_size(PHONE)
-    shot(page, "3-detail-390")
+    shot(page, "4-detail-390")

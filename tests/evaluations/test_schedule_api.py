@@ -2,6 +2,8 @@
 change, pause and resume, delete, the runs with their latest verdicts, and who may."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -190,3 +192,20 @@ def test_a_fired_due_time_is_listed_as_a_run(personas):
     rows = api_for(personas.lead).get(url("schedule_runs", schedule)).json()["results"]
     assert [row["evaluation"] for row in rows] == [run.evaluation_id]
     assert rows[0]["due_at"] is not None and rows[0]["deadline_at"] is not None
+
+
+def test_the_runs_queries_do_not_grow_with_the_runs(personas):
+    schedule = schedule_of(personas.team, personas.lead)
+    client = api_for(personas.lead)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url("schedule_runs", schedule)).status_code == 200
+        return len(captured)
+
+    for hours in (1, 2):
+        run_of(schedule, hours_ago=hours, verdicts=[("no_change", "Nothing moved.")])
+    two = queries()
+    for hours in range(3, 13):
+        run_of(schedule, hours_ago=hours, verdicts=[("improved", "Better.")])
+    assert queries() == two
