@@ -53,8 +53,9 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
     ("judges", "LLM judges, their runs, calibration and call logs.",
      r"evaluations/\{evaluation_id\}/judge-runs/|judge-runs/|judges/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "
-                    "and the query sets (versioned keyword lists) they are created from.",
-     r"evaluations/|query-sets/"),
+                    "the query sets (versioned keyword lists) they are created from, and "
+                    "the schedules that re-run them at due times.",
+     r"evaluations/|query-sets/|schedules/"),
     ("endpoints", "Search endpoints and the search models that query them.",
      r"endpoints/|models/"),
     ("scales", "Grading scales and the transformers between them.",

@@ -30,8 +30,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from evaluations.models import Evaluation, Keyword, QuerySet, SearchModel
-from evaluations.services import query_set_create
+from evaluations.models import Evaluation, Keyword, QuerySet, Schedule, ScheduleRun, SearchModel
+from evaluations.services import query_set_create, schedule_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
@@ -79,6 +79,7 @@ class Dataset:
     graded: IndependentGrading | None = None
     graded_again: IndependentGrading | None = None
     query_set: QuerySet | None = None
+    schedule: Schedule | None = None
     webhook_id: int = 0
     notification_id: int = 0  # the grader's
     unsubscribe_token: str = ""  # the grader's, for run_regressed
@@ -116,6 +117,14 @@ def _build() -> Dataset:
     graded = independent_grading(team, users["grader"])
     graded_again = independent_grading(team, users["grader"], second=graded.second,
                                        judge_name="Echo two")
+    query_set = query_set_create(team=team, created_by=users["lead"], name="Shoes",
+                                 keywords=["boots", "hat"])
+    schedule = schedule_create(team=team, created_by=users["lead"], name="Nightly",
+                               model=evaluation.model, query_set=query_set, scale="graded",
+                               strategy=1, metrics=[{"code": "ndcg", "k": 10, "params": {}}],
+                               interval_minutes=60, baseline=Schedule.Baseline.FIRST)
+    ScheduleRun.objects.create(schedule=schedule, evaluation=second_evaluation,
+                               due_at=timezone.now(), deadline_at=timezone.now())
     return Dataset(
         team=team, users=users, evaluation=evaluation, second_evaluation=second_evaluation,
         keyword=slot.keyword, snapshot_id=slot.snapshot_id, slot=slot, model=evaluation.model,
@@ -125,8 +134,7 @@ def _build() -> Dataset:
         judge=make_judge(team),
         judge_run=judge_run, judge_call=call_of(judge_run.judge, run=judge_run),
         graded=graded, graded_again=graded_again,
-        query_set=query_set_create(team=team, created_by=users["lead"], name="Shoes",
-                                   keywords=["boots", "hat"]),
+        query_set=query_set, schedule=schedule,
         webhook_id=webhook_create(team=team, created_by=users["admin"],
                                   url="http://127.0.0.1:9/hook",
                                   events=["run_regressed"])[0].pk,
@@ -193,6 +201,10 @@ def _keyword(d: Dataset) -> dict:
 
 def _query_set(d: Dataset) -> dict:
     return {"query_set_id": d.query_set.pk}
+
+
+def _schedule(d: Dataset) -> dict:
+    return {"schedule_id": d.schedule.pk}
 
 
 def _query_set_version(d: Dataset) -> dict:
@@ -362,6 +374,21 @@ TABLE: dict[str, Row] = {
         _query_set_version, GET=(200, 200, 200, 200, 404, 401)),
     "evaluations_api:query_set_archive": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
     "evaluations_api:query_set_restore": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
+    # --- evaluations_api: schedules (members read, leads write) ---
+    "evaluations_api:schedules": row(
+        GET=(200, 200, 200, 200, 200, 401),
+        POST=(400, 400, 400, 403, 400, 401),
+    ),
+    # An empty PATCH changes nothing (200).
+    "evaluations_api:schedule": row(
+        _schedule,
+        GET=(200, 200, 200, 200, 404, 401),
+        PATCH=(200, 200, 200, 403, 404, 401),
+        DELETE=(204, 204, 204, 403, 404, 401),
+    ),
+    "evaluations_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 404, 401)),
     # --- judgments_api ---
     # The grader holds the one slot; nobody else has anything to grade (204).
     "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 404, 401)),
@@ -585,6 +612,26 @@ TABLE: dict[str, Row] = {
         _evaluation,
         GET=(200, 200, 200, 403, 404, LOGIN),
         POST=(200, 200, 200, 403, 404, LOGIN),
+    ),
+    # Schedules: every member reads, leads and above write (as query sets). An empty POST
+    # is an unbound form: the page again (200).
+    "evaluations:schedule_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:schedule_create": row(
+        GET=(200, 200, 200, 403, 200, LOGIN),
+        POST=(200, 200, 200, 403, 200, LOGIN),
+    ),
+    "evaluations:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:schedule_edit": row(
+        _schedule,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(200, 200, 200, 403, 404, LOGIN),
+    ),
+    "evaluations:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "evaluations:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "evaluations:schedule_delete": row(
+        _schedule,
+        GET=(200, 200, 200, 403, 404, LOGIN),
+        POST=(302, 302, 302, 403, 404, LOGIN),
     ),
     "evaluations:demo_search": row(GET=(200, 200, 200, 200, 200, 200)),
     # --- judgments ---

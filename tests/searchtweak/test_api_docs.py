@@ -66,6 +66,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
     expected = {
         "evaluations_list": "evaluations", "evaluations_start": "evaluations",
         "query_sets_create": "evaluations", "query_sets_versions_create": "evaluations",
+        "schedules_create": "evaluations", "schedules_runs_list": "evaluations",
         "endpoints_create": "endpoints", "models_test": "endpoints",
         "evaluations_next": "grading", "snapshots_grade": "grading",
         "evaluations_judgments_export": "grading",
