@@ -47,7 +47,7 @@ class ScheduleOutputSerializer(serializers.Serializer):
     interval_minutes = serializers.IntegerField(allow_null=True)
     cron = serializers.CharField()
     time_zone = serializers.CharField()
-    when = serializers.CharField(source="when_text", help_text='In words: "every 1 hour(s)".')
+    when = serializers.CharField(source="when_text", help_text='In words: "every hour".')
     deadline_hours = serializers.IntegerField()
     judge_ids = serializers.ListField(child=serializers.IntegerField())
     baseline = serializers.ChoiceField(choices=Schedule.Baseline.choices)

@@ -93,10 +93,10 @@ class Schedule(models.Model):
     def when_text(self) -> str:
         if self.interval_minutes:
             minutes = self.interval_minutes
-            if minutes % 1440 == 0:
-                return f"every {minutes // 1440} day(s)"
-            if minutes % 60 == 0:
-                return f"every {minutes // 60} hour(s)"
+            for size, unit in ((1440, "day"), (60, "hour")):
+                if minutes % size == 0:
+                    count = minutes // size
+                    return f"every {unit}" if count == 1 else f"every {count} {unit}s"
             return f"every {minutes} minutes"
         return f"cron “{self.cron}” ({self.time_zone})"
 

@@ -156,7 +156,7 @@ def _check(*, team: Team, fields: dict[str, Any], schedule: Schedule | None) -> 
 
     interval, cron = fields.get("interval_minutes"), (fields.get("cron") or "").strip()
     clean["time_zone"] = fields.get("time_zone") or "UTC"
-    run(_zone, clean["time_zone"])
+    zone_known = run(_zone, clean["time_zone"]) is not None
     if bool(interval) == bool(cron):
         fail("interval_minutes", "Give either an interval in minutes or a cron expression.")
     elif interval:
@@ -164,8 +164,9 @@ def _check(*, team: Team, fields: dict[str, Any], schedule: Schedule | None) -> 
             fail("interval_minutes", f"The minimum interval is {MIN_INTERVAL_MINUTES} minutes.")
         clean["interval_minutes"], clean["cron"] = interval, ""
     else:
-        clean["cron"], clean["interval_minutes"] = run(cron_check, cron,
-                                                       clean["time_zone"]) or cron, None
+        # Read in a zone the schedule may not have: its error is on time_zone already.
+        clean["cron"] = run(cron_check, cron, clean["time_zone"] if zone_known else "UTC") or cron
+        clean["interval_minutes"] = None
 
     if not 1 <= fields["deadline_hours"] <= MAX_DEADLINE_HOURS:
         fail("deadline_hours", f"Between 1 and {MAX_DEADLINE_HOURS} hours.")

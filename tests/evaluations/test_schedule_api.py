@@ -43,7 +43,7 @@ def test_a_lead_creates_a_schedule(personas):
     assert data["id"] == schedule.pk and data["team"] == personas.team.pk
     assert (data["model"], data["query_set"]) == (model.pk, query_set.pk)
     assert data["metrics"] == [{"code": "ndcg", "k": 10, "params": {}}]
-    assert (data["interval_minutes"], data["cron"], data["when"]) == (60, "", "every 1 hour(s)")
+    assert (data["interval_minutes"], data["cron"], data["when"]) == (60, "", "every hour")
     assert (data["baseline"], data["min_coverage"], data["threshold"], data["keep_runs"]) == (
         "previous", 0.8, 0.02, 5)
     assert (data["paused"], data["time_zone"], data["deadline_hours"]) == (False, "UTC", 24)

@@ -389,3 +389,17 @@ def test_changing_the_timing_moves_the_next_due_time(setup):
         services.schedule_update(schedule=schedule, interval_minutes=5)
     schedule.refresh_from_db()
     assert schedule.interval_minutes == 30
+
+
+def test_a_bad_time_zone_is_said_once_beside_a_cron_expression(setup):
+    with pytest.raises(ValidationError) as excinfo:
+        make(setup, interval_minutes=None, cron="0 6 * * *", time_zone="Mars/Olympus")
+    assert list(field_errors(excinfo)) == ["time_zone"]
+    assert len(field_errors(excinfo)["time_zone"]) == 1
+
+
+@pytest.mark.parametrize(("minutes", "words"), [
+    (15, "every 15 minutes"), (60, "every hour"), (90, "every 90 minutes"),
+    (120, "every 2 hours"), (1440, "every day"), (2880, "every 2 days")])
+def test_an_interval_in_words(minutes, words):
+    assert Schedule(interval_minutes=minutes).when_text() == words
