@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Count, QuerySet
 
-from evaluations.models import Schedule, ScheduleRun
+from evaluations.models import Evaluation, Schedule, ScheduleRun
 from searchtweak import access
 from searchtweak.models import Role, Team, User
 
@@ -68,3 +68,15 @@ def team_has_baseline(team: Team) -> bool:
     except ObjectDoesNotExist:
         return False
     return True
+
+
+COMPARE_MAX_RUNS = 10  # the N-way compare's limit
+
+
+def runs_to_compare(*, schedule_id: int) -> list[int]:
+    """The newest finished runs with results (at most COMPARE_MAX_RUNS), oldest first: the
+    evaluations the schedule page offers to compare side by side. Fewer than two: none."""
+    ids = list(ScheduleRun.objects.filter(schedule_id=schedule_id, fetch_failed=False,
+                                          evaluation__status=Evaluation.Status.FINISHED)
+               .order_by("-due_at").values_list("evaluation_id", flat=True)[:COMPARE_MAX_RUNS])
+    return ids[::-1] if len(ids) >= 2 else []

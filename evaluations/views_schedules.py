@@ -2,6 +2,8 @@
 verdicts, create, edit, pause, resume and delete. Every member reads; leads and above
 write (selectors_schedules.WRITE_ROLE)."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -90,7 +92,17 @@ def schedule_detail(request: HttpRequest, schedule_id: int) -> HttpResponse:
                    if judge_id in schedule.judge_ids],
         "can_edit": current_team_can(request, schedule.team_id, WRITE_ROLE),
         "pause_form": SchedulePauseForm(),
+        "compare_query": _compare_query(schedule.pk),
     })
+
+
+def _compare_query(schedule_id: int) -> str:
+    """The N-way compare's query string for the newest finished runs, the oldest of them
+    the reference; empty with fewer than two."""
+    ids = schedule_selectors.runs_to_compare(schedule_id=schedule_id)
+    if not ids:
+        return ""
+    return urlencode([("evaluation", pk) for pk in ids] + [("reference", ids[0])])
 
 
 @require_http_methods(["GET", "POST"])
