@@ -16,6 +16,7 @@ finished at once (its verdict says why it is undecided) and counts towards the s
 that pauses the schedule (`SCHEDULE_FAILED_RUNS_TO_PAUSE` in a row).
 """
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,20 +26,29 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from cronsim import CronSim, CronSimError
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Count, F, OuterRef, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.events import By
 from evaluations.hooks import counting_judges
-from evaluations.models import Evaluation, QuerySet, Schedule, ScheduleRun, SearchModel
+from evaluations.models import (
+    Evaluation,
+    QuerySet,
+    QuerySetVersion,
+    Schedule,
+    ScheduleRun,
+    SearchModel,
+)
 from evaluations.services.lifecycle import (
+    StartedEvaluationSpec,
     evaluation_archive,
     evaluation_config_check,
     evaluation_finish,
     evaluation_start,
+    evaluations_create_started,
 )
-from evaluations.services.query_sets import evaluation_create_from_query_set
+from evaluations.services.query_sets import evaluation_create_from_query_set, version_keywords
 from searchtweak.models import Team, User
 from searchtweak.notification_models import Event
 from searchtweak.notifications import notify
@@ -387,18 +397,113 @@ def schedule_runs_finish_overdue(now: datetime) -> int:
     return finished
 
 
+# Due schedules fired in one transaction by schedules_fire_batch; a batch's claims and runs
+# commit together, so a crash loses at most one batch's work (its due times stay due).
+FIRE_BATCH_SIZE = 100
+
+
+def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
+                         ) -> tuple[list[ScheduleRun], list[tuple[int, datetime]]]:
+    """Fire many due schedules at once: each due time claimed as schedule_fire claims it,
+    and the runs of the claimed ones created and started in bulk
+    (lifecycle.evaluations_create_started) in the same transaction. Returns the runs and
+    the due times this path leaves to schedule_fire one by one: a schedule whose run
+    cannot be made as configured (its query set, model or endpoint archived, its scale or
+    metrics no longer valid), so that schedule_fire pauses it with the reason."""
+    with transaction.atomic():
+        schedules = Schedule.objects.select_related(
+            "team", "model__endpoint", "query_set", "created_by").in_bulk(
+            [schedule_id for schedule_id, _ in due])
+        newest = (QuerySetVersion.objects.filter(query_set_id=OuterRef("query_set_id"))
+                  .order_by("-number").values("pk")[:1])
+        versions = {version.query_set_id: version for version in QuerySetVersion.objects
+                    .filter(query_set_id__in={s.query_set_id for s in schedules.values()},
+                            pk=Subquery(newest))}
+        checked: dict[tuple, list[dict[str, Any]] | None] = {}
+        keywords: dict[int, list[str]] = {}
+        ready, one_by_one = [], []
+        for schedule_id, due_at in due:
+            schedule = schedules.get(schedule_id)
+            if schedule is None:
+                continue  # deleted since the read
+            version = versions.get(schedule.query_set_id)
+            metrics = _config_checked(schedule, checked)
+            if (metrics is None or version is None or schedule.query_set.archived_at
+                    or schedule.model.archived_at or schedule.model.endpoint.archived_at):
+                one_by_one.append((schedule_id, due_at))
+                continue
+            claimed = Schedule.objects.filter(
+                pk=schedule_id, next_due_at=due_at, paused_at__isnull=True,
+            ).update(next_due_at=next_due_after(schedule, now, last_due=due_at))
+            if claimed:
+                if version.pk not in keywords:
+                    keywords[version.pk] = version_keywords(version)
+                ready.append((schedule, due_at, version, metrics))
+        evaluations = evaluations_create_started(specs=[
+            StartedEvaluationSpec(
+                team=schedule.team, created_by=schedule.created_by, model=schedule.model,
+                name=_run_name(schedule, due_at), scale=schedule.scale,
+                strategy=schedule.strategy, metrics=metrics, keywords=keywords[version.pk],
+                query_set_version=version,
+                description=f"Run of the schedule “{schedule.name}”.")
+            for schedule, due_at, version, metrics in ready])
+        runs = ScheduleRun.objects.bulk_create([
+            ScheduleRun(schedule=schedule, evaluation=evaluation, due_at=due_at,
+                        deadline_at=now + timedelta(hours=schedule.deadline_hours))
+            for (schedule, due_at, _, _), evaluation in zip(ready, evaluations, strict=True)])
+    return runs, one_by_one
+
+
+def _config_checked(schedule: Schedule, checked: dict) -> list[dict[str, Any]] | None:
+    """The schedule's metrics as evaluation_config_check cleans them, or None when the
+    check fails now; one check per distinct configuration in a batch."""
+    key = (schedule.team_id, schedule.model_id, schedule.scale, schedule.strategy,
+           json.dumps(schedule.metrics, sort_keys=True))
+    if key not in checked:
+        try:
+            checked[key] = evaluation_config_check(
+                team=schedule.team, model=schedule.model, name=schedule.name,
+                scale=schedule.scale, strategy=schedule.strategy, metrics=schedule.metrics)
+        except ValidationError:
+            checked[key] = None
+    return checked[key]
+
+
+def _runs_trim_where_needed(schedule_ids: set[int]) -> None:
+    """schedule_runs_trim for the schedules among these with more runs than they keep: one
+    read for all of them."""
+    over = (Schedule.objects.filter(pk__in=schedule_ids)
+            .annotate(run_count=Count("runs")).filter(run_count__gt=F("keep_runs"))
+            .values_list("pk", "keep_runs"))
+    for schedule_id, keep in over:
+        schedule_runs_trim(schedule_id=schedule_id, keep=keep)
+
+
 def schedules_tick(now: datetime | None = None) -> TickReport:
     """Fire every due schedule once, and finish the runs past their deadline. Safe to run
     in several processes at once; a due time another process claimed is skipped."""
     now = now or timezone.now()
-    fired = skipped = 0
-    for schedule_id, due_at in schedules_due(now):
+    due = schedules_due(now)
+    fired = 0
+    fired_schedules: set[int] = set()
+    for start in range(0, len(due), FIRE_BATCH_SIZE):
+        batch = due[start:start + FIRE_BATCH_SIZE]
         try:
-            run = schedule_fire(schedule_id=schedule_id, due_at=due_at, now=now)
-        except Schedule.DoesNotExist:
-            run = None  # deleted since the read
-        fired, skipped = (fired + 1, skipped) if run else (fired, skipped + 1)
-    return TickReport(fired=fired, skipped=skipped,
+            runs, one_by_one = schedules_fire_batch(batch, now=now)
+        except IntegrityError:
+            # A run for one of these due times exists (the unique guard behind the claim):
+            # the batch rolled back whole; one by one, the others still fire.
+            runs, one_by_one = [], batch
+        fired += len(runs)
+        fired_schedules.update(run.schedule_id for run in runs)
+        for schedule_id, due_at in one_by_one:
+            try:
+                run = schedule_fire(schedule_id=schedule_id, due_at=due_at, now=now)
+            except Schedule.DoesNotExist:
+                run = None  # deleted since the read
+            fired += run is not None
+    _runs_trim_where_needed(fired_schedules)
+    return TickReport(fired=fired, skipped=len(due) - fired,
                       finished_overdue=schedule_runs_finish_overdue(now))
 
 

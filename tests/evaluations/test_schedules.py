@@ -403,3 +403,71 @@ def test_a_bad_time_zone_is_said_once_beside_a_cron_expression(setup):
     (120, "every 2 hours"), (1440, "every day"), (2880, "every 2 days")])
 def test_an_interval_in_words(minutes, words):
     assert Schedule(interval_minutes=minutes).when_text() == words
+
+
+# --- the batch path (the tick) and the one-by-one path make the same run ----------------------
+
+
+def run_shape(run: ScheduleRun) -> dict:
+    evaluation = run.evaluation
+    return {
+        "status": evaluation.status, "started": evaluation.started_at is not None,
+        "reuse": evaluation.reuse_grades, "auto_finish": evaluation.auto_finish,
+        "version": evaluation.query_set_version_id, "scale": evaluation.scale,
+        "strategy": evaluation.strategy,
+        "description": evaluation.description.replace(run.schedule.name, "…"),
+        "keywords": list(evaluation.keywords.order_by("position").values_list(
+            "position", "text", "normalized_text", "fetch_status")),
+        "metrics": list(evaluation.metric_configs.order_by("position").values_list(
+            "position", "code", "k", "params")),
+        "slots": FeedbackSlot.objects.filter(evaluation=evaluation).count(),
+        "deadline": run.deadline_at - run.created_at > timedelta(hours=23),
+    }
+
+
+def test_the_tick_and_one_by_one_firing_make_the_same_run(setup,
+                                                          django_capture_on_commit_callbacks):
+    with time_machine.travel(START, tick=False):
+        by_tick = make(setup, name="A")
+        by_hand = make(setup, name="B")
+    with time_machine.travel(START, tick=False), django_capture_on_commit_callbacks(
+            execute=True):
+        runs, one_by_one = schedule_services.schedules_fire_batch(
+            [(by_tick.pk, START)], now=START)
+        services.schedule_fire(schedule_id=by_hand.pk, due_at=START, now=START)
+    assert len(runs) == 1 and one_by_one == []
+    batched = ScheduleRun.objects.get(schedule=by_tick)
+    single = ScheduleRun.objects.get(schedule=by_hand)
+    assert run_shape(batched) == run_shape(single)
+    assert run_shape(batched)["slots"] == 9 and run_shape(batched)["status"] == "active"
+
+
+def test_the_batch_claims_only_the_due_time_it_read(setup):
+    """Without the claim's due-time condition a stale reader would make a run for a time
+    that is not due (the unique guard would not notice: the time differs)."""
+    with time_machine.travel(START, tick=False):
+        schedule = make(setup)
+        runs, one_by_one = schedule_services.schedules_fire_batch(
+            [(schedule.pk, START - timedelta(minutes=60))], now=START)
+    assert (runs, one_by_one) == ([], [])
+    assert not Evaluation.objects.exists()
+    schedule.refresh_from_db()
+    assert schedule.next_due_at == START
+
+
+def test_a_schedule_the_batch_cannot_run_is_left_to_the_one_by_one_path(setup):
+    with time_machine.travel(START, tick=False):
+        good = make(setup, name="Good")
+        broken = make(setup, name="Broken")
+    Schedule.objects.filter(pk=broken.pk).update(scale="gone")
+    with time_machine.travel(START, tick=False):
+        runs, one_by_one = schedule_services.schedules_fire_batch(
+            [(good.pk, START), (broken.pk, START)], now=START)
+    assert [run.schedule_id for run in runs] == [good.pk]
+    assert one_by_one == [(broken.pk, START)]
+    broken.refresh_from_db()
+    assert broken.next_due_at == START  # not claimed: schedule_fire claims it and pauses
+    with time_machine.travel(START, tick=False):
+        assert services.schedule_fire(schedule_id=broken.pk, due_at=START) is None
+    broken.refresh_from_db()
+    assert broken.paused_reason == "could not make a run: Unknown scale 'gone'."
