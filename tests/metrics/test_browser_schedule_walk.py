@@ -16,13 +16,12 @@ import time_machine
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from evaluations import demo, services
+from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
-from evaluations.models import DemoProduct, Evaluation, Schedule, ScheduleRun, SearchModel
-from judgments.models import FeedbackSlot
+from evaluations.models import Evaluation, Schedule, ScheduleRun, SearchModel
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
-from searchtweak.models import User
+from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 DESKTOP = {"width": 1366, "height": 900}
@@ -45,13 +44,7 @@ def fire_and_grade(at: datetime) -> Evaluation:
     with time_machine.travel(at, tick=False):
         assert services.schedules_tick().fired == 1
         evaluation = ScheduleRun.objects.get(due_at=at).evaluation
-        slots = list(FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True)
-                     .values_list("pk", "keyword__text", "snapshot__doc_id"))
-        products = DemoProduct.objects.in_bulk([doc for *_, doc in slots], field_name="sku")
-        grader = User.objects.get(username="grader1")
-        for pk, text, doc in slots:
-            FeedbackSlot.objects.filter(pk=pk).update(
-                grade=demo.relevance(text, products[doc]), user=grader, graded_at=at)
+        grade_ungraded_by_demo_relevance(evaluation, at=at)
         evaluation_metrics_recompute(evaluation_id=evaluation.pk)
     evaluation.refresh_from_db()
     assert evaluation.status == Evaluation.Status.FINISHED

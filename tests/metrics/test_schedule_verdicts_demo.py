@@ -17,14 +17,12 @@ from django.core.management import call_command
 from evaluations import demo, services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
 from evaluations.models import (
-    DemoProduct,
     Evaluation,
     Keyword,
     Schedule,
     ScheduleRun,
     SearchModel,
 )
-from judgments.models import FeedbackSlot
 from metrics.management.commands.seed_demo_history import Command as DemoHistory
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
@@ -32,6 +30,7 @@ from searchtweak import notifications
 from searchtweak.models import Team, User
 from searchtweak.notification_models import Event, Notification, WebhookDelivery
 from tests.evaluations.servers import Reply, running_server
+from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
 
 pytestmark = pytest.mark.django_db
 
@@ -67,13 +66,7 @@ def run_at(hour: int, capture, *, transport=None) -> RegressionVerdict:
         with capture(execute=True):
             services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
                                     transport=transport or demo.in_process_transport())
-        slots = list(FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True)
-                     .values_list("pk", "keyword__text", "snapshot__doc_id"))
-        products = DemoProduct.objects.in_bulk([doc for *_, doc in slots], field_name="sku")
-        grader = User.objects.get(username="grader1")
-        for pk, text, doc in slots:
-            FeedbackSlot.objects.filter(pk=pk).update(
-                grade=demo.relevance(text, products[doc]), user=grader, graded_at=at)
+        grade_ungraded_by_demo_relevance(evaluation, at=at)
         with capture(execute=True):
             evaluation_metrics_recompute(evaluation_id=evaluation.pk)
     evaluation.refresh_from_db()
