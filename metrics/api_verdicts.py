@@ -7,10 +7,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
-from metrics.core.verdicts import VerdictRule
 from metrics.models import RegressionVerdict
 from metrics.verdicts import (
-    baseline_of_team,
+    gate_baseline_and_rule,
     gate_passed,
     regression_verdict_create,
     regression_verdicts,
@@ -73,19 +72,22 @@ class EvaluationGateApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         baseline = serializers.IntegerField(
-            required=False, help_text="The baseline evaluation's id; default: the team's.")
+            required=False, help_text="The baseline evaluation's id; default: for a "
+            "schedule's run the baseline its schedule chose, else the team's.")
         undecided = serializers.ChoiceField(
             choices=["pass", "fail"], default="pass",
             help_text="Whether an undecided verdict passes the gate.")
         min_coverage = serializers.FloatField(
             required=False, min_value=0.0, max_value=1.0,
-            help_text="Share of the run's keywords that must have a value (default 0.9).")
+            help_text="Share of the run's keywords that must have a value (default 0.9, or "
+                      "the schedule's for a schedule's run).")
         min_shared_keywords = serializers.IntegerField(
             required=False, min_value=1, max_value=100_000,
             help_text="Fewest keywords with a value in both (default 5).")
         threshold = serializers.FloatField(
             required=False, min_value=0.0, max_value=1_000_000.0,
-            help_text="Count a change only beyond this absolute size (e.g. 0.01).")
+            help_text="Count a change only beyond this absolute size (e.g. 0.01; default "
+                      "none, or the schedule's for a schedule's run).")
         metrics = serializers.ListField(
             child=serializers.CharField(max_length=100), required=False, max_length=50,
             help_text='Compare only these metrics, e.g. ["ndcg@10"]; default: every '
@@ -108,12 +110,10 @@ class EvaluationGateApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        defaults = VerdictRule()
-        rule = VerdictRule(
-            min_coverage=data.get("min_coverage", defaults.min_coverage),
-            min_shared_keywords=data.get("min_shared_keywords", defaults.min_shared_keywords),
-            threshold=data.get("threshold"))
-        baseline = baseline_of_team(evaluation=evaluation, baseline_id=data.get("baseline"))
+        baseline, rule = gate_baseline_and_rule(
+            evaluation=evaluation, baseline_id=data.get("baseline"),
+            rule_fields={name: data.get(name) for name in (
+                "min_coverage", "min_shared_keywords", "threshold")})
         verdict = regression_verdict_create(
             evaluation=evaluation, baseline=baseline, rule=rule,
             source=RegressionVerdict.Source.GATE, user=request.user, metrics=data.get("metrics"))

@@ -94,6 +94,29 @@ def baseline_of_team(*, evaluation: Evaluation, baseline_id: int | None) -> Eval
     return baseline
 
 
+def gate_baseline_and_rule(*, evaluation: Evaluation, baseline_id: int | None,
+                           rule_fields: dict) -> tuple[Evaluation | None, VerdictRule]:
+    """What a gate judges the evaluation against, and by which rule: the named baseline;
+    else, for a schedule's run, the baseline its schedule chose (a ValidationError on
+    `baseline` saying why when there is none yet) with the schedule's coverage and
+    threshold as the rule's defaults; else the team's baseline. `rule_fields` (a
+    VerdictRule's fields the caller gave) override the defaults."""
+    run = ScheduleRun.objects.select_related("schedule").filter(evaluation=evaluation).first()
+    defaults = VerdictRule()
+    if run is not None:
+        defaults = VerdictRule(min_coverage=run.schedule.min_coverage,
+                               threshold=run.schedule.threshold)
+    if baseline_id is None and run is not None:
+        baseline, missing = schedule_run_baseline(run=run, evaluation=evaluation)
+        if baseline is None:
+            raise ValidationError({"baseline": f"{missing} Name a baseline."})
+    else:
+        baseline = baseline_of_team(evaluation=evaluation, baseline_id=baseline_id)
+    rule = VerdictRule(**{**defaults.as_dict(), **{name: value for name, value
+                                                  in rule_fields.items() if value is not None}})
+    return baseline, rule
+
+
 def _wanted_metrics(names: list[str] | None) -> list[tuple[str, int | None]] | None:
     if not names:
         return None

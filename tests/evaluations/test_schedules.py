@@ -471,3 +471,43 @@ def test_a_schedule_the_batch_cannot_run_is_left_to_the_one_by_one_path(setup):
         assert services.schedule_fire(schedule_id=broken.pk, due_at=START) is None
     broken.refresh_from_db()
     assert broken.paused_reason == "could not make a run: Unknown scale 'gone'."
+
+
+# --- the gate on a schedule's run --------------------------------------------------------------
+
+
+def test_the_gate_on_a_run_uses_its_schedules_baseline_and_rule(
+        setup, django_capture_on_commit_callbacks):
+    from rest_framework.test import APIClient
+
+    personas = setup[0]
+    with time_machine.travel(START, tick=False):
+        make(setup, baseline=Schedule.Baseline.PREVIOUS, min_coverage=0.5, threshold=0.2)
+    for hour in range(2):
+        tick(django_capture_on_commit_callbacks, START + timedelta(hours=hour))
+        run = ScheduleRun.objects.order_by("-due_at").first()
+        grade_all(run.evaluation)
+        with django_capture_on_commit_callbacks(execute=True):
+            services.evaluation_finish(evaluation=run.evaluation)
+    first, second = ScheduleRun.objects.order_by("due_at").select_related("evaluation")
+    client = APIClient()
+    client.force_authenticate(personas.lead)
+
+    answer = client.post(f"/api/v1/evaluations/{second.evaluation_id}/gate/", {},
+                         format="json")
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["baseline"] == first.evaluation_id
+    assert (body["rule"]["min_coverage"], body["rule"]["threshold"]) == (0.5, 0.2)
+    # A rule field given wins over the schedule's.
+    answer = client.post(f"/api/v1/evaluations/{second.evaluation_id}/gate/",
+                         {"min_coverage": 0.95}, format="json")
+    assert answer.json()["rule"]["min_coverage"] == 0.95
+    # The first run has nothing before it: said on the field, nothing stored.
+    stored = RegressionVerdict.objects.count()
+    answer = client.post(f"/api/v1/evaluations/{first.evaluation_id}/gate/", {},
+                         format="json")
+    assert answer.status_code == 400
+    assert "No earlier run of the schedule has results to compare with." in str(
+        answer.json())
+    assert RegressionVerdict.objects.count() == stored
