@@ -196,8 +196,8 @@ def _monotone(code: str, ideal: str, target: Scale, aggregation: Aggregation,
 
 def _distinct_outcomes(entries, units, m, uses_pool, scale, aggregation, evaluate):
     """Path 2: (lower, upper), or None when there are more than MAX_COMPLETIONS."""
-    choices: list[list[list[tuple[int, list[Any]]]]] = []  # per unit, per outcome: entries
-    total = 1
+    # Per unit: its distinct outcomes, each with one completion of its entries' grades.
+    per_unit: list[dict[tuple, list[tuple[int, list[Any]]]]] = []
     for members in units:
         holes = [(i, s) for i in members for s, g in enumerate(entries[i].grades) if g is None]
         if len(scale.grades) ** len(holes) > MAX_UNIT_COMPLETIONS:
@@ -209,11 +209,29 @@ def _distinct_outcomes(entries, units, m, uses_pool, scale, aggregation, evaluat
                 grades[i][s] = grade
             key = _outcome(entries, members, grades, m, uses_pool, aggregation)
             outcomes.setdefault(key, list(grades.items()))
-        choices.append(list(outcomes.values()))
-        total *= len(outcomes)
-        if total > MAX_COMPLETIONS:
+        per_unit.append(outcomes)
+    # A document at no position ≤ m is read only through its pooled value, by functions of
+    # the pool's values as a multiset (R_pool, the top grade, the ideal ranking): documents
+    # with the same possible outcomes are interchangeable, so only how many of them take
+    # each outcome matters (C(g + s - 1, s - 1) choices for g documents, not s^g).
+    choices: list[list[list[tuple[int, list[Any]]]]] = []
+    interchangeable: dict[frozenset, list[dict]] = {}
+    for members, outcomes in zip(units, per_unit, strict=True):
+        if any(entries[i].position is not None and entries[i].position < m for i in members):
+            choices.append(list(outcomes.values()))
+        else:
+            interchangeable.setdefault(frozenset(outcomes), []).append(outcomes)
+    for keys, group in interchangeable.items():
+        ordered = sorted(keys, key=repr)
+        choices.append([
+            [entry for outcomes, key in zip(group, multiset, strict=True)
+             for entry in outcomes[key]]
+            for multiset in itertools.combinations_with_replacement(ordered, len(group))
+        ] if math.comb(len(group) + len(ordered) - 1, len(group)) <= MAX_COMPLETIONS else [])
+        if not choices[-1]:
             return None
-    lower = upper = None
+    if math.prod(len(options) for options in choices) > MAX_COMPLETIONS:
+        return None
     completions = []
     for picks in itertools.product(*choices):
         completed = list(entries)
@@ -223,9 +241,9 @@ def _distinct_outcomes(entries, units, m, uses_pool, scale, aggregation, evaluat
         completions.append(completed)
     values = evaluate(completions)
     values = values[~np.isnan(values)]
-    if values.size:
-        lower, upper = float(values.min()), float(values.max())
-    return lower, upper
+    if not values.size:
+        return None, None
+    return float(values.min()), float(values.max())
 
 
 def _outcome(entries, members, grades, m, uses_pool, aggregation) -> tuple:

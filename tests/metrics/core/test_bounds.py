@@ -93,6 +93,35 @@ def test_recall_is_not_monotone_through_its_pool():
     assert got == (0.0, 1.0, True)
 
 
+def test_interchangeable_pool_documents_are_counted_not_enumerated():
+    # 20 ungraded pool documents alone are 2^20 completions; only how many end relevant
+    # matters to recall (21 choices), times 2^5 for the results.
+    pool = [(f"p{i}", [1, 0, None]) for i in range(20)]
+    got = keyword_bounds("recall", [[None]] * 5, k=10, scale="binary", pool=pool)
+    assert got == (0.0, 1.0, True)
+    pool = [("x", [1, None]), *((f"p{i}", [0, None, 1]) for i in range(10))]
+    got = keyword_bounds("recall", [[1], [None]], k=10, scale="binary", pool=pool)
+    # Best: the second result relevant, x a tie and every p 0 → 2/2; worst: the second
+    # result not relevant, x and every p relevant → 1/12.
+    assert got == (pytest.approx(1 / 12), 1.0, True)
+
+
+def test_only_documents_at_no_position_are_interchangeable(monkeypatch):
+    # Two ungraded results are ordered (DCG weighs them apart): 4 x 4 outcomes; the pool
+    # document x is read only through its value: 4 more, so 64 completions are evaluated.
+    evaluated = []
+    original = bounds_module.evaluate_keywords
+
+    def spy(metric: str, keywords: list, **kwargs: Any) -> Any:
+        evaluated.append(len(keywords))
+        return original(metric, keywords, **kwargs)
+
+    monkeypatch.setattr(bounds_module, "evaluate_keywords", spy)
+    keyword_bounds("ndcg", [[None], [None]], k=2, scale="graded", params={"ideal": "pool"},
+                   pool=[("x", [None])])
+    assert evaluated == [64]
+
+
 def test_ap_over_many_positions_enumerates_outcomes_not_grades():
     # 12 ungraded positions on the detail scale: 10^12 completions, 2^12 relevance patterns.
     got = keyword_bounds("ap", [[None]] * 12, k=12, scale="detail")
