@@ -202,14 +202,8 @@ def _distinct_outcomes(entries, units, m, uses_pool, scale, aggregation, evaluat
         holes = [(i, s) for i in members for s, g in enumerate(entries[i].grades) if g is None]
         if len(scale.grades) ** len(holes) > MAX_UNIT_COMPLETIONS:
             return None
-        outcomes: dict[tuple, list[tuple[int, list[Any]]]] = {}
-        for completion in itertools.product(scale.grades, repeat=len(holes)):
-            grades = {i: list(entries[i].grades) for i in members}
-            for (i, s), grade in zip(holes, completion, strict=True):
-                grades[i][s] = grade
-            key = _outcome(entries, members, grades, m, uses_pool, aggregation)
-            outcomes.setdefault(key, list(grades.items()))
-        per_unit.append(outcomes)
+        per_unit.append(_unit_outcomes(entries, members, holes, m, uses_pool, scale,
+                                       aggregation))
     # A document at no position ≤ m is read only through its pooled value, by functions of
     # the pool's values as a multiset (R_pool, the top grade, the ideal ranking): documents
     # with the same possible outcomes are interchangeable, so only how many of them take
@@ -246,14 +240,34 @@ def _distinct_outcomes(entries, units, m, uses_pool, scale, aggregation, evaluat
     return float(values.min()), float(values.max())
 
 
-def _outcome(entries, members, grades, m, uses_pool, aggregation) -> tuple:
-    """What the metric reads of a unit: each of its positions' aggregated value up to m,
-    and for the pool metrics the document's pooled value (NaN as None, to compare)."""
-    key = [_aggregate(aggregation, grades[i]) for i in members
-           if entries[i].position is not None and entries[i].position < m]
+def _unit_outcomes(entries, members, holes, m, uses_pool, scale, aggregation):
+    """Every completion of one unit's holes, at once, reduced to one completion per
+    distinct outcome: what the metric reads of the unit, i.e. each of its positions'
+    aggregated value up to m and, for the pool metrics, the document's pooled value."""
+    grid = np.array(list(itertools.product(scale.grades, repeat=len(holes))), dtype=np.float64)
+    completed: dict[int, np.ndarray] = {}
+    column = 0
+    for i in members:
+        grades = entries[i].grades
+        row = np.array([np.nan if g is None else float(g) for g in grades], dtype=np.float64)
+        block = np.tile(row, (len(grid), 1))
+        nulls = [s for s, g in enumerate(grades) if g is None]
+        block[:, nulls] = grid[:, column:column + len(nulls)]
+        column += len(nulls)
+        completed[i] = block
+    columns = [aggregation.aggregate(completed[i]) for i in members
+               if entries[i].position is not None and entries[i].position < m]
     if uses_pool:
-        key.append(_aggregate(aggregation, [g for i in members for g in grades[i]]))
-    return tuple(key)
+        columns.append(aggregation.aggregate(np.concatenate([completed[i] for i in members],
+                                                            axis=1)))
+    keys = np.stack(columns, axis=1)
+    keys = np.where(np.isnan(keys), np.inf, keys)  # NaN never equals itself in np.unique
+    _, first = np.unique(keys, axis=0, return_index=True)
+    return {
+        tuple(None if math.isinf(v) else float(v) for v in keys[index]):
+            [(i, [int(g) for g in completed[i][index]]) for i in members]
+        for index in sorted(first.tolist())
+    }
 
 
 def _aggregate(aggregation: Aggregation, grades: list[Any]) -> float | None:
