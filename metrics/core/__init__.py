@@ -13,6 +13,7 @@ from metrics.core.batch import (
     grade_lists_to_array,
     mean_over_keywords,
 )
+from metrics.core.bounds import KeywordBounds, bounds_mean, keyword_bounds
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import Pool, build_pool
 from metrics.core.rbo import rbo
@@ -54,6 +55,7 @@ __all__ = [
     "PARAMETERS",
     "SCALES",
     "BatchInputs",
+    "KeywordBounds",
     "MetricInputError",
     "MetricKey",
     "MetricRequest",
@@ -63,6 +65,7 @@ __all__ = [
     "Pool",
     "Scale",
     "Transformer",
+    "bounds_mean",
     "build_pool",
     "config_reads_pool",
     "default_transformer",
@@ -71,6 +74,7 @@ __all__ = [
     "evaluate_keyword",
     "evaluate_keywords",
     "grade_lists_to_array",
+    "keyword_bounds",
     "mean_over_keywords",
     "metric_code_at_k",
     "metric_column",
