@@ -23,7 +23,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
-from evaluations.services import query_set_create_from_evaluation
+from evaluations.services import query_set_create_from_evaluation, schedule_create
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Notification, Role, User
@@ -94,6 +94,10 @@ def _demo() -> Ids:
     call = call_of(judge, run=run)
     query_set = query_set_create_from_evaluation(evaluation=evaluation,
                                                  created_by=users["lead"], name="Demo keywords")
+    schedule = schedule_create(
+        team=team, created_by=users["lead"], name="Nightly demo", model=evaluation.model,
+        query_set=query_set, scale="graded", strategy=1, interval_minutes=60,
+        metrics=[{"code": "ndcg", "k": 10, "params": {}}], baseline="first")
     webhook, _ = webhook_create(team=team, created_by=users["admin"],
                                 url="https://hooks.example.test/services/T000/B000/XXXX",
                                 events=["evaluation_finished", "run_regressed"])
@@ -108,7 +112,7 @@ def _demo() -> Ids:
         "team_id": team.pk, "membership_id": users["grader1"].memberships.get(team=team).pk,
         "token_id": token.pk, "judge_id": judge.pk, "run_id": run.pk, "call_id": call.pk,
         "endpoint_id": evaluation.model.endpoint_id, "model_id": evaluation.model_id,
-        "action": "start", "query_set_id": query_set.pk,
+        "action": "start", "query_set_id": query_set.pk, "schedule_id": schedule.pk,
         "webhook_id": webhook.pk,
         "notification_id": Notification.objects.filter(user=users["admin"]).first().pk,
         "notification_unsubscribe:token": unsubscribe_token(user_id=users["admin"].pk,
@@ -173,7 +177,7 @@ def test_every_page_pattern_can_be_filled(db):
     known = {"evaluation_id", "other_id", "keyword_id", "snapshot_id", "slot_id", "scale_id",
              "transformer_id", "user_id", "team_id", "membership_id", "token_id", "judge_id",
              "run_id", "call_id", "endpoint_id", "model_id", "action", "token", "uidb64",
-             "query_set_id", "webhook_id", "notification_id"}
+             "query_set_id", "webhook_id", "notification_id", "schedule_id"}
     assert arguments <= known, f"page arguments this test cannot fill: {arguments - known}"
 
 
