@@ -18,6 +18,7 @@ from evaluations.services import schedules as schedule_services
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict, TeamBaseline
 from searchtweak.notification_models import Event, Notification
+from tests.conftest import skip_or_fail
 from tests.evaluations.factories import ES_MAPPER, EndpointFactory, SearchModelFactory
 from tests.evaluations.servers import Reply, hits, running_server
 
@@ -142,9 +143,10 @@ def test_the_claim_is_what_stops_a_second_run(setup, monkeypatch):
     assert ScheduleRun.objects.count() == 1
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL-only race")
 @pytest.mark.django_db(transaction=True)
 def test_two_ticks_racing_on_postgresql_fire_each_due_time_once(setup):
+    if connection.vendor != "postgresql":
+        skip_or_fail("a race between connections needs PostgreSQL: set DATABASE_URL")
     with time_machine.travel(START, tick=False):
         make(setup, name="A")
         make(setup, name="B")

@@ -68,8 +68,14 @@ def world(personas):
     from searchtweak.notifications import webhook_create
     webhook, _ = webhook_create(team=personas.team, created_by=personas.admin,
                                 url="http://127.0.0.1:9/hook", events=["run_regressed"])
+    from evaluations.services import schedule_create
+    schedule = schedule_create(team=personas.team, created_by=None, name="Nightly",
+                               model=model, query_set=query_set, scale="graded", strategy=1,
+                               interval_minutes=60, baseline="first",
+                               metrics=[{"code": "ndcg", "k": 10, "params": {}}])
     return {
         "query_set_id": query_set.pk, "number": 1, "webhook_id": webhook.pk,
+        "schedule_id": schedule.pk,
         "team_id": personas.team.pk, "endpoint_id": endpoint.pk, "model_id": model.pk,
         "evaluation_id": evaluation.pk,
         "snapshot_id": evaluation.keywords.get().snapshots.get().pk,
