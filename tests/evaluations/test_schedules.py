@@ -156,16 +156,19 @@ def test_two_ticks_racing_on_postgresql_fire_each_due_time_once(setup):
     def tick_in_thread() -> None:
         try:
             barrier.wait()
-            with time_machine.travel(START + timedelta(seconds=1), tick=False):
-                reports.append(services.schedules_tick())
+            reports.append(services.schedules_tick())
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=tick_in_thread) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    # One travel around both threads: the clock is patched for the whole process, and two
+    # travels entered and left by racing threads would not unwind in order (a frozen clock
+    # then leaked into later tests).
+    with time_machine.travel(START + timedelta(seconds=1), tick=False):
+        threads = [threading.Thread(target=tick_in_thread) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
     assert sum(report.fired for report in reports) == 2
     assert sorted(ScheduleRun.objects.values_list("schedule__name", flat=True)) == ["A", "B"]
 
