@@ -61,13 +61,16 @@ def with_latest_verdicts(runs: list[ScheduleRun]) -> list[ScheduleRun]:
     return runs
 
 
-def team_has_baseline(team: Team) -> bool:
-    """Whether the team has set a baseline evaluation (the metrics app keeps it)."""
+def team_baseline_of(team: Team) -> Evaluation | None:
+    """The team's baseline evaluation, read by relation name (the metrics app keeps it)."""
     try:
-        team.metric_baseline  # noqa: B018 - the read is the check
+        return team.metric_baseline.evaluation
     except ObjectDoesNotExist:
-        return False
-    return True
+        return None
+
+
+def team_has_baseline(team: Team) -> bool:
+    return team_baseline_of(team) is not None
 
 
 COMPARE_MAX_RUNS = 10  # the N-way compare's limit

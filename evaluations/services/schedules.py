@@ -24,7 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
-from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, OuterRef, Subquery
 from django.urls import reverse
@@ -40,6 +40,7 @@ from evaluations.models import (
     ScheduleRun,
     SearchModel,
 )
+from evaluations.selectors_schedules import team_baseline_of
 from evaluations.services.lifecycle import (
     StartedEvaluationSpec,
     evaluation_archive,
@@ -122,16 +123,7 @@ def next_due_after(schedule: Schedule, moment: datetime, *, last_due: datetime |
 # --- create, change, pause ----------------------------------------------------------------
 
 
-def _team_baseline_scale(team: Team) -> tuple[str, str] | None:
-    """(name, scale) of the team's baseline, read by relation name (metrics keeps it)."""
-    try:
-        baseline = team.metric_baseline.evaluation
-    except ObjectDoesNotExist:
-        return None
-    return baseline.name, baseline.scale
-
-
-def _check(*, team: Team, fields: dict[str, Any], schedule: Schedule | None) -> dict[str, Any]:
+def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
     """Every field checked, errors gathered per field; the cleaned values."""
     errors: dict[str, list[str]] = {}
 
@@ -192,13 +184,13 @@ def _check(*, team: Team, fields: dict[str, Any], schedule: Schedule | None) -> 
     if baseline not in Schedule.Baseline.values:
         fail("baseline", f"Use one of {', '.join(Schedule.Baseline.values)}.")
     elif baseline == Schedule.Baseline.TEAM:
-        team_baseline = _team_baseline_scale(team)
+        team_baseline = team_baseline_of(team)
         if team_baseline is None:
             fail("baseline", "The team has no baseline: set one, or compare with the "
                              "schedule's first or previous run.")
-        elif team_baseline[1] != fields["scale"]:
-            fail("baseline", f"The team's baseline “{team_baseline[0]}” is graded on the "
-                             f"{team_baseline[1]} scale, the schedule on {fields['scale']}: "
+        elif team_baseline.scale != fields["scale"]:
+            fail("baseline", f"The team's baseline “{team_baseline.name}” is graded on the "
+                             f"{team_baseline.scale} scale, the schedule on {fields['scale']}: "
                              "their values cannot be compared.")
 
     judge_ids = list(fields.get("judge_ids") or [])
@@ -232,7 +224,7 @@ def schedule_create(*, team: Team, created_by: User | None, **fields: Any) -> Sc
     unknown = set(fields) - set(SCHEDULE_FIELDS)
     if unknown:
         raise TypeError(f"unknown schedule fields: {sorted(unknown)}")
-    clean = _check(team=team, fields={**_defaults(), **fields}, schedule=None)
+    clean = _check(team=team, fields={**_defaults(), **fields})
     schedule = Schedule(team=team, created_by=created_by, **clean)
     now = timezone.now()
     schedule.next_due_at = now if schedule.interval_minutes else next_due_after(schedule, now)
@@ -249,7 +241,7 @@ def schedule_update(*, schedule: Schedule, **changes: Any) -> Schedule:
     if unknown:
         raise TypeError(f"unknown schedule fields: {sorted(unknown)}")
     current = {name: getattr(schedule, name) for name in SCHEDULE_FIELDS}
-    clean = _check(team=schedule.team, fields={**current, **changes}, schedule=schedule)
+    clean = _check(team=schedule.team, fields={**current, **changes})
     timing = ("interval_minutes", "cron", "time_zone")
     retimed = any(clean[name] != current[name] for name in timing)
     for name, value in clean.items():
