@@ -303,6 +303,15 @@ def _pause_and_announce(schedule_id: int, reason: str) -> None:
                payload={"schedule_id": schedule_id, "reason": reason})
 
 
+def _due_time_claim(schedule: Schedule, *, due_at: datetime, now: datetime) -> bool:
+    """Claim the due time `due_at` read from the schedule: one conditional UPDATE moving
+    next_due_at from it to the next due time after `now`; whether this process won. The
+    one rule behind "each due time fires once", for both ways of firing."""
+    return Schedule.objects.filter(
+        pk=schedule.pk, next_due_at=due_at, paused_at__isnull=True,
+    ).update(next_due_at=next_due_after(schedule, now, last_due=due_at)) == 1
+
+
 def schedule_fire(*, schedule_id: int, due_at: datetime, now: datetime | None = None
                   ) -> ScheduleRun | None:
     """Claim the due time `due_at` of the schedule and make its run; None when another
@@ -313,10 +322,7 @@ def schedule_fire(*, schedule_id: int, due_at: datetime, now: datetime | None = 
     with transaction.atomic():
         schedule = Schedule.objects.select_related("team", "model", "query_set").get(
             pk=schedule_id)
-        claimed = Schedule.objects.filter(
-            pk=schedule_id, next_due_at=due_at, paused_at__isnull=True,
-        ).update(next_due_at=next_due_after(schedule, now, last_due=due_at))
-        if not claimed:
+        if not _due_time_claim(schedule, due_at=due_at, now=now):
             return None
         try:
             with transaction.atomic():
@@ -424,10 +430,7 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
                     or schedule.model.archived_at or schedule.model.endpoint.archived_at):
                 one_by_one.append((schedule_id, due_at))
                 continue
-            claimed = Schedule.objects.filter(
-                pk=schedule_id, next_due_at=due_at, paused_at__isnull=True,
-            ).update(next_due_at=next_due_after(schedule, now, last_due=due_at))
-            if claimed:
+            if _due_time_claim(schedule, due_at=due_at, now=now):
                 if version.pk not in keywords:
                     keywords[version.pk] = version_keywords(version)
                 ready.append((schedule, due_at, version, metrics))
