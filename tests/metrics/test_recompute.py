@@ -41,11 +41,14 @@ def grade(graders, django_capture_on_commit_callbacks):
 
 
 def stored(evaluation) -> dict[tuple[str, str], float | None]:
-    return {
-        (row.keyword.text, row.metric.code): row.value
-        for row in KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
-        .select_related("keyword", "metric")
-    }
+    rows = KeywordMetricValue.objects.filter(keyword__evaluation=evaluation).select_related(
+        "keyword", "metric"
+    )
+    values = {(row.keyword.text, row.metric.code): row.value for row in rows}
+    # Two metrics with one code would overwrite each other in an order the database
+    # chooses; such tests key by metric id (stored_by_config) instead.
+    assert len(values) == len(rows), "metric codes repeat: use stored_by_config"
+    return values
 
 
 def stored_by_config(evaluation) -> dict[tuple[str, int], float | None]:
@@ -57,8 +60,15 @@ def stored_by_config(evaluation) -> dict[tuple[str, int], float | None]:
 
 
 def means(evaluation) -> dict[str, tuple[float | None, int]]:
+    configs = EvaluationMetric.objects.with_stored_mean().filter(evaluation=evaluation)
+    values = {config.code: (config.value, config.keyword_count) for config in configs}
+    assert len(values) == len(configs), "metric codes repeat: use means_by_config"
+    return values
+
+
+def means_by_config(evaluation) -> dict[int, tuple[float | None, int]]:
     return {
-        config.code: (config.value, config.keyword_count)
+        config.pk: (config.value, config.keyword_count)
         for config in EvaluationMetric.objects.with_stored_mean().filter(evaluation=evaluation)
     }
 
@@ -172,18 +182,22 @@ def test_recompute_metrics_command_equals_the_incremental_values(grade, capsys):
                     changes.append((slot(evaluation, f"kw {i}", position, index),
                                     (i * position + index) % 4))
     grade(changes)
-    incremental, incremental_means = stored(evaluation), means(evaluation)
+    # Two nDCG configs (@3 linear, @4 exponential): values are keyed by config, not code.
+    incremental = stored_by_config(evaluation)
+    incremental_means = means_by_config(evaluation)
+    assert len(incremental) == 6 * 6
     KeywordMetricValue.objects.all().delete()
     MetricMean.objects.filter(metric__evaluation=evaluation).update(value=None, keyword_count=0)
     call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
     assert "Recomputed 6 keywords in 1 evaluations." in capsys.readouterr().out
-    scratch = stored(evaluation)
+    scratch = stored_by_config(evaluation)
     assert scratch.keys() == incremental.keys()
     for key, value in incremental.items():
         assert scratch[key] == pytest.approx(value, abs=1e-12), key
-    for code, (value, count) in incremental_means.items():
-        assert means(evaluation)[code][1] == count
-        assert means(evaluation)[code][0] == pytest.approx(value, abs=1e-12)
+    scratch_means = means_by_config(evaluation)
+    for config_id, (value, count) in incremental_means.items():
+        assert scratch_means[config_id][1] == count
+        assert scratch_means[config_id][0] == pytest.approx(value, abs=1e-12)
 
 
 def test_recompute_metrics_rejects_an_unknown_evaluation():
