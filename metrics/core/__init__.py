@@ -14,6 +14,7 @@ from metrics.core.batch import (
     mean_over_keywords,
 )
 from metrics.core.bounds import KeywordBounds, bounds_mean, keyword_bounds
+from metrics.core.bounds_batch import BatchBounds, bounds_batch
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import Pool, build_pool
 from metrics.core.rbo import rbo
@@ -54,6 +55,7 @@ __all__ = [
     "METRICS",
     "PARAMETERS",
     "SCALES",
+    "BatchBounds",
     "BatchInputs",
     "KeywordBounds",
     "MetricInputError",
@@ -65,6 +67,7 @@ __all__ = [
     "Pool",
     "Scale",
     "Transformer",
+    "bounds_batch",
     "bounds_mean",
     "build_pool",
     "config_reads_pool",

@@ -181,17 +181,31 @@ def _monotone(code: str, ideal: str, target: Scale, aggregation: Aggregation,
               entries: list[_Entry], m: int) -> bool:
     """Whether path 1 holds (module docstring): a metric that never falls as a v_i rises,
     whose judged positions are the same in every completion."""
+    return monotone_metric(code, ideal, target) and (not aggregation.majority or all(
+        len(e.grades) % 2 == 1 for e in entries
+        if e.position is not None and e.position < m and None in e.grades))
+
+
+def monotone_metric(code: str, ideal: str, target: Scale) -> bool:
+    """Whether the metric never falls as a position's v_i rises (module docstring, path 1);
+    with a binary vote, only where every open position has an odd number of slots."""
     if code in ("ndcg", "ndcg_d"):
-        if ideal != "max":
-            return False
-    elif code not in _MONOTONE:
-        return False
-    if code in ("err", "err_018") and target.lo < 0:
-        return False
-    if aggregation.majority:
-        return all(len(e.grades) % 2 == 1 for e in entries
-                   if e.position is not None and e.position < m and None in e.grades)
-    return True
+        return ideal == "max"
+    if code in ("err", "err_018"):
+        return target.lo >= 0
+    return code in _MONOTONE
+
+
+def ndcg_ratio_range(dcg_low, dcg_high, ideal_low, ideal_high):
+    """Path 3 for nDCG with the ``local`` ideal on non-negative gains: DCG(low fill) over
+    IDCG(high fill) .. DCG(high fill) over IDCG(low fill), at most 1 (DCG ≤ its local
+    ideal, by rearrangement). Arrays or floats; returns (lower, upper)."""
+    dcg_low, dcg_high, ideal_low, ideal_high = (
+        np.asarray(x, dtype=np.float64) for x in (dcg_low, dcg_high, ideal_low, ideal_high))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = np.where(ideal_high > 0, dcg_low / ideal_high, 0.0)
+        upper = np.where(ideal_low > 0, np.minimum(1.0, dcg_high / ideal_low), 1.0)
+    return lower, np.maximum(upper, lower)
 
 
 def _distinct_outcomes(entries, units, m, uses_pool, scale, aggregation, evaluate):
@@ -310,16 +324,15 @@ def _sound_range(code, gain, ideal, k, target, aggregation, entries, units, m,
         dcg_low = float(kernels.dcg(position_gains(low))[0])
         dcg_high = float(kernels.dcg(position_gains(high))[0])
         ideal_low, ideal_high = ideal_dcg(low), ideal_dcg(high)
-        lower = dcg_low / ideal_high if ideal_high > 0 else 0.0
         if ideal == "local":
-            # DCG ≤ IDCG(local) for non-negative gains (rearrangement).
-            upper = min(1.0, dcg_high / ideal_low) if ideal_low > 0 else 1.0
-        else:
-            # IDCG(pool) > 0 means some pooled value is > 0, so ≥ 1/slots (a mean of
-            # integers), and that value's gain sits at position 1 of the ideal ranking.
-            slots = max((len(g) for g in _pooled_grades(entries).values()), default=1)
-            floor = float(gains(np.array([[1.0 / max(slots, 1)]]))[0, 0])
-            upper = dcg_high / (ideal_low if ideal_low > 0 else floor)
+            lower, upper = ndcg_ratio_range(dcg_low, dcg_high, ideal_low, ideal_high)
+            return KeywordBounds(float(lower), float(upper), False)
+        lower = dcg_low / ideal_high if ideal_high > 0 else 0.0
+        # IDCG(pool) > 0 means some pooled value is > 0, so ≥ 1/slots (a mean of
+        # integers), and that value's gain sits at position 1 of the ideal ranking.
+        slots = max((len(g) for g in _pooled_grades(entries).values()), default=1)
+        floor = float(gains(np.array([[1.0 / max(slots, 1)]]))[0, 0])
+        upper = dcg_high / (ideal_low if ideal_low > 0 else floor)
         return KeywordBounds(lower, max(upper, lower), False)
     return KeywordBounds(-math.inf, math.inf, False)
 

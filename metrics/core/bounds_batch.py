@@ -1,0 +1,246 @@
+"""Bounds under missing grades for many keywords at once: the application's path.
+
+``bounds_batch`` takes the recompute's (keywords, positions, slots) grade array and a mask
+of its ungraded slots (NaN alone cannot tell an ungraded slot from a missing position) and
+returns each keyword's bounds, every number through ``evaluate_batch`` on completed arrays,
+so they are the numbers ``keyword_bounds`` gives for the same keyword:
+
+- a keyword with no ungraded slot up to k: its value, exact;
+- a metric that moves one way with each grade (bounds.monotone_metric): two fills of every
+  keyword at once, exact;
+- a binary vote over an odd number of slots (AP, P, RR, ...): each open position can only
+  end 0 or 1, whichever its fills give, so the completions that matter are the 2^u choices
+  of its u undecided positions; keywords with 2^u ≤ ``max_completions`` are enumerated
+  together, exact;
+- nDCG with the ``local`` ideal: the sound ratio range of bounds.ndcg_ratio_range, vectorised,
+  labelled inexact;
+- anything else: ``keyword_bounds`` per keyword (exact up to its own cap, else labelled).
+
+A keyword's bounds depend on its own grades alone, never on the keywords computed with it,
+so an incremental run and a from-scratch recompute store the same numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import metrics.core.kernels as kernels
+from metrics.core.aggregate import Aggregation
+from metrics.core.batch import evaluate_batch
+from metrics.core.bounds import keyword_bounds, monotone_metric, ndcg_ratio_range
+from metrics.core.errors import MetricInputError
+from metrics.core.registry import (
+    metric_scale,
+    metric_spec,
+    needs_pool,
+    resolve_params,
+    validate_k,
+)
+from metrics.core.scales import Scale, resolve_scale
+from metrics.core.transform import resolve_transformer
+
+MAX_BATCH_COMPLETIONS = 64
+"""Most completions the batch path enumerates for one keyword."""
+_ROWS_PER_CHUNK = 1 << 16
+"""Completed keyword rows evaluated together (memory, not results: rows are independent)."""
+
+
+class BatchBounds(NamedTuple):
+    """Per keyword: lower, upper (NaN = null) and whether they are exact."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    exact: np.ndarray
+
+
+def bounds_batch(
+    metric: str,
+    grades: np.ndarray,
+    ungraded: np.ndarray,
+    *,
+    k: int,
+    scale: str | Scale,
+    params: Mapping[str, Any] | None = None,
+    transformers: Mapping[str, Any] | None = None,
+    values: np.ndarray | None = None,
+    max_completions: int = MAX_BATCH_COMPLETIONS,
+) -> BatchBounds:
+    """Bounds of a metric that reads no pool, per keyword of ``grades`` (as
+    ``evaluate_batch``'s), with ``ungraded`` True at each slot that exists and has no
+    grade. ``values``, when given, are the keywords' values already computed."""
+    evaluation_scale = resolve_scale(scale)
+    spec = metric_spec(metric)
+    resolved = resolve_params(params)
+    k = validate_k(k)
+    if needs_pool(metric, resolved):
+        raise MetricInputError("metric", f"{metric} reads the pool: use keyword_bounds")
+    grades = np.asarray(grades, dtype=np.float64)
+    ungraded = np.asarray(ungraded, dtype=bool)
+    if ungraded.shape != grades.shape:
+        raise MetricInputError("ungraded", f"shape {ungraded.shape} is not {grades.shape}")
+
+    def evaluate(array: np.ndarray) -> np.ndarray:
+        return evaluate_batch(metric, array, k=k, scale=evaluation_scale, params=params,
+                              transformers=transformers)
+
+    if values is None:
+        values = evaluate(grades)
+    lower, upper = values.astype(np.float64), values.astype(np.float64)
+    exact = np.ones(len(values), dtype=bool)
+    # Only positions ≤ k are read: the rest of the array changes nothing.
+    m = min(k, grades.shape[1])
+    grades, ungraded = grades[:, :m], ungraded[:, :m]
+    open_rows = np.nonzero(ungraded.any(axis=(1, 2)))[0]
+    if not open_rows.size:
+        return BatchBounds(lower, upper, exact)
+
+    target = metric_scale(spec, evaluation_scale)
+    transformer = resolve_transformer(evaluation_scale, target, transformers)
+    aggregation = Aggregation(evaluation_scale, target, transformer)
+    low_grade = min(evaluation_scale.grades, key=lambda grade: transformer[grade])
+    high_grade = max(evaluation_scale.grades, key=lambda grade: transformer[grade])
+    holes = ungraded[open_rows]
+    low = np.where(holes, float(low_grade), grades[open_rows])
+    high = np.where(holes, float(high_grade), grades[open_rows])
+    odd_slots = grades.shape[2] % 2 == 1
+
+    if monotone_metric(spec.code, resolved.ideal, target) and (
+            not aggregation.majority or odd_slots):
+        lower[open_rows], upper[open_rows] = evaluate(low), evaluate(high)
+        return BatchBounds(lower, upper, exact)
+    left = np.arange(len(open_rows))  # rows of open_rows still without bounds
+    if aggregation.majority and odd_slots:
+        done = _two_outcomes(evaluate, aggregation, low, high, holes, max_completions,
+                             lower, upper, open_rows)
+        left = left[~done]
+    if left.size:
+        done = _distinct_outcomes(evaluate, aggregation, evaluation_scale, low, holes,
+                                  max_completions, left, lower, upper, open_rows)
+        left = left[~done]
+    if spec.code in ("ndcg", "ndcg_d") and resolved.ideal == "local" and target.lo >= 0:
+        gains = kernels.gains_function(resolved.gain)
+        low_gains = gains(aggregation.aggregate(low[left]))
+        high_gains = gains(aggregation.aggregate(high[left]))
+        rows = open_rows[left]
+        lower[rows], upper[rows] = ndcg_ratio_range(
+            kernels.dcg(low_gains), kernels.dcg(high_gains),
+            kernels.ideal_dcg_local(low_gains), kernels.ideal_dcg_local(high_gains))
+        exact[rows] = False
+        return BatchBounds(lower, upper, exact)
+    for index in left:
+        row = open_rows[index]
+        found = keyword_bounds(
+            metric, _grade_lists(grades[row], ungraded[row]), k=k, scale=evaluation_scale,
+            params=params, transformers=transformers,
+        )
+        lower[row] = np.nan if found.lower is None else found.lower
+        upper[row] = np.nan if found.upper is None else found.upper
+        exact[row] = found.exact
+    return BatchBounds(lower, upper, exact)
+
+
+def _two_outcomes(evaluate, aggregation, low, high, holes, max_completions,
+                  lower, upper, open_rows) -> np.ndarray:
+    """The binary vote's path (module docstring); which rows it bounded."""
+    undecided = holes.any(axis=2) & (aggregation.aggregate(low) != aggregation.aggregate(high))
+    counts = undecided.sum(axis=1)
+    limit = max(int(max_completions), 1).bit_length() - 1  # 2^limit ≤ max_completions
+    done = counts <= limit
+    positions = low.shape[1]
+    for count in np.unique(counts[done]).tolist():
+        rows = np.nonzero(counts == count)[0]
+        width = 1 << count
+        # The undecided positions of each row, first `count` columns.
+        order = np.argsort(~undecided[rows], axis=1, kind="stable")[:, :count]
+        choices = (np.arange(width)[:, None] >> np.arange(count)) & 1  # (width, count)
+        chunk = max(_ROWS_PER_CHUNK // width, 1)
+        for start in range(0, len(rows), chunk):
+            part = rows[start:start + chunk]
+            block = np.repeat(low[part][:, None], width, axis=1)  # (n, width, m, slots)
+            across = np.arange(len(part))[:, None]
+            for column in range(count):
+                picked = np.nonzero(choices[:, column])[0]
+                position = order[start:start + len(part), column]
+                block[across, picked[None, :], position[:, None]] = \
+                    high[part, position][:, None, :]
+            completed = evaluate(block.reshape(len(part) * width, positions, -1))
+            completed = completed.reshape(len(part), width)
+            known = ~np.isnan(completed)
+            some = known.any(axis=1)
+            with np.errstate(invalid="ignore"):
+                lows = np.where(known, completed, np.inf).min(axis=1)
+                highs = np.where(known, completed, -np.inf).max(axis=1)
+            target_rows = open_rows[part]
+            lower[target_rows] = np.where(some, lows, np.nan)
+            upper[target_rows] = np.where(some, highs, np.nan)
+    return done
+
+
+def _distinct_outcomes(evaluate, aggregation, scale, low, holes, max_completions, left,
+                       lower, upper, open_rows) -> np.ndarray:
+    """Rows of ``left`` whose open positions have at most ``max_completions`` combinations
+    of distinct aggregated outcomes: one completion per combination, all such keywords'
+    completions evaluated together (the metric reads each position's outcome, not its
+    slots). Which of ``left`` it bounded."""
+    done = np.zeros(len(left), dtype=bool)
+    open_positions = holes[left].any(axis=2)
+    # Each open position has ≥ 2 outcomes unless its graded slots already decide it, so
+    # more open positions than log2(max) rarely fit: not worth enumerating their slots.
+    candidates = np.nonzero(open_positions.sum(axis=1) <= max(max_completions, 1).bit_length()
+                            + 2)[0]
+    if not candidates.size:
+        return done
+    slot_count = low.shape[2]
+    grid = np.array(list(itertools.product(scale.grades, repeat=slot_count)), dtype=np.float64)
+    blocks: list[np.ndarray] = []
+    owners: list[int] = []
+    for index in candidates.tolist():
+        row = left[index]
+        options: list[list[np.ndarray]] = []
+        for position in np.nonzero(open_positions[index])[0].tolist():
+            filled = np.where(holes[row, position], grid, low[row, position])
+            outcomes = aggregation.aggregate(filled)
+            outcomes = np.where(np.isnan(outcomes), np.inf, outcomes)
+            _, first = np.unique(outcomes, return_index=True)
+            options.append([(position, filled[i]) for i in first.tolist()])
+        if math.prod(len(o) for o in options) > max_completions:
+            continue
+        for picks in itertools.product(*options):
+            completed = low[row].copy()
+            for position, slots in picks:
+                completed[position] = slots
+            blocks.append(completed)
+            owners.append(index)
+        done[index] = True
+    if not blocks:
+        return done
+    values = evaluate(np.stack(blocks))
+    owner_rows = np.array(owners)
+    starts = np.r_[0, np.nonzero(np.diff(owner_rows))[0] + 1]
+    known = ~np.isnan(values)
+    lows = np.minimum.reduceat(np.where(known, values, np.inf), starts)
+    highs = np.maximum.reduceat(np.where(known, values, -np.inf), starts)
+    some = np.logical_or.reduceat(known, starts)
+    rows = open_rows[left[owner_rows[starts]]]
+    lower[rows] = np.where(some, lows, np.nan)
+    upper[rows] = np.where(some, highs, np.nan)
+    return done
+
+
+def _grade_lists(grades: np.ndarray, ungraded: np.ndarray) -> list[list[int | None]]:
+    """One keyword's (positions, slots) arrays as the per-position lists keyword_bounds
+    takes: the positions that have a slot, each slot a grade or None."""
+    lists = []
+    for position_grades, position_holes in zip(grades, ungraded, strict=True):
+        slots = [None if hole else int(grade)
+                 for grade, hole in zip(position_grades, position_holes, strict=True)
+                 if hole or not np.isnan(grade)]
+        if not slots:
+            break
+        lists.append(slots)
+    return lists
