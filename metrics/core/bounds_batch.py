@@ -45,7 +45,10 @@ from metrics.core.scales import Scale, resolve_scale
 from metrics.core.transform import resolve_transformer
 
 MAX_BATCH_COMPLETIONS = 64
-"""Most completions the batch path enumerates for one keyword."""
+"""Most completions the batch path enumerates for one keyword from slot outcomes."""
+MAX_VOTE_COMPLETIONS = 1024
+"""Most completions of a binary vote's undecided positions per keyword (built with array
+operations alone, so many more fit in the same time)."""
 _ROWS_PER_CHUNK = 1 << 16
 """Completed keyword rows evaluated together (memory, not results: rows are independent)."""
 
@@ -69,6 +72,7 @@ def bounds_batch(
     transformers: Mapping[str, Any] | None = None,
     values: np.ndarray | None = None,
     max_completions: int = MAX_BATCH_COMPLETIONS,
+    max_vote_completions: int = MAX_VOTE_COMPLETIONS,
 ) -> BatchBounds:
     """Bounds of a metric that reads no pool, per keyword of ``grades`` (as
     ``evaluate_batch``'s), with ``ungraded`` True at each slot that exists and has no
@@ -115,7 +119,7 @@ def bounds_batch(
         return BatchBounds(lower, upper, exact)
     left = np.arange(len(open_rows))  # rows of open_rows still without bounds
     if aggregation.majority and odd_slots:
-        done = _two_outcomes(evaluate, aggregation, low, high, holes, max_completions,
+        done = _two_outcomes(evaluate, aggregation, low, high, holes, max_vote_completions,
                              lower, upper, open_rows)
         left = left[~done]
     if left.size:
@@ -189,10 +193,19 @@ def _distinct_outcomes(evaluate, aggregation, scale, low, holes, max_completions
     slots). Which of ``left`` it bounded."""
     done = np.zeros(len(left), dtype=bool)
     open_positions = holes[left].any(axis=2)
-    # Each open position has ≥ 2 outcomes unless its graded slots already decide it, so
-    # more open positions than log2(max) rarely fit: not worth enumerating their slots.
-    candidates = np.nonzero(open_positions.sum(axis=1) <= max(max_completions, 1).bit_length()
-                            + 2)[0]
+    if aggregation.majority:
+        # A vote's graded slots may decide a position: count open positions, with room.
+        limit = max(max_completions, 1).bit_length() + 1
+        candidates = np.nonzero(open_positions.sum(axis=1) <= limit)[0]
+    else:
+        # A mean of a position's slots, h of them open, each taking one of d distinct
+        # transformed values, has at least h(d - 1) + 1 outcomes (the sumset bound |hA| ≥
+        # h(|A| - 1) + 1): keywords whose product of these exceeds the cap cannot fit.
+        distinct = len({aggregation.transformer[g] for g in scale.grades})
+        least = holes[left].sum(axis=2) * (distinct - 1) + 1
+        with np.errstate(divide="ignore"):
+            fits = np.log(least).sum(axis=1) <= np.log(max(max_completions, 1)) + 1e-9
+        candidates = np.nonzero(fits)[0]
     if not candidates.size:
         return done
     slot_count = low.shape[2]

@@ -68,7 +68,8 @@ def _batches(draw: Any, code: str) -> dict[str, Any]:
     return {"metric": code, "k": draw(st.sampled_from((1, 2, 3, 5, 10))), "scale": scale,
             "keywords": keywords, "slots": slots, "positions": positions, "params": params,
             "transformers": transformers,
-            "max_completions": draw(st.sampled_from((1, 4, 64)))}
+            "max_completions": draw(st.sampled_from((1, 4, 64))),
+            "max_vote_completions": draw(st.sampled_from((1, 4, 1024)))}
 
 
 def _brute_force(case: dict[str, Any], results: list) -> tuple[float | None, float | None]:
@@ -87,7 +88,8 @@ def _check(case: dict[str, Any]) -> None:
     grades, ungraded = _arrays(case["keywords"], case["slots"], case["positions"])
     got = bounds_batch(case["metric"], grades, ungraded, k=case["k"], scale=case["scale"],
                        params=case["params"], transformers=case["transformers"],
-                       max_completions=case["max_completions"])
+                       max_completions=case["max_completions"],
+                       max_vote_completions=case["max_vote_completions"])
     for row, results in enumerate(case["keywords"]):
         lower, upper = _brute_force(case, results)
         mine = [None if math.isnan(v) else float(v) for v in (got.lower[row], got.upper[row])]
