@@ -93,8 +93,8 @@ def main() -> None:
             cursor.fetchall()
 
     def means_exact() -> None:
-        for *_, values in queries.metric_config_values(evaluation_id=evaluation.pk):
-            core.mean_over_keywords(values)
+        for config in queries.metric_config_values(evaluation_id=evaluation.pk):
+            core.mean_over_keywords(config.present)
 
     print()
     for label, function in [

@@ -43,13 +43,18 @@ class EvaluationQuerySet(TeamOwnedQuerySet):
 
 class EvaluationMetricQuerySet(models.QuerySet):
     def with_stored_mean(self) -> "EvaluationMetricQuerySet":
-        """Annotate `value` (the evaluation's mean of this metric), `keyword_count` and
-        `updated_at`, kept and written by the metrics app alone (metrics.MetricMean, no row
-        until the first recompute): read here by relation name, as with_recompute_state."""
+        """Annotate `value` (the evaluation's mean of this metric), `keyword_count`, the
+        mean's bounds `lower`, `upper` and `bounds_exact`, and `updated_at`, kept and
+        written by the metrics app alone (metrics.MetricMean, no row until the first
+        recompute): read here by relation name, as with_recompute_state."""
         return self.annotate(
             value=F("stored_mean__value"),
             keyword_count=Coalesce(F("stored_mean__keyword_count"), Value(0),
                                    output_field=models.IntegerField()),
+            lower=F("stored_mean__lower"),
+            upper=F("stored_mean__upper"),
+            bounds_exact=Coalesce(F("stored_mean__bounds_exact"), Value(True),
+                                  output_field=models.BooleanField()),
             updated_at=F("stored_mean__updated_at"),
         )
 

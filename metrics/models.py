@@ -52,6 +52,11 @@ class MetricMean(models.Model):
         EvaluationMetric, on_delete=models.CASCADE, primary_key=True, related_name="stored_mean")
     value = models.FloatField(null=True, blank=True)
     keyword_count = models.PositiveIntegerField(default=0)
+    # Bounds under missing grades (docs/METRICS.md): the means of the keywords' non-null
+    # lower and upper bounds; bounds_exact False when some keyword's are wider (labelled).
+    lower = models.FloatField(null=True, blank=True)
+    upper = models.FloatField(null=True, blank=True)
+    bounds_exact = models.BooleanField(default=True)
     updated_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
@@ -86,6 +91,11 @@ class KeywordMetricValue(models.Model):
     )
     # Null: the metric is undefined for this keyword (nothing graded, no results, ...).
     value = models.FloatField(null=True, blank=True)
+    # Where the value can still go once every slot is graded (docs/METRICS.md, bounds);
+    # bounds_exact False: wider sound bounds, which the pages and the API say.
+    lower = models.FloatField(null=True, blank=True)
+    upper = models.FloatField(null=True, blank=True)
+    bounds_exact = models.BooleanField(default=True)
     # The keyword version whose grades produced this value.
     computed_version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)

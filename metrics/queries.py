@@ -11,6 +11,7 @@ Each statement has a test against the same question asked through the ORM
 """
 
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db import connection
 
@@ -134,19 +135,25 @@ def changed_keyword_rows(*, keyword_ids: list[int], due_after: datetime
             for pk, evaluation_id, exposed, due in rows]
 
 
-def graded_slot_rows(*, keyword_ids: list[int] | None = None, evaluation_id: int | None = None,
-                     positions: int) -> list[tuple[int, int, int, int]]:
-    """(keyword_id, position, index, grade) of every graded slot at a position up to
-    `positions`, of the given keywords or else of the whole evaluation."""
+UNGRADED = -(1 << 20)
+"""The grade slot_rows gives an ungraded slot: outside every scale (grades are smallints)."""
+
+
+def slot_rows(*, keyword_ids: list[int] | None = None, evaluation_id: int | None = None,
+              positions: int) -> list[tuple[int, int, int, int]]:
+    """(keyword_id, position, index, grade) of every slot at a position up to `positions`,
+    of the given keywords or else of the whole evaluation; an ungraded slot's grade is
+    UNGRADED (the bounds need to know which slots exist)."""
     if keyword_ids is not None:
         where, params = f"keyword_id IN ({_marks(keyword_ids)})", list(keyword_ids)
     else:
         where, params = "evaluation_id = %s", [evaluation_id]
     # FeedbackSlot.position repeats the snapshot's, so this reads one table, no join.
     return _rows(
-        f"SELECT keyword_id, position, {connection.ops.quote_name('index')}, grade"
+        f"SELECT keyword_id, position, {connection.ops.quote_name('index')},"
+        f" COALESCE(grade, {UNGRADED})"
         f" FROM {_table(FeedbackSlot)}"
-        f" WHERE {where} AND grade IS NOT NULL AND position <= %s",
+        f" WHERE {where} AND position <= %s",
         [*params, positions],
     )
 
@@ -154,18 +161,32 @@ def graded_slot_rows(*, keyword_ids: list[int] | None = None, evaluation_id: int
 # --- the recompute's writes (metrics.recompute) ---
 
 
-def keyword_values_upsert(rows: list[tuple[int, int, float | None, int]], *, now) -> None:
-    """Write (keyword_id, metric_id, value, version) rows in one statement; a row computed
-    from an older keyword version than the stored one is dropped, so late runs cannot
-    overwrite. (bulk_create's update_conflicts has no condition on the conflict.)"""
+class KeywordValueRow(NamedTuple):
+    keyword_id: int
+    metric_id: int
+    value: float | None
+    lower: float | None
+    upper: float | None
+    bounds_exact: bool
+    version: int
+
+
+def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> None:
+    """Write the rows (values and their bounds) in one statement; a row computed from an
+    older keyword version than the stored one is dropped, so late runs cannot overwrite.
+    (bulk_create's update_conflicts has no condition on the conflict.)"""
     table = _table(KeywordMetricValue)
     params: list = []
-    for keyword_id, metric_id, value, version in rows:
-        params += [keyword_id, metric_id, value, version, now]
+    for row in rows:
+        params += [row.keyword_id, row.metric_id, row.value, row.lower, row.upper,
+                   row.bounds_exact, row.version, now]
     _run(
-        f"INSERT INTO {table} (keyword_id, metric_id, value, computed_version, updated_at)"
-        f" VALUES {', '.join(['(%s, %s, %s, %s, %s)'] * len(rows))}"
+        f"INSERT INTO {table} (keyword_id, metric_id, value, lower, upper, bounds_exact,"
+        " computed_version, updated_at)"
+        f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(rows))}"
         " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"
+        " lower = excluded.lower, upper = excluded.upper,"
+        " bounds_exact = excluded.bounds_exact,"
         " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
         f" WHERE {table}.computed_version <= excluded.computed_version",
         params,
@@ -180,10 +201,21 @@ def evaluation_lock(*, evaluation_id: int) -> bool:
                      [evaluation_id]))
 
 
-def metric_config_values(*, evaluation_id: int
-                         ) -> list[tuple[int, float | None, int, list[float]]]:
-    """(config id, stored mean, stored keyword count, its non-null keyword values) of each
-    config of the evaluation.
+class ConfigValues(NamedTuple):
+    """A config's stored mean and keyword count, and its keywords' non-null values, lower
+    and upper bounds, and whether every keyword's bounds are exact."""
+
+    pk: int
+    mean: float | None
+    keyword_count: int
+    present: list[float]
+    lowers: list[float]
+    uppers: list[float]
+    bounds_exact: bool
+
+
+def metric_config_values(*, evaluation_id: int) -> list[ConfigValues]:
+    """ConfigValues of each config of the evaluation.
 
     The means refresh averages the values with core.mean_over_keywords, exact whatever the
     row order, where SQL's AVG was not. It runs once per recompute run, so on PostgreSQL
@@ -193,19 +225,32 @@ def metric_config_values(*, evaluation_id: int
     configs, values = _table(EvaluationMetric), _table(KeywordMetricValue)
     means = _table(MetricMean)
     if sql.is_postgresql():
-        return [(pk, mean, count, present or []) for pk, mean, count, present in _rows(
+        return [ConfigValues(pk, mean, count, present or [], lowers or [], uppers or [],
+                             exact is not False)
+                for pk, mean, count, present, lowers, uppers, exact in _rows(
             f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0),"
-            " ARRAY_AGG(v.value) FILTER (WHERE v.value IS NOT NULL)"
+            " ARRAY_AGG(v.value) FILTER (WHERE v.value IS NOT NULL),"
+            " ARRAY_AGG(v.lower) FILTER (WHERE v.lower IS NOT NULL),"
+            " ARRAY_AGG(v.upper) FILTER (WHERE v.upper IS NOT NULL),"
+            " BOOL_AND(v.bounds_exact)"
             f" FROM {configs} m LEFT JOIN {means} s ON s.metric_id = m.id"
             f" LEFT JOIN {values} v ON v.metric_id = m.id"
             " WHERE m.evaluation_id = %s GROUP BY m.id, s.value, s.keyword_count",
             [evaluation_id], binary=True)]
-    by_config: dict[int, list[float]] = {}
-    for pk, value in _run(
-            f"SELECT v.metric_id, v.value FROM {values} v JOIN {configs} m ON m.id = v.metric_id"
-            " WHERE m.evaluation_id = %s AND v.value IS NOT NULL", [evaluation_id]):
-        by_config.setdefault(pk, []).append(value)
-    return [(pk, mean, count, by_config.get(pk, [])) for pk, mean, count in _run(
+    by_config: dict[int, tuple[list[float], list[float], list[float], list[bool]]] = {}
+    for pk, value, lower, upper, exact in _run(
+            f"SELECT v.metric_id, v.value, v.lower, v.upper, v.bounds_exact"
+            f" FROM {values} v JOIN {configs} m ON m.id = v.metric_id"
+            " WHERE m.evaluation_id = %s", [evaluation_id]):
+        present, lowers, uppers, exacts = by_config.setdefault(pk, ([], [], [], []))
+        for column, item in ((present, value), (lowers, lower), (uppers, upper)):
+            if item is not None:
+                column.append(item)
+        exacts.append(bool(exact))
+    empty: tuple = ([], [], [], [])
+    return [ConfigValues(pk, mean, count, *by_config.get(pk, empty)[:3],
+                         all(by_config.get(pk, empty)[3]))
+            for pk, mean, count in _run(
         f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0) FROM {configs} m"
         f" LEFT JOIN {means} s ON s.metric_id = m.id WHERE m.evaluation_id = %s",
         [evaluation_id])]
@@ -217,16 +262,30 @@ def _cases(column: str, pairs: list[tuple[int, object]], cast: str) -> tuple[str
     return f"CASE {column} {whens} END", [item for pair in pairs for item in pair]
 
 
-def metric_means_store(means: list[tuple[int, float | None, int]], *, now) -> None:
-    """Set each config's (id, mean, keyword count) and updated_at in one statement."""
+class StoredMean(NamedTuple):
+    pk: int
+    mean: float | None
+    keyword_count: int
+    lower: float | None
+    upper: float | None
+    bounds_exact: bool
+
+
+def metric_means_store(means: list[StoredMean], *, now) -> None:
+    """Set each config's mean, keyword count, bounds and updated_at in one statement."""
     params: list = []
-    for pk, mean, count in means:
-        params += [pk, mean, count, sql.time_param(now)]
+    for row in means:
+        params += [row.pk, row.mean, row.keyword_count, row.lower, row.upper, row.bounds_exact,
+                   sql.time_param(now)]
+    double = "CAST(%s AS DOUBLE PRECISION)"
     _run(
-        f"INSERT INTO {_table(MetricMean)} (metric_id, value, keyword_count, updated_at)"
-        f" VALUES {', '.join(['(%s, CAST(%s AS DOUBLE PRECISION), %s, %s)'] * len(means))}"
+        f"INSERT INTO {_table(MetricMean)} (metric_id, value, keyword_count, lower, upper,"
+        " bounds_exact, updated_at)"
+        f" VALUES {', '.join([f'(%s, {double}, %s, {double}, {double}, %s, %s)'] * len(means))}"
         " ON CONFLICT (metric_id) DO UPDATE SET value = excluded.value,"
-        " keyword_count = excluded.keyword_count, updated_at = excluded.updated_at",
+        " keyword_count = excluded.keyword_count, lower = excluded.lower,"
+        " upper = excluded.upper, bounds_exact = excluded.bounds_exact,"
+        " updated_at = excluded.updated_at",
         params,
     )
 

@@ -74,17 +74,16 @@ def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) ->
 
 
 def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) -> None:
-    """A search that returned nothing has pool metric values (0 when the pool knows
-    documents) that no grade will trigger: after the fetch commits, a task marks its
-    keyword dirty like a graded one when a pool metric is configured, which queues its
-    recompute (on_grades_changed)."""
-    if snapshots:
-        return  # their grades recompute them
-    from metrics.tasks import mark_empty_results_dirty
+    """A fetched keyword has values no grade will trigger: the bounds of its ungraded
+    results, or for a search that returned nothing the pool metrics' values (0 when the
+    pool knows documents). After the fetch commits, a task marks its keyword dirty like a
+    graded one when a metric (for an empty result, a pool metric) is configured, which
+    queues its recompute (on_grades_changed)."""
+    from metrics.tasks import mark_fetched_dirty
 
-    keyword_id, evaluation_id = keyword.pk, evaluation.pk
-    transaction.on_commit(
-        lambda: _enqueue(mark_empty_results_dirty, keyword_id, evaluation_id, marks=True))
+    keyword_id, evaluation_id, has_results = keyword.pk, evaluation.pk, bool(snapshots)
+    transaction.on_commit(lambda: _enqueue(
+        mark_fetched_dirty, keyword_id, evaluation_id, has_results, marks=True))
 
 
 def on_metric_configs_changed(sender, *, instance: EvaluationMetric,

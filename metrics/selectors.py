@@ -3,6 +3,7 @@
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 from django.db.models import Count, QuerySet
@@ -181,19 +182,28 @@ def team_metric_configs(*, keyword_ids: list[int]) -> list[EvaluationMetric]:
 _BY_KEYWORD = 2000
 
 
+class SlotArrays(NamedTuple):
+    """The input of metrics.core's batch paths: ``grades`` (keywords, positions, slots),
+    NaN for an ungraded slot or a missing position, and ``ungraded``, True where a slot
+    exists without a grade (what the bounds need and NaN cannot say)."""
+
+    grades: np.ndarray
+    ungraded: np.ndarray
+
+
 def evaluation_grade_array(
     *, evaluation: Evaluation, keyword_ids: list[int], positions: int
-) -> np.ndarray:
-    """All grades of the given keywords as a (keywords, positions, slots) float array,
-    NaN for an empty slot or a missing position: the input of metrics.core.evaluate_batch."""
+) -> SlotArrays:
+    """All slots of the given keywords up to `positions`, as SlotArrays."""
     row_of = {keyword_id: row for row, keyword_id in enumerate(keyword_ids)}
     grades = np.full((len(keyword_ids), positions, evaluation.strategy), np.nan)
+    ungraded = np.zeros(grades.shape, dtype=bool)
     if not keyword_ids:
         rows = []
     elif len(keyword_ids) <= _BY_KEYWORD:
-        rows = queries.graded_slot_rows(keyword_ids=keyword_ids, positions=positions)
+        rows = queries.slot_rows(keyword_ids=keyword_ids, positions=positions)
     else:
-        rows = queries.graded_slot_rows(evaluation_id=evaluation.pk, positions=positions)
+        rows = queries.slot_rows(evaluation_id=evaluation.pk, positions=positions)
     table = np.array(rows, dtype=np.int64).reshape(-1, 4)
     if len(table):
         keyword_rows = np.fromiter(
@@ -201,8 +211,12 @@ def evaluation_grade_array(
             count=len(table),
         )
         wanted = keyword_rows >= 0
-        grades[keyword_rows[wanted], table[wanted, 1] - 1, table[wanted, 2]] = table[wanted, 3]
-    return grades
+        keyword_rows, table = keyword_rows[wanted], table[wanted]
+        blank = table[:, 3] == queries.UNGRADED
+        graded = ~blank
+        grades[keyword_rows[graded], table[graded, 1] - 1, table[graded, 2]] = table[graded, 3]
+        ungraded[keyword_rows[blank], table[blank, 1] - 1, table[blank, 2]] = True
+    return SlotArrays(grades, ungraded)
 
 
 @dataclass(frozen=True)
@@ -213,6 +227,13 @@ class KeywordRow:
     values: list[float | None]
     snapshot_count: int
     updating: bool
+    # (lower, upper, exact) of each value's bounds, in the same order; None before the
+    # keyword's first recompute.
+    bounds: list[tuple[float | None, float | None, bool] | None]
+
+    @property
+    def cells(self) -> list[tuple[float | None, tuple | None]]:
+        return list(zip(self.values, self.bounds, strict=True))
 
 
 def keyword_rows(*, evaluation: Evaluation, keywords: list[Keyword]) -> list[KeywordRow]:
@@ -221,9 +242,10 @@ def keyword_rows(*, evaluation: Evaluation, keywords: list[Keyword]) -> list[Key
     configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
     keyword_ids = [keyword.pk for keyword in keywords]
     stored = {
-        (keyword_id, metric_id): value
-        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
-            keyword_id__in=keyword_ids).values_list("keyword_id", "metric_id", "value")
+        (keyword_id, metric_id): (value, (lower, upper, exact))
+        for keyword_id, metric_id, value, lower, upper, exact in
+        KeywordMetricValue.objects.filter(keyword_id__in=keyword_ids).values_list(
+            "keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact")
     }
     # Each keyword's snapshot count and whether a recompute is due (its dirty mark).
     counts_and_marks = {
@@ -234,7 +256,8 @@ def keyword_rows(*, evaluation: Evaluation, keywords: list[Keyword]) -> list[Key
     return [
         KeywordRow(
             keyword=keyword,
-            values=[stored.get((keyword.pk, config.pk)) for config in configs],
+            values=[stored.get((keyword.pk, config.pk), (None, None))[0] for config in configs],
+            bounds=[stored.get((keyword.pk, config.pk), (None, None))[1] for config in configs],
             snapshot_count=counts_and_marks.get(keyword.pk, (0, None))[0],
             updating=counts_and_marks.get(keyword.pk, (0, None))[1] is not None,
         )

@@ -21,7 +21,7 @@ from metrics.recompute.scheduling import (  # noqa: F401  re-exported
     ChangedKeywords,
     dirty_keywords_due,
     dirty_keywords_due_by_evaluation,
-    keyword_empty_results_mark_dirty,
+    keyword_fetched_mark_dirty,
     keyword_pool_siblings_mark_dirty,
     recompute_due_clear,
     recompute_due_release,

@@ -60,17 +60,24 @@ def mark_pool_siblings_dirty(keyword_ids: list[int]) -> int:
     return len(runs)
 
 
-@shared_task(name="metrics.mark_empty_results_dirty", time_limit=60, soft_time_limit=50,
+@shared_task(name="metrics.mark_fetched_dirty", time_limit=60, soft_time_limit=50,
              ignore_result=True)
-def mark_empty_results_dirty(keyword_id: int, evaluation_id: int) -> bool:
-    """A fetch stored no results for the keyword (scheduling.keyword_empty_results_mark_dirty):
-    mark it dirty when a pool metric gives it a value, and queue its run."""
-    runs = scheduling.keyword_empty_results_mark_dirty(
-        keyword_id=keyword_id, evaluation_id=evaluation_id)
+def mark_fetched_dirty(keyword_id: int, evaluation_id: int, has_results: bool = True) -> bool:
+    """A fetch stored the keyword's results (scheduling.keyword_fetched_mark_dirty): mark it
+    dirty when its values or bounds are known now, and queue its run."""
+    runs = scheduling.keyword_fetched_mark_dirty(
+        keyword_id=keyword_id, evaluation_id=evaluation_id, has_results=has_results)
     for run_evaluation_id, run_keyword_id in (runs or {}).items():
         transaction.on_commit(
             lambda run=(run_keyword_id, run_evaluation_id): _send_after_mark(*run))
     return runs is not None
+
+
+@shared_task(name="metrics.mark_empty_results_dirty", time_limit=60, soft_time_limit=50,
+             ignore_result=True)
+def mark_empty_results_dirty(keyword_id: int, evaluation_id: int) -> bool:
+    """The name messages queued before mark_fetched_dirty carry (an empty fetch)."""
+    return mark_fetched_dirty(keyword_id, evaluation_id, has_results=False)
 
 
 def _send_after_mark(keyword_id: int, evaluation_id: int) -> None:

@@ -28,13 +28,20 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
         if not queries.evaluation_lock(evaluation_id=evaluation_id):
             return
         # Each config's stored mean and count, and those of its stored keyword values.
-        rows = [(pk, value, keyword_count, *core.mean_over_keywords(present))
-                for pk, value, keyword_count, present
-                in queries.metric_config_values(evaluation_id=evaluation_id)]
+        configs = queries.metric_config_values(evaluation_id=evaluation_id)
+        rows = [(config.pk, config.mean, config.keyword_count,
+                 *core.mean_over_keywords(config.present)) for config in configs]
         means = [(pk, mean, count) for pk, _, _, mean, count in rows]
         if means:
             # Written even when equal: updated_at marks the grade state (metrics.dashboards).
-            queries.metric_means_store(means, now=now)
+            # Bounds of a mean: the means of the keywords' lower and upper bounds.
+            queries.metric_means_store([
+                queries.StoredMean(pk, mean, count,
+                                   core.mean_over_keywords(config.lowers)[0],
+                                   core.mean_over_keywords(config.uppers)[0],
+                                   config.bounds_exact)
+                for (pk, mean, count), config in zip(means, configs, strict=True)
+            ], now=now)
         changed = any((value, keyword_count) != (mean, count)
                       for _, value, keyword_count, mean, count in rows)
         if means and (changed or force_history):

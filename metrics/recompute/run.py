@@ -159,9 +159,9 @@ def _recompute_dirty(keyword_id: int) -> RecomputeRun:
             # instead of deadlocking.
             rows = sorted(range(len(keyword_ids)), key=keyword_ids.__getitem__)
             _upsert_values(
-                (keyword_ids[row], config.pk, _as_optional(values[row]), dirty.versions[row][1])
+                _value_row(keyword_ids[row], config.pk, computed, row, dirty.versions[row][1])
                 for row in rows
-                for config, values in zip(configs, values_by_config, strict=True)
+                for config, computed in zip(configs, values_by_config, strict=True)
             )
     if outcome == "ok":
         evaluation_means_refresh(evaluation_id=evaluation_id)
@@ -229,8 +229,8 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     for start in range(0, len(keyword_ids), _WRITE_CHUNK):
         chunk = keyword_ids[start:start + _WRITE_CHUNK]
         _upsert_values(
-            (keyword_id, config.pk, _as_optional(values[start + offset]), versions[keyword_id])
-            for config, values in zip(configs, values_by_config, strict=True)
+            _value_row(keyword_id, config.pk, computed, start + offset, versions[keyword_id])
+            for config, computed in zip(configs, values_by_config, strict=True)
             for offset, keyword_id in enumerate(chunk)
         )
         if progress is not None:
@@ -240,33 +240,47 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     return len(keyword_ids)
 
 
+@dataclass(frozen=True)
+class _Computed:
+    """One config's values for the run's keywords, with their bounds (NaN = null)."""
+
+    values: np.ndarray
+    bounds: core.BatchBounds
+
+
 def _batch_values(
     evaluation: Evaluation, configs: list[EvaluationMetric], keyword_ids: list[int]
-) -> list[np.ndarray]:
+) -> list[_Computed]:
     scale = evaluation_scale(evaluation)
     transformers = evaluation_transformers(evaluation)
     # A configuration the registry refuses goes the plain way, whose engine raises its
     # MetricInputError (recorded on the evaluation).
     pooled = [core.config_reads_pool(c.code, c.params) for c in configs]
-    grades = evaluation_grade_array(
+    slots = evaluation_grade_array(
         evaluation=evaluation, keyword_ids=keyword_ids, positions=max(c.k for c in configs)
     )
-    plain = [(c.code, c.k, c.params) for c, uses_pool in zip(configs, pooled, strict=True)
-             if not uses_pool]
-    plain_values = iter(core.evaluate_batch_many(
-        plain, grades, scale=scale, transformers=transformers
-    ) if plain else [])
+    plain_configs = [c for c, uses_pool in zip(configs, pooled, strict=True) if not uses_pool]
+    plain_values = core.evaluate_batch_many(
+        [(c.code, c.k, c.params) for c in plain_configs], slots.grades, scale=scale,
+        transformers=transformers,
+    ) if plain_configs else []
+    plain = iter([
+        _Computed(values, core.bounds_batch(
+            config.code, slots.grades, slots.ungraded, k=config.k, scale=scale,
+            params=config.params, transformers=transformers, values=values))
+        for config, values in zip(plain_configs, plain_values, strict=True)
+    ])
     pool_values = iter(_pool_metric_values(
         evaluation, [c for c, uses_pool in zip(configs, pooled, strict=True) if uses_pool],
         keyword_ids, scale=scale, transformers=transformers,
     ) if any(pooled) else [])
-    return [next(pool_values) if uses_pool else next(plain_values) for uses_pool in pooled]
+    return [next(pool_values) if uses_pool else next(plain) for uses_pool in pooled]
 
 
 def _pool_metric_values(
     evaluation: Evaluation, configs: list[EvaluationMetric], keyword_ids: list[int], *,
     scale, transformers: dict,
-) -> list[np.ndarray]:
+) -> list[_Computed]:
     # Pool metrics read other evaluations' grades per keyword text: gathered per keyword,
     # then evaluated together by the same engine path the per-keyword recompute uses.
     keywords = Keyword.objects.in_bulk(keyword_ids)
@@ -277,24 +291,48 @@ def _pool_metric_values(
     # fetched keyword; one not fetched yet or whose fetch failed has no value.
     unknown = np.array([keywords[keyword_id].fetch_status != Keyword.FetchStatus.FETCHED
                         for keyword_id in keyword_ids], dtype=bool)
-    return [
-        np.where(unknown, np.nan, core.evaluate_keywords(
+    computed = []
+    for config in configs:
+        values = np.where(unknown, np.nan, core.evaluate_keywords(
             config.code, [r.grades for r in results], doc_ids=[r.doc_ids for r in results],
             k=config.k, scale=scale, params=config.params, transformers=transformers,
             pools=pools,
         ))
-        for config in configs
-    ]
+        lower, upper = values.copy(), values.copy()
+        exact = np.ones(len(values), dtype=bool)
+        # The pool reads every result, so any ungraded slot can move the value; only
+        # this evaluation's slots can be ungraded (the pool's others are grades).
+        for row, result in enumerate(results):
+            if unknown[row] or all(g is not None for grades in result.grades for g in grades):
+                continue
+            found = core.keyword_bounds(
+                config.code, result.grades, doc_ids=result.doc_ids, pool=pools[row],
+                k=config.k, scale=scale, params=config.params, transformers=transformers,
+            )
+            lower[row] = np.nan if found.lower is None else found.lower
+            upper[row] = np.nan if found.upper is None else found.upper
+            exact[row] = found.exact
+        computed.append(_Computed(values, core.BatchBounds(lower, upper, exact)))
+    return computed
 
+
+def _value_row(keyword_id: int, metric_id: int, computed: _Computed, row: int,
+               version: int) -> queries.KeywordValueRow:
+    bounds = computed.bounds
+    return queries.KeywordValueRow(
+        keyword_id, metric_id, _as_optional(computed.values[row]),
+        _as_optional(bounds.lower[row]), _as_optional(bounds.upper[row]),
+        bool(bounds.exact[row]), version,
+    )
 
 
 def _as_optional(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def _upsert_values(rows: Iterable[tuple[int, int, float | None, int]]) -> None:
-    """Write (keyword_id, metric_id, value, version) rows; a row computed from an older
-    keyword version than the stored one is dropped, so late runs cannot overwrite."""
+def _upsert_values(rows: Iterable[queries.KeywordValueRow]) -> None:
+    """Write the rows; a row computed from an older keyword version than the stored one is
+    dropped, so late runs cannot overwrite."""
     now = timezone.now()
     rows = list(rows)
     for start in range(0, len(rows), _WRITE_CHUNK):

@@ -30,19 +30,21 @@ from metrics.selectors import (
 logger = logging.getLogger(__name__)
 
 
-def keyword_empty_results_mark_dirty(*, keyword_id: int, evaluation_id: int
-                                     ) -> dict[int, int] | None:
-    """A fetch stored no results for the keyword: with a pool metric configured, its value
-    is known now (recall and best give 0 when the pool knows documents the search missed),
-    though no grade will ever ask for it, so the keyword is marked dirty like a graded one.
+def keyword_fetched_mark_dirty(*, keyword_id: int, evaluation_id: int, has_results: bool
+                               ) -> dict[int, int] | None:
+    """A fetch stored the keyword's results, which no grade has asked about yet: its
+    values' bounds are known now (every completion of its ungraded slots), so it is marked
+    dirty like a graded one. A fetch that returned nothing matters only with a pool metric
+    (recall and best give 0 when the pool knows documents the search missed).
 
-    Runs after the fetch committed (metrics.tasks.mark_empty_results_dirty). Returns None
-    when nothing reads the pool, else the runs to queue as grades_changed_runs says
-    (evaluation id -> keyword; none when a run is due already). The keyword has no grades,
-    so no pool sibling changes.
+    Runs after the fetch committed (metrics.tasks.mark_fetched_dirty). Returns None when
+    nothing is marked, else the runs to queue as grades_changed_runs says (evaluation id ->
+    keyword; none when a run is due already). The keyword has no grades, so no pool
+    sibling changes.
     """
-    if not any(core.config_reads_pool(config.code, config.params)
-               for config in evaluation_metric_configs(evaluation_id=evaluation_id)):
+    configs = evaluation_metric_configs(evaluation_id=evaluation_id)
+    if not (configs if has_results else
+            any(core.config_reads_pool(config.code, config.params) for config in configs)):
         return None
     newly_dirty = marks.keywords_version_bump(keyword_ids=[keyword_id])
     return grades_changed_runs(keyword_ids=[keyword_id], newly_dirty_ids=newly_dirty).runs

@@ -130,19 +130,22 @@ def test_changed_keyword_rows(evaluation):
     assert all(exposed for pk, _, exposed, _ in got if pk == other_keyword)
 
 
-def test_graded_slot_rows(evaluation):
+def test_slot_rows_give_every_slot_and_mark_the_ungraded(evaluation):
     keyword_ids = list(Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
-    for positions in (1, 3):
-        expected = Counter(FeedbackSlot.objects.filter(
-            evaluation=evaluation, grade__isnull=False, position__lte=positions)
+
+    def expected(**filters):
+        return Counter(
+            (keyword_id, position, index, queries.UNGRADED if grade is None else grade)
+            for keyword_id, position, index, grade in FeedbackSlot.objects.filter(**filters)
             .values_list("keyword_id", "position", "index", "grade"))
-        assert Counter(queries.graded_slot_rows(
-            keyword_ids=keyword_ids, positions=positions)) == expected
-        assert Counter(queries.graded_slot_rows(
-            evaluation_id=evaluation.pk, positions=positions)) == expected
-    assert Counter(queries.graded_slot_rows(keyword_ids=keyword_ids[:1], positions=3)) == Counter(
-        FeedbackSlot.objects.filter(keyword_id=keyword_ids[0], grade__isnull=False)
-        .values_list("keyword_id", "position", "index", "grade"))
+
+    assert FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True).exists()
+    for positions in (1, 3):
+        want = expected(evaluation=evaluation, position__lte=positions)
+        assert Counter(queries.slot_rows(keyword_ids=keyword_ids, positions=positions)) == want
+        assert Counter(queries.slot_rows(evaluation_id=evaluation.pk, positions=positions)) == want
+    assert Counter(queries.slot_rows(keyword_ids=keyword_ids[:1], positions=3)) == expected(
+        keyword_id=keyword_ids[0])
 
 
 def test_keyword_values_upsert(evaluation):
@@ -150,14 +153,17 @@ def test_keyword_values_upsert(evaluation):
     config = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
     now = timezone.now()
     KeywordMetricValue.objects.filter(keyword=keywords[2]).delete()
+    row = queries.KeywordValueRow
     queries.keyword_values_upsert([
-        (keywords[0].pk, config.pk, 0.9, 2),  # newer: replaces
-        (keywords[1].pk, config.pk, 0.1, 0),  # older than the stored version 1: dropped
-        (keywords[2].pk, config.pk, None, 5),  # new row
+        row(keywords[0].pk, config.pk, 0.9, 0.5, 1.0, False, 2),  # newer: replaces
+        row(keywords[1].pk, config.pk, 0.1, 0.1, 0.1, True, 0),  # older than version 1: dropped
+        row(keywords[2].pk, config.pk, None, None, None, True, 5),  # new row
     ], now=now)
     assert dict(KeywordMetricValue.objects.filter(metric=config).values_list(
         "keyword_id", "value")) == {keywords[0].pk: 0.9, keywords[1].pk: 0.25,
                                     keywords[2].pk: None}
+    assert KeywordMetricValue.objects.filter(keyword=keywords[0], metric=config).values_list(
+        "lower", "upper", "bounds_exact").get() == (0.5, 1.0, False)
     assert dict(KeywordMetricValue.objects.filter(metric=config).values_list(
         "keyword_id", "computed_version")) == {keywords[0].pk: 2, keywords[1].pk: 1,
                                                keywords[2].pk: 5}
@@ -179,26 +185,39 @@ def test_metric_config_values(evaluation):
                    .values_list("id", "value", "keyword_count"))
     present = KeywordMetricValue.objects.filter(metric__evaluation=evaluation,
                                                 value__isnull=False)
+    bounded = KeywordMetricValue.objects.filter(metric__evaluation=evaluation,
+                                                value__isnull=False).order_by("pk").first()
+    KeywordMetricValue.objects.filter(pk=bounded.pk).update(lower=0.125, upper=0.75,
+                                                            bounds_exact=False)
     rows = queries.metric_config_values(evaluation_id=evaluation.pk)
     assert sorted(row[:3] for row in rows) == sorted(configs)
-    assert {pk: Counter(values) for pk, _, _, values in rows} == {
+    assert {row.pk: Counter(row.present) for row in rows} == {
         pk: Counter(present.filter(metric_id=pk).values_list("value", flat=True))
         for pk, _, _ in configs}
     # Two configs with two values each (a null value is not one), one without any.
-    assert sorted(len(values) for *_, values in rows) == [0, 2, 2]
-    assert all(isinstance(value, float) for *_, values in rows for value in values)
+    assert sorted(len(row.present) for row in rows) == [0, 2, 2]
+    assert all(isinstance(value, float) for row in rows for value in row.present)
+    # Bounds: only the row given some; its config alone is not exact.
+    assert {row.pk: (row.lowers, row.uppers, row.bounds_exact) for row in rows} == {
+        pk: (([0.125], [0.75], False) if pk == bounded.metric_id else ([], [], True))
+        for pk, _, _ in configs}
 
 
 def test_metric_means_store(evaluation):
     configs = list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position"))
     now = timezone.now()
-    queries.metric_means_store([(configs[0].pk, 0.375, 2), (configs[1].pk, None, 0)], now=now)
+    mean = queries.StoredMean
+    queries.metric_means_store([mean(configs[0].pk, 0.375, 2, 0.25, 0.5, True),
+                                mean(configs[1].pk, None, 0, None, None, True)], now=now)
     assert list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position")
                 .with_stored_mean().values_list("value", "keyword_count", "updated_at")) == [
         (0.375, 2, now), (None, 0, now)]
+    assert (mean_of(configs[0]).lower, mean_of(configs[0]).upper) == (0.25, 0.5)
     # A second store updates the rows the first created.
-    queries.metric_means_store([(configs[0].pk, 0.5, 3)], now=now)
-    assert (mean_of(configs[0]).value, mean_of(configs[0]).keyword_count) == (0.5, 3)
+    queries.metric_means_store([mean(configs[0].pk, 0.5, 3, 0.0, 1.0, False)], now=now)
+    stored = mean_of(configs[0])
+    assert (stored.value, stored.keyword_count, stored.lower, stored.upper,
+            stored.bounds_exact) == (0.5, 3, 0.0, 1.0, False)
 
 
 def test_history_latest_points_follow(evaluation):

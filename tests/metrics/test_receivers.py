@@ -20,7 +20,7 @@ def sent(monkeypatch):
     """Tasks sent by name, as (args, kwargs), instead of running them."""
     calls = []
     for task in (tasks.recompute_keyword, tasks.mark_pool_siblings_dirty,
-                 tasks.mark_empty_results_dirty):
+                 tasks.mark_fetched_dirty):
         def apply_async(args=None, kwargs=None, countdown=None, _name=task.name, **options):
             calls.append((_name, tuple(args or ()), kwargs or {}))
         monkeypatch.setattr(task, "apply_async", apply_async)
@@ -69,7 +69,7 @@ def test_an_empty_fetch_result_queues_its_marking_after_commit_without_writing(
                                        snapshots=[])
     assert writes(queries) == [] and sent == []
     callbacks[0]()
-    assert sent == [("metrics.mark_empty_results_dirty", (keyword.pk, evaluation.pk), {})]
+    assert sent == [("metrics.mark_fetched_dirty", (keyword.pk, evaluation.pk, False), {})]
 
 
 @pytest.mark.parametrize(("metric", "marked"), [("recall", True), ("cg", False)])
@@ -78,10 +78,29 @@ def test_the_empty_results_task_marks_the_keyword_only_for_a_pool_metric(
     evaluation = build_evaluation(keywords={"tent": []}, metrics=[(metric, 1, {})])
     keyword = Keyword.objects.get(evaluation=evaluation)
     with django_capture_on_commit_callbacks(execute=False):
-        assert tasks.mark_empty_results_dirty.run(keyword.pk, evaluation.pk) is marked
+        assert tasks.mark_fetched_dirty.run(keyword.pk, evaluation.pk, False) is marked
     keyword.refresh_from_db()
     mark = mark_of(keyword)
     assert (mark.version, mark.dirty_since is not None) == (int(marked), marked)
+
+
+@pytest.mark.parametrize(("metrics", "marked"), [([("cg", 3, {})], True), ([], False)])
+def test_fetched_results_mark_their_keyword_for_its_bounds_when_a_metric_is_configured(
+        metrics, marked, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"tent": ["d1", "d2"]}, metrics=metrics)
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        assert tasks.mark_fetched_dirty.run(keyword.pk, evaluation.pk, True) is marked
+    mark = mark_of(keyword)
+    assert (mark.version, mark.dirty_since is not None) == (int(marked), marked)
+
+
+def test_a_message_queued_under_the_old_name_still_marks_an_empty_fetch(
+        django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"tent": []}, metrics=[("recall", 1, {})])
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    with django_capture_on_commit_callbacks(execute=False):
+        assert tasks.mark_empty_results_dirty.run(keyword.pk, evaluation.pk) is True
 
 
 def test_with_the_broker_down_the_siblings_are_marked_here_so_the_sweep_finds_them(

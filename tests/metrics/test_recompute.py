@@ -404,3 +404,71 @@ def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
     grade([(slot(second, "stove", 2), 1)])
     assert stored(second)[("stove", "recall")] == 0.5
     assert stored(second)[("stove", "best")] == 0.0
+
+
+def bounds_of(evaluation) -> dict[tuple[str, str], tuple[float | None, float | None, bool]]:
+    return {
+        (row.keyword.text, row.metric.code): (row.lower, row.upper, row.bounds_exact)
+        for row in KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
+        .select_related("keyword", "metric")
+    }
+
+
+def test_bounds_are_stored_with_the_values_and_close_when_every_slot_is_graded(
+        grade, django_capture_on_commit_callbacks):
+    from metrics.tasks import mark_fetched_dirty
+
+    evaluation = build_evaluation(
+        keywords={"shoes": ["a", "b", "c"], "hats": ["d", "e"]},
+        metrics=[("precision", 3, {}), ("cg", 3, {})],
+    )
+    # What the fetch announces for each keyword (metrics.receivers.on_snapshots_created).
+    with django_capture_on_commit_callbacks(execute=True):
+        for keyword in Keyword.objects.filter(evaluation=evaluation):
+            assert mark_fetched_dirty(keyword.pk, evaluation.pk, True) is True
+    grade([(slot(evaluation, "shoes", 1), 3), (slot(evaluation, "shoes", 2), 0)])
+    got = bounds_of(evaluation)
+    # shoes, P@3 (graded -> binary: 0 -> 0, 1..3 -> 1): position 3 ends 0 (1/3) or 1 (2/3).
+    assert got[("shoes", "precision")] == (pytest.approx(1 / 3), pytest.approx(2 / 3), True)
+    # CG@3 = 3 + 0 + v3, v3 in 0..3.
+    assert got[("shoes", "cg")] == (3.0, 6.0, True)
+    # hats has no grade: P@3 ends 0/2 .. 2/2, CG@3 0 .. 3 + 3; it counts in the mean's
+    # bounds (docs/METRICS.md) though its value is null.
+    assert got[("hats", "precision")] == (0.0, 1.0, True)
+    assert got[("hats", "cg")] == (0.0, 6.0, True)
+    configs = {config.code: config for config in
+               EvaluationMetric.objects.with_stored_mean().filter(evaluation=evaluation)}
+    precision = configs["precision"]
+    assert (precision.value, precision.keyword_count) == (0.5, 1)
+    assert precision.lower == pytest.approx((1 / 3 + 0) / 2)
+    assert precision.upper == pytest.approx((2 / 3 + 1) / 2)
+    assert (configs["cg"].lower, configs["cg"].upper) == (1.5, 6.0)
+
+    grade([(slot(evaluation, "shoes", 3), 1), (slot(evaluation, "hats", 1), 0),
+           (slot(evaluation, "hats", 2), 2)])
+    values = stored(evaluation)
+    for key, (lower, upper, exact) in bounds_of(evaluation).items():
+        assert lower == upper == values[key] and exact, key
+    precision = EvaluationMetric.objects.with_stored_mean().get(pk=precision.pk)
+    assert precision.lower == precision.upper == precision.value
+    assert precision.value == pytest.approx((2 / 3 + 1 / 2) / 2)
+
+
+def test_recompute_metrics_command_equals_the_incremental_bounds(grade):
+    evaluation = build_evaluation(
+        strategy=3, keywords={f"kw {i}": [f"d{i}{j}" for j in range(4)] for i in range(5)},
+        metrics=[("ap", 4, {}), ("ndcg", 4, {}), ("precision", 4, {}), ("err", 4, {})],
+    )
+    grade([(slot(evaluation, f"kw {i}", position, index), (i + position * index) % 4)
+           for i in range(5) for position in range(1, 5) for index in range(3)
+           if (i * position + index) % 3])
+    incremental = {key: (value.lower, value.upper, value.bounds_exact) for key, value in
+                   KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
+                   .in_bulk().items()}
+    assert any(lower != upper for lower, upper, _ in incremental.values())
+    KeywordMetricValue.objects.all().update(lower=None, upper=None, bounds_exact=False)
+    call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
+    again = {key: (value.lower, value.upper, value.bounds_exact) for key, value in
+             KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
+             .in_bulk().items()}
+    assert again == incremental
