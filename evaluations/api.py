@@ -57,6 +57,13 @@ class EvaluationOutputSerializer(serializers.Serializer):
         k = serializers.IntegerField()
         value = serializers.FloatField(allow_null=True)
         keyword_count = serializers.IntegerField()
+        lower = serializers.FloatField(
+            allow_null=True, help_text="The mean of the keywords' lower bounds under missing "
+            "grades (docs/METRICS.md); every keyword with results counts, graded or not.")
+        upper = serializers.FloatField(allow_null=True,
+                                       help_text="The mean of the keywords' upper bounds.")
+        bounds_exact = serializers.BooleanField(
+            help_text="False: some keyword's bounds are wider sound bounds, not exact.")
 
     class FetchSerializer(serializers.Serializer):
         total = serializers.IntegerField()

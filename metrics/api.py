@@ -24,6 +24,12 @@ class KeywordListApi(APIView):
             k = serializers.IntegerField()
             params = serializers.DictField()
             value = serializers.FloatField(allow_null=True)
+            lower = serializers.FloatField(
+                allow_null=True, help_text="Where the value can still go once every ungraded "
+                "slot is graded (docs/METRICS.md); null before the keyword's first recompute.")
+            upper = serializers.FloatField(allow_null=True)
+            bounds_exact = serializers.BooleanField(
+                help_text="False: wider sound bounds, which contain the exact ones.")
 
         id = serializers.IntegerField()
         position = serializers.IntegerField()
@@ -56,8 +62,11 @@ class KeywordListApi(APIView):
                     "fetch_error": row.keyword.fetch_error,
                     "snapshot_count": row.snapshot_count, "updating": row.updating,
                     "metrics": [
-                        {"code": c.code, "k": c.k, "params": c.params, "value": value}
-                        for c, value in zip(configs, row.values, strict=True)
+                        {"code": c.code, "k": c.k, "params": c.params, "value": value,
+                         "lower": (bounds or (None, None, True))[0],
+                         "upper": (bounds or (None, None, True))[1],
+                         "bounds_exact": (bounds or (None, None, True))[2]}
+                        for c, (value, bounds) in zip(configs, row.cells, strict=True)
                     ],
                 }).data
                 for row in keyword_rows(evaluation=evaluation, keywords=keywords)
@@ -67,6 +76,23 @@ class KeywordListApi(APIView):
             self, request, keywords_filtered(evaluation=evaluation, **filters.validated_data),
             serialize_page,
         )
+
+
+class BoundsDecisionSerializer(serializers.Serializer):
+    lower_a = serializers.FloatField(allow_null=True)
+    upper_a = serializers.FloatField(allow_null=True)
+    lower_b = serializers.FloatField(allow_null=True)
+    upper_b = serializers.FloatField(allow_null=True)
+    exact = serializers.BooleanField(help_text="False: some bounds are wider sound bounds.")
+    decided = serializers.ChoiceField(
+        choices=["a", "b"], allow_null=True,
+        help_text="The better side whatever the ungraded results are; null while open.")
+    open_slot_count = serializers.IntegerField(
+        help_text="Ungraded slots the metric reads on both sides: at most this many grades "
+                  "stand between now and a decision.")
+    pending = serializers.BooleanField(
+        help_text="Some shared keyword's bounds are not computed yet: never decided then.")
+    text = serializers.CharField()
 
 
 class EvaluationCompareApi(APIView):
@@ -112,6 +138,9 @@ class EvaluationCompareApi(APIView):
             ranking_note = serializers.CharField(
                 allow_null=True, help_text="Set when the value moved although the rankings "
                                            "did not: a grading difference, not a ranking one.")
+            bounds = BoundsDecisionSerializer(
+                help_text="Each side's mean bounds over the shared keywords (docs/METRICS.md) "
+                          "and whether they decide the comparison.")
 
         class KeywordSerializer(serializers.Serializer):
             text = serializers.CharField()
@@ -173,6 +202,14 @@ class EvaluationCompareApi(APIView):
                 "ci_low": m.ci[0] if m.ci else None, "ci_high": m.ci[1] if m.ci else None,
                 "verdict": m.verdict, "direction": m.direction,
                 "grading_only_count": m.grading_only_count, "ranking_note": m.ranking_note,
+                "bounds": {
+                    "lower_a": m.decision.a.lower, "upper_a": m.decision.a.upper,
+                    "lower_b": m.decision.b.lower, "upper_b": m.decision.b.upper,
+                    "exact": m.decision.a.exact and m.decision.b.exact,
+                    "decided": {1: "b", -1: "a"}.get(m.decision.winner),
+                    "open_slot_count": m.decision.open_slot_count,
+                    "pending": m.decision.pending, "text": m.decision.text,
+                },
             } for m in comparison.metrics],
             "only_a_metrics": comparison.only_a_metrics,
             "only_b_metrics": comparison.only_b_metrics,

@@ -125,7 +125,8 @@ def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height
                label: str = "Chart", y_min: float | None = None,
                y_max: float | None = None, integer: bool = False,
                intervals: Sequence[tuple[float, float] | None] | None = None,
-               marked: Sequence[bool] | None = None, marked_name: str = "regressed") -> str:
+               marked: Sequence[bool] | None = None, marked_name: str = "regressed",
+               bands: Sequence[tuple[Number, Number] | None] | None = None) -> str:
     """A line over labelled x positions (e.g. evaluations in finish order) with a y axis,
     gridlines, and a hoverable dot per present value (its <title> names label and value).
 
@@ -133,12 +134,17 @@ def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height
     ``integer`` (counts) puts the gridlines on whole numbers. ``intervals`` (one per point
     or None) draws each point's interval as a whisker with caps; ``marked`` (one bool per
     point) rings those points in red and names them ``marked_name`` in their title.
+    ``bands`` (one (lower, upper) or None per point) shades where each value can still go
+    once every ungraded result is graded (bounds under missing grades), between points as
+    a band and at a lone point as a bar.
     """
     left, right, top, bottom = 48, 16, 12, 36
     intervals = list(intervals) if intervals is not None else [None] * len(points)
     marked = list(marked) if marked is not None else [False] * len(points)
     present = [float(v) for _, v in points if _present(v)]
-    present += [float(bound) for interval in intervals if interval is not None
+    bands = [band if band is not None and all(_present(b) for b in band) else None
+             for band in bands] if bands is not None else [None] * len(points)
+    present += [float(bound) for interval in [*intervals, *bands] if interval is not None
                 for bound in interval if _present(bound)]
     lo = y_min if y_min is not None else (min(present) if present else 0.0)
     hi = y_max if y_max is not None else (max(present) if present else 1.0)
@@ -170,14 +176,28 @@ def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height
                     f'font-size="{FONT_SIZE + 1}" fill="#666">No values yet</text>')
     coords = [(x_of(i), y_of(float(v))) if _present(v) else None
               for i, (_, v) in enumerate(points)]
+    band_edges = [(x_of(i), y_of(float(band[0])), y_of(float(band[1])))
+                  if band is not None else None for i, band in enumerate(bands)]
+    for run in _segments(band_edges):
+        if len(run) == 1:
+            x, low, high = run[0]
+            body.append(f'<rect class="bounds-band" x="{_fmt(x - 3)}" y="{_fmt(high)}" '
+                        f'width="6" height="{_fmt(max(low - high, 0.5))}" fill="#2563eb" '
+                        'fill-opacity="0.15"/>')
+            continue
+        outline = [(x, high) for x, _, high in run] + [(x, low) for x, low, _ in reversed(run)]
+        body.append('<polygon class="bounds-band" fill="#2563eb" fill-opacity="0.15" '
+                    f'points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for x, y in outline)}"/>')
     for run in _segments(coords):
         body.append('<polyline fill="none" stroke="#2563eb" stroke-width="2" '
                     f'points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for x, y in run)}"/>')
-    for (name, value), coord, interval, mark in zip(points, coords, intervals, marked,
-                                                    strict=True):
+    for (name, value), coord, interval, mark, band in zip(points, coords, intervals, marked,
+                                                          bands, strict=True):
         if coord is None:
             continue
         shown = f"{int(value)}" if integer else f"{float(value):.4f}"
+        if band is not None and band[0] != band[1]:
+            shown += f", can still go {float(band[0]):.4f} to {float(band[1]):.4f}"
         if interval is not None:
             x, low, high = coord[0], y_of(float(interval[0])), y_of(float(interval[1]))
             body.append(

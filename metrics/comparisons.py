@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from judgments.models import FeedbackSlot
 from metrics import core
 from metrics.core import statistics
 from metrics.dashboards import (
@@ -44,11 +45,41 @@ class MetricComparison:
     # whose value differs: the grades changed, not the ranking.
     grading_only_count: int = 0
     ranking_note: str | None = None
+    decision: "BoundsDecision | None" = None
 
     @property
     def both_count(self) -> int:
         """Shared keywords with a value on both sides: what every statistic here covers."""
         return self.result.keyword_count
+
+
+@dataclass(frozen=True)
+class BoundsDecision:
+    """Over the shared keywords: each side's mean bounds under missing grades, whether
+    they decide the comparison (docs/METRICS.md), and how many ungraded slots at most stand
+    between now and a decision (every slot the metric reads, on both sides)."""
+
+    a: core.KeywordBounds
+    b: core.KeywordBounds
+    winner: int  # +1 B better, -1 A better, 0 open (core.bounds_decision)
+    open_slot_count: int
+    # Some shared keyword has no stored bounds yet (its first recompute is due).
+    pending: bool = False
+
+    @property
+    def text(self) -> str:
+        if self.winner:
+            better, worse = ("B", "A") if self.winner > 0 else ("A", "B")
+            ungraded = (f" whatever the {self.open_slot_count} ungraded result"
+                        f"{'s' if self.open_slot_count != 1 else ''} turn out to be"
+                        if self.open_slot_count else "")
+            return f"Decided: {better} is better than {worse}{ungraded}."
+        if self.pending:
+            return "Not decided yet: some keywords' bounds are still being computed."
+        if not self.open_slot_count:
+            return "Every result is graded: the means are final."
+        return (f"Not decided: at most {self.open_slot_count} more grade"
+                f"{'s' if self.open_slot_count != 1 else ''} to a decision.")
 
 
 @dataclass(frozen=True)
@@ -173,12 +204,15 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
     configs_b = {metric_key(c): c for c in all_b}
     pairs = [(c, configs_b[metric_key(c)]) for c in all_a if metric_key(c) in configs_b]
     keys_a = {metric_key(c) for c in all_a}
-    stored: dict[tuple[int, int], float | None] = {
-        (keyword_id, metric_id): value
-        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
+    stored: dict[tuple[int, int], float | None] = {}
+    stored_bounds: dict[tuple[int, int], core.KeywordBounds] = {}
+    for keyword_id, metric_id, value, lower, upper, exact in KeywordMetricValue.objects.filter(
             metric_id__in=[c.pk for pair in pairs for c in pair]
-        ).values_list("keyword_id", "metric_id", "value")
-    }
+    ).values_list("keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact"):
+        stored[(keyword_id, metric_id)] = value
+        stored_bounds[(keyword_id, metric_id)] = core.KeywordBounds(lower, upper, exact)
+    open_slots = _open_slot_positions(
+        [keywords_a[t] for t in shared] + [keywords_b[t] for t in shared])
     if rbo_k is None:
         rbo_k = max((pair[0].k for pair in pairs), default=10)
     doc_ids: dict[int, list[str]] = defaultdict(list)
@@ -200,6 +234,10 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         grading_only = sum(1 for t, delta in zip(both, deltas, strict=True)
                            if same_ranking[t] and delta != 0)
         label = metric_label(config_a)
+        decision = _bounds_decision(
+            [(keywords_a[t], config_a) for t in shared] + [(keywords_b[t], config_b)
+                                                          for t in shared],
+            stored_bounds, open_slots, shared_count=len(shared))
         metrics.append(MetricComparison(
             key=metric_key(config_a), label=label, config_a=config_a,
             config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
@@ -208,6 +246,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
                 label=label, both_count=len(both), grading_only_count=grading_only,
                 same_count=sum(1 for t in both if same_ranking[t]),
                 mean_delta=result.mean_delta),
+            decision=decision,
         ))
 
     rows = []
@@ -236,6 +275,33 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         only_a_metrics=tuple(metric_label(c) for c in all_a if metric_key(c) not in configs_b),
         only_b_metrics=tuple(metric_label(c) for c in all_b if metric_key(c) not in keys_a),
     )
+
+
+def _open_slot_positions(keyword_ids: list[int]) -> dict[int, list[int]]:
+    """Each keyword's ungraded slots, as the positions they sit at."""
+    positions: dict[int, list[int]] = defaultdict(list)
+    for keyword_id, position in FeedbackSlot.objects.filter(
+            keyword_id__in=keyword_ids, grade__isnull=True).values_list("keyword_id", "position"):
+        positions[keyword_id].append(position)
+    return positions
+
+
+def _bounds_decision(sides: list[tuple[int, EvaluationMetric]],
+                     stored_bounds: dict[tuple[int, int], core.KeywordBounds],
+                     open_slots: dict[int, list[int]], *, shared_count: int) -> BoundsDecision:
+    """`sides`: A's shared keywords with A's config, then B's with B's, in one order."""
+    half = [sides[:shared_count], sides[shared_count:]]
+    means = [core.bounds_mean(stored_bounds.get((keyword_id, config.pk),
+                                                core.KeywordBounds(None, None, True))
+                              for keyword_id, config in side) for side in half]
+    pending = any((keyword_id, config.pk) not in stored_bounds for keyword_id, config in sides)
+    # A pool metric reads every result of the keyword, the others those up to k.
+    open_count = sum(
+        1 for keyword_id, config in sides for position in open_slots.get(keyword_id, ())
+        if core.config_reads_pool(config.code, config.params) or position <= config.k)
+    winner = 0 if pending else core.bounds_decision(means[0], means[1])
+    return BoundsDecision(a=means[0], b=means[1], winner=winner,
+                          open_slot_count=open_count, pending=pending)
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,18 @@ class MetricCard:
     def keyword_count(self) -> int:
         return self.config.keyword_count
 
+    @property
+    def lower(self) -> float | None:
+        return self.config.lower
+
+    @property
+    def upper(self) -> float | None:
+        return self.config.upper
+
+    @property
+    def bounds_exact(self) -> bool:
+        return self.config.bounds_exact
+
 
 def evaluation_reference(*, evaluation: Evaluation, against: str = "") -> Reference:
     """The team's baseline unless `against` is "previous" or the evaluation is the baseline

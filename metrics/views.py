@@ -219,13 +219,15 @@ def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
     rows = []
     for history in histories:
         bands = [intervals.get(config.pk) for config in history.configs]
+        bounds = [(config.lower, config.upper) for config in history.configs]
         rows.append((history, mark_safe(charts.line_chart(
             [(evaluation.name, value) for evaluation, value, _ in history.points],
-            label=f"{history.label} over finished evaluations, with 95% intervals",
-            intervals=bands,
+            label=f"{history.label} over finished evaluations, with 95% intervals and "
+                  "the bounds under missing grades shaded",
+            intervals=bands, bands=bounds,
             marked=[evaluation.pk in regressed for evaluation, _, _ in history.points],
             **_unit_range([value for _, value, _ in history.points]
-                          + [b for band in bands if band for b in band]))),
+                          + [b for band in [*bands, *bounds] if band for b in band]))),
             [(*point, band, point[0].pk in regressed)
              for point, band in zip(history.points, bands, strict=True)]))
     return render(request, "metrics/model_history.html", {"model": model, "histories": rows})

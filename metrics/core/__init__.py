@@ -13,7 +13,7 @@ from metrics.core.batch import (
     grade_lists_to_array,
     mean_over_keywords,
 )
-from metrics.core.bounds import KeywordBounds, bounds_mean, keyword_bounds
+from metrics.core.bounds import KeywordBounds, bounds_decision, bounds_mean, keyword_bounds
 from metrics.core.bounds_batch import BatchBounds, bounds_batch
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import Pool, build_pool
@@ -68,6 +68,7 @@ __all__ = [
     "Scale",
     "Transformer",
     "bounds_batch",
+    "bounds_decision",
     "bounds_mean",
     "build_pool",
     "config_reads_pool",

@@ -154,6 +154,19 @@ def bounds_mean(bounds: Iterable[KeywordBounds]) -> KeywordBounds:
     return KeywordBounds(lower, upper, all(b.exact for b in bounds))
 
 
+def bounds_decision(a: KeywordBounds, b: KeywordBounds) -> int:
+    """The comparison of two means' bounds (docs/METRICS.md, "decided"): +1 when B is better
+    whatever the ungraded slots turn out to be (lower(B) - upper(A) > 0), -1 when A is
+    (upper(B) - lower(A) < 0), 0 while it is open or either side has no bounds."""
+    if None in (a.lower, a.upper, b.lower, b.upper):
+        return 0
+    if b.lower - a.upper > 0:
+        return 1
+    if b.upper - a.lower < 0:
+        return -1
+    return 0
+
+
 def _units(entries: list[_Entry], m: int, uses_pool: bool) -> list[list[int]]:
     """Groups of entries whose null slots are completed together, each with a null slot
     the metric reads: positions ≤ m, or for the pool metrics documents (every entry of a

@@ -137,3 +137,27 @@ def test_line_chart_draws_intervals_and_rings_marked_points():
     titles = [e.text for e in root.iter() if e.tag.endswith("title")]
     assert "first: 0.5000 (95% CI 0.4000 to 0.6000)" in titles
     assert "second: 0.4000, regressed" in titles
+
+
+def test_line_chart_shades_the_bounds_as_a_band_and_a_lone_bar():
+    # y from 0 to 1 over 220 - 12 - 36 = 172 units: y(v) = 184 - 172 v.
+    svg = charts.line_chart([("a", 0.5), ("b", 0.6), ("c", None), ("d", 0.7)],
+                            bands=[(0.4, 0.75), (0.6, 0.6), None, (0.5, 1.0)],
+                            y_min=0.0, y_max=1.0, width=640)
+    root = _parse(svg)
+    shaded = [e for e in root.iter() if e.get("class") == "bounds-band"]
+    assert [e.tag.removeprefix(SVG) for e in shaded] == ["polygon", "rect"]
+    # The band of a and b: their uppers left to right, then their lowers right to left.
+    xs = [48 + i * (640 - 16 - 48) / 3 for i in range(4)]
+    expected = [(xs[0], 184 - 172 * 0.75), (xs[1], 184 - 172 * 0.6),
+                (xs[1], 184 - 172 * 0.6), (xs[0], 184 - 172 * 0.4)]
+    got = [tuple(float(n) for n in pair.split(",")) for pair in shaded[0].get("points").split()]
+    assert len(got) == 4
+    for (x, y), (want_x, want_y) in zip(got, expected, strict=True):
+        assert math.isclose(x, want_x, abs_tol=0.01) and math.isclose(y, want_y, abs_tol=0.01)
+    # d alone: a bar from 1.0 down to 0.5.
+    assert math.isclose(float(shaded[1].get("y")), 184 - 172 * 1.0, abs_tol=0.01)
+    assert math.isclose(float(shaded[1].get("height")), 172 * 0.5, abs_tol=0.01)
+    titles = [e.text for e in root.iter() if e.tag.endswith("title")]
+    assert "a: 0.5000, can still go 0.4000 to 0.7500" in titles
+    assert "b: 0.6000" in titles  # closed bounds say nothing

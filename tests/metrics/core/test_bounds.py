@@ -252,3 +252,16 @@ def test_wider_bounds_contain_brute_force(code: str, monkeypatch) -> None:
         _check(case)
 
     check()
+
+
+def test_a_comparison_is_decided_only_when_the_means_bounds_do_not_overlap():
+    from metrics.core import bounds_decision
+
+    a = KeywordBounds(0.40, 0.55, True)
+    assert bounds_decision(a, KeywordBounds(0.56, 0.90, True)) == 1
+    assert bounds_decision(a, KeywordBounds(0.10, 0.39, True)) == -1
+    # Touching is not decided: B could still equal A.
+    assert bounds_decision(a, KeywordBounds(0.55, 0.90, True)) == 0
+    assert bounds_decision(a, KeywordBounds(0.20, 0.40, True)) == 0
+    assert bounds_decision(a, KeywordBounds(0.45, 0.50, True)) == 0
+    assert bounds_decision(a, KeywordBounds(None, None, True)) == 0

@@ -1,0 +1,104 @@
+"""Decided verdicts in compare: each side's mean bounds over the shared keywords, from the
+stored keyword bounds, and how many grades at most stand between now and a decision."""
+
+import pytest
+from django.urls import reverse
+
+from evaluations.models import Keyword
+from metrics import comparisons
+from metrics.tasks import mark_fetched_dirty
+from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.searchtweak.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+P2 = ("precision", 2, {})
+
+
+@pytest.fixture
+def pair(personas, django_capture_on_commit_callbacks):
+    """Binary, one slot, P@2 (relevant over judged results in the top 2). A and B share
+    k1 and k2. A: k1 [0, 0], k2 [0, null]. B: k1 [1, 1], k2 [null, null]."""
+    a = build_evaluation(team=personas.team, scale="binary",
+                         keywords={"k1": ["d1", "d2"], "k2": ["d1", "d2"]}, metrics=[P2])
+    b = build_evaluation(team=personas.team, scale="binary",
+                         keywords={"k1": ["d3", "d4"], "k2": ["d3", "d4"]}, metrics=[P2])
+    grader = UserFactory(username="bounds-grader")
+    with django_capture_on_commit_callbacks(execute=True):
+        for evaluation in (a, b):  # what each keyword's fetch announces
+            for keyword in Keyword.objects.filter(evaluation=evaluation):
+                mark_fetched_dirty(keyword.pk, evaluation.pk, True)
+        set_grades([grader], [(slot(a, "k1", 1), 0), (slot(a, "k1", 2), 0),
+                              (slot(a, "k2", 1), 0),
+                              (slot(b, "k1", 1), 1), (slot(b, "k1", 2), 1)])
+    return a, b, grader
+
+
+def test_bounds_decide_b_whatever_the_ungraded_results_are(pair):
+    a, b, _ = pair
+    decision = comparisons.evaluation_comparison(a=a, b=b).metrics[0].decision
+    # A: k1 P 0 (closed), k2 0/2 or 1/2 → mean bounds (0 + 0) / 2 .. (0 + 0.5) / 2 = 0 .. 0.25.
+    # B: k1 1 (closed), k2 0/2 .. 2/2 → (1 + 0) / 2 .. (1 + 1) / 2 = 0.5 .. 1. 0.5 − 0.25 > 0.
+    assert (decision.a.lower, decision.a.upper) == (0.0, 0.25)
+    assert (decision.b.lower, decision.b.upper) == (0.5, 1.0)
+    assert decision.winner == 1 and not decision.pending
+    # A's k2 position 2 and B's k2 positions 1 and 2 are ungraded.
+    assert decision.open_slot_count == 3
+    assert decision.text == ("Decided: B is better than A whatever the 3 ungraded results "
+                             "turn out to be.")
+
+
+def test_overlapping_bounds_say_how_many_grades_at_most_remain(
+        pair, django_capture_on_commit_callbacks):
+    a, b, grader = pair
+    with django_capture_on_commit_callbacks(execute=True):
+        set_grades([grader], [(slot(b, "k1", 1), 0), (slot(b, "k1", 2), 0)])
+    decision = comparisons.evaluation_comparison(a=a, b=b).metrics[0].decision
+    # B: k1 0, k2 0 .. 1 → 0 .. 0.5, which overlaps A's 0 .. 0.25.
+    assert (decision.b.lower, decision.b.upper) == (0.0, 0.5)
+    assert decision.winner == 0
+    assert decision.text == "Not decided: at most 3 more grades to a decision."
+
+
+def test_a_keyword_without_bounds_yet_never_decides(pair):
+    a, b, _ = pair
+    from metrics.models import KeywordMetricValue
+
+    KeywordMetricValue.objects.filter(keyword__evaluation=b, keyword__text="k2").delete()
+    decision = comparisons.evaluation_comparison(a=a, b=b).metrics[0].decision
+    assert decision.pending and decision.winner == 0
+    assert "still being computed" in decision.text
+
+
+def test_the_page_and_the_api_show_the_decision(client, personas, pair):
+    a, b, _ = pair
+    client.force_login(personas.lead)
+    page = client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Decided: B is better than A whatever the 3 ungraded results turn out to be." in html
+    assert "(0.000\u20130.250)" in html and "(0.500\u20131.000)" in html
+    api = client.get(f"/api/v1/evaluations/{a.pk}/compare/{b.pk}/")
+    assert api.status_code == 200
+    bounds = api.json()["metrics"][0]["bounds"]
+    assert bounds == {"lower_a": 0.0, "upper_a": 0.25, "lower_b": 0.5, "upper_b": 1.0,
+                      "exact": True, "decided": "b", "open_slot_count": 3, "pending": False,
+                      "text": bounds["text"]}
+
+
+def test_the_dashboard_cards_table_and_apis_carry_the_bounds(client, personas, pair):
+    a, _, _ = pair
+    client.force_login(personas.lead)
+    live = client.get(reverse("metrics:evaluation_dashboard_live", args=[a.pk])).content.decode()
+    # A's P@2 mean: value 0 over 2 keywords, bounds 0 .. 0.25 (see the first test).
+    assert "(0.0000\u20130.2500)</span> once every result is graded" in live
+    table = client.get(reverse("metrics:evaluation_dashboard_table", args=[a.pk])).content
+    # k1 is closed (no range shown); k2 can still go 0 .. 0.5.
+    assert table.decode().count('data-testid="bounds"') == 1
+    assert "(0.000\u20130.500)" in table.decode()
+    keywords = client.get(f"/api/v1/evaluations/{a.pk}/keywords/").json()["results"]
+    assert [(k["text"], k["metrics"][0]["lower"], k["metrics"][0]["upper"],
+             k["metrics"][0]["bounds_exact"]) for k in keywords] == [
+        ("k1", 0.0, 0.0, True), ("k2", 0.0, 0.5, True)]
+    metric = client.get(f"/api/v1/evaluations/{a.pk}/").json()["metrics"][0]
+    assert (metric["lower"], metric["upper"], metric["bounds_exact"]) == (0.0, 0.25, True)
