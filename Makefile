@@ -55,6 +55,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/judges.py
 	$(PY) bench/uploads.py
 	$(PY) bench/schedules.py
+	$(PY) bench/bounds.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO

@@ -1,0 +1,106 @@
+"""Benchmark of bounds under missing grades inside `recompute_metrics` (issue 28).
+
+For an evaluation of 10,000 keywords x 10 results x 3 slots with 6 metrics (P, AP, RR,
+nDCG, ERR, CG @10), fully graded and with 30 % of its slots ungraded at random, it times
+`recompute_metrics` with the bounds and without them (the same command with
+metrics.core.bounds_batch replaced by a stand-in that returns the values as their own
+bounds: the reference, in the same process), alternating the two, and prints the medians
+and their ratio (target: with / without <= 1.5). It also prints how many stored keyword
+bounds are exact.
+
+    .venv/bin/python bench/bounds.py [--keywords 10000] [--rounds 3]
+
+It creates (and drops) the database `searchtweak_bench_bounds` on the local PostgreSQL.
+Figures print as a table; nothing is asserted.
+"""
+
+import argparse
+import statistics
+import time
+
+from _support import (
+    bench_database,
+    database_url,
+    drop_database,
+    recreate_database,
+    seed_evaluation,
+    setup_django,
+)
+
+DB_NAME = bench_database("bounds")
+ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keywords", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    recreate_database(DB_NAME, ENV)
+    setup_django(ENV)
+    import numpy as np
+    from django.core.management import call_command
+
+    import metrics.core as core
+    from metrics.models import KeywordMetricValue
+    from searchtweak.models import Membership, Role, Team, User
+
+    real_bounds = core.bounds_batch
+
+    def values_as_bounds(metric, grades, ungraded, *, values=None, **kwargs):
+        if values is None:
+            values = core.evaluate_batch(metric, grades, **kwargs)
+        return core.BatchBounds(values, values, np.ones(len(values), dtype=bool))
+
+    team = Team.objects.create(name="Bench")
+    graders = [User.objects.create(username=f"bench{i}") for i in range(3)]
+    for user in graders:
+        Membership.objects.create(team=team, user=user, role=Role.GRADER)
+    cases = []
+    for label, fraction in (("fully graded", 1.0), ("70 % graded", 0.7)):
+        print(f"seeding {args.keywords} keywords x 10 results x 3 slots, {label} ...",
+              flush=True)
+        cases.append((label, seed_evaluation(args.keywords, team=team, graders=graders,
+                                             name=label.replace(" ", "-"),
+                                             graded_fraction=fraction)))
+
+    def recompute(evaluation, with_bounds: bool) -> float:
+        core.bounds_batch = real_bounds if with_bounds else values_as_bounds
+        try:
+            started = time.perf_counter()
+            call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
+            return time.perf_counter() - started
+        finally:
+            core.bounds_batch = real_bounds
+
+    rows = []
+    try:
+        for label, evaluation in cases:
+            recompute(evaluation, True)  # warm-up: first writes, caches
+            timings = {True: [], False: []}
+            for round_number in range(args.rounds):
+                for with_bounds in ((True, False) if round_number % 2 else (False, True)):
+                    timings[with_bounds].append(recompute(evaluation, with_bounds))
+            recompute(evaluation, True)  # leave the real bounds stored
+            stored = KeywordMetricValue.objects.filter(keyword__evaluation=evaluation)
+            exact_share = stored.filter(bounds_exact=True).count() / max(stored.count(), 1)
+            open_share = (stored.exclude(lower=None).exclude(upper=None)
+                          .extra(where=["lower <> upper"]).count() / max(stored.count(), 1))
+            rows.append((label, statistics.median(timings[False]),
+                         statistics.median(timings[True]), exact_share, open_share))
+    finally:
+        drop_database(DB_NAME)
+
+    print()
+    print(f"recompute_metrics, {args.keywords} keywords x 10 x 3 slots x 6 metrics "
+          f"(medians of {args.rounds}, alternated)")
+    print(f"{'evaluation':<14} {'without s':>10} {'with s':>8} {'ratio':>6} "
+          f"{'exact %':>8} {'open %':>7}")
+    for label, without, with_bounds, exact_share, open_share in rows:
+        print(f"{label:<14} {without:>10.2f} {with_bounds:>8.2f} {with_bounds / without:>6.2f} "
+              f"{100 * exact_share:>8.1f} {100 * open_share:>7.1f}")
+
+
+if __name__ == "__main__":
+    main()
