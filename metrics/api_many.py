@@ -43,6 +43,15 @@ class ManyStatsSerializer(serializers.Serializer):
     p = serializers.FloatField(allow_null=True)
     p_adjusted = serializers.FloatField(allow_null=True, help_text="Holm-adjusted.")
     significant = serializers.BooleanField()
+    lower = serializers.FloatField(
+        allow_null=True, help_text="The mean's lower bound under missing grades over the "
+                                   "compared keywords (docs/METRICS.md).")
+    upper = serializers.FloatField(allow_null=True)
+    bounds_exact = serializers.BooleanField()
+    decided = serializers.ChoiceField(
+        choices=["better", "worse"], allow_null=True,
+        help_text="Against the reference whatever the ungraded results are; null while "
+                  "open, for the reference, or while some keyword's bounds are pending.")
 
 
 class ManyPairSerializer(serializers.Serializer):
@@ -175,6 +184,10 @@ def _payload(comparison: compare_many.ManyComparison, rows, page: int,
                 "p": s.test.p if s.test else None,
                 "p_adjusted": s.test.p_adjusted if s.test else None,
                 "significant": s.significant,
+                "lower": s.bounds.lower if s.bounds else None,
+                "upper": s.bounds.upper if s.bounds else None,
+                "bounds_exact": s.bounds.exact if s.bounds else True,
+                "decided": {1: "better", -1: "worse"}.get(s.decision),
             } for s in m.stats],
             "complete_count": m.complete_count,
             "pairs": [{"first": first.pk, "second": second.pk, "delta": pair.mean_delta,

@@ -10,6 +10,7 @@ values of all N evaluations are one query each, and the snapshots of the keyword
 values give the same numbers; they are cached under a digest of the values they read.
 """
 
+import dataclasses
 import hashlib
 import math
 from collections import defaultdict
@@ -48,6 +49,12 @@ class EvaluationMetricStats:
     config: EvaluationMetric
     summary: MetricSummary
     test: ReferenceTest | None
+    # The mean's bounds under missing grades over the compared keywords (docs/METRICS.md),
+    # and whether they decide it against the reference: +1 better, -1 worse, 0 open (and
+    # always 0 for the reference, or while some keyword has no stored bounds: `pending`).
+    bounds: core.KeywordBounds | None = None
+    decision: int = 0
+    pending: bool = False
 
     @property
     def significant(self) -> bool:
@@ -220,9 +227,13 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
             inside[inside] = column_ids[order][found[inside]] == keyword_array[inside]
             data[m, order[found[inside]], e] = value_array[inside]
 
+    bounds = _config_bounds([c for row in chosen for c in row]) if keys and shared else {}
     metrics = [
-        _metric_row(key=key, configs=row, matrix=data[m], evaluations=evaluations,
-                    ref_index=ref_index, mode=mode, resamples=resamples)
+        _with_bounds(
+            _metric_row(key=key, configs=row, matrix=data[m], evaluations=evaluations,
+                        ref_index=ref_index, mode=mode, resamples=resamples),
+            [_mean_bounds(bounds[config.pk], id_matrix[:, e]) for e, config in enumerate(row)],
+            ref_index)
         for m, (key, row) in enumerate(zip(keys, chosen, strict=True))
     ]
     # |Δ| to the reference per metric and keyword (the largest over evaluations), -1: none.
@@ -286,6 +297,39 @@ def _config_values(configs: list[EvaluationMetric]) -> dict[int, tuple[np.ndarra
                        timeout=STATS_CACHE_SECONDS)
         found.update(fresh)
     return found
+
+
+def _config_bounds(configs: list[EvaluationMetric]
+                   ) -> dict[int, dict[int, core.KeywordBounds]]:
+    """Each config's stored keyword bounds by keyword id (null values included: an
+    ungraded keyword has bounds), one query for all of them."""
+    found: dict[int, dict[int, core.KeywordBounds]] = {c.pk: {} for c in configs}
+    for metric_id, keyword_id, lower, upper, exact in KeywordMetricValue.objects.filter(
+            metric_id__in=list(found)).values_list(
+            "metric_id", "keyword_id", "lower", "upper", "bounds_exact"):
+        found[metric_id][keyword_id] = core.KeywordBounds(lower, upper, exact)
+    return found
+
+
+def _mean_bounds(stored: dict[int, core.KeywordBounds], keyword_ids: np.ndarray
+                 ) -> tuple[core.KeywordBounds, bool]:
+    """The mean's bounds over the compared keywords, and whether some has none stored yet."""
+    missing = core.KeywordBounds(None, None, True)
+    ids = keyword_ids.tolist()
+    return (core.bounds_mean(stored.get(pk, missing) for pk in ids),
+            any(pk not in stored for pk in ids))
+
+
+def _with_bounds(row: MetricRow, bounds: list[tuple[core.KeywordBounds, bool]],
+                 ref_index: int) -> MetricRow:
+    reference, reference_pending = bounds[ref_index]
+    stats = []
+    for e, (stat, (mean_bounds, pending)) in enumerate(zip(row.stats, bounds, strict=True)):
+        undecidable = e == ref_index or pending or reference_pending
+        stats.append(dataclasses.replace(
+            stat, bounds=mean_bounds, pending=pending or reference_pending,
+            decision=0 if undecidable else core.bounds_decision(reference, mean_bounds)))
+    return dataclasses.replace(row, stats=stats)
 
 
 def _stats_key(matrix: np.ndarray, *, ref_index: int, mode: str, resamples: int) -> str:

@@ -38,7 +38,7 @@ def test_bounds_decide_b_whatever_the_ungraded_results_are(pair):
     a, b, _ = pair
     decision = comparisons.evaluation_comparison(a=a, b=b).metrics[0].decision
     # A: k1 P 0 (closed), k2 0/2 or 1/2 → mean bounds (0 + 0) / 2 .. (0 + 0.5) / 2 = 0 .. 0.25.
-    # B: k1 1 (closed), k2 0/2 .. 2/2 → (1 + 0) / 2 .. (1 + 1) / 2 = 0.5 .. 1. 0.5 − 0.25 > 0.
+    # B: k1 1 (closed), k2 0/2 .. 2/2 → (1 + 0) / 2 .. (1 + 1) / 2 = 0.5 .. 1. 0.5 - 0.25 > 0.
     assert (decision.a.lower, decision.a.upper) == (0.0, 0.25)
     assert (decision.b.lower, decision.b.upper) == (0.5, 1.0)
     assert decision.winner == 1 and not decision.pending
@@ -102,3 +102,25 @@ def test_the_dashboard_cards_table_and_apis_carry_the_bounds(client, personas, p
         ("k1", 0.0, 0.0, True), ("k2", 0.0, 0.5, True)]
     metric = client.get(f"/api/v1/evaluations/{a.pk}/").json()["metrics"][0]
     assert (metric["lower"], metric["upper"], metric["bounds_exact"]) == (0.0, 0.25, True)
+
+
+def test_the_n_way_compare_decides_against_the_reference(client, personas, pair):
+    from metrics import compare_many
+
+    a, b, _ = pair
+    comparison = compare_many.evaluations_compare_many(evaluations=[a, b], reference=a)
+    stat_a, stat_b = comparison.metrics[0].stats
+    assert (stat_a.bounds.lower, stat_a.bounds.upper, stat_a.decision) == (0.0, 0.25, 0)
+    assert (stat_b.bounds.lower, stat_b.bounds.upper, stat_b.decision) == (0.5, 1.0, 1)
+    # With B as the reference, A is decided worse.
+    flipped = compare_many.evaluations_compare_many(evaluations=[a, b], reference=b)
+    assert [s.decision for s in flipped.metrics[0].stats] == [-1, 0]
+    client.force_login(personas.lead)
+    html = client.get(reverse("metrics:compare_many"),
+                      {"evaluation": [a.pk, b.pk], "reference": a.pk}).content.decode()
+    assert "Decided: better than the reference" in html
+    api = client.get(f"/api/v1/compare/?evaluation={a.pk}&evaluation={b.pk}"
+                     f"&reference={a.pk}").json()
+    rows = api["metrics"][0]["evaluations"]
+    assert [(r["lower"], r["upper"], r["decided"]) for r in rows] == [
+        (0.0, 0.25, None), (0.5, 1.0, "better")]
