@@ -241,8 +241,8 @@ def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
         advice.append(
             f"Only {coverage:.0%} of the slots are graded. Metrics count only what is "
             "graded (P@k divides by the judged positions, CG/DCG/nDCG count an ungraded "
-            "position as 0), so the values are provisional and may still move a lot: keep "
-            "grading before deciding anything from them."
+            "position as 0), so the values are provisional: the range beside each shows "
+            "where it can still go once every result is graded."
         )
     if tie_rate is not None and tie_rate > HIGH_TIE_RATE:
         advice.append(
