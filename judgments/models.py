@@ -81,6 +81,10 @@ class FeedbackSlot(models.Model):
     graded_at = models.DateTimeField(null=True, blank=True)
     unsure = models.BooleanField(default=False)
     note = models.TextField(blank=True, default="")
+    # Where the grader was shown this result among its keyword's results when they graded
+    # it (1 = first): the engine's position, or their own place in a shuffled evaluation's
+    # order (queries.shuffle_key). Null for judges, leads' corrections, reused and old grades.
+    shown_position = models.PositiveSmallIntegerField(null=True, blank=True)
     # Why an LLM judge gave this grade (its slot's user is the judge's account).
     reason = models.TextField(blank=True, default="")
     # Who wrote the current grade when it was not the slot's grader (a lead correcting it).
