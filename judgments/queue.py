@@ -124,7 +124,8 @@ def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int],
     order (in `shuffled_ids`' evaluations, each keyword's results in the grader's own
     order: queries.shuffle_key); results the grader skipped come last. On PostgreSQL each
     step leases and reads in one statement. The caller has checked that the evaluations are
-    active and route work to the grader (queue_selectors.queue_evaluation_ids, queue_selectors.target_queue).
+    active and route work to the grader (queue_selectors.queue_evaluation_ids,
+    queue_selectors.target_queue).
     """
     if not evaluation_ids:
         return None
