@@ -18,6 +18,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword, Snapshot
@@ -223,7 +224,7 @@ def _check_takes_grades(status: str) -> None:
 
 def _write_grade(
     slot: FeedbackSlot, *, grade: int, unsure: bool, note: str, now, graded_by: User | None,
-    shown_position: int | None = None,
+    shown_position: int | RawSQL | None = None,
 ) -> None:
     changed = slot.grade != grade
     slot.grade = grade
@@ -236,6 +237,10 @@ def _write_grade(
     slot.reason = ""
     slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by", "reason",
                              "shown_position"])
+    if isinstance(shown_position, RawSQL):
+        # Computed by the UPDATE itself (no statement more per grade): deferred, so reading
+        # it loads the stored value instead of handing out the expression.
+        del slot.__dict__["shown_position"]
     if changed:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
 
@@ -271,7 +276,7 @@ def feedback_submit(
             "the result went back to the queue.")})
     value = _check_grade(grade, _evaluation_scale(slot.evaluation))
     _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None,
-                 shown_position=queries.shown_position(slot_id=slot.pk))
+                 shown_position=RawSQL(queries.shown_position_sql(queries.SLOTS), []))
     return slot
 
 

@@ -157,28 +157,26 @@ SHUFFLED_QUEUE_ORDER = (
     + ', s."position", s."index"')
 
 
-def _shown_key(alias: str) -> str:
-    return shuffle_key_sql(evaluation='f."evaluation_id"', keyword=f'{alias}."keyword_id"',
-                           user='f."user_id"', position=f'{alias}."position"')
+def shown_position_sql(slot: str = "f") -> str:
+    """Where the grader of the slot row `slot` (an alias, or the quoted table inside an
+    UPDATE of it) was shown its result among the keyword's: its place in their shuffled
+    order, or the engine's position. No parameters; judgments.grading writes it with each
+    person's grade."""
+    def key(alias: str) -> str:
+        return shuffle_key_sql(
+            evaluation=f'{slot}."evaluation_id"', keyword=f'{alias}."keyword_id"',
+            user=f'{slot}."user_id"', position=f'{alias}."position"')
 
-
-# Where the grader of slot f was shown its result among the keyword's: its place in their
-# shuffled order, or the engine's position. No parameters; judgments.grading writes it with
-# each person's grade.
-SHOWN_POSITION_SQL = f"""(SELECT CASE WHEN e."shuffle_results" THEN 1 + (
+    return f"""(SELECT CASE WHEN e."shuffle_results" THEN 1 + (
         SELECT COUNT(*) FROM {SNAPSHOTS} t WHERE t."keyword_id" = s."keyword_id"
-          AND ({_shown_key("t")} < {_shown_key("s")}
-               OR ({_shown_key("t")} = {_shown_key("s")} AND t."position" < s."position")))
+          AND ({key("t")} < {key("s")}
+               OR ({key("t")} = {key("s")} AND t."position" < s."position")))
     ELSE s."position" END
-    FROM {SNAPSHOTS} s JOIN {EVALUATIONS} e ON e."id" = f."evaluation_id"
-    WHERE s."id" = f."snapshot_id")"""
+    FROM {SNAPSHOTS} s JOIN {EVALUATIONS} e ON e."id" = {slot}."evaluation_id"
+    WHERE s."id" = {slot}."snapshot_id")"""
 
 
-def shown_position(*, slot_id: int) -> int | None:
-    """SHOWN_POSITION_SQL for one slot as it stands (its grader set)."""
-    row = sql.fetch_one(f'SELECT {SHOWN_POSITION_SQL} AS "shown" FROM {SLOTS} f'
-                        ' WHERE f."id" = %s', [slot_id])
-    return row["shown"] if row else None
+SHOWN_POSITION_SQL = shown_position_sql()
 # PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
 # grading API answers it, in one statement: each grade's request runs this. The slot's
 # own columns come from RETURNING, since the outer SELECT sees the table as it was.
