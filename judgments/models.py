@@ -135,6 +135,12 @@ class FeedbackSlot(models.Model):
     def __str__(self) -> str:
         return f"slot {self.index} of {self.snapshot_id}"
 
+    @property
+    def engine_position(self) -> int | None:
+        """The engine's rank of the result as a grader may see it: none when the evaluation
+        shuffles results (judgments.slot_json's "position")."""
+        return None if self.evaluation.shuffle_results else self.snapshot.position
+
 
 class SlotSkip(models.Model):
     """A grader put a snapshot aside ("skip for now"): the queue offers it to them again

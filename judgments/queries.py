@@ -51,13 +51,15 @@ def snapshot_target_row(*, user_id: int, snapshot_id: int) -> dict | None:
 
 # --- the slot as the grading API answers it ---
 
-# Columns and joins from a slot row named f: the slot, its grader, result and keyword,
+# Columns and joins from a slot row named f: the slot, its grader, result, keyword and
+# evaluation (whether it shuffles: then the engine's position is not shown),
 # each column named after its field of the slot JSON (judgments.slot_json). judgments.queue
 # reads it from a claim's RETURNING too.
 ASSIGNED_SLOT_SELECT = (
     ", ".join(f"{field.column} AS {_q(field.name)}" for field in ASSIGNED_SLOT_FIELDS),
     f'JOIN {SNAPSHOTS} s ON s."id" = f."snapshot_id"'
     f' JOIN {KEYWORDS} k ON k."id" = f."keyword_id"'
+    f' JOIN {EVALUATIONS} e ON e."id" = f."evaluation_id"'
     f' LEFT JOIN {USERS} u ON u."id" = f."user_id"',
 )
 

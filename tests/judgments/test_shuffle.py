@@ -196,3 +196,35 @@ def test_a_grader_of_another_team_is_not_handed_shuffled_work(personas):
     stranger = member(personas.other_team, Role.GRADER, "stranger")
     assert services.slot_claim_next(user=stranger, team=personas.team,
                                     evaluation=evaluation) is None
+
+
+def test_the_grading_api_gives_no_engine_position_when_shuffled(personas):
+    shuffled = evaluation_with_slots(personas.team, keywords=1, positions=4,
+                                     shuffle_results=True)
+    plain = evaluation_with_slots(personas.team, keywords=1, positions=4)
+    client = APIClient()
+    client.force_authenticate(personas.grader)
+    slot = client.post(f"/api/v1/evaluations/{shuffled.pk}/next/", format="json").json()
+    assert slot["position"] is None
+    assert Snapshot.objects.get(pk=slot["snapshot"]).position == own_order(
+        shuffled, 1, personas.grader)[0]
+    graded = client.post(f"/api/v1/snapshots/{slot['snapshot']}/grade/", {"grade": 1},
+                         format="json").json()
+    assert graded["position"] is None
+    assert client.post(f"/api/v1/evaluations/{plain.pk}/next/",
+                       format="json").json()["position"] == 1
+
+
+def test_the_slot_json_serializer_agrees_with_the_fast_path_when_shuffled(personas):
+    from rest_framework.renderers import JSONRenderer
+
+    from judgments.api import AssignedSlotOutputSerializer, assigned_slot_data
+    from judgments.selectors import assigned_slot
+
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2,
+                                       shuffle_results=True)
+    slot = FeedbackSlot.objects.filter(evaluation=evaluation).first()
+    loaded = FeedbackSlot.objects.select_related("user", "keyword", "snapshot").get(pk=slot.pk)
+    served = JSONRenderer().render(AssignedSlotOutputSerializer(loaded).data)
+    assert served == JSONRenderer().render(assigned_slot_data(assigned_slot(slot_id=slot.pk)))
+    assert b'"position":null' in served
