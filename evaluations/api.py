@@ -94,6 +94,7 @@ class EvaluationOutputSerializer(serializers.Serializer):
     guidelines = serializers.CharField()
     reuse_grades = serializers.CharField()
     show_position = serializers.BooleanField()
+    shuffle_results = serializers.BooleanField()
     auto_finish = serializers.BooleanField()
     keyword_count = serializers.IntegerField(source="fetch.total")
     fetch = FetchSerializer(help_text="Keywords fetched / failed / total.")
@@ -160,6 +161,10 @@ class EvaluationInputSerializer(serializers.Serializer):
     reuse_grades = serializers.ChoiceField(choices=Evaluation.Reuse.choices, required=False,
                                            default=Evaluation.Reuse.NONE)
     show_position = serializers.BooleanField(required=False, default=False)
+    shuffle_results = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Hand each grader a keyword's results in their own stable random order, "
+                  "without the engine's position (not with show_position).")
     auto_finish = serializers.BooleanField(required=False, default=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -279,6 +279,11 @@ class EvaluationForm(forms.Form):
     show_position = forms.BooleanField(
         required=False, label="Show graders each result's position",
         help_text="Off by default: knowing the engine ranked a result first can sway a grade.")
+    shuffle_results = forms.BooleanField(
+        required=False, label="Shuffle each keyword's results per grader",
+        help_text="Each grader gets a keyword's results in their own random order (the same "
+                  "on every visit) and never sees the engine's position; calibration then "
+                  "reports agreement by the position a result was shown at.")
     auto_finish = forms.BooleanField(
         required=False, initial=True, label="Finish when every result is graded")
     # --- query sets (issue 27): on the create page only (with_query_sets) ---
@@ -321,6 +326,7 @@ class EvaluationForm(forms.Form):
             "tags": ", ".join(evaluation.tags), "guidelines": evaluation.guidelines,
             "reuse_grades": evaluation.reuse_grades,
             "show_position": evaluation.show_position, "auto_finish": evaluation.auto_finish,
+            "shuffle_results": evaluation.shuffle_results,
         }
 
     def clean_keywords_file(self) -> Any:

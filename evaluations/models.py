@@ -178,6 +178,9 @@ class Evaluation(models.Model):
     reuse_grades = models.CharField(max_length=10, choices=Reuse.choices, default=Reuse.NONE)
     auto_finish = models.BooleanField(default=True)
     show_position = models.BooleanField(default=False)
+    # Hand each grader a keyword's results in their own random order (stable for them) and
+    # hide the engine's rank, so calibration can tell position bias (issue 28, item 8).
+    shuffle_results = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",

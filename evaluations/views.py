@@ -120,7 +120,8 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                 strategy=data["strategy"], metrics=data["metrics"],
                 transformers=data["transformers"], tags=data["tags"],
                 guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
-                show_position=data["show_position"], auto_finish=data["auto_finish"])
+                show_position=data["show_position"], auto_finish=data["auto_finish"],
+                shuffle_results=data["shuffle_results"])
             try:
                 if data["query_set"]:
                     evaluation = services.evaluation_create_from_query_set(
@@ -159,7 +160,8 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             data = form.cleaned_data
             changes = {key: data[key] for key in ("name", "description", "metrics", "tags",
                                                   "guidelines", "reuse_grades",
-                                                  "show_position", "auto_finish")}
+                                                  "show_position", "auto_finish",
+                                                  "shuffle_results")}
             if not evaluation.has_started():
                 changes.update({key: data[key] for key in ("model", "scale", "strategy",
                                                            "transformers")})

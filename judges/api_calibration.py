@@ -80,11 +80,25 @@ class JudgeCalibrationApi(APIView):
                       "grades[j].")
         metrics = MetricSerializer(many=True)
 
+        class PositionSerializer(serializers.Serializer):
+            label = serializers.CharField(
+                help_text='The person\'s shown position: "1".."10", "11+" or "not recorded".')
+            pair_count = serializers.IntegerField()
+            exact_match_count = serializers.IntegerField()
+            exact_match_rate = serializers.FloatField(allow_null=True)
+            mean_difference = serializers.FloatField(
+                allow_null=True, help_text="Mean of the person's grade minus the judge's.")
+
+        by_position = PositionSerializer(
+            many=True, help_text="The pairs grouped by where the person was shown the result "
+                                 "(position bias); only groups with pairs.")
+
     @extend_schema(
         parameters=[FilterSerializer], responses=OutputSerializer,
         operation_id="judges_calibration",
         description="How the judge's grades agree with the people's on one evaluation of its "
-                    "team (κ, exact match, confusion matrix) and each configured metric with "
+                    "team (κ, exact match, confusion matrix, agreement by the people's shown "
+                    "position) and each configured metric with "
                     "the judge's grades against the people's. Leads and above.",
     )
     def get(self, request: Request, judge_id: int) -> Response:

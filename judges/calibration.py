@@ -17,6 +17,14 @@ shows as disagreement, instead of being hidden in a rounded mean.
 (graded, detail, an admin's scale): being one grade off is a smaller miss than three. The
 statistics are metrics.core.agreement's; nothing here re-implements them.
 
+By shown position: the same pairs grouped by where the *person* was shown the result
+(FeedbackSlot.shown_position: 1..10 each, then "11+"; people's grades written before it was
+recorded, or copied from elsewhere, under "not recorded"). The judge saw each result alone,
+so its grade does not depend on that position; when the people's agreement with it falls
+or rises with the position they saw, the people's grades carry a position bias. In a
+shuffled evaluation (Evaluation.shuffle_results) the shown position is independent of the
+engine's rank, so the effect is not confounded with results simply getting worse lower down.
+
 Metrics: per configured metric, its value per keyword from the people's grades (their
 slots aggregated per snapshot as the evaluation aggregates them) and from the judge's
 (its one grade per snapshot), computed by metrics.core like the recompute does, over the
@@ -54,6 +62,24 @@ class MetricCalibration:
     error: str = ""  # the metric could not be computed (a missing transformer...)
 
 
+# Shown positions 1..POSITION_ROWS get a row each; later ones share "POSITION_ROWS+1 +".
+POSITION_ROWS = 10
+
+
+@dataclass(frozen=True)
+class PositionAgreement:
+    """The judge x person pairs where the person was shown the result at these positions."""
+
+    label: str  # "1".."10", "11+" or "not recorded"
+    pair_count: int
+    exact_match_count: int
+    mean_difference: float | None  # mean(person's grade - judge's) over the pairs
+
+    @property
+    def exact_match_rate(self) -> float | None:
+        return self.exact_match_count / self.pair_count if self.pair_count else None
+
+
 @dataclass(frozen=True)
 class Calibration:
     judge_id: int
@@ -68,6 +94,7 @@ class Calibration:
     unweighted_kappa: float | None
     confusion: list[list[int]]  # rows: the person's grade, columns: the judge's
     metrics: list[MetricCalibration]
+    by_position: list[PositionAgreement]  # rows with pairs, in position order
 
     @property
     def grades(self) -> list[int]:
@@ -112,20 +139,28 @@ def judge_grades(*, judge: Judge, evaluation: Evaluation) -> dict[int, int]:
 def human_grades(*, evaluation: Evaluation) -> dict[int, list[int]]:
     """{snapshot id: the people's grades}, slot order. A slot without an account (a grade
     copied from the team's imported judgments) counts as people's: no judge gave it."""
-    grades: dict[int, list[int]] = defaultdict(list)
-    for snapshot_id, grade in (FeedbackSlot.objects.filter(evaluation=evaluation,
-                                                           grade__isnull=False)
-                               .exclude(user__is_judge=True)
-                               .order_by("snapshot_id", "index")
-                               .values_list("snapshot_id", "grade")):
-        grades[snapshot_id].append(grade)
+    return {snapshot_id: [grade for grade, _ in shown]
+            for snapshot_id, shown in human_grades_shown(evaluation=evaluation).items()}
+
+
+def human_grades_shown(*, evaluation: Evaluation) -> dict[int, list[tuple[int, int | None]]]:
+    """human_grades with where each person was shown the result: {snapshot id: [(grade,
+    shown position or None)]}."""
+    grades: dict[int, list[tuple[int, int | None]]] = defaultdict(list)
+    for snapshot_id, grade, shown in (FeedbackSlot.objects.filter(evaluation=evaluation,
+                                                                  grade__isnull=False)
+                                      .exclude(user__is_judge=True)
+                                      .order_by("snapshot_id", "index")
+                                      .values_list("snapshot_id", "grade", "shown_position")):
+        grades[snapshot_id].append((grade, shown))
     return dict(grades)
 
 
 def judge_calibration(*, judge: Judge, evaluation: Evaluation) -> Calibration:
     scale = core.resolve_scale(evaluation_scale(evaluation))
     judged = judge_grades(judge=judge, evaluation=evaluation)
-    people = human_grades(evaluation=evaluation)
+    shown = human_grades_shown(evaluation=evaluation)
+    people = {pk: [grade for grade, _ in grades] for pk, grades in shown.items()}
     human_column, judge_column = grade_pairs(judged, people, scale=scale)
     agreement = grade_agreement(human_column, judge_column, grades=list(scale.grades))
     weighting = "quadratic" if len(scale.grades) > 2 else "none"
@@ -139,6 +174,7 @@ def judge_calibration(*, judge: Judge, evaluation: Evaluation) -> Calibration:
         kappa_weighting=weighting, unweighted_kappa=agreement.kappa,
         confusion=agreement.confusion,
         metrics=_metric_calibrations(evaluation, people, judged, scale=scale),
+        by_position=position_agreement(judged, shown, scale=scale),
     )
 
 
@@ -159,6 +195,32 @@ def grade_pairs(judged: dict[int, int], people: dict[int, list[int]], *,
                 human_column.append(human_grade)
                 judge_column.append(judge_grade)
     return human_column, judge_column
+
+
+def position_agreement(judged: dict[int, int],
+                       shown: dict[int, list[tuple[int, int | None]]], *,
+                       scale: core.Scale) -> list[PositionAgreement]:
+    """grade_pairs' pairs grouped by the person's shown position (1..POSITION_ROWS, then
+    the rest, then "not recorded"), each group's exact matches and mean(person - judge);
+    only groups with pairs."""
+    groups: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for snapshot_id, judge_grade in judged.items():
+        if not scale.contains(judge_grade):
+            continue
+        for human_grade, position in shown.get(snapshot_id, []):
+            if scale.contains(human_grade):
+                row = POSITION_ROWS + 2 if position is None else min(position, POSITION_ROWS + 1)
+                groups[row].append((human_grade, judge_grade))
+    rows = []
+    for row in sorted(groups):
+        pairs = groups[row]
+        label = ("not recorded" if row == POSITION_ROWS + 2
+                 else f"{row}+" if row == POSITION_ROWS + 1 else str(row))
+        rows.append(PositionAgreement(
+            label=label, pair_count=len(pairs),
+            exact_match_count=sum(1 for human, judge in pairs if human == judge),
+            mean_difference=sum(human - judge for human, judge in pairs) / len(pairs)))
+    return rows
 
 
 def _metric_calibrations(evaluation: Evaluation, people: dict[int, list[int]],

@@ -13,11 +13,12 @@ Longer than our ~450-line mark on purpose: splitting it would make two places th
 grades, which is what this module exists to prevent.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword, Snapshot
@@ -222,7 +223,8 @@ def _check_takes_grades(status: str) -> None:
 
 
 def _write_grade(
-    slot: FeedbackSlot, *, grade: int, unsure: bool, note: str, now, graded_by: User | None
+    slot: FeedbackSlot, *, grade: int, unsure: bool, note: str, now, graded_by: User | None,
+    shown_position: int | RawSQL | None = None,
 ) -> None:
     changed = slot.grade != grade
     slot.grade = grade
@@ -230,9 +232,15 @@ def _write_grade(
     slot.unsure = unsure
     slot.note = note if unsure else ""
     slot.graded_by = graded_by
+    slot.shown_position = shown_position
     # A person's grade carries no judge's reason, even on a slot a judge filled before.
     slot.reason = ""
-    slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by", "reason"])
+    slot.save(update_fields=["grade", "graded_at", "unsure", "note", "graded_by", "reason",
+                             "shown_position"])
+    if isinstance(shown_position, RawSQL):
+        # Computed by the UPDATE itself (no statement more per grade): deferred, so reading
+        # it loads the stored value instead of handing out the expression.
+        del slot.__dict__["shown_position"]
     if changed:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
 
@@ -267,7 +275,8 @@ def feedback_submit(
             "Your 5-minute hold on this result ran out, so the grade was not saved; "
             "the result went back to the queue.")})
     value = _check_grade(grade, _evaluation_scale(slot.evaluation))
-    _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None)
+    _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None,
+                 shown_position=RawSQL(queries.shown_position_sql(queries.SLOTS), []))
     return slot
 
 
@@ -283,7 +292,8 @@ old AS (
     WHERE "snapshot_id" = %s AND "user_id" = %s FOR UPDATE),
 graded AS (
     UPDATE {queries.SLOTS} f
-    SET "grade" = %s, "graded_at" = %s, "unsure" = %s, "note" = %s, "graded_by_id" = NULL
+    SET "grade" = %s, "graded_at" = %s, "unsure" = %s, "note" = %s, "graded_by_id" = NULL,
+        "shown_position" = {queries.SHOWN_POSITION_SQL}
     FROM old WHERE f."id" = old."id"
     RETURNING f."id", f."keyword_id", old."grade" IS DISTINCT FROM f."grade" AS changed),
 """
@@ -362,8 +372,9 @@ def snapshot_grade(
             slot = {"id": claimed["id"], "grade": None, "keyword_id": claimed["keyword_id"]}
         # The caller names the snapshot, so an expired hold of theirs is simply graded.
         sql.execute(
-            f'UPDATE {queries.SLOTS} SET "grade" = %s, "graded_at" = %s, "unsure" = %s,'
-            ' "note" = %s, "graded_by_id" = NULL WHERE "id" = %s',
+            f'UPDATE {queries.SLOTS} AS f SET "grade" = %s, "graded_at" = %s, "unsure" = %s,'
+            f' "note" = %s, "graded_by_id" = NULL,'
+            f' "shown_position" = {queries.SHOWN_POSITION_SQL} WHERE f."id" = %s',
             [value, sql.time_param(now), unsure, note, slot["id"]])
         if slot["grade"] != value:
             keywords_mark_dirty(keyword_ids=[slot["keyword_id"]])
@@ -372,7 +383,7 @@ def snapshot_grade(
 
 def snapshot_grade_and_claim_next(
     *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = "",
-    evaluation_ids: list[int],
+    evaluation_ids: list[int], shuffled_ids: Collection[int] = (),
 ) -> dict | None:
     """snapshot_grade, then slot_claim_next_assigned among `evaluation_ids`: the grader's
     next slot, or None. The grading loop (the API's next/ with a grade) runs this for every
@@ -390,7 +401,8 @@ def snapshot_grade_and_claim_next(
             besides_snapshot_id=target.snapshot_id, returning="*")
         claim, claim_params = _queue_claim_sql(
             user=user, now=now, evaluation_id=evaluation_ids[0], include_skipped=False,
-            besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + queries.HELD_FIRST)
+            besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + queries.HELD_FIRST,
+            shuffled_ids=shuffled_ids)
         columns, joins = queries.ASSIGNED_SLOT_SELECT
         row = _fetch_claim(
             f"WITH {grade_ctes}, {queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
@@ -402,10 +414,12 @@ def snapshot_grade_and_claim_next(
             if row["id"] is not None:
                 return assigned_slot_from_row(row)
             # Nothing unskipped left in the first evaluation: the others, the skipped.
-            return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+            return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
+                                            shuffled_ids=shuffled_ids)
         # No slot of theirs on the snapshot (or a lost race): the general path.
     snapshot_grade(user=user, target=target, grade=grade, unsure=unsure, note=note)
-    return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+    return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
+                                    shuffled_ids=shuffled_ids)
 
 
 @transaction.atomic
@@ -446,12 +460,12 @@ def slot_reset(*, slot_id: int) -> FeedbackSlot:
     for name, value in {
         "user": None, "grade": None, "assigned_at": None, "lease_expires_at": None,
         "graded_at": None, "unsure": False, "note": "", "graded_by": None, "reused_from": None,
-        "reused_from_pool": None, "reason": "",
+        "reused_from_pool": None, "reason": "", "shown_position": None,
     }.items():
         setattr(slot, name, value)
     slot.save(update_fields=[
         "user", "grade", "assigned_at", "lease_expires_at", "graded_at", "unsure", "note",
-        "graded_by", "reused_from", "reused_from_pool", "reason",
+        "graded_by", "reused_from", "reused_from_pool", "reason", "shown_position",
     ])
     if had_grade:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
@@ -501,7 +515,7 @@ def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
     for (value, reason), slot_ids in by_answer.items():
         FeedbackSlot.objects.filter(pk__in=slot_ids).update(
             grade=value, reason=reason, graded_at=now, lease_expires_at=None, unsure=False,
-            note="", graded_by=None)
+            note="", graded_by=None, shown_position=None)
     keywords_mark_dirty(keyword_ids=[keyword_id for _, _, keyword_id in held])
     return {snapshot_id for _, snapshot_id, _ in held}
 

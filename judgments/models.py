@@ -81,6 +81,10 @@ class FeedbackSlot(models.Model):
     graded_at = models.DateTimeField(null=True, blank=True)
     unsure = models.BooleanField(default=False)
     note = models.TextField(blank=True, default="")
+    # Where the grader was shown this result among its keyword's results when they graded
+    # it (1 = first): the engine's position, or their own place in a shuffled evaluation's
+    # order (queries.shuffle_key). Null for judges, leads' corrections, reused and old grades.
+    shown_position = models.PositiveSmallIntegerField(null=True, blank=True)
     # Why an LLM judge gave this grade (its slot's user is the judge's account).
     reason = models.TextField(blank=True, default="")
     # Who wrote the current grade when it was not the slot's grader (a lead correcting it).
@@ -130,6 +134,12 @@ class FeedbackSlot(models.Model):
 
     def __str__(self) -> str:
         return f"slot {self.index} of {self.snapshot_id}"
+
+    @property
+    def engine_position(self) -> int | None:
+        """The engine's rank of the result as a grader may see it: none when the evaluation
+        shuffles results (judgments.slot_json's "position")."""
+        return None if self.evaluation.shuffle_results else self.snapshot.position
 
 
 class SlotSkip(models.Model):

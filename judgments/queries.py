@@ -27,13 +27,14 @@ USERS = _q(User._meta.db_table)
 
 # --- the grading target: an evaluation or snapshot with the caller's role in its team ---
 
-_TARGET_COLUMNS = 'e."id", e."team_id", e."status", e."scale", e."tags", m."role"'
+_TARGET_COLUMNS = ('e."id", e."team_id", e."status", e."scale", e."tags",'
+                   ' e."shuffle_results", m."role"')
 _MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
 
 
 def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
-    """{id, team_id, status, scale, tags (JSON as the driver gives it), role (None: not a
-    member)} of the evaluation, or None when there is none."""
+    """{id, team_id, status, scale, tags (JSON as the driver gives it), shuffle_results,
+    role (None: not a member)} of the evaluation, or None when there is none."""
     return sql.fetch_one(
         f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
         [user_id, evaluation_id])
@@ -50,13 +51,15 @@ def snapshot_target_row(*, user_id: int, snapshot_id: int) -> dict | None:
 
 # --- the slot as the grading API answers it ---
 
-# Columns and joins from a slot row named f: the slot, its grader, result and keyword,
+# Columns and joins from a slot row named f: the slot, its grader, result, keyword and
+# evaluation (whether it shuffles: then the engine's position is not shown),
 # each column named after its field of the slot JSON (judgments.slot_json). judgments.queue
 # reads it from a claim's RETURNING too.
 ASSIGNED_SLOT_SELECT = (
     ", ".join(f"{field.column} AS {_q(field.name)}" for field in ASSIGNED_SLOT_FIELDS),
     f'JOIN {SNAPSHOTS} s ON s."id" = f."snapshot_id"'
     f' JOIN {KEYWORDS} k ON k."id" = f."keyword_id"'
+    f' JOIN {EVALUATIONS} e ON e."id" = f."evaluation_id"'
     f' LEFT JOIN {USERS} u ON u."id" = f."user_id"',
 )
 
@@ -106,6 +109,76 @@ UPDATE {SLOTS} SET "lease_expires_at" = %s WHERE {{guard}}"id" = (
 RETURNING {{returning}}
 """
 QUEUE_ORDER = 's."keyword_position", s."position", s."index"'
+
+
+# --- shuffled evaluations (Evaluation.shuffle_results): each grader's own order ---
+
+# A keyword's results go to a grader in the order of this key, a pseudo-random function of
+# (evaluation, keyword, grader, position): the same on every claim and reload for that
+# grader, another for the next one. Integer arithmetic that SQLite and PostgreSQL compute
+# alike (every operand below 2**31, every product below 2**63), so the claim's ORDER BY and
+# the shown position written with a grade agree; shuffle_key is the same in Python.
+_SHUFFLE_MOD = 2147483647  # 2**31 - 1, a prime
+_SHUFFLE_A = (1000003, 7919, 2654435, 40503, 0)  # evaluation, keyword, grader, position, +
+_SHUFFLE_B = (69069, 1103515, 48271, 16807, 12345)
+
+
+def shuffle_key(*, evaluation_id: int, keyword_id: int, user_id: int, position: int) -> int:
+    """Where a result sorts in a grader's shuffled order of its keyword (ties: position)."""
+    values = [evaluation_id % _SHUFFLE_MOD, keyword_id % _SHUFFLE_MOD,
+              user_id % _SHUFFLE_MOD, position]
+
+    def linear(factors: tuple[int, ...]) -> int:
+        return (sum(f * v for f, v in zip(factors, values, strict=False)) + factors[-1]) \
+            % _SHUFFLE_MOD
+
+    return linear(_SHUFFLE_A) * linear(_SHUFFLE_B) % _SHUFFLE_MOD
+
+
+def shuffle_key_sql(*, evaluation: str, keyword: str, user: str, position: str) -> str:
+    """shuffle_key over SQL expressions (columns or %s)."""
+    # %% is SQL's modulo once the driver has put the parameters in.
+    values = [f"(CAST({evaluation} AS BIGINT) %% {_SHUFFLE_MOD})",
+              f"(CAST({keyword} AS BIGINT) %% {_SHUFFLE_MOD})",
+              f"(CAST({user} AS BIGINT) %% {_SHUFFLE_MOD})", f"CAST({position} AS BIGINT)"]
+
+    def linear(factors: tuple[int, ...]) -> str:
+        terms = " + ".join(f"{f} * {v}" for f, v in zip(factors, values, strict=False))
+        return f"(({terms} + {factors[-1]}) %% {_SHUFFLE_MOD})"
+
+    return f"({linear(_SHUFFLE_A)} * {linear(_SHUFFLE_B)} %% {_SHUFFLE_MOD})"
+
+
+# A shuffled evaluation's hand-out order: keywords in order, each keyword's results in the
+# grader's own order (one %s: the grader's id, twice). The index still finds the keyword;
+# only that keyword's few slots are sorted.
+SHUFFLED_QUEUE_ORDER = (
+    's."keyword_position", '
+    + shuffle_key_sql(evaluation='s."evaluation_id"', keyword='s."keyword_id"', user="%s",
+                      position='s."position"')
+    + ', s."position", s."index"')
+
+
+def shown_position_sql(slot: str = "f") -> str:
+    """Where the grader of the slot row `slot` (an alias, or the quoted table inside an
+    UPDATE of it) was shown its result among the keyword's: its place in their shuffled
+    order, or the engine's position. No parameters; judgments.grading writes it with each
+    person's grade."""
+    def key(alias: str) -> str:
+        return shuffle_key_sql(
+            evaluation=f'{slot}."evaluation_id"', keyword=f'{alias}."keyword_id"',
+            user=f'{slot}."user_id"', position=f'{alias}."position"')
+
+    return f"""(SELECT CASE WHEN e."shuffle_results" THEN 1 + (
+        SELECT COUNT(*) FROM {SNAPSHOTS} t WHERE t."keyword_id" = s."keyword_id"
+          AND ({key("t")} < {key("s")}
+               OR ({key("t")} = {key("s")} AND t."position" < s."position")))
+    ELSE s."position" END
+    FROM {SNAPSHOTS} s JOIN {EVALUATIONS} e ON e."id" = {slot}."evaluation_id"
+    WHERE s."id" = {slot}."snapshot_id")"""
+
+
+SHOWN_POSITION_SQL = shown_position_sql()
 # PostgreSQL renews a held slot or else claims a free one, and reads the slot as the
 # grading API answers it, in one statement: each grade's request runs this. The slot's
 # own columns come from RETURNING, since the outer SELECT sees the table as it was.
@@ -116,7 +189,8 @@ HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
 
 def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list, order: str,
               include_skipped: bool, guard: str = "",
-              returning: str = '"id", "keyword_id"') -> tuple[str, list]:
+              returning: str = '"id", "keyword_id"',
+              order_params: list | None = None) -> tuple[str, list]:
     """CLAIM_SQL for the first free slot (alias s) matching `where`, and its parameters;
     `guard` is a condition (ending in AND) that must hold for anything to be claimed."""
     statement = CLAIM_SQL.format(
@@ -124,28 +198,37 @@ def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list,
         skips="" if include_skipped else NOT_SKIPPED)
     params = [user_id, sql.time_param(now), sql.time_param(lease_until), False,
               *where_params, sql.time_param(now), user_id]
-    return statement, params if include_skipped else [*params, user_id]
+    if not include_skipped:
+        params.append(user_id)
+    return statement, [*params, *(order_params or [])]
+
+
+def _queue_order(*, user_id: int, shuffled: bool) -> tuple[str, list]:
+    return (SHUFFLED_QUEUE_ORDER, [user_id, user_id]) if shuffled else (QUEUE_ORDER, [])
 
 
 def queue_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
                     include_skipped: bool, besides_snapshot_id: int | None = None,
-                    guard: str = "") -> tuple[str, list]:
-    """claim_sql for an evaluation's queue in hand-out order, returning the whole slot."""
+                    guard: str = "", shuffled: bool = False) -> tuple[str, list]:
+    """claim_sql for an evaluation's queue in hand-out order (the grader's own order of
+    each keyword's results when `shuffled`), returning the whole slot."""
     where, where_params = 's."evaluation_id" = %s', [evaluation_id]
     if besides_snapshot_id is not None:
         where, where_params = where + ' AND s."snapshot_id" <> %s', [
             evaluation_id, besides_snapshot_id]
+    order, order_params = _queue_order(user_id=user_id, shuffled=shuffled)
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until, where=where,
-                     where_params=where_params, order=QUEUE_ORDER,
+                     where_params=where_params, order=order, order_params=order_params,
                      include_skipped=include_skipped, guard=guard, returning="*")
 
 
 def evaluation_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
-                         include_skipped: bool) -> tuple[str, list]:
+                         include_skipped: bool, shuffled: bool = False) -> tuple[str, list]:
     """claim_sql for an evaluation's queue in hand-out order: the slot's id and keyword_id."""
+    order, order_params = _queue_order(user_id=user_id, shuffled=shuffled)
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
                      where='s."evaluation_id" = %s', where_params=[evaluation_id],
-                     order=QUEUE_ORDER, include_skipped=include_skipped)
+                     order=order, order_params=order_params, include_skipped=include_skipped)
 
 
 def snapshot_claim_sql(*, user_id: int, now, lease_until, snapshot_id: int

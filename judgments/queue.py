@@ -4,6 +4,7 @@ Claims are single conditional statements (judgments.queries): parallel graders p
 each other's rows instead of waiting or colliding. Grades are written by judgments.grading.
 """
 
+from collections.abc import Collection
 from contextlib import nullcontext
 from datetime import timedelta
 
@@ -13,7 +14,7 @@ from django.utils import timezone
 from evaluations.models import Evaluation
 from judgments import queries
 from judgments.models import FeedbackSlot, SlotSkip
-from judgments.queue_selectors import queue_evaluation_ids
+from judgments.queue_selectors import queue_evaluations
 from judgments.selectors import assigned_slot, assigned_slot_from_row
 from searchtweak import sql
 from searchtweak.models import Team, User
@@ -26,11 +27,13 @@ class SlotConflict(Exception):
 
 
 def _queue_claim_sql(*, user: User, now, evaluation_id: int, include_skipped: bool,
-                     besides_snapshot_id: int | None = None, guard: str = "") -> tuple[str, list]:
+                     besides_snapshot_id: int | None = None, guard: str = "",
+                     shuffled_ids: Collection[int] = ()) -> tuple[str, list]:
     """queries.queue_claim_sql with this queue's lease."""
     return queries.queue_claim_sql(
         user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
-        include_skipped=include_skipped, besides_snapshot_id=besides_snapshot_id, guard=guard)
+        include_skipped=include_skipped, besides_snapshot_id=besides_snapshot_id, guard=guard,
+        shuffled=evaluation_id in shuffled_ids)
 
 
 def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = "",
@@ -67,7 +70,8 @@ def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
     return row["id"] if row else None
 
 
-def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) -> dict | None:
+def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int],
+                                    shuffled_ids: Collection[int]) -> dict | None:
     now = timezone.now()
     columns, joins = queries.ASSIGNED_SLOT_SELECT
     for include_skipped in (False, True):
@@ -79,12 +83,13 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) ->
                     user=user, evaluation_ids=evaluation_ids, now=now, returning="*")
                 claim, claim_params = _queue_claim_sql(
                     user=user, now=now, evaluation_id=evaluation_id, include_skipped=False,
-                    guard=queries.HELD_FIRST)
+                    guard=queries.HELD_FIRST, shuffled_ids=shuffled_ids)
                 ctes = queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)
                 params = [*renew_params, *claim_params]
             else:
                 claim, params = _queue_claim_sql(user=user, now=now, evaluation_id=evaluation_id,
-                                                 include_skipped=include_skipped)
+                                                 include_skipped=include_skipped,
+                                                 shuffled_ids=shuffled_ids)
                 ctes = f"f AS ({claim})"
             row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params)
             if row is not None:
@@ -92,7 +97,8 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int]) ->
     return None
 
 
-def _claim_next_id_portable(*, user: User, evaluation_ids: list[int]) -> int | None:
+def _claim_next_id_portable(*, user: User, evaluation_ids: list[int],
+                            shuffled_ids: Collection[int]) -> int | None:
     """SQLite's slot_claim_next_assigned, one statement a step (it has no UPDATE in WITH)."""
     now = timezone.now()
     held = _renew_held(user=user, evaluation_ids=evaluation_ids, now=now)
@@ -102,27 +108,32 @@ def _claim_next_id_portable(*, user: User, evaluation_ids: list[int]) -> int | N
         for evaluation_id in evaluation_ids:
             claimed = _fetch_claim(*queries.evaluation_claim_sql(
                 user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
-                include_skipped=include_skipped))
+                include_skipped=include_skipped, shuffled=evaluation_id in shuffled_ids))
             if claimed is not None:
                 return claimed["id"]
     return None
 
 
-def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int]) -> dict | None:
+def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int],
+                             shuffled_ids: Collection[int] = ()) -> dict | None:
     """The grader's next slot among these evaluations (in this order), leased, as
     selectors.assigned_slot reads it; None when nothing is left for them.
 
     A slot the grader already holds comes back first (reloading the page or asking twice
     does not hoard leases); then the first free slot in evaluation, keyword and position
-    order; results the grader skipped come last. On PostgreSQL each step leases and reads
-    in one statement. The caller has checked that the evaluations are active and route
-    work to the grader (queue_selectors.queue_evaluation_ids, queue_selectors.target_queue).
+    order (in `shuffled_ids`' evaluations, each keyword's results in the grader's own
+    order: queries.shuffle_key); results the grader skipped come last. On PostgreSQL each
+    step leases and reads in one statement. The caller has checked that the evaluations are
+    active and route work to the grader (queue_selectors.queue_evaluation_ids,
+    queue_selectors.target_queue).
     """
     if not evaluation_ids:
         return None
     if sql.is_postgresql():
-        return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids)
-    slot_id = _claim_next_id_portable(user=user, evaluation_ids=evaluation_ids)
+        return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids,
+                                               shuffled_ids=shuffled_ids)
+    slot_id = _claim_next_id_portable(user=user, evaluation_ids=evaluation_ids,
+                                      shuffled_ids=shuffled_ids)
     return None if slot_id is None else assigned_slot(slot_id=slot_id)
 
 
@@ -131,8 +142,9 @@ def slot_claim_next(
 ) -> FeedbackSlot | None:
     """The grader's next slot in the team's queue (or one evaluation's), leased and loaded
     as a model; see slot_claim_next_assigned."""
-    evaluation_ids = queue_evaluation_ids(user=user, team=team, evaluation=evaluation)
-    slot = slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids)
+    evaluation_ids, shuffled_ids = queue_evaluations(user=user, team=team, evaluation=evaluation)
+    slot = slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
+                                    shuffled_ids=shuffled_ids)
     if slot is None:
         return None
     return FeedbackSlot.objects.select_related("keyword", "snapshot").get(pk=slot["id"])

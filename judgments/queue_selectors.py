@@ -44,6 +44,12 @@ def routes_to(*, user: User, team_id: int, tags: list[str]) -> bool:
     return tags_route(needed=tags, carried=row.tags if row else [])
 
 
+def target_shuffled_ids(target: GradingTarget) -> frozenset[int]:
+    """The shuffled evaluation among a target's queue (slot_claim_next_assigned's
+    `shuffled_ids`)."""
+    return frozenset([target.evaluation_id]) if target.shuffle_results else frozenset()
+
+
 def target_queue(*, user: User, target: GradingTarget) -> list[int]:
     """queue_evaluation_ids for one grading target the caller may see: its evaluation when
     it is active and routes work to them, else nothing."""
@@ -56,25 +62,33 @@ def queue_evaluation_ids(
     *, user: User, team: Team, evaluation: Evaluation | None = None
 ) -> list[int]:
     """The active evaluations whose work may go to this user: they carry all its tags."""
+    return queue_evaluations(user=user, team=team, evaluation=evaluation)[0]
+
+
+def queue_evaluations(
+    *, user: User, team: Team, evaluation: Evaluation | None = None
+) -> tuple[list[int], frozenset[int]]:
+    """queue_evaluation_ids, and which of them shuffle their results (one read for both)."""
     if not access.can(user=user, team_id=team.pk, minimum_role=Role.GRADER):
-        return []
+        return [], frozenset()
     if evaluation is not None:
         # The caller loaded it in this request: no need to read it again.
-        rows = [(evaluation.pk, evaluation.tags)] if (
+        rows = [(evaluation.pk, evaluation.tags, evaluation.shuffle_results)] if (
             evaluation.team_id == team.pk and evaluation.takes_grades()
         ) else []
     else:
         rows = list(
             Evaluation.objects.filter(team=team).taking_grades()
-            .order_by("started_at", "pk").values_list("pk", "tags")
+            .order_by("started_at", "pk").values_list("pk", "tags", "shuffle_results")
         )
-    needed = [(pk, {str(tag).strip().lower() for tag in (tags or [])}) for pk, tags in rows]
+    needed = [(pk, {str(tag).strip().lower() for tag in (tags or [])}) for pk, tags, _ in rows]
     # Most evaluations carry no tags: the grader's own are read only when one does.
     carried = (
         {tag.strip().lower() for tag in grader_tags(user=user, team=team)}
         if any(tags for _, tags in needed) else set()
     )
-    return [pk for pk, tags in needed if tags <= carried]
+    ids = [pk for pk, tags in needed if tags <= carried]
+    return ids, frozenset(pk for pk, _, shuffled in rows if shuffled and pk in ids)
 
 
 def previous_graded_slot(

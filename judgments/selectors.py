@@ -57,6 +57,7 @@ class GradingTarget:
     scale: str
     tags: list[str]
     snapshot_id: int | None = None
+    shuffle_results: bool = False
 
     @property
     def is_active(self) -> bool:
@@ -73,7 +74,7 @@ def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = No
     return GradingTarget(
         evaluation_id=row["id"], team_id=row["team_id"], status=row["status"],
         scale=row["scale"], tags=list(sql.json_value(row["tags"]) or []),
-        snapshot_id=snapshot_id)
+        snapshot_id=snapshot_id, shuffle_results=bool(row["shuffle_results"]))
 
 
 def evaluation_target_for_user(*, user: User, evaluation_id: int) -> GradingTarget:

@@ -15,7 +15,7 @@ class SlotField:
     name: str  # the JSON key, and the raw row's column name
     kind: str  # "int", "str", "bool", "datetime" or "json"
     source: str  # where the serializer reads it on a FeedbackSlot
-    column: str  # its SQL over the slot f, its snapshot s, keyword k and grader u
+    column: str  # its SQL over the slot f, its snapshot s, keyword k, grader u, evaluation e
     nullable: bool = False
     help_text: str = ""
 
@@ -44,7 +44,10 @@ ASSIGNED_SLOT_FIELDS: tuple[SlotField, ...] = (
     SlotField("evaluation", "int", "evaluation_id", 'f."evaluation_id"'),
     SlotField("snapshot", "int", "snapshot_id", 'f."snapshot_id"'),
     SlotField("keyword", "str", "keyword.text", 'k."text"'),
-    SlotField("position", "int", "snapshot.position", 's."position"'),
+    SlotField("position", "int", "engine_position",
+              'CASE WHEN e."shuffle_results" THEN NULL ELSE s."position" END', nullable=True,
+              help_text="Where the engine ranked the result; null when the evaluation "
+                        "shuffles results (its graders never see the rank)."),
     SlotField("doc_id", "str", "snapshot.doc_id", 's."doc_id"'),
     SlotField("name", "str", "snapshot.name", 's."name"'),
     SlotField("image", "str", "snapshot.image", 's."image"'),

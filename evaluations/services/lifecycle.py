@@ -118,7 +118,7 @@ def evaluation_create(
     strategy: int, keywords: list[str], metrics: list[dict[str, Any]],
     transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
-    show_position: bool = False, auto_finish: bool = True,
+    show_position: bool = False, auto_finish: bool = True, shuffle_results: bool = False,
     query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
     """`query_set_version`: the query set version `keywords` are (its caller,
@@ -133,12 +133,13 @@ def evaluation_create(
     keywords_validate(keywords)
     if reuse_grades not in Evaluation.Reuse.values:
         raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
+    _check_shuffle(shuffle_results=shuffle_results, show_position=show_position)
     evaluation = Evaluation.objects.create(
         team=team, created_by=created_by, model=model, name=name.strip(),
         description=description, scale=scale, strategy=strategy, transformers=transformers,
         tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
         show_position=bool(show_position), auto_finish=bool(auto_finish),
-        query_set_version=query_set_version,
+        shuffle_results=shuffle_results, query_set_version=query_set_version,
     )
     Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
     _create_metric_configs(evaluation, metrics)
@@ -203,6 +204,15 @@ def evaluations_create_started(*, specs: list[StartedEvaluationSpec], by: By = B
     return evaluations
 
 
+def _check_shuffle(*, shuffle_results: Any, show_position: Any) -> None:
+    if not isinstance(shuffle_results, bool):
+        raise ValidationError({"shuffle_results": "must be true or false"})
+    if shuffle_results and show_position:
+        raise ValidationError({"shuffle_results": (
+            "Shuffled results hide the engine's position from graders: turn off "
+            "\"show position\" to shuffle.")})
+
+
 def _clean_tags(tags: Any) -> list[str]:
     if tags is None:
         return []
@@ -219,7 +229,7 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
                "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
-               "auto_finish"}
+               "auto_finish", "shuffle_results"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
@@ -258,8 +268,13 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     for key in ("show_position", "auto_finish"):
         if key in changes and not isinstance(changes[key], bool):
             raise ValidationError({key: "must be true or false"})
+    if changes.keys() & {"shuffle_results", "show_position"}:
+        _check_shuffle(
+            shuffle_results=changes.get("shuffle_results", evaluation.shuffle_results),
+            show_position=changes.get("show_position", evaluation.show_position))
     for key in ("name", "description", "model", "scale", "strategy", "transformers", "tags",
-                "guidelines", "reuse_grades", "show_position", "auto_finish"):
+                "guidelines", "reuse_grades", "show_position", "auto_finish",
+                "shuffle_results"):
         if key in changes:
             setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)
@@ -508,6 +523,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
         transformers=evaluation.transformers, tags=evaluation.tags,
         guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
         auto_finish=evaluation.auto_finish, show_position=evaluation.show_position,
+        shuffle_results=evaluation.shuffle_results,
         query_set_version_id=evaluation.query_set_version_id,  # the same keywords
     )
     Keyword.objects.bulk_create(

@@ -22,11 +22,14 @@ def orm_target(evaluation: Evaluation, user) -> dict:
     role = Membership.objects.filter(team_id=evaluation.team_id, user=user).values_list(
         "role", flat=True).first()
     return {"id": evaluation.pk, "team_id": evaluation.team_id, "status": evaluation.status,
-            "scale": evaluation.scale, "tags": evaluation.tags, "role": role}
+            "scale": evaluation.scale, "tags": evaluation.tags,
+            "shuffle_results": evaluation.shuffle_results, "role": role}
 
 
 def decoded(row: dict | None) -> dict | None:
-    return None if row is None else {**row, "tags": sql.json_value(row["tags"])}
+    # SQLite answers a boolean as 0 or 1.
+    return None if row is None else {**row, "tags": sql.json_value(row["tags"]),
+                                     "shuffle_results": bool(row["shuffle_results"])}
 
 
 def test_target_rows(personas):
