@@ -47,3 +47,13 @@ urlpatterns += [
     path("judges/trust-policy/", api_calibration.JudgeTrustPolicyApi.as_view(),
          name="trust_policy"),
 ]
+
+# --- judge-human triage and adjudication (api_triage.py) ---
+from judges import api_triage  # noqa: E402
+
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/triage/", api_triage.EvaluationTriageApi.as_view(),
+         name="evaluation_triage"),
+    path("evaluations/<int:evaluation_id>/triage/<int:snapshot_id>/adjudicate/",
+         api_triage.SnapshotAdjudicateApi.as_view(), name="snapshot_adjudicate"),
+]

@@ -42,3 +42,13 @@ urlpatterns += [
     path("judges/<int:judge_id>/counts/", views_calibration.judge_counts, name="counts"),
     path("judges/trust-policy/", views_judges.trust_policy_edit, name="trust_policy"),
 ]
+
+# --- judge-human triage and adjudication (views_triage.py) ---
+from judges import views_triage  # noqa: E402
+
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/triage/", views_triage.evaluation_triage,
+         name="triage"),
+    path("evaluations/<int:evaluation_id>/triage/<int:snapshot_id>/adjudicate/",
+         views_triage.adjudicate, name="adjudicate"),
+]

@@ -203,6 +203,12 @@ def _check_grade(grade: Any, scale: scale_lookup.GradeScale) -> int:
     return value
 
 
+def grade_checked(*, evaluation: Evaluation, grade: Any) -> int:
+    """`grade` as an integer of the evaluation's scale; ValidationError on `grade` otherwise
+    (for a writer that checks before it writes several slots, e.g. an adjudication)."""
+    return _check_grade(grade, _evaluation_scale(evaluation))
+
+
 def _evaluation_scale(evaluation: Evaluation) -> scale_lookup.GradeScale:
     scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
     if scale is None:

@@ -246,3 +246,22 @@ class PoolImportUpload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} for {self.team_id}"
+
+
+class AdjudicatedAnswer(models.Model):
+    """A lead's decided answer for one result (judges' triage, judgments.adjudication): every
+    graded slot of the snapshot was set to `grade` through judgments.grading when it was
+    decided. `gold`: the lead marked it a gold answer (a flag only; what gold items are
+    used for comes later). Deciding again replaces the row."""
+
+    snapshot = models.OneToOneField(Snapshot, on_delete=models.CASCADE,
+                                    related_name="adjudicated_answer")
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+")
+    grade = models.SmallIntegerField()
+    gold = models.BooleanField(default=False)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}: {self.grade}{' (gold)' if self.gold else ''}"

@@ -50,8 +50,8 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
     ("metrics", "Metric values per keyword, comparisons of two to ten evaluations, "
                 "regression verdicts and the CI gate, and the metric table.",
      r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table|gate|verdicts)/|compare/"),
-    ("judges", "LLM judges, their runs, calibration and call logs.",
-     r"evaluations/\{evaluation_id\}/judge-runs/|judge-runs/|judges/"),
+    ("judges", "LLM judges, their runs, calibration, call logs and judge-human triage.",
+     r"evaluations/\{evaluation_id\}/(judge-runs|triage)/|judge-runs/|judges/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "
                     "the query sets (versioned keyword lists) they are created from, and "
                     "the schedules that re-run them at due times.",

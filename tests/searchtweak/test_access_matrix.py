@@ -251,6 +251,10 @@ def _judge(d: Dataset) -> dict:
     return {"judge_id": d.judge.pk}
 
 
+def _evaluation_snapshot(d: Dataset) -> dict:
+    return {"evaluation_id": d.evaluation.pk, "snapshot_id": d.snapshot_id}
+
+
 def _judge_evaluation_query(d: Dataset) -> dict:
     return {"evaluation": d.evaluation.pk}
 
@@ -455,6 +459,11 @@ TABLE: dict[str, Row] = {
     "judges_api:run_failed": row(_judge_run, GET=(200, 200, 200, 403, 404, 401)),
     "judges_api:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 404, 401)),
     "judges_api:judge_calls_jsonl": row(_run_judge, GET=(200, 200, 200, 403, 404, 401)),
+    # Judge-human triage: everyone's grades, so leads and above (access.GRADES_ROLE). An
+    # empty body is a 400 on `grade`.
+    "judges_api:evaluation_triage": row(_evaluation, GET=(200, 200, 200, 403, 404, 401)),
+    "judges_api:snapshot_adjudicate": row(_evaluation_snapshot,
+                                          POST=(400, 400, 400, 403, 404, 401)),
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
@@ -717,6 +726,9 @@ TABLE: dict[str, Row] = {
     "judges:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 404, LOGIN)),
     "judges:judge_calls_export": row(_run_judge, GET=(200, 200, 200, 403, 404, LOGIN)),
     "judges:call_detail": row(_judge_call, GET=(200, 200, 200, 403, 404, LOGIN)),
+    # --- judges: triage (an empty form goes back to the page with the reason) ---
+    "judges:triage": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judges:adjudicate": row(_evaluation_snapshot, POST=(302, 302, 302, 403, 404, LOGIN)),
     # --- metrics ---
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
