@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('evaluations', '0007_schedules'),
-        ('judgments', '0007_pool_slot_fields_and_uploads'),
+        ('judgments', '0008_slot_shown_position'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
