@@ -1,0 +1,116 @@
+"""Hard budgets against a real local model server: a run pauses before the call that would
+take it (or its team's month) over the cap, with the reason, and makes no such call."""
+
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from judges import runs
+from judges.models import JudgeCall, JudgeRun, JudgeRunItem, JudgeTeamSpend, JudgeTrustPolicy
+from tests.judges.builders import judge_for
+from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
+from tests.judgments.builders import evaluation_with_slots
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _quick_retries(settings):
+    settings.JUDGE_RETRY_BACKOFF_MS = 10
+
+
+def dollar_judge(team, provider, **fields):
+    """Each call costs exactly 1.00 USD, and is expected to: the fake answers with 40 tokens
+    out (and 120 in, free), priced 25 000 per million out; before any history the expected
+    tokens out are max_tokens = 40, afterwards 40 per call of 2 pairs (its history)."""
+    return judge_for(team, provider, counts=False, batch_size=2, max_concurrent_requests=1,
+                     price_in_per_million=Decimal("0"),
+                     price_out_per_million=Decimal("25000"),
+                     parameters={"max_tokens": 40}, **fields)
+
+
+def start(judge, evaluation, **options):
+    return runs.run_start(judge=judge, evaluation=evaluation, mode=JudgeRun.Mode.SHADOW,
+                          started_by=None, **options)
+
+
+def test_a_run_pauses_before_the_call_that_would_pass_its_budget(personas):
+    # 5 keywords of 2 results: 5 calls of 2 pairs, 1.00 each; a budget of 3.50 pays 3.
+    evaluation = evaluation_with_slots(personas.team, keywords=5, positions=2)
+    with fake_provider(OPENAI) as provider:
+        provider.default = grade_all()
+        judge = dollar_judge(personas.team, provider)
+        run = start(judge, evaluation, budget=Decimal("3.50"))
+        run.refresh_from_db()
+        assert len(provider.received) == 3
+
+    assert (run.status, run.call_count, run.done_count, run.left_count) == ("paused", 3, 6, 4)
+    assert run.spend == Decimal("3.0000")
+    assert run.pause_reason == ("Paused: the next call would take this run to 4.00 USD, "
+                                "over its budget of 3.50 USD.")
+    assert JudgeCall.objects.filter(run=run).count() == 3
+    # The pairs it did not ask wait for a resume, unclaimed.
+    assert set(JudgeRunItem.objects.filter(run=run).exclude(status="done").values_list(
+        "status", "lease_expires_at")) == {("pending", None)}
+    month = JudgeTeamSpend.objects.get(team=personas.team)
+    assert (month.month_on, month.spend) == (timezone.localdate().replace(day=1),
+                                             Decimal("3.0000"))
+    assert runs.run_progress(run=run)["pause_reason"] == run.pause_reason
+
+
+def test_the_teams_monthly_budget_holds_across_runs(personas):
+    JudgeTrustPolicy.objects.create(team=personas.team, monthly_budget=Decimal("5"))
+    first = evaluation_with_slots(personas.team, keywords=3, positions=2)
+    # Other questions, so that the judge's cache answers none of them.
+    second = evaluation_with_slots(personas.team, positions=2, texts=["a", "b", "c"])
+    with fake_provider(OPENAI) as provider:
+        provider.default = grade_all()
+        judge = dollar_judge(personas.team, provider)
+        one = start(judge, first)
+        two = start(judge, second)
+        assert len(provider.received) == 5
+
+    one.refresh_from_db()
+    two.refresh_from_db()
+    assert (one.status, one.call_count, one.spend) == ("done", 3, Decimal("3.0000"))
+    assert (two.status, two.call_count, two.spend) == ("paused", 2, Decimal("2.0000"))
+    month_name = timezone.localdate().strftime("%B %Y")
+    assert two.pause_reason == (
+        f"Paused: the next call would take the team's judge spend for {month_name} to "
+        "6.00 USD, over its monthly budget of 5.00 USD.")
+    assert JudgeTeamSpend.objects.get(team=personas.team).spend == Decimal("5.0000")
+
+
+def test_the_spend_is_the_recorded_tokens_not_the_expectation(personas):
+    # Expected 40 tokens out (max_tokens) for the first call; the model answers with 40,
+    # then history says 40 per 2 pairs. A judge priced on tokens in too counts them as
+    # recorded: 3 calls x (120 in x 2.50 + 40 out x 10) per million.
+    evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2)
+    with fake_provider(OPENAI) as provider:
+        provider.default = grade_all()
+        judge = judge_for(personas.team, provider, counts=False, batch_size=2,
+                          price_in_per_million=Decimal("2.50"),
+                          price_out_per_million=Decimal("10"))
+        run = start(judge, evaluation, budget=Decimal("1"))
+
+    run.refresh_from_db()
+    assert (run.status, run.call_count) == ("done", 3)
+    assert run.spend == 3 * Decimal("0.0007")  # 0.0003 + 0.0004 a call
+
+
+def test_a_budget_needs_a_priced_judge_and_more_than_zero(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, counts=False)
+        with pytest.raises(ValidationError) as unpriced:
+            start(judge, evaluation, budget=Decimal("1"))
+        judge.price_out_per_million = Decimal("1")
+        judge.save(update_fields=["price_out_per_million"])
+        with pytest.raises(ValidationError) as zero:
+            start(judge, evaluation, budget=Decimal("0"))
+    assert "has no prices" in unpriced.value.message_dict["budget"][0]
+    assert zero.value.message_dict == {"budget": ["A budget is more than zero (or left empty)."]}
+    assert not JudgeRun.objects.exists()
+    assert provider.received == []
