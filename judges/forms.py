@@ -208,3 +208,7 @@ class TrustPolicyForm(forms.Form):
     min_kappa = forms.FloatField(
         label="κ at least", min_value=-1, max_value=1,
         help_text="Cohen's κ, quadratic-weighted on scales of more than two grades.")
+    monthly_budget = forms.DecimalField(
+        label="Monthly budget", required=False, min_value=0, max_digits=12, decimal_places=4,
+        help_text="Optional: the most the team's judge runs may spend a calendar month, at "
+                  "the judges' prices; a run pauses before a call would pass it.")

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations.models import Evaluation
-from judges import run_selectors, runs
+from judges import estimates, run_selectors, runs
 from judges.forms_runs import NEEDS_COUNTS, RunStartForm
 from searchtweak.forms import add_service_errors
 
@@ -44,13 +44,35 @@ def run_start(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         try:
             run = runs.run_start(judge=form.cleaned_data["judge"], evaluation=evaluation,
                                  mode=form.cleaned_data["mode"], started_by=request.user,
-                                 refresh_cache=form.cleaned_data["refresh_cache"])
+                                 refresh_cache=form.cleaned_data["refresh_cache"],
+                                 budget=form.cleaned_data["budget"])
         except ValidationError as error:
             add_service_errors(form, error)
         else:
             messages.success(request, f"{run.judge.name} started on {evaluation.name}.")
             return redirect("judges:run_detail", run_id=run.pk)
     return render(request, "judges/evaluation_runs.html", _panel_context(evaluation, form),
+                  status=400 if form.errors else 200)
+
+
+@require_GET
+@login_required
+def run_estimate(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """What the run the start form describes would cost (judges.estimates): the panel loads
+    it (htmx) when the form changes; without htmx, the panel with it."""
+    evaluation = run_selectors.evaluation_for_runs(user=request.user,
+                                                   evaluation_id=evaluation_id)
+    form = RunStartForm(request.GET, team_id=evaluation.team_id)
+    estimate = None
+    if form.is_valid():
+        data = form.cleaned_data
+        estimate = estimates.judge_run_estimate(judge=data["judge"], evaluation=evaluation,
+                                                mode=data["mode"],
+                                                refresh_cache=data["refresh_cache"])
+    context = {**_panel_context(evaluation, form), "estimate": estimate}
+    if request.htmx:
+        return render(request, "judges/_run_estimate.html", context)
+    return render(request, "judges/evaluation_runs.html", context,
                   status=400 if form.errors else 200)
 
 

@@ -114,3 +114,25 @@ def test_a_budget_needs_a_priced_judge_and_more_than_zero(personas):
     assert zero.value.message_dict == {"budget": ["A budget is more than zero (or left empty)."]}
     assert not JudgeRun.objects.exists()
     assert provider.received == []
+
+
+def test_the_start_form_and_the_api_take_a_budget(client, personas):
+    from rest_framework.test import APIClient
+
+    from tests.judges.run_builders import judge_of, priced
+
+    first = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    second = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    # Its calls go to a closed port and fail; only where the budget lands matters here.
+    judge = priced(judge_of(personas.team, name="Sage"))
+    client.force_login(personas.lead)
+    page = client.post(f"/evaluations/{first.pk}/judge-runs/start/",
+                       {"judge": judge.pk, "mode": "shadow", "budget": "2.5"})
+    assert page.status_code == 302
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    body = api.post(f"/api/v1/evaluations/{second.pk}/judge-runs/",
+                    {"judge": judge.pk, "mode": "shadow", "budget": "7"}, format="json").json()
+    assert (body["budget"], body["spend"]) == ("7.0000", "0.0000")
+    assert sorted(JudgeRun.objects.values_list("budget", flat=True)) == [
+        Decimal("2.5"), Decimal("7")]
