@@ -136,3 +136,51 @@ def test_the_start_form_and_the_api_take_a_budget(client, personas):
     assert (body["budget"], body["spend"]) == ("7.0000", "0.0000")
     assert sorted(JudgeRun.objects.values_list("budget", flat=True)) == [
         Decimal("2.5"), Decimal("7")]
+
+
+def test_concurrent_lanes_cannot_pass_the_budget_together(personas, monkeypatch):
+    import threading
+
+    from django.db import connection
+
+    from judges import batches, tasks
+    from tests.conftest import skip_or_fail
+    from tests.judges.fake_providers import ModelAnswer, document_ids
+
+    if connection.vendor != "postgresql":
+        skip_or_fail("concurrent lanes need PostgreSQL's row locks: set DATABASE_URL")
+    lanes = 4
+    # One pair a call, each 1.00 (expected and charged): 3.50 pays 3 calls, whichever lanes.
+    evaluation = evaluation_with_slots(personas.team, keywords=10, positions=1)
+    monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
+    errors: list[BaseException] = []
+    gate = threading.Barrier(lanes)
+    with fake_provider(OPENAI) as provider:
+        provider.default = lambda prompt, request: ModelAnswer({"grades": [
+            {"id": doc_id, "grade": 1, "reason": "ok"} for doc_id in document_ids(prompt)]},
+            delay=0.05)
+        judge = dollar_judge(personas.team, provider)
+        judge.batch_size, judge.max_concurrent_requests = 1, lanes
+        judge.save(update_fields=["batch_size", "max_concurrent_requests"])
+        run = start(judge, evaluation, budget=Decimal("3.50"))
+
+        def lane(number: int) -> None:
+            try:
+                gate.wait()
+                while tasks.lane_work(run.pk, seconds=60, lane=batches.Lane(number, lanes)):
+                    pass
+            except BaseException as error:
+                errors.append(error)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=lane, args=(n,)) for n in range(lanes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        received = len(provider.received)
+    assert not errors, errors
+    run.refresh_from_db()
+    assert (received, run.call_count, run.done_count, run.status) == (3, 3, 3, "paused")
+    assert run.spend == Decimal("3.0000")
