@@ -184,3 +184,17 @@ def test_concurrent_lanes_cannot_pass_the_budget_together(personas, monkeypatch)
     run.refresh_from_db()
     assert (received, run.call_count, run.done_count, run.status) == (3, 3, 3, "paused")
     assert run.spend == Decimal("3.0000")
+
+
+def test_the_run_page_shows_the_budget_and_the_reason(client, personas):
+    from tests.judges.run_builders import judge_of, priced, run_of
+
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    run = run_of(priced(judge_of(personas.team, name="Sage")), evaluation,
+                 status=JudgeRun.Status.PAUSED, budget=Decimal("5"), spend=Decimal("4.5"),
+                 pause_reason="Paused: the next call would take this run to 5.02 USD, over "
+                              "its budget of 5.00 USD.")
+    client.force_login(personas.lead)
+    html = client.get(f"/judge-runs/{run.pk}/").content.decode()
+    assert "4.5000 of 5.0000 USD" in html
+    assert "to 5.02 USD, over its budget of 5.00 USD." in html
