@@ -23,7 +23,7 @@ from django.utils import timezone
 from evaluations.models import Snapshot
 from judges import budgets, calls, estimates
 from judges.core.cache import cache_key
-from judges.core.prompts import Document, PromptError, build_prompt
+from judges.core.prompts import Document, PromptError, build_prompt, images_to_send
 from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments import grading
@@ -197,7 +197,8 @@ def batch_documents(snapshots: list[Snapshot]) -> list[Document]:
         if doc_id in used:
             doc_id = f"{doc_id}#{snapshot.position}"
         used.add(doc_id)
-        documents.append(Document(id=doc_id, fields=document_fields(snapshot)))
+        documents.append(Document(id=doc_id, fields=document_fields(snapshot),
+                                  image=snapshot.image))
     return documents
 
 
@@ -209,12 +210,15 @@ def document_fields(snapshot: Snapshot) -> dict:
 
 
 def answer_key(*, judge: Judge, evaluation, grade_scale, template: str, provider_identity: str,
-               keyword: str, fields: dict) -> str:
-    """The cache key of one pair's answer (judges.core.cache), as runs and estimates ask."""
+               keyword: str, fields: dict, image: str = "") -> str:
+    """The cache key of one pair's answer (judges.core.cache), as runs and estimates ask;
+    the image is part of the question when it is sent."""
+    sent = bool(images_to_send(template, [Document(id="-", fields={}, image=image)],
+                               send_images=calls.sends_images(judge)))
     return cache_key(keyword=keyword, fields=fields, template=template,
                      provider=provider_identity, model=judge.model,
                      parameters=judge.parameters or {}, guidelines=evaluation.guidelines,
-                     grades=list(grade_scale.grades))
+                     grades=list(grade_scale.grades), image=image if sent else "")
 
 
 def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | None) -> None:
@@ -232,7 +236,8 @@ def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | 
     for item in items:
         key = answer_key(judge=judge, evaluation=evaluation, grade_scale=scale.scale,
                          template=template, provider_identity=provider.identity,
-                         keyword=keyword, fields=dict(documents[item.pk].fields))
+                         keyword=keyword, fields=dict(documents[item.pk].fields),
+                         image=documents[item.pk].image)
         outcomes[item.pk] = _Outcome(cache_key=key)
     if not run.refresh_cache:
         cached = {answer.key: answer for answer in JudgeAnswer.objects.filter(

@@ -130,11 +130,12 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
     template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[snapshot_id for snapshot_id, _ in pairs]).only(
-        "pk", "doc_id", "position", "name", "fields", "keyword__text")}
+        "pk", "doc_id", "position", "name", "image", "fields", "keyword__text")}
     keys = {snapshot_id: batches.answer_key(
         judge=judge, evaluation=evaluation, grade_scale=scale.scale, template=template,
         provider_identity=provider.identity, keyword=snapshots[snapshot_id].keyword.text,
-        fields=batches.document_fields(snapshots[snapshot_id])) for snapshot_id, _ in pairs}
+        fields=batches.document_fields(snapshots[snapshot_id]),
+        image=snapshots[snapshot_id].image) for snapshot_id, _ in pairs}
     cached = set()
     if not refresh_cache:
         cached = set(JudgeAnswer.objects.filter(key__in=set(keys.values())).values_list(

@@ -54,6 +54,9 @@ class Judge(models.Model):
     counts_override_reason = models.TextField(blank=True, default="")
     # A redirect to another origin is followed (without the key) only when this is set.
     allow_cross_origin_redirects = models.BooleanField(default=False)
+    # Results' images go with the prompt (as URLs) when its template has {{images}}
+    # (judges.core.prompts); OpenAI-compatible and Anthropic judges only.
+    send_images = models.BooleanField(default=False)
     timeout_seconds = models.FloatField(default=60.0)
     max_retries = models.PositiveSmallIntegerField(default=3)
     # Shared by all workers (searchtweak.outbound_limits), like an endpoint's.
