@@ -39,7 +39,8 @@ def money(amount: Decimal, currency: str) -> str:
 def call_reserve(*, run_id: int, cost: Decimal) -> str:
     """Count `cost` against the run's and its team's budgets; "" when the call may go,
     else the reason, with which the run (if still running) was paused."""
-    run = JudgeRun.objects.select_for_update().select_related("judge").get(pk=run_id)
+    run = JudgeRun.objects.select_for_update(of=("self",)).select_related("judge").get(
+        pk=run_id)
     if run.status != JudgeRun.Status.RUNNING:
         return f"the run is {run.status}"
     currency, team_id = run.judge.price_currency, run.judge.team_id

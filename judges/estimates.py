@@ -32,6 +32,7 @@ from judgments import scales as scale_lookup
 CHARS_PER_TOKEN = 4
 SAMPLE_PAIRS = 20
 GUESS_TOKENS_OUT_PER_PAIR = 60
+KEY_CHUNK = 5000
 # The parameters that cap a call's answer, by provider family.
 MAX_TOKENS_PARAMETERS = ("max_tokens", "max_completion_tokens", "num_predict")
 
@@ -136,10 +137,12 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
         provider_identity=provider.identity, keyword=snapshots[snapshot_id].keyword.text,
         fields=batches.document_fields(snapshots[snapshot_id]),
         image=snapshots[snapshot_id].image) for snapshot_id, _ in pairs}
-    cached = set()
+    cached: set[str] = set()
     if not refresh_cache:
-        cached = set(JudgeAnswer.objects.filter(key__in=set(keys.values())).values_list(
-            "key", flat=True))
+        wanted = sorted(set(keys.values()))
+        for start in range(0, len(wanted), KEY_CHUNK):  # SQLite's bound on parameters
+            cached.update(JudgeAnswer.objects.filter(
+                key__in=wanted[start:start + KEY_CHUNK]).values_list("key", flat=True))
     asked = [(s, k) for s, k in pairs if keys[s] not in cached]
     run_batches = _batches_of(asked, judge.batch_size)
     tokens_out = tokens_out_expected(judge=judge)

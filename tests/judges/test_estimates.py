@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from judges import runs
+from judges import estimates, runs
 from judges.core.prompts import grades_schema, system_prompt
 from judges.estimates import GUESS_TOKENS_OUT_PER_PAIR, judge_run_estimate
 from judges.models import JudgeRun
@@ -48,7 +48,9 @@ def shoes_answered(personas):
     return judge
 
 
-def test_it_counts_the_pairs_the_cache_does_not_answer(personas, shoes_answered):
+def test_it_counts_the_pairs_the_cache_does_not_answer(personas, shoes_answered,
+                                                      monkeypatch):
+    monkeypatch.setattr(estimates, "KEY_CHUNK", 2)  # the cache is read in chunks of keys
     evaluation = evaluation_with_slots(personas.team, texts=["shoes", "boots"], positions=3)
     estimate = judge_run_estimate(judge=shoes_answered, evaluation=evaluation,
                                   mode=JudgeRun.Mode.SHADOW)
