@@ -196,9 +196,24 @@ JudgeRunPauseApi = row_step_api(
     request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_pause",
     description="No new batch starts; batches under way finish.")
 
+class ResumeInputSerializer(serializers.Serializer):
+    budget = serializers.DecimalField(
+        max_digits=12, decimal_places=4, required=False, allow_null=True, default=None,
+        help_text="A new budget for the run from now on (one its budget paused would "
+                  "otherwise pause again); left out: the budget stays.")
+
+
+def _resume(run: JudgeRun, request: Request) -> JudgeRun:
+    serializer = ResumeInputSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    runs.run_resume(run=run, **serializer.validated_data)
+    return run
+
+
 JudgeRunResumeApi = row_step_api(
-    "JudgeRunResumeApi", load=_load_run, step=_run_step(runs.run_resume), output=_run_detail,
-    request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_resume")
+    "JudgeRunResumeApi", load=_load_run, step=_resume, output=_run_detail,
+    request=ResumeInputSerializer, responses=RunDetailOutputSerializer,
+    operation_id="judge_runs_resume")
 
 JudgeRunCancelApi = row_step_api(
     "JudgeRunCancelApi", load=_load_run, step=_run_step(runs.run_cancel), output=_run_detail,

@@ -86,6 +86,15 @@ def pairs_to_ask(*, evaluation: Evaluation, mode: str, judge_user: User
     return [(row["snapshot_id"], row["keyword_id"]) for row in rows]
 
 
+def _check_budget(*, judge: Judge, budget: Decimal) -> None:
+    if budget <= 0:
+        raise ValidationError({"budget": "A budget is more than zero (or left empty)."})
+    if judge.price_in_per_million is None and judge.price_out_per_million is None:
+        raise ValidationError({"budget": (
+            f"{judge.name!r} has no prices, so its calls have no cost to hold to a "
+            "budget: an admin sets its prices per million tokens first.")})
+
+
 @transaction.atomic
 def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: User | None,
               refresh_cache: bool = False, budget: Decimal | None = None) -> JudgeRun:
@@ -93,12 +102,7 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
     budget, it pauses before a call would take its spend over it (judges.budgets)."""
     _check_can_run(judge=judge, evaluation=evaluation, mode=mode)
     if budget is not None:
-        if budget <= 0:
-            raise ValidationError({"budget": "A budget is more than zero (or left empty)."})
-        if judge.price_in_per_million is None and judge.price_out_per_million is None:
-            raise ValidationError({"budget": (
-                f"{judge.name!r} has no prices, so its calls have no cost to hold to a "
-                "budget: an admin sets its prices per million tokens first.")})
+        _check_budget(judge=judge, budget=budget)
     Judge.objects.select_for_update().filter(pk=judge.pk).first()  # one start at a time
     if JudgeRun.objects.filter(judge=judge, evaluation=evaluation,
                                status__in=[Status.RUNNING, Status.PAUSED]).exists():
@@ -147,14 +151,21 @@ def run_pause(*, run: JudgeRun) -> JudgeRun:
 
 
 @transaction.atomic
-def run_resume(*, run: JudgeRun) -> JudgeRun:
+def run_resume(*, run: JudgeRun, budget: Decimal | None = None) -> JudgeRun:
+    """Running again; with `budget`, under that budget from now on (a run its budget
+    paused would otherwise pause again before its next call)."""
     run = _locked(run)
     if run.status != Status.PAUSED:
         _refuse(run, "resumed")
     _check_can_run(judge=run.judge, evaluation=run.evaluation, mode=run.mode)
+    fields = ["status", "crash_streak", "pause_reason"]
+    if budget is not None:
+        _check_budget(judge=run.judge, budget=budget)
+        run.budget = budget
+        fields.append("budget")
     # Whoever resumes has seen why it paused: its lanes get a fresh count of crashes.
     run.status, run.crash_streak, run.pause_reason = Status.RUNNING, 0, ""
-    run.save(update_fields=["status", "crash_streak", "pause_reason"])
+    run.save(update_fields=fields)
     _lanes_start_on_commit(run)
     return run
 

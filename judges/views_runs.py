@@ -2,6 +2,7 @@
 a run, one run's live progress and failed pairs, and pausing, resuming, cancelling and
 retrying it. The engine is judges.runs; these only ask, call it and show."""
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -107,8 +108,16 @@ def run_action(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
     """Pause, resume, cancel or retry the failed pairs (the URL names the action)."""
     run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
     service, message = ACTIONS[action]
+    options = {}
+    if action == "resume" and request.POST.get("budget", "").strip():
+        budget = forms.DecimalField(max_digits=12, decimal_places=4)
+        try:
+            options["budget"] = budget.clean(request.POST["budget"].strip())
+        except ValidationError as error:
+            messages.error(request, "Budget: " + " ".join(error.messages))
+            return redirect("judges:run_detail", run_id=run.pk)
     try:
-        result = service(run=run)
+        result = service(run=run, **options)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:

@@ -198,3 +198,34 @@ def test_the_run_page_shows_the_budget_and_the_reason(client, personas):
     html = client.get(f"/judge-runs/{run.pk}/").content.decode()
     assert "4.5000 of 5.0000 USD" in html
     assert "to 5.02 USD, over its budget of 5.00 USD." in html
+
+
+def test_resuming_with_a_new_budget_goes_on_to_it(client, personas):
+    from rest_framework.test import APIClient
+
+    evaluation = evaluation_with_slots(personas.team, keywords=5, positions=2)
+    client.force_login(personas.lead)
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    with fake_provider(OPENAI) as provider:
+        provider.default = grade_all()
+        judge = dollar_judge(personas.team, provider)
+        run = start(judge, evaluation, budget=Decimal("1.50"))
+        run.refresh_from_db()
+        assert (run.status, run.call_count) == ("paused", 1)
+        page = client.get(f"/judge-runs/{run.pk}/").content.decode()
+        assert 'value="1.5000" data-testid="resume-budget"' in page
+        # The page: 3.50 pays two more calls, then it pauses again before the fourth.
+        client.post(f"/judge-runs/{run.pk}/resume/", {"budget": "3.5"})
+        run.refresh_from_db()
+        assert (run.status, run.call_count, run.budget) == ("paused", 3, Decimal("3.5"))
+        assert run.pause_reason == ("Paused: the next call would take this run to 4.00 USD, "
+                                    "over its budget of 3.50 USD.")
+        refused = api.post(f"/api/v1/judge-runs/{run.pk}/resume/", {"budget": "0"},
+                           format="json")
+        assert refused.status_code == 400 and set(refused.json()) == {"budget"}
+        # The API: 10 pays the rest.
+        body = api.post(f"/api/v1/judge-runs/{run.pk}/resume/", {"budget": "10"},
+                        format="json").json()
+        assert len(provider.received) == 5
+    assert (body["status"], body["budget"], body["spend"]) == ("done", "10.0000", "5.0000")
