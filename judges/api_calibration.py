@@ -155,6 +155,9 @@ class JudgeTrustPolicyApi(APIView):
     class InputSerializer(serializers.Serializer):
         min_pairs = serializers.IntegerField(min_value=1, max_value=trust.MAX_MIN_PAIRS)
         min_kappa = serializers.FloatField(min_value=-1, max_value=1)
+        monthly_budget = serializers.DecimalField(
+            max_digits=12, decimal_places=4, min_value=0, required=False, allow_null=True,
+            default=None, help_text="Left out or null: no monthly cap.")
 
     class OutputSerializer(serializers.Serializer):
         team = serializers.IntegerField(source="team_id")
@@ -162,6 +165,10 @@ class JudgeTrustPolicyApi(APIView):
             help_text="Judge x person pairs needed on the evaluation it shadowed.")
         min_kappa = serializers.FloatField(
             help_text="κ needed there (quadratic-weighted on scales of more than two grades).")
+        monthly_budget = serializers.DecimalField(
+            max_digits=12, decimal_places=4, allow_null=True,
+            help_text="The most the team's judge runs may spend a calendar month at the "
+                      "judges' prices (a run pauses before a call would pass it); null: none.")
 
     @extend_schema(parameters=[TEAM_PARAM], responses=OutputSerializer,
                    operation_id="judges_trust_policy",

@@ -41,7 +41,8 @@ class _ApiKeySetField(serializers.BooleanField):
 class JudgeOutputSerializer(serializers.Serializer):
     CONFIGURATION_FIELDS = ("base_url", "api_key_set", "prompt_templates", "parameters",
                             "timeout_seconds", "max_retries", "max_concurrent_requests",
-                            "requests_per_minute", "allow_cross_origin_redirects")
+                            "requests_per_minute", "allow_cross_origin_redirects",
+                            "send_images")
 
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
@@ -74,6 +75,9 @@ class JudgeOutputSerializer(serializers.Serializer):
     allow_cross_origin_redirects = serializers.BooleanField(
         required=False, help_text="A redirect to another origin is followed, without the "
         "key. " + CONFIGURATION_HELP)
+    send_images = serializers.BooleanField(
+        required=False, help_text="Results' images go with the prompt (by URL) when its "
+        "template has {{images}}. " + CONFIGURATION_HELP)
     timeout_seconds = serializers.FloatField(required=False, help_text=CONFIGURATION_HELP)
     max_retries = serializers.IntegerField(required=False, help_text=CONFIGURATION_HELP)
     max_concurrent_requests = serializers.IntegerField(required=False,
@@ -119,6 +123,9 @@ class JudgeInputSerializer(serializers.Serializer):
     is_active = serializers.BooleanField(default=True)
     allow_cross_origin_redirects = serializers.BooleanField(
         default=False, help_text="Follow a redirect to another origin (it gets no key).")
+    send_images = serializers.BooleanField(
+        default=False, help_text="Send results' images (by URL) with a template that has "
+                                 "{{images}}; OpenAI-compatible and Anthropic only.")
     timeout_seconds = serializers.FloatField(default=60.0, min_value=0.1,
                                              max_value=services.MAX_TIMEOUT_SECONDS)
     max_retries = serializers.IntegerField(default=3, min_value=0, max_value=MAX_RETRIES)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from judges import access as judge_access
-from judges import call_export, run_selectors, runs
+from judges import call_export, estimates, run_selectors, runs
 from judges.models import Judge, JudgeRun
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import row_step_api
@@ -42,6 +42,13 @@ class RunOutputSerializer(serializers.Serializer):
         help_text="Pairs a person graded before the judge got to them: not failures.")
     left_count = serializers.IntegerField()
     cached_count = serializers.IntegerField()
+    budget = serializers.DecimalField(
+        max_digits=12, decimal_places=4, allow_null=True,
+        help_text="The most this run may spend at its judge's prices; null: no cap.")
+    spend = serializers.DecimalField(
+        max_digits=14, decimal_places=4,
+        help_text="What its calls cost (recorded tokens at the prices), with the expected "
+                  "cost of calls under way.")
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -64,7 +71,8 @@ class ProgressSerializer(serializers.Serializer):
         help_text="Batches that raised and lanes that died holding pairs; crashes in a row "
                   "pause the run.")
     pause_reason = serializers.CharField(
-        help_text="Why the run paused itself (its lanes kept crashing); empty otherwise.")
+        help_text="Why the run paused itself (its lanes kept crashing, or the next call "
+                  "would pass its budget or its team's monthly budget); empty otherwise.")
 
 
 class RunDetailOutputSerializer(RunOutputSerializer):
@@ -86,6 +94,10 @@ class EvaluationJudgeRunsApi(APIView):
         mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
         refresh_cache = serializers.BooleanField(
             default=False, help_text="Ask again even where the cache holds an answer.")
+        budget = serializers.DecimalField(
+            max_digits=12, decimal_places=4, required=False, allow_null=True, default=None,
+            help_text="The most the run may spend at the judge's prices (which it needs): "
+                      "it pauses before a call would take it over.")
 
         def __init__(self, *args: Any, team_id: int = 0, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -115,6 +127,50 @@ class EvaluationJudgeRunsApi(APIView):
         return Response(_run_detail(run), status=status.HTTP_201_CREATED)
 
 
+class EvaluationJudgeRunEstimateApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        judge = serializers.PrimaryKeyRelatedField(
+            queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
+        mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
+        refresh_cache = serializers.BooleanField(default=False)
+
+        def __init__(self, *args: Any, team_id: int = 0, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.fields["judge"].queryset = Judge.objects.filter(team_id=team_id)
+
+    class OutputSerializer(serializers.Serializer):
+        pair_count = serializers.IntegerField(help_text="Pairs the run would ask about now.")
+        cached_count = serializers.IntegerField(
+            help_text="Of those, pairs the judge's cache answers (0 with refresh_cache).")
+        asked_count = serializers.IntegerField()
+        call_count = serializers.IntegerField(
+            help_text="One call per batch of one keyword's pairs.")
+        sampled_count = serializers.IntegerField(
+            help_text="Pairs whose prompts were rendered to measure the tokens in.")
+        tokens_in = serializers.IntegerField()
+        tokens_out = serializers.IntegerField()
+        tokens_out_source = serializers.CharField(
+            help_text="history (the judge's past answers), max_tokens (its parameter, an "
+                      "upper bound) or guess.")
+        cost = serializers.DecimalField(max_digits=20, decimal_places=4, allow_null=True,
+                                        help_text="At the judge's prices; null without.")
+        currency = serializers.CharField()
+        problem = serializers.CharField(help_text="Why there is no estimate; empty if none.")
+
+    @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
+                   operation_id="evaluation_judge_runs_estimate",
+                   description="What starting this run now would take: pairs, cache hits, "
+                               "calls, tokens (measured on rendered prompts) and cost.")
+    def get(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = run_selectors.evaluation_for_runs(user=request.user,
+                                                       evaluation_id=evaluation_id)
+        filters = self.FilterSerializer(data=request.query_params, team_id=evaluation.team_id)
+        filters.is_valid(raise_exception=True)
+        estimate = estimates.judge_run_estimate(evaluation=evaluation,
+                                                **filters.validated_data)
+        return Response(self.OutputSerializer(estimate).data)
+
+
 class JudgeRunDetailApi(APIView):
     @extend_schema(responses=RunDetailOutputSerializer, operation_id="judge_runs_retrieve")
     def get(self, request: Request, run_id: int) -> Response:
@@ -140,9 +196,24 @@ JudgeRunPauseApi = row_step_api(
     request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_pause",
     description="No new batch starts; batches under way finish.")
 
+class ResumeInputSerializer(serializers.Serializer):
+    budget = serializers.DecimalField(
+        max_digits=12, decimal_places=4, required=False, allow_null=True, default=None,
+        help_text="A new budget for the run from now on (one its budget paused would "
+                  "otherwise pause again); left out: the budget stays.")
+
+
+def _resume(run: JudgeRun, request: Request) -> JudgeRun:
+    serializer = ResumeInputSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    runs.run_resume(run=run, **serializer.validated_data)
+    return run
+
+
 JudgeRunResumeApi = row_step_api(
-    "JudgeRunResumeApi", load=_load_run, step=_run_step(runs.run_resume), output=_run_detail,
-    request=None, responses=RunDetailOutputSerializer, operation_id="judge_runs_resume")
+    "JudgeRunResumeApi", load=_load_run, step=_resume, output=_run_detail,
+    request=ResumeInputSerializer, responses=RunDetailOutputSerializer,
+    operation_id="judge_runs_resume")
 
 JudgeRunCancelApi = row_step_api(
     "JudgeRunCancelApi", load=_load_run, step=_run_step(runs.run_cancel), output=_run_detail,

@@ -20,6 +20,8 @@ from judges import api_runs  # noqa: E402
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/judge-runs/", api_runs.EvaluationJudgeRunsApi.as_view(),
          name="evaluation_runs"),
+    path("evaluations/<int:evaluation_id>/judge-runs/estimate/",
+         api_runs.EvaluationJudgeRunEstimateApi.as_view(), name="run_estimate"),
     path("judge-runs/<int:run_id>/", api_runs.JudgeRunDetailApi.as_view(), name="run"),
     path("judge-runs/<int:run_id>/pause/", api_runs.JudgeRunPauseApi.as_view(),
          name="run_pause"),

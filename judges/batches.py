@@ -9,6 +9,7 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 
 import httpx
 from django.conf import settings
@@ -20,10 +21,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.models import Snapshot
-from judges import calls
+from judges import budgets, calls, estimates
 from judges.core.cache import cache_key
-from judges.core.prompts import Document
+from judges.core.prompts import Document, PromptError, build_prompt, images_to_send
 from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
+from judges.run_selectors import token_cost
 from judgments import grading
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
@@ -178,21 +180,45 @@ def _slots_claim(*, run: JudgeRun, items: list[JudgeRunItem], now, lease_until
 
 
 def _documents(items: list[JudgeRunItem]) -> tuple[str, dict[int, Document]]:
-    """The keyword's text and each item's document; ids are the results' doc ids, made
-    unique within the batch by their position when a result repeats."""
+    """The keyword's text and each item's document (batch_documents)."""
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[item.snapshot_id for item in items])}
-    documents, used = {}, set()
-    for item in items:
-        snapshot = snapshots[item.snapshot_id]
+    documents = batch_documents([snapshots[item.snapshot_id] for item in items])
+    return snapshots[items[0].snapshot_id].keyword.text, {
+        item.pk: document for item, document in zip(items, documents, strict=True)}
+
+
+def batch_documents(snapshots: list[Snapshot]) -> list[Document]:
+    """A batch's documents; ids are the results' doc ids, made unique within the batch by
+    their position when a result repeats."""
+    documents, used = [], set()
+    for snapshot in snapshots:
         doc_id = snapshot.doc_id or f"#{snapshot.position}"
         if doc_id in used:
             doc_id = f"{doc_id}#{snapshot.position}"
         used.add(doc_id)
-        fields = {"name": snapshot.name, **(snapshot.fields or {})} if snapshot.name else dict(
-            snapshot.fields or {})
-        documents[item.pk] = Document(id=doc_id, fields=fields)
-    return snapshots[items[0].snapshot_id].keyword.text, documents
+        documents.append(Document(id=doc_id, fields=document_fields(snapshot),
+                                  image=snapshot.image))
+    return documents
+
+
+def document_fields(snapshot: Snapshot) -> dict:
+    """What the judge sees of a result: its name (when it has one), then its fields."""
+    if snapshot.name:
+        return {"name": snapshot.name, **(snapshot.fields or {})}
+    return dict(snapshot.fields or {})
+
+
+def answer_key(*, judge: Judge, evaluation, grade_scale, template: str, provider_identity: str,
+               keyword: str, fields: dict, image: str = "") -> str:
+    """The cache key of one pair's answer (judges.core.cache), as runs and estimates ask;
+    the image is part of the question when it is sent."""
+    sent = bool(images_to_send(template, [Document(id="-", fields={}, image=image)],
+                               send_images=calls.sends_images(judge)))
+    return cache_key(keyword=keyword, fields=fields, template=template,
+                     provider=provider_identity, model=judge.model,
+                     parameters=judge.parameters or {}, guidelines=evaluation.guidelines,
+                     grades=list(grade_scale.grades), image=image if sent else "")
 
 
 def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | None) -> None:
@@ -208,10 +234,10 @@ def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | 
         return
     template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
     for item in items:
-        key = cache_key(keyword=keyword, fields=documents[item.pk].fields, template=template,
-                        provider=provider.identity, model=judge.model,
-                        parameters=judge.parameters or {}, guidelines=evaluation.guidelines,
-                        grades=list(scale.scale.grades))
+        key = answer_key(judge=judge, evaluation=evaluation, grade_scale=scale.scale,
+                         template=template, provider_identity=provider.identity,
+                         keyword=keyword, fields=dict(documents[item.pk].fields),
+                         image=documents[item.pk].image)
         outcomes[item.pk] = _Outcome(cache_key=key)
     if not run.refresh_cache:
         cached = {answer.key: answer for answer in JudgeAnswer.objects.filter(
@@ -222,16 +248,46 @@ def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | 
                 outcome.grade, outcome.reason, outcome.from_cache = hit.grade, hit.reason, True
     asking = [item for item in items if not outcomes[item.pk].from_cache]
     result = None
+    reserved = _budget_reserve(run=run, template=template, keyword=keyword, scale=scale.scale,
+                               documents=[documents[i.pk] for i in asking]) if asking else 0
+    if reserved is None:
+        # Over a budget: the run paused with the reason; these pairs wait, unasked.
+        _unclaim(run=run, items=asking)
+        items = [item for item in items if outcomes[item.pk].from_cache]
+        asking = []
     if asking:
         result = calls.ask(judge=judge, keyword=keyword, guidelines=evaluation.guidelines,
                            scale=scale.scale, documents=[documents[i.pk] for i in asking],
                            run=run, client=client)
+        if reserved:
+            budgets.call_settle(run_id=run.pk, reserved=reserved, cost=token_cost(
+                judge=judge, tokens_in=result.tokens_in, tokens_out=result.tokens_out))
         if result.error_kind == "no_turn":
             _unclaim(run=run, items=asking)
             items = [item for item in items if outcomes[item.pk].from_cache]
         else:
             _read_verdict(result, asking, documents, outcomes)
     _store(run=run, items=items, outcomes=outcomes, result=result)
+
+
+def _budget_reserve(*, run: JudgeRun, template: str, keyword: str, scale,
+                    documents: list[Document]) -> Decimal | None:
+    """The expected cost of the call about `documents`, counted against the budgets
+    (judges.budgets); None when it would go over them (the run paused). A judge without
+    prices reserves nothing."""
+    judge = run.judge
+    if judge.price_in_per_million is None and judge.price_out_per_million is None:
+        return Decimal(0)
+    try:
+        prompt = build_prompt(template, keyword=keyword, guidelines=run.evaluation.guidelines,
+                              documents=documents, scale=scale)
+    except PromptError:
+        return Decimal(0)  # the call fails before it is sent (calls.ask says why)
+    cost = estimates.call_cost(judge=judge, prompt=prompt, pair_count=len(documents),
+                               tokens_out=estimates.tokens_out_expected(judge=judge))
+    if budgets.call_reserve(run_id=run.pk, cost=cost):
+        return None
+    return cost
 
 
 def _read_verdict(result: calls.AskResult, asking: list[JudgeRunItem],

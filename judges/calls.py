@@ -71,6 +71,12 @@ def provider_for(judge: Judge) -> providers.Provider:
     return providers.OpenAICompatible(model=judge.model, base_url=base_url)
 
 
+def sends_images(judge: Judge) -> bool:
+    """The judge's "send images", where its protocol takes an image by URL (Ollama takes
+    base64 only, which is not built)."""
+    return judge.send_images and judge.provider != Judge.Provider.OLLAMA
+
+
 def template_for(judge: Judge, scale: Scale) -> str:
     """The judge's template for this scale, else the shipped default (judges/core/templates)."""
     return (judge.prompt_templates or {}).get(scale.code) or default_template(scale)
@@ -136,9 +142,11 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
     provider = provider_for(judge)
     try:
         result.prompt = build_prompt(template_for(judge, scale), keyword=keyword,
-                                     guidelines=guidelines, documents=documents, scale=scale)
+                                     guidelines=guidelines, documents=documents, scale=scale,
+                                     send_images=sends_images(judge))
         request = provider.build_request(
             system=result.prompt.system, user=result.prompt.user, schema=result.prompt.schema,
+            images=result.prompt.images,
             parameters=judge.parameters or {}, api_key=decrypt_api_key(judge.api_key_encrypted)
             or None)
     except (PromptError, providers.ProviderConfigError) as error:

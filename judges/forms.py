@@ -56,6 +56,10 @@ class JudgeForm(forms.Form):
         required=False, label="Follow redirects to other origins",
         help_text="Same-origin redirects are always followed. A redirect to another origin "
                   "is followed only with this, and never carries the API key.")
+    send_images = forms.BooleanField(
+        required=False, label="Send images",
+        help_text="Each result's image goes with the prompt (by URL) when its template "
+                  "has {{images}}. OpenAI-compatible and Anthropic judges; not Ollama.")
     timeout_seconds = forms.FloatField(initial=60.0, min_value=0.1, label="Timeout (seconds)")
     max_retries = forms.IntegerField(initial=3, min_value=0, max_value=10)
     max_concurrent_requests = forms.IntegerField(
@@ -112,6 +116,7 @@ class JudgeForm(forms.Form):
             "parameters": json.dumps(judge.parameters or {}, indent=2, ensure_ascii=False),
             "tags": ", ".join(judge.tags or []), "is_active": judge.is_active,
             "allow_cross_origin_redirects": judge.allow_cross_origin_redirects,
+            "send_images": judge.send_images,
             "timeout_seconds": judge.timeout_seconds, "max_retries": judge.max_retries,
             "max_concurrent_requests": judge.max_concurrent_requests,
             "requests_per_minute": judge.requests_per_minute,
@@ -136,7 +141,8 @@ class JudgeForm(forms.Form):
             "name", "provider", "base_url", "model", "api_key", "batch_size", "parameters",
             "tags", "is_active", "allow_cross_origin_redirects", "timeout_seconds",
             "max_retries", "max_concurrent_requests", "requests_per_minute",
-            "price_in_per_million", "price_out_per_million", "price_currency")}
+            "price_in_per_million", "price_out_per_million", "price_currency",
+            "send_images")}
         kwargs["prompt_templates"] = {grade_scale.code: data[TEMPLATE_PREFIX + grade_scale.code]
                                       for grade_scale in self.scales}
         if "clear_api_key" in self.fields:
@@ -208,3 +214,7 @@ class TrustPolicyForm(forms.Form):
     min_kappa = forms.FloatField(
         label="κ at least", min_value=-1, max_value=1,
         help_text="Cohen's κ, quadratic-weighted on scales of more than two grades.")
+    monthly_budget = forms.DecimalField(
+        label="Monthly budget", required=False, min_value=0, max_digits=12, decimal_places=4,
+        help_text="Optional: the most the team's judge runs may spend a calendar month, at "
+                  "the judges' prices; a run pauses before a call would pass it.")

@@ -1,5 +1,6 @@
 """Forms of the run pages: starting a run on an evaluation, and filtering a call log."""
 
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -48,6 +49,11 @@ class RunStartForm(forms.Form):
     refresh_cache = forms.BooleanField(
         required=False, label="Ask again even if cached",
         help_text="Without it, an answer the judge gave before to the same question is reused.")
+    budget = forms.DecimalField(
+        required=False, min_value=Decimal("0.0001"), max_digits=12, decimal_places=4,
+        label="Budget",
+        help_text="Optional, in the judge's currency: the run pauses before a call would "
+                  "take its cost over it.")
 
     def __init__(self, *args: Any, team_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

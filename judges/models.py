@@ -54,6 +54,9 @@ class Judge(models.Model):
     counts_override_reason = models.TextField(blank=True, default="")
     # A redirect to another origin is followed (without the key) only when this is set.
     allow_cross_origin_redirects = models.BooleanField(default=False)
+    # Results' images go with the prompt (as URLs) when its template has {{images}}
+    # (judges.core.prompts); OpenAI-compatible and Anthropic judges only.
+    send_images = models.BooleanField(default=False)
     timeout_seconds = models.FloatField(default=60.0)
     max_retries = models.PositiveSmallIntegerField(default=3)
     # Shared by all workers (searchtweak.outbound_limits), like an endpoint's.
@@ -91,6 +94,10 @@ class JudgeTrustPolicy(models.Model):
     team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="judge_policy")
     min_pairs = models.PositiveIntegerField(default=30)
     min_kappa = models.FloatField(default=0.4)
+    # The most the team's judges may spend in a calendar month (judges.budgets), in their
+    # prices' currency; None: no cap.
+    monthly_budget = models.DecimalField(max_digits=12, decimal_places=4, null=True,
+                                         blank=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)
@@ -149,6 +156,11 @@ class JudgeRun(models.Model):
     crash_streak = models.PositiveIntegerField(default=0)
     last_crash = models.TextField(blank=True, default="")
     pause_reason = models.TextField(blank=True, default="")
+    # The most this run may spend at its judge's prices (judges.budgets); None: no cap.
+    budget = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    # What its calls cost, from their recorded tokens, plus the estimate of the calls out
+    # now (settled when they return): the budget guard's counter.
+    spend = models.DecimalField(max_digits=14, decimal_places=4, default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -261,3 +273,22 @@ class JudgeAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key[:12]} = {self.grade}"
+
+
+class JudgeTeamSpend(models.Model):
+    """What a team's judge runs spent in one calendar month (the first day names it), the
+    counter the monthly budget is checked against (judges.budgets), kept like
+    JudgeRun.spend."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    month_on = models.DateField()
+    spend = models.DecimalField(max_digits=14, decimal_places=4, default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "month_on"],
+                                    name="judge_team_spend_once_a_month"),
+        ]
+
+    def __str__(self) -> str:
+        return f"team {self.team_id} {self.month_on:%Y-%m}: {self.spend}"

@@ -15,6 +15,8 @@ judgments.grading.judge_grades_write; shadow runs keep their grades on the items
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Min, Q
@@ -67,7 +69,7 @@ def _check_can_run(*, judge: Judge, evaluation: Evaluation, mode: str) -> None:
             + f"; the judge carries {', '.join(judge.tags) or 'none'}.")})
 
 
-def _snapshots_for(*, evaluation: Evaluation, mode: str, judge_user: User
+def pairs_to_ask(*, evaluation: Evaluation, mode: str, judge_user: User
                    ) -> list[tuple[int, int]]:
     """(snapshot id, keyword id) the run asks about, in the grading queue's order."""
     rows = (FeedbackSlot.objects.filter(evaluation=evaluation)
@@ -84,20 +86,33 @@ def _snapshots_for(*, evaluation: Evaluation, mode: str, judge_user: User
     return [(row["snapshot_id"], row["keyword_id"]) for row in rows]
 
 
+def _check_budget(*, judge: Judge, budget: Decimal) -> None:
+    if budget <= 0:
+        raise ValidationError({"budget": "A budget is more than zero (or left empty)."})
+    if judge.price_in_per_million is None and judge.price_out_per_million is None:
+        raise ValidationError({"budget": (
+            f"{judge.name!r} has no prices, so its calls have no cost to hold to a "
+            "budget: an admin sets its prices per million tokens first.")})
+
+
 @transaction.atomic
 def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: User | None,
-              refresh_cache: bool = False) -> JudgeRun:
-    """A run with one item per snapshot to ask about; its lanes start after commit."""
+              refresh_cache: bool = False, budget: Decimal | None = None) -> JudgeRun:
+    """A run with one item per snapshot to ask about; its lanes start after commit. With a
+    budget, it pauses before a call would take its spend over it (judges.budgets)."""
     _check_can_run(judge=judge, evaluation=evaluation, mode=mode)
+    if budget is not None:
+        _check_budget(judge=judge, budget=budget)
     Judge.objects.select_for_update().filter(pk=judge.pk).first()  # one start at a time
     if JudgeRun.objects.filter(judge=judge, evaluation=evaluation,
                                status__in=[Status.RUNNING, Status.PAUSED]).exists():
         raise ValidationError({"judge": (
             "This judge already has a run on this evaluation: finish or cancel it first.")})
-    pairs = _snapshots_for(evaluation=evaluation, mode=mode, judge_user=judge.user)
+    pairs = pairs_to_ask(evaluation=evaluation, mode=mode, judge_user=judge.user)
     now = timezone.now()
     run = JudgeRun.objects.create(judge=judge, evaluation=evaluation, mode=mode,
                                   refresh_cache=refresh_cache, started_by=started_by,
+                                  budget=budget,
                                   pair_count=len(pairs), created_at=now)
     JudgeRunItem.objects.bulk_create(
         [JudgeRunItem(run=run, snapshot_id=snapshot_id, keyword_id=keyword_id)
@@ -136,14 +151,21 @@ def run_pause(*, run: JudgeRun) -> JudgeRun:
 
 
 @transaction.atomic
-def run_resume(*, run: JudgeRun) -> JudgeRun:
+def run_resume(*, run: JudgeRun, budget: Decimal | None = None) -> JudgeRun:
+    """Running again; with `budget`, under that budget from now on (a run its budget
+    paused would otherwise pause again before its next call)."""
     run = _locked(run)
     if run.status != Status.PAUSED:
         _refuse(run, "resumed")
     _check_can_run(judge=run.judge, evaluation=run.evaluation, mode=run.mode)
+    fields = ["status", "crash_streak", "pause_reason"]
+    if budget is not None:
+        _check_budget(judge=run.judge, budget=budget)
+        run.budget = budget
+        fields.append("budget")
     # Whoever resumes has seen why it paused: its lanes get a fresh count of crashes.
     run.status, run.crash_streak, run.pause_reason = Status.RUNNING, 0, ""
-    run.save(update_fields=["status", "crash_streak", "pause_reason"])
+    run.save(update_fields=fields)
     _lanes_start_on_commit(run)
     return run
 
@@ -195,6 +217,7 @@ def run_progress(*, run: JudgeRun) -> dict:
         "tokens_out": run.tokens_out, "cost": cost, "currency": run.judge.price_currency,
         "crashes": run.crash_count,
         "pause_reason": run.pause_reason,
+        "budget": run.budget, "spend": run.spend,
         "percent_done": 100 if not run.pair_count else finished * 100 // run.pair_count,
     }
 

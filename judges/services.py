@@ -43,7 +43,8 @@ MAX_PRICE = Decimal("999999.9999")
 SETTINGS = ("name", "provider", "base_url", "model", "prompt_templates", "batch_size",
             "parameters", "tags", "is_active", "timeout_seconds", "max_retries",
             "max_concurrent_requests", "requests_per_minute", "price_in_per_million",
-            "price_out_per_million", "price_currency", "allow_cross_origin_redirects")
+            "price_out_per_million", "price_currency", "allow_cross_origin_redirects",
+            "send_images")
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -164,6 +165,7 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
         clean["tags"] = normalize_tags(tags)
     clean["is_active"] = bool(values["is_active"])
     clean["allow_cross_origin_redirects"] = bool(values["allow_cross_origin_redirects"])
+    clean["send_images"] = bool(values["send_images"])
     timeout = values["timeout_seconds"]
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) \
             or not 0 < timeout <= MAX_TIMEOUT_SECONDS:
@@ -214,6 +216,7 @@ def judge_create(
     max_concurrent_requests: int = 16, requests_per_minute: int | None = None,
     price_in_per_million: Decimal | None = None, price_out_per_million: Decimal | None = None,
     price_currency: str = "USD", allow_cross_origin_redirects: bool = False,
+    send_images: bool = False,
 ) -> Judge:
     """A judge and its service account (inactive, no password, a grader of ``team``).
     An empty ``base_url`` means the provider's own; the key is stored encrypted."""

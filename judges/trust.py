@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -51,9 +52,14 @@ def trust_policy(*, team_id: int) -> JudgeTrustPolicy:
 
 @transaction.atomic
 def trust_policy_update(*, team: Team, min_pairs: int, min_kappa: float,
-                        by: User | None) -> JudgeTrustPolicy:
-    """ValidationError naming the field for a bar outside its range; nothing is saved then."""
+                        by: User | None, monthly_budget: Decimal | None = None
+                        ) -> JudgeTrustPolicy:
+    """ValidationError naming the field for a bar outside its range; nothing is saved then.
+    `monthly_budget` caps the team's judge spend a calendar month (judges.budgets); None
+    lifts the cap."""
     problems = {}
+    if monthly_budget is not None and monthly_budget < 0:
+        problems["monthly_budget"] = "A monthly budget is zero or more (or left empty)."
     if isinstance(min_pairs, bool) or not isinstance(min_pairs, int) \
             or not 1 <= min_pairs <= MAX_MIN_PAIRS:
         problems["min_pairs"] = f"Enter a whole number of pairs from 1 to {MAX_MIN_PAIRS}."
@@ -64,8 +70,10 @@ def trust_policy_update(*, team: Team, min_pairs: int, min_kappa: float,
         raise ValidationError(problems)
     policy, _ = JudgeTrustPolicy.objects.select_for_update().get_or_create(team=team)
     policy.min_pairs, policy.min_kappa = min_pairs, float(min_kappa)
+    policy.monthly_budget = monthly_budget
     policy.updated_by, policy.updated_at = by, timezone.now()
-    policy.save(update_fields=["min_pairs", "min_kappa", "updated_by", "updated_at"])
+    policy.save(update_fields=["min_pairs", "min_kappa", "monthly_budget", "updated_by",
+                               "updated_at"])
     return policy
 
 

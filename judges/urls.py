@@ -24,6 +24,8 @@ urlpatterns += [
          name="evaluation_runs"),
     path("evaluations/<int:evaluation_id>/judge-runs/start/", views_runs.run_start,
          name="run_start"),
+    path("evaluations/<int:evaluation_id>/judge-runs/estimate/", views_runs.run_estimate,
+         name="run_estimate"),
     path("judge-runs/<int:run_id>/", views_runs.run_detail, name="run_detail"),
     *(path(f"judge-runs/<int:run_id>/{action}/", views_runs.run_action, {"action": action},
            name=f"run_{action}") for action in views_runs.ACTIONS),

@@ -37,7 +37,8 @@ def judge_list(request: HttpRequest) -> HttpResponse:
                                             minimum_role=selectors.CONFIGURATION_ROLE),
         "policy": policy,
         "policy_form": TrustPolicyForm(initial={"min_pairs": policy.min_pairs,
-                                                "min_kappa": policy.min_kappa}),
+                                                "min_kappa": policy.min_kappa,
+                                                "monthly_budget": policy.monthly_budget}),
     })
 
 

@@ -2,6 +2,7 @@
 a run, one run's live progress and failed pairs, and pausing, resuming, cancelling and
 retrying it. The engine is judges.runs; these only ask, call it and show."""
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -10,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations.models import Evaluation
-from judges import run_selectors, runs
+from judges import estimates, run_selectors, runs
 from judges.forms_runs import NEEDS_COUNTS, RunStartForm
 from searchtweak.forms import add_service_errors
 
@@ -44,13 +45,35 @@ def run_start(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         try:
             run = runs.run_start(judge=form.cleaned_data["judge"], evaluation=evaluation,
                                  mode=form.cleaned_data["mode"], started_by=request.user,
-                                 refresh_cache=form.cleaned_data["refresh_cache"])
+                                 refresh_cache=form.cleaned_data["refresh_cache"],
+                                 budget=form.cleaned_data["budget"])
         except ValidationError as error:
             add_service_errors(form, error)
         else:
             messages.success(request, f"{run.judge.name} started on {evaluation.name}.")
             return redirect("judges:run_detail", run_id=run.pk)
     return render(request, "judges/evaluation_runs.html", _panel_context(evaluation, form),
+                  status=400 if form.errors else 200)
+
+
+@require_GET
+@login_required
+def run_estimate(request: HttpRequest, evaluation_id: int) -> HttpResponse:
+    """What the run the start form describes would cost (judges.estimates): the panel loads
+    it (htmx) when the form changes; without htmx, the panel with it."""
+    evaluation = run_selectors.evaluation_for_runs(user=request.user,
+                                                   evaluation_id=evaluation_id)
+    form = RunStartForm(request.GET, team_id=evaluation.team_id)
+    estimate = None
+    if form.is_valid():
+        data = form.cleaned_data
+        estimate = estimates.judge_run_estimate(judge=data["judge"], evaluation=evaluation,
+                                                mode=data["mode"],
+                                                refresh_cache=data["refresh_cache"])
+    context = {**_panel_context(evaluation, form), "estimate": estimate}
+    if request.htmx:
+        return render(request, "judges/_run_estimate.html", context)
+    return render(request, "judges/evaluation_runs.html", context,
                   status=400 if form.errors else 200)
 
 
@@ -85,8 +108,16 @@ def run_action(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
     """Pause, resume, cancel or retry the failed pairs (the URL names the action)."""
     run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
     service, message = ACTIONS[action]
+    options = {}
+    if action == "resume" and request.POST.get("budget", "").strip():
+        budget = forms.DecimalField(max_digits=12, decimal_places=4)
+        try:
+            options["budget"] = budget.clean(request.POST["budget"].strip())
+        except ValidationError as error:
+            messages.error(request, "Budget: " + " ".join(error.messages))
+            return redirect("judges:run_detail", run_id=run.pk)
     try:
-        result = service(run=run)
+        result = service(run=run, **options)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:

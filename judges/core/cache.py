@@ -32,13 +32,17 @@ def _canonical(value: Any) -> Any:
 
 def cache_key(*, keyword: str, fields: Mapping[str, Any], template: str, provider: str,
               model: str, parameters: Mapping[str, Any], guidelines: str = "",
-              grades: Sequence[int] = ()) -> str:
-    """A SHA-256 hex digest; ``provider`` is the provider's identity ("openai <base URL>")."""
+              grades: Sequence[int] = (), image: str = "") -> str:
+    """A SHA-256 hex digest; ``provider`` is the provider's identity ("openai <base URL>").
+    ``image``: the image URL sent with the document, if one was (absent from the recipe
+    otherwise, so keys without images stay as they were)."""
     recipe = {
         "version": KEY_VERSION, "keyword": keyword, "fields": fields, "template": template,
         "guidelines": guidelines, "grades": list(grades), "provider": provider,
         "model": model, "parameters": parameters,
     }
+    if image:
+        recipe["image"] = image
     text = json.dumps(_canonical(recipe), sort_keys=True, separators=(",", ":"),
                       ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()

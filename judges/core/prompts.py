@@ -20,7 +20,7 @@ from typing import Any
 from metrics.core.scales import Scale
 
 MAX_BATCH_SIZE = 20
-PLACEHOLDERS = ("keyword", "guidelines", "documents", "scale")
+PLACEHOLDERS = ("keyword", "guidelines", "documents", "scale", "images")
 # Without these the model has nothing to grade or nothing to grade against.
 REQUIRED_PLACEHOLDERS = ("keyword", "documents")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -38,6 +38,9 @@ class Document:
 
     id: str
     fields: Mapping[str, Any]
+    # The result's image URL; sent only by a judge that sends images, to a template with
+    # {{images}} (see build_prompt).
+    image: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class JudgePrompt:
     system: str
     user: str
     schema: dict[str, Any]
+    # (document id, image URL) to send after the user prompt, in the batch's order.
+    images: tuple[tuple[str, str], ...] = ()
 
 
 def _shipped(name: str) -> str:
@@ -137,21 +142,43 @@ def grades_schema(grades: Sequence[int]) -> dict[str, Any]:
     }
 
 
+IMAGES_NOTE = ("The images of the documents that have one follow this text, each after a "
+               "line naming its document id.")
+
+
+def asks_for_images(template: str) -> bool:
+    return any(match.group(1) == "images" for match in _PLACEHOLDER.finditer(template))
+
+
 def render(template: str, *, keyword: str, guidelines: str, documents: Sequence[Document],
-           scale: Scale) -> str:
-    """The user prompt: ``template`` with its placeholders filled in one pass."""
+           scale: Scale, with_images: bool = False) -> str:
+    """The user prompt: ``template`` with its placeholders filled in one pass; {{images}}
+    says the images follow when they are sent, and is empty otherwise."""
     check_template(template)
     check_documents(documents)
     values = {"keyword": keyword, "guidelines": guidelines,
-              "documents": render_documents(documents), "scale": describe_scale(scale)}
+              "documents": render_documents(documents), "scale": describe_scale(scale),
+              "images": IMAGES_NOTE if with_images else ""}
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
+def images_to_send(template: str, documents: Sequence[Document], *, send_images: bool
+                   ) -> tuple[tuple[str, str], ...]:
+    """(id, image URL) of the documents with an image, when the judge sends images and the
+    template asks for them ({{images}}); else none."""
+    if not send_images or not asks_for_images(template):
+        return ()
+    return tuple((document.id, document.image) for document in documents if document.image)
+
+
 def build_prompt(template: str, *, keyword: str, guidelines: str,
-                 documents: Sequence[Document], scale: Scale) -> JudgePrompt:
+                 documents: Sequence[Document], scale: Scale,
+                 send_images: bool = False) -> JudgePrompt:
+    images = images_to_send(template, documents, send_images=send_images)
     return JudgePrompt(
         system=system_prompt(),
         user=render(template, keyword=keyword, guidelines=guidelines, documents=documents,
-                    scale=scale),
+                    scale=scale, with_images=bool(images)),
         schema=grades_schema(list(scale.grades)),
+        images=images,
     )

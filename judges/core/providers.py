@@ -9,7 +9,7 @@ judges.core.redaction, so each protocol is testable without a network.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -209,9 +209,22 @@ class _HttpProvider:
         return f"{self.base_url.rstrip('/')}{path}"
 
 
-def _chat_messages(system: str, user: str) -> list[dict[str, str]]:
+def _chat_messages(system: str, user: str | list) -> list[dict[str, Any]]:
     """The system + user turns of the chat APIs that take a system message in the list."""
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _with_images(user: str, images: Sequence[tuple[str, str]], image_part
+                 ) -> str | list[dict[str, Any]]:
+    """The user turn: its text alone, or content parts with each image after a line naming
+    its document (``image_part(url)`` is the protocol's part)."""
+    if not images:
+        return user
+    parts: list[dict[str, Any]] = [{"type": "text", "text": user}]
+    for document_id, url in images:
+        parts += [{"type": "text", "text": f"Image of document {document_id}:"},
+                  image_part(url)]
+    return parts
 
 
 @dataclass(frozen=True)
@@ -233,10 +246,12 @@ class OpenAICompatible(_HttpProvider):
         {"model", "messages", "response_format", "stream", "n", "tools", "tool_choice"})
 
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
-                      parameters: Mapping[str, Any], api_key: str | None) -> httpx.Request:
+                      parameters: Mapping[str, Any], api_key: str | None,
+                      images: Sequence[tuple[str, str]] = ()) -> httpx.Request:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": _chat_messages(system, user),
+            "messages": _chat_messages(system, _with_images(user, images, lambda url: {
+                "type": "image_url", "image_url": {"url": url}})),
             **_checked_parameters(parameters, self.reserved),
         }
         if self.json_schema:
@@ -282,13 +297,15 @@ class Anthropic(_HttpProvider):
         {"model", "messages", "system", "tools", "tool_choice", "stream"})
 
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
-                      parameters: Mapping[str, Any], api_key: str | None) -> httpx.Request:
+                      parameters: Mapping[str, Any], api_key: str | None,
+                      images: Sequence[tuple[str, str]] = ()) -> httpx.Request:
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS,
             **_checked_parameters(parameters, self.reserved),
             "system": system,
-            "messages": [{"role": "user", "content": user}],
+            "messages": [{"role": "user", "content": _with_images(user, images, lambda url: {
+                "type": "image", "source": {"type": "url", "url": url}})}],
             "tools": [{"name": GRADES_TOOL, "description": "Record one grade and reason per "
                        "document.", "input_schema": dict(schema)}],
             "tool_choice": {"type": "tool", "name": GRADES_TOOL},
@@ -331,13 +348,16 @@ class Ollama(_HttpProvider):
     kind: ClassVar[str] = "ollama"
 
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
-                      parameters: Mapping[str, Any], api_key: str | None) -> httpx.Request:
+                      parameters: Mapping[str, Any], api_key: str | None,
+                      images: Sequence[tuple[str, str]] = ()) -> httpx.Request:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": _chat_messages(system, user),
             "stream": False,
             "format": dict(schema),
         }
+        # `images` are not sent: Ollama takes them only as base64, which would mean fetching
+        # them (judges.calls sends none to Ollama, and its prompt says none follow).
         if parameters:
             body["options"] = dict(parameters)
         # Ollama itself has no key; one behind a proxy or on ollama.com takes a bearer token.

@@ -162,7 +162,10 @@ class FakeProvider:
 
     def _user_prompt(self, body: dict) -> str:
         messages = body["messages"]
-        return next(m["content"] for m in messages if m["role"] == "user")
+        content = next(m["content"] for m in messages if m["role"] == "user")
+        if isinstance(content, list):  # content parts (with images): the text ones
+            return "\n".join(part["text"] for part in content if part.get("type") == "text")
+        return content
 
     def _envelope(self, request_body: dict, result: ModelAnswer) -> dict:
         payload = result.payload

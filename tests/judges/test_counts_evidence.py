@@ -4,6 +4,7 @@ alike. The example's figures (6 pairs, quadratic κ 20/23 = 0.870) are worked ou
 tests/judges/test_calibration.py."""
 
 import re
+from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -143,10 +144,12 @@ def test_the_override_is_shown_beside_the_judge_on_the_list_and_calibration(exam
 
 def test_admins_change_the_bar_on_the_judges_page(personas):
     client = page_client(personas.admin)
-    response = client.post("/judges/trust-policy/", {"min_pairs": "12", "min_kappa": "0.6"})
+    response = client.post("/judges/trust-policy/", {"min_pairs": "12", "min_kappa": "0.6",
+                                                     "monthly_budget": "250"})
     assert response.status_code == 302
     policy = JudgeTrustPolicy.objects.get(team=personas.team)
-    assert (policy.min_pairs, policy.min_kappa, policy.updated_by) == (12, 0.6, personas.admin)
+    assert (policy.min_pairs, policy.min_kappa, policy.updated_by, policy.monthly_budget) == (
+        12, 0.6, personas.admin, Decimal("250"))
     html = client.get("/judges/").content.decode()
     assert re.search(r'data-testid="policy-pairs">12<', html)
     assert re.search(r'data-testid="policy-kappa">0.60<', html)
@@ -198,7 +201,7 @@ def test_the_api_refuses_below_the_bar_and_takes_an_override(example, personas):
 
 def test_the_api_reads_and_changes_the_bar(personas):
     assert api_client(personas.lead).get("/api/v1/judges/trust-policy/").json() == {
-        "team": personas.team.pk, "min_pairs": 30, "min_kappa": 0.4}
+        "team": personas.team.pk, "min_pairs": 30, "min_kappa": 0.4, "monthly_budget": None}
     url = "/api/v1/judges/trust-policy/"
     assert api_client(personas.lead).put(url, {"min_pairs": 5, "min_kappa": 0.5},
                                          format="json").status_code == 403
@@ -206,6 +209,14 @@ def test_the_api_reads_and_changes_the_bar(personas):
     assert bad.status_code == 400 and set(bad.json()) == {"min_kappa"}
     changed = api_client(personas.admin).put(url, {"min_pairs": 5, "min_kappa": 0.5},
                                              format="json")
-    assert changed.json() == {"team": personas.team.pk, "min_pairs": 5, "min_kappa": 0.5}
+    assert changed.json() == {"team": personas.team.pk, "min_pairs": 5, "min_kappa": 0.5,
+                              "monthly_budget": None}
+    capped = api_client(personas.admin).put(
+        url, {"min_pairs": 5, "min_kappa": 0.5, "monthly_budget": "120.5"}, format="json")
+    assert capped.json()["monthly_budget"] == "120.5000"
+    assert JudgeTrustPolicy.objects.get(team=personas.team).monthly_budget == Decimal("120.5")
+    negative = api_client(personas.admin).put(
+        url, {"min_pairs": 5, "min_kappa": 0.5, "monthly_budget": "-1"}, format="json")
+    assert negative.status_code == 400 and set(negative.json()) == {"monthly_budget"}
     assert api_client(personas.outsider).get(
         f"{url}?team={personas.team.pk}").status_code == 404

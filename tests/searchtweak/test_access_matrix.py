@@ -263,6 +263,10 @@ def _reset_link(d: Dataset) -> dict:
     return {"uidb64": "MQ", "token": "not-a-token"}
 
 
+def _estimate_query(d: Dataset) -> dict:
+    return {"judge": d.judge_run.judge_id, "mode": "shadow"}
+
+
 def _judge_run(d: Dataset) -> dict:
     return {"run_id": d.judge_run.pk}
 
@@ -450,6 +454,8 @@ TABLE: dict[str, Row] = {
         GET=(200, 200, 200, 403, 404, 401),
         POST=(400, 400, 400, 403, 404, 401),
     ),
+    "judges_api:run_estimate": row(_evaluation, query=_estimate_query,
+                                   GET=(200, 200, 200, 403, 404, 401)),
     "judges_api:run": row(_judge_run, GET=(200, 200, 200, 403, 404, 401)),
     "judges_api:run_pause": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
     # A running run cannot be resumed.
@@ -717,6 +723,8 @@ TABLE: dict[str, Row] = {
         GET=(200, 200, 200, 403, 404, LOGIN),
         POST=(400, 400, 400, 403, 404, LOGIN),
     ),
+    "judges:run_estimate": row(_evaluation, query=_estimate_query,
+                               GET=(200, 200, 200, 403, 404, LOGIN)),
     "judges:run_detail": row(_judge_run, GET=(200, 200, 200, 403, 404, LOGIN)),
     # A refused action (resuming a running run) is a message on the run page, like a done one.
     "judges:run_pause": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),

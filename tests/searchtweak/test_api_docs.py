@@ -73,6 +73,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "judges_list": "judges", "judge_runs_pause": "judges",
         "evaluation_judge_runs_start": "judges", "judge_calls_jsonl": "judges",
         "evaluations_triage": "judges", "evaluations_triage_adjudicate": "judges",
+        "evaluation_judge_runs_estimate": "judges",
         "scales_list": "scales", "transformers_create": "scales",
         "evaluations_compare": "metrics", "evaluations_keywords_list": "metrics",
         "evaluations_metric_table": "metrics", "evaluations_compare_many": "metrics",

@@ -137,6 +137,7 @@ def _queries(ids: Ids) -> dict[str, dict]:
         "metrics:compare_keyword": {**pair, "keyword": ids.keyword.text},
         "metrics:compare_many": {"evaluation": [ids.earlier.pk, ids.evaluation.pk]},
         "judges:calibration": {"evaluation": ids.evaluation.pk},
+        "judges:run_estimate": {"judge": ids.values["judge_id"], "mode": "shadow"},
     }
 
 

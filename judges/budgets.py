@@ -1,0 +1,84 @@
+"""Hard budgets of judge runs: a run's own (JudgeRun.budget) and its team's per calendar
+month (JudgeTrustPolicy.monthly_budget), both at the judges' prices.
+
+The one rule, `call_reserve`: before each call, the spend so far plus the call's expected
+cost (judges.estimates.call_cost) must stay within both caps. It is checked and counted in
+one transaction holding the run's row and the team's month row (in that order), so
+concurrent lanes cannot both pass on the same remaining money. When the call would go
+over, it is not made: the run pauses with the reason. When the call returns, `call_settle`
+replaces the expectation with the cost of the tokens it recorded. A worker that dies in
+between leaves its expectation counted (the safe side).
+
+A judge without prices costs nothing here: its calls are neither capped nor counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from judges.models import JudgeRun, JudgeTeamSpend, JudgeTrustPolicy
+
+logger = logging.getLogger(__name__)
+
+
+def month_of(day: date) -> date:
+    return day.replace(day=1)
+
+
+def money(amount: Decimal, currency: str) -> str:
+    return f"{amount.quantize(Decimal('0.01'))} {currency}"
+
+
+@transaction.atomic
+def call_reserve(*, run_id: int, cost: Decimal) -> str:
+    """Count `cost` against the run's and its team's budgets; "" when the call may go,
+    else the reason, with which the run (if still running) was paused."""
+    run = JudgeRun.objects.select_for_update(of=("self",)).select_related("judge").get(
+        pk=run_id)
+    if run.status != JudgeRun.Status.RUNNING:
+        return f"the run is {run.status}"
+    currency, team_id = run.judge.price_currency, run.judge.team_id
+    month_on = month_of(timezone.localdate())
+    JudgeTeamSpend.objects.get_or_create(team_id=team_id, month_on=month_on)
+    month = JudgeTeamSpend.objects.select_for_update().get(team_id=team_id, month_on=month_on)
+    team_budget = JudgeTrustPolicy.objects.filter(team_id=team_id).values_list(
+        "monthly_budget", flat=True).first()
+    reason = ""
+    if run.budget is not None and run.spend + cost > run.budget:
+        reason = (f"Paused: the next call would take this run to "
+                  f"{money(run.spend + cost, currency)}, over its budget of "
+                  f"{money(run.budget, currency)}.")
+    elif team_budget is not None and month.spend + cost > team_budget:
+        reason = (f"Paused: the next call would take the team's judge spend for "
+                  f"{month_on:%B %Y} to {money(month.spend + cost, currency)}, over its "
+                  f"monthly budget of {money(team_budget, currency)}.")
+    if reason:
+        run.status, run.pause_reason = JudgeRun.Status.PAUSED, reason
+        run.save(update_fields=["status", "pause_reason"])
+        logger.info("judge run %s: %s", run_id, reason)
+        return reason
+    run.spend += cost
+    run.save(update_fields=["spend"])
+    month.spend += cost
+    month.save(update_fields=["spend"])
+    return ""
+
+
+@transaction.atomic
+def call_settle(*, run_id: int, reserved: Decimal, cost: Decimal) -> None:
+    """The call returned costing `cost` (its recorded tokens at the prices) where
+    `reserved` was counted; the month is the reservation's, taken as the current one."""
+    change = cost - reserved
+    if not change:
+        return
+    run = JudgeRun.objects.select_related("judge").only("judge__team_id").get(pk=run_id)
+    JudgeRun.objects.filter(pk=run_id).update(spend=F("spend") + change)
+    JudgeTeamSpend.objects.filter(team_id=run.judge.team_id,
+                                  month_on=month_of(timezone.localdate())).update(
+        spend=F("spend") + change)
