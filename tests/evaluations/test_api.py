@@ -223,9 +223,11 @@ def test_a_lead_creates_an_evaluation_and_reads_it_back(personas):
     assert response.status_code == 201, response.json()
     body = response.json()
     assert (body["status"], body["progress"], body["keyword_count"]) == ("pending", 0.0, 2)
-    assert body["metrics"] == [
-        {"code": "ndcg", "k": 10, "params": {}, "value": None, "keyword_count": 0},
-        {"code": "precision", "k": 5, "params": {}, "value": None, "keyword_count": 0}]
+    # No bounds yet either: nothing is fetched.
+    none = {"value": None, "keyword_count": 0, "lower": None, "upper": None,
+            "bounds_exact": True}
+    assert body["metrics"] == [{"code": "ndcg", "k": 10, "params": {}, **none},
+                               {"code": "precision", "k": 5, "params": {}, **none}]
     assert body["fetch"] == {"total": 2, "fetched": 0, "failed": 0, "pending": 2, "percent": 0,
                              "all_failed": False, "errors": []}
 
@@ -234,11 +236,13 @@ def test_evaluation_detail_shows_metric_values_written_by_the_metrics_app(person
     evaluation = EvaluationFactory(model__endpoint__team=personas.team)
     EvaluationRecomputeState.objects.create(evaluation=evaluation, progress=40.0)
     config = EvaluationMetricFactory(evaluation=evaluation, code="ap", k=10)
-    MetricMean.objects.create(metric=config, value=0.5, keyword_count=7)
+    MetricMean.objects.create(metric=config, value=0.5, keyword_count=7, lower=0.25,
+                              upper=0.75, bounds_exact=False)
     body = client_for(personas.grader).get(f"/api/v1/evaluations/{evaluation.pk}/").json()
     assert body["progress"] == 40.0
     assert body["metrics"] == [
-        {"code": "ap", "k": 10, "params": {}, "value": 0.5, "keyword_count": 7}]
+        {"code": "ap", "k": 10, "params": {}, "value": 0.5, "keyword_count": 7,
+         "lower": 0.25, "upper": 0.75, "bounds_exact": False}]
 
 
 def test_evaluation_bad_input_is_400_and_stores_nothing(personas):
