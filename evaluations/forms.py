@@ -286,7 +286,7 @@ class EvaluationForm(forms.Form):
                   "reports agreement by the position a result was shown at.")
     grading_order = forms.ChoiceField(
         choices=Evaluation.GradingOrder.choices, initial=Evaluation.GradingOrder.POSITION,
-        label="Grading order",
+        required=False, label="Grading order",
         help_text="\"Grade what decides first\" hands out first the top results of the "
                   "keywords whose metric is least settled (widest bounds), so a comparison "
                   "is decided with fewer grades. Not with shuffled results.")
@@ -335,6 +335,10 @@ class EvaluationForm(forms.Form):
             "shuffle_results": evaluation.shuffle_results,
             "grading_order": evaluation.grading_order,
         }
+
+    def clean_grading_order(self) -> str:
+        # Not sent (an older page, a script): the default order.
+        return self.cleaned_data["grading_order"] or Evaluation.GradingOrder.POSITION
 
     def clean_keywords_file(self) -> Any:
         upload = self.cleaned_data.get("keywords_file")

@@ -8,6 +8,8 @@ tests/judgments/test_grading.py holds it to that), built from the names below. E
 statement is tested against the ORM in tests/judgments/test_queries.py.
 """
 
+from collections.abc import Callable
+
 from django.db import connection
 
 from evaluations.models import Evaluation, Keyword, Snapshot
@@ -28,13 +30,13 @@ USERS = _q(User._meta.db_table)
 # --- the grading target: an evaluation or snapshot with the caller's role in its team ---
 
 _TARGET_COLUMNS = ('e."id", e."team_id", e."status", e."scale", e."tags",'
-                   ' e."shuffle_results", m."role"')
+                   ' e."shuffle_results", e."grading_order", m."role"')
 _MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
 
 
 def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
     """{id, team_id, status, scale, tags (JSON as the driver gives it), shuffle_results,
-    role (None: not a member)} of the evaluation, or None when there is none."""
+    grading_order, role (None: not a member)} of the evaluation, or None when there is none."""
     return sql.fetch_one(
         f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
         [user_id, evaluation_id])
@@ -159,6 +161,32 @@ SHUFFLED_QUEUE_ORDER = (
     + ', s."position", s."index"')
 
 
+# --- decisive evaluations (Evaluation.grading_order "decisive"): grade what decides first ---
+
+# The ORDER BY key that puts first the slots whose grade can narrow the widest bounds most:
+# `build(evaluation=..., keyword=..., position=...)` (SQL expressions, the evaluation a %s)
+# returns an expression, larger for the slot to hand out first, with no parameter but the
+# evaluation's (as many times as `evaluation` appears). The bounds are the metrics app's
+# table, and metrics sits above judgments: it registers the builder at start-up (as
+# judgments.grading.register_version_bump_cte). Without it, decisive evaluations hand out
+# in position order.
+_decisive_key: Callable[..., str] | None = None
+
+
+def register_decisive_key(build: Callable[..., str] | None) -> None:
+    global _decisive_key
+    _decisive_key = build
+
+
+def decisive_queue_order(*, evaluation_id: int) -> tuple[str, list]:
+    """A decisive evaluation's hand-out order and its parameters: the registered key
+    descending, then position order (ties, and every slot before the first recompute)."""
+    if _decisive_key is None:
+        return QUEUE_ORDER, []
+    key = _decisive_key(evaluation="%s", keyword='s."keyword_id"', position='s."position"')
+    return f"{key} DESC, {QUEUE_ORDER}", [evaluation_id] * key.count("%s")
+
+
 def shown_position_sql(slot: str = "f") -> str:
     """Where the grader of the slot row `slot` (an alias, or the quoted table inside an
     UPDATE of it) was shown its result among the keyword's: its place in their shuffled
@@ -203,29 +231,37 @@ def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list,
     return statement, [*params, *(order_params or [])]
 
 
-def _queue_order(*, user_id: int, shuffled: bool) -> tuple[str, list]:
+def _queue_order(*, user_id: int, evaluation_id: int, shuffled: bool,
+                 decisive: bool) -> tuple[str, list]:
+    if decisive:  # never with shuffled (evaluations.services refuses both)
+        return decisive_queue_order(evaluation_id=evaluation_id)
     return (SHUFFLED_QUEUE_ORDER, [user_id, user_id]) if shuffled else (QUEUE_ORDER, [])
 
 
 def queue_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
                     include_skipped: bool, besides_snapshot_id: int | None = None,
-                    guard: str = "", shuffled: bool = False) -> tuple[str, list]:
+                    guard: str = "", shuffled: bool = False,
+                    decisive: bool = False) -> tuple[str, list]:
     """claim_sql for an evaluation's queue in hand-out order (the grader's own order of
-    each keyword's results when `shuffled`), returning the whole slot."""
+    each keyword's results when `shuffled`, what decides first when `decisive`), returning
+    the whole slot."""
     where, where_params = 's."evaluation_id" = %s', [evaluation_id]
     if besides_snapshot_id is not None:
         where, where_params = where + ' AND s."snapshot_id" <> %s', [
             evaluation_id, besides_snapshot_id]
-    order, order_params = _queue_order(user_id=user_id, shuffled=shuffled)
+    order, order_params = _queue_order(user_id=user_id, evaluation_id=evaluation_id,
+                                       shuffled=shuffled, decisive=decisive)
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until, where=where,
                      where_params=where_params, order=order, order_params=order_params,
                      include_skipped=include_skipped, guard=guard, returning="*")
 
 
 def evaluation_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
-                         include_skipped: bool, shuffled: bool = False) -> tuple[str, list]:
+                         include_skipped: bool, shuffled: bool = False,
+                         decisive: bool = False) -> tuple[str, list]:
     """claim_sql for an evaluation's queue in hand-out order: the slot's id and keyword_id."""
-    order, order_params = _queue_order(user_id=user_id, shuffled=shuffled)
+    order, order_params = _queue_order(user_id=user_id, evaluation_id=evaluation_id,
+                                       shuffled=shuffled, decisive=decisive)
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
                      where='s."evaluation_id" = %s', where_params=[evaluation_id],
                      order=order, order_params=order_params, include_skipped=include_skipped)
