@@ -8,6 +8,8 @@ metric (upper - lower, KeywordMetricValue) discounted by its rank, width / ln(po
 cutoff k, where a grade cannot move it. A keyword without stored bounds (nothing
 recomputed yet, or the metric undefined there) counts as widest. So the queue hands out
 first the top results of the keywords least settled, and moves on as grades narrow them;
+the claim sorts only the free slots of the few widest keywords (CANDIDATE_KEYWORDS), so it
+costs a scan of the evaluation's keywords, not of its slots;
 until the first recompute every keyword is widest and the key interleaves the keywords'
 position 1s, then 2s, ... (as Minimal Test Collections weights by rank). The widths are
 as stored: between a grade and its recompute the queue reads the last ones.
@@ -15,26 +17,42 @@ as stored: between a grade and its recompute the queue reads the last ones.
 
 from django.db import connection
 
-from evaluations.models import EvaluationMetric
+from evaluations.models import EvaluationMetric, Keyword
 from metrics.models import KeywordMetricValue
 
 _q = connection.ops.quote_name
 _METRICS = _q(EvaluationMetric._meta.db_table)
 _VALUES = _q(KeywordMetricValue._meta.db_table)
+_KEYWORDS = _q(Keyword._meta.db_table)
 # Wider than any metric's bounds: a keyword with none stored counts as widest.
 UNKNOWN_WIDTH = 1e6
+# How many of the widest keywords a claim sorts the free slots of. More than the graders
+# who can hold one at a time, and than the keywords graded but not yet recomputed, so the
+# pick rarely comes back empty (the claim then takes position order).
+CANDIDATE_KEYWORDS = 16
 
 
-def decisive_key_sql(*, evaluation: str, keyword: str, position: str) -> str:
-    """The key over SQL expressions (judgments.queries.register_decisive_key's contract):
-    larger for the slot to hand out first; `evaluation` appears twice."""
-    def first(column: str) -> str:
-        return (f'(SELECT em."{column}" FROM {_METRICS} em'
-                f' WHERE em."evaluation_id" = {evaluation}'
-                f' ORDER BY em."position", em."id" LIMIT 1)')
+def _first_metric(evaluation: str, column: str) -> str:
+    return (f'(SELECT em."{column}" FROM {_METRICS} em WHERE em."evaluation_id" = {evaluation}'
+            f' ORDER BY em."position", em."id" LIMIT 1)')
 
-    width = (f'COALESCE((SELECT v."upper" - v."lower" FROM {_VALUES} v'
-             f' WHERE v."keyword_id" = {keyword} AND v."metric_id" = {first("id")}),'
-             f' {UNKNOWN_WIDTH})')
-    return (f'(CASE WHEN {position} <= {first("k")}'
-            f" THEN {width} / LN({position} + 1.0) ELSE 0.0 END)")
+
+def _width(evaluation: str, keyword: str) -> str:
+    return (f'COALESCE((SELECT v."upper" - v."lower" FROM {_VALUES} v'
+            f' WHERE v."keyword_id" = {keyword}'
+            f' AND v."metric_id" = {_first_metric(evaluation, "id")}), {UNKNOWN_WIDTH})')
+
+
+def decisive_key_sql(*, evaluation: str, keyword: str, position: str) -> tuple[str, str]:
+    """(candidates, key) over SQL expressions (judgments.queries.register_decisive_key's
+    contract): the CANDIDATE_KEYWORDS widest keywords of the evaluation (ties: keyword
+    order), and the slot's key, larger for the one to hand out first."""
+    metric = _first_metric(evaluation, "id")
+    candidates = (f'SELECT kw."id" FROM {_KEYWORDS} kw LEFT JOIN {_VALUES} v'
+                  f' ON v."keyword_id" = kw."id" AND v."metric_id" = {metric}'
+                  f' WHERE kw."evaluation_id" = {evaluation}'
+                  f' ORDER BY COALESCE(v."upper" - v."lower", {UNKNOWN_WIDTH}) DESC, kw."position"'
+                  f' LIMIT {CANDIDATE_KEYWORDS}')
+    key = (f'(CASE WHEN {position} <= {_first_metric(evaluation, "k")}'
+           f" THEN {_width(evaluation, keyword)} / LN({position} + 1.0) ELSE 0.0 END)")
+    return candidates, key
