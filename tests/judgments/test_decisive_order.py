@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
 from judgments import queries, services
+from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue
 from metrics.queue_order import decisive_key_sql
 from tests.evaluations.factories import EvaluationMetricFactory
@@ -122,3 +123,19 @@ def test_without_the_registered_key_decisive_falls_back_to_position_order(
             (1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2), (2, 3), (2, 4)]
     finally:
         queries.register_decisive_key(decisive_key_sql)
+
+
+def test_when_the_widest_keywords_have_nothing_free_the_claim_takes_position_order(
+        personas, monkeypatch):
+    evaluation = decisive_evaluation(personas.team)
+    monkeypatch.setattr("metrics.queue_order.CANDIDATE_KEYWORDS", 1)
+    # The one candidate, B, is all held by the lead (leased as a claim leases).
+    held = services.slot_claim_next(user=personas.lead, team=personas.team,
+                                    evaluation=evaluation)
+    assert (held.keyword.position, held.snapshot.position) == (2, 1)
+    FeedbackSlot.objects.filter(evaluation=evaluation, keyword__position=2).update(
+        user=personas.lead, lease_expires_at=held.lease_expires_at,
+        assigned_at=held.assigned_at)
+    slot = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                    evaluation=evaluation)
+    assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
