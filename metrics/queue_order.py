@@ -8,11 +8,13 @@ metric (upper - lower, KeywordMetricValue) discounted by its rank, width / ln(po
 cutoff k, where a grade cannot move it. A keyword without stored bounds (nothing
 recomputed yet, or the metric undefined there) counts as widest. So the queue hands out
 first the top results of the keywords least settled, and moves on as grades narrow them;
-the claim sorts only the free slots of the few widest keywords (CANDIDATE_KEYWORDS), so it
-costs a scan of the evaluation's keywords, not of its slots;
-until the first recompute every keyword is widest and the key interleaves the keywords'
-position 1s, then 2s, ... (as Minimal Test Collections weights by rank). The widths are
-as stored: between a grade and its recompute the queue reads the last ones.
+among equally wide keywords (before the first recompute, all) it interleaves the
+keywords' position 1s, then 2s, ... (as Minimal Test Collections weights by rank).
+
+The claim sorts only the free slots of the CANDIDATE_KEYWORDS widest keywords (ties:
+keyword order), so it costs a scan of the evaluation's keywords and their bounds, not of
+its slots; if those have nothing free it takes position order. The widths are as stored:
+between a grade and its recompute the queue reads the last ones.
 """
 
 from django.db import connection
@@ -29,7 +31,7 @@ UNKNOWN_WIDTH = 1e6
 # How many of the widest keywords a claim sorts the free slots of. More than the graders
 # who can hold one at a time, and than the keywords graded but not yet recomputed, so the
 # pick rarely comes back empty (the claim then takes position order).
-CANDIDATE_KEYWORDS = 16
+CANDIDATE_KEYWORDS = 8
 
 
 def _first_metric(evaluation: str, column: str) -> str:
