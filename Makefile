@@ -56,6 +56,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/uploads.py
 	$(PY) bench/schedules.py
 	$(PY) bench/bounds.py
+	$(PY) bench/active_order.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO

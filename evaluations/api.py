@@ -95,6 +95,7 @@ class EvaluationOutputSerializer(serializers.Serializer):
     reuse_grades = serializers.CharField()
     show_position = serializers.BooleanField()
     shuffle_results = serializers.BooleanField()
+    grading_order = serializers.CharField()
     auto_finish = serializers.BooleanField()
     keyword_count = serializers.IntegerField(source="fetch.total")
     fetch = FetchSerializer(help_text="Keywords fetched / failed / total.")
@@ -165,6 +166,12 @@ class EvaluationInputSerializer(serializers.Serializer):
         required=False, default=False,
         help_text="Hand each grader a keyword's results in their own stable random order, "
                   "without the engine's position (not with show_position).")
+    grading_order = serializers.ChoiceField(
+        choices=Evaluation.GradingOrder.choices, required=False,
+        default=Evaluation.GradingOrder.POSITION,
+        help_text="position: keyword then position order; decisive: first the top results "
+                  "of the keywords with the widest bounds of the first metric (not with "
+                  "shuffle_results).")
     auto_finish = serializers.BooleanField(required=False, default=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

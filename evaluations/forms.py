@@ -284,6 +284,12 @@ class EvaluationForm(forms.Form):
         help_text="Each grader gets a keyword's results in their own random order (the same "
                   "on every visit) and never sees the engine's position; calibration then "
                   "reports agreement by the position a result was shown at.")
+    grading_order = forms.ChoiceField(
+        choices=Evaluation.GradingOrder.choices, initial=Evaluation.GradingOrder.POSITION,
+        required=False, label="Grading order",
+        help_text="\"Grade what decides first\" hands out first the top results of the "
+                  "keywords whose metric is least settled (widest bounds), so a comparison "
+                  "is decided with fewer grades. Not with shuffled results.")
     auto_finish = forms.BooleanField(
         required=False, initial=True, label="Finish when every result is graded")
     # --- query sets (issue 27): on the create page only (with_query_sets) ---
@@ -327,7 +333,12 @@ class EvaluationForm(forms.Form):
             "reuse_grades": evaluation.reuse_grades,
             "show_position": evaluation.show_position, "auto_finish": evaluation.auto_finish,
             "shuffle_results": evaluation.shuffle_results,
+            "grading_order": evaluation.grading_order,
         }
+
+    def clean_grading_order(self) -> str:
+        # Not sent (an older page, a script): the default order.
+        return self.cleaned_data["grading_order"] or Evaluation.GradingOrder.POSITION
 
     def clean_keywords_file(self) -> Any:
         upload = self.cleaned_data.get("keywords_file")

@@ -163,6 +163,10 @@ class Evaluation(models.Model):
         DOCUMENT = "document", "Same keyword and document"
         POSITION = "position", "Same keyword, document and position"
 
+    class GradingOrder(models.TextChoices):
+        POSITION = "position", "Keyword and position order"
+        DECISIVE = "decisive", "Grade what decides first"
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="evaluations")
     model = models.ForeignKey(SearchModel, on_delete=models.PROTECT, related_name="evaluations")
     name = models.CharField(max_length=200)
@@ -181,6 +185,10 @@ class Evaluation(models.Model):
     # Hand each grader a keyword's results in their own random order (stable for them) and
     # hide the engine's rank, so calibration can tell position bias (issue 28, item 8).
     shuffle_results = models.BooleanField(default=False)
+    # "decisive": the queue hands out first the slots whose grade can narrow the widest
+    # metric bounds most (issue 28, item 3; judgments.queries.decisive order).
+    grading_order = models.CharField(max_length=10, choices=GradingOrder.choices,
+                                     default=GradingOrder.POSITION)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",

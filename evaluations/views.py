@@ -121,7 +121,8 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                 transformers=data["transformers"], tags=data["tags"],
                 guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
                 show_position=data["show_position"], auto_finish=data["auto_finish"],
-                shuffle_results=data["shuffle_results"])
+                shuffle_results=data["shuffle_results"],
+                grading_order=data["grading_order"])
             try:
                 if data["query_set"]:
                     evaluation = services.evaluation_create_from_query_set(
@@ -161,7 +162,7 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             changes = {key: data[key] for key in ("name", "description", "metrics", "tags",
                                                   "guidelines", "reuse_grades",
                                                   "show_position", "auto_finish",
-                                                  "shuffle_results")}
+                                                  "shuffle_results", "grading_order")}
             if not evaluation.has_started():
                 changes.update({key: data[key] for key in ("model", "scale", "strategy",
                                                            "transformers")})

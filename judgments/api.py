@@ -108,7 +108,8 @@ class EvaluationNextApi(APIView):
             slot = services.slot_claim_next_assigned(
                 user=request.user,
                 evaluation_ids=queue_selectors.target_queue(user=request.user, target=target),
-                shuffled_ids=queue_selectors.target_shuffled_ids(target))
+                shuffled_ids=queue_selectors.target_shuffled_ids(target),
+                decisive_ids=queue_selectors.target_decisive_ids(target))
         else:
             serializer = self.InputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -122,7 +123,8 @@ class EvaluationNextApi(APIView):
                 slot = services.snapshot_grade_and_claim_next(
                     user=request.user, target=target, **grading,
                     evaluation_ids=queue_selectors.target_queue(user=request.user, target=target),
-                    shuffled_ids=queue_selectors.target_shuffled_ids(target))
+                    shuffled_ids=queue_selectors.target_shuffled_ids(target),
+                    decisive_ids=queue_selectors.target_decisive_ids(target))
             except services.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
         if slot is None:

@@ -390,6 +390,7 @@ def snapshot_grade(
 def snapshot_grade_and_claim_next(
     *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = "",
     evaluation_ids: list[int], shuffled_ids: Collection[int] = (),
+    decisive_ids: Collection[int] = (),
 ) -> dict | None:
     """snapshot_grade, then slot_claim_next_assigned among `evaluation_ids`: the grader's
     next slot, or None. The grading loop (the API's next/ with a grade) runs this for every
@@ -408,7 +409,7 @@ def snapshot_grade_and_claim_next(
         claim, claim_params = _queue_claim_sql(
             user=user, now=now, evaluation_id=evaluation_ids[0], include_skipped=False,
             besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + queries.HELD_FIRST,
-            shuffled_ids=shuffled_ids)
+            shuffled_ids=shuffled_ids, decisive_ids=decisive_ids)
         columns, joins = queries.ASSIGNED_SLOT_SELECT
         row = _fetch_claim(
             f"WITH {grade_ctes}, {queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
@@ -421,11 +422,12 @@ def snapshot_grade_and_claim_next(
                 return assigned_slot_from_row(row)
             # Nothing unskipped left in the first evaluation: the others, the skipped.
             return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
-                                            shuffled_ids=shuffled_ids)
+                                            shuffled_ids=shuffled_ids,
+                                            decisive_ids=decisive_ids)
         # No slot of theirs on the snapshot (or a lost race): the general path.
     snapshot_grade(user=user, target=target, grade=grade, unsure=unsure, note=note)
     return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
-                                    shuffled_ids=shuffled_ids)
+                                    shuffled_ids=shuffled_ids, decisive_ids=decisive_ids)
 
 
 @transaction.atomic

@@ -8,6 +8,9 @@ tests/judgments/test_grading.py holds it to that), built from the names below. E
 statement is tested against the ORM in tests/judgments/test_queries.py.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from django.db import connection
 
 from evaluations.models import Evaluation, Keyword, Snapshot
@@ -28,13 +31,13 @@ USERS = _q(User._meta.db_table)
 # --- the grading target: an evaluation or snapshot with the caller's role in its team ---
 
 _TARGET_COLUMNS = ('e."id", e."team_id", e."status", e."scale", e."tags",'
-                   ' e."shuffle_results", m."role"')
+                   ' e."shuffle_results", e."grading_order", m."role"')
 _MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
 
 
 def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
     """{id, team_id, status, scale, tags (JSON as the driver gives it), shuffle_results,
-    role (None: not a member)} of the evaluation, or None when there is none."""
+    grading_order, role (None: not a member)} of the evaluation, or None when there is none."""
     return sql.fetch_one(
         f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
         [user_id, evaluation_id])
@@ -87,16 +90,17 @@ CLAIM_SQL = f"""
 UPDATE {SLOTS}
 SET "user_id" = %s, "assigned_at" = %s, "lease_expires_at" = %s, "graded_at" = NULL,
     "unsure" = %s, "note" = '', "graded_by_id" = NULL
-WHERE {{guard}}"id" = (
+WHERE {{guard}}"id" = {{pick}}
+RETURNING {{returning}}
+"""
+CLAIM_PICK = f"""(
     SELECT s."id" FROM {SLOTS} s
     WHERE {{where}} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
       AND NOT EXISTS (SELECT 1 FROM {SLOTS} o
                       WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
                         AND o."id" <> s."id")
-      {{skips}}
-    ORDER BY {{order}} LIMIT 1{{lock}})
-RETURNING {{returning}}
-"""
+      {{skips}}{{candidates}}
+    ORDER BY {{order}} LIMIT 1{{lock}})"""
 NOT_SKIPPED = f"""AND NOT EXISTS (SELECT 1 FROM {SKIPS} k
                       WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
 # The first slot the grader holds ungraded among some evaluations, its lease renewed.
@@ -159,6 +163,53 @@ SHUFFLED_QUEUE_ORDER = (
     + ', s."position", s."index"')
 
 
+# --- decisive evaluations (Evaluation.grading_order "decisive"): grade what decides first ---
+
+# The ORDER BY key that puts first the slots whose grade can narrow the widest bounds most:
+# `build(evaluation=..., keyword=..., position=...)` (SQL expressions, the evaluation a %s)
+# returns (candidates, key): a query of the ids of the evaluation's keywords worth looking
+# at (a few, the widest) and an expression, larger for the slot to hand out first; no
+# parameter but the evaluation's (as many times as `evaluation` appears in each). The
+# bounds are the metrics app's table, and metrics sits above judgments: it registers the
+# builder at start-up (as judgments.grading.register_version_bump_cte). Without it,
+# decisive evaluations hand out in position order.
+_decisive_key: Callable[..., tuple[str, str]] | None = None
+
+
+def register_decisive_key(build: Callable[..., tuple[str, str]] | None) -> None:
+    global _decisive_key
+    _decisive_key = build
+
+
+@dataclass(frozen=True)
+class DecisiveOrder:
+    """A decisive claim's first pick: among the free slots of `candidates` (a keyword-id
+    subquery: the few widest keywords, so the sort stays small), the largest key first,
+    then position order; its parameters. When that finds nothing (every candidate's slots
+    held, skipped or graded), the claim takes the first free slot in position order."""
+
+    candidates: str
+    candidate_params: list
+    order: str
+    order_params: list
+
+
+def decisive_queue_order(*, evaluation_id: int) -> DecisiveOrder | None:
+    """A decisive evaluation's order from the registered builder; None without one
+    (position order)."""
+    if _decisive_key is None:
+        return None
+    candidates, key = _decisive_key(evaluation="%s", keyword='s."keyword_id"',
+                                    position='s."position"')
+    return DecisiveOrder(
+        # On PostgreSQL an array computed once: the slots are then found by keyword
+        # (slot_keyword_idx), whatever the planner guesses of the subquery's size.
+        candidates=(f'\n      AND s."keyword_id" = ANY(ARRAY({candidates}))'
+                    if sql.is_postgresql() else f'\n      AND s."keyword_id" IN ({candidates})'),
+        candidate_params=[evaluation_id] * candidates.count("%s"),
+        order=f"{key} DESC, {QUEUE_ORDER}", order_params=[evaluation_id] * key.count("%s"))
+
+
 def shown_position_sql(slot: str = "f") -> str:
     """Where the grader of the slot row `slot` (an alias, or the quoted table inside an
     UPDATE of it) was shown its result among the keyword's: its place in their shuffled
@@ -190,45 +241,71 @@ HELD_FIRST = "NOT EXISTS (SELECT 1 FROM held) AND "
 def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list, order: str,
               include_skipped: bool, guard: str = "",
               returning: str = '"id", "keyword_id"',
-              order_params: list | None = None) -> tuple[str, list]:
+              order_params: list | None = None,
+              decisive: DecisiveOrder | None = None) -> tuple[str, list]:
     """CLAIM_SQL for the first free slot (alias s) matching `where`, and its parameters;
-    `guard` is a condition (ending in AND) that must hold for anything to be claimed."""
-    statement = CLAIM_SQL.format(
-        where=where, order=order, lock=sql.skip_locked(), guard=guard, returning=returning,
-        skips="" if include_skipped else NOT_SKIPPED)
-    params = [user_id, sql.time_param(now), sql.time_param(lease_until), False,
-              *where_params, sql.time_param(now), user_id]
+    `guard` is a condition (ending in AND) that must hold for anything to be claimed. With
+    `decisive`, its pick first and `order`'s when that finds nothing: still one statement
+    (COALESCE runs the second pick only when the first is null)."""
+    skips = "" if include_skipped else NOT_SKIPPED
+    pick_params = [*where_params, sql.time_param(now), user_id]
     if not include_skipped:
-        params.append(user_id)
-    return statement, [*params, *(order_params or [])]
+        pick_params.append(user_id)
+
+    def pick(order: str, candidates: str = "") -> str:
+        return CLAIM_PICK.format(where=where, order=order, lock=sql.skip_locked(), skips=skips,
+                                 candidates=candidates)
+
+    if decisive is None:
+        picked, params = pick(order), [*pick_params, *(order_params or [])]
+    else:
+        picked = (f"COALESCE({pick(decisive.order, decisive.candidates)},"
+                  f" {pick(order)})")
+        params = [*pick_params, *decisive.candidate_params, *decisive.order_params,
+                  *pick_params, *(order_params or [])]
+    statement = CLAIM_SQL.format(guard=guard, returning=returning, pick=picked)
+    return statement, [user_id, sql.time_param(now), sql.time_param(lease_until), False,
+                       *params]
 
 
-def _queue_order(*, user_id: int, shuffled: bool) -> tuple[str, list]:
-    return (SHUFFLED_QUEUE_ORDER, [user_id, user_id]) if shuffled else (QUEUE_ORDER, [])
+def _queue_order(*, user_id: int, evaluation_id: int, shuffled: bool,
+                 decisive: bool) -> tuple[str, list, DecisiveOrder | None]:
+    if decisive:  # never with shuffled (evaluations.services refuses both)
+        return QUEUE_ORDER, [], decisive_queue_order(evaluation_id=evaluation_id)
+    if shuffled:
+        return SHUFFLED_QUEUE_ORDER, [user_id, user_id], None
+    return QUEUE_ORDER, [], None
 
 
 def queue_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
                     include_skipped: bool, besides_snapshot_id: int | None = None,
-                    guard: str = "", shuffled: bool = False) -> tuple[str, list]:
+                    guard: str = "", shuffled: bool = False,
+                    decisive: bool = False) -> tuple[str, list]:
     """claim_sql for an evaluation's queue in hand-out order (the grader's own order of
-    each keyword's results when `shuffled`), returning the whole slot."""
+    each keyword's results when `shuffled`, what decides first when `decisive`), returning
+    the whole slot."""
     where, where_params = 's."evaluation_id" = %s', [evaluation_id]
     if besides_snapshot_id is not None:
         where, where_params = where + ' AND s."snapshot_id" <> %s', [
             evaluation_id, besides_snapshot_id]
-    order, order_params = _queue_order(user_id=user_id, shuffled=shuffled)
+    order, order_params, decisive_order = _queue_order(
+        user_id=user_id, evaluation_id=evaluation_id, shuffled=shuffled, decisive=decisive)
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until, where=where,
                      where_params=where_params, order=order, order_params=order_params,
-                     include_skipped=include_skipped, guard=guard, returning="*")
+                     include_skipped=include_skipped, guard=guard, returning="*",
+                     decisive=decisive_order)
 
 
 def evaluation_claim_sql(*, user_id: int, now, lease_until, evaluation_id: int,
-                         include_skipped: bool, shuffled: bool = False) -> tuple[str, list]:
+                         include_skipped: bool, shuffled: bool = False,
+                         decisive: bool = False) -> tuple[str, list]:
     """claim_sql for an evaluation's queue in hand-out order: the slot's id and keyword_id."""
-    order, order_params = _queue_order(user_id=user_id, shuffled=shuffled)
+    order, order_params, decisive_order = _queue_order(
+        user_id=user_id, evaluation_id=evaluation_id, shuffled=shuffled, decisive=decisive)
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
                      where='s."evaluation_id" = %s', where_params=[evaluation_id],
-                     order=order, order_params=order_params, include_skipped=include_skipped)
+                     order=order, order_params=order_params, include_skipped=include_skipped,
+                     decisive=decisive_order)
 
 
 def snapshot_claim_sql(*, user_id: int, now, lease_until, snapshot_id: int

@@ -28,12 +28,13 @@ class SlotConflict(Exception):
 
 def _queue_claim_sql(*, user: User, now, evaluation_id: int, include_skipped: bool,
                      besides_snapshot_id: int | None = None, guard: str = "",
-                     shuffled_ids: Collection[int] = ()) -> tuple[str, list]:
+                     shuffled_ids: Collection[int] = (),
+                     decisive_ids: Collection[int] = ()) -> tuple[str, list]:
     """queries.queue_claim_sql with this queue's lease."""
     return queries.queue_claim_sql(
         user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
         include_skipped=include_skipped, besides_snapshot_id=besides_snapshot_id, guard=guard,
-        shuffled=evaluation_id in shuffled_ids)
+        shuffled=evaluation_id in shuffled_ids, decisive=evaluation_id in decisive_ids)
 
 
 def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = "",
@@ -71,7 +72,8 @@ def _renew_held(*, user: User, evaluation_ids: list[int], now) -> int | None:
 
 
 def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int],
-                                    shuffled_ids: Collection[int]) -> dict | None:
+                                    shuffled_ids: Collection[int],
+                                    decisive_ids: Collection[int]) -> dict | None:
     now = timezone.now()
     columns, joins = queries.ASSIGNED_SLOT_SELECT
     for include_skipped in (False, True):
@@ -83,13 +85,15 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int],
                     user=user, evaluation_ids=evaluation_ids, now=now, returning="*")
                 claim, claim_params = _queue_claim_sql(
                     user=user, now=now, evaluation_id=evaluation_id, include_skipped=False,
-                    guard=queries.HELD_FIRST, shuffled_ids=shuffled_ids)
+                    guard=queries.HELD_FIRST, shuffled_ids=shuffled_ids,
+                    decisive_ids=decisive_ids)
                 ctes = queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)
                 params = [*renew_params, *claim_params]
             else:
                 claim, params = _queue_claim_sql(user=user, now=now, evaluation_id=evaluation_id,
                                                  include_skipped=include_skipped,
-                                                 shuffled_ids=shuffled_ids)
+                                                 shuffled_ids=shuffled_ids,
+                                                 decisive_ids=decisive_ids)
                 ctes = f"f AS ({claim})"
             row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params)
             if row is not None:
@@ -98,7 +102,8 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int],
 
 
 def _claim_next_id_portable(*, user: User, evaluation_ids: list[int],
-                            shuffled_ids: Collection[int]) -> int | None:
+                            shuffled_ids: Collection[int],
+                            decisive_ids: Collection[int]) -> int | None:
     """SQLite's slot_claim_next_assigned, one statement a step (it has no UPDATE in WITH)."""
     now = timezone.now()
     held = _renew_held(user=user, evaluation_ids=evaluation_ids, now=now)
@@ -108,21 +113,25 @@ def _claim_next_id_portable(*, user: User, evaluation_ids: list[int],
         for evaluation_id in evaluation_ids:
             claimed = _fetch_claim(*queries.evaluation_claim_sql(
                 user_id=user.pk, now=now, lease_until=now + LEASE, evaluation_id=evaluation_id,
-                include_skipped=include_skipped, shuffled=evaluation_id in shuffled_ids))
+                include_skipped=include_skipped, shuffled=evaluation_id in shuffled_ids,
+                decisive=evaluation_id in decisive_ids))
             if claimed is not None:
                 return claimed["id"]
     return None
 
 
 def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int],
-                             shuffled_ids: Collection[int] = ()) -> dict | None:
+                             shuffled_ids: Collection[int] = (),
+                             decisive_ids: Collection[int] = ()) -> dict | None:
     """The grader's next slot among these evaluations (in this order), leased, as
     selectors.assigned_slot reads it; None when nothing is left for them.
 
     A slot the grader already holds comes back first (reloading the page or asking twice
     does not hoard leases); then the first free slot in evaluation, keyword and position
     order (in `shuffled_ids`' evaluations, each keyword's results in the grader's own
-    order: queries.shuffle_key); results the grader skipped come last. On PostgreSQL each
+    order: queries.shuffle_key; in `decisive_ids`', first the slots whose grade can narrow
+    the widest bounds most: queries.decisive_queue_order); results the grader skipped come
+    last. On PostgreSQL each
     step leases and reads in one statement. The caller has checked that the evaluations are
     active and route work to the grader (queue_selectors.queue_evaluation_ids,
     queue_selectors.target_queue).
@@ -131,9 +140,10 @@ def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int],
         return None
     if sql.is_postgresql():
         return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids,
-                                               shuffled_ids=shuffled_ids)
+                                               shuffled_ids=shuffled_ids,
+                                               decisive_ids=decisive_ids)
     slot_id = _claim_next_id_portable(user=user, evaluation_ids=evaluation_ids,
-                                      shuffled_ids=shuffled_ids)
+                                      shuffled_ids=shuffled_ids, decisive_ids=decisive_ids)
     return None if slot_id is None else assigned_slot(slot_id=slot_id)
 
 
@@ -142,9 +152,10 @@ def slot_claim_next(
 ) -> FeedbackSlot | None:
     """The grader's next slot in the team's queue (or one evaluation's), leased and loaded
     as a model; see slot_claim_next_assigned."""
-    evaluation_ids, shuffled_ids = queue_evaluations(user=user, team=team, evaluation=evaluation)
+    evaluation_ids, shuffled_ids, decisive_ids = queue_evaluations(
+        user=user, team=team, evaluation=evaluation)
     slot = slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
-                                    shuffled_ids=shuffled_ids)
+                                    shuffled_ids=shuffled_ids, decisive_ids=decisive_ids)
     if slot is None:
         return None
     return FeedbackSlot.objects.select_related("keyword", "snapshot").get(pk=slot["id"])

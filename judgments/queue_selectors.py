@@ -50,6 +50,13 @@ def target_shuffled_ids(target: GradingTarget) -> frozenset[int]:
     return frozenset([target.evaluation_id]) if target.shuffle_results else frozenset()
 
 
+def target_decisive_ids(target: GradingTarget) -> frozenset[int]:
+    """The target's evaluation when it hands out what decides first
+    (slot_claim_next_assigned's `decisive_ids`)."""
+    return frozenset([target.evaluation_id]) if (
+        target.grading_order == Evaluation.GradingOrder.DECISIVE) else frozenset()
+
+
 def target_queue(*, user: User, target: GradingTarget) -> list[int]:
     """queue_evaluation_ids for one grading target the caller may see: its evaluation when
     it is active and routes work to them, else nothing."""
@@ -67,28 +74,33 @@ def queue_evaluation_ids(
 
 def queue_evaluations(
     *, user: User, team: Team, evaluation: Evaluation | None = None
-) -> tuple[list[int], frozenset[int]]:
-    """queue_evaluation_ids, and which of them shuffle their results (one read for both)."""
+) -> tuple[list[int], frozenset[int], frozenset[int]]:
+    """queue_evaluation_ids, which of them shuffle their results, and which hand out what
+    decides first (one read for all)."""
     if not access.can(user=user, team_id=team.pk, minimum_role=Role.GRADER):
-        return [], frozenset()
+        return [], frozenset(), frozenset()
     if evaluation is not None:
         # The caller loaded it in this request: no need to read it again.
-        rows = [(evaluation.pk, evaluation.tags, evaluation.shuffle_results)] if (
+        rows = [(evaluation.pk, evaluation.tags, evaluation.shuffle_results,
+                 evaluation.grading_order)] if (
             evaluation.team_id == team.pk and evaluation.takes_grades()
         ) else []
     else:
         rows = list(
             Evaluation.objects.filter(team=team).taking_grades()
-            .order_by("started_at", "pk").values_list("pk", "tags", "shuffle_results")
+            .order_by("started_at", "pk").values_list("pk", "tags", "shuffle_results",
+                                                   "grading_order")
         )
-    needed = [(pk, {str(tag).strip().lower() for tag in (tags or [])}) for pk, tags, _ in rows]
+    needed = [(pk, {str(tag).strip().lower() for tag in (tags or [])}) for pk, tags, _, _ in rows]
     # Most evaluations carry no tags: the grader's own are read only when one does.
     carried = (
         {tag.strip().lower() for tag in grader_tags(user=user, team=team)}
         if any(tags for _, tags in needed) else set()
     )
     ids = [pk for pk, tags in needed if tags <= carried]
-    return ids, frozenset(pk for pk, _, shuffled in rows if shuffled and pk in ids)
+    return (ids, frozenset(pk for pk, _, shuffled, _ in rows if shuffled and pk in ids),
+            frozenset(pk for pk, _, _, order in rows
+                      if order == Evaluation.GradingOrder.DECISIVE and pk in ids))
 
 
 def previous_graded_slot(

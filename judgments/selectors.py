@@ -58,6 +58,7 @@ class GradingTarget:
     tags: list[str]
     snapshot_id: int | None = None
     shuffle_results: bool = False
+    grading_order: str = "position"
 
     @property
     def is_active(self) -> bool:
@@ -74,7 +75,8 @@ def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = No
     return GradingTarget(
         evaluation_id=row["id"], team_id=row["team_id"], status=row["status"],
         scale=row["scale"], tags=list(sql.json_value(row["tags"]) or []),
-        snapshot_id=snapshot_id, shuffle_results=bool(row["shuffle_results"]))
+        snapshot_id=snapshot_id, shuffle_results=bool(row["shuffle_results"]),
+        grading_order=row["grading_order"])
 
 
 def evaluation_target_for_user(*, user: User, evaluation_id: int) -> GradingTarget:

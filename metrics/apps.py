@@ -12,13 +12,17 @@ class MetricsConfig(AppConfig):
         from evaluations.signals import snapshots_created
         from judgments.grading import register_version_bump_cte
         from judgments.models import Transformer
+        from judgments.queries import register_decisive_key
         from judgments.signals import grades_written
         from metrics import receivers, verdict_receivers
+        from metrics.queue_order import decisive_key_sql
         from metrics.recompute.marks import keyword_version_bump_cte
 
         grades_written.connect(receivers.on_grades_written, dispatch_uid="metrics.grades")
         # The keyword versions are this app's: the one-statement grade bumps them with it.
         register_version_bump_cte(keyword_version_bump_cte)
+        # So are the bounds a decisive evaluation's queue hands out by.
+        register_decisive_key(decisive_key_sql)
         snapshots_created.connect(receivers.on_snapshots_created,
                                   dispatch_uid="metrics.snapshots_created")
         # Adding, changing or removing a metric recomputes the evaluation.

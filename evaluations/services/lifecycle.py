@@ -119,6 +119,7 @@ def evaluation_create(
     transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
     show_position: bool = False, auto_finish: bool = True, shuffle_results: bool = False,
+    grading_order: str = Evaluation.GradingOrder.POSITION,
     query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
     """`query_set_version`: the query set version `keywords` are (its caller,
@@ -134,12 +135,14 @@ def evaluation_create(
     if reuse_grades not in Evaluation.Reuse.values:
         raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
     _check_shuffle(shuffle_results=shuffle_results, show_position=show_position)
+    _check_grading_order(grading_order=grading_order, shuffle_results=shuffle_results)
     evaluation = Evaluation.objects.create(
         team=team, created_by=created_by, model=model, name=name.strip(),
         description=description, scale=scale, strategy=strategy, transformers=transformers,
         tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
         show_position=bool(show_position), auto_finish=bool(auto_finish),
-        shuffle_results=shuffle_results, query_set_version=query_set_version,
+        shuffle_results=shuffle_results, grading_order=grading_order,
+        query_set_version=query_set_version,
     )
     Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
     _create_metric_configs(evaluation, metrics)
@@ -213,6 +216,18 @@ def _check_shuffle(*, shuffle_results: Any, show_position: Any) -> None:
             "\"show position\" to shuffle.")})
 
 
+def _check_grading_order(*, grading_order: Any, shuffle_results: Any) -> None:
+    # Refused together: the decisive order hands out a keyword's top positions first, which
+    # is the very rank signal a shuffled evaluation keeps from its graders.
+    if grading_order not in Evaluation.GradingOrder.values:
+        raise ValidationError({"grading_order": (
+            f"Use one of {', '.join(Evaluation.GradingOrder.values)}.")})
+    if grading_order == Evaluation.GradingOrder.DECISIVE and shuffle_results:
+        raise ValidationError({"grading_order": (
+            "\"Grade what decides first\" hands out top positions first, which would tell "
+            "graders the engine's rank: turn off shuffled results to use it.")})
+
+
 def _clean_tags(tags: Any) -> list[str]:
     if tags is None:
         return []
@@ -229,7 +244,7 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
                "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
-               "auto_finish", "shuffle_results"}
+               "auto_finish", "shuffle_results", "grading_order"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
@@ -272,9 +287,13 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
         _check_shuffle(
             shuffle_results=changes.get("shuffle_results", evaluation.shuffle_results),
             show_position=changes.get("show_position", evaluation.show_position))
+    if changes.keys() & {"shuffle_results", "grading_order"}:
+        _check_grading_order(
+            grading_order=changes.get("grading_order", evaluation.grading_order),
+            shuffle_results=changes.get("shuffle_results", evaluation.shuffle_results))
     for key in ("name", "description", "model", "scale", "strategy", "transformers", "tags",
                 "guidelines", "reuse_grades", "show_position", "auto_finish",
-                "shuffle_results"):
+                "shuffle_results", "grading_order"):
         if key in changes:
             setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)
@@ -523,7 +542,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
         transformers=evaluation.transformers, tags=evaluation.tags,
         guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
         auto_finish=evaluation.auto_finish, show_position=evaluation.show_position,
-        shuffle_results=evaluation.shuffle_results,
+        shuffle_results=evaluation.shuffle_results, grading_order=evaluation.grading_order,
         query_set_version_id=evaluation.query_set_version_id,  # the same keywords
     )
     Keyword.objects.bulk_create(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
+from evaluations.models import Evaluation
 from judgments import selectors, services
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue, KeywordRecomputeMark
@@ -23,14 +24,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 GRADERS = 8
 
 
-def _grade_at_once(personas, grade_until_empty: Callable) -> tuple:
-    """Eight graders of a fresh evaluation (4 keywords x 10 results x 3 slots) each run
+def _grade_at_once(personas, grade_until_empty: Callable,
+                   grading_order: str = Evaluation.GradingOrder.POSITION) -> tuple:
+    """Eight graders of a fresh evaluation (4 keywords x 10 results x 3 slots, handing out
+    in `grading_order`) each run
     grade_until_empty(user, evaluation, handed, submitted) in a thread of their own,
     started together; what they were handed ({user id: [slot ids]}) and sent ({slot id:
     grade})."""
     if connection.vendor != "postgresql":
         skip_or_fail("row locks (FOR UPDATE SKIP LOCKED) need PostgreSQL: set DATABASE_URL")
-    evaluation = evaluation_with_slots(personas.team, keywords=4, positions=10, strategy=3)
+    evaluation = evaluation_with_slots(personas.team, keywords=4, positions=10, strategy=3,
+                                       grading_order=grading_order)
     # Every grade's recompute runs (eagerly) in its grader's thread, concurrently.
     for position, code in enumerate(["precision", "ndcg", "err"]):
         EvaluationMetricFactory(evaluation=evaluation, code=code, k=10, position=position)
@@ -82,7 +86,8 @@ def _assert_each_slot_graded_once(evaluation, handed, submitted) -> dict[int, Fe
     return slots
 
 
-def test_eight_graders_grade_every_slot_exactly_once(personas):
+@pytest.mark.parametrize("grading_order", Evaluation.GradingOrder.values)
+def test_eight_graders_grade_every_slot_exactly_once(personas, grading_order):
     def grade_until_empty(user, evaluation, handed, submitted) -> None:
         while (slot := services.slot_claim_next(user=user, team=personas.team,
                                                 evaluation=evaluation)) is not None:
@@ -91,25 +96,30 @@ def test_eight_graders_grade_every_slot_exactly_once(personas):
             services.feedback_submit(user=user, slot_id=slot.pk, grade=grade)
             submitted[slot.pk] = grade
 
-    _assert_each_slot_graded_once(*_grade_at_once(personas, grade_until_empty))
+    _assert_each_slot_graded_once(*_grade_at_once(personas, grade_until_empty, grading_order))
 
 
-def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(personas):
+@pytest.mark.parametrize("grading_order", Evaluation.GradingOrder.values)
+def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(personas,
+                                                                             grading_order):
     # The grading API's loop (next/ carrying the previous result's grade): on PostgreSQL
     # each grade, lease and read is one statement.
     def grade_until_empty(user, evaluation, handed, submitted) -> None:
-        slot = services.slot_claim_next_assigned(user=user, evaluation_ids=[evaluation.pk])
+        decisive = [evaluation.pk] if grading_order == "decisive" else []
+        slot = services.slot_claim_next_assigned(user=user, evaluation_ids=[evaluation.pk],
+                                                 decisive_ids=decisive)
         while slot is not None:
             handed.append(slot["id"])
             grade = (slot["id"] * 7 + user.pk) % 4
             target = selectors.snapshot_target_for_user(
                 user=user, snapshot_id=slot["snapshot"])
             next_slot = services.snapshot_grade_and_claim_next(
-                user=user, target=target, grade=grade, evaluation_ids=[evaluation.pk])
+                user=user, target=target, grade=grade, evaluation_ids=[evaluation.pk],
+                decisive_ids=decisive)
             submitted[slot["id"]] = grade
             slot = next_slot
 
-    evaluation, handed, submitted = _grade_at_once(personas, grade_until_empty)
+    evaluation, handed, submitted = _grade_at_once(personas, grade_until_empty, grading_order)
     slots = _assert_each_slot_graded_once(evaluation, handed, submitted)
     # Every grade (each a change from none) bumped its keyword's version once.
     versions = dict(KeywordRecomputeMark.objects.filter(evaluation=evaluation)

@@ -1,0 +1,141 @@
+"""Decisive evaluations (Evaluation.grading_order "decisive", issue 28 item 3): the queue
+hands out first the slots whose grade can narrow the widest bounds most, key
+width / ln(position + 1) of the first metric, 0 past its k (metrics.queue_order); the
+recomputes (eager here) narrow the bounds as grades come. SQLite by default; PostgreSQL
+with DATABASE_URL."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from evaluations.models import Evaluation, Snapshot
+from judgments import queries, services
+from judgments.models import FeedbackSlot
+from metrics.models import KeywordMetricValue
+from metrics.queue_order import decisive_key_sql
+from tests.evaluations.factories import EvaluationMetricFactory
+from tests.judgments.builders import evaluation_with_slots
+
+pytestmark = pytest.mark.django_db
+
+
+def decisive_evaluation(team, *, positions: int = 4, k: int = 3) -> Evaluation:
+    """Keywords A (position 1) and B (2), binary, precision@k; A's bounds set by hand to
+    0.4..0.5 (it is never graded, so no recompute rewrites them), B's to 0..1."""
+    evaluation = evaluation_with_slots(team, keywords=2, positions=positions, scale="binary",
+                                       grading_order=Evaluation.GradingOrder.DECISIVE)
+    metric = EvaluationMetricFactory(evaluation=evaluation, code="precision", k=k, position=0)
+    EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=10, position=1)
+    for text, (lower, upper) in (("query 1", (0.4, 0.5)), ("query 2", (0.0, 1.0))):
+        KeywordMetricValue.objects.update_or_create(
+            keyword=evaluation.keywords.get(text=text), metric=metric,
+            defaults={"value": None, "lower": lower, "upper": upper})
+    return evaluation
+
+
+def handed_order(evaluation: Evaluation, user, commits) -> list[tuple[int, int]]:
+    """(keyword position, position) of each result the queue hands the grader, each graded
+    relevant through the grading page's service (its recompute run: `commits` is
+    django_capture_on_commit_callbacks), until nothing is left."""
+    handed = []
+    while (slot := services.slot_claim_next(user=user, team=evaluation.team,
+                                            evaluation=evaluation)) is not None:
+        with commits(execute=True):
+            services.feedback_submit(user=user, slot_id=slot.pk, grade=1)
+        handed.append((slot.keyword.position, slot.snapshot.position))
+    return handed
+
+
+def test_the_widest_keywords_top_position_comes_first_and_the_queue_moves_as_it_narrows(
+        personas, django_capture_on_commit_callbacks):
+    evaluation = decisive_evaluation(personas.team)
+    a, b = (evaluation.keywords.get(position=n) for n in (1, 2))
+    # Keys: B1 1/ln 2 = 1.44 > B2 1/ln 3 = 0.91 > B3 0.72 > A1 0.1/ln 2 = 0.14.
+    first = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                     evaluation=evaluation)
+    assert (first.keyword_id, first.snapshot.position) == (b.pk, 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.feedback_submit(user=personas.grader, slot_id=first.pk, grade=1)
+    # The recompute narrowed B: precision@3 with one relevant of three, 1/3..1.
+    stored = KeywordMetricValue.objects.get(keyword=b, metric__code="precision")
+    assert (stored.lower, stored.upper) == (pytest.approx(1 / 3), 1.0)
+    # B2 (2/3)/ln 3 = 0.61, then with 2/3..1 B3 (1/3)/ln 4 = 0.24 > A1 0.14; B exact,
+    # A's top three; past k the key is 0 and position order decides (A4, then B4).
+    assert handed_order(evaluation, personas.grader, django_capture_on_commit_callbacks) == [
+        (2, 2), (2, 3), (1, 1), (1, 2), (1, 3), (1, 4), (2, 4)]
+    assert a.pk != b.pk
+
+
+def test_a_narrow_b_hands_out_a_first(personas):
+    evaluation = decisive_evaluation(personas.team)
+    # B almost settled (0.9..0.95): A's top position (0.1/ln 2) beats B's (0.05/ln 2).
+    KeywordMetricValue.objects.filter(keyword__evaluation=evaluation, keyword__position=2,
+                                      metric__code="precision").update(lower=0.9, upper=0.95)
+    slot = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                    evaluation=evaluation)
+    assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
+
+
+def test_keywords_without_bounds_count_as_widest_and_interleave_by_position(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=3, scale="binary",
+                                       grading_order=Evaluation.GradingOrder.DECISIVE)
+    metric = EvaluationMetricFactory(evaluation=evaluation, code="precision", k=3)
+    KeywordMetricValue.objects.filter(metric=metric).delete()
+    # Nothing stored: every keyword widest, so the first positions of each come first.
+    first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
+             for user in (personas.grader, personas.lead, personas.owner)]
+    assert [(s.keyword.position, s.snapshot.position) for s in first] == [
+        (1, 1), (2, 1), (1, 2)]
+
+
+def test_position_order_when_off(personas, django_capture_on_commit_callbacks):
+    evaluation = decisive_evaluation(personas.team)
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        grading_order=Evaluation.GradingOrder.POSITION)
+    evaluation.refresh_from_db()
+    assert handed_order(evaluation, personas.grader, django_capture_on_commit_callbacks) == [
+        (1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2), (2, 3), (2, 4)]
+
+
+def test_the_grading_api_hands_out_the_decisive_order(personas,
+                                                      django_capture_on_commit_callbacks):
+    evaluation = decisive_evaluation(personas.team)
+    client = APIClient()
+    client.force_authenticate(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    slot = client.post(url, format="json").json()
+    handed = []
+    while slot is not None:
+        snapshot = Snapshot.objects.get(pk=slot["snapshot"])
+        handed.append((snapshot.keyword.position, snapshot.position))
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(url, {"snapshot": snapshot.pk, "grade": 1},
+                                   format="json")
+        slot = response.json() if response.status_code == 200 else None
+    assert handed == [(2, 1), (2, 2), (2, 3), (1, 1), (1, 2), (1, 3), (1, 4), (2, 4)]
+
+
+def test_without_the_registered_key_decisive_falls_back_to_position_order(
+        personas, django_capture_on_commit_callbacks):
+    evaluation = decisive_evaluation(personas.team)
+    queries.register_decisive_key(None)
+    try:
+        assert handed_order(evaluation, personas.grader, django_capture_on_commit_callbacks) == [
+            (1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2), (2, 3), (2, 4)]
+    finally:
+        queries.register_decisive_key(decisive_key_sql)
+
+
+def test_when_the_widest_keywords_have_nothing_free_the_claim_takes_position_order(
+        personas, monkeypatch):
+    evaluation = decisive_evaluation(personas.team)
+    monkeypatch.setattr("metrics.queue_order.CANDIDATE_KEYWORDS", 1)
+    # The one candidate, B, is all held by the lead (leased as a claim leases).
+    held = services.slot_claim_next(user=personas.lead, team=personas.team,
+                                    evaluation=evaluation)
+    assert (held.keyword.position, held.snapshot.position) == (2, 1)
+    FeedbackSlot.objects.filter(evaluation=evaluation, keyword__position=2).update(
+        user=personas.lead, lease_expires_at=held.lease_expires_at,
+        assigned_at=held.assigned_at)
+    slot = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                    evaluation=evaluation)
+    assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
