@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.models import Snapshot
-from judges import budgets, calls, estimates
+from judges import budgets, calls, token_counts
 from judges.core.cache import cache_key
 from judges.core.prompts import Document, PromptError, build_prompt, images_to_send
 from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
@@ -283,8 +283,8 @@ def _budget_reserve(*, run: JudgeRun, template: str, keyword: str, scale,
                               documents=documents, scale=scale)
     except PromptError:
         return Decimal(0)  # the call fails before it is sent (calls.ask says why)
-    cost = estimates.call_cost(judge=judge, prompt=prompt, pair_count=len(documents),
-                               tokens_out=estimates.tokens_out_expected(judge=judge))
+    cost = token_counts.call_cost(judge=judge, prompt=prompt, pair_count=len(documents),
+                                  tokens_out=token_counts.tokens_out_expected(judge=judge))
     if budgets.call_reserve(run_id=run.pk, cost=cost):
         return None
     return cost

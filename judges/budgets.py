@@ -2,7 +2,7 @@
 month (JudgeTrustPolicy.monthly_budget), both at the judges' prices.
 
 The one rule, `call_reserve`: before each call, the spend so far plus the call's expected
-cost (judges.estimates.call_cost) must stay within both caps. It is checked and counted in
+cost (judges.token_counts.call_cost) must stay within both caps. It is checked and counted in
 one transaction holding the run's row and the team's month row (in that order), so
 concurrent lanes cannot both pass on the same remaining money. When the call would go
 over, it is not made: the run pauses with the reason. When the call returns, `call_settle`

@@ -1,86 +1,28 @@
-"""What a judge run would cost before it starts, and what its next call would cost (the
-budget guard's figure, judges.budgets): one way of counting for both.
+"""What a judge run would cost before it starts, counted as judges.token_counts counts
+every call (the budget guard's figure for the next call is the same count).
 
 Tokens in are measured on the real prompts: a sample of the pairs the run would ask
 about (the first SAMPLE_PAIRS, in the run's order and batches) is rendered with the
-judge's template, and counted at CHARS_PER_TOKEN (no tokenizer is installed; for English
-and JSON the common models average 3.5 to 4.5 characters a token). Each batch's count is
-split into a part every call carries (system prompt, template, keyword, scale, JSON
-schema) and a part per document, so the total follows the number of calls and of pairs.
-
-Tokens out, in this order: the judge's own history (its answered calls' tokens out per
-pair), else its max_tokens parameter per call (an upper bound), else a guess of
-GUESS_TOKENS_OUT_PER_PAIR per pair (a grade and a sentence of reason in JSON).
+judge's template and counted. Each batch's count is split into a part every call carries
+(system prompt, template, keyword, scale, JSON schema) and a part per document, so the
+total follows the number of calls and of pairs. Tokens out as token_counts expects them.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Sum
-
 from evaluations.models import Evaluation, Snapshot
 from judges import batches, calls
-from judges.core.prompts import JudgePrompt, PromptError, build_prompt, render_documents
-from judges.models import Judge, JudgeAnswer, JudgeCall
+from judges.core.prompts import PromptError, build_prompt, render_documents
+from judges.models import Judge, JudgeAnswer
 from judges.run_selectors import token_cost
+from judges.token_counts import prompt_tokens, text_tokens, tokens_out_expected
 from judgments import scales as scale_lookup
 
-CHARS_PER_TOKEN = 4
 SAMPLE_PAIRS = 20
-GUESS_TOKENS_OUT_PER_PAIR = 60
 KEY_CHUNK = 5000
-# The parameters that cap a call's answer, by provider family.
-MAX_TOKENS_PARAMETERS = ("max_tokens", "max_completion_tokens", "num_predict")
-
-
-def text_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def prompt_tokens(prompt: JudgePrompt) -> int:
-    """The tokens a request carries: system, user prompt and the answer's JSON schema."""
-    return text_tokens(prompt.system) + text_tokens(prompt.user) + text_tokens(
-        json.dumps(prompt.schema, separators=(",", ":")))
-
-
-@dataclass(frozen=True)
-class TokensOut:
-    per_pair: float | None
-    per_call: int | None
-    source: str  # "history", "max_tokens" or "guess"
-
-    def for_call(self, pair_count: int) -> int:
-        if self.per_call is not None:
-            return self.per_call
-        return math.ceil((self.per_pair or 0) * pair_count)
-
-
-def tokens_out_expected(*, judge: Judge) -> TokensOut:
-    """How many tokens the judge's answers take (see the module's docstring), one query."""
-    totals = JudgeCall.objects.filter(
-        judge=judge, status="ok", tokens_out__isnull=False, pair_count__gt=0).aggregate(
-        tokens=Sum("tokens_out"), pairs=Sum("pair_count"))
-    if totals["pairs"]:
-        return TokensOut(per_pair=totals["tokens"] / totals["pairs"], per_call=None,
-                         source="history")
-    parameters = judge.parameters or {}
-    options = parameters.get("options") if isinstance(parameters.get("options"), dict) else {}
-    for name in MAX_TOKENS_PARAMETERS:
-        value = parameters.get(name, options.get(name))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return TokensOut(per_pair=None, per_call=value, source="max_tokens")
-    return TokensOut(per_pair=GUESS_TOKENS_OUT_PER_PAIR, per_call=None, source="guess")
-
-
-def call_cost(*, judge: Judge, prompt: JudgePrompt, pair_count: int,
-              tokens_out: TokensOut) -> Decimal | None:
-    """The expected cost of one call with this prompt; None when the judge has no prices."""
-    return token_cost(judge=judge, tokens_in=prompt_tokens(prompt),
-                      tokens_out=tokens_out.for_call(pair_count))
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,8 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
         else None
     if base_url == "" and provider in DEFAULT_BASE_URLS:
         base_url = DEFAULT_BASE_URLS[provider]
-    if base_url is None or not is_http_url(base_url) or len(base_url) > 500:
+    if base_url is None or not is_http_url(base_url) or len(base_url) > 500 \
+            or any(ord(char) < 32 or ord(char) == 127 for char in base_url):
         problems["base_url"] = "Enter an http:// or https:// URL (or leave it empty for the " \
                                "provider's own)."
     clean["base_url"] = base_url
@@ -148,7 +149,7 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
         problems["parameters"] = 'must be a JSON object, e.g. {"temperature": 0}'
     elif json_problem(parameters):
         problems["parameters"] = json_problem(parameters)
-    elif "provider" not in problems and "model" not in problems:
+    elif not problems.keys() & {"provider", "model", "base_url"}:
         try:  # the provider decides what it accepts, as it will on every call
             probe = Judge(provider=provider, base_url=base_url or "", model=model)
             calls.provider_for(probe).build_request(system="", user="", schema={},

@@ -12,8 +12,9 @@ from rest_framework.test import APIClient
 
 from judges import estimates, runs
 from judges.core.prompts import grades_schema, system_prompt
-from judges.estimates import GUESS_TOKENS_OUT_PER_PAIR, judge_run_estimate
+from judges.estimates import judge_run_estimate
 from judges.models import JudgeRun
+from judges.token_counts import GUESS_TOKENS_OUT_PER_PAIR
 from tests.judges.builders import judge_for
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judges.run_builders import judge_of, priced

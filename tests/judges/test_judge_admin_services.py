@@ -178,3 +178,12 @@ def test_deleting_a_judge_with_a_run_pauses_the_run(personas):
     assert services.judge_delete(judge=judge) is False
     run.refresh_from_db()
     assert (Judge.objects.get().is_active, run.status) == (False, "paused")
+
+
+def test_a_base_url_with_a_control_character_is_named_not_a_crash(personas):
+    # The parameters' probe builds a request from the base URL: with a bad one it must not
+    # run (httpx would raise InvalidURL, a 500), and the URL is the problem named.
+    with pytest.raises(ValidationError) as caught:
+        create(personas.team, base_url="\x12http://models.test", parameters={"temperature": 0})
+    assert set(problems_of(caught.value)) == {"base_url"}
+    assert not Judge.objects.exists()

@@ -73,13 +73,20 @@ def world(personas):
                                model=model, query_set=query_set, scale="graded", strategy=1,
                                interval_minutes=60, baseline="first",
                                metrics=[{"code": "ndcg", "k": 10, "params": {}}])
+    from judges.models import JudgeRun
+    from tests.judges.run_builders import run_of
+
+    judge = judge_with_account(personas.team)
+    # Paused: the resume route (which takes a JSON body) has something to act on.
+    run = run_of(judge, evaluation, mode=JudgeRun.Mode.SHADOW)
+    JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.PAUSED)
     return {
         "query_set_id": query_set.pk, "number": 1, "webhook_id": webhook.pk,
-        "schedule_id": schedule.pk,
+        "schedule_id": schedule.pk, "run_id": run.pk,
         "team_id": personas.team.pk, "endpoint_id": endpoint.pk, "model_id": model.pk,
         "evaluation_id": evaluation.pk,
         "snapshot_id": evaluation.keywords.get().snapshots.get().pk,
-        "judge_id": judge_with_account(personas.team).pk,
+        "judge_id": judge.pk,
         "scale_id": Scale.objects.create(team=personas.team, code="stars", name="Stars",
                                          lo=0, hi=4).pk,
         "transformer_id": Transformer.objects.create(
