@@ -149,9 +149,12 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
         problems["parameters"] = 'must be a JSON object, e.g. {"temperature": 0}'
     elif json_problem(parameters):
         problems["parameters"] = json_problem(parameters)
-    elif not problems.keys() & {"provider", "model", "base_url"}:
+    elif "provider" not in problems and "model" not in problems:
         try:  # the provider decides what it accepts, as it will on every call
-            probe = Judge(provider=provider, base_url=base_url or "", model=model)
+            # The probe checks the parameters, not the URL (named above when bad): a URL
+            # httpx cannot even parse would crash it, so a bad one is replaced here.
+            probe_url = base_url if "base_url" not in problems else "http://127.0.0.1/"
+            probe = Judge(provider=provider, base_url=probe_url or "", model=model)
             calls.provider_for(probe).build_request(system="", user="", schema={},
                                                     parameters=parameters, api_key=None)
         except providers.ProviderConfigError as error:

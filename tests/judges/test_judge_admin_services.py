@@ -186,4 +186,8 @@ def test_a_base_url_with_a_control_character_is_named_not_a_crash(personas):
     with pytest.raises(ValidationError) as caught:
         create(personas.team, base_url="\x12http://models.test", parameters={"temperature": 0})
     assert set(problems_of(caught.value)) == {"base_url"}
+    # Bad parameters beside it are still named in the same error.
+    with pytest.raises(ValidationError) as caught:
+        create(personas.team, base_url="\x12http://models.test", parameters={"messages": []})
+    assert set(problems_of(caught.value)) == {"base_url", "parameters"}
     assert not Judge.objects.exists()

@@ -38,11 +38,17 @@ def test_keywords_come_with_their_metric_values(personas, evaluation):
     first, second = body["results"]
     assert (first["text"], first["position"], first["snapshot_count"]) == ("red shoes", 1, 2)
     assert first["updating"] is False
+    # Both results of red shoes are graded: their bounds are closed on the value.
+    closed = {"bounds_exact": True}
     assert first["metrics"] == [
-        {"code": "precision", "k": 2, "params": {}, "value": 0.5},
-        {"code": "cg", "k": 2, "params": {}, "value": 3.0},
+        {"code": "precision", "k": 2, "params": {}, "value": 0.5, "lower": 0.5, "upper": 0.5,
+         **closed},
+        {"code": "cg", "k": 2, "params": {}, "value": 3.0, "lower": 3.0, "upper": 3.0,
+         **closed},
     ]
-    assert [m["value"] for m in second["metrics"]] == [None, None]
+    # blue hat was never recomputed here (no fetch announced it): no value, no bounds yet.
+    assert [(m["value"], m["lower"], m["upper"]) for m in second["metrics"]] == [
+        (None, None, None), (None, None, None)]
 
 
 def test_a_dirty_keyword_says_it_is_updating(personas, evaluation):
