@@ -63,9 +63,8 @@ class KeywordListApi(APIView):
                     "snapshot_count": row.snapshot_count, "updating": row.updating,
                     "metrics": [
                         {"code": c.code, "k": c.k, "params": c.params, "value": value,
-                         "lower": (bounds or (None, None, True))[0],
-                         "upper": (bounds or (None, None, True))[1],
-                         "bounds_exact": (bounds or (None, None, True))[2]}
+                         "lower": bounds.lower, "upper": bounds.upper,
+                         "bounds_exact": bounds.exact}
                         for c, (value, bounds) in zip(configs, row.cells, strict=True)
                     ],
                 }).data

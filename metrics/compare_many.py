@@ -28,6 +28,7 @@ from metrics.core.multi_compare import MetricSummary, PairTest, ReferenceTest
 from metrics.core.statistics import bootstrap_ci
 from metrics.dashboards import MetricKey, metric_key, metric_label
 from metrics.models import KeywordMetricValue
+from metrics.selectors import stored_bounds_mean
 
 MIN_EVALUATIONS = 2
 MAX_EVALUATIONS = 10
@@ -232,7 +233,8 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
         _with_bounds(
             _metric_row(key=key, configs=row, matrix=data[m], evaluations=evaluations,
                         ref_index=ref_index, mode=mode, resamples=resamples),
-            [_mean_bounds(bounds[config.pk], id_matrix[:, e]) for e, config in enumerate(row)],
+            [stored_bounds_mean(bounds[config.pk], id_matrix[:, e].tolist())
+             for e, config in enumerate(row)],
             ref_index)
         for m, (key, row) in enumerate(zip(keys, chosen, strict=True))
     ]
@@ -309,15 +311,6 @@ def _config_bounds(configs: list[EvaluationMetric]
             "metric_id", "keyword_id", "lower", "upper", "bounds_exact"):
         found[metric_id][keyword_id] = core.KeywordBounds(lower, upper, exact)
     return found
-
-
-def _mean_bounds(stored: dict[int, core.KeywordBounds], keyword_ids: np.ndarray
-                 ) -> tuple[core.KeywordBounds, bool]:
-    """The mean's bounds over the compared keywords, and whether some has none stored yet."""
-    missing = core.KeywordBounds(None, None, True)
-    ids = keyword_ids.tolist()
-    return (core.bounds_mean(stored.get(pk, missing) for pk in ids),
-            any(pk not in stored for pk in ids))
 
 
 def _with_bounds(row: MetricRow, bounds: list[tuple[core.KeywordBounds, bool]],

@@ -24,6 +24,7 @@ from metrics.dashboards import (
     value_delta,
 )
 from metrics.models import KeywordMetricValue
+from metrics.selectors import stored_bounds_mean
 from searchtweak.access import GradeVisibility
 
 SIGNIFICANCE = 0.05
@@ -205,12 +206,12 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
     pairs = [(c, configs_b[metric_key(c)]) for c in all_a if metric_key(c) in configs_b]
     keys_a = {metric_key(c) for c in all_a}
     stored: dict[tuple[int, int], float | None] = {}
-    stored_bounds: dict[tuple[int, int], core.KeywordBounds] = {}
+    stored_bounds: dict[int, dict[int, core.KeywordBounds]] = defaultdict(dict)
     for keyword_id, metric_id, value, lower, upper, exact in KeywordMetricValue.objects.filter(
             metric_id__in=[c.pk for pair in pairs for c in pair]
     ).values_list("keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact"):
         stored[(keyword_id, metric_id)] = value
-        stored_bounds[(keyword_id, metric_id)] = core.KeywordBounds(lower, upper, exact)
+        stored_bounds[metric_id][keyword_id] = core.KeywordBounds(lower, upper, exact)
     open_slots = _open_slot_positions(
         [keywords_a[t] for t in shared] + [keywords_b[t] for t in shared])
     if rbo_k is None:
@@ -235,9 +236,8 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
                            if same_ranking[t] and delta != 0)
         label = metric_label(config_a)
         decision = _bounds_decision(
-            [(keywords_a[t], config_a) for t in shared] + [(keywords_b[t], config_b)
-                                                          for t in shared],
-            stored_bounds, open_slots, shared_count=len(shared))
+            ([keywords_a[t] for t in shared], config_a),
+            ([keywords_b[t] for t in shared], config_b), stored_bounds, open_slots)
         metrics.append(MetricComparison(
             key=metric_key(config_a), label=label, config_a=config_a,
             config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
@@ -286,22 +286,23 @@ def _open_slot_positions(keyword_ids: list[int]) -> dict[int, list[int]]:
     return positions
 
 
-def _bounds_decision(sides: list[tuple[int, EvaluationMetric]],
-                     stored_bounds: dict[tuple[int, int], core.KeywordBounds],
-                     open_slots: dict[int, list[int]], *, shared_count: int) -> BoundsDecision:
-    """`sides`: A's shared keywords with A's config, then B's with B's, in one order."""
-    half = [sides[:shared_count], sides[shared_count:]]
-    means = [core.bounds_mean(stored_bounds.get((keyword_id, config.pk),
-                                                core.KeywordBounds(None, None, True))
-                              for keyword_id, config in side) for side in half]
-    pending = any((keyword_id, config.pk) not in stored_bounds for keyword_id, config in sides)
+def _bounds_decision(side_a: tuple[list[int], EvaluationMetric],
+                     side_b: tuple[list[int], EvaluationMetric],
+                     stored_bounds: dict[int, dict[int, core.KeywordBounds]],
+                     open_slots: dict[int, list[int]]) -> BoundsDecision:
+    """Each side: its shared keywords' ids and its config of the metric."""
+    (mean_a, pending_a), (mean_b, pending_b) = (
+        stored_bounds_mean(stored_bounds.get(config.pk, {}), keyword_ids)
+        for keyword_ids, config in (side_a, side_b))
     # A pool metric reads every result of the keyword, the others those up to k.
     open_count = sum(
-        1 for keyword_id, config in sides for position in open_slots.get(keyword_id, ())
+        1 for keyword_ids, config in (side_a, side_b) for keyword_id in keyword_ids
+        for position in open_slots.get(keyword_id, ())
         if core.config_reads_pool(config.code, config.params) or position <= config.k)
-    winner = 0 if pending else core.bounds_decision(means[0], means[1])
-    return BoundsDecision(a=means[0], b=means[1], winner=winner,
-                          open_slot_count=open_count, pending=pending)
+    pending = pending_a or pending_b
+    winner = 0 if pending else core.bounds_decision(mean_a, mean_b)
+    return BoundsDecision(a=mean_a, b=mean_b, winner=winner, open_slot_count=open_count,
+                          pending=pending)
 
 
 @dataclass(frozen=True)

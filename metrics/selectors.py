@@ -1,6 +1,7 @@
 """Reads the recompute and the metric pages need: grades as the metric engine takes them."""
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -10,7 +11,7 @@ from django.db.models import Count, QuerySet
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
-from metrics import queries
+from metrics import core, queries
 from metrics.models import KeywordMetricValue
 from searchtweak import sql
 from searchtweak.models import Team
@@ -219,6 +220,20 @@ def evaluation_grade_array(
     return SlotArrays(grades, ungraded)
 
 
+NO_BOUNDS = core.KeywordBounds(None, None, True)
+"""A keyword's bounds before its first recompute stored any (as bounds_mean leaves out)."""
+_NOTHING_STORED = (None, NO_BOUNDS)
+
+
+def stored_bounds_mean(stored: Mapping[int, core.KeywordBounds], keyword_ids: Iterable[int]
+                       ) -> tuple[core.KeywordBounds, bool]:
+    """The mean of the keywords' stored bounds (`stored` by keyword id, one metric), and
+    whether some keyword has none stored yet: a comparison is never decided then."""
+    keyword_ids = list(keyword_ids)
+    return (core.bounds_mean(stored.get(pk, NO_BOUNDS) for pk in keyword_ids),
+            any(pk not in stored for pk in keyword_ids))
+
+
 @dataclass(frozen=True)
 class KeywordRow:
     keyword: Keyword
@@ -227,12 +242,12 @@ class KeywordRow:
     values: list[float | None]
     snapshot_count: int
     updating: bool
-    # (lower, upper, exact) of each value's bounds, in the same order; None before the
-    # keyword's first recompute.
-    bounds: list[tuple[float | None, float | None, bool] | None]
+    # Each value's bounds, in the same order; NO_BOUNDS before the keyword's first
+    # recompute.
+    bounds: list[core.KeywordBounds]
 
     @property
-    def cells(self) -> list[tuple[float | None, tuple | None]]:
+    def cells(self) -> list[tuple[float | None, core.KeywordBounds]]:
         return list(zip(self.values, self.bounds, strict=True))
 
 
@@ -242,7 +257,7 @@ def keyword_rows(*, evaluation: Evaluation, keywords: list[Keyword]) -> list[Key
     configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
     keyword_ids = [keyword.pk for keyword in keywords]
     stored = {
-        (keyword_id, metric_id): (value, (lower, upper, exact))
+        (keyword_id, metric_id): (value, core.KeywordBounds(lower, upper, exact))
         for keyword_id, metric_id, value, lower, upper, exact in
         KeywordMetricValue.objects.filter(keyword_id__in=keyword_ids).values_list(
             "keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact")
@@ -256,8 +271,8 @@ def keyword_rows(*, evaluation: Evaluation, keywords: list[Keyword]) -> list[Key
     return [
         KeywordRow(
             keyword=keyword,
-            values=[stored.get((keyword.pk, config.pk), (None, None))[0] for config in configs],
-            bounds=[stored.get((keyword.pk, config.pk), (None, None))[1] for config in configs],
+            values=[stored.get((keyword.pk, config.pk), _NOTHING_STORED)[0] for config in configs],
+            bounds=[stored.get((keyword.pk, config.pk), _NOTHING_STORED)[1] for config in configs],
             snapshot_count=counts_and_marks.get(keyword.pk, (0, None))[0],
             updating=counts_and_marks.get(keyword.pk, (0, None))[1] is not None,
         )
