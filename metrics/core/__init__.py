@@ -14,7 +14,7 @@ from metrics.core.batch import (
     mean_over_keywords,
 )
 from metrics.core.bounds import KeywordBounds, bounds_decision, bounds_mean, keyword_bounds
-from metrics.core.bounds_batch import BatchBounds, bounds_batch
+from metrics.core.bounds_batch import BatchBounds, bounds_batch, bounds_batch_many
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import Pool, build_pool
 from metrics.core.rbo import rbo
@@ -68,6 +68,7 @@ __all__ = [
     "Scale",
     "Transformer",
     "bounds_batch",
+    "bounds_batch_many",
     "bounds_decision",
     "bounds_mean",
     "build_pool",

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 import metrics.core.kernels as kernels
 from metrics.core.aggregate import Aggregation
-from metrics.core.batch import evaluate_batch
+from metrics.core.batch import evaluate_batch, evaluate_batch_many
 from metrics.core.bounds import keyword_bounds, monotone_metric, ndcg_ratio_range
 from metrics.core.errors import MetricInputError
 from metrics.core.registry import (
@@ -103,20 +103,19 @@ def bounds_batch(
     if not open_rows.size:
         return BatchBounds(lower, upper, exact)
 
-    target = metric_scale(spec, evaluation_scale)
-    transformer = resolve_transformer(evaluation_scale, target, transformers)
-    aggregation = Aggregation(evaluation_scale, target, transformer)
-    low_grade = min(evaluation_scale.grades, key=lambda grade: transformer[grade])
-    high_grade = max(evaluation_scale.grades, key=lambda grade: transformer[grade])
+    fills = _fills(metric, resolved, evaluation_scale, transformers,
+                   slot_count=grades.shape[2])
+    aggregation = fills.aggregation
     holes = ungraded[open_rows]
-    low = np.where(holes, float(low_grade), grades[open_rows])
-    high = np.where(holes, float(high_grade), grades[open_rows])
+    low = np.where(holes, float(fills.low_grade), grades[open_rows])
+    high = np.where(holes, float(fills.high_grade), grades[open_rows])
     odd_slots = grades.shape[2] % 2 == 1
 
-    if monotone_metric(spec.code, resolved.ideal, target) and (
-            not aggregation.majority or odd_slots):
-        lower[open_rows], upper[open_rows] = evaluate(low), evaluate(high)
+    if fills.monotone:
+        both = evaluate(np.concatenate([low, high]))
+        lower[open_rows], upper[open_rows] = both[:len(open_rows)], both[len(open_rows):]
         return BatchBounds(lower, upper, exact)
+    target = aggregation.target
     left = np.arange(len(open_rows))  # rows of open_rows still without bounds
     if aggregation.majority and odd_slots:
         done = _two_outcomes(evaluate, aggregation, low, high, holes, max_vote_completions,
@@ -146,6 +145,81 @@ def bounds_batch(
         upper[row] = np.nan if found.upper is None else found.upper
         exact[row] = found.exact
     return BatchBounds(lower, upper, exact)
+
+
+class _Fills(NamedTuple):
+    """How a metric's bounds fill open slots: the grades whose transformed values are the
+    lowest and highest, and whether these two fills alone are its bounds."""
+
+    aggregation: Aggregation
+    low_grade: int
+    high_grade: int
+    monotone: bool
+
+
+def _fills(metric: str, resolved, evaluation_scale: Scale,
+           transformers: Mapping[str, Any] | None, *, slot_count: int) -> _Fills:
+    spec = metric_spec(metric)
+    target = metric_scale(spec, evaluation_scale)
+    transformer = resolve_transformer(evaluation_scale, target, transformers)
+    aggregation = Aggregation(evaluation_scale, target, transformer)
+    # A vote over an even number of slots can tie, and a tie is not between the fills.
+    monotone = monotone_metric(spec.code, resolved.ideal, target) and (
+        not aggregation.majority or slot_count % 2 == 1)
+    return _Fills(aggregation,
+                  min(evaluation_scale.grades, key=lambda grade: transformer[grade]),
+                  max(evaluation_scale.grades, key=lambda grade: transformer[grade]),
+                  monotone)
+
+
+def bounds_batch_many(
+    metrics: Sequence[tuple[str, int, Mapping[str, Any] | None]],
+    grades: np.ndarray,
+    ungraded: np.ndarray,
+    *,
+    scale: str | Scale,
+    transformers: Mapping[str, Any] | None = None,
+    values: Sequence[np.ndarray],
+) -> list[BatchBounds]:
+    """``bounds_batch`` of each (metric, k, params) over the same grades, in order, given
+    each one's ``values``. The metrics whose bounds are two fills with the same grades are
+    evaluated together, both fills in one ``evaluate_batch_many``: a recompute after one
+    grade bounds one keyword, and there the calls' fixed cost is most of the time."""
+    evaluation_scale = resolve_scale(scale)
+    grades = np.asarray(grades, dtype=np.float64)
+    ungraded = np.asarray(ungraded, dtype=bool)
+    if ungraded.shape != grades.shape:
+        raise MetricInputError("ungraded", f"shape {ungraded.shape} is not {grades.shape}")
+    found: list[BatchBounds | None] = [None] * len(metrics)
+    together: dict[tuple[int, int], list[int]] = {}
+    for index, (metric, _, params) in enumerate(metrics):
+        resolved = resolve_params(params)
+        fills = None if needs_pool(metric, resolved) else _fills(
+            metric, resolved, evaluation_scale, transformers, slot_count=grades.shape[2])
+        if fills is not None and fills.monotone:
+            together.setdefault((fills.low_grade, fills.high_grade), []).append(index)
+        else:
+            found[index] = bounds_batch(metric, grades, ungraded, k=metrics[index][1],
+                                        scale=evaluation_scale, params=params,
+                                        transformers=transformers, values=values[index])
+    open_rows = np.nonzero(ungraded.any(axis=(1, 2)))[0]
+    for (low_grade, high_grade), members in together.items():
+        holes = ungraded[open_rows]
+        both = np.concatenate([np.where(holes, float(low_grade), grades[open_rows]),
+                               np.where(holes, float(high_grade), grades[open_rows])])
+        filled = evaluate_batch_many([metrics[index] for index in members], both,
+                                     scale=evaluation_scale, transformers=transformers)
+        for index, completed in zip(members, filled, strict=True):
+            k = validate_k(metrics[index][1])
+            lower = np.asarray(values[index], dtype=np.float64).copy()
+            upper = lower.copy()
+            # As bounds_batch: a keyword whose holes are all past k keeps its value.
+            open_here = holes[:, :min(k, grades.shape[1])].any(axis=(1, 2))
+            rows = open_rows[open_here]
+            lower[rows] = completed[:len(open_rows)][open_here]
+            upper[rows] = completed[len(open_rows):][open_here]
+            found[index] = BatchBounds(lower, upper, np.ones(len(lower), dtype=bool))
+    return [bounds for bounds in found if bounds is not None]
 
 
 def _two_outcomes(evaluate, aggregation, low, high, holes, max_completions,

@@ -264,12 +264,12 @@ def _batch_values(
         [(c.code, c.k, c.params) for c in plain_configs], slots.grades, scale=scale,
         transformers=transformers,
     ) if plain_configs else []
-    plain = iter([
-        _Computed(values, core.bounds_batch(
-            config.code, slots.grades, slots.ungraded, k=config.k, scale=scale,
-            params=config.params, transformers=transformers, values=values))
-        for config, values in zip(plain_configs, plain_values, strict=True)
-    ])
+    plain_bounds = core.bounds_batch_many(
+        [(c.code, c.k, c.params) for c in plain_configs], slots.grades, slots.ungraded,
+        scale=scale, transformers=transformers, values=plain_values,
+    ) if plain_configs else []
+    plain = iter([_Computed(values, bounds)
+                  for values, bounds in zip(plain_values, plain_bounds, strict=True)])
     pool_values = iter(_pool_metric_values(
         evaluation, [c for c, uses_pool in zip(configs, pooled, strict=True) if uses_pool],
         keyword_ids, scale=scale, transformers=transformers,

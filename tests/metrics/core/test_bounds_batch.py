@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from metrics.conformance import _keyword_bounds
 from metrics.core import METRICS, SCALES, MetricInputError, Scale, evaluate_keywords, metric_spec
-from metrics.core.bounds_batch import bounds_batch
+from metrics.core.batch import evaluate_batch_many
+from metrics.core.bounds_batch import bounds_batch, bounds_batch_many
 from metrics.core.registry import metric_scale, needs_pool, resolve_params
 
 _SCALES = (*SCALES.values(), Scale("signed", -1, 3))
@@ -151,3 +152,51 @@ def test_pool_metrics_are_refused_by_the_batch_path():
     assert needs_pool("recall", resolve_params(None))
     with pytest.raises(MetricInputError, match="reads the pool"):
         bounds_batch("recall", grades, ungraded, k=1, scale="binary")
+
+
+@st.composite
+def _several(draw: Any) -> dict[str, Any]:
+    """One grade array and 1..6 metrics of it, as a recompute bounds them."""
+    case = draw(_batches(draw(st.sampled_from(_CODES))).filter(
+        lambda drawn: drawn["scale"].is_builtin))
+    requests = []
+    for code in draw(st.lists(st.sampled_from(_CODES), min_size=1, max_size=6)):
+        spec = metric_spec(code)
+        params: dict[str, Any] = {}
+        if "gain" in spec.params:
+            params["gain"] = draw(st.sampled_from(("linear", "exponential")))
+        if "ideal" in spec.params:
+            params["ideal"] = draw(st.sampled_from(("local", "max")))
+        requests.append((code, draw(st.sampled_from((1, 2, 3, 5, 10))), params))
+    # Built-in scales have default transformers to every metric's scale; a transformer
+    # drawn for the first metric's target may not map the others'.
+    return {**case, "requests": requests, "transformers": None}
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_several())
+def test_many_metrics_bounded_together_equal_each_bounded_alone(case: dict[str, Any]) -> None:
+    grades, ungraded = _arrays(case["keywords"], case["slots"], case["positions"])
+    values = evaluate_batch_many(case["requests"], grades, scale=case["scale"])
+    together = bounds_batch_many(case["requests"], grades, ungraded, scale=case["scale"],
+                                 values=values)
+    assert len(together) == len(case["requests"])
+    for (code, k, params), mine, value in zip(case["requests"], together, values, strict=True):
+        alone = bounds_batch(code, grades, ungraded, k=k, scale=case["scale"], params=params,
+                             values=value)
+        for got, expected in zip(mine, alone, strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def test_monotone_metrics_together_are_their_two_fills():
+    # Graded, 1 slot: [2, null] at k = 2. P@2 (cut-off 2: graded ≥ 2 relevant): low fill
+    # [2, 0] → 1/2, high [2, 3] → 1. CG@2: 2 + 0 = 2 .. 2 + 3 = 5.
+    grades, ungraded = _arrays([[[2], [None]]], 1, 2)
+    requests = [("precision", 2, {}), ("cg", 2, {})]
+    values = evaluate_batch_many(requests, grades, scale="graded")
+    precision, cg = bounds_batch_many(requests, grades, ungraded, scale="graded",
+                                      values=values)
+    assert (precision.lower[0], precision.upper[0]) == (0.5, 1.0)
+    assert (cg.lower[0], cg.upper[0]) == (2.0, 5.0)
+    assert bool(precision.exact[0]) and bool(cg.exact[0])
