@@ -3,6 +3,7 @@
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -18,32 +19,64 @@ def metric_label(code: str, k: int, params: dict) -> str:
     return core.metric_column(code, k, params)
 
 
-def metric_table_csv(evaluation: Evaluation) -> str:
-    """`keyword,<code@k>...`: one line per keyword in order, an empty cell for null."""
+def metric_table_csv(evaluation: Evaluation, *, with_bounds: bool = False) -> str:
+    """`keyword,<code@k>...`: one line per keyword in order, an empty cell for null. With
+    bounds, each metric's column is followed by `<code@k> lower`, `<code@k> upper` and
+    `<code@k> exact` (docs/METRICS.md "Bounds under missing grades"): empty before the
+    keyword's first recompute or where the bounds are null."""
     configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
     keywords = list(evaluation_keywords(evaluation_id=evaluation.pk))
-    return csv_text([
-        ["keyword", *(metric_label(c.code, c.k, c.params) for c in configs)],
-        *([row.keyword.text, *("" if v is None else repr(v) for v in row.values)]
-          for row in keyword_rows(evaluation=evaluation, keywords=keywords)),
-    ])
+    header = ["keyword"]
+    for config in configs:
+        label = metric_label(config.code, config.k, config.params)
+        header += [label, f"{label} lower", f"{label} upper", f"{label} exact"] \
+            if with_bounds else [label]
+
+    def cells(row) -> list[str]:
+        line = [row.keyword.text]
+        for value, bounds in row.cells:
+            line.append(_number(value))
+            if with_bounds:
+                known = bounds.lower is not None
+                line += [_number(bounds.lower), _number(bounds.upper),
+                         ("true" if bounds.exact else "false") if known else ""]
+        return line
+
+    return csv_text([header, *(cells(row) for row in
+                               keyword_rows(evaluation=evaluation, keywords=keywords))])
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+class _TableOptions(serializers.Serializer):
+    bounds = serializers.BooleanField(
+        default=False, help_text="Add each metric's bounds under missing grades: `lower`, "
+        "`upper` and `exact` columns after its value.")
 
 
 class EvaluationMetricTableApi(APIView):
     content_negotiation_class = FileContentNegotiation
 
     @extend_schema(
+        parameters=[_TableOptions],
         responses={(200, "text/csv"): OpenApiTypes.STR},
         operation_id="evaluations_metric_table",
         description=(
             "The keyword metric table as CSV: `keyword` and one column per configured metric "
-            "(`code@k`, params in brackets), an empty cell for a null value. Header "
+            "(`code@k`, params in brackets), an empty cell for a null value; with "
+            "`bounds=true`, each followed by its bounds under missing grades (`code@k lower`, "
+            "`code@k upper`, `code@k exact`: `false` where wider sound bounds stand in). Header "
             "`X-SearchTweak-Partial: true` while the evaluation is not finished."
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> HttpResponse:
         evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-        response = HttpResponse(metric_table_csv(evaluation),
+        options = _TableOptions(data=request.query_params)
+        options.is_valid(raise_exception=True)
+        response = HttpResponse(metric_table_csv(
+            evaluation, with_bounds=options.validated_data["bounds"]),
                                 content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = (
             f'attachment; filename="evaluation-{evaluation.pk}-metrics.csv"')

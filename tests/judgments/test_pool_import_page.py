@@ -67,4 +67,5 @@ def test_the_feedback_page_links_every_export(client, personas):
                    "trec_run"):
         assert f'href="{base}{suffix}"' in page
     assert f'href="/api/v1/evaluations/{evaluation.pk}/metric-table/"' in page
+    assert f'href="/api/v1/evaluations/{evaluation.pk}/metric-table/?bounds=true"' in page
     assert "(partial: the evaluation is not finished)" in page
