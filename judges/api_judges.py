@@ -76,8 +76,8 @@ class JudgeOutputSerializer(serializers.Serializer):
         required=False, help_text="A redirect to another origin is followed, without the "
         "key. " + CONFIGURATION_HELP)
     send_images = serializers.BooleanField(
-        required=False, help_text="Results' images go with the prompt (by URL) when its "
-        "template has {{images}}. " + CONFIGURATION_HELP)
+        required=False, help_text="Results' images go with the prompt when its template "
+        "has {{images}} (Ollama's fetched and sent as base64). " + CONFIGURATION_HELP)
     timeout_seconds = serializers.FloatField(required=False, help_text=CONFIGURATION_HELP)
     max_retries = serializers.IntegerField(required=False, help_text=CONFIGURATION_HELP)
     max_concurrent_requests = serializers.IntegerField(required=False,
@@ -124,8 +124,9 @@ class JudgeInputSerializer(serializers.Serializer):
     allow_cross_origin_redirects = serializers.BooleanField(
         default=False, help_text="Follow a redirect to another origin (it gets no key).")
     send_images = serializers.BooleanField(
-        default=False, help_text="Send results' images (by URL) with a template that has "
-                                 "{{images}}; OpenAI-compatible and Anthropic only.")
+        default=False, help_text="Send results' images with a template that has "
+                                 "{{images}}: by URL (OpenAI-compatible, Anthropic), or "
+                                 "fetched and sent as base64 (Ollama).")
     timeout_seconds = serializers.FloatField(default=60.0, min_value=0.1,
                                              max_value=services.MAX_TIMEOUT_SECONDS)
     max_retries = serializers.IntegerField(default=3, min_value=0, max_value=MAX_RETRIES)

@@ -21,6 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluations.crypto import SecretsUnreadable
+from judges import images
 from judges.core import providers
 from judges.core.answers import Rejection, Verdict, validate_answer
 from judges.core.prompts import Document, JudgePrompt, PromptError, build_prompt, default_template
@@ -72,9 +73,8 @@ def provider_for(judge: Judge) -> providers.Provider:
 
 
 def sends_images(judge: Judge) -> bool:
-    """The judge's "send images", where its protocol takes an image by URL (Ollama takes
-    base64 only, which is not built)."""
-    return judge.send_images and judge.provider != Judge.Provider.OLLAMA
+    """The judge's "send images" (by URL; to Ollama, fetched first: judges.images)."""
+    return judge.send_images
 
 
 def template_for(judge: Judge, scale: Scale) -> str:
@@ -140,13 +140,33 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
     bounds the wait for the judge's shared turn too (the Test's page is waiting)."""
     result = AskResult()
     provider = provider_for(judge)
+    own_client = client is None
+    client = client or new_client(judge)
+    try:
+        return _ask(result, provider, judge=judge, keyword=keyword, guidelines=guidelines,
+                    scale=scale, documents=documents, run=run, is_test=is_test, client=client,
+                    deadline_at=deadline_at)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _ask(result: AskResult, provider: providers.Provider, *, judge: Judge, keyword: str,
+         guidelines: str, scale: Scale, documents: list[Document], run: JudgeRun | None,
+         is_test: bool, client: httpx.Client, deadline_at: float | None) -> AskResult:
+    fetched: list[images.FetchedImage] = []
     try:
         result.prompt = build_prompt(template_for(judge, scale), keyword=keyword,
                                      guidelines=guidelines, documents=documents, scale=scale,
                                      send_images=sends_images(judge))
+        sent_images = result.prompt.images
+        if sent_images and isinstance(provider, providers.Ollama):
+            fetched = images.fetch_images(sent_images, client=client,
+                                          timeout_seconds=judge.timeout_seconds)
+            sent_images = images.inline_images(fetched)
         request = provider.build_request(
             system=result.prompt.system, user=result.prompt.user, schema=result.prompt.schema,
-            images=result.prompt.images,
+            images=sent_images,
             parameters=judge.parameters or {}, api_key=decrypt_api_key(judge.api_key_encrypted)
             or None)
     except (PromptError, providers.ProviderConfigError) as error:
@@ -158,7 +178,7 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
         return result
 
     logged: list[JudgeCall] = []
-    shown_request = redacted(request)
+    shown_request = images.shown_request(redacted(request), fetched)
     wait_seconds = float(settings.OUTBOUND_LIMIT_WAIT_SECONDS)
     if deadline_at is not None:
         wait_seconds = min(wait_seconds, max(deadline_at - time.monotonic(), 0.0))
@@ -179,8 +199,6 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
             yield
 
     started_at = timezone.now()
-    own_client = client is None
-    client = client or new_client(judge)
     try:
         sent = send(provider, request, client=client, timeout_seconds=judge.timeout_seconds,
                     policy=retry_policy(judge), gate=gate, transmit=transmit(judge, client))
@@ -189,9 +207,7 @@ def ask(*, judge: Judge, keyword: str, guidelines: str, scale: Scale,
                                                            deadline_at), "no_turn"
         _abandoned(logged)
         return result
-    finally:
-        if own_client:
-            client.close()
+    sent.request = shown_request
     result.request = sent.request
     ids = [document.id for document in documents]
     if sent.ok:

@@ -58,8 +58,9 @@ class JudgeForm(forms.Form):
                   "is followed only with this, and never carries the API key.")
     send_images = forms.BooleanField(
         required=False, label="Send images",
-        help_text="Each result's image goes with the prompt (by URL) when its template "
-                  "has {{images}}. OpenAI-compatible and Anthropic judges; not Ollama.")
+        help_text="Each result's image goes with the prompt when its template has "
+                  "{{images}}: by URL to OpenAI-compatible and Anthropic judges; fetched "
+                  "here and sent inline to Ollama.")
     timeout_seconds = forms.FloatField(initial=60.0, min_value=0.1, label="Timeout (seconds)")
     max_retries = forms.IntegerField(initial=3, min_value=0, max_value=10)
     max_concurrent_requests = forms.IntegerField(

@@ -435,6 +435,9 @@ OUTBOUND_TESTS_PER_TEAM = env_int("OUTBOUND_TESTS_PER_TEAM", 2, minimum=1)
 # longest Retry-After a call waits for before giving its pairs back to the queue.
 JUDGE_RETRY_BACKOFF_MS = env_int("JUDGE_RETRY_BACKOFF_MS", 1000, minimum=0)
 JUDGE_MAX_RETRY_AFTER_SECONDS = env_int("JUDGE_MAX_RETRY_AFTER_SECONDS", 120, minimum=0)
+# The largest result image fetched for a judge that takes images inline (Ollama; the
+# others fetch an image's URL themselves): judges.images.
+JUDGE_IMAGE_MAX_BYTES = env_int("JUDGE_IMAGE_MAX_BYTES", 5 * 1024 * 1024, minimum=1)
 # Who may create a team (and so own its endpoints and judges): "anyone" signed in, or
 # only "staff" (User.is_staff), who then invite the others.
 TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()

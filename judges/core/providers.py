@@ -350,14 +350,26 @@ class Ollama(_HttpProvider):
     def build_request(self, *, system: str, user: str, schema: Mapping[str, Any],
                       parameters: Mapping[str, Any], api_key: str | None,
                       images: Sequence[tuple[str, str]] = ()) -> httpx.Request:
+        messages = _chat_messages(system, user)
+        if images:
+            # Ollama takes a message's images as base64 only, with no text between them:
+            # the user turn names them in order after its text. ``images`` are (document
+            # id, base64 data), data "" for an image that could not be fetched
+            # (judges.images fetches them).
+            lines, sent = [user, ""], []
+            for document_id, data in images:
+                if data:
+                    sent.append(data)
+                    lines.append(f"Image {len(sent)} is of document {document_id}.")
+                else:
+                    lines.append(f"The image of document {document_id} could not be fetched.")
+            messages[1] = {"role": "user", "content": "\n".join(lines), "images": sent}
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": _chat_messages(system, user),
+            "messages": messages,
             "stream": False,
             "format": dict(schema),
         }
-        # `images` are not sent: Ollama takes them only as base64, which would mean fetching
-        # them (judges.calls sends none to Ollama, and its prompt says none follow).
         if parameters:
             body["options"] = dict(parameters)
         # Ollama itself has no key; one behind a proxy or on ollama.com takes a bearer token.
