@@ -158,6 +158,10 @@ class JudgeTrustPolicyApi(APIView):
         monthly_budget = serializers.DecimalField(
             max_digits=12, decimal_places=4, min_value=0, required=False, allow_null=True,
             default=None, help_text="Left out or null: no monthly cap.")
+        monthly_budget_currency = serializers.CharField(
+            max_length=3, required=False, default="USD",
+            help_text="The budget's currency (ISO 4217); a judge priced in another makes no "
+                      "paid call while the budget is set.")
 
     class OutputSerializer(serializers.Serializer):
         team = serializers.IntegerField(source="team_id")
@@ -169,6 +173,8 @@ class JudgeTrustPolicyApi(APIView):
             max_digits=12, decimal_places=4, allow_null=True,
             help_text="The most the team's judge runs may spend a calendar month at the "
                       "judges' prices (a run pauses before a call would pass it); null: none.")
+        monthly_budget_currency = serializers.CharField(
+            help_text="The monthly budget's currency.")
 
     @extend_schema(parameters=[TEAM_PARAM], responses=OutputSerializer,
                    operation_id="judges_trust_policy",

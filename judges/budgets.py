@@ -1,5 +1,7 @@
 """Hard budgets of judge runs: a run's own (JudgeRun.budget) and its team's per calendar
-month (JudgeTrustPolicy.monthly_budget), both at the judges' prices.
+month (JudgeTrustPolicy.monthly_budget, in its monthly_budget_currency), both at the
+judges' prices. The month is counted per currency; a judge priced in another currency
+than the team's cap makes no paid call while the cap is set (no exchange rate is known).
 
 The one rule, `call_reserve`: before each call, the spend so far plus the call's expected
 cost (judges.token_counts.call_cost) must stay within both caps. It is checked and counted in
@@ -15,6 +17,7 @@ A judge without prices costs nothing here: its calls are neither capped nor coun
 from __future__ import annotations
 
 import logging
+import re
 from datetime import date
 from decimal import Decimal
 
@@ -31,6 +34,16 @@ def month_of(day: date) -> date:
     return day.replace(day=1)
 
 
+CURRENCY_PROBLEM = "Three letters, a currency code such as USD or EUR."
+
+
+def currency_code(value: object) -> str | None:
+    """An ISO 4217-shaped code, upper case, from what was typed; None when it is not one."""
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z]{3}", value.strip()):
+        return value.strip().upper()
+    return None
+
+
 def money(amount: Decimal, currency: str) -> str:
     return f"{amount.quantize(Decimal('0.01'))} {currency}"
 
@@ -45,15 +58,23 @@ def call_reserve(*, run_id: int, cost: Decimal) -> str:
         return f"the run is {run.status}"
     currency, team_id = run.judge.price_currency, run.judge.team_id
     month_on = month_of(timezone.localdate())
-    JudgeTeamSpend.objects.get_or_create(team_id=team_id, month_on=month_on)
-    month = JudgeTeamSpend.objects.select_for_update().get(team_id=team_id, month_on=month_on)
-    team_budget = JudgeTrustPolicy.objects.filter(team_id=team_id).values_list(
-        "monthly_budget", flat=True).first()
+    JudgeTeamSpend.objects.get_or_create(team_id=team_id, month_on=month_on,
+                                         currency=currency)
+    month = JudgeTeamSpend.objects.select_for_update().get(
+        team_id=team_id, month_on=month_on, currency=currency)
+    team_budget, budget_currency = JudgeTrustPolicy.objects.filter(team_id=team_id).values_list(
+        "monthly_budget", "monthly_budget_currency").first() or (None, "")
     reason = ""
     if run.budget is not None and run.spend + cost > run.budget:
         reason = (f"Paused: the next call would take this run to "
                   f"{money(run.spend + cost, currency)}, over its budget of "
                   f"{money(run.budget, currency)}.")
+    elif team_budget is not None and cost and currency != budget_currency:
+        # No exchange rate is known: counting EUR against a USD cap would be a guess, and
+        # not counting it would let this judge spend past the cap.
+        reason = (f"Paused: the judge is priced in {currency} and the team's monthly budget "
+                  f"is in {budget_currency}, so its calls cannot be counted against it. "
+                  f"Price the judge in {budget_currency}, or change the budget's currency.")
     elif team_budget is not None and month.spend + cost > team_budget:
         reason = (f"Paused: the next call would take the team's judge spend for "
                   f"{month_on:%B %Y} to {money(month.spend + cost, currency)}, over its "
@@ -77,8 +98,10 @@ def call_settle(*, run_id: int, reserved: Decimal, cost: Decimal) -> None:
     change = cost - reserved
     if not change:
         return
-    run = JudgeRun.objects.select_related("judge").only("judge__team_id").get(pk=run_id)
+    run = JudgeRun.objects.select_related("judge").only(
+        "judge__team_id", "judge__price_currency").get(pk=run_id)
     JudgeRun.objects.filter(pk=run_id).update(spend=F("spend") + change)
     JudgeTeamSpend.objects.filter(team_id=run.judge.team_id,
-                                  month_on=month_of(timezone.localdate())).update(
+                                  month_on=month_of(timezone.localdate()),
+                                  currency=run.judge.price_currency).update(
         spend=F("spend") + change)

@@ -219,3 +219,10 @@ class TrustPolicyForm(forms.Form):
         label="Monthly budget", required=False, min_value=0, max_digits=12, decimal_places=4,
         help_text="Optional: the most the team's judge runs may spend a calendar month, at "
                   "the judges' prices; a run pauses before a call would pass it.")
+    monthly_budget_currency = forms.CharField(
+        label="Budget currency", initial="USD", max_length=3, required=False,
+        help_text="The budget's currency. A judge priced in another makes no call while "
+                  "the budget is set (there are no exchange rates).")
+
+    def clean_monthly_budget_currency(self) -> str:
+        return self.cleaned_data["monthly_budget_currency"].strip() or "USD"

@@ -94,10 +94,12 @@ class JudgeTrustPolicy(models.Model):
     team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="judge_policy")
     min_pairs = models.PositiveIntegerField(default=30)
     min_kappa = models.FloatField(default=0.4)
-    # The most the team's judges may spend in a calendar month (judges.budgets), in their
-    # prices' currency; None: no cap.
+    # The most the team's judges may spend in a calendar month (judges.budgets), in
+    # monthly_budget_currency; None: no cap. There are no exchange rates: a judge priced in
+    # another currency makes no call while the cap is set (judges.budgets).
     monthly_budget = models.DecimalField(max_digits=12, decimal_places=4, null=True,
                                          blank=True)
+    monthly_budget_currency = models.CharField(max_length=3, default="USD")
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)
@@ -282,13 +284,15 @@ class JudgeTeamSpend(models.Model):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     month_on = models.DateField()
+    # One counter per currency: sums of prices in different currencies mean nothing.
+    currency = models.CharField(max_length=3, default="USD")
     spend = models.DecimalField(max_digits=14, decimal_places=4, default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["team", "month_on"],
-                                    name="judge_team_spend_once_a_month"),
+            models.UniqueConstraint(fields=["team", "month_on", "currency"],
+                                    name="judge_team_spend_once_a_month_per_currency"),
         ]
 
     def __str__(self) -> str:
-        return f"team {self.team_id} {self.month_on:%Y-%m}: {self.spend}"
+        return f"team {self.team_id} {self.month_on:%Y-%m}: {self.spend} {self.currency}"

@@ -9,7 +9,6 @@ anything it graded is.
 
 import logging
 import math
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -20,7 +19,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from evaluations.services.endpoints import LIMIT_MAXIMUMS, is_http_url
-from judges import calls, runs
+from judges import budgets, calls, runs
 from judges.core import providers
 from judges.core.prompts import MAX_BATCH_SIZE, PromptError, check_template, default_template
 from judges.models import Judge, JudgeRun
@@ -186,11 +185,11 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
                 ", or empty for no limit." if limit == "requests_per_minute" else ".")
     for price in ("price_in_per_million", "price_out_per_million"):
         clean[price] = _price(values[price], problems, price)
-    currency = values["price_currency"]
-    if isinstance(currency, str) and re.fullmatch(r"[A-Za-z]{3}", currency.strip()):
-        clean["price_currency"] = currency.strip().upper()
+    currency = budgets.currency_code(values["price_currency"])
+    if currency is None:
+        problems["price_currency"] = budgets.CURRENCY_PROBLEM
     else:
-        problems["price_currency"] = "Three letters, a currency code such as USD or EUR."
+        clean["price_currency"] = currency
     if problems:
         raise ValidationError(problems)
     return clean

@@ -21,7 +21,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluations.models import Evaluation
-from judges import calibration
+from judges import budgets, calibration
 from judges.models import Judge, JudgeRun, JudgeTrustPolicy
 from searchtweak.models import Team, User
 
@@ -52,14 +52,17 @@ def trust_policy(*, team_id: int) -> JudgeTrustPolicy:
 
 @transaction.atomic
 def trust_policy_update(*, team: Team, min_pairs: int, min_kappa: float,
-                        by: User | None, monthly_budget: Decimal | None = None
-                        ) -> JudgeTrustPolicy:
+                        by: User | None, monthly_budget: Decimal | None = None,
+                        monthly_budget_currency: str = "USD") -> JudgeTrustPolicy:
     """ValidationError naming the field for a bar outside its range; nothing is saved then.
-    `monthly_budget` caps the team's judge spend a calendar month (judges.budgets); None
-    lifts the cap."""
+    `monthly_budget` caps the team's judge spend a calendar month in
+    `monthly_budget_currency` (judges.budgets); None lifts the cap."""
     problems = {}
     if monthly_budget is not None and monthly_budget < 0:
         problems["monthly_budget"] = "A monthly budget is zero or more (or left empty)."
+    currency = budgets.currency_code(monthly_budget_currency)
+    if currency is None:
+        problems["monthly_budget_currency"] = budgets.CURRENCY_PROBLEM
     if isinstance(min_pairs, bool) or not isinstance(min_pairs, int) \
             or not 1 <= min_pairs <= MAX_MIN_PAIRS:
         problems["min_pairs"] = f"Enter a whole number of pairs from 1 to {MAX_MIN_PAIRS}."
@@ -70,10 +73,10 @@ def trust_policy_update(*, team: Team, min_pairs: int, min_kappa: float,
         raise ValidationError(problems)
     policy, _ = JudgeTrustPolicy.objects.select_for_update().get_or_create(team=team)
     policy.min_pairs, policy.min_kappa = min_pairs, float(min_kappa)
-    policy.monthly_budget = monthly_budget
+    policy.monthly_budget, policy.monthly_budget_currency = monthly_budget, currency
     policy.updated_by, policy.updated_at = by, timezone.now()
-    policy.save(update_fields=["min_pairs", "min_kappa", "monthly_budget", "updated_by",
-                               "updated_at"])
+    policy.save(update_fields=["min_pairs", "min_kappa", "monthly_budget",
+                               "monthly_budget_currency", "updated_by", "updated_at"])
     return policy
 
 

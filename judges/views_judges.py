@@ -38,7 +38,9 @@ def judge_list(request: HttpRequest) -> HttpResponse:
         "policy": policy,
         "policy_form": TrustPolicyForm(initial={"min_pairs": policy.min_pairs,
                                                 "min_kappa": policy.min_kappa,
-                                                "monthly_budget": policy.monthly_budget}),
+                                                "monthly_budget": policy.monthly_budget,
+                                                "monthly_budget_currency":
+                                                    policy.monthly_budget_currency}),
     })
 
 

@@ -229,3 +229,49 @@ def test_resuming_with_a_new_budget_goes_on_to_it(client, personas):
                         format="json").json()
         assert len(provider.received) == 5
     assert (body["status"], body["budget"], body["spend"]) == ("done", "10.0000", "5.0000")
+
+
+def test_a_judge_priced_in_another_currency_than_the_monthly_cap_makes_no_call(personas):
+    # A EUR cap and a USD judge: with no exchange rate, counting the call would be a guess
+    # and not counting it would let the judge spend past the cap.
+    JudgeTrustPolicy.objects.create(team=personas.team, monthly_budget=Decimal("100"),
+                                    monthly_budget_currency="EUR")
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=2)
+    with fake_provider(OPENAI) as provider:
+        provider.default = grade_all()
+        run = start(dollar_judge(personas.team, provider), evaluation)
+        run.refresh_from_db()
+        assert provider.received == []
+    assert (run.status, run.call_count, run.spend) == ("paused", 0, Decimal("0"))
+    assert run.pause_reason == (
+        "Paused: the judge is priced in USD and the team's monthly budget is in EUR, so its "
+        "calls cannot be counted against it. Price the judge in EUR, or change the "
+        "budget's currency.")
+
+
+def test_the_month_is_counted_per_currency(personas):
+    # No cap: each judge's spend goes to its own currency's counter, never summed.
+    first = evaluation_with_slots(personas.team, keywords=2, positions=2)
+    second = evaluation_with_slots(personas.team, positions=2, texts=["a"])
+    with fake_provider(OPENAI) as provider:
+        provider.default = grade_all()
+        start(dollar_judge(personas.team, provider), first)
+        start(dollar_judge(personas.team, provider, name="euro judge", price_currency="EUR"),
+              second)
+    assert dict(JudgeTeamSpend.objects.filter(team=personas.team).values_list(
+        "currency", "spend")) == {"USD": Decimal("2.0000"), "EUR": Decimal("1.0000")}
+
+
+def test_the_budget_currency_is_checked_and_saved(personas):
+    from judges import trust
+    with pytest.raises(ValidationError) as bad:
+        trust.trust_policy_update(team=personas.team, min_pairs=30, min_kappa=0.4,
+                                  by=None, monthly_budget=Decimal("5"),
+                                  monthly_budget_currency="euro")
+    assert bad.value.message_dict == {
+        "monthly_budget_currency": ["Three letters, a currency code such as USD or EUR."]}
+    assert not JudgeTrustPolicy.objects.exists()
+    policy = trust.trust_policy_update(team=personas.team, min_pairs=30, min_kappa=0.4,
+                                       by=None, monthly_budget=Decimal("5"),
+                                       monthly_budget_currency=" eur ")
+    assert (policy.monthly_budget, policy.monthly_budget_currency) == (Decimal("5"), "EUR")

@@ -145,11 +145,12 @@ def test_the_override_is_shown_beside_the_judge_on_the_list_and_calibration(exam
 def test_admins_change_the_bar_on_the_judges_page(personas):
     client = page_client(personas.admin)
     response = client.post("/judges/trust-policy/", {"min_pairs": "12", "min_kappa": "0.6",
-                                                     "monthly_budget": "250"})
+                                                     "monthly_budget": "250",
+                                                     "monthly_budget_currency": "eur"})
     assert response.status_code == 302
     policy = JudgeTrustPolicy.objects.get(team=personas.team)
-    assert (policy.min_pairs, policy.min_kappa, policy.updated_by, policy.monthly_budget) == (
-        12, 0.6, personas.admin, Decimal("250"))
+    assert (policy.min_pairs, policy.min_kappa, policy.updated_by, policy.monthly_budget,
+            policy.monthly_budget_currency) == (12, 0.6, personas.admin, Decimal("250"), "EUR")
     html = client.get("/judges/").content.decode()
     assert re.search(r'data-testid="policy-pairs">12<', html)
     assert re.search(r'data-testid="policy-kappa">0.60<', html)
@@ -201,7 +202,8 @@ def test_the_api_refuses_below_the_bar_and_takes_an_override(example, personas):
 
 def test_the_api_reads_and_changes_the_bar(personas):
     assert api_client(personas.lead).get("/api/v1/judges/trust-policy/").json() == {
-        "team": personas.team.pk, "min_pairs": 30, "min_kappa": 0.4, "monthly_budget": None}
+        "team": personas.team.pk, "min_pairs": 30, "min_kappa": 0.4, "monthly_budget": None,
+        "monthly_budget_currency": "USD"}
     url = "/api/v1/judges/trust-policy/"
     assert api_client(personas.lead).put(url, {"min_pairs": 5, "min_kappa": 0.5},
                                          format="json").status_code == 403
@@ -210,7 +212,7 @@ def test_the_api_reads_and_changes_the_bar(personas):
     changed = api_client(personas.admin).put(url, {"min_pairs": 5, "min_kappa": 0.5},
                                              format="json")
     assert changed.json() == {"team": personas.team.pk, "min_pairs": 5, "min_kappa": 0.5,
-                              "monthly_budget": None}
+                              "monthly_budget": None, "monthly_budget_currency": "USD"}
     capped = api_client(personas.admin).put(
         url, {"min_pairs": 5, "min_kappa": 0.5, "monthly_budget": "120.5"}, format="json")
     assert capped.json()["monthly_budget"] == "120.5000"
@@ -218,5 +220,12 @@ def test_the_api_reads_and_changes_the_bar(personas):
     negative = api_client(personas.admin).put(
         url, {"min_pairs": 5, "min_kappa": 0.5, "monthly_budget": "-1"}, format="json")
     assert negative.status_code == 400 and set(negative.json()) == {"monthly_budget"}
+    euros = api_client(personas.admin).put(
+        url, {"min_pairs": 5, "min_kappa": 0.5, "monthly_budget": "80",
+              "monthly_budget_currency": "eur"}, format="json")
+    assert euros.json()["monthly_budget_currency"] == "EUR"
+    unknown = api_client(personas.admin).put(
+        url, {"min_pairs": 5, "min_kappa": 0.5, "monthly_budget_currency": "E1"}, format="json")
+    assert unknown.status_code == 400 and set(unknown.json()) == {"monthly_budget_currency"}
     assert api_client(personas.outsider).get(
         f"{url}?team={personas.team.pk}").status_code == 404
