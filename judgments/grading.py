@@ -446,7 +446,13 @@ def slot_grade_by_lead(*, lead: User, slot_id: int, grade: Any) -> FeedbackSlot:
         return slot
     if FeedbackSlot.objects.filter(snapshot_id=slot.snapshot_id, user=lead).exclude(
             pk=slot.pk).exists():
-        raise ValidationError({"slot": "You already fill another slot of this result."})
+        if slot.grade is None:
+            raise ValidationError({"slot": "You already fill another slot of this result."})
+        # A reused grade nobody holds, on a result the lead grades in another slot: a
+        # person holds one slot of a result, so the lead corrects it in place, as a
+        # grader's, and it keeps where it came from.
+        _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=lead)
+        return slot
     slot.user = lead
     slot.assigned_at = slot.assigned_at or now
     slot.lease_expires_at = None

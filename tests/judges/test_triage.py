@@ -122,3 +122,25 @@ def test_a_result_of_another_evaluation_or_ungraded_is_refused(personas):
                             snapshot=ungraded, grade=1)
     assert set(raised.value.message_dict) == {"snapshot"}
     assert not AdjudicatedAnswer.objects.exists()
+
+
+def test_a_reused_grade_nobody_holds_is_settled_beside_the_leads_own_slot(
+        personas, django_capture_on_commit_callbacks):
+    # hats 1: the lead (first) grades slot 1; slot 0's grade was reused from an earlier
+    # evaluation and has no holder. Adjudicating used to refuse: the lead "already fills
+    # another slot of this result".
+    example = graded_example(personas.team, personas.lead, personas.grader)
+    evaluation = example.evaluation
+    reused = slot_of(evaluation, "hats", 1, 0)
+    earlier = slot_of(evaluation, "hats", 2, 0)
+    FeedbackSlot.objects.filter(pk=reused.pk).update(user=None, reused_from=earlier)
+    with django_capture_on_commit_callbacks(execute=True):
+        snapshot_adjudicate(lead=personas.lead, evaluation=evaluation,
+                            snapshot=reused.snapshot, grade=0)
+    slots = FeedbackSlot.objects.filter(snapshot=reused.snapshot).order_by("index")
+    assert [(s.grade, s.user_id, s.graded_by_id, s.reused_from_id) for s in slots] == [
+        (0, None, personas.lead.pk, earlier.pk), (0, personas.lead.pk, None, None),
+        (0, personas.grader.pk, personas.lead.pk, None)]
+    # hats CG@3 = mean(0, 0, 0) + 2 (position 2) + nothing at 3 = 2.
+    cg = EvaluationMetric.objects.get(evaluation=evaluation, code="cg").pk
+    assert _stored(evaluation)[("hats", cg)] == pytest.approx(2.0)
