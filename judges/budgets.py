@@ -23,9 +23,12 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from judges.models import JudgeRun, JudgeTeamSpend, JudgeTrustPolicy
+from searchtweak.notification_models import Event
+from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +55,8 @@ def money(amount: Decimal, currency: str) -> str:
 def call_reserve(*, run_id: int, cost: Decimal) -> str:
     """Count `cost` against the run's and its team's budgets; "" when the call may go,
     else the reason, with which the run (if still running) was paused."""
-    run = JudgeRun.objects.select_for_update(of=("self",)).select_related("judge").get(
-        pk=run_id)
+    run = JudgeRun.objects.select_for_update(of=("self",)).select_related(
+        "judge", "evaluation").get(pk=run_id)
     if run.status != JudgeRun.Status.RUNNING:
         return f"the run is {run.status}"
     currency, team_id = run.judge.price_currency, run.judge.team_id
@@ -83,6 +86,11 @@ def call_reserve(*, run_id: int, cost: Decimal) -> str:
         run.status, run.pause_reason = JudgeRun.Status.PAUSED, reason
         run.save(update_fields=["status", "pause_reason"])
         logger.info("judge run %s: %s", run_id, reason)
+        # Someone has to raise the budget or resume: a paused run waits for nobody.
+        notify(team_id=team_id, event=Event.JUDGE_RUN_PAUSED,
+               text=f"Judge run of “{run.judge.name}” on “{run.evaluation.name}”: {reason}",
+               url=reverse("judges:run_detail", args=[run.pk]),
+               payload={"judge_run": run.pk, "evaluation": run.evaluation_id})
         return reason
     run.spend += cost
     run.save(update_fields=["spend"])

@@ -16,6 +16,7 @@ class Event(models.TextChoices):
     RUN_IMPROVED = "run_improved", "Run improved"
     RUN_UNDECIDED = "run_undecided", "Run undecided"
     JUDGE_RUN_FAILED = "judge_run_failed", "Judge run failed"
+    JUDGE_RUN_PAUSED = "judge_run_paused", "Judge run paused at its budget"
     SCHEDULE_PAUSED = "schedule_paused", "Schedule paused after repeated failures"
 
 
@@ -28,7 +29,8 @@ class Channel(models.TextChoices):
 # person to act or look (a finished evaluation, a regression, a failure), not the news
 # that a run improved or stayed undecided.
 MAIL_BY_DEFAULT = frozenset({Event.EVALUATION_FINISHED, Event.RUN_REGRESSED,
-                             Event.JUDGE_RUN_FAILED, Event.SCHEDULE_PAUSED})
+                             Event.JUDGE_RUN_FAILED, Event.JUDGE_RUN_PAUSED,
+                             Event.SCHEDULE_PAUSED})
 
 
 def enabled_by_default(event: str, channel: str) -> bool:

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from judges import runs
 from judges.models import JudgeCall, JudgeRun, JudgeRunItem, JudgeTeamSpend, JudgeTrustPolicy
+from searchtweak.notification_models import Event, Notification
 from tests.judges.builders import judge_for
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judgments.builders import evaluation_with_slots
@@ -58,6 +59,11 @@ def test_a_run_pauses_before_the_call_that_would_pass_its_budget(personas):
     assert (month.month_on, month.spend) == (timezone.localdate().replace(day=1),
                                              Decimal("3.0000"))
     assert runs.run_progress(run=run)["pause_reason"] == run.pause_reason
+    # The team's leads are told: a paused run waits for someone to raise the budget.
+    told = Notification.objects.filter(event=Event.JUDGE_RUN_PAUSED, user=personas.lead)
+    assert list(told.values_list("text", "url")) == [(
+        f"Judge run of “{judge.name}” on “{evaluation.name}”: {run.pause_reason}",
+        f"/judge-runs/{run.pk}/")]
 
 
 def test_the_teams_monthly_budget_holds_across_runs(personas):

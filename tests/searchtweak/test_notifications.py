@@ -20,6 +20,7 @@ from judges import batches
 from searchtweak import notification_delivery, notifications
 from searchtweak.models import Role
 from searchtweak.notification_models import (
+    MAIL_BY_DEFAULT,
     Channel,
     Event,
     Notification,
@@ -406,7 +407,7 @@ def test_the_preferences_page_saves_every_box(team_people, client):
     client.force_login(owner)
     page = client.get(reverse("notification_preferences")).content.decode()
     assert page.count('type="checkbox"') == len(Event.values) * len(Channel.values)
-    assert page.count(" checked") == len(Event.values) + 4  # in-app all, mail four
+    assert page.count(" checked") == len(Event.values) + len(MAIL_BY_DEFAULT)  # in-app all
     client.post(reverse("notification_preferences"),
                 {"run_improved:mail": "1", "evaluation_finished:in_app": "1"})
     chosen = notifications.preferences_of_user(user=owner)
