@@ -151,6 +151,20 @@ class SearchModel(models.Model):
         return self.name
 
 
+# How many graders a result gets: 1, 3, or ADAPTIVE_STRATEGY ("1 → 3", issue 28 item 4): one
+# slot per result first, a second and third only where it matters
+# (judgments.adaptive.slots_open_where_it_matters).
+ADAPTIVE_STRATEGY = 13
+STRATEGY_CHOICES = [(1, "1 grader"), (3, "3 graders"),
+                    (ADAPTIVE_STRATEGY, "1 grader, up to 3 where it matters")]
+STRATEGY_VALUES = tuple(value for value, _ in STRATEGY_CHOICES)
+
+
+def strategy_slot_counts(strategy: int) -> tuple[int, int]:
+    """(slots each result gets when fetched, slots it may ever have) under `strategy`."""
+    return (1, 3) if strategy == ADAPTIVE_STRATEGY else (strategy, strategy)
+
+
 class Evaluation(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -174,7 +188,7 @@ class Evaluation(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     # "binary", "graded", "detail" (metrics.core built-ins) or a team scale's code.
     scale = models.CharField(max_length=50)
-    strategy = models.PositiveSmallIntegerField(choices=[(1, "1 grader"), (3, "3 graders")])
+    strategy = models.PositiveSmallIntegerField(choices=STRATEGY_CHOICES)
     # Overrides of the default transformers: {"graded->binary": {"0": 0, ...}, ...}.
     transformers = models.JSONField(default=dict, blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -213,12 +227,21 @@ class Evaluation(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(strategy__in=[1, 3]), name="evaluation_strategy_1_or_3"
+                condition=Q(strategy__in=STRATEGY_VALUES), name="evaluation_strategy_known"
             ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def max_slots(self) -> int:
+        """The most slots a result of this evaluation can have (3 for "1 → 3")."""
+        return strategy_slot_counts(self.strategy)[1]
+
+    @property
+    def is_adaptive(self) -> bool:
+        return self.strategy == ADAPTIVE_STRATEGY
 
     def has_started(self) -> bool:
         """Scale, strategy and transformers freeze at the first start."""

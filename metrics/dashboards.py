@@ -233,9 +233,12 @@ def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
     graded_count = sum(sum(g is not None for g in grades) * count for grades, count in patterns)
     coverage = statistics.coverage(snapshots)
     tie_rate = None
-    if evaluation.scale == "binary" and evaluation.strategy == 3:
+    if evaluation.scale == "binary" and evaluation.max_slots == 3:
         tie_rate = statistics.binary_tie_rate(snapshots)
-    kappa = statistics.fleiss_kappa(snapshots) if evaluation.strategy > 1 else None
+    # Under "1 → 3" most results keep one slot: kappa reads the results that got three.
+    kappa = statistics.fleiss_kappa(
+        [grades for grades in snapshots if len(grades) == 3] if evaluation.is_adaptive
+        else snapshots) if evaluation.max_slots > 1 else None
     advice = []
     if coverage is not None and coverage < LOW_COVERAGE:
         advice.append(

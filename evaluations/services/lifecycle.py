@@ -20,6 +20,8 @@ from django.utils import timezone
 from evaluations.events import By, Transition, transition_announce
 from evaluations.hooks import scale_provider, team_scale
 from evaluations.models import (
+    ADAPTIVE_STRATEGY,
+    STRATEGY_VALUES,
     Evaluation,
     EvaluationMetric,
     Keyword,
@@ -89,8 +91,10 @@ def _validate_evaluation_fields(*, team: Team, model: SearchModel, name: str,
         raise ValidationError({"model": "No such search model in this team."})
     if model.archived_at is not None:
         raise ValidationError({"model": f"{model.name} is archived."})
-    if strategy not in (1, 3):
-        raise ValidationError({"strategy": "Use 1 or 3 graders per result."})
+    if strategy not in STRATEGY_VALUES:
+        raise ValidationError({"strategy": (
+            f"Use 1 or 3 graders per result, or {ADAPTIVE_STRATEGY} for 1 grader and up to 3 "
+            "where it matters.")})
 
 
 def _create_metric_configs(evaluation: Evaluation, metrics: list[dict[str, Any]]) -> None:
