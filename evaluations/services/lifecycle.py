@@ -93,7 +93,7 @@ def _validate_evaluation_fields(*, team: Team, model: SearchModel, name: str,
         raise ValidationError({"model": f"{model.name} is archived."})
     if strategy not in STRATEGY_VALUES:
         raise ValidationError({"strategy": (
-            f"Use 1 or 3 graders per result, or {ADAPTIVE_STRATEGY} for 1 grader and up to 3 "
+            f"Use 1 or 3 graders per result. {ADAPTIVE_STRATEGY} gives 1 grader and up to 3 "
             "where it matters.")})
 
 
