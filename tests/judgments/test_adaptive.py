@@ -232,3 +232,26 @@ def test_the_strategy_is_accepted_and_others_refused(personas):
     assert "strategy" in error.value.message_dict
     with pytest.raises(IntegrityError), transaction.atomic():
         Evaluation.objects.filter(pk=evaluation.pk).update(strategy=2)
+
+
+def test_the_grading_api_opens_slots_as_the_page_does(personas):
+    # The API's grade (on PostgreSQL its one-statement grade, grade and next slot at once)
+    # opens the result's next slot in the same request; the grader is handed another result.
+    from rest_framework.test import APIClient
+
+    evaluation = adaptive_evaluation(personas.team)
+    client = APIClient()
+    client.force_authenticate(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    first = client.post(url).json()
+    response = client.post(url, {"snapshot": first["snapshot"], "grade": 2, "unsure": True},
+                           format="json")
+    assert response.status_code == 200 and response.json()["snapshot"] != first["snapshot"]
+    snapshot = Snapshot.objects.get(pk=first["snapshot"])
+    assert slots_of(snapshot) == [(0, 2, ""), (1, None, "unsure")]
+    # A grade alone (snapshot_grade, no next) opens the third after a tie.
+    lead = APIClient()
+    lead.force_authenticate(personas.lead)
+    response = lead.post(url, {"snapshot": snapshot.pk, "grade": 0}, format="json")
+    assert response.status_code == 200
+    assert slots_of(snapshot) == [(0, 2, ""), (1, 0, "unsure"), (2, None, "unsure")]
