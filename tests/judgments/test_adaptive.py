@@ -255,3 +255,29 @@ def test_the_grading_api_opens_slots_as_the_page_does(personas):
     response = lead.post(url, {"snapshot": snapshot.pk, "grade": 0}, format="json")
     assert response.status_code == 200
     assert slots_of(snapshot) == [(0, 2, ""), (1, 0, "unsure"), (2, None, "unsure")]
+
+
+def test_the_dashboard_reads_kappa_over_the_results_with_three_grades_and_says_why(personas):
+    from metrics import dashboards
+
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=5,
+                                       strategy=ADAPTIVE_STRATEGY)
+    first, second = result(evaluation, 1), result(evaluation, 2)
+    grade(personas.grader, first, 2, unsure=True)
+    grade(personas.lead, first, 2)
+    grade(personas.owner, first, 2)
+    second_slot(second)
+    grade(personas.grader, second, 0)
+    grade(personas.lead, second, 1)
+    grade(personas.owner, second, 0)
+    for position in (3, 4, 5):
+        grade(personas.grader, result(evaluation, position), 3)
+    agreement = dashboards.evaluation_agreement(evaluation=evaluation)
+    # Rows [2,2,2] and [0,1,0] (the three single grades left out): P = (1 + 1/3) / 2 = 2/3,
+    # shares 2/6, 1/6, 3/6 -> Pe = 14/36; kappa = (2/3 - 7/18) / (1 - 7/18) = 5/11.
+    assert agreement.kappa == pytest.approx(5 / 11)
+    assert agreement.adaptive == (
+        "1 grader, up to 3 where it matters: 2 of 5 results got a second grader, 2 a third "
+        "(slots opened because a grade of the result was marked unsure: 2; a top result of a "
+        "keyword whose bounds are still wide: 1; the grades sit at the binary cut-off "
+        "(a tie): 1).")
