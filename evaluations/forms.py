@@ -8,15 +8,10 @@ from django import forms
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
-from evaluations.models import (
-    ADAPTIVE_STRATEGY,
-    Endpoint,
-    Evaluation,
-    QuerySet,
-    SearchModel,
-)
+from evaluations.models import Endpoint, Evaluation, QuerySet, SearchModel
 from evaluations.services import is_http_url, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
+from evaluations.strategies import ADAPTIVE_STRATEGY
 from metrics import core
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team

@@ -22,7 +22,8 @@ from django.db import transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from evaluations.models import ADAPTIVE_STRATEGY, Evaluation, Keyword, Snapshot
+from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.strategies import ADAPTIVE_STRATEGY
 from judgments import queries
 from judgments import scales as scale_lookup
 from judgments.adaptive import slots_open_where_it_matters

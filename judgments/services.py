@@ -13,13 +13,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluations.models import (
-    Evaluation,
-    EvaluationMetric,
-    Keyword,
-    Snapshot,
-    strategy_slot_counts,
-)
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from evaluations.strategies import strategy_slot_counts
 from judgments import scales as scale_lookup
 from judgments.grading import (  # noqa: F401  re-exported
     feedback_submit,

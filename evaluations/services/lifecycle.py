@@ -20,8 +20,6 @@ from django.utils import timezone
 from evaluations.events import By, Transition, transition_announce
 from evaluations.hooks import scale_provider, team_scale
 from evaluations.models import (
-    ADAPTIVE_STRATEGY,
-    STRATEGY_VALUES,
     Evaluation,
     EvaluationMetric,
     Keyword,
@@ -36,6 +34,7 @@ from evaluations.services.keywords import (
     keywords_clean,
     keywords_validate,
 )
+from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
 from metrics import core
 from searchtweak.models import Team, User
 

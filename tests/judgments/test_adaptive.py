@@ -8,8 +8,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from evaluations.models import ADAPTIVE_STRATEGY, Evaluation, Snapshot
+from evaluations.models import Evaluation, Snapshot
 from evaluations.services import lifecycle
+from evaluations.strategies import ADAPTIVE_STRATEGY
 from judgments import adaptive, grading, services
 from judgments.models import FeedbackSlot, OpenedBecause
 from metrics.models import KeywordMetricValue
