@@ -20,7 +20,7 @@ hidden truth, the keywords whose value is equal under both, the largest differen
 whether every 1 → 3 value lies within always-3's bounds (after a complete grading they are
 its value: then equal) and within the bounds 1 → 3 stores itself.
 
-    .venv/bin/python bench/adaptive_slots.py [--keywords 20] [--seeds 1 2 3]
+    .venv/bin/python bench/adaptive_slots.py [--keywords 20] [--seeds 1 2 3] [--wide-bounds 0.5]
 
 Creates (and drops) the database `<BENCH_DATABASE_PREFIX>_adaptive_slots` on the local
 PostgreSQL (see bench/_support.py). Nothing is asserted.
@@ -147,7 +147,7 @@ def mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def run(keywords: int, seeds: list[int]) -> None:
+def run(keywords: int, seeds: list[int], wide_bounds: float | None) -> None:
     from _support import (
         bench_database,
         database_url,
@@ -163,6 +163,13 @@ def run(keywords: int, seeds: list[int]) -> None:
     import logging
 
     logging.getLogger("celery").setLevel(logging.WARNING)
+    from judgments import adaptive
+
+    if wide_bounds is not None:
+        adaptive.WIDE_BOUNDS = wide_bounds
+    print(f"seeds {seeds}, noise sigma {NOISE_SIGMA}, unsure {UNSURE_RATE:.0%} "
+          f"({UNSURE_RATE_WHEN_OFF:.0%} when off the truth), wide bounds above "
+          f"{adaptive.WIDE_BOUNDS}", flush=True)
     from django.core.management import call_command
 
     from metrics.core import evaluate_batch
@@ -265,11 +272,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keywords", type=int, default=20)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--wide-bounds", type=float, default=None,
+                        help="judgments.adaptive.WIDE_BOUNDS for this run (default: as set)")
     args = parser.parse_args()
-    print(f"seeds {args.seeds}, noise sigma {NOISE_SIGMA}, unsure {UNSURE_RATE:.0%} "
-          f"({UNSURE_RATE_WHEN_OFF:.0%} when off the truth), wide bounds above "
-          "judgments.adaptive.WIDE_BOUNDS", flush=True)
-    run(args.keywords, args.seeds)
+    run(args.keywords, args.seeds, args.wide_bounds)
 
 
 if __name__ == "__main__":
