@@ -18,7 +18,8 @@ is judged on complete evidence and a result never waits on two open slots at onc
 A single grade is never at the cut-off and never has a judge beside a person, so DISAGREE
 and CUTOFF only ever open the third slot.
 
-Never more than three slots; a reset empties a slot but never removes one, and nothing
+A result with a lead's adjudicated answer (judgments.adjudication) opens nothing: it is
+decided. Never more than three slots; a reset empties a slot but never removes one, and nothing
 here runs on a reset, so a result is never opened twice for the same reason; an opened
 slot's `opened_because` says why (the dashboard and the API read it).
 """
@@ -29,7 +30,7 @@ from django.db import transaction
 
 from evaluations.models import Evaluation, Snapshot
 from judgments import scales as scale_lookup
-from judgments.models import FeedbackSlot, OpenedBecause
+from judgments.models import AdjudicatedAnswer, FeedbackSlot, OpenedBecause
 from metrics.core.errors import MetricInputError
 from metrics.core.scales import BINARY, SCALES
 from metrics.core.transform import resolve_transformer
@@ -127,8 +128,12 @@ def slots_open_where_it_matters(*, evaluation_id: int, snapshot_ids: Iterable[in
     # Two grades landing at once on one result: the second waits here and then reads the
     # first, so the result's last grade always sees the others.
     list(Snapshot.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True))
+    # A lead's adjudicated answer settles a result: it gets no more graders.
+    settled = set(AdjudicatedAnswer.objects.filter(snapshot_id__in=ids)
+                  .values_list("snapshot_id", flat=True))
     by_snapshot: dict[int, list[dict]] = {}
-    for slot in FeedbackSlot.objects.filter(snapshot_id__in=ids).order_by(
+    for slot in FeedbackSlot.objects.filter(snapshot_id__in=ids).exclude(
+            snapshot_id__in=settled).order_by(
             "snapshot_id", "index").values("snapshot_id", "keyword_id", "keyword_position",
                                            "position", "index",
                                            "grade", "unsure", "user_id", "user__is_judge"):

@@ -282,3 +282,16 @@ def test_the_dashboard_reads_kappa_over_the_results_with_three_grades_and_says_w
         "(slots opened because a grade of the result was marked unsure: 2; a top result of a "
         "keyword whose bounds are still wide: 1; the grades sit at the binary cut-off "
         "(a tie): 1).")
+
+
+def test_an_adjudicated_result_opens_nothing(personas):
+    from judgments.adjudication import snapshot_adjudicate
+
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    second_slot(snapshot)
+    grade(personas.grader, snapshot, 1)
+    grade(personas.lead, snapshot, 2)  # both relevant, one apart: no third
+    # Deciding 0 sets slot 0 first: [0, 2] for a moment, across the cut-off; no slot opens.
+    snapshot_adjudicate(lead=personas.owner, evaluation=evaluation, snapshot=snapshot, grade=0)
+    assert slots_of(snapshot) == [(0, 0, ""), (1, 0, "bounds")]
