@@ -142,7 +142,8 @@ class EvaluationInputSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, default="")
     model = serializers.IntegerField()
     scale = serializers.CharField(max_length=50)
-    strategy = serializers.IntegerField()
+    strategy = serializers.IntegerField(
+        help_text="1 or 3 graders per result, or 13: 1 grader, up to 3 where it matters.")
     keywords = serializers.ListField(
         child=serializers.CharField(max_length=500, allow_blank=True), required=False,
         help_text="One keyword per item, stored with runs of whitespace as one space and "

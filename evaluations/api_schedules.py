@@ -73,7 +73,8 @@ class ScheduleInputSerializer(serializers.Serializer):
     query_set = serializers.IntegerField(
         help_text="A query set of the team; each run evaluates its current version.")
     scale = serializers.CharField(max_length=50)
-    strategy = serializers.IntegerField(help_text="1 or 3 graders per result.")
+    strategy = serializers.IntegerField(
+        help_text="1 or 3 graders per result, or 13: 1 grader, up to 3 where it matters.")
     metrics = MetricConfigSerializer(many=True)
     interval_minutes = serializers.IntegerField(
         required=False, allow_null=True,

@@ -11,6 +11,7 @@ from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, QuerySet, SearchModel
 from evaluations.services import is_http_url, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
+from evaluations.strategies import ADAPTIVE_STRATEGY
 from metrics import core
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team
@@ -257,8 +258,9 @@ class EvaluationForm(forms.Form):
         required=False, label="…or upload keywords (CSV or TXT)",
         help_text="TXT: one per line. CSV: the first column.")
     scale = forms.ChoiceField()
-    strategy = forms.TypedChoiceField(coerce=int, choices=[(1, "1 grader per result"),
-                                                           (3, "3 graders per result")])
+    strategy = forms.TypedChoiceField(coerce=int, choices=[
+        (1, "1 grader per result"), (3, "3 graders per result"),
+        (ADAPTIVE_STRATEGY, "1 grader, up to 3 where it matters")])
     metrics = forms.CharField(
         widget=forms.Textarea(attrs={**MONO, "rows": 4}), initial="precision@10\nap@10\nndcg@10",
         help_text="One per line: code@k then optional parameters, e.g. "

@@ -21,8 +21,8 @@ class ScheduleForm(forms.Form):
         queryset=QuerySet.objects.none(),
         help_text="Each run evaluates its current version's keywords.")
     scale = forms.ChoiceField()
-    strategy = forms.TypedChoiceField(coerce=int, choices=[(1, "1 grader per result"),
-                                                           (3, "3 graders per result")])
+    strategy = forms.TypedChoiceField(
+        coerce=int, choices=EvaluationForm.base_fields["strategy"].choices)
     metrics = forms.CharField(
         widget=forms.Textarea(attrs={**MONO, "rows": 3}),
         initial=EvaluationForm.base_fields["metrics"].initial,

@@ -10,6 +10,12 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
+from evaluations.strategies import (
+    ADAPTIVE_STRATEGY,
+    STRATEGY_CHOICES,
+    STRATEGY_VALUES,
+    strategy_slot_counts,
+)
 from metrics import core
 from searchtweak.models import Team, User
 
@@ -174,7 +180,7 @@ class Evaluation(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     # "binary", "graded", "detail" (metrics.core built-ins) or a team scale's code.
     scale = models.CharField(max_length=50)
-    strategy = models.PositiveSmallIntegerField(choices=[(1, "1 grader"), (3, "3 graders")])
+    strategy = models.PositiveSmallIntegerField(choices=STRATEGY_CHOICES)
     # Overrides of the default transformers: {"graded->binary": {"0": 0, ...}, ...}.
     transformers = models.JSONField(default=dict, blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -213,12 +219,21 @@ class Evaluation(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(strategy__in=[1, 3]), name="evaluation_strategy_1_or_3"
+                condition=Q(strategy__in=STRATEGY_VALUES), name="evaluation_strategy_known"
             ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def max_slots(self) -> int:
+        """The most slots a result of this evaluation can have (3 for "1 → 3")."""
+        return strategy_slot_counts(self.strategy)[1]
+
+    @property
+    def is_adaptive(self) -> bool:
+        return self.strategy == ADAPTIVE_STRATEGY
 
     def has_started(self) -> bool:
         """Scale, strategy and transformers freeze at the first start."""

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluations.strategies import STRATEGY_CHOICES, STRATEGY_VALUES
 from searchtweak.models import Team
 
 
@@ -34,7 +35,7 @@ class Schedule(models.Model):
     query_set = models.ForeignKey("evaluations.QuerySet", on_delete=models.PROTECT,
                                   related_name="schedules")
     scale = models.CharField(max_length=50)
-    strategy = models.PositiveSmallIntegerField(choices=[(1, "1 grader"), (3, "3 graders")])
+    strategy = models.PositiveSmallIntegerField(choices=STRATEGY_CHOICES)
     # [{"code", "k", "params"}], as an evaluation's metric configuration is created from.
     metrics = models.JSONField(default=list)
     # Exactly one of the two: every this many minutes, or a cron expression.
@@ -79,8 +80,8 @@ class Schedule(models.Model):
                 condition=(Q(interval_minutes__isnull=False, cron="")
                            | Q(interval_minutes__isnull=True) & ~Q(cron="")),
                 name="schedule_interval_or_cron"),
-            models.CheckConstraint(condition=Q(strategy__in=[1, 3]),
-                                   name="schedule_strategy_1_or_3"),
+            models.CheckConstraint(condition=Q(strategy__in=STRATEGY_VALUES),
+                                   name="schedule_strategy_known"),
         ]
 
     def __str__(self) -> str:

@@ -36,9 +36,11 @@ def snapshot_adjudicate(*, lead: User, evaluation: Evaluation, snapshot: Snapsho
     if not slot_ids:
         raise ValidationError({"snapshot": "No one has graded this result: there is no "
                                            "disagreement to settle."})
-    for slot_id in slot_ids:
-        slot_grade_by_lead(lead=lead, slot_id=slot_id, grade=value)
+    # Recorded before the grades: a "1 → 3" evaluation opens no slot on a decided result
+    # (judgments.adaptive), not even between two of these grades.
     answer, _ = AdjudicatedAnswer.objects.update_or_create(
         snapshot=snapshot, defaults={"evaluation": evaluation, "grade": value, "gold": gold,
                                      "decided_by": lead, "decided_at": timezone.now()})
+    for slot_id in slot_ids:
+        slot_grade_by_lead(lead=lead, slot_id=slot_id, grade=value)
     return answer

@@ -14,6 +14,7 @@ grades, which is what this module exists to prevent.
 """
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -22,8 +23,10 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.strategies import ADAPTIVE_STRATEGY
 from judgments import queries
 from judgments import scales as scale_lookup
+from judgments.adaptive import slots_open_where_it_matters
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.queue import (
     SlotConflict,
@@ -53,6 +56,14 @@ def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
     ids = sorted(set(keyword_ids))
     if ids:
         grades_written.send(sender=FeedbackSlot, keyword_ids=ids)
+
+
+def _open_where_it_matters(*, strategy: int, evaluation_id: int,
+                           snapshot_ids: Iterable[int]) -> None:
+    """After a grade of a "1 → 3" evaluation, in its transaction: the result's next slot
+    where it matters (judgments.adaptive). Costs nothing for the other strategies."""
+    if strategy == ADAPTIVE_STRATEGY:
+        slots_open_where_it_matters(evaluation_id=evaluation_id, snapshot_ids=snapshot_ids)
 
 
 # The statement part that bumps a graded keyword's version inside PostgreSQL's one-statement
@@ -283,6 +294,8 @@ def feedback_submit(
     value = _check_grade(grade, _evaluation_scale(slot.evaluation))
     _write_grade(slot, grade=value, unsure=unsure, note=note.strip(), now=now, graded_by=None,
                  shown_position=RawSQL(queries.shown_position_sql(queries.SLOTS), []))
+    _open_where_it_matters(strategy=slot.evaluation.strategy, evaluation_id=slot.evaluation_id,
+                           snapshot_ids=[slot.snapshot_id])
     return slot
 
 
@@ -361,10 +374,17 @@ def snapshot_grade(
     if sql.is_postgresql() and _grade_own_slot_sql_ctes() is not None:
         ctes, params = _grade_own_slot_sql(
             user=user, target=target, value=value, unsure=unsure, note=note, now=now)
-        row = sql.fetch_one(
-            f"WITH {ctes} SELECT {_GRADED_COLUMNS} FROM graded LEFT JOIN dirty ON TRUE", params)
-        if row is not None:
-            return _announce_own_slot_graded(row, now=now)
+        # An adaptive evaluation opens its next slot in the grade's transaction, before the
+        # recompute (and an automatic finish) can see the result as complete.
+        with _adaptive_atomic(target):
+            row = sql.fetch_one(
+                f"WITH {ctes} SELECT {_GRADED_COLUMNS} FROM graded LEFT JOIN dirty ON TRUE",
+                params)
+            if row is not None:
+                _open_where_it_matters(strategy=target.strategy,
+                                       evaluation_id=target.evaluation_id,
+                                       snapshot_ids=[target.snapshot_id])
+                return _announce_own_slot_graded(row, now=now)
     with transaction.atomic():
         slot = queries.own_slot_row_for_update(snapshot_id=target.snapshot_id,
                                                user_id=user.pk)
@@ -384,7 +404,13 @@ def snapshot_grade(
             [value, sql.time_param(now), unsure, note, slot["id"]])
         if slot["grade"] != value:
             keywords_mark_dirty(keyword_ids=[slot["keyword_id"]])
+        _open_where_it_matters(strategy=target.strategy, evaluation_id=target.evaluation_id,
+                               snapshot_ids=[target.snapshot_id])
     return slot["id"]
+
+
+def _adaptive_atomic(target: GradingTarget):
+    return transaction.atomic() if target.strategy == ADAPTIVE_STRATEGY else nullcontext()
 
 
 def snapshot_grade_and_claim_next(
@@ -411,13 +437,19 @@ def snapshot_grade_and_claim_next(
             besides_snapshot_id=target.snapshot_id, guard=_NEXT_AFTER_GRADE + queries.HELD_FIRST,
             shuffled_ids=shuffled_ids, decisive_ids=decisive_ids)
         columns, joins = queries.ASSIGNED_SLOT_SELECT
-        row = _fetch_claim(
-            f"WITH {grade_ctes}, {queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
-            f" SELECT {_GRADED_COLUMNS}, {columns}"
-            f" FROM graded LEFT JOIN dirty ON TRUE LEFT JOIN (f {joins}) ON TRUE",
-            [*grade_params, *renew_params, *claim_params])
+        with _adaptive_atomic(target):
+            row = _fetch_claim(
+                f"WITH {grade_ctes},"
+                f" {queries.RENEW_OR_CLAIM_CTES.format(renew=renew, claim=claim)}"
+                f" SELECT {_GRADED_COLUMNS}, {columns}"
+                f" FROM graded LEFT JOIN dirty ON TRUE LEFT JOIN (f {joins}) ON TRUE",
+                [*grade_params, *renew_params, *claim_params])
+            if row is not None:
+                _open_where_it_matters(strategy=target.strategy,
+                                       evaluation_id=target.evaluation_id,
+                                       snapshot_ids=[target.snapshot_id])
+                _announce_own_slot_graded(row, now=now)
         if row is not None:
-            _announce_own_slot_graded(row, now=now)
             if row["id"] is not None:
                 return assigned_slot_from_row(row)
             # Nothing unskipped left in the first evaluation: the others, the skipped.
@@ -443,6 +475,8 @@ def slot_grade_by_lead(*, lead: User, slot_id: int, grade: Any) -> FeedbackSlot:
         slot.grade is not None or (slot.lease_expires_at and slot.lease_expires_at >= now))
     if held and slot.user_id != lead.pk:
         _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=lead)
+        _open_where_it_matters(strategy=slot.evaluation.strategy,
+                               evaluation_id=slot.evaluation_id, snapshot_ids=[slot.snapshot_id])
         return slot
     if FeedbackSlot.objects.filter(snapshot_id=slot.snapshot_id, user=lead).exclude(
             pk=slot.pk).exists():
@@ -461,6 +495,8 @@ def slot_grade_by_lead(*, lead: User, slot_id: int, grade: Any) -> FeedbackSlot:
     slot.save(update_fields=["user", "assigned_at", "lease_expires_at", "reused_from",
                              "reused_from_pool"])
     _write_grade(slot, grade=value, unsure=False, note="", now=now, graded_by=None)
+    _open_where_it_matters(strategy=slot.evaluation.strategy, evaluation_id=slot.evaluation_id,
+                           snapshot_ids=[slot.snapshot_id])
     return slot
 
 
@@ -531,7 +567,10 @@ def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
             grade=value, reason=reason, graded_at=now, lease_expires_at=None, unsure=False,
             note="", graded_by=None, shown_position=None)
     keywords_mark_dirty(keyword_ids=[keyword_id for _, _, keyword_id in held])
-    return {snapshot_id for _, snapshot_id, _ in held}
+    written = {snapshot_id for _, snapshot_id, _ in held}
+    _open_where_it_matters(strategy=evaluation.strategy, evaluation_id=evaluation.pk,
+                           snapshot_ids=written)
+    return written
 
 
 def judge_slots_release(*, judge_user: User, snapshot_ids: Iterable[int]) -> int:

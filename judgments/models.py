@@ -55,8 +55,18 @@ class Transformer(models.Model):
         return f"{self.source}->{self.target}"
 
 
+class OpenedBecause(models.TextChoices):
+    """Why judgments.adaptive opened a further slot on a result (issue 28 item 4)."""
+
+    UNSURE = "unsure", "A grade of the result was marked unsure"
+    DISAGREE = "disagree", "A counting judge and a person disagree"
+    CUTOFF = "cutoff", "The grades sit at the binary cut-off (a tie)"
+    BOUNDS = "bounds", "A top result of a keyword whose bounds are still wide"
+
+
 class FeedbackSlot(models.Model):
-    """One grader's place on one snapshot; 1 or 3 per snapshot (the evaluation's strategy).
+    """One grader's place on one snapshot; 1 or 3 per snapshot (the evaluation's strategy),
+    or, under "1 → 3", 1 to which a second and third are added where it matters.
 
     A slot is free when it has no user, or when its lease ran out before a grade came.
     `evaluation` and `keyword` repeat the snapshot's so the queue and the recompute read
@@ -92,6 +102,10 @@ class FeedbackSlot(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    # Why an adaptive ("1 → 3") evaluation opened this slot after the result's first ones
+    # (judgments.adaptive); empty for the slots a result gets when fetched.
+    opened_because = models.CharField(max_length=10, choices=OpenedBecause.choices,
+                                      blank=True, default="")
     # Where a reused grade came from, if it was copied from an earlier evaluation.
     reused_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -31,13 +31,14 @@ USERS = _q(User._meta.db_table)
 # --- the grading target: an evaluation or snapshot with the caller's role in its team ---
 
 _TARGET_COLUMNS = ('e."id", e."team_id", e."status", e."scale", e."tags",'
-                   ' e."shuffle_results", e."grading_order", m."role"')
+                   ' e."shuffle_results", e."grading_order", e."strategy", m."role"')
 _MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
 
 
 def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
     """{id, team_id, status, scale, tags (JSON as the driver gives it), shuffle_results,
-    grading_order, role (None: not a member)} of the evaluation, or None when there is none."""
+    grading_order, strategy, role (None: not a member)} of the evaluation, or None when there
+    is none."""
     return sql.fetch_one(
         f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
         [user_id, evaluation_id])

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from evaluations.strategies import strategy_slot_counts
 from judgments import scales as scale_lookup
 from judgments.grading import (  # noqa: F401  re-exported
     feedback_submit,
@@ -49,13 +50,14 @@ from searchtweak.models import Team, User
 def slots_create_for_snapshots(
     *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot]
 ) -> list[FeedbackSlot]:
-    """Create the evaluation's `strategy` empty slots for each saved snapshot, then fill
-    them with earlier grades when the evaluation reuses them."""
+    """Create the evaluation's `strategy` empty slots for each saved snapshot (one under
+    "1 → 3": judgments.adaptive opens more), then fill them with earlier grades when the
+    evaluation reuses them."""
     slots = FeedbackSlot.objects.bulk_create([
         FeedbackSlot(snapshot=snapshot, keyword=keyword, evaluation=evaluation, index=index,
                      keyword_position=keyword.position, position=snapshot.position)
         for snapshot in snapshots
-        for index in range(evaluation.strategy)
+        for index in range(strategy_slot_counts(evaluation.strategy)[0])
     ])
     if evaluation.reuse_grades != Evaluation.Reuse.NONE and snapshots:
         slots_reuse_fill(evaluation=evaluation, keyword=keyword, snapshots=snapshots)

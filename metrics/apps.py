@@ -10,12 +10,13 @@ class MetricsConfig(AppConfig):
         from evaluations.events import evaluation_transitioned
         from evaluations.models import Evaluation, EvaluationMetric
         from evaluations.signals import snapshots_created
+        from judgments.adaptive import register_bounds_width
         from judgments.grading import register_version_bump_cte
         from judgments.models import Transformer
         from judgments.queries import register_decisive_key
         from judgments.signals import grades_written
         from metrics import receivers, verdict_receivers
-        from metrics.queue_order import decisive_key_sql
+        from metrics.queue_order import decisive_key_sql, first_metric_bounds_width
         from metrics.recompute.marks import keyword_version_bump_cte
 
         grades_written.connect(receivers.on_grades_written, dispatch_uid="metrics.grades")
@@ -23,6 +24,8 @@ class MetricsConfig(AppConfig):
         register_version_bump_cte(keyword_version_bump_cte)
         # So are the bounds a decisive evaluation's queue hands out by.
         register_decisive_key(decisive_key_sql)
+        # And the bounds by which an adaptive evaluation opens more slots on a top result.
+        register_bounds_width(first_metric_bounds_width)
         snapshots_created.connect(receivers.on_snapshots_created,
                                   dispatch_uid="metrics.snapshots_created")
         # Adding, changing or removing a metric recomputes the evaluation.

@@ -166,6 +166,8 @@ class Agreement:
     kappa: float | None
     kappa_reading: str
     advice: list[str] = field(default_factory=list)
+    # Under "1 → 3": how many results got more graders, and why (judgments.adaptive).
+    adaptive: str = ""
 
 
 # Landis & Koch (1977), "The measurement of observer agreement for categorical data":
@@ -224,6 +226,22 @@ def evaluation_agreement(*, evaluation: Evaluation,
     return agreement
 
 
+def _adaptive_summary(evaluation: Evaluation,
+                      patterns: list[tuple[list[int | None], int]]) -> str:
+    """'1 → 3': the results with two and three slots, and the slots opened by reason."""
+    sizes: dict[int, int] = defaultdict(int)
+    for grades, count in patterns:
+        sizes[len(grades)] += count
+    reasons = (FeedbackSlot.objects.filter(evaluation_id=evaluation.pk)
+               .exclude(opened_because="").values_list("opened_because")
+               .annotate(n=Count("id")).order_by("-n", "opened_because"))
+    labels = dict(FeedbackSlot._meta.get_field("opened_because").choices)
+    why = "; ".join(f"{labels[reason].lower()}: {n}" for reason, n in reasons)
+    return (f"1 grader, up to 3 where it matters: {sizes[2] + sizes[3]} of "
+            f"{sum(sizes.values())} results got a second grader, {sizes[3]} a third"
+            + (f" (slots opened because {why})." if why else "."))
+
+
 def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
     patterns = _snapshot_patterns(evaluation.pk)
     snapshots: list[list[int | None]] = []
@@ -233,9 +251,12 @@ def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
     graded_count = sum(sum(g is not None for g in grades) * count for grades, count in patterns)
     coverage = statistics.coverage(snapshots)
     tie_rate = None
-    if evaluation.scale == "binary" and evaluation.strategy == 3:
+    if evaluation.scale == "binary" and evaluation.max_slots == 3:
         tie_rate = statistics.binary_tie_rate(snapshots)
-    kappa = statistics.fleiss_kappa(snapshots) if evaluation.strategy > 1 else None
+    # Under "1 → 3" most results keep one slot: kappa reads the results that got three.
+    kappa = statistics.fleiss_kappa(
+        [grades for grades in snapshots if len(grades) == 3] if evaluation.is_adaptive
+        else snapshots) if evaluation.max_slots > 1 else None
     advice = []
     if coverage is not None and coverage < LOW_COVERAGE:
         advice.append(
@@ -256,8 +277,10 @@ def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
             "Graders often disagree: review the guidelines with them and look at the "
             "keywords where their grades split before trusting small differences."
         )
+    adaptive = _adaptive_summary(evaluation, patterns) if evaluation.is_adaptive else ""
     return Agreement(slot_count=slot_count, graded_count=graded_count, coverage=coverage,
                      tie_rate=tie_rate, kappa=kappa, kappa_reading=kappa_reading(kappa),
+                     adaptive=adaptive,
                      advice=advice)
 
 

@@ -58,3 +58,20 @@ def decisive_key_sql(*, evaluation: str, keyword: str, position: str) -> tuple[s
     key = (f'(CASE WHEN {position} <= {_first_metric(evaluation, "k")}'
            f" THEN {_width(evaluation, keyword)} / LN({position} + 1.0) ELSE 0.0 END)")
     return candidates, key
+
+
+def first_metric_bounds_width(*, evaluation_id: int, keyword_id: int
+                              ) -> tuple[int, float | None] | None:
+    """(k of the evaluation's first metric, the stored width of the keyword's bounds of it,
+    None when none is stored), or None without a metric: what an adaptive ("1 → 3")
+    evaluation reads to decide whether a result weighs on a keyword still wide
+    (judgments.adaptive.register_bounds_width's contract, registered in metrics.apps)."""
+    config = (EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+              .order_by("position", "id").values_list("pk", "k").first())
+    if config is None:
+        return None
+    bounds = (KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric_id=config[0])
+              .values_list("lower", "upper").first())
+    if bounds is None or None in bounds:
+        return config[1], None
+    return config[1], bounds[1] - bounds[0]

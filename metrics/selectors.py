@@ -197,7 +197,7 @@ def evaluation_grade_array(
 ) -> SlotArrays:
     """All slots of the given keywords up to `positions`, as SlotArrays."""
     row_of = {keyword_id: row for row, keyword_id in enumerate(keyword_ids)}
-    grades = np.full((len(keyword_ids), positions, evaluation.strategy), np.nan)
+    grades = np.full((len(keyword_ids), positions, evaluation.max_slots), np.nan)
     ungraded = np.zeros(grades.shape, dtype=bool)
     if not keyword_ids:
         rows = []

@@ -34,6 +34,7 @@ from evaluations.services.keywords import (
     keywords_clean,
     keywords_validate,
 )
+from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
 from metrics import core
 from searchtweak.models import Team, User
 
@@ -89,8 +90,10 @@ def _validate_evaluation_fields(*, team: Team, model: SearchModel, name: str,
         raise ValidationError({"model": "No such search model in this team."})
     if model.archived_at is not None:
         raise ValidationError({"model": f"{model.name} is archived."})
-    if strategy not in (1, 3):
-        raise ValidationError({"strategy": "Use 1 or 3 graders per result."})
+    if strategy not in STRATEGY_VALUES:
+        raise ValidationError({"strategy": (
+            f"Use 1 or 3 graders per result. {ADAPTIVE_STRATEGY} gives 1 grader and up to 3 "
+            "where it matters.")})
 
 
 def _create_metric_configs(evaluation: Evaluation, metrics: list[dict[str, Any]]) -> None:

@@ -24,7 +24,8 @@ def orm_target(evaluation: Evaluation, user) -> dict:
     return {"id": evaluation.pk, "team_id": evaluation.team_id, "status": evaluation.status,
             "scale": evaluation.scale, "tags": evaluation.tags,
             "shuffle_results": evaluation.shuffle_results,
-            "grading_order": evaluation.grading_order, "role": role}
+            "grading_order": evaluation.grading_order, "strategy": evaluation.strategy,
+            "role": role}
 
 
 def decoded(row: dict | None) -> dict | None:

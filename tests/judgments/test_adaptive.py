@@ -1,0 +1,297 @@
+"""Adaptive slots, strategy "1 → 3" (judgments.adaptive, issue 28 item 4): one slot per
+result, a second and third opened only on the named conditions. Grades go through the real
+grade writers (the page's feedback_submit, a judge's judge_grades_write), which call the
+service in the grade's transaction. SQLite by default; PostgreSQL with DATABASE_URL."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from evaluations.models import Evaluation, Snapshot
+from evaluations.services import lifecycle
+from evaluations.strategies import ADAPTIVE_STRATEGY
+from judgments import adaptive, grading, services
+from judgments.models import FeedbackSlot, OpenedBecause
+from metrics.models import KeywordMetricValue
+from searchtweak.models import Role
+from tests.evaluations.factories import EvaluationMetricFactory
+from tests.judgments.builders import evaluation_with_slots
+from tests.searchtweak.factories import member
+
+pytestmark = pytest.mark.django_db
+
+
+def adaptive_evaluation(team, **fields) -> Evaluation:
+    """One keyword, three results, graded scale, no metric (so no bounds) unless added."""
+    return evaluation_with_slots(team, keywords=1, positions=3, strategy=ADAPTIVE_STRATEGY,
+                                 **fields)
+
+
+def result(evaluation: Evaluation, position: int) -> Snapshot:
+    return Snapshot.objects.get(keyword__evaluation=evaluation, position=position)
+
+
+def slots_of(snapshot: Snapshot) -> list[tuple[int, int | None, str]]:
+    return list(FeedbackSlot.objects.filter(snapshot=snapshot).order_by("index")
+                .values_list("index", "grade", "opened_because"))
+
+
+def grade(user, snapshot: Snapshot, value: int, *, unsure: bool = False) -> None:
+    """The grader takes the result's free slot and grades it through the grading page."""
+    slot = FeedbackSlot.objects.filter(snapshot=snapshot, user__isnull=True).order_by(
+        "index").first()
+    FeedbackSlot.objects.filter(pk=slot.pk).update(
+        user=user, assigned_at=timezone.now(),
+        lease_expires_at=timezone.now() + services.LEASE)
+    services.feedback_submit(user=user, slot_id=slot.pk, grade=value, unsure=unsure)
+
+
+def second_slot(snapshot: Snapshot) -> None:
+    """A second slot as an earlier condition would have opened it (the bounds), so a test
+    of the third slot's conditions starts from two graded slots and nothing else."""
+    first = FeedbackSlot.objects.get(snapshot=snapshot, index=0)
+    FeedbackSlot.objects.create(
+        snapshot=snapshot, keyword_id=first.keyword_id, evaluation_id=first.evaluation_id,
+        index=1, keyword_position=first.keyword_position, position=first.position,
+        opened_because=OpenedBecause.BOUNDS)
+
+
+def judge_account(team):
+    judge = member(team, Role.GRADER, "judge-bot")
+    judge.is_judge = True
+    judge.save(update_fields=["is_judge"])
+    return judge
+
+
+def judge_grade(judge, evaluation: Evaluation, snapshot: Snapshot, value: int) -> None:
+    """A counting judge's grade, written as a judge run writes it."""
+    now = timezone.now()
+    grading.judge_slots_claim(judge_user=judge, snapshot_ids=[snapshot.pk], now=now,
+                              lease_until=now + services.LEASE)
+    grading.judge_grades_write(judge_user=judge, evaluation=evaluation,
+                               grades=[(snapshot.pk, value, "looks relevant")], now=now)
+
+
+def test_each_result_starts_with_one_slot(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    assert FeedbackSlot.objects.filter(evaluation=evaluation).count() == 3
+    assert set(FeedbackSlot.objects.filter(evaluation=evaluation)
+               .values_list("index", flat=True)) == {0}
+
+
+def test_no_slot_opens_on_a_sure_grade_without_any_condition(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2)
+    assert slots_of(snapshot) == [(0, 2, "")]
+    # Nor on two sure people who agree on a side of the cut-off (1 and 2: both relevant).
+    second_slot(snapshot)
+    grade(personas.lead, snapshot, 1)
+    assert [index for index, *_ in slots_of(snapshot)] == [0, 1]
+
+
+def test_an_unsure_first_grade_opens_the_second_and_then_the_third(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2, unsure=True)
+    assert slots_of(snapshot) == [(0, 2, ""), (1, None, "unsure")]
+    # The second grade is sure and agrees, but the first stays unsure: a third opinion.
+    grade(personas.lead, snapshot, 2)
+    assert slots_of(snapshot) == [(0, 2, ""), (1, 2, "unsure"), (2, None, "unsure")]
+    grade(personas.owner, snapshot, 2, unsure=True)
+    assert len(slots_of(snapshot)) == 3  # never a fourth
+
+
+def test_a_counting_judge_and_a_person_who_disagree_open_the_third(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    apart, near = result(evaluation, 1), result(evaluation, 2)
+    for snapshot in (apart, near):
+        second_slot(snapshot)
+    judge = judge_account(personas.team)
+    judge_grade(judge, evaluation, apart, 3)
+    grade(personas.grader, apart, 1)  # two apart on the graded scale, both relevant
+    assert slots_of(apart)[2] == (2, None, "disagree")
+    # One apart and on the same side of the cut-off (3 and 2): they agree.
+    judge_grade(judge, evaluation, near, 3)
+    grade(personas.grader, near, 2)
+    assert len(slots_of(near)) == 2
+
+
+def test_a_judge_and_a_person_across_the_cut_off_disagree_even_one_apart(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    second_slot(snapshot)
+    judge_grade(judge_account(personas.team), evaluation, snapshot, 1)
+    # 1 and 0 are one apart but on both sides of graded -> binary's cut-off: a tie as well,
+    # and the disagreement is named first.
+    grade(personas.grader, snapshot, 0)
+    assert slots_of(snapshot)[2] == (2, None, "disagree")
+
+
+def test_two_people_at_the_binary_cut_off_open_the_third(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    second_slot(snapshot)
+    grade(personas.grader, snapshot, 0)
+    grade(personas.lead, snapshot, 1)  # default graded -> binary: 0 -> 0, 1 -> 1: a tie
+    assert slots_of(snapshot)[2] == (2, None, "cutoff")
+
+
+def test_the_cut_off_follows_the_evaluations_transformer(personas):
+    evaluation = adaptive_evaluation(
+        personas.team, transformers={"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}})
+    tie, same_side = result(evaluation, 1), result(evaluation, 2)
+    for snapshot in (tie, same_side):
+        second_slot(snapshot)
+    grade(personas.grader, tie, 1)
+    grade(personas.lead, tie, 2)
+    assert slots_of(tie)[2] == (2, None, "cutoff")
+    grade(personas.grader, same_side, 0)
+    grade(personas.lead, same_side, 1)  # both below this transformer's cut-off
+    assert len(slots_of(same_side)) == 2
+
+
+def test_a_top_result_of_a_keyword_still_wide_opens_the_second(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    metric = EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=2, position=0)
+    keyword = evaluation.keywords.get()
+    KeywordMetricValue.objects.update_or_create(
+        keyword=keyword, metric=metric, defaults={"value": None, "lower": 0.2, "upper": 0.9})
+    grade(personas.grader, result(evaluation, 1), 2)
+    assert slots_of(result(evaluation, 1)) == [(0, 2, ""), (1, None, "bounds")]
+    # Position 3 lies past k = 2: its grade cannot move the metric.
+    grade(personas.grader, result(evaluation, 3), 2)
+    assert len(slots_of(result(evaluation, 3))) == 1
+    # Bounds narrower than WIDE_BOUNDS (0.3 <= 0.5): settled enough.
+    KeywordMetricValue.objects.filter(keyword=keyword).update(lower=0.5, upper=0.8)
+    grade(personas.grader, result(evaluation, 2), 2)
+    assert len(slots_of(result(evaluation, 2))) == 1
+    # With two grades the bounds never open the third: only a split does.
+    grade(personas.lead, result(evaluation, 1), 2)
+    assert len(slots_of(result(evaluation, 1))) == 2
+
+
+def test_bounds_not_stored_yet_count_as_wide(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=2, position=0)
+    grade(personas.grader, result(evaluation, 1), 2)
+    assert slots_of(result(evaluation, 1))[1] == (1, None, "bounds")
+
+
+def test_a_reset_never_reopens_and_the_service_is_idempotent(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    second_slot(snapshot)
+    grade(personas.grader, snapshot, 0)
+    grade(personas.lead, snapshot, 1)
+    assert len(slots_of(snapshot)) == 3
+    third = FeedbackSlot.objects.get(snapshot=snapshot, index=2)
+    grade(personas.owner, snapshot, 1)
+    services.slot_reset(slot_id=third.pk)
+    grade(personas.admin, snapshot, 0)
+    assert adaptive.slots_open_where_it_matters(
+        evaluation_id=evaluation.pk, snapshot_ids=[snapshot.pk]) == {}
+    assert [index for index, *_ in slots_of(snapshot)] == [0, 1, 2]
+
+
+def test_a_result_with_an_open_slot_waits_for_it(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2, unsure=True)
+    assert adaptive.slots_open_where_it_matters(
+        evaluation_id=evaluation.pk, snapshot_ids=[snapshot.pk]) == {}
+    assert len(slots_of(snapshot)) == 2
+
+
+def test_other_strategies_never_open_slots(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2, unsure=True)
+    assert slots_of(snapshot) == [(0, 2, "")]
+
+
+def test_the_queue_hands_an_opened_slot_to_another_grader_only(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2, unsure=True)
+    for position in (2, 3):
+        grade(personas.grader, result(evaluation, position), 2)
+    assert services.slot_claim_next(user=personas.grader, team=personas.team,
+                                    evaluation=evaluation) is None
+    slot = services.slot_claim_next(user=personas.lead, team=personas.team,
+                                    evaluation=evaluation)
+    assert (slot.snapshot_id, slot.index, slot.opened_because) == (snapshot.pk, 1, "unsure")
+
+
+def test_the_strategy_is_accepted_and_others_refused(personas):
+    evaluation = adaptive_evaluation(personas.team)
+    assert evaluation.max_slots == 3 and evaluation.is_adaptive
+    with pytest.raises(ValidationError) as error:
+        lifecycle._validate_evaluation_fields(team=personas.team, model=evaluation.model,
+                                              name="x", strategy=2)
+    assert "strategy" in error.value.message_dict
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Evaluation.objects.filter(pk=evaluation.pk).update(strategy=2)
+
+
+def test_the_grading_api_opens_slots_as_the_page_does(personas):
+    # The API's grade (on PostgreSQL its one-statement grade, grade and next slot at once)
+    # opens the result's next slot in the same request; the grader is handed another result.
+    from rest_framework.test import APIClient
+
+    evaluation = adaptive_evaluation(personas.team)
+    client = APIClient()
+    client.force_authenticate(personas.grader)
+    url = f"/api/v1/evaluations/{evaluation.pk}/next/"
+    first = client.post(url).json()
+    response = client.post(url, {"snapshot": first["snapshot"], "grade": 2, "unsure": True},
+                           format="json")
+    assert response.status_code == 200 and response.json()["snapshot"] != first["snapshot"]
+    snapshot = Snapshot.objects.get(pk=first["snapshot"])
+    assert slots_of(snapshot) == [(0, 2, ""), (1, None, "unsure")]
+    # A grade alone (snapshot_grade, no next) opens the third after a tie.
+    lead = APIClient()
+    lead.force_authenticate(personas.lead)
+    response = lead.post(url, {"snapshot": snapshot.pk, "grade": 0}, format="json")
+    assert response.status_code == 200
+    assert slots_of(snapshot) == [(0, 2, ""), (1, 0, "unsure"), (2, None, "unsure")]
+
+
+def test_the_dashboard_reads_kappa_over_the_results_with_three_grades_and_says_why(personas):
+    from metrics import dashboards
+
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=5,
+                                       strategy=ADAPTIVE_STRATEGY)
+    first, second = result(evaluation, 1), result(evaluation, 2)
+    grade(personas.grader, first, 2, unsure=True)
+    grade(personas.lead, first, 2)
+    grade(personas.owner, first, 2)
+    second_slot(second)
+    grade(personas.grader, second, 0)
+    grade(personas.lead, second, 1)
+    grade(personas.owner, second, 0)
+    for position in (3, 4, 5):
+        grade(personas.grader, result(evaluation, position), 3)
+    agreement = dashboards.evaluation_agreement(evaluation=evaluation)
+    # Rows [2,2,2] and [0,1,0] (the three single grades left out): P = (1 + 1/3) / 2 = 2/3,
+    # shares 2/6, 1/6, 3/6 -> Pe = 14/36; kappa = (2/3 - 7/18) / (1 - 7/18) = 5/11.
+    assert agreement.kappa == pytest.approx(5 / 11)
+    assert agreement.adaptive == (
+        "1 grader, up to 3 where it matters: 2 of 5 results got a second grader, 2 a third "
+        "(slots opened because a grade of the result was marked unsure: 2; a top result of a "
+        "keyword whose bounds are still wide: 1; the grades sit at the binary cut-off "
+        "(a tie): 1).")
+
+
+def test_an_adjudicated_result_opens_nothing(personas):
+    from judgments.adjudication import snapshot_adjudicate
+
+    evaluation = adaptive_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    second_slot(snapshot)
+    grade(personas.grader, snapshot, 1)
+    grade(personas.lead, snapshot, 2)  # both relevant, one apart: no third
+    # Deciding 0 sets slot 0 first: [0, 2] for a moment, across the cut-off; no slot opens.
+    snapshot_adjudicate(lead=personas.owner, evaluation=evaluation, snapshot=snapshot, grade=0)
+    assert slots_of(snapshot) == [(0, 0, ""), (1, 0, "bounds")]
