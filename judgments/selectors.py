@@ -59,6 +59,8 @@ class GradingTarget:
     snapshot_id: int | None = None
     shuffle_results: bool = False
     grading_order: str = "position"
+    # Its queue slips in gold probes (judgments.gold).
+    gold: bool = False
 
     @property
     def is_active(self) -> bool:
@@ -76,7 +78,7 @@ def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = No
         evaluation_id=row["id"], team_id=row["team_id"], status=row["status"],
         scale=row["scale"], tags=list(sql.json_value(row["tags"]) or []),
         snapshot_id=snapshot_id, shuffle_results=bool(row["shuffle_results"]),
-        grading_order=row["grading_order"])
+        grading_order=row["grading_order"], gold=bool(row["gold"]))
 
 
 def evaluation_target_for_user(*, user: User, evaluation_id: int) -> GradingTarget:

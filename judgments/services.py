@@ -17,6 +17,7 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments import scales as scale_lookup
 from judgments.grading import (  # noqa: F401  re-exported
     feedback_submit,
+    gold_probe_grade,
     keywords_mark_dirty,
     slot_grade_by_lead,
     slot_reset,
