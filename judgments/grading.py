@@ -22,7 +22,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword, Snapshot
-from judgments import gold, queries
+from judgments import gold, gold_accuracy, queries
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot, GoldProbe, PoolJudgment
 from judgments.queue import (
@@ -452,12 +452,15 @@ def gold_probe_grade(*, user: User, snapshot_id: int, grade: Any, unsure: bool =
     evaluation = Evaluation.objects.only("status", "team_id", "scale").get(
         pk=probe.evaluation_id)
     _check_takes_grades(evaluation.status)
+    previous_grade = probe.grade
     probe.grade = _check_grade(grade, _evaluation_scale(evaluation))
     probe.unsure = unsure
     probe.note = note.strip() if unsure else ""
     probe.graded_at = timezone.now()
     probe.lease_expires_at = None
     probe.save(update_fields=["grade", "unsure", "note", "graded_at", "lease_expires_at"])
+    gold_accuracy.grader_accuracy_check(user=user, team_id=evaluation.team_id,
+                                        probe_id=probe.pk, previous_grade=previous_grade)
     return probe
 
 

@@ -17,6 +17,7 @@ class Event(models.TextChoices):
     RUN_UNDECIDED = "run_undecided", "Run undecided"
     JUDGE_RUN_FAILED = "judge_run_failed", "Judge run failed"
     SCHEDULE_PAUSED = "schedule_paused", "Schedule paused after repeated failures"
+    GOLD_ACCURACY_LOW = "gold_accuracy_low", "A grader's accuracy on gold items fell low"
 
 
 class Channel(models.TextChoices):
@@ -28,7 +29,8 @@ class Channel(models.TextChoices):
 # person to act or look (a finished evaluation, a regression, a failure), not the news
 # that a run improved or stayed undecided.
 MAIL_BY_DEFAULT = frozenset({Event.EVALUATION_FINISHED, Event.RUN_REGRESSED,
-                             Event.JUDGE_RUN_FAILED, Event.SCHEDULE_PAUSED})
+                             Event.JUDGE_RUN_FAILED, Event.SCHEDULE_PAUSED,
+                             Event.GOLD_ACCURACY_LOW})
 
 
 def enabled_by_default(event: str, channel: str) -> bool:

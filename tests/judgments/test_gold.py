@@ -4,16 +4,19 @@ metrics."""
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.test import Client
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
-from judgments import gold, gold_items, services
+from judgments import gold, gold_accuracy, gold_items, services
 from judgments.adjudication import snapshot_adjudicate
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS
+from metrics.leaderboards import grader_leaderboard
 from metrics.models import KeywordMetricValue
 from metrics.recompute.run import evaluation_metrics_recompute
 from searchtweak.models import Role
+from searchtweak.notification_models import Notification
 from tests.evaluations.factories import EvaluationMetricFactory
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import member
@@ -209,3 +212,68 @@ def test_a_probe_is_graded_through_the_snapshot_api_too_and_held_until_graded(pe
     refused = _client(other).post(f"/api/v1/snapshots/{slot['snapshot']}/grade/",
                                   {"grade": 2}, format="json")
     assert refused.status_code == 400 and "finished" in str(refused.json())
+
+
+# --- accuracy, drift and the lead's notice ---
+
+
+def test_accuracy_error_and_drift_of_answers_in_time_order():
+    # 12 answers: the first 2 wrong, the last 10 right... then reversed.
+    improving = [(0, 2), (1, 2)] + [(2, 2)] * 10
+    standing = gold_accuracy.gold_accuracy_of(improving)
+    assert (standing.answers, standing.correct, standing.accuracy) == (12, 10, 10 / 12)
+    assert standing.mae == pytest.approx((2 + 1) / 12)
+    # The latest 6 (half of 12, below the window of 10) against the first 6.
+    assert (standing.recent, standing.earlier) == (1.0, 4 / 6)
+    assert standing.drift == pytest.approx(1 - 4 / 6)
+    assert not standing.low
+    worsening = gold_accuracy.gold_accuracy_of([(2, 2)] * 4 + [(0, 2)] * 8)
+    assert worsening.accuracy == pytest.approx(4 / 12) and worsening.low
+    assert worsening.drift == pytest.approx(0 - 4 / 6)
+    assert gold_accuracy.gold_accuracy_of([(1, 1)]).drift is None
+    # Below the bar only on 10 answers or more.
+    assert not gold_accuracy.gold_accuracy_of([(0, 2)] * 9).low
+    assert gold_accuracy.gold_accuracy_of([(0, 2)] * 10).low
+
+
+def test_leads_are_told_once_when_a_grader_falls_below_the_bar(personas,
+                                                               django_capture_on_commit_callbacks):
+    _finished_with_gold(personas.team, items=12)
+    evaluation = evaluation_with_slots(personas.team, keywords=4, positions=10, gold_rate=0.5)
+    client = _client(personas.grader)
+    with django_capture_on_commit_callbacks(execute=True):
+        handed = _grade_until_empty(client, evaluation, lambda slot: 0)  # gold answers are 2
+    assert GoldProbe.objects.filter(grade=0).count() == 12
+    notices = Notification.objects.filter(event="gold_accuracy_low")
+    # The owner, admin and lead, once each (the 10th wrong answer); not the grader.
+    assert sorted(notices.values_list("user__username", flat=True)) == [
+        "admin", "lead", "owner"]
+    assert "grader answered 0 of 10 gold items right (0%)" in notices.first().text
+    assert len(handed) == 40 + 12
+    lead_page = Client()
+    lead_page.force_login(personas.lead)
+    page = lead_page.get("/leaderboards/").content.decode()
+    assert 'data-testid="gold-low"' in page and 'data-testid="gold-below">below bar' in page
+    grader_page = Client()
+    grader_page.force_login(personas.grader)
+    assert 'data-testid="gold-low"' not in grader_page.get("/leaderboards/").content.decode()
+    standing = {s.username: s for s in grader_leaderboard(team=personas.team)}["grader"]
+    assert (standing.gold.answers, standing.gold.correct, standing.gold.mae) == (12, 0, 2.0)
+
+
+def test_a_judges_accuracy_comes_from_its_grades_of_gold_results_elsewhere(personas):
+    source = _finished_with_gold(personas.team, items=2)
+    judge = member(personas.team, Role.GRADER, "judge-account")
+    judge.is_judge = True
+    judge.save(update_fields=["is_judge"])
+    # The same keyword and documents in a later run: the judge grades one right, one wrong.
+    rerun = evaluation_with_slots(personas.team, keywords=1, positions=2, texts=["Gold Query"],
+                                  doc_ids=["gold query-d1", "gold query-d2"])
+    for position, grade in ((1, 2), (2, 3)):
+        slot = FeedbackSlot.objects.get(evaluation=rerun, position=position)
+        services.slot_grade_by_lead(lead=judge, slot_id=slot.pk, grade=grade)
+    # Its grade of the gold item's own result does not count.
+    own = FeedbackSlot.objects.filter(evaluation=source).first()
+    FeedbackSlot.objects.filter(pk=own.pk).update(user=judge, grade=0)
+    standing = gold_accuracy.team_gold_accuracy(team_id=personas.team.pk)[judge.pk]
+    assert (standing.answers, standing.correct, standing.mae) == (2, 1, 0.5)

@@ -406,7 +406,7 @@ def test_the_preferences_page_saves_every_box(team_people, client):
     client.force_login(owner)
     page = client.get(reverse("notification_preferences")).content.decode()
     assert page.count('type="checkbox"') == len(Event.values) * len(Channel.values)
-    assert page.count(" checked") == len(Event.values) + 4  # in-app all, mail four
+    assert page.count(" checked") == len(Event.values) + 5  # in-app all, mail five
     client.post(reverse("notification_preferences"),
                 {"run_improved:mail": "1", "evaluation_finished:in_app": "1"})
     chosen = notifications.preferences_of_user(user=owner)
