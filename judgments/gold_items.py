@@ -18,6 +18,7 @@ from judgments.models import AdjudicatedAnswer, FeedbackSlot, GoldItem
 from searchtweak.models import User
 
 GOLD_IMPORT_MAX_LINES = 10_000
+GOLD_IMPORT_MAX_BYTES = 5 * 1024 * 1024
 
 # --- making gold items ---
 
@@ -49,8 +50,8 @@ def gold_item_make(*, user: User, evaluation: Evaluation, snapshot_id: Any,
     """"Make gold" on a result of the evaluation: its answer is `grade` when given (on the
     evaluation's scale), else the settled one (_known_grade). ValidationError naming the
     field otherwise; nothing is written then."""
-    snapshot = Snapshot.objects.filter(pk=snapshot_id, keyword__evaluation=evaluation).first() \
-        if isinstance(snapshot_id, int) else None
+    snapshot = (Snapshot.objects.filter(pk=snapshot_id, keyword__evaluation=evaluation).first()
+                if isinstance(snapshot_id, int) and not isinstance(snapshot_id, bool) else None)
     if snapshot is None:
         raise ValidationError({"snapshot": "This result is not one of the evaluation's."})
     if grade is None:
@@ -153,3 +154,10 @@ def gold_items_import(*, user: User, evaluation: Evaluation, content: bytes) -> 
         gold_item_save(evaluation=evaluation, snapshot=snapshot, grade=grade,
                        source=GoldItem.Source.IMPORT, user=user)
     return len(parsed.rows)
+
+
+def evaluation_gold_items(*, evaluation: Evaluation):
+    """The evaluation's results that are gold items, in keyword and position order."""
+    return (GoldItem.objects.filter(snapshot__keyword__evaluation=evaluation)
+            .select_related("snapshot__keyword", "created_by")
+            .order_by("snapshot__keyword__position", "snapshot__position"))

@@ -277,3 +277,37 @@ def test_a_judges_accuracy_comes_from_its_grades_of_gold_results_elsewhere(perso
     FeedbackSlot.objects.filter(pk=own.pk).update(user=judge, grade=0)
     standing = gold_accuracy.team_gold_accuracy(team_id=personas.team.pk)[judge.pk]
     assert (standing.answers, standing.correct, standing.mae) == (2, 1, 0.5)
+
+
+# --- the API ---
+
+
+def test_the_api_makes_lists_and_imports_gold_items(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=2)
+    lead = _client(personas.lead)
+    url = f"/api/v1/evaluations/{evaluation.pk}/gold/"
+    snapshot = _snapshot(evaluation, 1, 2)
+    made = lead.post(url, {"snapshot": snapshot.pk, "grade": 3}, format="json")
+    assert made.status_code == 201
+    assert {key: made.json()[key] for key in ("snapshot", "keyword", "doc_id", "grade",
+                                              "source", "created_by")} == {
+        "snapshot": snapshot.pk, "keyword": "query 1", "doc_id": "query 1-d2", "grade": 3,
+        "source": "page", "created_by": "lead"}
+    refused = lead.post(url, {"snapshot": snapshot.pk, "grade": 8}, format="json")
+    assert refused.status_code == 400 and list(refused.json()) == ["grade"]
+    ungraded = lead.post(url, {"snapshot": _snapshot(evaluation, 2, 1).pk}, format="json")
+    assert ungraded.status_code == 400 and list(ungraded.json()) == ["grade"]
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    bad = SimpleUploadedFile("gold.csv", b"query 2,query 2-d1,1\nquery 2,missing,1\n")
+    refused = lead.post(url + "import/", {"file": bad}, format="multipart")
+    assert refused.status_code == 400
+    assert refused.json()["file"] == [
+        "line 2: the evaluation shows no document 'missing' for 'query 2'."]
+    good = SimpleUploadedFile("gold.csv", b"keyword,doc_id,grade\nquery 2,query 2-d1,1\n")
+    imported = lead.post(url + "import/", {"file": good}, format="multipart")
+    assert imported.status_code == 201 and imported.json() == {"imported": 1}
+    listed = lead.get(url).json()
+    assert [(row["doc_id"], row["grade"], row["source"]) for row in listed] == [
+        ("query 1-d2", 3, "page"), ("query 2-d1", 1, "import")]
+    assert _client(personas.grader).get(url).status_code == 403
