@@ -311,3 +311,26 @@ def test_the_api_makes_lists_and_imports_gold_items(personas):
     assert [(row["doc_id"], row["grade"], row["source"]) for row in listed] == [
         ("query 1-d2", 3, "page"), ("query 2-d1", 1, "import")]
     assert _client(personas.grader).get(url).status_code == 403
+
+
+def test_the_feedback_page_makes_a_graded_result_gold(personas):
+    evaluation = evaluation_with_slots(personas.team)
+    slot = FeedbackSlot.objects.filter(evaluation=evaluation).order_by("pk").first()
+    page = Client()
+    page.force_login(personas.lead)
+    url = f"/feedback/slots/{slot.pk}/gold/"
+    # Ungraded: refused with the reason, nothing made.
+    response = page.post(url, follow=True)
+    assert "Grade the result first" in response.content.decode()
+    assert not GoldItem.objects.exists()
+    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=2)
+    listing = page.get(f"/feedback/evaluations/{evaluation.pk}/").content.decode()
+    assert f'action="/feedback/slots/{slot.pk}/gold/"' in listing
+    response = page.post(url)
+    assert response.status_code == 302
+    item = GoldItem.objects.get()
+    assert (item.snapshot_id, item.grade, item.source, item.created_by) == (
+        slot.snapshot_id, 2, "page", personas.lead)
+    grader = Client()
+    grader.force_login(personas.grader)
+    assert grader.post(url).status_code == 403

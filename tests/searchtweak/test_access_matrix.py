@@ -669,6 +669,7 @@ TABLE: dict[str, Row] = {
     "judgments:feedback": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
     "judgments:lead_grade": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
     "judgments:reset": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judgments:make_gold": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
     "judgments:pool_import": row(
         GET=(200, 200, 200, 403, 200, LOGIN),
         POST=(400, 400, 400, 403, 400, LOGIN),
