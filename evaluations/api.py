@@ -96,6 +96,8 @@ class EvaluationOutputSerializer(serializers.Serializer):
     show_position = serializers.BooleanField()
     shuffle_results = serializers.BooleanField()
     grading_order = serializers.CharField()
+    gold_rate = serializers.FloatField(
+        help_text="Share of each grader's claims that hand out a gold item (0 to 0.5).")
     auto_finish = serializers.BooleanField()
     keyword_count = serializers.IntegerField(source="fetch.total")
     fetch = FetchSerializer(help_text="Keywords fetched / failed / total.")
@@ -173,6 +175,11 @@ class EvaluationInputSerializer(serializers.Serializer):
         help_text="position: keyword then position order; decisive: first the top results "
                   "of the keywords with the widest bounds of the first metric (not with "
                   "shuffle_results).")
+    gold_rate = serializers.FloatField(
+        required=False, default=0.05, min_value=0, max_value=0.5,
+        help_text="Share of each grader's claims that hand out one of the team's gold items "
+                  "(results with a known answer, graded to measure the grader, never counted "
+                  "in metrics): 0 to 0.5, default 0.05.")
     auto_finish = serializers.BooleanField(required=False, default=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -292,6 +292,11 @@ class EvaluationForm(forms.Form):
         help_text="\"Grade what decides first\" hands out first the top results of the "
                   "keywords whose metric is least settled (widest bounds), so a comparison "
                   "is decided with fewer grades. Not with shuffled results.")
+    gold_rate = forms.FloatField(
+        required=False, min_value=0, max_value=50, initial=5,
+        label="Gold items, % of each grader's results",
+        help_text="Results with a known answer slipped in to measure graders (their grades "
+                  "never count in metrics); 0 turns them off.")
     auto_finish = forms.BooleanField(
         required=False, initial=True, label="Finish when every result is graded")
     # --- query sets (issue 27): on the create page only (with_query_sets) ---
@@ -336,7 +341,14 @@ class EvaluationForm(forms.Form):
             "show_position": evaluation.show_position, "auto_finish": evaluation.auto_finish,
             "shuffle_results": evaluation.shuffle_results,
             "grading_order": evaluation.grading_order,
+            "gold_rate": round(evaluation.gold_rate * 100, 4),
         }
+
+    def clean_gold_rate(self) -> float:
+        # The page asks for a percentage; the evaluation stores a share. Not sent (an
+        # older page, a script): the default 5 %.
+        percent = self.cleaned_data["gold_rate"]
+        return 0.05 if percent is None else percent / 100
 
     def clean_grading_order(self) -> str:
         # Not sent (an older page, a script): the default order.

@@ -195,6 +195,9 @@ class Evaluation(models.Model):
     # metric bounds most (issue 28, item 3; judgments.queries.decisive order).
     grading_order = models.CharField(max_length=10, choices=GradingOrder.choices,
                                      default=GradingOrder.POSITION)
+    # The share of a grader's claims that hand out a gold item instead of a slot (issue 28
+    # item 5, judgments.gold): their grades measure the grader and never enter metrics.
+    gold_rate = models.FloatField(default=0.05)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -220,6 +223,10 @@ class Evaluation(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(strategy__in=STRATEGY_VALUES), name="evaluation_strategy_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=0.5),
+                name="evaluation_gold_rate_0_to_half",
             ),
         ]
 

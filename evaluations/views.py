@@ -122,7 +122,7 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                 guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
                 show_position=data["show_position"], auto_finish=data["auto_finish"],
                 shuffle_results=data["shuffle_results"],
-                grading_order=data["grading_order"])
+                grading_order=data["grading_order"], gold_rate=data["gold_rate"])
             try:
                 if data["query_set"]:
                     evaluation = services.evaluation_create_from_query_set(
@@ -162,7 +162,8 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             changes = {key: data[key] for key in ("name", "description", "metrics", "tags",
                                                   "guidelines", "reuse_grades",
                                                   "show_position", "auto_finish",
-                                                  "shuffle_results", "grading_order")}
+                                                  "shuffle_results", "grading_order",
+                                                  "gold_rate")}
             if not evaluation.has_started():
                 changes.update({key: data[key] for key in ("model", "scale", "strategy",
                                                            "transformers")})

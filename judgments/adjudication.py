@@ -4,7 +4,8 @@ triage page and API ask for it when a judge and people disagree).
 The grades go through judgments.grading (slot_grade_by_lead, one slot at a time), the one
 path of every grade write, so each changed slot marks its keyword dirty in this
 transaction and the recompute follows after commit as for any grade. What was decided,
-by whom and when is kept in AdjudicatedAnswer.
+by whom and when is kept in AdjudicatedAnswer; an answer marked gold is the result's
+GoldItem too (judgments.gold_items).
 """
 
 from typing import Any
@@ -14,8 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Snapshot
+from judgments.gold_items import gold_item_save
 from judgments.grading import grade_checked, slot_grade_by_lead
-from judgments.models import AdjudicatedAnswer, FeedbackSlot
+from judgments.models import AdjudicatedAnswer, FeedbackSlot, GoldItem
 from searchtweak.models import User
 
 
@@ -43,4 +45,10 @@ def snapshot_adjudicate(*, lead: User, evaluation: Evaluation, snapshot: Snapsho
                                      "decided_by": lead, "decided_at": timezone.now()})
     for slot_id in slot_ids:
         slot_grade_by_lead(lead=lead, slot_id=slot_id, grade=value)
+    if gold:
+        gold_item_save(evaluation=evaluation, snapshot=snapshot, grade=value,
+                       source=GoldItem.Source.ADJUDICATED, user=lead)
+    else:
+        # Decided again without gold: an adjudicated gold item no longer stands.
+        GoldItem.objects.filter(snapshot=snapshot, source=GoldItem.Source.ADJUDICATED).delete()
     return answer

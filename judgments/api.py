@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
-from judgments import exports, imports, queue_selectors, selectors, services
+from judgments import exports, gold, imports, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics.core.scales import is_integer
@@ -87,6 +87,15 @@ class GradeInputSerializer(serializers.Serializer):
     note = serializers.CharField(default="", allow_blank=True, max_length=2000)
 
 
+def _claim_next(user: User, target: selectors.GradingTarget) -> dict | None:
+    """The caller's next slot (or gold probe, read as one) in the target's queue."""
+    return services.slot_claim_next_assigned(
+        user=user, evaluation_ids=queue_selectors.target_queue(user=user, target=target),
+        shuffled_ids=queue_selectors.target_shuffled_ids(target),
+        decisive_ids=queue_selectors.target_decisive_ids(target),
+        gold_ids=queue_selectors.target_gold_ids(target))
+
+
 class EvaluationNextApi(APIView):
     class InputSerializer(GradeInputSerializer):
         snapshot = serializers.IntegerField(
@@ -105,11 +114,7 @@ class EvaluationNextApi(APIView):
         if isinstance(request.data, dict) and not request.data:
             target = selectors.evaluation_target_for_user(
                 user=request.user, evaluation_id=evaluation_id)
-            slot = services.slot_claim_next_assigned(
-                user=request.user,
-                evaluation_ids=queue_selectors.target_queue(user=request.user, target=target),
-                shuffled_ids=queue_selectors.target_shuffled_ids(target),
-                decisive_ids=queue_selectors.target_decisive_ids(target))
+            slot = _claim_next(request.user, target)
         else:
             serializer = self.InputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -118,13 +123,23 @@ class EvaluationNextApi(APIView):
             target = selectors.snapshot_target_for_user(
                 user=request.user, snapshot_id=grading.pop("snapshot"))
             if target.evaluation_id != evaluation_id:
-                raise ValidationError({"snapshot": "That result is not in this evaluation."})
+                # A gold probe shows a result of another evaluation (judgments.gold): the
+                # grade is the probe's. Only then is it looked for: no cost to a slot's grade.
+                if services.gold_probe_grade(user=request.user, snapshot_id=target.snapshot_id,
+                                             evaluation_id=evaluation_id, **grading) is None:
+                    raise ValidationError(
+                        {"snapshot": "That result is not in this evaluation."})
+                slot = _claim_next(request.user, selectors.evaluation_target_for_user(
+                    user=request.user, evaluation_id=evaluation_id))
+                return (Response(status=status.HTTP_204_NO_CONTENT) if slot is None
+                        else Response(assigned_slot_data(slot)))
             try:
                 slot = services.snapshot_grade_and_claim_next(
                     user=request.user, target=target, **grading,
                     evaluation_ids=queue_selectors.target_queue(user=request.user, target=target),
                     shuffled_ids=queue_selectors.target_shuffled_ids(target),
-                    decisive_ids=queue_selectors.target_decisive_ids(target))
+                    decisive_ids=queue_selectors.target_decisive_ids(target),
+                    gold_ids=queue_selectors.target_gold_ids(target))
             except services.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
         if slot is None:
@@ -146,8 +161,16 @@ class SnapshotGradeApi(APIView):
         try:
             slot_id = services.snapshot_grade(
                 user=request.user, target=target, **serializer.validated_data)
-        except services.SlotConflict as conflict:
-            return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
+        except (ValidationError, services.SlotConflict) as refusal:
+            # A gold item's result belongs to a finished evaluation, whose slots refuse
+            # every grade: a grade sent for it is the caller's probe's, if they hold one.
+            probe = None if target.is_active else services.gold_probe_grade(
+                user=request.user, snapshot_id=snapshot_id, **serializer.validated_data)
+            if probe is not None:
+                return Response(assigned_slot_data(gold.probe_row(probe)))
+            if isinstance(refusal, ValidationError):
+                raise
+            return Response({"detail": str(refusal)}, status=status.HTTP_409_CONFLICT)
         return Response(assigned_slot_data(selectors.assigned_slot(slot_id=slot_id)))
 
 

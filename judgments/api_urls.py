@@ -1,6 +1,6 @@
 from django.urls import path
 
-from judgments import api, api_scales
+from judgments import api, api_gold, api_scales
 
 app_name = "judgments_api"
 urlpatterns = [
@@ -12,6 +12,12 @@ urlpatterns = [
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/judgments/", api.EvaluationJudgmentsApi.as_view(),
          name="judgments"),
+]
+urlpatterns += [
+    path("evaluations/<int:evaluation_id>/gold/", api_gold.EvaluationGoldApi.as_view(),
+         name="gold"),
+    path("evaluations/<int:evaluation_id>/gold/import/",
+         api_gold.EvaluationGoldImportApi.as_view(), name="gold_import"),
 ]
 urlpatterns += [
     path("scales/", api_scales.ScaleListApi.as_view(), name="scales"),

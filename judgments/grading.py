@@ -24,10 +24,10 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.strategies import ADAPTIVE_STRATEGY
-from judgments import queries
+from judgments import gold, gold_accuracy, queries
 from judgments import scales as scale_lookup
 from judgments.adaptive import slots_open_where_it_matters
-from judgments.models import FeedbackSlot, PoolJudgment
+from judgments.models import FeedbackSlot, GoldProbe, PoolJudgment
 from judgments.queue import (
     SlotConflict,
     _claim_snapshot,
@@ -416,14 +416,17 @@ def _adaptive_atomic(target: GradingTarget):
 def snapshot_grade_and_claim_next(
     *, user: User, target: GradingTarget, grade: Any, unsure: bool = False, note: str = "",
     evaluation_ids: list[int], shuffled_ids: Collection[int] = (),
-    decisive_ids: Collection[int] = (),
+    decisive_ids: Collection[int] = (), gold_ids: Collection[int] = (),
 ) -> dict | None:
     """snapshot_grade, then slot_claim_next_assigned among `evaluation_ids`: the grader's
     next slot, or None. The grading loop (the API's next/ with a grade) runs this for every
     grade, so on PostgreSQL, when the grader holds the snapshot's slot as they do in that
     loop, the grade, the lease and the read are one statement.
     """
-    if sql.is_postgresql() and evaluation_ids and _grade_own_slot_sql_ctes() is not None:
+    # A queue that slips in gold probes decides each claim first (judgments.queue), so it
+    # takes the general path: the grade, then the claim.
+    if (sql.is_postgresql() and evaluation_ids and evaluation_ids[0] not in gold_ids
+            and _grade_own_slot_sql_ctes() is not None):
         value, checked_note = _grade_checked(target=target, grade=grade, unsure=unsure,
                                              note=note)
         now = timezone.now()
@@ -459,7 +462,38 @@ def snapshot_grade_and_claim_next(
         # No slot of theirs on the snapshot (or a lost race): the general path.
     snapshot_grade(user=user, target=target, grade=grade, unsure=unsure, note=note)
     return slot_claim_next_assigned(user=user, evaluation_ids=evaluation_ids,
-                                    shuffled_ids=shuffled_ids, decisive_ids=decisive_ids)
+                                    shuffled_ids=shuffled_ids, decisive_ids=decisive_ids,
+                                    gold_ids=gold_ids)
+
+
+# --- gold probes (judgments.gold): a grade that measures the grader, never a metric ---
+
+
+@transaction.atomic
+def gold_probe_grade(*, user: User, snapshot_id: int, grade: Any, unsure: bool = False,
+                     note: str = "", evaluation_id: int | None = None) -> GoldProbe | None:
+    """Write the grader's grade on their probe showing this result (in this evaluation
+    when given): on the probe, never on a slot, so no keyword is marked and no metric
+    reads it. None when they hold no such probe (the caller treats the grade as a slot's).
+    The same checks as a slot's grade: the probe's evaluation takes grades, the grade is on
+    its scale; a graded probe may be re-graded while it does."""
+    probe = gold.probe_for_grade(user=user, snapshot_id=snapshot_id,
+                                 evaluation_id=evaluation_id)
+    if probe is None:
+        return None
+    evaluation = Evaluation.objects.only("status", "team_id", "scale").get(
+        pk=probe.evaluation_id)
+    _check_takes_grades(evaluation.status)
+    previous_grade = probe.grade
+    probe.grade = _check_grade(grade, _evaluation_scale(evaluation))
+    probe.unsure = unsure
+    probe.note = note.strip() if unsure else ""
+    probe.graded_at = timezone.now()
+    probe.lease_expires_at = None
+    probe.save(update_fields=["grade", "unsure", "note", "graded_at", "lease_expires_at"])
+    gold_accuracy.grader_accuracy_check(user=user, team_id=evaluation.team_id,
+                                        probe_id=probe.pk, previous_grade=previous_grade)
+    return probe
 
 
 @transaction.atomic

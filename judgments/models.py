@@ -265,8 +265,8 @@ class PoolImportUpload(models.Model):
 class AdjudicatedAnswer(models.Model):
     """A lead's decided answer for one result (judges' triage, judgments.adjudication): every
     graded slot of the snapshot was set to `grade` through judgments.grading when it was
-    decided. `gold`: the lead marked it a gold answer (a flag only; what gold items are
-    used for comes later). Deciding again replaces the row."""
+    decided. `gold`: the lead marked it a gold answer, which also makes it a GoldItem. Deciding
+    again replaces the row."""
 
     snapshot = models.OneToOneField(Snapshot, on_delete=models.CASCADE,
                                     related_name="adjudicated_answer")
@@ -279,3 +279,61 @@ class AdjudicatedAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id}: {self.grade}{' (gold)' if self.gold else ''}"
+
+
+class GoldItem(models.Model):
+    """A result of the team with a known answer (issue 28 item 5, judgments.gold): the
+    queue slips it into graders' work as a GoldProbe to measure them. Its snapshot is the
+    result shown; probes use it only once its evaluation is finished (nothing can grade
+    that snapshot's own slots any more, so a grade sent for it can only be the probe's)."""
+
+    class Source(models.TextChoices):
+        ADJUDICATED = "adjudicated", "Adjudicated answer"
+        IMPORT = "import", "Import"
+        PAGE = "page", "Made gold by hand"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    snapshot = models.OneToOneField(Snapshot, on_delete=models.CASCADE,
+                                    related_name="gold_item")
+    # The snapshot's evaluation's scale: probes go to evaluations on the same scale.
+    scale = models.CharField(max_length=50)
+    grade = models.SmallIntegerField()
+    source = models.CharField(max_length=12, choices=Source.choices)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "scale"], name="gold_team_scale_idx")]
+
+    def __str__(self) -> str:
+        return f"gold {self.snapshot_id} = {self.grade}"
+
+
+class GoldProbe(models.Model):
+    """A gold item handed to one grader inside an evaluation's queue, shown like any
+    slot; its grade is written here (judgments.grading.gold_probe_grade), never on a
+    FeedbackSlot, so metrics never read it."""
+
+    gold = models.ForeignKey(GoldItem, on_delete=models.CASCADE, related_name="probes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="gold_probes")
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+")
+    # The gold item's answer when it was handed out (it may be decided again later).
+    expected = models.SmallIntegerField()
+    grade = models.SmallIntegerField(null=True, blank=True)
+    unsure = models.BooleanField(default=False)
+    note = models.TextField(blank=True, default="")
+    assigned_at = models.DateTimeField(default=timezone.now)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    graded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Never the same gold item twice to one grader, whatever races.
+            models.UniqueConstraint(fields=["user", "gold"], name="gold_probe_once_per_user"),
+        ]
+        indexes = [models.Index(fields=["user", "evaluation"], name="gold_probe_user_eval_idx")]
+
+    def __str__(self) -> str:
+        return f"probe of {self.gold_id} for {self.user_id}"

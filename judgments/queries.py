@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from evaluations.models import Evaluation, Keyword, Snapshot
-from judgments.models import FeedbackSlot, SlotSkip
+from judgments.models import FeedbackSlot, GoldItem, SlotSkip
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import sql
 from searchtweak.models import Membership, User
@@ -27,18 +27,23 @@ KEYWORDS = _q(Keyword._meta.db_table)
 EVALUATIONS = _q(Evaluation._meta.db_table)
 MEMBERSHIPS = _q(Membership._meta.db_table)
 USERS = _q(User._meta.db_table)
+GOLD_ITEMS = _q(GoldItem._meta.db_table)
 
 # --- the grading target: an evaluation or snapshot with the caller's role in its team ---
 
+# `gold`: the evaluation slips gold probes in (a rate above 0 and gold items of its scale
+# in the team; judgments.gold decides which are usable), read here at no statement more.
 _TARGET_COLUMNS = ('e."id", e."team_id", e."status", e."scale", e."tags",'
-                   ' e."shuffle_results", e."grading_order", e."strategy", m."role"')
+                   ' e."shuffle_results", e."grading_order", e."strategy", m."role",'
+                   f' (e."gold_rate" > 0 AND EXISTS (SELECT 1 FROM {GOLD_ITEMS} g'
+                   ' WHERE g."team_id" = e."team_id" AND g."scale" = e."scale")) AS "gold"')
 _MEMBER_JOIN = f'LEFT JOIN {MEMBERSHIPS} m ON m."team_id" = e."team_id" AND m."user_id" = %s'
 
 
 def evaluation_target_row(*, user_id: int, evaluation_id: int) -> dict | None:
     """{id, team_id, status, scale, tags (JSON as the driver gives it), shuffle_results,
-    grading_order, strategy, role (None: not a member)} of the evaluation, or None when there
-    is none."""
+    grading_order, strategy, role (None: not a member), gold} of the evaluation, or None
+    when there is none."""
     return sql.fetch_one(
         f'SELECT {_TARGET_COLUMNS} FROM {EVALUATIONS} e {_MEMBER_JOIN} WHERE e."id" = %s',
         [user_id, evaluation_id])

@@ -12,7 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation
-from judgments import queries
+from judgments import gold, queries
 from judgments.models import FeedbackSlot, SlotSkip
 from judgments.queue_selectors import queue_evaluations
 from judgments.selectors import assigned_slot, assigned_slot_from_row
@@ -120,9 +120,30 @@ def _claim_next_id_portable(*, user: User, evaluation_ids: list[int],
     return None
 
 
+def _gold_probe_next(*, user: User, evaluation_ids: list[int],
+                     gold_ids: Collection[int]) -> dict | None:
+    """A probe for this claim (judgments.gold), as a slot's row: the one the grader holds
+    ungraded, else a new one when the claim is due one in the first evaluation (the one a
+    slot would come from) and the grader holds no slot; None: claim a slot."""
+    now = timezone.now()
+    probing = [evaluation_id for evaluation_id in evaluation_ids if evaluation_id in gold_ids]
+    held = gold.probe_held(user=user, evaluation_ids=probing, now=now) if probing else None
+    if held is not None:
+        return gold.probe_row(held)
+    if evaluation_ids[0] not in gold_ids or FeedbackSlot.objects.filter(
+            user=user, evaluation_id__in=evaluation_ids, grade__isnull=True,
+            lease_expires_at__gte=now).exists():
+        return None
+    evaluation = Evaluation.objects.only("team_id", "scale", "gold_rate").get(
+        pk=evaluation_ids[0])
+    probe = gold.probe_claim(user=user, evaluation=evaluation, now=now)
+    return None if probe is None else gold.probe_row(probe)
+
+
 def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int],
                              shuffled_ids: Collection[int] = (),
-                             decisive_ids: Collection[int] = ()) -> dict | None:
+                             decisive_ids: Collection[int] = (),
+                             gold_ids: Collection[int] = ()) -> dict | None:
     """The grader's next slot among these evaluations (in this order), leased, as
     selectors.assigned_slot reads it; None when nothing is left for them.
 
@@ -131,13 +152,18 @@ def slot_claim_next_assigned(*, user: User, evaluation_ids: list[int],
     order (in `shuffled_ids`' evaluations, each keyword's results in the grader's own
     order: queries.shuffle_key; in `decisive_ids`', first the slots whose grade can narrow
     the widest bounds most: queries.decisive_queue_order); results the grader skipped come
-    last. On PostgreSQL each
+    last. In `gold_ids`' evaluations (a gold rate and gold items to use) a share of claims
+    hands out a gold probe instead, read as a slot (_gold_probe_next). On PostgreSQL each
     step leases and reads in one statement. The caller has checked that the evaluations are
     active and route work to the grader (queue_selectors.queue_evaluation_ids,
     queue_selectors.target_queue).
     """
     if not evaluation_ids:
         return None
+    if gold_ids:
+        probe = _gold_probe_next(user=user, evaluation_ids=evaluation_ids, gold_ids=gold_ids)
+        if probe is not None:
+            return probe
     if sql.is_postgresql():
         return _claim_next_assigned_postgresql(user=user, evaluation_ids=evaluation_ids,
                                                shuffled_ids=shuffled_ids,

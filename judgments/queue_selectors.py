@@ -57,6 +57,12 @@ def target_decisive_ids(target: GradingTarget) -> frozenset[int]:
         target.grading_order == Evaluation.GradingOrder.DECISIVE) else frozenset()
 
 
+def target_gold_ids(target: GradingTarget) -> frozenset[int]:
+    """The target's evaluation when its queue slips in gold probes
+    (slot_claim_next_assigned's `gold_ids`)."""
+    return frozenset([target.evaluation_id]) if target.gold else frozenset()
+
+
 def target_queue(*, user: User, target: GradingTarget) -> list[int]:
     """queue_evaluation_ids for one grading target the caller may see: its evaluation when
     it is active and routes work to them, else nothing."""

@@ -60,6 +60,8 @@ class GradingTarget:
     shuffle_results: bool = False
     grading_order: str = "position"
     strategy: int = 1
+    # Its queue slips in gold probes (judgments.gold).
+    gold: bool = False
 
     @property
     def is_active(self) -> bool:
@@ -77,7 +79,8 @@ def _grading_target(row: dict | None, *, what: str, snapshot_id: int | None = No
         evaluation_id=row["id"], team_id=row["team_id"], status=row["status"],
         scale=row["scale"], tags=list(sql.json_value(row["tags"]) or []),
         snapshot_id=snapshot_id, shuffle_results=bool(row["shuffle_results"]),
-        grading_order=row["grading_order"], strategy=row["strategy"])
+        grading_order=row["grading_order"], strategy=row["strategy"],
+        gold=bool(row["gold"]))
 
 
 def evaluation_target_for_user(*, user: User, evaluation_id: int) -> GradingTarget:

@@ -18,6 +18,7 @@ from evaluations.strategies import strategy_slot_counts
 from judgments import scales as scale_lookup
 from judgments.grading import (  # noqa: F401  re-exported
     feedback_submit,
+    gold_probe_grade,
     keywords_mark_dirty,
     slot_grade_by_lead,
     slot_reset,

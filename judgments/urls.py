@@ -12,6 +12,7 @@ urlpatterns = [
     path("feedback/evaluations/<int:evaluation_id>/", views.feedback_list, name="feedback"),
     path("feedback/slots/<int:slot_id>/grade/", views.feedback_lead_grade, name="lead_grade"),
     path("feedback/slots/<int:slot_id>/reset/", views.feedback_reset, name="reset"),
+    path("feedback/slots/<int:slot_id>/gold/", views.feedback_make_gold, name="make_gold"),
     path("pool/import/", admin_views.pool_import, name="pool_import"),
     path("pool/export/", admin_views.pool_export, name="pool_export"),
     path("scales/", admin_views.scale_list, name="scales"),

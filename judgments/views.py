@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
-from judgments import queue_selectors, selectors, services
+from judgments import gold_items, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
 from judgments.forms import (
     GradeForm,
@@ -239,4 +239,23 @@ def feedback_reset(request: HttpRequest, slot_id: int) -> HttpResponse:
         user=request.user, slot_id=slot_id, minimum_role=Role.LEAD)
     services.slot_reset(slot_id=found.pk)
     messages.success(request, f"Reset slot {found.index + 1} of {found.snapshot.doc_id}.")
+    return _back_to_feedback(request, found)
+
+
+@require_POST
+@login_required
+def feedback_make_gold(request: HttpRequest, slot_id: int) -> HttpResponse:
+    """"Make gold": the slot's result becomes a gold item with the slot's grade."""
+    found = selectors.slot_get_for_user(
+        user=request.user, slot_id=slot_id, minimum_role=access.GRADES_ROLE)
+    try:
+        if found.grade is None:
+            raise ValidationError({"grade": "Grade the result first: its grade is the answer."})
+        gold_items.gold_item_make(user=request.user, evaluation=found.evaluation,
+                                  snapshot_id=found.snapshot_id, grade=found.grade)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, f"{found.snapshot.doc_id} for “{found.keyword.text}” is a "
+                                  f"gold item with the answer {found.grade}.")
     return _back_to_feedback(request, found)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db.models import Case, Count, F, Max, Min, OuterRef, Q, Subquery, Sum, Value, When
 
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
+from judgments.gold_accuracy import NO_ANSWERS, GoldAccuracy, team_gold_accuracy
 from judgments.models import FeedbackSlot
 from metrics import core
 from metrics.dashboards import metric_key, metric_key_label, metric_key_slug
@@ -81,6 +82,8 @@ class GraderStanding:
     agreed: int  # ... of which matched that majority
     kind: str = User.KIND_PERSON  # or KIND_JUDGE: an LLM judge's account (User.is_judge)
     judge_name: str = ""
+    # Answers to gold items: accuracy, error, drift, below the bar (judgments.gold_accuracy).
+    gold: GoldAccuracy = NO_ANSWERS
 
     @property
     def agreement(self) -> float | None:
@@ -95,7 +98,8 @@ class GraderStanding:
 def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
     """Members and the team's LLM judges ranked by grades given, with how often their grade
     matched the majority on results graded by three (a result whose three grades all differ
-    has no majority and is left out). Counting is done in SQL; the share is computed here."""
+    has no majority and is left out), and how they answer gold items. Counting is done in
+    SQL; the share is computed here."""
     given = dict(
         FeedbackSlot.objects.filter(evaluation__team=team, grade__isnull=False,
                                     user__isnull=False, reused_from__isnull=True)
@@ -132,12 +136,13 @@ def grader_leaderboard(*, team: Team) -> list[GraderStanding]:
     graders += [(user_id, username, User.KIND_JUDGE, name) for user_id, username, name in
                 User.objects.filter(is_judge=True, judge__team=team)
                 .values_list("pk", "username", "judge__name")]
+    gold = team_gold_accuracy(team_id=team.pk)
     standings = [
         GraderStanding(
             username=username, grades_given=given.get(user_id, 0),
             agreed=int(agreement.get(user_id, (0, 0))[0] or 0),
             with_majority=int(agreement.get(user_id, (0, 0))[1] or 0),
-            kind=kind, judge_name=judge_name,
+            kind=kind, judge_name=judge_name, gold=gold.get(user_id, NO_ANSWERS),
         )
         for user_id, username, kind, judge_name in graders
     ]

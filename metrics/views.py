@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
+from judgments.gold_accuracy import DRIFT_WINDOW, GOLD_ACCURACY_THRESHOLD, GOLD_MIN_ANSWERS
 from metrics import charts, compare_many, comparisons, dashboards, leaderboards, services
 from metrics.forms import (
     BaselineForm,
@@ -29,7 +30,7 @@ from metrics.forms import (
 )
 from metrics.verdicts import latest_regression_verdict, model_regressed_evaluation_ids
 from searchtweak import access
-from searchtweak.models import Role
+from searchtweak.models import Role, role_at_least
 from searchtweak.views_shared import service_step_response
 
 LIVE_STATUSES = {Evaluation.Status.FETCHING, Evaluation.Status.ACTIVE}
@@ -288,8 +289,14 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         return redirect("home")
     form = LeaderboardForm(request.GET)
     metric = form.cleaned_data.get("metric", "") if form.is_valid() else ""
+    graders = leaderboards.grader_leaderboard(team=membership.team)
     return render(request, "metrics/leaderboard.html", {
         "team": membership.team, "form": form,
         "models": leaderboards.model_leaderboard(team=membership.team, metric=metric),
-        "graders": leaderboards.grader_leaderboard(team=membership.team),
+        "graders": graders,
+        # The notice of graders below the gold bar is a lead's to act on.
+        "gold_low": [grader for grader in graders if grader.gold.low]
+        if role_at_least(membership.role, Role.LEAD) else [],
+        "gold_threshold": GOLD_ACCURACY_THRESHOLD, "gold_min_answers": GOLD_MIN_ANSWERS,
+        "gold_drift_window": DRIFT_WINDOW,
     })

@@ -45,8 +45,8 @@ _ERRORS = {
 # The docs group operations by resource: (tag, what it holds, the paths below /api/v1/ it
 # takes), first match wins. Without this every operation sat under one "v1" tag.
 RESOURCE_TAGS: list[tuple[str, str, str]] = [
-    ("grading", "The grading queue, grades, and judgments import and export.",
-     r"evaluations/\{evaluation_id\}/(next|snapshots|judgments)/|snapshots/"),
+    ("grading", "The grading queue, grades, judgments import and export, and gold items.",
+     r"evaluations/\{evaluation_id\}/(next|snapshots|judgments|gold)/|snapshots/"),
     ("metrics", "Metric values per keyword, comparisons of two to ten evaluations, "
                 "regression verdicts and the CI gate, and the metric table.",
      r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table|gate|verdicts)/|compare/"),

@@ -22,7 +22,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from searchtweak import access, notification_delivery, outbound, tasks
-from searchtweak.models import Membership, Role, Team, User
+from searchtweak.models import Membership, Role, Team, User, role_at_least
 from searchtweak.notification_models import (
     Channel,
     Event,
@@ -37,19 +37,22 @@ logger = logging.getLogger(__name__)
 
 
 def notify(*, team_id: int, event: str, text: str, url: str = "",
-           payload: dict | None = None) -> None:
+           payload: dict | None = None, minimum_role: str | None = None) -> None:
     """Announce `event` (an Event) of a team, after the current transaction commits.
     `text` is one line a person reads; `url` a path in the app (or an absolute URL);
-    `payload` extra JSON for webhooks. Never raises on delivery trouble: a failure is
-    logged, and the change that announced it stands."""
+    `payload` extra JSON for webhooks; `minimum_role`: only members at that role or above
+    are told in the app or by mail (a grader's accuracy is for leads). Never raises on
+    delivery trouble: a failure is logged, and the change that announced it stands."""
     Event(event)  # an unknown event is the caller's bug: raise it now, not after commit
     transaction.on_commit(lambda: _fan_out(team_id=team_id, event=event, text=text[:500],
-                                           url=url[:500], payload=payload))
+                                           url=url[:500], payload=payload,
+                                           minimum_role=minimum_role))
 
 
-def _fan_out(*, team_id: int, event: str, text: str, url: str, payload: dict | None) -> None:
+def _fan_out(*, team_id: int, event: str, text: str, url: str, payload: dict | None,
+             minimum_role: str | None = None) -> None:
     try:
-        recipients = _recipients(team_id=team_id, event=event)
+        recipients = _recipients(team_id=team_id, event=event, minimum_role=minimum_role)
         Notification.objects.bulk_create([
             Notification(user_id=user_id, team_id=team_id, event=event, text=text, url=url)
             for user_id in recipients[Channel.IN_APP]])
@@ -63,11 +66,14 @@ def _fan_out(*, team_id: int, event: str, text: str, url: str, payload: dict | N
     tasks.webhook_deliveries_dispatch([delivery.pk for delivery in deliveries])
 
 
-def _recipients(*, team_id: int, event: str) -> dict[str, list[int]]:
-    """The team's people (not judges' service accounts) who want `event`, per channel."""
-    members = list(Membership.objects.filter(
+def _recipients(*, team_id: int, event: str,
+                minimum_role: str | None = None) -> dict[str, list[int]]:
+    """The team's people (not judges' service accounts, at `minimum_role` or above when
+    given) who want `event`, per channel."""
+    members = [(user_id, email) for user_id, email, role in Membership.objects.filter(
         team_id=team_id, user__is_active=True, user__is_judge=False,
-    ).order_by("user_id").values_list("user_id", "user__email"))
+    ).order_by("user_id").values_list("user_id", "user__email", "role")
+        if minimum_role is None or role_at_least(role, minimum_role)]
     chosen = {(user_id, channel): enabled for user_id, channel, enabled in
               NotificationPreference.objects.filter(
                   user_id__in=[user_id for user_id, _ in members], event=event,

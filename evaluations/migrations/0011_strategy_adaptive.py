@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluations', '0009_evaluation_grading_order'),
+        ('evaluations', '0010_evaluation_gold_rate'),
         ('searchtweak', '0003_notifications'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

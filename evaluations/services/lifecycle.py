@@ -122,7 +122,7 @@ def evaluation_create(
     transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
     show_position: bool = False, auto_finish: bool = True, shuffle_results: bool = False,
-    grading_order: str = Evaluation.GradingOrder.POSITION,
+    grading_order: str = Evaluation.GradingOrder.POSITION, gold_rate: float = 0.05,
     query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
     """`query_set_version`: the query set version `keywords` are (its caller,
@@ -139,12 +139,13 @@ def evaluation_create(
         raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
     _check_shuffle(shuffle_results=shuffle_results, show_position=show_position)
     _check_grading_order(grading_order=grading_order, shuffle_results=shuffle_results)
+    _check_gold_rate(gold_rate)
     evaluation = Evaluation.objects.create(
         team=team, created_by=created_by, model=model, name=name.strip(),
         description=description, scale=scale, strategy=strategy, transformers=transformers,
         tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
         show_position=bool(show_position), auto_finish=bool(auto_finish),
-        shuffle_results=shuffle_results, grading_order=grading_order,
+        shuffle_results=shuffle_results, grading_order=grading_order, gold_rate=gold_rate,
         query_set_version=query_set_version,
     )
     Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
@@ -231,6 +232,14 @@ def _check_grading_order(*, grading_order: Any, shuffle_results: Any) -> None:
             "graders the engine's rank: turn off shuffled results to use it.")})
 
 
+def _check_gold_rate(gold_rate: Any) -> None:
+    # At most half: the probes measure graders, the slots are the work.
+    if isinstance(gold_rate, bool) or not isinstance(gold_rate, int | float) \
+            or not 0 <= gold_rate <= 0.5:
+        raise ValidationError({"gold_rate": (
+            "A share of claims from 0 (no gold items) to 0.5, e.g. 0.05 for 5 %.")})
+
+
 def _clean_tags(tags: Any) -> list[str]:
     if tags is None:
         return []
@@ -247,7 +256,7 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
                "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
-               "auto_finish", "shuffle_results", "grading_order"}
+               "auto_finish", "shuffle_results", "grading_order", "gold_rate"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
@@ -294,9 +303,11 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
         _check_grading_order(
             grading_order=changes.get("grading_order", evaluation.grading_order),
             shuffle_results=changes.get("shuffle_results", evaluation.shuffle_results))
+    if "gold_rate" in changes:
+        _check_gold_rate(changes["gold_rate"])
     for key in ("name", "description", "model", "scale", "strategy", "transformers", "tags",
                 "guidelines", "reuse_grades", "show_position", "auto_finish",
-                "shuffle_results", "grading_order"):
+                "shuffle_results", "grading_order", "gold_rate"):
         if key in changes:
             setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)
@@ -546,6 +557,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
         guidelines=evaluation.guidelines, reuse_grades=evaluation.reuse_grades,
         auto_finish=evaluation.auto_finish, show_position=evaluation.show_position,
         shuffle_results=evaluation.shuffle_results, grading_order=evaluation.grading_order,
+        gold_rate=evaluation.gold_rate,
         query_set_version_id=evaluation.query_set_version_id,  # the same keywords
     )
     Keyword.objects.bulk_create(

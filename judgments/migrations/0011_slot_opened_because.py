@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0009_adjudicated_answer'),
+        ('judgments', '0010_gold_items'),
     ]
 
     operations = [

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, Snapshot
 from judgments import queries, queue
-from judgments.models import FeedbackSlot, SlotSkip
+from judgments.models import FeedbackSlot, GoldItem, SlotSkip
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from searchtweak import sql
 from searchtweak.models import Membership
@@ -25,13 +25,16 @@ def orm_target(evaluation: Evaluation, user) -> dict:
             "scale": evaluation.scale, "tags": evaluation.tags,
             "shuffle_results": evaluation.shuffle_results,
             "grading_order": evaluation.grading_order, "strategy": evaluation.strategy,
-            "role": role}
+            "role": role,
+            "gold": evaluation.gold_rate > 0 and GoldItem.objects.filter(
+                team_id=evaluation.team_id, scale=evaluation.scale).exists()}
 
 
 def decoded(row: dict | None) -> dict | None:
     # SQLite answers a boolean as 0 or 1.
     return None if row is None else {**row, "tags": sql.json_value(row["tags"]),
-                                     "shuffle_results": bool(row["shuffle_results"])}
+                                     "shuffle_results": bool(row["shuffle_results"]),
+                                     "gold": bool(row["gold"])}
 
 
 def test_target_rows(personas):
@@ -44,6 +47,21 @@ def test_target_rows(personas):
         assert decoded(queries.snapshot_target_row(
             user_id=user.pk, snapshot_id=snapshot.pk)) == expected
     assert expected["role"] is None  # the outsider
+
+
+def test_target_rows_say_whether_the_queue_slips_in_gold(personas):
+    evaluation = evaluation_with_slots(personas.team)
+    other = evaluation_with_slots(personas.team)
+    row = queries.evaluation_target_row(user_id=personas.grader.pk, evaluation_id=evaluation.pk)
+    assert not row["gold"] and not orm_target(evaluation, personas.grader)["gold"]
+    GoldItem.objects.create(team=personas.team, scale=evaluation.scale, grade=1, source="page",
+                            snapshot=Snapshot.objects.filter(keyword__evaluation=other).first())
+    row = queries.evaluation_target_row(user_id=personas.grader.pk, evaluation_id=evaluation.pk)
+    assert row["gold"] and orm_target(evaluation, personas.grader)["gold"]
+    Evaluation.objects.filter(pk=evaluation.pk).update(gold_rate=0)
+    evaluation.refresh_from_db()
+    row = queries.evaluation_target_row(user_id=personas.grader.pk, evaluation_id=evaluation.pk)
+    assert not row["gold"] and not orm_target(evaluation, personas.grader)["gold"]
     assert queries.evaluation_target_row(user_id=personas.grader.pk, evaluation_id=0) is None
     assert queries.snapshot_target_row(user_id=personas.grader.pk, snapshot_id=0) is None
 

@@ -408,6 +408,12 @@ TABLE: dict[str, Row] = {
         GET=(200, 200, 200, 403, 404, 401),
         POST=(415, 415, 415, 403, 404, 401),
     ),
+    # Gold items: answers everyone is measured against, so leads and above
+    # (access.GRADES_ROLE). An empty body is a 400 on `snapshot`; the import is a file
+    # upload, so a JSON body is the wrong media type once access let it in.
+    "judgments_api:gold": row(_evaluation, GET=(200, 200, 200, 403, 404, 401),
+                              POST=(400, 400, 400, 403, 404, 401)),
+    "judgments_api:gold_import": row(_evaluation, POST=(415, 415, 415, 403, 404, 401)),
     "judgments_api:scales": row(
         GET=(200, 200, 403, 403, 200, 401),
         POST=(400, 400, 403, 403, 400, 401),
@@ -663,6 +669,7 @@ TABLE: dict[str, Row] = {
     "judgments:feedback": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
     "judgments:lead_grade": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
     "judgments:reset": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judgments:make_gold": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
     "judgments:pool_import": row(
         GET=(200, 200, 200, 403, 200, LOGIN),
         POST=(400, 400, 400, 403, 400, LOGIN),
