@@ -172,8 +172,8 @@ def run_seed(*, seed: int, results, all_keywords: list[str], keyword_count: int,
                        - true_mean_ndcg(results["relevance"], truth, keywords))
     by_order = {}
     for order in ORDERS:
-        team = Team.objects.create(name=f"seed {seed} {order}")
-        grader = User.objects.create(username=f"grader-{seed}-{order}")
+        team = Team.objects.create(name=f"seed {seed} {order} {budget}")
+        grader = User.objects.create(username=f"grader-{seed}-{order}-{budget}")
         Membership.objects.create(team=team, user=grader, role=Role.GRADER)
         a, b = (create_evaluation(team=team, name=f"{name} {seed} {order}",
                                   results=results[ranking], keywords=keywords, order=order)
@@ -194,11 +194,47 @@ def run_seed(*, seed: int, results, all_keywords: list[str], keyword_count: int,
     return true_difference, by_order
 
 
+def simulate(args, results, keywords: list[str], budget: float) -> None:
+    started = time.perf_counter()
+    print(f"demo: {args.keywords} of {len(keywords)} keywords per seed, top 10 of "
+          f"A = relevance, B = cheap-first; hidden truth: the demo's relevance, "
+          f"{args.noise:.0%} one step off; nDCG@10; budget {budget:.0%} of each "
+          f"evaluation's slots; {args.seeds} seeds")
+    header = f"{'seed':>4} {'true B-A':>9}" + "".join(
+        f" | {order + ': shown, right, decided':>38}" for order in ORDERS)
+    print(header)
+    tally = {order: [0, 0, 0, 0.0] for order in ORDERS}  # right, decided, wrong, width
+    for seed in range(args.seeds):
+        truth, by_order = run_seed(seed=seed, results=results, all_keywords=keywords,
+                                   keyword_count=args.keywords, budget=budget,
+                                   noise=args.noise)
+        cells = []
+        for order in ORDERS:
+            shown, decision, width = by_order[order]
+            right = shown is not None and math.copysign(1, shown) == math.copysign(1, truth)
+            decided = decision != 0
+            wrong = decided and decision != math.copysign(1, truth)
+            tally[order][0] += right
+            tally[order][1] += decided
+            tally[order][2] += wrong
+            tally[order][3] += width
+            mark = "WRONG" if wrong else "yes" if decided else "no"
+            cells.append(f" | {shown:>+20.3f} {'yes' if right else 'no':>6} {mark:>10}")
+        print(f"{seed:>4} {truth:>+9.3f}" + "".join(cells)
+              + f"  ({time.perf_counter() - started:.0f} s)", flush=True)
+    print(f"\n{'order':<18} {'sign right':>10} {'decided':>8} {'decided wrong':>14} "
+          f"{'mean width of the B-A bounds':>29}")
+    for order in ORDERS:
+        right, decided, wrong, width = tally[order]
+        print(f"{order:<18} {right:>7}/{args.seeds} {decided:>5}/{args.seeds} "
+              f"{wrong:>11}/{args.seeds} {width / args.seeds:>29.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--budget", type=float, default=0.3,
-                        help="share of each evaluation's slots graded (the issue's: 0.3)")
+    parser.add_argument("--budget", type=float, nargs="+", default=[0.3],
+                        help="shares of each evaluation's slots graded (the issue's: 0.3)")
     parser.add_argument("--keywords", type=int, default=20,
                         help="demo keywords sampled per seed (of 50)")
     parser.add_argument("--noise", type=float, default=0.25,
@@ -214,38 +250,8 @@ def main() -> None:
 
         results = demo_results(DEMO_KEYWORDS)
         print(f"(set up in {time.perf_counter() - started:.0f} s)")
-        print(f"demo: {args.keywords} of {len(DEMO_KEYWORDS)} keywords per seed, top 10 of "
-              f"A = relevance, B = cheap-first; hidden truth: the demo's relevance, "
-              f"{args.noise:.0%} one step off; nDCG@10; budget {args.budget:.0%} of each "
-              f"evaluation's slots; {args.seeds} seeds")
-        header = f"{'seed':>4} {'true B-A':>9}" + "".join(
-            f" | {order + ': shown, right, decided':>38}" for order in ORDERS)
-        print(header)
-        tally = {order: [0, 0, 0, 0.0] for order in ORDERS}  # right, decided, wrong, width
-        for seed in range(args.seeds):
-            truth, by_order = run_seed(seed=seed, results=results, all_keywords=DEMO_KEYWORDS,
-                                       keyword_count=args.keywords, budget=args.budget,
-                                       noise=args.noise)
-            cells = []
-            for order in ORDERS:
-                shown, decision, width = by_order[order]
-                right = shown is not None and math.copysign(1, shown) == math.copysign(1, truth)
-                decided = decision != 0
-                wrong = decided and decision != math.copysign(1, truth)
-                tally[order][0] += right
-                tally[order][1] += decided
-                tally[order][2] += wrong
-                tally[order][3] += width
-                mark = "WRONG" if wrong else "yes" if decided else "no"
-                cells.append(f" | {shown:>+20.3f} {'yes' if right else 'no':>6} {mark:>10}")
-            print(f"{seed:>4} {truth:>+9.3f}" + "".join(cells)
-                  + f"  ({time.perf_counter() - started:.0f} s)", flush=True)
-        print(f"\n{'order':<18} {'sign right':>10} {'decided':>8} {'decided wrong':>14} "
-              f"{'mean width of the B-A bounds':>29}")
-        for order in ORDERS:
-            right, decided, wrong, width = tally[order]
-            print(f"{order:<18} {right:>7}/{args.seeds} {decided:>5}/{args.seeds} "
-                  f"{wrong:>11}/{args.seeds} {width / args.seeds:>29.3f}")
+        for budget in args.budget:
+            simulate(args, results, DEMO_KEYWORDS, budget)
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
