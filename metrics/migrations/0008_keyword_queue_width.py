@@ -3,12 +3,45 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+UNKNOWN_WIDTH = 1e6  # metrics.queue_order.UNKNOWN_WIDTH when this was written
+
+
+def fill_decisive_widths(apps, schema_editor) -> None:
+    """The widths of the evaluations already handing out in decisive order, from their
+    stored bounds (as metrics.queries.keyword_queue_widths_store), so their queues do not
+    fall back to position order until each keyword's next recompute."""
+    Evaluation = apps.get_model("evaluations", "Evaluation")
+    EvaluationMetric = apps.get_model("evaluations", "EvaluationMetric")
+    Keyword = apps.get_model("evaluations", "Keyword")
+    FeedbackSlot = apps.get_model("judgments", "FeedbackSlot")
+    KeywordMetricValue = apps.get_model("metrics", "KeywordMetricValue")
+    KeywordQueueWidth = apps.get_model("metrics", "KeywordQueueWidth")
+    for evaluation_id in Evaluation.objects.filter(grading_order="decisive").values_list(
+            "pk", flat=True):
+        first = EvaluationMetric.objects.filter(evaluation_id=evaluation_id).order_by(
+            "position", "id").values_list("pk", flat=True).first()
+        bounds = dict((keyword, (lower, upper)) for keyword, lower, upper in
+                      KeywordMetricValue.objects.filter(metric_id=first).values_list(
+                          "keyword_id", "lower", "upper"))
+        open_keywords = set(FeedbackSlot.objects.filter(
+            evaluation_id=evaluation_id, grade__isnull=True).values_list("keyword_id", flat=True))
+        rows = []
+        for keyword, position in Keyword.objects.filter(evaluation_id=evaluation_id).values_list(
+                "pk", "position"):
+            lower, upper = bounds.get(keyword, (None, None))
+            width = (upper - lower if None not in (lower, upper)
+                     else UNKNOWN_WIDTH if keyword in open_keywords else 0.0)
+            rows.append(KeywordQueueWidth(keyword_id=keyword, evaluation_id=evaluation_id,
+                                          keyword_position=position, width=width))
+        KeywordQueueWidth.objects.bulk_create(rows, batch_size=1000)
+
 
 class Migration(migrations.Migration):
 
     dependencies = [
         ('evaluations', '0009_evaluation_grading_order'),
         ('metrics', '0007_keyword_and_mean_bounds'),
+        ('judgments', '0001_initial'),
     ]
 
     operations = [
@@ -24,4 +57,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['evaluation', '-width', 'keyword_position'], name='kqw_evaluation_width_idx')],
             },
         ),
+        migrations.RunPython(fill_decisive_widths, migrations.RunPython.noop),
     ]
