@@ -57,6 +57,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/schedules.py
 	$(PY) bench/bounds.py
 	$(PY) bench/active_order.py
+	$(PY) bench/active_simulation.py
 
 worker: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO

@@ -172,7 +172,8 @@ SHUFFLED_QUEUE_ORDER = (
 # --- decisive evaluations (Evaluation.grading_order "decisive"): grade what decides first ---
 
 # The ORDER BY key that puts first the slots whose grade can narrow the widest bounds most:
-# `build(evaluation=..., keyword=..., position=...)` (SQL expressions, the evaluation a %s)
+# `build(evaluation=..., keyword=..., snapshot=..., position=...)` (SQL expressions, the
+# evaluation a %s)
 # returns (candidates, key): a query of the ids of the evaluation's keywords worth looking
 # at (a few, the widest) and an expression, larger for the slot to hand out first; no
 # parameter but the evaluation's (as many times as `evaluation` appears in each). The
@@ -206,7 +207,7 @@ def decisive_queue_order(*, evaluation_id: int) -> DecisiveOrder | None:
     if _decisive_key is None:
         return None
     candidates, key = _decisive_key(evaluation="%s", keyword='s."keyword_id"',
-                                    position='s."position"')
+                                    snapshot='s."snapshot_id"', position='s."position"')
     return DecisiveOrder(
         # On PostgreSQL an array computed once: the slots are then found by keyword
         # (slot_keyword_idx), whatever the planner guesses of the subquery's size.

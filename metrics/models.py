@@ -112,6 +112,31 @@ class KeywordMetricValue(models.Model):
         return f"{self.metric} of {self.keyword_id} = {self.value}"
 
 
+class KeywordQueueWidth(models.Model):
+    """How unsettled a keyword is, for the decisive grading queue (metrics.queue_order):
+    the width (upper - lower) of its stored bounds of its evaluation's first metric,
+    queue_order.UNKNOWN_WIDTH when they are null. Written by the recompute with the values
+    it derives from (queries.keyword_queue_widths_store), so a claim finds the widest
+    keywords by an index scan instead of sorting every keyword's bounds."""
+
+    keyword = models.OneToOneField(Keyword, on_delete=models.CASCADE, primary_key=True,
+                                   related_name="+")
+    # No index of its own: kqw_evaluation_width_idx starts with it.
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+",
+                                   db_index=False)
+    # The keyword's position, copied: ties between equally wide keywords go in keyword
+    # order, inside the index.
+    keyword_position = models.PositiveIntegerField()
+    width = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["evaluation", "-width", "keyword_position"],
+                                name="kqw_evaluation_width_idx")]
+
+    def __str__(self) -> str:
+        return f"queue width of {self.keyword_id} = {self.width}"
+
+
 class MetricHistoryPoint(models.Model):
     """The evaluation's mean of one metric after a burst of recomputes."""
 

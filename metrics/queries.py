@@ -21,11 +21,13 @@ from metrics import core
 from metrics.models import (
     EvaluationRecomputeState,
     KeywordMetricValue,
+    KeywordQueueWidth,
     KeywordRecomputeMark,
     MetricHistoryPoint,
     MetricMean,
     RecomputeDue,
 )
+from metrics.queue_order import UNKNOWN_WIDTH
 from searchtweak import sql
 from searchtweak.models import Team
 
@@ -190,6 +192,33 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> None:
         " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
         f" WHERE {table}.computed_version <= excluded.computed_version",
         params,
+    )
+
+
+def keyword_queue_widths_store(*, keyword_ids: list[int]) -> None:
+    """Derive the keywords' KeywordQueueWidth from their stored bounds of their evaluation's
+    first metric (null or not stored: UNKNOWN_WIDTH, or 0 when no slot is left to grade),
+    so the decisive queue reads the bounds as the recompute stored them; run after each
+    keyword_values_upsert. (Two runs of one keyword racing may leave the older width until
+    the next run: it only orders the queue.)"""
+    if not keyword_ids:
+        return
+    metric = (f"(SELECT em.id FROM {_table(EvaluationMetric)} em"
+              " WHERE em.evaluation_id = k.evaluation_id ORDER BY em.position, em.id LIMIT 1)")
+    _run(
+        f"INSERT INTO {_table(KeywordQueueWidth)} (keyword_id, evaluation_id, keyword_position,"
+        " width)"
+        f" SELECT k.id, k.evaluation_id, k.position, COALESCE((SELECT v.upper - v.lower"
+        f" FROM {_table(KeywordMetricValue)} v WHERE v.keyword_id = k.id"
+        f" AND v.metric_id = {metric}),"
+        # No bounds: widest while a slot is left to grade; with none (no results), 0, or
+        # such keywords would stay candidates with nothing to hand out.
+        f" CASE WHEN EXISTS (SELECT 1 FROM {_table(FeedbackSlot)} f WHERE f.keyword_id = k.id"
+        f" AND f.grade IS NULL) THEN {UNKNOWN_WIDTH} ELSE 0.0 END)"
+        f" FROM {_table(Keyword)} k WHERE k.id IN ({_marks(keyword_ids)})"
+        " ON CONFLICT (keyword_id) DO UPDATE SET width = excluded.width,"
+        " keyword_position = excluded.keyword_position",
+        list(keyword_ids),
     )
 
 

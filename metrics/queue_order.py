@@ -1,32 +1,47 @@
 """The grading queue's "grade what decides first" key (Evaluation.grading_order "decisive",
 issue 28 item 3), registered into judgments.queries at start-up (metrics.apps): the
-bounds it reads are this app's table, and judgments never imports metrics.
+bounds it reads are this app's tables, and judgments never imports metrics.
 
-A slot's key is the width of its keyword's bounds of the evaluation's first configured
-metric (upper - lower, KeywordMetricValue) discounted by its rank, width / ln(position + 1)
-(the rank discount of nDCG; ln instead of log2 only rescales), and 0 past that metric's
-cutoff k, where a grade cannot move it. A keyword without stored bounds (nothing
-recomputed yet, or the metric undefined there) counts as widest. So the queue hands out
-first the top results of the keywords least settled, and moves on as grades narrow them;
-among equally wide keywords (before the first recompute, all) it interleaves the
-keywords' position 1s, then 2s, ... (as Minimal Test Collections weights by rank).
+A slot's key is its keyword's width (KeywordQueueWidth: upper - lower of the stored bounds
+of the evaluation's first configured metric) times the weight of its rank: the rank
+discount of nDCG, 1 / ln(position + 1) (ln instead of log2 only rescales), 0 past that
+metric's cutoff k, where a grade cannot move it. So the queue hands out first the top
+results of the keywords least settled, and moves on as grades narrow them; among equally
+wide keywords (before the first grades, all) it interleaves the keywords' position 1s,
+then 2s, ...
 
-The claim sorts only the free slots of the CANDIDATE_KEYWORDS widest keywords (ties:
-keyword order), so it costs a scan of the evaluation's keywords and their bounds, not of
-its slots; if those have nothing free it takes position order. The widths are as stored:
-between a grade and its recompute the queue reads the last ones.
+With a comparison set the weight is Minimal Test Collections' (Carterette, Allan and
+Sitaraman 2006): what a grade can change in the *difference* of the two sides' DCG,
+|discount(rank here) - discount(rank there)|. A result only this side returned (in the top
+k) keeps its whole discount; one both returned at the same rank weighs 0 and goes last,
+whatever its grade it moves both sides alike. The comparison set of an evaluation is the
+one the project keeps: its team's baseline (metrics.TeamBaseline), when that is another
+evaluation on the same scale (as a regression verdict requires, metrics.verdicts), its
+keywords matched by normalized text (as Compare). Without one, "there" is nowhere and the
+weight is the plain discount.
+
+The claim sorts only the free slots of the CANDIDATE_KEYWORDS widest keywords, found by an
+index scan of KeywordQueueWidth (evaluation, width desc, keyword position), so it costs
+neither a scan of the evaluation's keywords nor of its slots; if those have nothing free
+it takes position order, as it does for keywords the recompute has not reached yet (no
+width stored). The widths are as last stored: between a grade and its recompute the queue
+reads the previous ones.
 """
 
 from django.db import connection
 
-from evaluations.models import EvaluationMetric, Keyword
-from metrics.models import KeywordMetricValue
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from metrics.models import KeywordMetricValue, KeywordQueueWidth, TeamBaseline
 
 _q = connection.ops.quote_name
 _METRICS = _q(EvaluationMetric._meta.db_table)
-_VALUES = _q(KeywordMetricValue._meta.db_table)
+_WIDTHS = _q(KeywordQueueWidth._meta.db_table)
 _KEYWORDS = _q(Keyword._meta.db_table)
-# Wider than any metric's bounds: a keyword with none stored counts as widest.
+_SNAPSHOTS = _q(Snapshot._meta.db_table)
+_EVALUATIONS = _q(Evaluation._meta.db_table)
+_BASELINES = _q(TeamBaseline._meta.db_table)
+# Wider than any metric's bounds: a keyword with slots to grade and no bounds stored (the
+# metric undefined there so far) counts as widest.
 UNKNOWN_WIDTH = 1e6
 # How many of the widest keywords a claim sorts the free slots of. More than the graders
 # who can hold one at a time, and than the keywords graded but not yet recomputed, so the
@@ -34,30 +49,56 @@ UNKNOWN_WIDTH = 1e6
 CANDIDATE_KEYWORDS = 8
 
 
-def _first_metric(evaluation: str, column: str) -> str:
-    return (f'(SELECT em."{column}" FROM {_METRICS} em WHERE em."evaluation_id" = {evaluation}'
+def _first_metric_k(evaluation: str) -> str:
+    return (f'(SELECT em."k" FROM {_METRICS} em WHERE em."evaluation_id" = {evaluation}'
             f' ORDER BY em."position", em."id" LIMIT 1)')
 
 
-def _width(evaluation: str, keyword: str) -> str:
-    return (f'COALESCE((SELECT v."upper" - v."lower" FROM {_VALUES} v'
-            f' WHERE v."keyword_id" = {keyword}'
-            f' AND v."metric_id" = {_first_metric(evaluation, "id")}), {UNKNOWN_WIDTH})')
+def _discount(position: str, k: str) -> str:
+    """nDCG's discount of a rank, 0 past k or for no rank (NULL)."""
+    # In floating point: PostgreSQL's LN of a NUMERIC (what position + 1.0 would be) is
+    # arbitrary-precision and was most of the claim's time.
+    return (f"(CASE WHEN {position} <= {k}"
+            f" THEN 1.0E0 / LN(CAST({position} AS DOUBLE PRECISION) + 1.0E0) ELSE 0.0E0 END)")
 
 
-def decisive_key_sql(*, evaluation: str, keyword: str, position: str) -> tuple[str, str]:
+def comparison_sql(evaluation: str) -> str:
+    """The id of the evaluation's comparison set (its team's baseline, when another
+    evaluation on the same scale), or NULL."""
+    return (f'(SELECT tb."evaluation_id" FROM {_EVALUATIONS} e'
+            f' JOIN {_BASELINES} tb ON tb."team_id" = e."team_id"'
+            f' JOIN {_EVALUATIONS} be ON be."id" = tb."evaluation_id"'
+            f' WHERE e."id" = {evaluation} AND be."id" <> e."id" AND be."scale" = e."scale")')
+
+
+def _discount_there(comparison: str, keyword: str, snapshot: str, k: str) -> str:
+    """_discount of where the comparison set's keyword of the same text ranks the slot's
+    document (its first position), 0 when it does not (in the top k)."""
+    return (f'COALESCE((SELECT 1.0E0 / LN(CAST(MIN(b."position") AS DOUBLE PRECISION) + 1.0E0)'
+            f' FROM {_KEYWORDS} tk'
+            f' JOIN {_KEYWORDS} bk ON bk."evaluation_id" = {comparison}'
+            f' AND bk."normalized_text" = tk."normalized_text"'
+            f' JOIN {_SNAPSHOTS} ts ON ts."id" = {snapshot}'
+            f' JOIN {_SNAPSHOTS} b ON b."keyword_id" = bk."id" AND b."doc_id" = ts."doc_id"'
+            f' WHERE tk."id" = {keyword} AND b."position" <= {k}), 0.0E0)')
+
+
+def decisive_key_sql(*, evaluation: str, keyword: str, snapshot: str,
+                     position: str) -> tuple[str, str]:
     """(candidates, key) over SQL expressions (judgments.queries.register_decisive_key's
     contract): the CANDIDATE_KEYWORDS widest keywords of the evaluation (ties: keyword
     order), and the slot's key, larger for the one to hand out first."""
-    metric = _first_metric(evaluation, "id")
-    candidates = (f'SELECT kw."id" FROM {_KEYWORDS} kw LEFT JOIN {_VALUES} v'
-                  f' ON v."keyword_id" = kw."id" AND v."metric_id" = {metric}'
-                  f' WHERE kw."evaluation_id" = {evaluation}'
-                  f' ORDER BY COALESCE(v."upper" - v."lower", {UNKNOWN_WIDTH}) DESC, kw."position"'
-                  f' LIMIT {CANDIDATE_KEYWORDS}')
-    key = (f'(CASE WHEN {position} <= {_first_metric(evaluation, "k")}'
-           f" THEN {_width(evaluation, keyword)} / LN({position} + 1.0) ELSE 0.0 END)")
-    return candidates, key
+    candidates = (f'SELECT w."keyword_id" FROM {_WIDTHS} w WHERE w."evaluation_id" = {evaluation}'
+                  f' ORDER BY w."width" DESC, w."keyword_position" LIMIT {CANDIDATE_KEYWORDS}')
+    k = _first_metric_k(evaluation)
+    comparison = comparison_sql(evaluation)
+    here = _discount(position, k)
+    # CASE: without a comparison set (the usual), no per-slot look-up of the other side.
+    weight = (f"(CASE WHEN {comparison} IS NULL THEN {here}"
+              f" ELSE ABS({here} - {_discount_there(comparison, keyword, snapshot, k)})"
+              " END)")
+    width = f'(SELECT w."width" FROM {_WIDTHS} w WHERE w."keyword_id" = {keyword})'
+    return candidates, f"({width} * {weight})"
 
 
 def first_metric_bounds_width(*, evaluation_id: int, keyword_id: int

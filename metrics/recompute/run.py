@@ -332,11 +332,13 @@ def _as_optional(value: float) -> float | None:
 
 def _upsert_values(rows: Iterable[queries.KeywordValueRow]) -> None:
     """Write the rows; a row computed from an older keyword version than the stored one is
-    dropped, so late runs cannot overwrite."""
+    dropped, so late runs cannot overwrite. Then the keywords' widths for the decisive
+    queue, from what is now stored."""
     now = timezone.now()
     rows = list(rows)
     for start in range(0, len(rows), _WRITE_CHUNK):
         queries.keyword_values_upsert(rows[start:start + _WRITE_CHUNK], now=now)
+    queries.keyword_queue_widths_store(keyword_ids=sorted({row.keyword_id for row in rows}))
 
 
 def _record_error(evaluation: Evaluation, error: Exception) -> None:

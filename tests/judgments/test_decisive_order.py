@@ -5,12 +5,14 @@ recomputes (eager here) narrow the bounds as grades come. SQLite by default; Pos
 with DATABASE_URL."""
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
 from judgments import queries, services
 from judgments.models import FeedbackSlot
-from metrics.models import KeywordMetricValue
+from metrics import queries as metrics_queries
+from metrics.models import KeywordMetricValue, KeywordQueueWidth, TeamBaseline
 from metrics.queue_order import decisive_key_sql
 from tests.evaluations.factories import EvaluationMetricFactory
 from tests.judgments.builders import evaluation_with_slots
@@ -29,7 +31,14 @@ def decisive_evaluation(team, *, positions: int = 4, k: int = 3) -> Evaluation:
         KeywordMetricValue.objects.update_or_create(
             keyword=evaluation.keywords.get(text=text), metric=metric,
             defaults={"value": None, "lower": lower, "upper": upper})
+    store_widths(evaluation)
     return evaluation
+
+
+def store_widths(evaluation: Evaluation) -> None:
+    """What the recompute does after writing values: the queue's widths from them."""
+    metrics_queries.keyword_queue_widths_store(
+        keyword_ids=list(evaluation.keywords.values_list("pk", flat=True)))
 
 
 def handed_order(evaluation: Evaluation, user, commits) -> list[tuple[int, int]]:
@@ -70,6 +79,7 @@ def test_a_narrow_b_hands_out_a_first(personas):
     # B almost settled (0.9..0.95): A's top position (0.1/ln 2) beats B's (0.05/ln 2).
     KeywordMetricValue.objects.filter(keyword__evaluation=evaluation, keyword__position=2,
                                       metric__code="precision").update(lower=0.9, upper=0.95)
+    store_widths(evaluation)
     slot = services.slot_claim_next(user=personas.grader, team=personas.team,
                                     evaluation=evaluation)
     assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
@@ -80,11 +90,39 @@ def test_keywords_without_bounds_count_as_widest_and_interleave_by_position(pers
                                        grading_order=Evaluation.GradingOrder.DECISIVE)
     metric = EvaluationMetricFactory(evaluation=evaluation, code="precision", k=3)
     KeywordMetricValue.objects.filter(metric=metric).delete()
-    # Nothing stored: every keyword widest, so the first positions of each come first.
+    store_widths(evaluation)
+    # Nothing stored, slots to grade: every keyword widest, so the first positions of each
+    # come first.
+    assert set(KeywordQueueWidth.objects.filter(evaluation=evaluation)
+               .values_list("width", flat=True)) == {1e6}
     first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
              for user in (personas.grader, personas.lead, personas.owner)]
     assert [(s.keyword.position, s.snapshot.position) for s in first] == [
         (1, 1), (2, 1), (1, 2)]
+
+
+def test_keywords_the_recompute_has_not_reached_go_in_position_order(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=3, scale="binary",
+                                       grading_order=Evaluation.GradingOrder.DECISIVE)
+    EvaluationMetricFactory(evaluation=evaluation, code="precision", k=3)
+    KeywordQueueWidth.objects.filter(evaluation=evaluation).delete()
+    first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
+             for user in (personas.grader, personas.lead, personas.owner)]
+    assert [(s.keyword.position, s.snapshot.position) for s in first] == [
+        (1, 1), (1, 2), (1, 3)]
+
+
+def test_a_keyword_with_nothing_left_to_grade_and_no_bounds_is_no_candidate(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=3, scale="binary",
+                                       grading_order=Evaluation.GradingOrder.DECISIVE)
+    metric = EvaluationMetricFactory(evaluation=evaluation, code="precision", k=3)
+    KeywordMetricValue.objects.filter(metric=metric).delete()
+    FeedbackSlot.objects.filter(keyword__position=1, evaluation=evaluation).update(
+        grade=0, user=personas.grader, graded_by=personas.grader, graded_at=timezone.now())
+    store_widths(evaluation)
+    widths = dict(KeywordQueueWidth.objects.filter(evaluation=evaluation)
+                  .values_list("keyword_position", "width"))
+    assert widths == {1: 0.0, 2: 1e6}
 
 
 def test_position_order_when_off(personas, django_capture_on_commit_callbacks):
@@ -139,3 +177,52 @@ def test_when_the_widest_keywords_have_nothing_free_the_claim_takes_position_ord
     slot = services.slot_claim_next(user=personas.grader, team=personas.team,
                                     evaluation=evaluation)
     assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
+
+
+# --- with a comparison set (the team's baseline): Minimal Test Collections' weights ---
+
+def compared_evaluation(team, *, baseline_scale: str = "binary") -> Evaluation:
+    """A decisive evaluation of one keyword, d1..d4 at positions 1..4, precision@4 first;
+    the team's baseline (finished) ranks for the same text d1, d3, x, d2."""
+    evaluation = evaluation_with_slots(team, texts=["query 1"], positions=4, scale="binary",
+                                       doc_ids=["d1", "d2", "d3", "d4"],
+                                       grading_order=Evaluation.GradingOrder.DECISIVE)
+    EvaluationMetricFactory(evaluation=evaluation, code="precision", k=4, position=0)
+    baseline = evaluation_with_slots(team, texts=[" Query 1"], positions=4,
+                                     scale=baseline_scale, doc_ids=["d1", "d3", "x", "d2"],
+                                     status=Evaluation.Status.FINISHED)
+    TeamBaseline.objects.create(team=team, evaluation=baseline)
+    store_widths(evaluation)
+    return evaluation
+
+
+def test_with_a_baseline_what_only_one_side_returned_comes_first_by_rank_discount(
+        personas, django_capture_on_commit_callbacks):
+    evaluation = compared_evaluation(personas.team)
+    # |1/ln(r + 1) - 1/ln(r' + 1)|, r' the baseline's rank (none: 0): d4 (only here)
+    # 1/ln 5 = 0.621; d2 (4th there) 1/ln 3 - 1/ln 5 = 0.289; d3 (2nd there)
+    # |1/ln 4 - 1/ln 3| = 0.189; d1 (1st on both) 0: its grade moves both sides alike.
+    assert handed_order(evaluation, personas.grader, django_capture_on_commit_callbacks) == [
+        (1, 4), (1, 2), (1, 3), (1, 1)]
+
+
+def test_a_baseline_on_another_scale_is_no_comparison_set(
+        personas, django_capture_on_commit_callbacks):
+    evaluation = compared_evaluation(personas.team, baseline_scale="graded")
+    assert handed_order(evaluation, personas.grader, django_capture_on_commit_callbacks) == [
+        (1, 1), (1, 2), (1, 3), (1, 4)]
+
+
+def test_an_evaluation_that_is_the_baseline_has_no_comparison_set(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=3, scale="binary",
+                                       grading_order=Evaluation.GradingOrder.DECISIVE)
+    metric = EvaluationMetricFactory(evaluation=evaluation, code="precision", k=3)
+    KeywordMetricValue.objects.filter(metric=metric).delete()
+    store_widths(evaluation)
+    TeamBaseline.objects.create(team=personas.team, evaluation=evaluation)
+    # Against itself every weight would be 0 (position order); without a comparison set
+    # the keywords' first positions interleave, as with no baseline.
+    first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
+             for user in (personas.grader, personas.lead, personas.owner)]
+    assert [(s.keyword.position, s.snapshot.position) for s in first] == [
+        (1, 1), (2, 1), (1, 2)]

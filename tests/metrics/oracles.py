@@ -5,7 +5,7 @@ import io
 from django.core.management import call_command
 
 from evaluations.models import EvaluationMetric
-from metrics.models import KeywordMetricValue
+from metrics.models import KeywordMetricValue, KeywordQueueWidth
 
 
 def stored_values(evaluation_id: int) -> tuple[dict, dict]:
@@ -21,6 +21,7 @@ def stored_values(evaluation_id: int) -> tuple[dict, dict]:
 
 def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
     values, means = stored_values(evaluation_id)
+    widths = stored_widths(evaluation_id)
     call_command("recompute_metrics", "--evaluation", str(evaluation_id), "--quiet",
                  stdout=io.StringIO())
     expected_values, expected_means = stored_values(evaluation_id)
@@ -31,3 +32,13 @@ def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
     assert differing == {}, "stored (left) and recomputed (right) keyword values differ"
     # Bit for bit: both paths take the mean in one canonical way (math.fsum / count).
     assert means == expected_means, "stored (left) and recomputed (right) means differ"
+    # The decisive queue's widths follow the values (a keyword not recomputed yet has none).
+    expected_widths = stored_widths(evaluation_id)
+    assert widths == {pk: expected_widths.get(pk) for pk in widths}, (
+        "stored (left) and recomputed (right) queue widths differ")
+
+
+def stored_widths(evaluation_id: int) -> dict[int, float]:
+    """{keyword id: KeywordQueueWidth.width}."""
+    return dict(KeywordQueueWidth.objects.filter(evaluation_id=evaluation_id)
+                .values_list("keyword_id", "width"))

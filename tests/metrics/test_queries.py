@@ -14,6 +14,7 @@ from judgments.models import FeedbackSlot
 from metrics import core, queries
 from metrics.models import (
     KeywordMetricValue,
+    KeywordQueueWidth,
     KeywordRecomputeMark,
     MetricHistoryPoint,
     MetricMean,
@@ -168,6 +169,27 @@ def test_keyword_values_upsert(evaluation):
         "keyword_id", "computed_version")) == {keywords[0].pk: 2, keywords[1].pk: 1,
                                                keywords[2].pk: 5}
     assert KeywordMetricValue.objects.get(keyword=keywords[0], metric=config).updated_at == now
+
+
+def test_keyword_queue_widths_store(evaluation):
+    a, b, c = Keyword.objects.filter(evaluation=evaluation).order_by("position")
+    first = EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position").first()
+    KeywordMetricValue.objects.filter(keyword=a, metric=first).update(lower=0.25, upper=0.75)
+    # The second metric's bounds are not the queue's business.
+    KeywordMetricValue.objects.filter(keyword=b).exclude(metric=first).update(lower=0, upper=1)
+    # c: no value stored and every slot graded; b: no bounds and slots left.
+    KeywordMetricValue.objects.filter(keyword=c).delete()
+    for slot in FeedbackSlot.objects.filter(keyword=c):
+        FeedbackSlot.objects.filter(pk=slot.pk).update(grade=1, user=UserFactory())
+    queries.keyword_queue_widths_store(keyword_ids=[a.pk, b.pk, c.pk])
+    stored = KeywordQueueWidth.objects.filter(evaluation=evaluation).values_list(
+        "keyword_id", "keyword_position", "width")
+    assert sorted(stored) == [(a.pk, 1, 0.5), (b.pk, 2, 1e6), (c.pk, 3, 0.0)]
+    # Stored again: updated in place.
+    KeywordMetricValue.objects.filter(keyword=a, metric=first).update(lower=0.5, upper=0.75)
+    queries.keyword_queue_widths_store(keyword_ids=[a.pk])
+    assert KeywordQueueWidth.objects.get(keyword=a).width == 0.25
+    assert KeywordQueueWidth.objects.count() == 3
 
 
 def test_evaluation_lock(evaluation):

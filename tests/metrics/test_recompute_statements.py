@@ -19,12 +19,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # A worker's run of two dirty keywords that leaves nothing dirty, by backend: mark the run
 # (one upsert, no transaction of its own); read the dirty keywords, the configuration,
-# transformers and grades; upsert the values; the means refresh's one transaction (BEGIN,
+# transformers and grades; upsert the values, then the decisive queue's widths from them
+# (KeywordQueueWidth); the means refresh's one transaction (BEGIN,
 # lock, each config's mean and values in one read, store the means, follow or add history
 # points, progress, COMMIT); the compare-and-set of the versions; the release (a look for
 # dirty keywords, the mark lifted, a last look). Before this was pinned the run had grown
 # to 21 on PostgreSQL: the upsert in BEGIN/COMMIT, the values in a statement of their own.
-WORKER_RUN = {"postgresql": 18, "sqlite": 19}
+WORKER_RUN = {"postgresql": 19, "sqlite": 20}
 
 
 def test_a_worker_run_costs_its_pinned_statements():
