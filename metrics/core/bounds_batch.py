@@ -103,24 +103,33 @@ def bounds_batch(
     if not open_rows.size:
         return BatchBounds(lower, upper, exact)
 
-    fills = _fills(metric, resolved, evaluation_scale, transformers,
-                   slot_count=grades.shape[2])
+    fills = _fills(metric, resolved, evaluation_scale, transformers)
     aggregation = fills.aggregation
     holes = ungraded[open_rows]
     low = np.where(holes, float(fills.low_grade), grades[open_rows])
     high = np.where(holes, float(fills.high_grade), grades[open_rows])
-    odd_slots = grades.shape[2] % 2 == 1
+    # A vote over an even number of a position's slots can tie (a null position), which is
+    # between neither fill: such keywords take the general paths below.
+    can_tie = (_may_tie(grades[open_rows], holes) if aggregation.majority
+               else np.zeros(len(open_rows), dtype=bool))
+    left = np.arange(len(open_rows))  # rows of open_rows still without bounds
 
     if fills.monotone:
-        both = evaluate(np.concatenate([low, high]))
-        lower[open_rows], upper[open_rows] = both[:len(open_rows)], both[len(open_rows):]
-        return BatchBounds(lower, upper, exact)
+        sure = left[~can_tie]
+        if sure.size:
+            both = evaluate(np.concatenate([low[sure], high[sure]]))
+            lower[open_rows[sure]] = both[:len(sure)]
+            upper[open_rows[sure]] = both[len(sure):]
+        left = left[can_tie]
+        if not left.size:
+            return BatchBounds(lower, upper, exact)
+    elif aggregation.majority:
+        votes = left[~can_tie]
+        if votes.size:
+            done = _two_outcomes(evaluate, aggregation, low[votes], high[votes], holes[votes],
+                                 max_vote_completions, lower, upper, open_rows[votes])
+            left = np.sort(np.concatenate([left[can_tie], votes[~done]]))
     target = aggregation.target
-    left = np.arange(len(open_rows))  # rows of open_rows still without bounds
-    if aggregation.majority and odd_slots:
-        done = _two_outcomes(evaluate, aggregation, low, high, holes, max_vote_completions,
-                             lower, upper, open_rows)
-        left = left[~done]
     if left.size:
         done = _distinct_outcomes(evaluate, aggregation, evaluation_scale, low, holes,
                                   max_completions, left, lower, upper, open_rows)
@@ -149,7 +158,8 @@ def bounds_batch(
 
 class _Fills(NamedTuple):
     """How a metric's bounds fill open slots: the grades whose transformed values are the
-    lowest and highest, and whether these two fills alone are its bounds."""
+    lowest and highest, and whether these two fills alone are its bounds (where no
+    position's vote can tie: _may_tie)."""
 
     aggregation: Aggregation
     low_grade: int
@@ -158,18 +168,24 @@ class _Fills(NamedTuple):
 
 
 def _fills(metric: str, resolved, evaluation_scale: Scale,
-           transformers: Mapping[str, Any] | None, *, slot_count: int) -> _Fills:
+           transformers: Mapping[str, Any] | None) -> _Fills:
     spec = metric_spec(metric)
     target = metric_scale(spec, evaluation_scale)
     transformer = resolve_transformer(evaluation_scale, target, transformers)
     aggregation = Aggregation(evaluation_scale, target, transformer)
-    # A vote over an even number of slots can tie, and a tie is not between the fills.
-    monotone = monotone_metric(spec.code, resolved.ideal, target) and (
-        not aggregation.majority or slot_count % 2 == 1)
+    monotone = monotone_metric(spec.code, resolved.ideal, target)
     return _Fills(aggregation,
                   min(evaluation_scale.grades, key=lambda grade: transformer[grade]),
                   max(evaluation_scale.grades, key=lambda grade: transformer[grade]),
                   monotone)
+
+
+def _may_tie(grades: np.ndarray, ungraded: np.ndarray) -> np.ndarray:
+    """Per keyword: whether a position with an open slot has an even number of slots (graded
+    or open), so that a vote there may end tied. Strategies 1 and 3 never do; "1 → 3"
+    (adaptive slots) does once a second slot opens."""
+    slots = (~np.isnan(grades) | ungraded).sum(axis=2)
+    return ((slots % 2 == 0) & ungraded.any(axis=2)).any(axis=1)
 
 
 def bounds_batch_many(
@@ -192,11 +208,13 @@ def bounds_batch_many(
         raise MetricInputError("ungraded", f"shape {ungraded.shape} is not {grades.shape}")
     found: list[BatchBounds | None] = [None] * len(metrics)
     together: dict[tuple[int, int], list[int]] = {}
+    # Where a vote may tie ("1 → 3" slots), each metric goes its own way (bounds_batch).
+    ties = bool(_may_tie(grades, ungraded).any())
     for index, (metric, _, params) in enumerate(metrics):
         resolved = resolve_params(params)
         fills = None if needs_pool(metric, resolved) else _fills(
-            metric, resolved, evaluation_scale, transformers, slot_count=grades.shape[2])
-        if fills is not None and fills.monotone:
+            metric, resolved, evaluation_scale, transformers)
+        if fills is not None and fills.monotone and not ties:
             together.setdefault((fills.low_grade, fills.high_grade), []).append(index)
         else:
             found[index] = bounds_batch(metric, grades, ungraded, k=metrics[index][1],

@@ -38,7 +38,9 @@ def _batches(draw: Any, code: str) -> dict[str, Any]:
     spec = metric_spec(code)
     scale = draw(st.sampled_from(_SCALES))
     target = metric_scale(spec, scale)
-    slots = draw(st.integers(1, 3))  # one strategy per evaluation: every position alike
+    slots = draw(st.integers(1, 3))  # the array's slots: the strategy's most
+    # "1 → 3" (adaptive slots): a position has 1, 2 or 3 of them, an even count can tie.
+    ragged = slots == 3 and draw(st.booleans())
     positions = draw(st.integers(1, 6))
     keywords = []
     for _ in range(draw(st.integers(1, 4))):
@@ -46,7 +48,7 @@ def _batches(draw: Any, code: str) -> dict[str, Any]:
         results = []
         for _ in range(draw(st.integers(0, positions))):
             position_grades = []
-            for _ in range(slots):
+            for _ in range(draw(st.integers(1, slots)) if ragged else slots):
                 grade = draw(st.one_of(st.none(), st.integers(scale.lo, scale.hi)))
                 if grade is None:
                     if holes_left == 0:
