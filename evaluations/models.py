@@ -15,6 +15,7 @@ from evaluations.strategies import (
     STRATEGY_CHOICES,
     STRATEGY_VALUES,
     strategy_slot_counts,
+    strategy_text,
 )
 from metrics import core
 from searchtweak.models import Team, User
@@ -241,6 +242,10 @@ class Evaluation(models.Model):
     @property
     def is_adaptive(self) -> bool:
         return self.strategy == ADAPTIVE_STRATEGY
+
+    @property
+    def strategy_text(self) -> str:
+        return strategy_text(self.strategy)
 
     def has_started(self) -> bool:
         """Scale, strategy and transformers freeze at the first start."""

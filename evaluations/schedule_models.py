@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluations.strategies import STRATEGY_CHOICES, STRATEGY_VALUES
+from evaluations.strategies import STRATEGY_CHOICES, STRATEGY_VALUES, strategy_text
 from searchtweak.models import Team
 
 
@@ -86,6 +86,10 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def strategy_text(self) -> str:
+        return strategy_text(self.strategy)
 
     @property
     def is_paused(self) -> bool:

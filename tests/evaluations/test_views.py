@@ -223,3 +223,16 @@ def test_lists_render_for_members(client, personas):
     assert "Visible model" in client.get("/models/").content.decode()
     assert "Visible evaluation" in client.get("/evaluations/").content.decode()
     assert client.post("/evaluations/").status_code == 405
+
+
+@pytest.mark.parametrize(("strategy", "said"), [
+    (1, "1 grader per result"), (3, "3 graders per result"),
+    (13, "1 grader per result, up to 3 where it matters"),
+])
+def test_the_evaluation_page_says_the_strategy_in_words(client, personas, strategy, said):
+    # "13 graders per result" was what a "1 → 3" evaluation said.
+    evaluation = EvaluationFactory(model__endpoint__team=personas.team, strategy=strategy)
+    page = login(client, personas.lead).get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert f"<dd>{said}</dd>" in page
+    feedback = client.get(f"/feedback/evaluations/{evaluation.pk}/").content.decode()
+    assert f" · {said} ·" in feedback
