@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -137,6 +138,19 @@ class Aggregation:
         total = targets[codes].sum(axis=-1).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(grade_count > 0, total / grade_count, np.nan)
+
+
+def shared_aggregation(source: Scale, target: Scale, transformer: Transformer) -> Aggregation:
+    """The process's one Aggregation of these scales and mapping, so that its combination
+    tables are built once, not per call: a recompute after one grade evaluates one keyword,
+    and rebuilding the tables was a large part of that. (The tables' derive functions are
+    module-level or cached, so the tables per Aggregation stay few.)"""
+    return _shared(source, target, tuple(sorted(transformer.items())))
+
+
+@lru_cache(maxsize=256)
+def _shared(source: Scale, target: Scale, mapping: tuple[tuple[int, int], ...]) -> Aggregation:
+    return Aggregation(source, target, dict(mapping))
 
 
 def grade_codes(block: np.ndarray, scale: Scale, field_name: str = "grades") -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import metrics.core.kernels as kernels  # not via metrics.core, which re-exports this module
-from metrics.core.aggregate import Aggregation, Derive, SlotCodes, slot_codes
+from metrics.core.aggregate import Aggregation, Derive, SlotCodes, shared_aggregation, slot_codes
 from metrics.core.errors import MetricInputError
 from metrics.core.pool import GradeList, Pool, build_pool
 from metrics.core.registry import (
@@ -112,7 +112,7 @@ def evaluate_batch_many(
         target = metric_scale(spec, evaluation_scale)
         if target not in aggregations:
             transformer = resolve_transformer(evaluation_scale, target, transformers)
-            aggregations[target] = Aggregation(evaluation_scale, target, transformer)
+            aggregations[target] = shared_aggregation(evaluation_scale, target, transformer)
         plans.append(
             _Plan(spec, validate_k(k), resolved, aggregations[target], needs_pool(code, resolved))
         )

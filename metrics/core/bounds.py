@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import metrics.core.kernels as kernels
-from metrics.core.aggregate import Aggregation
+from metrics.core.aggregate import Aggregation, shared_aggregation
 from metrics.core.batch import evaluate_keyword, evaluate_keywords, mean_over_keywords
 from metrics.core.pool import GradeList
 from metrics.core.registry import (
@@ -110,7 +110,7 @@ def keyword_bounds(
     )
     target = metric_scale(spec, evaluation_scale)
     transformer = resolve_transformer(evaluation_scale, target, transformers)
-    aggregation = Aggregation(evaluation_scale, target, transformer)
+    aggregation = shared_aggregation(evaluation_scale, target, transformer)
     uses_pool = needs_pool(metric, resolved)
     ids = list(doc_ids) if doc_ids is not None else [("position", i) for i in range(len(results))]
     entries = [_Entry(doc, list(grades), i)

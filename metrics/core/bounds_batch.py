@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import metrics.core.kernels as kernels
-from metrics.core.aggregate import Aggregation
+from metrics.core.aggregate import Aggregation, shared_aggregation
 from metrics.core.batch import evaluate_batch, evaluate_batch_many
 from metrics.core.bounds import keyword_bounds, monotone_metric, ndcg_ratio_range
 from metrics.core.errors import MetricInputError
@@ -126,8 +126,15 @@ def bounds_batch(
     elif aggregation.majority:
         votes = left[~can_tie]
         if votes.size:
-            done = _two_outcomes(evaluate, aggregation, low[votes], high[votes], holes[votes],
-                                 max_vote_completions, lower, upper, open_rows[votes])
+            def evaluate_outcomes(outcomes: np.ndarray) -> np.ndarray:
+                # Each position's vote already taken: one slot a position on the metric's
+                # own scale, a third of the array and no stage 0 to redo per completion.
+                return evaluate_batch(metric, outcomes[..., None], k=k,
+                                      scale=aggregation.target, params=params)
+
+            done = _two_outcomes(evaluate_outcomes, aggregation, low[votes], high[votes],
+                                 holes[votes], max_vote_completions, lower, upper,
+                                 open_rows[votes])
             left = np.sort(np.concatenate([left[can_tie], votes[~done]]))
     target = aggregation.target
     if left.size:
@@ -172,7 +179,7 @@ def _fills(metric: str, resolved, evaluation_scale: Scale,
     spec = metric_spec(metric)
     target = metric_scale(spec, evaluation_scale)
     transformer = resolve_transformer(evaluation_scale, target, transformers)
-    aggregation = Aggregation(evaluation_scale, target, transformer)
+    aggregation = shared_aggregation(evaluation_scale, target, transformer)
     monotone = monotone_metric(spec.code, resolved.ideal, target)
     return _Fills(aggregation,
                   min(evaluation_scale.grades, key=lambda grade: transformer[grade]),
@@ -240,10 +247,12 @@ def bounds_batch_many(
     return [bounds for bounds in found if bounds is not None]
 
 
-def _two_outcomes(evaluate, aggregation, low, high, holes, max_completions,
+def _two_outcomes(evaluate_outcomes, aggregation, low, high, holes, max_completions,
                   lower, upper, open_rows) -> np.ndarray:
-    """The binary vote's path (module docstring); which rows it bounded."""
-    undecided = holes.any(axis=2) & (aggregation.aggregate(low) != aggregation.aggregate(high))
+    """The binary vote's path (module docstring); which rows it bounded.
+    ``evaluate_outcomes`` takes (rows, positions) of positions' aggregated values."""
+    low, high = aggregation.aggregate(low), aggregation.aggregate(high)
+    undecided = holes.any(axis=2) & (low != high)
     counts = undecided.sum(axis=1)
     limit = max(int(max_completions), 1).bit_length() - 1  # 2^limit ≤ max_completions
     done = counts <= limit
@@ -257,14 +266,14 @@ def _two_outcomes(evaluate, aggregation, low, high, holes, max_completions,
         chunk = max(_ROWS_PER_CHUNK // width, 1)
         for start in range(0, len(rows), chunk):
             part = rows[start:start + chunk]
-            block = np.repeat(low[part][:, None], width, axis=1)  # (n, width, m, slots)
+            block = np.repeat(low[part][:, None], width, axis=1)  # (n, width, m)
             across = np.arange(len(part))[:, None]
             for column in range(count):
                 picked = np.nonzero(choices[:, column])[0]
                 position = order[start:start + len(part), column]
                 block[across, picked[None, :], position[:, None]] = \
-                    high[part, position][:, None, :]
-            completed = evaluate(block.reshape(len(part) * width, positions, -1))
+                    high[part, position][:, None]
+            completed = evaluate_outcomes(block.reshape(len(part) * width, positions))
             completed = completed.reshape(len(part), width)
             known = ~np.isnan(completed)
             some = known.any(axis=1)
