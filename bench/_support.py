@@ -62,6 +62,22 @@ def setup_django(env: dict[str, str]) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+def active_evaluation(*, team, name: str, strategy: int, **fields):
+    """An active graded-scale evaluation on its own model of an endpoint nothing fetches
+    from (port 9); its metrics, keywords and slots are the caller's."""
+    from django.utils import timezone
+
+    from evaluations.models import Endpoint, Evaluation, SearchModel
+
+    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
+                                       url="http://127.0.0.1:9/", mapper={})
+    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
+    return Evaluation.objects.create(
+        team=team, model=model, name=name, scale="graded", strategy=strategy,
+        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
+        **fields)
+
+
 def seed_evaluation(keyword_count: int, *, team, graders, name: str, graded_fraction: float,
                     metrics=SIX_METRICS, seed: int = 7):
     """An active graded-scale evaluation, strategy 3, with `graded_fraction` of its slots
@@ -70,22 +86,13 @@ def seed_evaluation(keyword_count: int, *, team, graders, name: str, graded_frac
     from django.utils import timezone
 
     from evaluations.models import (
-        Endpoint,
-        Evaluation,
         EvaluationMetric,
         Keyword,
-        SearchModel,
         Snapshot,
     )
     from judgments.models import FeedbackSlot
 
-    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
-                                       url="http://127.0.0.1:9/", mapper={})
-    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
-    evaluation = Evaluation.objects.create(
-        team=team, model=model, name=name, scale="graded", strategy=3,
-        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
-    )
+    evaluation = active_evaluation(team=team, name=name, strategy=3)
     EvaluationMetric.objects.bulk_create(
         EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
         for i, (code, k, params) in enumerate(metrics)

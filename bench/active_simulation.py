@@ -101,25 +101,18 @@ def true_mean_ndcg(results: dict[str, list], truth: dict, keywords: list[str]) -
 def create_evaluation(*, team, name: str, results: dict[str, list], keywords: list[str],
                       order: str):
     """An active evaluation of the ranking's results, values and bounds stored."""
+    from _support import active_evaluation
     from django.core.management import call_command
-    from django.utils import timezone
 
     from evaluations.models import (
-        Endpoint,
-        Evaluation,
         EvaluationMetric,
         Keyword,
-        SearchModel,
         Snapshot,
     )
     from judgments.services import slots_create_for_snapshots
 
-    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
-                                       url="http://127.0.0.1:9/", mapper={})
-    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
-    evaluation = Evaluation.objects.create(
-        team=team, model=model, name=name, scale="graded", strategy=1,
-        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False,
+    evaluation = active_evaluation(
+        team=team, name=name, strategy=1,
         grading_order=("decisive" if order.startswith("decisive") else "position"))
     EvaluationMetric.objects.create(evaluation=evaluation, code="ndcg", k=10, position=0)
     for position, text in enumerate(keywords, start=1):

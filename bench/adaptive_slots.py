@@ -59,24 +59,17 @@ def graders_view(seed: int, grader: int, keyword: int, position: int, truth: int
 
 
 def build(team, name: str, strategy: int, keywords: int):
-    from django.utils import timezone
+
+    from _support import active_evaluation
 
     from evaluations.models import (
-        Endpoint,
-        Evaluation,
         EvaluationMetric,
         Keyword,
-        SearchModel,
         Snapshot,
     )
     from judgments.services import slots_create_for_snapshots
 
-    endpoint = Endpoint.objects.create(team=team, name=f"{name} endpoint",
-                                       url="http://127.0.0.1:9/", mapper={})
-    model = SearchModel.objects.create(team=team, endpoint=endpoint, name=f"{name} model")
-    evaluation = Evaluation.objects.create(
-        team=team, model=model, name=name, scale="graded", strategy=strategy,
-        status=Evaluation.Status.ACTIVE, started_at=timezone.now(), auto_finish=False)
+    evaluation = active_evaluation(team=team, name=name, strategy=strategy)
     for position, (code, k, params) in enumerate(METRICS):
         EvaluationMetric.objects.create(evaluation=evaluation, code=code, k=k, params=params,
                                         position=position)
