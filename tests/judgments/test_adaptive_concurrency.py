@@ -17,6 +17,7 @@ from searchtweak.models import Role
 from tests.conftest import skip_or_fail
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import member
+from tests.threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,25 +42,13 @@ def test_two_grades_at_once_on_a_tied_result_open_its_third_slot_once(personas):
                 user=grader, assigned_at=now, lease_expires_at=now + services.LEASE)
             held[grader.pk].append(slot.pk)
     together = threading.Barrier(2)
-    errors: list[BaseException] = []
 
     def run(grader, grade: int) -> None:
-        try:
-            for slot_id in held[grader.pk]:
-                together.wait(timeout=30)
-                services.feedback_submit(user=grader, slot_id=slot_id, grade=grade)
-        except BaseException as error:  # surfaced below
-            errors.append(error)
-        finally:
-            connection.close()
+        for slot_id in held[grader.pk]:
+            together.wait(timeout=30)
+            services.feedback_submit(user=grader, slot_id=slot_id, grade=grade)
 
-    threads = [threading.Thread(target=run, args=(grader, grade))
-               for grader, grade in zip(graders, (0, 1), strict=True)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert errors == []
+    run_together(run, list(zip(graders, (0, 1), strict=True)), timeout=120)
     # 0 and 1 on the graded scale: a tie at the binary cut-off on every result.
     thirds = FeedbackSlot.objects.filter(evaluation=evaluation, index=2)
     assert thirds.count() == RESULTS

@@ -18,6 +18,7 @@ from tests.judgments.builders import evaluation_with_slots
 from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
 from tests.recompute_state import dirty_marks
 from tests.searchtweak.factories import member
+from tests.threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,25 +42,13 @@ def _grade_at_once(personas, grade_until_empty: Callable,
     users = [member(personas.team, Role.GRADER, f"g{n}") for n in range(GRADERS)]
     handed: dict[int, list[int]] = {user.pk: [] for user in users}
     submitted: dict[int, int] = {}
-    errors: list[BaseException] = []
     start = threading.Barrier(GRADERS)
 
     def run(user) -> None:
-        try:
-            start.wait()
-            grade_until_empty(user, evaluation, handed[user.pk], submitted)
-        except BaseException as error:  # surfaced by the main thread below
-            errors.append(error)
-        finally:
-            connection.close()
+        start.wait()
+        grade_until_empty(user, evaluation, handed[user.pk], submitted)
 
-    threads = [threading.Thread(target=run, args=(u,)) for u in users]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert [thread.name for thread in threads if thread.is_alive()] == []
-    assert not errors, errors
+    run_together(run, [(u,) for u in users], timeout=120)
     return evaluation, handed, submitted
 
 

@@ -13,6 +13,7 @@ from searchtweak.models import Role
 from tests.conftest import skip_or_fail
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import member
+from tests.threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,7 +38,6 @@ def test_twenty_graders_lose_nothing_and_meet_the_gold_rate(personas):
     assert evaluation.gold_rate == 0.05  # the default
     users = [member(personas.team, Role.GRADER, f"g{n}") for n in range(GRADERS)]
     handed: dict[int, list[dict]] = {user.pk: [] for user in users}
-    errors: list[BaseException] = []
     start = threading.Barrier(GRADERS)
     url = f"/api/v1/evaluations/{evaluation.pk}/next/"
 
@@ -49,35 +49,24 @@ def test_twenty_graders_lose_nothing_and_meet_the_gold_rate(personas):
         return (slot["id"] * 7 + user_id) % 4
 
     def run(user) -> None:
-        try:
-            client = APIClient()
-            client.force_authenticate(user)
-            start.wait()
-            response = client.post(url, {}, format="json")
-            for claim in range(CLAIMS_EACH):
+        client = APIClient()
+        client.force_authenticate(user)
+        start.wait()
+        response = client.post(url, {}, format="json")
+        for claim in range(CLAIMS_EACH):
+            assert response.status_code == 200, response.content
+            slot = response.json()
+            handed[user.pk].append(slot)
+            body = {"snapshot": slot["snapshot"], "grade": grade(user.pk, slot)}
+            if claim == CLAIMS_EACH - 1:
+                # The last grade claims nothing more: through the snapshot's grade.
+                response = client.post(f"/api/v1/snapshots/{slot['snapshot']}/grade/",
+                                       {"grade": body["grade"]}, format="json")
                 assert response.status_code == 200, response.content
-                slot = response.json()
-                handed[user.pk].append(slot)
-                body = {"snapshot": slot["snapshot"], "grade": grade(user.pk, slot)}
-                if claim == CLAIMS_EACH - 1:
-                    # The last grade claims nothing more: through the snapshot's grade.
-                    response = client.post(f"/api/v1/snapshots/{slot['snapshot']}/grade/",
-                                           {"grade": body["grade"]}, format="json")
-                    assert response.status_code == 200, response.content
-                else:
-                    response = client.post(url, body, format="json")
-        except BaseException as error:  # surfaced by the main thread below
-            errors.append(error)
-        finally:
-            connection.close()
+            else:
+                response = client.post(url, body, format="json")
 
-    threads = [threading.Thread(target=run, args=(u,)) for u in users]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert [thread.name for thread in threads if thread.is_alive()] == []
-    assert not errors, errors
+    run_together(run, [(u,) for u in users], timeout=300)
 
     claims = [(user_id, slot) for user_id, slots in handed.items() for slot in slots]
     assert len(claims) == GRADERS * CLAIMS_EACH
