@@ -98,6 +98,9 @@ class EvaluationOutputSerializer(serializers.Serializer):
     grading_order = serializers.CharField()
     gold_rate = serializers.FloatField(
         help_text="Share of each grader's claims that hand out a gold item (0 to 0.5).")
+    second_grader_below_gold_bar = serializers.BooleanField(
+        help_text="Under strategy 13: a result graded only by graders below the team's gold "
+                  "bar gets a further slot.")
     auto_finish = serializers.BooleanField()
     keyword_count = serializers.IntegerField(source="fetch.total")
     fetch = FetchSerializer(help_text="Keywords fetched / failed / total.")
@@ -180,6 +183,10 @@ class EvaluationInputSerializer(serializers.Serializer):
         help_text="Share of each grader's claims that hand out one of the team's gold items "
                   "(results with a known answer, graded to measure the grader, never counted "
                   "in metrics): 0 to 0.5, default 0.05.")
+    second_grader_below_gold_bar = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Strategy 13 only: a result graded only by graders below the team's gold "
+                  "bar (accuracy on its gold items) gets a further slot, up to 3.")
     auto_finish = serializers.BooleanField(required=False, default=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -298,6 +298,10 @@ class EvaluationForm(forms.Form):
         help_text="Results with a known answer slipped into graders' work through the "
                   "grading API (not yet the grading page) to measure them; their grades "
                   "never count in metrics. 0 turns them off.")
+    second_grader_below_gold_bar = forms.BooleanField(
+        required=False, label="A second grader where a grader is below the gold bar",
+        help_text="Under \"1 grader, up to 3 where it matters\": a result graded only by "
+                  "graders who answer the team's gold items badly gets another grader.")
     auto_finish = forms.BooleanField(
         required=False, initial=True, label="Finish when every result is graded")
     # --- query sets (issue 27): on the create page only (with_query_sets) ---
@@ -343,6 +347,7 @@ class EvaluationForm(forms.Form):
             "shuffle_results": evaluation.shuffle_results,
             "grading_order": evaluation.grading_order,
             "gold_rate": round(evaluation.gold_rate * 100, 4),
+            "second_grader_below_gold_bar": evaluation.second_grader_below_gold_bar,
         }
 
     def clean_gold_rate(self) -> float:

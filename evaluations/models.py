@@ -199,6 +199,10 @@ class Evaluation(models.Model):
     # The share of a grader's claims that hand out a gold item instead of a slot (issue 28
     # item 5, judgments.gold): their grades measure the grader and never enter metrics.
     gold_rate = models.FloatField(default=0.05)
+    # Under "1 → 3": a result whose every grade so far comes from graders below the team's
+    # gold bar opens a further slot (judgments.adaptive, reason LOW_GOLD), so a grader who
+    # fails the gold items never decides a result alone.
+    second_grader_below_gold_bar = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -228,6 +232,11 @@ class Evaluation(models.Model):
             models.CheckConstraint(
                 condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=0.5),
                 name="evaluation_gold_rate_0_to_half",
+            ),
+            # A further slot exists only under "1 → 3"; elsewhere the option would do nothing.
+            models.CheckConstraint(
+                condition=Q(second_grader_below_gold_bar=False) | Q(strategy=ADAPTIVE_STRATEGY),
+                name="evaluation_second_grader_needs_adaptive",
             ),
         ]
 

@@ -122,7 +122,8 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                 guidelines=data["guidelines"], reuse_grades=data["reuse_grades"],
                 show_position=data["show_position"], auto_finish=data["auto_finish"],
                 shuffle_results=data["shuffle_results"],
-                grading_order=data["grading_order"], gold_rate=data["gold_rate"])
+                grading_order=data["grading_order"], gold_rate=data["gold_rate"],
+                second_grader_below_gold_bar=data["second_grader_below_gold_bar"])
             try:
                 if data["query_set"]:
                     evaluation = services.evaluation_create_from_query_set(
@@ -163,7 +164,8 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
                                                   "guidelines", "reuse_grades",
                                                   "show_position", "auto_finish",
                                                   "shuffle_results", "grading_order",
-                                                  "gold_rate")}
+                                                  "gold_rate",
+                                                  "second_grader_below_gold_bar")}
             if not evaluation.has_started():
                 changes.update({key: data[key] for key in ("model", "scale", "strategy",
                                                            "transformers")})

@@ -17,6 +17,11 @@ is judged on complete evidence and a result never waits on two open slots at onc
   third: the second opinion on a heavy result is taken, and the third is for a split.
 A single grade is never at the cut-off and never has a judge beside a person, so DISAGREE
 and CUTOFF only ever open the third slot.
+- with the evaluation's second_grader_below_gold_bar on (issue 28 item 5), the second or
+  third opens when every grade of the result so far comes from people below the team's
+  gold bar (LOW_GOLD, judgments.gold_accuracy.graders_below_bar): such a grader never
+  decides a result alone, and two of them not without a third. It comes after UNSURE,
+  DISAGREE and CUTOFF (a more telling reason when both hold) and before BOUNDS.
 
 A result with a lead's adjudicated answer (judgments.adjudication) opens nothing: it is
 decided. Never more than three slots; a reset empties a slot but never removes one, and nothing
@@ -29,6 +34,7 @@ from collections.abc import Callable, Iterable
 from django.db import transaction
 
 from evaluations.models import Evaluation, Snapshot
+from judgments import gold_accuracy
 from judgments import scales as scale_lookup
 from judgments.models import AdjudicatedAnswer, FeedbackSlot, OpenedBecause
 from metrics.core.errors import MetricInputError
@@ -95,13 +101,16 @@ def grades_disagree(a: int, b: int, binary: dict[int, int] | None) -> bool:
 
 
 def _reason_to_open(slots: list[dict], *, binary: Callable[[], dict[int, int] | None],
-                    heavy_and_wide: Callable[[], bool]) -> str | None:
+                    heavy_and_wide: Callable[[], bool],
+                    only_below_bar: Callable[[list[dict]], bool]) -> str | None:
     """Why the result (its slots, index order) needs one more slot, or None."""
     if len(slots) >= MAX_SLOTS or any(slot["grade"] is None for slot in slots):
         return None
     if any(slot["unsure"] for slot in slots):
         return OpenedBecause.UNSURE
     if len(slots) == 1:
+        if only_below_bar(slots):
+            return OpenedBecause.LOW_GOLD
         return OpenedBecause.BOUNDS if heavy_and_wide() else None
     mapping = binary()
     judges = [s["grade"] for s in slots if s["user__is_judge"]]
@@ -110,7 +119,7 @@ def _reason_to_open(slots: list[dict], *, binary: Callable[[], dict[int, int] | 
         return OpenedBecause.DISAGREE
     if at_binary_cutoff([s["grade"] for s in slots], mapping):
         return OpenedBecause.CUTOFF
-    return None
+    return OpenedBecause.LOW_GOLD if only_below_bar(slots) else None
 
 
 @transaction.atomic
@@ -136,7 +145,8 @@ def slots_open_where_it_matters(*, evaluation_id: int, snapshot_ids: Iterable[in
             snapshot_id__in=settled).order_by(
             "snapshot_id", "index").values("snapshot_id", "keyword_id", "keyword_position",
                                            "position", "index",
-                                           "grade", "unsure", "user_id", "user__is_judge"):
+                                           "grade", "unsure", "user_id", "user__is_judge",
+                                           "graded_by_id"):
         by_snapshot.setdefault(slot["snapshot_id"], []).append(slot)
     cached: dict[str, object] = {}
 
@@ -144,6 +154,18 @@ def slots_open_where_it_matters(*, evaluation_id: int, snapshot_ids: Iterable[in
         if "binary" not in cached:
             cached["binary"] = binary_mapping(evaluation)
         return cached["binary"]  # type: ignore[return-value]
+
+    def only_below_bar(slots: list[dict]) -> bool:
+        if not evaluation.second_grader_below_gold_bar:
+            return False
+        if "below" not in cached:  # one read for every grader of these results
+            cached["below"] = gold_accuracy.graders_below_bar(
+                team_id=evaluation.team_id,
+                user_ids={s["user_id"] for rows in by_snapshot.values() for s in rows
+                          if s["user_id"] is not None and not s["user__is_judge"]})
+        # A grade a lead wrote over the grader's (graded_by) is the lead's, not theirs.
+        return all(s["user_id"] in cached["below"] and s["graded_by_id"] is None  # type: ignore[operator]
+                   for s in slots)
 
     opened: dict[int, str] = {}
     new_slots = []
@@ -159,7 +181,8 @@ def slots_open_where_it_matters(*, evaluation_id: int, snapshot_ids: Iterable[in
             k, width = read
             return first["position"] <= k and (width is None or width > WIDE_BOUNDS)
 
-        reason = _reason_to_open(slots, binary=binary, heavy_and_wide=heavy_and_wide)
+        reason = _reason_to_open(slots, binary=binary, heavy_and_wide=heavy_and_wide,
+                                 only_below_bar=only_below_bar)
         if reason is None:
             continue
         opened[snapshot_id] = reason

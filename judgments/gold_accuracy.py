@@ -11,6 +11,7 @@ Whose answers count:
   overwritten by an adjudication) and not overwritten by a lead.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -71,11 +72,11 @@ def gold_accuracy_of(answers: list[tuple[int, int]]) -> GoldAccuracy:
         earlier=sum(earlier) / len(earlier) if earlier else None)
 
 
-def _probe_answers(*, team_id: int, user_id: int | None = None
+def _probe_answers(*, team_id: int, user_ids: Iterable[int] | None = None
                    ) -> dict[int, list[tuple[datetime, int, int]]]:
     probes = GoldProbe.objects.filter(evaluation__team_id=team_id, grade__isnull=False)
-    if user_id is not None:
-        probes = probes.filter(user_id=user_id)
+    if user_ids is not None:
+        probes = probes.filter(user_id__in=user_ids)
     by_user: dict[int, list[tuple[datetime, int, int]]] = {}
     for user_id_, graded_at, grade, expected in probes.values_list(
             "user_id", "graded_at", "grade", "expected"):
@@ -117,11 +118,22 @@ def team_gold_accuracy(*, team_id: int) -> dict[int, GoldAccuracy]:
     return {user_id: _accuracy(rows) for user_id, rows in answers.items()}
 
 
+def graders_below_bar(*, team_id: int, user_ids: Iterable[int]) -> set[int]:
+    """Those of these people whose gold probes in the team put them below the bar
+    (GoldAccuracy.low): whose grades an evaluation may give a second grader
+    (Evaluation.second_grader_below_gold_bar, judgments.adaptive)."""
+    ids = set(user_ids)
+    if not ids:
+        return set()
+    return {user_id for user_id, rows in _probe_answers(team_id=team_id, user_ids=ids).items()
+            if _accuracy(rows).low}
+
+
 def grader_accuracy_check(*, user: User, team_id: int, probe_id: int,
                           previous_grade: int | None) -> None:
     """After a probe's grade: tell the team's leads (notify, after commit) when it took the
     grader below the bar; nothing when they were below it already or stay above it."""
-    rows = _probe_answers(team_id=team_id, user_id=user.pk).get(user.pk, [])
+    rows = _probe_answers(team_id=team_id, user_ids=[user.pk]).get(user.pk, [])
     now = _accuracy(list(rows))
     if not now.low:
         return

@@ -62,6 +62,7 @@ class OpenedBecause(models.TextChoices):
     DISAGREE = "disagree", "A counting judge and a person disagree"
     CUTOFF = "cutoff", "The grades sit at the binary cut-off (a tie)"
     BOUNDS = "bounds", "A top result of a keyword whose bounds are still wide"
+    LOW_GOLD = "low_gold", "Graded only by graders below the team's gold bar"
 
 
 class FeedbackSlot(models.Model):

@@ -123,6 +123,7 @@ def evaluation_create(
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
     show_position: bool = False, auto_finish: bool = True, shuffle_results: bool = False,
     grading_order: str = Evaluation.GradingOrder.POSITION, gold_rate: float = 0.05,
+    second_grader_below_gold_bar: bool = False,
     query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
     """`query_set_version`: the query set version `keywords` are (its caller,
@@ -140,12 +141,14 @@ def evaluation_create(
     _check_shuffle(shuffle_results=shuffle_results, show_position=show_position)
     _check_grading_order(grading_order=grading_order, shuffle_results=shuffle_results)
     _check_gold_rate(gold_rate)
+    _check_second_grader(second_grader=second_grader_below_gold_bar, strategy=strategy)
     evaluation = Evaluation.objects.create(
         team=team, created_by=created_by, model=model, name=name.strip(),
         description=description, scale=scale, strategy=strategy, transformers=transformers,
         tags=_clean_tags(tags), guidelines=guidelines, reuse_grades=reuse_grades,
         show_position=bool(show_position), auto_finish=bool(auto_finish),
         shuffle_results=shuffle_results, grading_order=grading_order, gold_rate=gold_rate,
+        second_grader_below_gold_bar=second_grader_below_gold_bar,
         query_set_version=query_set_version,
     )
     Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
@@ -240,6 +243,16 @@ def _check_gold_rate(gold_rate: Any) -> None:
             "A share of claims from 0 (no gold items) to 0.5, e.g. 0.05 for 5 %.")})
 
 
+def _check_second_grader(*, second_grader: Any, strategy: Any) -> None:
+    if not isinstance(second_grader, bool):
+        raise ValidationError({"second_grader_below_gold_bar": "must be true or false"})
+    # Only "1 → 3" opens slots; under 3 graders every result has its second grader already.
+    if second_grader and strategy != ADAPTIVE_STRATEGY:
+        raise ValidationError({"second_grader_below_gold_bar": (
+            "A second grader opens only under \"1 grader, up to 3 where it matters\": "
+            "choose that strategy, or turn this off.")})
+
+
 def _clean_tags(tags: Any) -> list[str]:
     if tags is None:
         return []
@@ -256,7 +269,8 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
                "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
-               "auto_finish", "shuffle_results", "grading_order", "gold_rate"}
+               "auto_finish", "shuffle_results", "grading_order", "gold_rate",
+               "second_grader_below_gold_bar"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
@@ -305,9 +319,15 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
             shuffle_results=changes.get("shuffle_results", evaluation.shuffle_results))
     if "gold_rate" in changes:
         _check_gold_rate(changes["gold_rate"])
+    if changes.keys() & {"second_grader_below_gold_bar", "strategy"}:
+        _check_second_grader(
+            second_grader=changes.get("second_grader_below_gold_bar",
+                                      evaluation.second_grader_below_gold_bar),
+            strategy=changes.get("strategy", evaluation.strategy))
     for key in ("name", "description", "model", "scale", "strategy", "transformers", "tags",
                 "guidelines", "reuse_grades", "show_position", "auto_finish",
-                "shuffle_results", "grading_order", "gold_rate"):
+                "shuffle_results", "grading_order", "gold_rate",
+                "second_grader_below_gold_bar"):
         if key in changes:
             setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)
@@ -558,6 +578,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
         auto_finish=evaluation.auto_finish, show_position=evaluation.show_position,
         shuffle_results=evaluation.shuffle_results, grading_order=evaluation.grading_order,
         gold_rate=evaluation.gold_rate,
+        second_grader_below_gold_bar=evaluation.second_grader_below_gold_bar,
         query_set_version_id=evaluation.query_set_version_id,  # the same keywords
     )
     Keyword.objects.bulk_create(

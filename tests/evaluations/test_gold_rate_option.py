@@ -59,3 +59,41 @@ def test_the_service_refuses_a_rate_off_its_range_and_a_clone_keeps_it(personas)
     evaluation = services.evaluation_create(**fields, gold_rate=0.2)
     clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
     assert clone.gold_rate == 0.2
+
+
+# --- a second grader where a grader is below the gold bar (judgments.adaptive LOW_GOLD) ---
+
+
+def test_the_form_sets_the_second_grader_under_1_to_3_only(client, personas):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    client.force_login(personas.lead)
+    refused = client.post("/evaluations/new/", {**FORM, "model": model.pk, "strategy": "1",
+                                                "second_grader_below_gold_bar": "on"})
+    assert refused.status_code == 400
+    assert "choose that strategy" in refused.content.decode()
+    assert not Evaluation.objects.filter(name="Spring").exists()
+    client.post("/evaluations/new/", {**FORM, "model": model.pk, "strategy": "13",
+                                      "second_grader_below_gold_bar": "on"})
+    evaluation = Evaluation.objects.get(name="Spring")
+    assert evaluation.second_grader_below_gold_bar is True
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert "a second grader where a grader is below the gold bar" in page
+    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    assert clone.second_grader_below_gold_bar is True
+
+
+def test_the_api_sets_the_second_grader_and_names_the_field_when_refused(personas):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    lead = APIClient()
+    lead.force_authenticate(personas.lead)
+    body = {"name": "A", "model": model.pk, "scale": "graded", "strategy": 1,
+            "keywords": ["boots"], "metrics": [{"code": "ndcg", "k": 10}]}
+    created = lead.post("/api/v1/evaluations/", body, format="json").json()
+    assert created["second_grader_below_gold_bar"] is False
+    url = f"/api/v1/evaluations/{created['id']}/"
+    refused = lead.patch(url, {"second_grader_below_gold_bar": True}, format="json")
+    assert refused.status_code == 400
+    assert list(refused.json()) == ["second_grader_below_gold_bar"]
+    changed = lead.patch(url, {"strategy": 13, "second_grader_below_gold_bar": True},
+                         format="json").json()
+    assert (changed["strategy"], changed["second_grader_below_gold_bar"]) == (13, True)

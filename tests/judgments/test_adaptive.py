@@ -12,7 +12,7 @@ from evaluations.models import Evaluation, Snapshot
 from evaluations.services import lifecycle
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from judgments import adaptive, grading, services
-from judgments.models import FeedbackSlot, OpenedBecause
+from judgments.models import FeedbackSlot, GoldItem, GoldProbe, OpenedBecause
 from metrics.models import KeywordMetricValue
 from searchtweak.models import Role
 from tests.evaluations.factories import EvaluationMetricFactory
@@ -295,3 +295,93 @@ def test_an_adjudicated_result_opens_nothing(personas):
     # Deciding 0 sets slot 0 first: [0, 2] for a moment, across the cut-off; no slot opens.
     snapshot_adjudicate(lead=personas.owner, evaluation=evaluation, snapshot=snapshot, grade=0)
     assert slots_of(snapshot) == [(0, 0, ""), (1, 0, "bounds")]
+
+
+# --- a second grader where a grader is below the gold bar (issue 28 item 5) ---
+
+
+def gold_answers(team, user, *, right: int, wrong: int) -> None:
+    """`user` answered right + wrong gold probes of the team (answer 2), oldest first."""
+    source = evaluation_with_slots(team, keywords=1, positions=right + wrong,
+                                   texts=["gold source"])
+    Evaluation.objects.filter(pk=source.pk).update(status=Evaluation.Status.FINISHED)
+    probing = evaluation_with_slots(team, keywords=1, positions=1, texts=["probing"])
+    now = timezone.now()
+    for position in range(1, right + wrong + 1):
+        item = GoldItem.objects.create(team=team, scale="graded", grade=2, source="page",
+                                       snapshot=result(source, position))
+        GoldProbe.objects.create(gold=item, user=user, evaluation=probing, expected=2,
+                                 grade=2 if position <= right else 0, assigned_at=now,
+                                 graded_at=now + timezone.timedelta(seconds=position),
+                                 lease_expires_at=now)
+
+
+def routed_evaluation(team) -> Evaluation:
+    evaluation = adaptive_evaluation(team)
+    Evaluation.objects.filter(pk=evaluation.pk).update(second_grader_below_gold_bar=True)
+    return evaluation
+
+
+def test_a_grader_below_the_gold_bar_gets_a_second_grader_and_two_a_third(personas):
+    # 6 of 10 right: 60 %, below the bar (70 % over at least 10 answers).
+    gold_answers(personas.team, personas.grader, right=6, wrong=4)
+    gold_answers(personas.team, personas.lead, right=6, wrong=4)
+    evaluation = routed_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2)
+    assert slots_of(snapshot) == [(0, 2, ""), (1, None, "low_gold")]
+    # The second grader is below the bar too: still no one above it, so a third.
+    grade(personas.lead, snapshot, 2)
+    assert slots_of(snapshot)[2] == (2, None, "low_gold")
+    # A grader above the bar (no answers: not known to be low) alone opens nothing.
+    grade(personas.owner, result(evaluation, 2), 2)
+    assert len(slots_of(result(evaluation, 2))) == 1
+
+
+def test_one_grader_above_the_bar_beside_a_low_one_settles_the_result(personas):
+    gold_answers(personas.team, personas.grader, right=6, wrong=4)
+    gold_answers(personas.team, personas.lead, right=8, wrong=2)  # 80 %: above
+    evaluation = routed_evaluation(personas.team)
+    snapshot = result(evaluation, 1)
+    grade(personas.grader, snapshot, 2)
+    grade(personas.lead, snapshot, 2)
+    assert [reason for *_, reason in slots_of(snapshot)] == ["", "low_gold"]
+
+
+def test_below_the_bar_needs_enough_answers_and_the_option(personas):
+    # 5 of 9 right is 56 %, but 9 answers are too few to say so.
+    gold_answers(personas.team, personas.grader, right=5, wrong=4)
+    routed = routed_evaluation(personas.team)
+    grade(personas.grader, result(routed, 1), 2)
+    assert len(slots_of(result(routed, 1))) == 1
+    # Enough answers, but the evaluation leaves the option off.
+    gold_answers(personas.team, personas.lead, right=6, wrong=4)
+    plain = adaptive_evaluation(personas.team)
+    grade(personas.lead, result(plain, 1), 2)
+    assert len(slots_of(result(plain, 1))) == 1
+
+
+def test_a_leads_grade_over_a_low_graders_is_the_leads(personas):
+    gold_answers(personas.team, personas.grader, right=6, wrong=4)
+    evaluation = routed_evaluation(personas.team)
+    snapshot = result(evaluation, 2)
+    slot = FeedbackSlot.objects.get(snapshot=snapshot)
+    # The grader's grade, written before the option's reading (as a grade from before
+    # they fell below the bar), which the lead then corrects.
+    FeedbackSlot.objects.filter(pk=slot.pk).update(user=personas.grader, grade=0,
+                                                   graded_at=timezone.now())
+    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=2)
+    assert len(slots_of(snapshot)) == 1
+
+
+def test_the_option_needs_the_adaptive_strategy(personas):
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
+    with pytest.raises(ValidationError) as error:
+        lifecycle.evaluation_update(evaluation=evaluation, second_grader_below_gold_bar=True)
+    assert "second_grader_below_gold_bar" in error.value.message_dict
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Evaluation.objects.filter(pk=evaluation.pk).update(second_grader_below_gold_bar=True)
+    adaptive_one = adaptive_evaluation(personas.team)
+    updated = lifecycle.evaluation_update(evaluation=adaptive_one,
+                                          second_grader_below_gold_bar=True)
+    assert updated.second_grader_below_gold_bar is True
