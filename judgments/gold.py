@@ -11,15 +11,22 @@ as probes that measure each grader and never enter metrics.
   constraint), only items of the evaluation's scale from another, finished evaluation,
   whose slots can take no grade: a grade sent for that result can only be the probe's. It
   is read as the grading API reads a slot (probe_row: the same fields, no mark of gold).
+- probe_next is the one rule for both doors: the grading API's queue
+  (judgments.queue.slot_claim_next_assigned) and the HTML grading page (judgments.views),
+  which asks it before claiming a slot. On the page a probe may be skipped (probe_skip):
+  put aside for good, never handed to that grader again.
 - Its grade is written by judgments.grading.gold_probe_grade (the one writer of grades)
   on the probe, never on a FeedbackSlot, so the recompute never reads it.
 """
 
 import hashlib
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.http import Http404
+from django.utils import timezone
 
 from evaluations.models import Evaluation, Snapshot
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
@@ -55,7 +62,7 @@ def probe_held(*, user: User, evaluation_ids: list[int], now: datetime) -> GoldP
     probe stays the grader's (no one else may take it): it comes back first, as a held
     slot does."""
     probe = (GoldProbe.objects.filter(user=user, evaluation_id__in=evaluation_ids,
-                                      grade__isnull=True)
+                                      grade__isnull=True, skipped_at__isnull=True)
              .order_by("assigned_at", "pk").first())
     if probe is not None:
         probe.lease_expires_at = now + PROBE_LEASE
@@ -83,6 +90,57 @@ def probe_claim(*, user: User, evaluation: Evaluation, now: datetime) -> GoldPro
         except IntegrityError:
             continue  # the same grader's parallel request took it: the next one
     return None
+
+
+def probe_next(*, user: User, evaluation_ids: list[int],
+               gold_ids: Collection[int]) -> GoldProbe | None:
+    """The probe for this claim: the one the grader holds ungraded, else a new one when the
+    claim is due one in the first evaluation (the one a slot would come from) and the
+    grader holds no slot; None: claim a slot. The API's queue and the grading page both
+    ask this, so the rate and the rules are the same whatever the door."""
+    now = timezone.now()
+    probing = [evaluation_id for evaluation_id in evaluation_ids if evaluation_id in gold_ids]
+    held = probe_held(user=user, evaluation_ids=probing, now=now) if probing else None
+    if held is not None:
+        return held
+    if not evaluation_ids or evaluation_ids[0] not in gold_ids or FeedbackSlot.objects.filter(
+            user=user, evaluation_id__in=evaluation_ids, grade__isnull=True,
+            lease_expires_at__gte=now).exists():
+        return None
+    evaluation = Evaluation.objects.only("team_id", "scale", "gold_rate").get(
+        pk=evaluation_ids[0])
+    return probe_claim(user=user, evaluation=evaluation, now=now)
+
+
+def probing_evaluation_ids(*, evaluation_ids: Collection[int]) -> frozenset[int]:
+    """Which of these evaluations slip in probes (probe_next's `gold_ids`): a rate above
+    0 and gold items of their scale in their team, as the grading target's `gold` says
+    for the API (judgments.queries)."""
+    if not evaluation_ids:
+        return frozenset()
+    rows = Evaluation.objects.filter(pk__in=evaluation_ids, gold_rate__gt=0).values_list(
+        "pk", "team_id", "scale")
+    with_gold = set(GoldItem.objects.filter(
+        team_id__in={team_id for _, team_id, _ in rows}).values_list("team_id", "scale"))
+    return frozenset(pk for pk, team_id, scale in rows if (team_id, scale) in with_gold)
+
+
+def probe_get_for_user(*, user: User, probe_id: int) -> GoldProbe:
+    """One of the grader's own probes, for the grading page; 404 for anyone else's, as
+    for a missing one (no one may see that another's item is a probe)."""
+    probe = (GoldProbe.objects.select_related("gold__snapshot__keyword", "evaluation")
+             .filter(pk=probe_id, user=user).first())
+    if probe is None:
+        raise Http404("No such result.")
+    return probe
+
+
+def probe_skip(*, user: User, probe_id: int) -> None:
+    """Put an ungraded probe aside for good: it stays the grader's row (so the unique
+    constraint keeps its item from ever coming back to them), is no longer held, and
+    is not graded, so accuracy never reads it."""
+    GoldProbe.objects.filter(pk=probe_id, user=user, grade__isnull=True).update(
+        skipped_at=timezone.now(), lease_expires_at=None)
 
 
 def probe_row(probe: GoldProbe) -> dict:
