@@ -133,7 +133,9 @@ def test_a_probe_page_is_built_as_a_slot_page_and_says_nothing_of_gold(personas)
     probe = _held_probe(personas.grader)
     client.post(probe_page.url, {"grade": "2"})
     slot_page = _Page(client, evaluation)
-    assert _held_probe(personas.grader) is None  # a slot this time
+    while _held_probe(personas.grader) is not None:  # the rule may hand out two in a row
+        client.post(slot_page.url, {"grade": "2"})
+        slot_page = _Page(client, evaluation)
     # The same elements, ids, classes, form fields and keys; the probe's own document.
     assert _structure(probe_page.html) == _structure(slot_page.html)
     assert 'data-testid="document-name">Result ' in probe_page.html
