@@ -135,6 +135,21 @@ def probe_get_for_user(*, user: User, probe_id: int) -> GoldProbe:
     return probe
 
 
+def probe_previous(*, user: User, evaluation_ids: list[int], before_at: datetime | None,
+                   before_probe_id: int | None = None) -> GoldProbe | None:
+    """The grader's last probe graded in these evaluations that was handed out before
+    `before_at` (all of them when None): the grading page's Backspace, beside
+    queue_selectors.previous_graded_slot, so going back passes no probe by."""
+    probes = GoldProbe.objects.filter(user=user, evaluation_id__in=evaluation_ids,
+                                      grade__isnull=False)
+    if before_at is not None:
+        earlier = Q(assigned_at__lt=before_at)
+        if before_probe_id is not None:
+            earlier |= Q(assigned_at=before_at, pk__lt=before_probe_id)
+        probes = probes.filter(earlier)
+    return probes.order_by("-assigned_at", "-pk").first()
+
+
 def probe_skip(*, user: User, probe_id: int) -> None:
     """Put an ungraded probe aside for good: it stays the grader's row (so the unique
     constraint keeps its item from ever coming back to them), is no longer held, and

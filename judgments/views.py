@@ -10,7 +10,9 @@ slot or a probe; the token is the kind and id encrypted and authenticated with a
 derived from SECRET_KEY (evaluations.crypto.fernet), fresh on every render, so it can be
 neither read nor forged and two tokens of one result do not match. The token says nothing
 of its owner: the views check that the slot or probe is the grader's (404 otherwise).
-`/grade/slots/<id>/` stays for Backspace to a graded slot (probes are never shown again).
+Backspace's link is such an address too and may lead to a graded probe, re-graded as a slot
+is. `/grade/slots/<id>/` still answers for slots (old links, clients), the page no longer
+links to it.
 Progress counts a graded probe in "you graded", so grading one moves the count as a slot
 does, never in the evaluation's graded / total results.
 """
@@ -113,6 +115,30 @@ class _ShownProbe:
         self.lease_expires_at = probe.lease_expires_at
 
 
+def _previous_url(request: HttpRequest, scope: _Scope, evaluation: Evaluation, *,
+                  slot: FeedbackSlot | None, probe: GoldProbe | None) -> str:
+    """Backspace: the result graded just before the one shown, slot or probe, by the same
+    opaque address either way ("" when there is none)."""
+    evaluation_ids = scope.evaluation_ids or [evaluation.pk]
+    shown = probe or slot
+    # A probe has no place among the slots: an unsaved slot stands for its time.
+    before = slot if probe is None else FeedbackSlot(pk=0, assigned_at=probe.assigned_at)
+    previous_slot = queue_selectors.previous_graded_slot(
+        user=request.user, evaluation_ids=evaluation_ids, before=before)
+    previous_probe = gold.probe_previous(
+        user=request.user, evaluation_ids=evaluation_ids,
+        before_at=shown.assigned_at if shown is not None else None,
+        before_probe_id=probe.pk if probe is not None else None)
+    if previous_probe is not None and (
+            previous_slot is None or previous_probe.assigned_at > previous_slot.assigned_at):
+        token = item_token(ITEM_PROBE, previous_probe.pk)
+    elif previous_slot is not None:
+        token = item_token(ITEM_SLOT, previous_slot.pk)
+    else:
+        return ""
+    return reverse("judgments:item", args=[token]) + scope.query
+
+
 def _render_grading(
     request: HttpRequest, scope: _Scope, slot: FeedbackSlot | None, *,
     form_error: str = "", status: int = 200, probe: GoldProbe | None = None,
@@ -133,10 +159,7 @@ def _render_grading(
             "evaluation": evaluation,
             "scale": context_scale,
             "guidelines": queue_selectors.guidelines_html(text=evaluation.guidelines),
-            # A probe sits between the grader's slots: Backspace goes to the last one graded.
-            "previous": queue_selectors.previous_graded_slot(
-                user=request.user, evaluation_ids=scope.evaluation_ids or [evaluation.pk],
-                before=slot),
+            "previous_url": _previous_url(request, scope, evaluation, slot=slot, probe=probe),
             "regrade": shown.grade is not None,
             "current_label": context_scale.label_of(shown.grade) if context_scale else "",
             "fields": [(label, value) for label, value in (shown.snapshot.fields or {}).items()],

@@ -269,3 +269,32 @@ def test_the_wrong_method_is_refused(personas):
     page = _until_probe(client, personas.grader, evaluation)
     assert client.get(page.skip_url).status_code == 405
     assert client.put(page.url).status_code == 405
+
+
+PREVIOUS = re.compile(r'<a href="(/grade/results/[A-Za-z0-9_=-]+/(?:\?evaluation=\d+)?)" '
+                      r'data-action="previous"')
+
+
+def test_backspace_after_a_probe_goes_back_to_it_and_regrades_it(personas):
+    _gold_source(personas.team, items=2)
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=10, gold_rate=0.5)
+    client = _client(personas.grader)
+    page = _until_probe(client, personas.grader, evaluation)
+    probe = _held_probe(personas.grader)
+    client.post(page.url, {"grade": "1"})
+    following = _Page(client, evaluation)
+    # Backspace leads to the probe, shown as a re-grade like any graded result.
+    back = client.get(PREVIOUS.search(following.html).group(1)).content.decode()
+    assert 'data-testid="regrade"' in back and probe.gold.snapshot.name in back
+    assert "gold" not in back.lower() and "probe" not in back.lower()
+    response = client.post(ITEM_URL.search(back).group(1) + f"?evaluation={evaluation.pk}",
+                           {"grade": "3"})
+    assert response.status_code == 302
+    probe.refresh_from_db()
+    assert probe.grade == 3
+    assert not FeedbackSlot.objects.filter(grade=3).exists()
+    # And Backspace on the probe goes further back, to what was graded before it.
+    earlier = PREVIOUS.search(back)
+    before = FeedbackSlot.objects.filter(user=personas.grader, grade__isnull=False,
+                                         assigned_at__lt=probe.assigned_at)
+    assert bool(earlier) == before.exists()
