@@ -72,7 +72,8 @@ def probe_held(*, user: User, evaluation_ids: list[int], now: datetime) -> GoldP
 
 def probe_claim(*, user: User, evaluation: Evaluation, now: datetime) -> GoldProbe | None:
     """Hand the grader a probe in the evaluation if this claim is due one (probe_due) and
-    a gold item is left for them; None otherwise (the claim takes a slot). The caller
+    a gold item is left for them, among real work (a free slot is left for them there);
+    None otherwise (the claim takes a slot). The caller
     checked that they hold no slot or probe there."""
     if evaluation.gold_rate <= 0:
         return None
@@ -80,6 +81,12 @@ def probe_claim(*, user: User, evaluation: Evaluation, now: datetime) -> GoldPro
                     + GoldProbe.objects.filter(user=user, evaluation=evaluation).count())
     if not probe_due(user_id=user.pk, evaluation_id=evaluation.pk, claim_number=claim_number,
                      rate=evaluation.gold_rate):
+        return None
+    # Slipped in among real work only: once nothing is left for the grader, a claim still
+    # "due" would hand out probes alone, after the evaluation's work is done.
+    if not FeedbackSlot.objects.filter(
+            Q(user__isnull=True) | Q(lease_expires_at__lt=now), evaluation=evaluation,
+            grade__isnull=True).exclude(snapshot__slots__user=user).exists():
         return None
     for gold in _usable_gold(user=user, evaluation=evaluation).order_by("?")[:3]:
         try:

@@ -111,10 +111,10 @@ def test_a_gold_probe_is_graded_by_keyboard_like_any_result(page, live_server, p
     GoldItem.objects.create(team=personas.team, scale="graded", snapshot=gold_snapshot,
                             grade=2, source="page")
     Evaluation.objects.filter(pk=source.pk).update(status=Evaluation.Status.FINISHED)
-    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=6, gold_rate=0.5)
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=12, gold_rate=0.5)
     # The claim that shows the one gold item, as the rule (judgments.gold.probe_due) says.
     grader = personas.grader
-    claim = next(n for n in range(6) if gold.probe_due(
+    claim = next(n for n in range(12) if gold.probe_due(
         user_id=grader.pk, evaluation_id=evaluation.pk, claim_number=n, rate=0.5))
     log_in(page, live_server, "grader")
     page.goto(f"{live_server.url}/grade/evaluations/{evaluation.pk}/")

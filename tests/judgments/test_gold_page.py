@@ -121,13 +121,13 @@ def _structure(html: str) -> list[tuple]:
 
 
 def test_a_probe_page_is_built_as_a_slot_page_and_says_nothing_of_gold(personas):
-    _gold_source(personas.team, items=3)
+    _gold_source(personas.team, items=12)
     evaluation = evaluation_with_slots(personas.team, keywords=3, positions=10, gold_rate=0.5,
                                        show_position=True, guidelines="Grade **3** if exact.")
     client = _client(personas.grader)
     probe_page = _until_probe(client, personas.grader, evaluation)
-    if not FeedbackSlot.objects.filter(user=personas.grader, grade__isnull=False).exists():
-        # The very first claim was the probe: compare pages that both have a previous result.
+    while not FeedbackSlot.objects.filter(user=personas.grader, grade__isnull=False).exists():
+        # The first claims were probes: compare pages that both have a previous result.
         client.post(probe_page.skip_url)
         probe_page = _until_probe(client, personas.grader, evaluation)
     probe = _held_probe(personas.grader)
