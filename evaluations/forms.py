@@ -295,8 +295,8 @@ class EvaluationForm(forms.Form):
     gold_rate = forms.FloatField(
         required=False, min_value=0, max_value=50, initial=5,
         label="Gold items, % of each grader's results",
-        help_text="Results with a known answer slipped into graders' work through the "
-                  "grading API (not yet the grading page) to measure them; their grades "
+        help_text="Results with a known answer slipped into graders' work, on the grading "
+                  "page and through the grading API alike, to measure them; their grades "
                   "never count in metrics. 0 turns them off.")
     second_grader_below_gold_bar = forms.BooleanField(
         required=False, label="A second grader where a grader is below the gold bar",

@@ -328,6 +328,9 @@ class GoldProbe(models.Model):
     assigned_at = models.DateTimeField(default=timezone.now)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     graded_at = models.DateTimeField(null=True, blank=True)
+    # Skipped on the grading page: put aside for good (the row stays, so the unique
+    # constraint keeps the item from coming back to this grader), never graded.
+    skipped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -122,21 +122,9 @@ def _claim_next_id_portable(*, user: User, evaluation_ids: list[int],
 
 def _gold_probe_next(*, user: User, evaluation_ids: list[int],
                      gold_ids: Collection[int]) -> dict | None:
-    """A probe for this claim (judgments.gold), as a slot's row: the one the grader holds
-    ungraded, else a new one when the claim is due one in the first evaluation (the one a
-    slot would come from) and the grader holds no slot; None: claim a slot."""
-    now = timezone.now()
-    probing = [evaluation_id for evaluation_id in evaluation_ids if evaluation_id in gold_ids]
-    held = gold.probe_held(user=user, evaluation_ids=probing, now=now) if probing else None
-    if held is not None:
-        return gold.probe_row(held)
-    if evaluation_ids[0] not in gold_ids or FeedbackSlot.objects.filter(
-            user=user, evaluation_id__in=evaluation_ids, grade__isnull=True,
-            lease_expires_at__gte=now).exists():
-        return None
-    evaluation = Evaluation.objects.only("team_id", "scale", "gold_rate").get(
-        pk=evaluation_ids[0])
-    probe = gold.probe_claim(user=user, evaluation=evaluation, now=now)
+    """A probe for this claim (judgments.gold.probe_next, the rule the grading page uses
+    too), as a slot's row; None: claim a slot."""
+    probe = gold.probe_next(user=user, evaluation_ids=evaluation_ids, gold_ids=gold_ids)
     return None if probe is None else gold.probe_row(probe)
 
 

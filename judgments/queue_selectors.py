@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from evaluations.models import Evaluation
-from judgments.models import FeedbackSlot, GraderTags
+from judgments.models import FeedbackSlot, GoldProbe, GraderTags
 from judgments.selectors import GradingTarget
 from searchtweak import access
 from searchtweak.models import Role, Team, User
@@ -135,7 +135,9 @@ def recently_graded_evaluation_ids(*, user: User, team: Team, hours: int = 12) -
 
 @dataclass(frozen=True)
 class Progress:
-    mine: int  # slots this grader graded in the scope
+    # Results this grader graded in the scope, their gold probes too: grading a probe moves
+    # it as grading a slot does, so the page never tells them apart (judgments.views).
+    mine: int
     graded: int  # slots graded by anyone in the scope
     total: int  # all slots in the scope
 
@@ -150,7 +152,10 @@ def grading_progress(*, user: User, evaluation_ids: list[int]) -> Progress:
         graded=Count("pk", filter=Q(grade__isnull=False)),
         mine=Count("pk", filter=Q(grade__isnull=False, user=user)),
     )
-    return Progress(mine=counts["mine"], graded=counts["graded"], total=counts["total"])
+    probes = GoldProbe.objects.filter(
+        user=user, evaluation_id__in=evaluation_ids, grade__isnull=False).count()
+    return Progress(mine=counts["mine"] + probes, graded=counts["graded"],
+                    total=counts["total"])
 
 
 def guidelines_html(*, text: str) -> SafeString:

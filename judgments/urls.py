@@ -7,6 +7,9 @@ urlpatterns = [
     path("grade/", views.grade, name="grade"),
     path("grade/slots/<int:slot_id>/", views.slot, name="slot"),
     path("grade/slots/<int:slot_id>/skip/", views.slot_skip, name="skip"),
+    # The result the grader is at, slot or gold probe alike (judgments.views' docstring).
+    path("grade/results/<str:token>/", views.item, name="item"),
+    path("grade/results/<str:token>/skip/", views.item_skip, name="item_skip"),
     path("grade/evaluations/<int:evaluation_id>/", views.evaluation_grade,
          name="evaluation_grade"),
     path("feedback/evaluations/<int:evaluation_id>/", views.feedback_list, name="feedback"),

@@ -1,8 +1,26 @@
 """Grading pages (keyboard-first, plain POSTs that grade.js speeds up) and the lead's feedback
-pages; the team's admin pages are judgments.admin_views'."""
+pages; the team's admin pages are judgments.admin_views'.
 
+Gold probes on the page (judgments.gold): the queue's claim asks gold.probe_next first, the
+rule the grading API uses, so a share of claims (the evaluation's gold rate) shows a probe.
+A probe is shown by the same template with the same fields as a slot, and nothing on the
+page says which it is. Its address: the result the grader is at is always
+`/grade/results/<token>/` (the page's URL, the form's action, `…/skip/`), whether it is a
+slot or a probe; the token is the kind and id encrypted and authenticated with a Fernet key
+derived from SECRET_KEY (evaluations.crypto.fernet), fresh on every render, so it can be
+neither read nor forged and two tokens of one result do not match. The token says nothing
+of its owner: the views check that the slot or probe is the grader's (404 otherwise).
+Backspace's link is such an address too and may lead to a graded probe, re-graded as a slot
+is. `/grade/slots/<id>/` still answers for slots (old links, clients), the page no longer
+links to it.
+Progress counts a graded probe in "you graded", so grading one moves the count as a slot
+does, never in the evaluation's graded / total results.
+"""
+
+import json
 from urllib.parse import urlencode
 
+from cryptography.fernet import InvalidToken
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -12,16 +30,17 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluations.crypto import fernet
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
-from judgments import gold_items, queue_selectors, selectors, services
+from judgments import gold, gold_items, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
 from judgments.forms import (
     GradeForm,
     LeadGradeForm,
     parse_grade,
 )
-from judgments.models import FeedbackSlot
+from judgments.models import FeedbackSlot, GoldProbe
 from searchtweak import access
 from searchtweak.models import Role, Team
 
@@ -66,30 +85,89 @@ class _Scope:
         return reverse("judgments:grade")
 
 
+ITEM_SLOT, ITEM_PROBE = "s", "p"
+
+
+def item_token(kind: str, pk: int) -> str:
+    """The opaque address of a slot or probe on the page (module docstring)."""
+    return fernet("grading-page").encrypt(json.dumps([kind, pk]).encode()).decode()
+
+
+def _item_from_token(token: str) -> tuple[str, int]:
+    try:
+        kind, pk = json.loads(fernet("grading-page").decrypt(token.encode()))
+    except (InvalidToken, ValueError, TypeError):
+        raise Http404("No such result.") from None
+    if kind not in (ITEM_SLOT, ITEM_PROBE) or not isinstance(pk, int):
+        raise Http404("No such result.")
+    return kind, pk
+
+
+class _ShownProbe:
+    """A probe with the attributes the grading template reads of a slot: the gold result's
+    keyword and document, the grader's evaluation, their grade."""
+
+    def __init__(self, probe: GoldProbe):
+        self.evaluation = probe.evaluation
+        self.snapshot = probe.gold.snapshot
+        self.keyword = self.snapshot.keyword
+        self.grade, self.unsure, self.note = probe.grade, probe.unsure, probe.note
+        self.lease_expires_at = probe.lease_expires_at
+
+
+def _previous_url(request: HttpRequest, scope: _Scope, evaluation: Evaluation, *,
+                  slot: FeedbackSlot | None, probe: GoldProbe | None) -> str:
+    """Backspace: the result graded just before the one shown, slot or probe, by the same
+    opaque address either way ("" when there is none)."""
+    evaluation_ids = scope.evaluation_ids or [evaluation.pk]
+    shown = probe or slot
+    # A probe has no place among the slots: an unsaved slot stands for its time.
+    before = slot if probe is None else FeedbackSlot(pk=0, assigned_at=probe.assigned_at)
+    previous_slot = queue_selectors.previous_graded_slot(
+        user=request.user, evaluation_ids=evaluation_ids, before=before)
+    previous_probe = gold.probe_previous(
+        user=request.user, evaluation_ids=evaluation_ids,
+        before_at=shown.assigned_at if shown is not None else None,
+        before_probe_id=probe.pk if probe is not None else None)
+    if previous_probe is not None and (
+            previous_slot is None or previous_probe.assigned_at > previous_slot.assigned_at):
+        token = item_token(ITEM_PROBE, previous_probe.pk)
+    elif previous_slot is not None:
+        token = item_token(ITEM_SLOT, previous_slot.pk)
+    else:
+        return ""
+    return reverse("judgments:item", args=[token]) + scope.query
+
+
 def _render_grading(
     request: HttpRequest, scope: _Scope, slot: FeedbackSlot | None, *,
-    form_error: str = "", status: int = 200,
+    form_error: str = "", status: int = 200, probe: GoldProbe | None = None,
 ) -> HttpResponse:
-    context = {"scope": scope, "slot": slot, "form_error": form_error,
+    context = {"scope": scope, "form_error": form_error,
                "progress": queue_selectors.grading_progress(
                    user=request.user, evaluation_ids=scope.progress_ids)}
-    if slot is not None:
-        evaluation = slot.evaluation
+    shown = _ShownProbe(probe) if probe is not None else slot
+    context["slot"] = shown
+    if shown is not None:
+        evaluation = shown.evaluation
         context_scale = scale_lookup.scale_for_team(
             team_id=evaluation.team_id, code=evaluation.scale)
+        token = (item_token(ITEM_PROBE, probe.pk) if probe is not None
+                 else item_token(ITEM_SLOT, slot.pk))
+        item_url = reverse("judgments:item", args=[token])
         context.update({
             "evaluation": evaluation,
             "scale": context_scale,
             "guidelines": queue_selectors.guidelines_html(text=evaluation.guidelines),
-            "previous": queue_selectors.previous_graded_slot(
-                user=request.user, evaluation_ids=scope.evaluation_ids or [evaluation.pk],
-                before=slot),
-            "regrade": slot.grade is not None,
-            "current_label": context_scale.label_of(slot.grade) if context_scale else "",
-            "fields": [(label, value) for label, value in (slot.snapshot.fields or {}).items()],
-            "image": queue_selectors.document_image_src(slot.snapshot.image),
-            "lease_minutes": queue_selectors.lease_minutes_left(slot),
-            "slot_url": reverse("judgments:slot", args=[slot.pk]) + scope.query,
+            "previous_url": _previous_url(request, scope, evaluation, slot=slot, probe=probe),
+            "regrade": shown.grade is not None,
+            "current_label": context_scale.label_of(shown.grade) if context_scale else "",
+            "fields": [(label, value) for label, value in (shown.snapshot.fields or {}).items()],
+            "image": queue_selectors.document_image_src(shown.snapshot.image),
+            "lease_minutes": queue_selectors.lease_minutes_left(shown),
+            "item_url": item_url + scope.query,
+            "skip_url": item_url + "skip/" + scope.query,
+            "slot_url": item_url + scope.query,
         })
     else:
         context.update({
@@ -121,6 +199,13 @@ def _next(request: HttpRequest) -> HttpResponse:
     scope = _Scope(request)
     slot = None
     if scope.team is not None:
+        # The API's rule (judgments.gold.probe_next) first: a share of claims is a probe.
+        probe = gold.probe_next(
+            user=request.user, evaluation_ids=scope.evaluation_ids,
+            gold_ids=gold.probing_evaluation_ids(evaluation_ids=scope.evaluation_ids))
+        if probe is not None:
+            return _render_grading(request, scope, None, probe=gold.probe_get_for_user(
+                user=request.user, probe_id=probe.pk))
         # Asking again returns the result already held, so this GET claims at most one.
         slot = services.slot_claim_next(
             user=request.user, team=scope.team, evaluation=scope.evaluation)
@@ -129,24 +214,28 @@ def _next(request: HttpRequest) -> HttpResponse:
     return _render_grading(request, scope, slot)
 
 
-@require_http_methods(["GET", "POST"])
-@login_required
-def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
-    """GET shows one of the grader's own results (Backspace re-grades the previous one);
-    POST grades it and moves on to the next."""
+def _grade_form_problem(form: GradeForm) -> str:
+    # Name the field at fault: a note past its limit is not a missing grade.
+    return ("Choose one of the grades." if "grade" in form.errors else " ".join(
+        f"{name.capitalize()}: {message}" for name, errors in form.errors.items()
+        for message in errors))
+
+
+def _own_slot(request: HttpRequest, slot_id: int) -> FeedbackSlot:
     found = selectors.slot_get_for_user(user=request.user, slot_id=slot_id)
     if found.user_id != request.user.pk:
         raise Http404("No such slot.")
+    return found
+
+
+def _slot_page(request: HttpRequest, found: FeedbackSlot) -> HttpResponse:
     scope = _Scope(request)
     if request.method == "GET":
         return _render_grading(request, scope, found)
     form = GradeForm(request.POST)
     if not form.is_valid():
-        # Name the field at fault: a note past its limit is not a missing grade.
-        problem = ("Choose one of the grades." if "grade" in form.errors else " ".join(
-            f"{name.capitalize()}: {message}" for name, errors in form.errors.items()
-            for message in errors))
-        return _render_grading(request, scope, found, status=400, form_error=problem)
+        return _render_grading(request, scope, found, status=400,
+                               form_error=_grade_form_problem(form))
     try:
         services.feedback_submit(
             user=request.user, slot_id=found.pk, grade=parse_grade(form.cleaned_data["grade"]),
@@ -160,12 +249,69 @@ def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
     return redirect(scope.queue_url)
 
 
+def _probe_page(request: HttpRequest, probe: GoldProbe) -> HttpResponse:
+    """A probe shown and graded as _slot_page does a slot; its grade goes on the probe
+    (services.gold_probe_grade), never on a slot, so no metric reads it."""
+    scope = _Scope(request)
+    if request.method == "GET":
+        return _render_grading(request, scope, None, probe=probe)
+    form = GradeForm(request.POST)
+    if not form.is_valid():
+        return _render_grading(request, scope, None, probe=probe, status=400,
+                               form_error=_grade_form_problem(form))
+    try:
+        services.gold_probe_grade(
+            user=request.user, snapshot_id=probe.gold.snapshot_id,
+            evaluation_id=probe.evaluation_id, grade=parse_grade(form.cleaned_data["grade"]),
+            unsure=form.cleaned_data["unsure"], note=form.cleaned_data["note"])
+    except ValidationError as error:
+        if "grade" in error.message_dict:
+            return _render_grading(request, scope, None, probe=probe, status=400,
+                                   form_error=" ".join(error.message_dict["grade"]))
+        messages.error(request, " ".join(error.messages))
+    return redirect(scope.queue_url)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
+    """GET shows one of the grader's own results (Backspace re-grades the previous one);
+    POST grades it and moves on to the next."""
+    return _slot_page(request, _own_slot(request, slot_id))
+
+
 @require_POST
 @login_required
 def slot_skip(request: HttpRequest, slot_id: int) -> HttpResponse:
     found = selectors.slot_get_for_user(user=request.user, slot_id=slot_id)
     scope = _Scope(request)
     services.slot_skip(user=request.user, slot_id=found.pk)
+    return redirect(scope.queue_url)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def item(request: HttpRequest, token: str) -> HttpResponse:
+    """The result the grader is at, slot or probe, by its opaque address (module
+    docstring): GET shows it, POST grades it and moves on to the next."""
+    kind, pk = _item_from_token(token)
+    if kind == ITEM_PROBE:
+        return _probe_page(request, gold.probe_get_for_user(user=request.user, probe_id=pk))
+    return _slot_page(request, _own_slot(request, pk))
+
+
+@require_POST
+@login_required
+def item_skip(request: HttpRequest, token: str) -> HttpResponse:
+    """Skip the result the grader is at: a slot goes back to the pool (it comes back
+    last), a probe is put aside for good (gold.probe_skip)."""
+    kind, pk = _item_from_token(token)
+    scope = _Scope(request)
+    if kind == ITEM_PROBE:
+        gold.probe_skip(user=request.user,
+                        probe_id=gold.probe_get_for_user(user=request.user, probe_id=pk).pk)
+    else:
+        services.slot_skip(user=request.user, slot_id=_own_slot(request, pk).pk)
     return redirect(scope.queue_url)
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from judgments import services
-from judgments.models import FeedbackSlot
+from evaluations.models import Evaluation, Snapshot
+from judgments import gold, services
+from judgments.models import FeedbackSlot, GoldItem, GoldProbe
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import PASSWORD
 
@@ -102,6 +103,36 @@ def test_unsure_with_a_note_is_stored(page, live_server, personas):
     press_and_wait(page, "1", mine=1)
     slot = FeedbackSlot.objects.get(evaluation=evaluation, grade__isnull=False)
     assert (slot.grade, slot.unsure, slot.note) == (1, True, "ambiguous query")
+
+
+def test_a_gold_probe_is_graded_by_keyboard_like_any_result(page, live_server, personas):
+    source = evaluation_with_slots(personas.team, keywords=1, positions=1, texts=["ducks"])
+    gold_snapshot = Snapshot.objects.get(keyword__evaluation=source)
+    GoldItem.objects.create(team=personas.team, scale="graded", snapshot=gold_snapshot,
+                            grade=2, source="page")
+    Evaluation.objects.filter(pk=source.pk).update(status=Evaluation.Status.FINISHED)
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=12, gold_rate=0.5)
+    # The claim that shows the one gold item, as the rule (judgments.gold.probe_due) says.
+    grader = personas.grader
+    claim = next(n for n in range(12) if gold.probe_due(
+        user_id=grader.pk, evaluation_id=evaluation.pk, claim_number=n, rate=0.5))
+    log_in(page, live_server, "grader")
+    page.goto(f"{live_server.url}/grade/evaluations/{evaluation.pk}/")
+    keys_ready(page)
+    for mine in range(1, claim + 1):
+        press_and_wait(page, "1", mine=mine)
+    expect(page.get_by_test_id("document-name")).to_have_text(gold_snapshot.name)
+    # The queue's address on a first load, else the opaque one slots have too.
+    assert "gold" not in page.url and "probe" not in page.url
+    # U and a note, then a grade key: stored on the probe; "you graded" moves as for a slot.
+    page.keyboard.press("u")
+    page.keyboard.type("looks odd")
+    page.keyboard.press("Enter")
+    press_and_wait(page, "3", mine=claim + 1)
+    expect(page.get_by_test_id("document-name")).not_to_have_text(gold_snapshot.name)
+    probe = GoldProbe.objects.get(user=grader)
+    assert (probe.grade, probe.unsure, probe.note) == (3, True, "looks odd")
+    assert not FeedbackSlot.objects.filter(grade=3).exists()
 
 
 def test_the_page_works_without_javascript(browser, live_server, personas):

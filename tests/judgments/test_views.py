@@ -1,3 +1,4 @@
+import re
 from datetime import timedelta
 
 import pytest
@@ -185,9 +186,11 @@ def test_the_previous_result_can_be_regraded(personas):
     first = FeedbackSlot.objects.get(user=personas.grader)
     client.post(f"/grade/slots/{first.pk}/", {"grade": "1"})
     page = client.get("/grade/").content.decode()
-    assert f'href="/grade/slots/{first.pk}/"' in page
-    previous = client.get(f"/grade/slots/{first.pk}/").content.decode()
+    # Backspace's link: the opaque address the page gives every result (judgments.views).
+    link = re.search(r'<a href="(/grade/results/[^"]+/)" data-action="previous"', page).group(1)
+    previous = client.get(link).content.decode()
     assert 'data-testid="regrade"' in previous and "Result 1 for query 1" in previous
+    assert 'data-testid="regrade"' in client.get(f"/grade/slots/{first.pk}/").content.decode()
     client.post(f"/grade/slots/{first.pk}/", {"grade": "0"})
     assert FeedbackSlot.objects.get(pk=first.pk).grade == 0
 

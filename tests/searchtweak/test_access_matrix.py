@@ -34,6 +34,7 @@ from evaluations.models import Evaluation, Keyword, QuerySet, Schedule, Schedule
 from evaluations.services import query_set_create, schedule_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
+from judgments import views as judgment_views
 from judgments.models import FeedbackSlot, Transformer
 from searchtweak.models import Membership, Notification, Role, Team, User
 from searchtweak.notification_delivery import unsubscribe_token
@@ -217,6 +218,10 @@ def _snapshot(d: Dataset) -> dict:
 
 def _slot(d: Dataset) -> dict:
     return {"slot_id": d.slot.pk}
+
+
+def _slot_item(d: Dataset) -> dict:
+    return {"token": judgment_views.item_token(judgment_views.ITEM_SLOT, d.slot.pk)}
 
 
 def _scale(d: Dataset) -> dict:
@@ -665,6 +670,13 @@ TABLE: dict[str, Row] = {
     ),
     # Skipping a slot you do not hold changes nothing and goes back to the queue.
     "judgments:skip": row(_slot, POST=(302, 302, 302, 302, 404, LOGIN)),
+    # The same slot by the page's opaque address; skipping there is for its holder alone.
+    "judgments:item": row(
+        _slot_item,
+        GET=(404, 404, 404, 200, 404, LOGIN),
+        POST=(404, 404, 404, 400, 404, LOGIN),
+    ),
+    "judgments:item_skip": row(_slot_item, POST=(404, 404, 404, 302, 404, LOGIN)),
     "judgments:evaluation_grade": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
     "judgments:feedback": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
     "judgments:lead_grade": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
