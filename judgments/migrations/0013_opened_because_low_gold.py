@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judgments', '0011_slot_opened_because'),
+        ('judgments', '0012_probe_skipped_at'),
     ]
 
     operations = [
