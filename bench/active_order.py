@@ -5,7 +5,10 @@
     recompute_metrics), one handing out in position order, one decisive; one grader claims
     the next slot (judgments' one SKIP LOCKED claim, slot_claim_next_assigned) and the slot
     is then filled by a plain UPDATE (untimed), rounds alternated; medians of claims/s and
-    their ratio (target: decisive within 10 % of position order).
+    their ratio (target: decisive within 10 % of position order). One grader gives every
+    grade, so each claim passes over the free slots of results they already hold one of:
+    both orders' figures depend on how the claim excludes those (docs/ARCHITECTURE.md,
+    The grading queue, has the figures and what dominates them).
 (b) The simulation, in pure metrics.core (no database): two rankings (A, B) of the same
     keywords (20 x 10 results) with hidden true grades (seeded, synthetic: B's results a
     little likelier relevant), grading budgets of 30 % (the issue's), 50 and 70 % of each

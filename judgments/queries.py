@@ -100,15 +100,15 @@ WHERE {{guard}}"id" = {{pick}}
 RETURNING {{returning}}
 """
 CLAIM_PICK = f"""(
-    SELECT s."id" FROM {SLOTS} s
+    SELECT s."id" FROM {SLOTS} s{{join}}
     WHERE {{where}} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
       AND NOT EXISTS (SELECT 1 FROM {SLOTS} o
                       WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
-                        AND o."id" <> s."id")
+                        AND o."id" <> s."id"{{probe}})
       {{skips}}{{candidates}}
     ORDER BY {{order}} LIMIT 1{{lock}})"""
 NOT_SKIPPED = f"""AND NOT EXISTS (SELECT 1 FROM {SKIPS} k
-                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s)"""
+                      WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s{{probe}})"""
 # The first slot the grader holds ungraded among some evaluations, its lease renewed.
 RENEW_HELD_SQL = f"""
 UPDATE {SLOTS} SET "lease_expires_at" = %s WHERE {{guard}}"id" = (
@@ -172,18 +172,21 @@ SHUFFLED_QUEUE_ORDER = (
 # --- decisive evaluations (Evaluation.grading_order "decisive"): grade what decides first ---
 
 # The ORDER BY key that puts first the slots whose grade can narrow the widest bounds most:
-# `build(evaluation=..., keyword=..., snapshot=..., position=...)` (SQL expressions, the
-# evaluation a %s)
-# returns (candidates, key): a query of the ids of the evaluation's keywords worth looking
+# `build(evaluation=..., keyword=..., snapshot=..., position=..., constants=...)` (SQL
+# expressions, the evaluation a %s; `constants` an alias) returns (constants, candidates,
+# key): a one-row SELECT of what every slot's key reads alike (the claim computes it once
+# and names it `constants`), a query of the ids of the evaluation's keywords worth looking
 # at (a few, the widest) and an expression, larger for the slot to hand out first; no
 # parameter but the evaluation's (as many times as `evaluation` appears in each). The
 # bounds are the metrics app's table, and metrics sits above judgments: it registers the
 # builder at start-up (as judgments.grading.register_version_bump_cte). Without it,
 # decisive evaluations hand out in position order.
-_decisive_key: Callable[..., tuple[str, str]] | None = None
+_decisive_key: Callable[..., tuple[str, str, str]] | None = None
+# The one-row constants of a decisive pick, as the key reads them.
+DECISIVE_CONSTANTS = "d"
 
 
-def register_decisive_key(build: Callable[..., tuple[str, str]] | None) -> None:
+def register_decisive_key(build: Callable[..., tuple[str, str, str]] | None) -> None:
     global _decisive_key
     _decisive_key = build
 
@@ -193,12 +196,24 @@ class DecisiveOrder:
     """A decisive claim's first pick: among the free slots of `candidates` (a keyword-id
     subquery: the few widest keywords, so the sort stays small), the largest key first,
     then position order; its parameters. When that finds nothing (every candidate's slots
-    held, skipped or graded), the claim takes the first free slot in position order."""
+    held, skipped or graded), the claim takes the first free slot in position order.
 
+    `join` puts the key's constants beside the slots as one row, computed once: the
+    planner neither copies their subqueries into every use (each copy planned anew on
+    each claim) nor re-plans them per slot. `probe` keeps the pick's "not already held by
+    this grader, not skipped" checks one index look-up per candidate slot: joined instead,
+    PostgreSQL (which guesses the grader holds about no slots) scanned all the grader's
+    slots for each candidate, which grew with every grade they gave."""
+
+    join: str
+    join_params: list
     candidates: str
     candidate_params: list
     order: str
     order_params: list
+    # LIMIT 1 OFFSET 0 (SQLite takes no OFFSET alone): PostgreSQL neither flattens such a
+    # subquery into the outer one nor turns NOT EXISTS on it into a join.
+    probe: str = " LIMIT 1 OFFSET 0"
 
 
 def decisive_queue_order(*, evaluation_id: int) -> DecisiveOrder | None:
@@ -206,9 +221,12 @@ def decisive_queue_order(*, evaluation_id: int) -> DecisiveOrder | None:
     (position order)."""
     if _decisive_key is None:
         return None
-    candidates, key = _decisive_key(evaluation="%s", keyword='s."keyword_id"',
-                                    snapshot='s."snapshot_id"', position='s."position"')
+    constants, candidates, key = _decisive_key(
+        evaluation="%s", keyword='s."keyword_id"', snapshot='s."snapshot_id"',
+        position='s."position"', constants=DECISIVE_CONSTANTS)
     return DecisiveOrder(
+        join=f"\n    CROSS JOIN ({constants} LIMIT 1 OFFSET 0) {DECISIVE_CONSTANTS}",
+        join_params=[evaluation_id] * constants.count("%s"),
         # On PostgreSQL an array computed once: the slots are then found by keyword
         # (slot_keyword_idx), whatever the planner guesses of the subquery's size.
         candidates=(f'\n      AND s."keyword_id" = ANY(ARRAY({candidates}))'
@@ -254,22 +272,26 @@ def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list,
     `guard` is a condition (ending in AND) that must hold for anything to be claimed. With
     `decisive`, its pick first and `order`'s when that finds nothing: still one statement
     (COALESCE runs the second pick only when the first is null)."""
-    skips = "" if include_skipped else NOT_SKIPPED
     pick_params = [*where_params, sql.time_param(now), user_id]
     if not include_skipped:
         pick_params.append(user_id)
 
-    def pick(order: str, candidates: str = "") -> str:
-        return CLAIM_PICK.format(where=where, order=order, lock=sql.skip_locked(), skips=skips,
-                                 candidates=candidates)
+    def pick(order: str, candidates: str = "", join: str = "", probe: str = "") -> str:
+        # With a join, lock only the slot (FOR UPDATE alone would reach into the join too).
+        lock = " FOR UPDATE OF s SKIP LOCKED" if join and sql.is_postgresql() \
+            else sql.skip_locked()
+        return CLAIM_PICK.format(
+            where=where, order=order, lock=lock, join=join, probe=probe,
+            skips="" if include_skipped else NOT_SKIPPED.format(probe=probe),
+            candidates=candidates)
 
     if decisive is None:
         picked, params = pick(order), [*pick_params, *(order_params or [])]
     else:
-        picked = (f"COALESCE({pick(decisive.order, decisive.candidates)},"
-                  f" {pick(order)})")
-        params = [*pick_params, *decisive.candidate_params, *decisive.order_params,
-                  *pick_params, *(order_params or [])]
+        first = pick(decisive.order, decisive.candidates, decisive.join, decisive.probe)
+        picked = f"COALESCE({first}, {pick(order)})"
+        params = [*decisive.join_params, *pick_params, *decisive.candidate_params,
+                  *decisive.order_params, *pick_params, *(order_params or [])]
     statement = CLAIM_SQL.format(guard=guard, returning=returning, pick=picked)
     return statement, [user_id, sql.time_param(now), sql.time_param(lease_until), False,
                        *params]

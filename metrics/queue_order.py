@@ -26,6 +26,22 @@ neither a scan of the evaluation's keywords nor of its slots; if those have noth
 it takes position order, as it does for keywords the recompute has not reached yet (no
 width stored). The widths are as last stored: between a grade and its recompute the queue
 reads the previous ones.
+
+What it costs: the first metric's k and the comparison set are read inside the claim, once,
+as one row beside the slots (`constants`), not as a copy of their subqueries at each use in
+the key, which PostgreSQL planned anew on every claim; and a candidate slot is checked for
+"the grader holds another slot of this result" or "skipped it" by one index look-up each
+(judgments.queries.DecisiveOrder.probe): as an anti join, PostgreSQL (guessing the grader
+holds about no slots) scanned all the grader's slots for each candidate, a cost that grew
+with every grade they gave: in EXPLAIN ANALYZE of a claim after 1,200 grades, the decisive
+pick took 15 ms before, 2 ms after. bench/active_order.py --throughput-only (five runs
+each, alternated with main's code on a shared, loaded machine): decisive claims/s over
+position order's, median 0.75 (0.69-0.87) before, 0.86 (0.68-1.23) after. The ratio is
+still noisy and under 0.90 because both orders' claims there are dominated by the same scan
+in the positional pick (judgments.queries.CLAIM_PICK's anti join, not this key's); with that
+pick probed by index too (one run), position order ran 299 claims/s and decisive 175: what
+is left is the decisive statement's planning (custom plans on every claim, about 1.4 ms
+against 0.6) and its candidate scan.
 """
 
 from django.db import connection
@@ -83,22 +99,27 @@ def _discount_there(comparison: str, keyword: str, snapshot: str, k: str) -> str
             f' WHERE tk."id" = {keyword} AND b."position" <= {k}), 0.0E0)')
 
 
-def decisive_key_sql(*, evaluation: str, keyword: str, snapshot: str,
-                     position: str) -> tuple[str, str]:
-    """(candidates, key) over SQL expressions (judgments.queries.register_decisive_key's
-    contract): the CANDIDATE_KEYWORDS widest keywords of the evaluation (ties: keyword
+def decisive_key_sql(*, evaluation: str, keyword: str, snapshot: str, position: str,
+                     constants: str) -> tuple[str, str, str]:
+    """(constants, candidates, key) over SQL expressions (judgments.queries.
+    register_decisive_key's contract): a one-row SELECT of what every slot's key reads alike
+    (the first metric's k, the comparison set's id; the key reads them through the alias
+    `constants`), the CANDIDATE_KEYWORDS widest keywords of the evaluation (ties: keyword
     order), and the slot's key, larger for the one to hand out first."""
+    # Read once per claim, inside it: a metric's k or the team's baseline can change
+    # between two claims, so nothing of them is cached in the process.
+    one_row = (f'SELECT {_first_metric_k(evaluation)} AS "k",'
+               f' {comparison_sql(evaluation)} AS "comparison"')
     candidates = (f'SELECT w."keyword_id" FROM {_WIDTHS} w WHERE w."evaluation_id" = {evaluation}'
                   f' ORDER BY w."width" DESC, w."keyword_position" LIMIT {CANDIDATE_KEYWORDS}')
-    k = _first_metric_k(evaluation)
-    comparison = comparison_sql(evaluation)
+    k, comparison = f'{constants}."k"', f'{constants}."comparison"'
     here = _discount(position, k)
     # CASE: without a comparison set (the usual), no per-slot look-up of the other side.
     weight = (f"(CASE WHEN {comparison} IS NULL THEN {here}"
               f" ELSE ABS({here} - {_discount_there(comparison, keyword, snapshot, k)})"
               " END)")
     width = f'(SELECT w."width" FROM {_WIDTHS} w WHERE w."keyword_id" = {keyword})'
-    return candidates, f"({width} * {weight})"
+    return one_row, candidates, f"({width} * {weight})"
 
 
 def first_metric_bounds_width(*, evaluation_id: int, keyword_id: int

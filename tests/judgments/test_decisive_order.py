@@ -4,7 +4,10 @@ width / ln(position + 1) of the first metric, 0 past its k (metrics.queue_order)
 recomputes (eager here) narrow the bounds as grades come. SQLite by default; PostgreSQL
 with DATABASE_URL."""
 
+import json
+
 import pytest
+from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -226,3 +229,47 @@ def test_an_evaluation_that_is_the_baseline_has_no_comparison_set(personas):
              for user in (personas.grader, personas.lead, personas.owner)]
     assert [(s.keyword.position, s.snapshot.position) for s in first] == [
         (1, 1), (2, 1), (1, 2)]
+
+
+# --- the claim's cost (PostgreSQL's plan of the decisive pick) ---
+
+def test_a_skipped_result_comes_after_the_decisive_ones(personas):
+    evaluation = decisive_evaluation(personas.team)
+    first = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                     evaluation=evaluation)
+    assert (first.keyword.position, first.snapshot.position) == (2, 1)
+    services.slot_skip(user=personas.grader, slot_id=first.pk)
+    again = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                     evaluation=evaluation)
+    assert (again.keyword.position, again.snapshot.position) == (2, 2)
+
+
+def _plan_nodes(node: dict) -> list[dict]:
+    return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
+
+
+def test_the_decisive_pick_reads_the_config_once_and_probes_held_slots_by_index(personas):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's plan")
+    evaluation = decisive_evaluation(personas.team)
+    now = timezone.now()
+    statement, params = queries.evaluation_claim_sql(
+        user_id=personas.grader.pk, now=now, lease_until=now, evaluation_id=evaluation.pk,
+        include_skipped=False, decisive=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", params)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    nodes = _plan_nodes(plan[0]["Plan"])
+    # k and the comparison set once for the whole claim, not once per use in the key.
+    assert [n.get("Relation Name") for n in nodes].count("evaluations_evaluationmetric") == 1
+    # The decisive pick (the sort by the key) checks "the grader holds no other slot of
+    # this result" and "did not skip it" per candidate by index (a subplan): as an anti
+    # join, PostgreSQL scanned all the grader's slots for each candidate.
+    sort = next(n for n in nodes if n["Node Type"] == "Sort"
+                and any("ln(" in key for key in n["Sort Key"]))
+    assert not [n for n in _plan_nodes(sort) if n.get("Join Type") == "Anti"]
+    probes = {n["Relation Name"]
+              for subplan in _plan_nodes(sort) if subplan.get("Parent Relationship") == "SubPlan"
+              for n in _plan_nodes(subplan) if n["Node Type"].startswith("Index")}
+    assert {"judgments_feedbackslot", "judgments_slotskip"} <= probes, probes
