@@ -107,6 +107,12 @@ CLAIM_PICK = f"""(
                         AND o."id" <> s."id"{{probe}})
       {{skips}}{{candidates}}
     ORDER BY {{order}} LIMIT 1{{lock}})"""
+# The pick's "not already held by this grader, not skipped" checks end in PROBE, so each is
+# one index look-up per slot the pick passes: LIMIT 1 OFFSET 0 (SQLite takes no OFFSET
+# alone) keeps PostgreSQL from turning NOT EXISTS into an anti join, which it did guessing
+# the grader holds about no slots, and which then scanned all the grader's slots on every
+# claim: each grade they gave made their next claim slower.
+PROBE = " LIMIT 1 OFFSET 0"
 NOT_SKIPPED = f"""AND NOT EXISTS (SELECT 1 FROM {SKIPS} k
                       WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s{{probe}})"""
 # The first slot the grader holds ungraded among some evaluations, its lease renewed.
@@ -200,10 +206,7 @@ class DecisiveOrder:
 
     `join` puts the key's constants beside the slots as one row, computed once: the
     planner neither copies their subqueries into every use (each copy planned anew on
-    each claim) nor re-plans them per slot. `probe` keeps the pick's "not already held by
-    this grader, not skipped" checks one index look-up per candidate slot: joined instead,
-    PostgreSQL (which guesses the grader holds about no slots) scanned all the grader's
-    slots for each candidate, which grew with every grade they gave."""
+    each claim) nor re-plans them per slot."""
 
     join: str
     join_params: list
@@ -211,9 +214,6 @@ class DecisiveOrder:
     candidate_params: list
     order: str
     order_params: list
-    # LIMIT 1 OFFSET 0 (SQLite takes no OFFSET alone): PostgreSQL neither flattens such a
-    # subquery into the outer one nor turns NOT EXISTS on it into a join.
-    probe: str = " LIMIT 1 OFFSET 0"
 
 
 def decisive_queue_order(*, evaluation_id: int) -> DecisiveOrder | None:
@@ -276,19 +276,19 @@ def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list,
     if not include_skipped:
         pick_params.append(user_id)
 
-    def pick(order: str, candidates: str = "", join: str = "", probe: str = "") -> str:
+    def pick(order: str, candidates: str = "", join: str = "") -> str:
         # With a join, lock only the slot (FOR UPDATE alone would reach into the join too).
         lock = " FOR UPDATE OF s SKIP LOCKED" if join and sql.is_postgresql() \
             else sql.skip_locked()
         return CLAIM_PICK.format(
-            where=where, order=order, lock=lock, join=join, probe=probe,
-            skips="" if include_skipped else NOT_SKIPPED.format(probe=probe),
+            where=where, order=order, lock=lock, join=join, probe=PROBE,
+            skips="" if include_skipped else NOT_SKIPPED.format(probe=PROBE),
             candidates=candidates)
 
     if decisive is None:
         picked, params = pick(order), [*pick_params, *(order_params or [])]
     else:
-        first = pick(decisive.order, decisive.candidates, decisive.join, decisive.probe)
+        first = pick(decisive.order, decisive.candidates, decisive.join)
         picked = f"COALESCE({first}, {pick(order)})"
         params = [*decisive.join_params, *pick_params, *decisive.candidate_params,
                   *decisive.order_params, *pick_params, *(order_params or [])]

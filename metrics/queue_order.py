@@ -29,19 +29,16 @@ reads the previous ones.
 
 What it costs: the first metric's k and the comparison set are read inside the claim, once,
 as one row beside the slots (`constants`), not as a copy of their subqueries at each use in
-the key, which PostgreSQL planned anew on every claim; and a candidate slot is checked for
-"the grader holds another slot of this result" or "skipped it" by one index look-up each
-(judgments.queries.DecisiveOrder.probe): as an anti join, PostgreSQL (guessing the grader
-holds about no slots) scanned all the grader's slots for each candidate, a cost that grew
-with every grade they gave: in EXPLAIN ANALYZE of a claim after 1,200 grades, the decisive
-pick took 15 ms before, 2 ms after. bench/active_order.py --throughput-only (five runs
-each, alternated with main's code on a shared, loaded machine): decisive claims/s over
-position order's, median 0.75 (0.69-0.87) before, 0.86 (0.68-1.23) after. The ratio is
-still noisy and under 0.90 because both orders' claims there are dominated by the same scan
-in the positional pick (judgments.queries.CLAIM_PICK's anti join, not this key's); with that
-pick probed by index too (one run), position order ran 299 claims/s and decisive 175: what
-is left is the decisive statement's planning (custom plans on every claim, about 1.4 ms
-against 0.6) and its candidate scan.
+the key, which PostgreSQL planned anew on every claim; and, as in every claim, a candidate
+slot is checked for "the grader holds another slot of this result" or "skipped it" by one
+index look-up each (judgments.queries.PROBE). bench/active_order.py --throughput-only
+(2,000 keywords, one grader, medians of 5 rounds of 200 claims): before both changes
+position order ran 35 claims/s and decisive 23 (0.67); after, 256 and 167 (0.65), and 280
+and 153 (0.55) in a second run. So decisive claims are now about 4-5 times as fast as
+position order's were, but still about 0.6 of position order's own, short of the issue's
+0.90: what is left is the decisive pick's planning (custom plans on every claim; with k
+and the comparison set as literals, one experiment, the ratio was 0.72), its candidate
+sort and the COALESCE's second pick.
 """
 
 from django.db import connection

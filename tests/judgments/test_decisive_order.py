@@ -273,3 +273,25 @@ def test_the_decisive_pick_reads_the_config_once_and_probes_held_slots_by_index(
               for subplan in _plan_nodes(sort) if subplan.get("Parent Relationship") == "SubPlan"
               for n in _plan_nodes(subplan) if n["Node Type"].startswith("Index")}
     assert {"judgments_feedbackslot", "judgments_slotskip"} <= probes, probes
+
+
+def test_a_position_order_claim_probes_held_and_skipped_slots_by_index(personas):
+    # The same checks in every claim (judgments.queries.PROBE): as an anti join they
+    # scanned all the grader's slots, each claim slower than the one before.
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's plan")
+    evaluation = decisive_evaluation(personas.team)
+    now = timezone.now()
+    statement, params = queries.evaluation_claim_sql(
+        user_id=personas.grader.pk, now=now, lease_until=now, evaluation_id=evaluation.pk,
+        include_skipped=False)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", params)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    nodes = _plan_nodes(plan[0]["Plan"])
+    assert not [n for n in nodes if n.get("Join Type") == "Anti"]
+    probes = {n["Relation Name"] for subplan in nodes
+              if subplan.get("Parent Relationship") == "SubPlan"
+              for n in _plan_nodes(subplan) if n["Node Type"].startswith("Index")}
+    assert {"judgments_feedbackslot", "judgments_slotskip"} <= probes, probes
