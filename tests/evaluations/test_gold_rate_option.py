@@ -32,13 +32,18 @@ def test_the_form_sets_it_as_a_percentage_and_defaults_to_five(client, personas)
     assert evaluation.gold_rate == pytest.approx(0.05)
 
 
-def test_the_api_defaults_sets_and_validates_it(personas):
+def _api_created(personas) -> tuple[APIClient, dict]:
+    """A lead's API client and the evaluation they created through it with the defaults."""
     model = SearchModelFactory(endpoint__team=personas.team)
     lead = APIClient()
     lead.force_authenticate(personas.lead)
     body = {"name": "A", "model": model.pk, "scale": "graded", "strategy": 1,
             "keywords": ["boots"], "metrics": [{"code": "ndcg", "k": 10}]}
-    created = lead.post("/api/v1/evaluations/", body, format="json").json()
+    return lead, lead.post("/api/v1/evaluations/", body, format="json").json()
+
+
+def test_the_api_defaults_sets_and_validates_it(personas):
+    lead, created = _api_created(personas)
     assert created["gold_rate"] == 0.05
     url = f"/api/v1/evaluations/{created['id']}/"
     assert lead.patch(url, {"gold_rate": 0}, format="json").json()["gold_rate"] == 0
@@ -83,12 +88,7 @@ def test_the_form_sets_the_second_grader_under_1_to_3_only(client, personas):
 
 
 def test_the_api_sets_the_second_grader_and_names_the_field_when_refused(personas):
-    model = SearchModelFactory(endpoint__team=personas.team)
-    lead = APIClient()
-    lead.force_authenticate(personas.lead)
-    body = {"name": "A", "model": model.pk, "scale": "graded", "strategy": 1,
-            "keywords": ["boots"], "metrics": [{"code": "ndcg", "k": 10}]}
-    created = lead.post("/api/v1/evaluations/", body, format="json").json()
+    lead, created = _api_created(personas)
     assert created["second_grader_below_gold_bar"] is False
     url = f"/api/v1/evaluations/{created['id']}/"
     refused = lead.patch(url, {"second_grader_below_gold_bar": True}, format="json")

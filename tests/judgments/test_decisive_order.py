@@ -248,19 +248,25 @@ def _plan_nodes(node: dict) -> list[dict]:
     return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
 
 
-def test_the_decisive_pick_reads_the_config_once_and_probes_held_slots_by_index(personas):
+def _claim_plan_nodes(personas, *, decisive: bool) -> list[dict]:
+    """Every node of PostgreSQL's plan of a claim in a decisive evaluation, in decisive or
+    position order."""
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's plan")
     evaluation = decisive_evaluation(personas.team)
     now = timezone.now()
     statement, params = queries.evaluation_claim_sql(
         user_id=personas.grader.pk, now=now, lease_until=now, evaluation_id=evaluation.pk,
-        include_skipped=False, decisive=True)
+        include_skipped=False, decisive=decisive)
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", params)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
-    nodes = _plan_nodes(plan[0]["Plan"])
+    return _plan_nodes(plan[0]["Plan"])
+
+
+def test_the_decisive_pick_reads_the_config_once_and_probes_held_slots_by_index(personas):
+    nodes = _claim_plan_nodes(personas, decisive=True)
     # k and the comparison set once for the whole claim, not once per use in the key.
     assert [n.get("Relation Name") for n in nodes].count("evaluations_evaluationmetric") == 1
     # The decisive pick (the sort by the key) checks "the grader holds no other slot of
@@ -278,18 +284,7 @@ def test_the_decisive_pick_reads_the_config_once_and_probes_held_slots_by_index(
 def test_a_position_order_claim_probes_held_and_skipped_slots_by_index(personas):
     # The same checks in every claim (judgments.queries.PROBE): as an anti join they
     # scanned all the grader's slots, each claim slower than the one before.
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's plan")
-    evaluation = decisive_evaluation(personas.team)
-    now = timezone.now()
-    statement, params = queries.evaluation_claim_sql(
-        user_id=personas.grader.pk, now=now, lease_until=now, evaluation_id=evaluation.pk,
-        include_skipped=False)
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", params)
-        plan = cursor.fetchone()[0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    nodes = _plan_nodes(plan[0]["Plan"])
+    nodes = _claim_plan_nodes(personas, decisive=False)
     assert not [n for n in nodes if n.get("Join Type") == "Anti"]
     probes = {n["Relation Name"] for subplan in nodes
               if subplan.get("Parent Relationship") == "SubPlan"
