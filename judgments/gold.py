@@ -187,9 +187,10 @@ def probe_row(probe: GoldProbe) -> dict:
 def probe_for_grade(*, user: User, snapshot_id: int,
                     evaluation_id: int | None = None) -> GoldProbe | None:
     """The grader's probe showing this result (in this evaluation when given), locked:
-    where a grade sent for the result goes."""
+    where a grade sent for the result goes. Not a skipped one: put aside, it takes no
+    grade by any door (a late answer would count after the grader declined it)."""
     probes = GoldProbe.objects.select_for_update().filter(
-        user=user, gold__snapshot_id=snapshot_id)
+        user=user, gold__snapshot_id=snapshot_id, skipped_at__isnull=True)
     if evaluation_id is not None:
         probes = probes.filter(evaluation_id=evaluation_id)
     return probes.first()

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments import gold
@@ -216,6 +217,14 @@ def test_a_skipped_probe_never_comes_back_and_no_gold_item_comes_twice(personas)
     skipped.refresh_from_db()
     assert skipped.skipped_at is not None and skipped.grade is None
     assert skipped.lease_expires_at is None
+    # Nor does the grading API take a grade for it: the result's evaluation is finished.
+    api = APIClient()
+    api.force_authenticate(personas.grader)
+    refused = api.post(f"/api/v1/snapshots/{skipped.gold.snapshot_id}/grade/", {"grade": 2},
+                       format="json")
+    assert refused.status_code == 400, refused.content
+    skipped.refresh_from_db()
+    assert skipped.grade is None
     # Grade everything else: the skipped item is never shown again, the other once.
     shown_gold = []
     page = _Page(client, evaluation)
