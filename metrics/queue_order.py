@@ -42,6 +42,7 @@ sort and the COALESCE's second pick.
 """
 
 from django.db import connection
+from django.db.models import OuterRef, Subquery
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics.models import KeywordMetricValue, KeywordQueueWidth, TeamBaseline
@@ -125,12 +126,14 @@ def first_metric_bounds_width(*, evaluation_id: int, keyword_id: int
     None when none is stored), or None without a metric: what an adaptive ("1 → 3")
     evaluation reads to decide whether a result weighs on a keyword still wide
     (judgments.adaptive.register_bounds_width's contract, registered in metrics.apps)."""
-    config = (EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
-              .order_by("position", "id").values_list("pk", "k").first())
-    if config is None:
+    # One statement: an adaptive grade runs this for each of its results.
+    stored = KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric_id=OuterRef("pk"))
+    row = (EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+           .order_by("position", "id")
+           .annotate(lower=Subquery(stored.values("lower")[:1]),
+                     upper=Subquery(stored.values("upper")[:1]))
+           .values_list("k", "lower", "upper").first())
+    if row is None:
         return None
-    bounds = (KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric_id=config[0])
-              .values_list("lower", "upper").first())
-    if bounds is None or None in bounds:
-        return config[1], None
-    return config[1], bounds[1] - bounds[0]
+    k, lower, upper = row
+    return k, None if lower is None or upper is None else upper - lower
