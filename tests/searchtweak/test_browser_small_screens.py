@@ -26,6 +26,7 @@ from evaluations.models import Evaluation, Keyword
 from evaluations.services import query_set_create_from_evaluation, schedule_create
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
+from judgments.views import ITEM_SLOT, item_token
 from searchtweak.models import Notification, Role, User
 from searchtweak.notification_delivery import unsubscribe_token
 from searchtweak.notifications import webhook_create
@@ -125,6 +126,9 @@ def _demo() -> Ids:
                                                             event="run_regressed"),
         "invitation_detail:token": invitation.token,
         "password_reset_confirm:uidb64": "MQ", "password_reset_confirm:token": "not-a-token",
+        # The grading page's address of grader1's held slot (judgments.views.item_token).
+        "item:token": item_token(ITEM_SLOT, held.pk),
+        "item_skip:token": item_token(ITEM_SLOT, held.pk),
     }
     return Ids(evaluation, earlier, keyword, held, values)
 
