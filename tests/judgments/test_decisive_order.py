@@ -17,6 +17,7 @@ from judgments.models import FeedbackSlot
 from metrics import queries as metrics_queries
 from metrics.models import KeywordMetricValue, KeywordQueueWidth, TeamBaseline
 from metrics.queue_order import decisive_key_sql
+from tests.conftest import skip_or_fail
 from tests.evaluations.factories import EvaluationMetricFactory
 from tests.judgments.builders import evaluation_with_slots
 
@@ -252,7 +253,7 @@ def _claim_plan_nodes(personas, *, decisive: bool) -> list[dict]:
     """Every node of PostgreSQL's plan of a claim in a decisive evaluation, in decisive or
     position order."""
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's plan")
+        skip_or_fail("a PostgreSQL plan: set DATABASE_URL")
     evaluation = decisive_evaluation(personas.team)
     now = timezone.now()
     statement, params = queries.evaluation_claim_sql(
