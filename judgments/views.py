@@ -154,7 +154,7 @@ def _render_grading(
             team_id=evaluation.team_id, code=evaluation.scale)
         token = (item_token(ITEM_PROBE, probe.pk) if probe is not None
                  else item_token(ITEM_SLOT, slot.pk))
-        item_url = reverse("judgments:item", args=[token])
+        item_url = reverse("judgments:item", args=[token]) + scope.query
         context.update({
             "evaluation": evaluation,
             "scale": context_scale,
@@ -165,9 +165,8 @@ def _render_grading(
             "fields": [(label, value) for label, value in (shown.snapshot.fields or {}).items()],
             "image": queue_selectors.document_image_src(shown.snapshot.image),
             "lease_minutes": queue_selectors.lease_minutes_left(shown),
-            "item_url": item_url + scope.query,
-            "skip_url": item_url + "skip/" + scope.query,
-            "slot_url": item_url + scope.query,
+            "skip_url": reverse("judgments:item_skip", args=[token]) + scope.query,
+            "slot_url": item_url,
         })
     else:
         context.update({
@@ -228,46 +227,32 @@ def _own_slot(request: HttpRequest, slot_id: int) -> FeedbackSlot:
     return found
 
 
-def _slot_page(request: HttpRequest, found: FeedbackSlot) -> HttpResponse:
+def _grading_page(request: HttpRequest, *, slot: FeedbackSlot | None = None,
+                  probe: GoldProbe | None = None) -> HttpResponse:
+    """GET shows the grader's slot or probe; POST grades it and moves on to the next. A
+    probe's grade goes on the probe (services.gold_probe_grade), never on a slot, so no
+    metric reads it; otherwise the two are shown and graded alike."""
     scope = _Scope(request)
+
+    def shown(**problem) -> HttpResponse:
+        return _render_grading(request, scope, slot, probe=probe, **problem)
+
     if request.method == "GET":
-        return _render_grading(request, scope, found)
+        return shown()
     form = GradeForm(request.POST)
     if not form.is_valid():
-        return _render_grading(request, scope, found, status=400,
-                               form_error=_grade_form_problem(form))
+        return shown(status=400, form_error=_grade_form_problem(form))
+    answer = {"grade": parse_grade(form.cleaned_data["grade"]),
+              "unsure": form.cleaned_data["unsure"], "note": form.cleaned_data["note"]}
     try:
-        services.feedback_submit(
-            user=request.user, slot_id=found.pk, grade=parse_grade(form.cleaned_data["grade"]),
-            unsure=form.cleaned_data["unsure"], note=form.cleaned_data["note"],
-        )
+        if probe is not None:
+            services.gold_probe_grade(user=request.user, snapshot_id=probe.gold.snapshot_id,
+                                      evaluation_id=probe.evaluation_id, **answer)
+        else:
+            services.feedback_submit(user=request.user, slot_id=slot.pk, **answer)
     except ValidationError as error:
         if "grade" in error.message_dict:
-            return _render_grading(request, scope, found, status=400,
-                                   form_error=" ".join(error.message_dict["grade"]))
-        messages.error(request, " ".join(error.messages))
-    return redirect(scope.queue_url)
-
-
-def _probe_page(request: HttpRequest, probe: GoldProbe) -> HttpResponse:
-    """A probe shown and graded as _slot_page does a slot; its grade goes on the probe
-    (services.gold_probe_grade), never on a slot, so no metric reads it."""
-    scope = _Scope(request)
-    if request.method == "GET":
-        return _render_grading(request, scope, None, probe=probe)
-    form = GradeForm(request.POST)
-    if not form.is_valid():
-        return _render_grading(request, scope, None, probe=probe, status=400,
-                               form_error=_grade_form_problem(form))
-    try:
-        services.gold_probe_grade(
-            user=request.user, snapshot_id=probe.gold.snapshot_id,
-            evaluation_id=probe.evaluation_id, grade=parse_grade(form.cleaned_data["grade"]),
-            unsure=form.cleaned_data["unsure"], note=form.cleaned_data["note"])
-    except ValidationError as error:
-        if "grade" in error.message_dict:
-            return _render_grading(request, scope, None, probe=probe, status=400,
-                                   form_error=" ".join(error.message_dict["grade"]))
+            return shown(status=400, form_error=" ".join(error.message_dict["grade"]))
         messages.error(request, " ".join(error.messages))
     return redirect(scope.queue_url)
 
@@ -277,7 +262,7 @@ def _probe_page(request: HttpRequest, probe: GoldProbe) -> HttpResponse:
 def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
     """GET shows one of the grader's own results (Backspace re-grades the previous one);
     POST grades it and moves on to the next."""
-    return _slot_page(request, _own_slot(request, slot_id))
+    return _grading_page(request, slot=_own_slot(request, slot_id))
 
 
 @require_POST
@@ -296,8 +281,9 @@ def item(request: HttpRequest, token: str) -> HttpResponse:
     docstring): GET shows it, POST grades it and moves on to the next."""
     kind, pk = _item_from_token(token)
     if kind == ITEM_PROBE:
-        return _probe_page(request, gold.probe_get_for_user(user=request.user, probe_id=pk))
-    return _slot_page(request, _own_slot(request, pk))
+        return _grading_page(request,
+                             probe=gold.probe_get_for_user(user=request.user, probe_id=pk))
+    return _grading_page(request, slot=_own_slot(request, pk))
 
 
 @require_POST
