@@ -68,6 +68,17 @@ def _until_probe(client: Client, user, evaluation: Evaluation) -> _Page:
     raise AssertionError("no probe in 200 claims")
 
 
+def _at_a_probe(personas, *, items: int = 2, keywords: int = 2):
+    """personas.grader on the grading page of a new evaluation (gold rate 50 %), graded
+    until it shows a probe: (their client, the evaluation, the page, the probe)."""
+    _gold_source(personas.team, items=items)
+    evaluation = evaluation_with_slots(personas.team, keywords=keywords, positions=10,
+                                       gold_rate=0.5)
+    client = _client(personas.grader)
+    page = _until_probe(client, personas.grader, evaluation)
+    return client, evaluation, page, _held_probe(personas.grader)
+
+
 def test_the_page_hands_out_probes_exactly_when_the_rule_says(personas):
     _gold_source(personas.team, items=30)
     evaluation = evaluation_with_slots(personas.team, keywords=5, positions=10, gold_rate=0.2)
@@ -188,11 +199,7 @@ def test_a_probe_graded_on_the_page_changes_no_slot_and_no_metric(personas):
 
 
 def test_a_bad_grade_for_a_probe_is_a_400_that_stores_nothing(personas):
-    _gold_source(personas.team, items=2)
-    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=10, gold_rate=0.5)
-    client = _client(personas.grader)
-    page = _until_probe(client, personas.grader, evaluation)
-    probe = _held_probe(personas.grader)
+    client, _, page, probe = _at_a_probe(personas)
     for data, error in (({"grade": "7"}, "7 is not a grade of the"),
                         ({}, "Choose one of the grades."),
                         ({"grade": "1", "unsure": "on", "note": "n" * 2001}, "Note:")):
@@ -207,11 +214,7 @@ def test_a_bad_grade_for_a_probe_is_a_400_that_stores_nothing(personas):
 
 
 def test_a_skipped_probe_never_comes_back_and_no_gold_item_comes_twice(personas):
-    _gold_source(personas.team, items=2)
-    evaluation = evaluation_with_slots(personas.team, keywords=3, positions=10, gold_rate=0.5)
-    client = _client(personas.grader)
-    page = _until_probe(client, personas.grader, evaluation)
-    skipped = _held_probe(personas.grader)
+    client, evaluation, page, skipped = _at_a_probe(personas, keywords=3)
     response = client.post(page.skip_url)
     assert response.status_code == 302
     skipped.refresh_from_db()
@@ -251,10 +254,7 @@ def test_a_slot_skipped_on_the_page_goes_back_to_the_pool(personas):
 
 
 def test_another_grader_can_neither_see_grade_nor_skip_someone_elses_probe(personas):
-    _gold_source(personas.team, items=2)
-    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=10, gold_rate=0.5)
-    page = _until_probe(_client(personas.grader), personas.grader, evaluation)
-    probe = _held_probe(personas.grader)
+    _, _, page, probe = _at_a_probe(personas)
     other = _client(member(personas.team, Role.GRADER, "other-grader"))
     lead = _client(personas.lead)
     for client in (other, lead, _client(personas.outsider)):
@@ -272,10 +272,7 @@ def test_another_grader_can_neither_see_grade_nor_skip_someone_elses_probe(perso
 
 
 def test_the_wrong_method_is_refused(personas):
-    _gold_source(personas.team, items=1)
-    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=10, gold_rate=0.5)
-    client = _client(personas.grader)
-    page = _until_probe(client, personas.grader, evaluation)
+    client, _, page, _ = _at_a_probe(personas, items=1)
     assert client.get(page.skip_url).status_code == 405
     assert client.put(page.url).status_code == 405
 
@@ -285,11 +282,7 @@ PREVIOUS = re.compile(r'<a href="(/grade/results/[A-Za-z0-9_=-]+/(?:\?evaluation
 
 
 def test_backspace_after_a_probe_goes_back_to_it_and_regrades_it(personas):
-    _gold_source(personas.team, items=2)
-    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=10, gold_rate=0.5)
-    client = _client(personas.grader)
-    page = _until_probe(client, personas.grader, evaluation)
-    probe = _held_probe(personas.grader)
+    client, evaluation, page, probe = _at_a_probe(personas)
     client.post(page.url, {"grade": "1"})
     following = _Page(client, evaluation)
     # Backspace leads to the probe, shown as a re-grade like any graded result.
