@@ -190,6 +190,8 @@ SHUFFLED_QUEUE_ORDER = (
 _decisive_key: Callable[..., tuple[str, str, str]] | None = None
 # The one-row constants of a decisive pick, as the key reads them.
 DECISIVE_CONSTANTS = "d"
+# The candidate keywords' alias, on PostgreSQL (decisive_queue_order).
+DECISIVE_CANDIDATES = "dc"
 
 
 def register_decisive_key(build: Callable[..., tuple[str, str, str]] | None) -> None:
@@ -199,10 +201,11 @@ def register_decisive_key(build: Callable[..., tuple[str, str, str]] | None) -> 
 
 @dataclass(frozen=True)
 class DecisiveOrder:
-    """A decisive claim's first pick: among the free slots of `candidates` (a keyword-id
-    subquery: the few widest keywords, so the sort stays small), the largest key first,
-    then position order; its parameters. When that finds nothing (every candidate's slots
-    held, skipped or graded), the claim takes the first free slot in position order.
+    """A decisive claim's first pick: among the free slots of the candidate keywords (the
+    few widest, so the sort stays small: a condition in `candidates`, or on PostgreSQL
+    rows in `join`), the largest key first, then position order; its parameters. When
+    that finds nothing (every candidate's slots held, skipped or graded), the claim takes
+    the first free slot in position order.
 
     `join` puts the key's constants beside the slots as one row, computed once: the
     planner neither copies their subqueries into every use (each copy planned anew on
@@ -224,15 +227,25 @@ def decisive_queue_order(*, evaluation_id: int) -> DecisiveOrder | None:
     constants, candidates, key = _decisive_key(
         evaluation="%s", keyword='s."keyword_id"', snapshot='s."snapshot_id"',
         position='s."position"', constants=DECISIVE_CONSTANTS)
+    join = f"\n    CROSS JOIN ({constants} LIMIT 1 OFFSET 0) {DECISIVE_CONSTANTS}"
+    join_params = [evaluation_id] * constants.count("%s")
+    order = f"{key} DESC, {QUEUE_ORDER}"
+    order_params = [evaluation_id] * key.count("%s")
+    if sql.is_postgresql():
+        # The candidates as rows joined by keyword: an array computed once whose rows the
+        # planner guesses few, so it looks each keyword's slots up (slot_keyword_idx). As a
+        # filter (keyword_id = ANY(...)) it also ANDed in a bitmap of the whole evaluation's
+        # ungraded slots (slot_eval_grade_idx), most of the pick's time.
+        join += (f'\n    JOIN unnest(ARRAY({candidates})) {DECISIVE_CANDIDATES}("keyword_id")'
+                 f' ON {DECISIVE_CANDIDATES}."keyword_id" = s."keyword_id"')
+        join_params += [evaluation_id] * candidates.count("%s")
+        return DecisiveOrder(join=join, join_params=join_params, candidates="",
+                             candidate_params=[], order=order, order_params=order_params)
     return DecisiveOrder(
-        join=f"\n    CROSS JOIN ({constants} LIMIT 1 OFFSET 0) {DECISIVE_CONSTANTS}",
-        join_params=[evaluation_id] * constants.count("%s"),
-        # On PostgreSQL an array computed once: the slots are then found by keyword
-        # (slot_keyword_idx), whatever the planner guesses of the subquery's size.
-        candidates=(f'\n      AND s."keyword_id" = ANY(ARRAY({candidates}))'
-                    if sql.is_postgresql() else f'\n      AND s."keyword_id" IN ({candidates})'),
+        join=join, join_params=join_params,
+        candidates=f'\n      AND s."keyword_id" IN ({candidates})',
         candidate_params=[evaluation_id] * candidates.count("%s"),
-        order=f"{key} DESC, {QUEUE_ORDER}", order_params=[evaluation_id] * key.count("%s"))
+        order=order, order_params=order_params)
 
 
 def shown_position_sql(slot: str = "f") -> str:

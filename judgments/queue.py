@@ -46,13 +46,14 @@ def _renew_held_sql(*, user: User, evaluation_ids: list[int], now, guard: str = 
         guard=guard, besides_snapshot_id=besides_snapshot_id, returning=returning)
 
 
-def _fetch_claim(statement: str, params: list) -> dict | None:
+def _fetch_claim(statement: str, params: list, *, generic_plan: bool = False
+                 ) -> dict | None:
     for _ in range(3):
         try:
             # A savepoint when the caller has a transaction open, so a lost race (below)
             # leaves it usable; none otherwise, the statement is atomic on its own.
             with transaction.atomic() if connection.in_atomic_block else nullcontext():
-                return sql.fetch_one(statement, params)
+                return sql.fetch_one(statement, params, generic_plan=generic_plan)
         except IntegrityError:
             # The same person claimed another slot of this snapshot in a parallel request.
             continue
@@ -95,7 +96,11 @@ def _claim_next_assigned_postgresql(*, user: User, evaluation_ids: list[int],
                                                  shuffled_ids=shuffled_ids,
                                                  decisive_ids=decisive_ids)
                 ctes = f"f AS ({claim})"
-            row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params)
+            # A decisive claim's plan has the same shape whatever its parameters (its
+            # candidates an array PostgreSQL guesses small), but PostgreSQL re-planned it
+            # on every claim, which cost about as much as running it.
+            row = _fetch_claim(f"WITH {ctes} SELECT {columns} FROM f {joins}", params,
+                               generic_plan=evaluation_id in decisive_ids)
             if row is not None:
                 return assigned_slot_from_row(row)
     return None

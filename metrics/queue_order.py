@@ -29,16 +29,14 @@ reads the previous ones.
 
 What it costs: the first metric's k and the comparison set are read inside the claim, once,
 as one row beside the slots (`constants`), not as a copy of their subqueries at each use in
-the key, which PostgreSQL planned anew on every claim; and, as in every claim, a candidate
+the key; the candidate keywords are rows joined to the slots by keyword (judgments.queries.
+decisive_queue_order), not a filter PostgreSQL also answered with a bitmap of every ungraded
+slot of the evaluation; the claim runs on PostgreSQL's generic plan of it
+(searchtweak.sql.fetch_one's generic_plan: PostgreSQL chose a custom plan every time, and
+planning this statement cost more than running it); and, as in every claim, a candidate
 slot is checked for "the grader holds another slot of this result" or "skipped it" by one
 index look-up each (judgments.queries.PROBE). bench/active_order.py --throughput-only
-(2,000 keywords, one grader, medians of 5 rounds of 200 claims): before both changes
-position order ran 35 claims/s and decisive 23 (0.67); after, 256 and 167 (0.65), and 280
-and 153 (0.55) in a second run. So decisive claims are now about 4-5 times as fast as
-position order's were, but still about 0.6 of position order's own, short of the issue's
-0.90: what is left is the decisive pick's planning (custom plans on every claim; with k
-and the comparison set as literals, one experiment, the ratio was 0.72), its candidate
-sort and the COALESCE's second pick.
+(docs/ARCHITECTURE.md, The grading queue, has the figures).
 """
 
 from django.db import connection

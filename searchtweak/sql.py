@@ -8,7 +8,7 @@ backend's own datetime and JSON conventions, as the ORM would.
 
 import json
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -105,10 +105,33 @@ def fetch_all(statement: str, params: list | tuple, *, binary: bool = False) -> 
 _column_names: dict[str, tuple[str, ...]] = {}
 
 
-def fetch_one(statement: str, params: list | tuple) -> dict[str, Any] | None:
-    """The first row as {column: value}, or None."""
+@contextmanager
+def _generic_plan(cursor):
+    """The statements `cursor` runs inside on PostgreSQL's generic plan of them, once
+    prepared.
+
+    A prepared statement is planned for its parameters each time until PostgreSQL judges a
+    generic plan cheaper, which for some hot statements it never does: their planning then
+    costs as much as their running, on every call. The mode is the session's, so it is put
+    back after; other statements keep PostgreSQL's choice. One pipeline sends the three
+    statements at once, so the setting costs no round trip; in it they share a transaction
+    (or the caller's), and a failure rolls the SET back with it."""
+    import psycopg
+
+    with cursor.connection.pipeline(), psycopg.Cursor(cursor.connection) as setting:
+        setting.execute("SET plan_cache_mode = force_generic_plan", prepare=False)
+        yield
+        setting.execute("RESET plan_cache_mode", prepare=False)
+
+
+def fetch_one(statement: str, params: list | tuple, *, generic_plan: bool = False
+              ) -> dict[str, Any] | None:
+    """The first row as {column: value}, or None. `generic_plan`: on PostgreSQL's generic
+    plan of the statement (_generic_plan), for one whose shape its parameters never
+    change."""
     with _cursor() as cursor:
-        _run(cursor, statement, params)
+        with _generic_plan(cursor) if generic_plan and is_postgresql() else nullcontext():
+            _run(cursor, statement, params)
         row = cursor.fetchone()
         if row is None:
             return None

@@ -291,3 +291,37 @@ def test_a_position_order_claim_probes_held_and_skipped_slots_by_index(personas)
               if subplan.get("Parent Relationship") == "SubPlan"
               for n in _plan_nodes(subplan) if n["Node Type"].startswith("Index")}
     assert {"judgments_feedbackslot", "judgments_slotskip"} <= probes, probes
+
+
+
+def _claim_plans_run() -> dict[str, tuple[int, int]]:
+    """(generic plans, custom plans) PostgreSQL has run of each claim statement this
+    connection prepared, by the statement's text."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+                       " WHERE statement LIKE '%%held AS%%'")
+        return {text: (generic, custom) for text, generic, custom in cursor.fetchall()}
+
+
+def test_decisive_claims_run_on_a_generic_plan_and_leave_the_session_as_it_was(personas):
+    if connection.vendor != "postgresql":
+        skip_or_fail("PostgreSQL's plans: set DATABASE_URL")
+    decisive = evaluation_with_slots(personas.team, keywords=3, positions=4,
+                                     grading_order=Evaluation.GradingOrder.DECISIVE)
+    EvaluationMetricFactory(evaluation=decisive, code="ndcg", k=10, position=0)
+    store_widths(decisive)
+    positional = evaluation_with_slots(personas.team, keywords=3, positions=4)
+    for evaluation in (decisive, positional):
+        for _ in range(8):
+            slot = services.slot_claim_next(user=personas.grader, team=personas.team,
+                                            evaluation=evaluation)
+            FeedbackSlot.objects.filter(pk=slot.pk).update(
+                grade=1, graded_at=timezone.now(), graded_by=personas.grader)
+    plans = _claim_plans_run()
+    # Prepared after two runs (settings: prepare_threshold), then planned once: no custom
+    # plan. Position order's statement keeps PostgreSQL's choice (5 custom plans first).
+    assert [runs for text, runs in plans.items() if "LN(" in text] == [(6, 0)], plans
+    assert [runs for text, runs in plans.items() if "LN(" not in text] == [(1, 5)], plans
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "auto"

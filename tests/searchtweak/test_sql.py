@@ -2,7 +2,7 @@
 when DATABASE_PREPARED_STATEMENTS allows, since a transaction-mode pooler cannot keep them."""
 
 import pytest
-from django.db import connection
+from django.db import DataError, connection, transaction
 
 from metrics.selectors import changed_keywords
 from searchtweak import sql
@@ -51,6 +51,29 @@ def test_the_recompute_reads_follow_the_setting_too(postgresql):
         assert [(row.keyword_id, row.evaluation_id) for row in changed] == [
             (keyword_id, evaluation.pk)]
     assert not [text for text in prepared_statements() if "recomputedue" in text]
+
+
+def plan_cache_mode() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_generic_plan_statement_leaves_the_session_mode_as_it_was_even_when_it_fails(
+    postgresql,
+):
+    assert sql.fetch_one("SELECT 6 / %s::int AS x", [2], generic_plan=True) == {"x": 3}
+    assert plan_cache_mode() == "auto"
+    # The SET goes in one pipeline with the statement: their transaction's failure undoes it.
+    with pytest.raises(DataError, match="division by zero"):
+        sql.fetch_one("SELECT 6 / %s::int AS x", [0], generic_plan=True)
+    assert plan_cache_mode() == "auto"
+    # Inside a transaction, the rollback to the savepoint does.
+    with transaction.atomic():
+        with pytest.raises(DataError), transaction.atomic():
+            sql.fetch_one("SELECT 6 / %s::int AS x", [0], generic_plan=True)
+        assert plan_cache_mode() == "auto"
 
 
 def test_raw_rows_have_one_json_decoder():
