@@ -26,6 +26,11 @@ not overlap (metrics.selectors.stored_bounds_mean, core.bounds_decision, as Comp
 it), and whether a decision was wrong (never, if bounds are sound).
 
     .venv/bin/python bench/active_simulation.py [--seeds 20] [--budget 0.3] [--keywords 20]
+    .venv/bin/python bench/active_simulation.py --until-decided --budget 1.0
+
+--until-decided grades each seed until the bounds decide (checked every CHECK_EVERY grades,
+at most --budget of the slots) and prints the share of the slots each order needed: where
+no order decides within 30 %, how much sooner the decisive order gets there.
 
 A throw-away SQLite file (no PostgreSQL, no server): runs on a fresh clone in a few
 minutes. Figures print as a table; nothing is asserted.
@@ -35,6 +40,7 @@ import argparse
 import io
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +50,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 ORDERS = ("position", "decisive", "decisive+baseline")
+# With --until-decided, how many grades apart the bounds are checked for a decision.
+CHECK_EVERY = 4
 
 
 def setup(database: Path) -> None:
@@ -150,7 +158,10 @@ def outcome(a, b) -> tuple[float | None, int, float]:
 
 
 def run_seed(*, seed: int, results, all_keywords: list[str], keyword_count: int,
-             budget: float, noise: float) -> tuple[float, dict]:
+             budget: float, noise: float, until_decided: bool = False) -> tuple[float, dict]:
+    """The true difference B - A and, per order, outcome() and the share of the slots
+    graded; `until_decided`: grading stops at the first check (every CHECK_EVERY grades)
+    where the bounds decide, `budget` then the most it may spend."""
     import numpy as np
 
     from judgments.services import feedback_submit, slot_claim_next
@@ -174,6 +185,7 @@ def run_seed(*, seed: int, results, all_keywords: list[str], keyword_count: int,
         if order == "decisive+baseline":
             TeamBaseline.objects.create(team=team, evaluation=a)
         slots = {e.pk: e.slots.count() for e in (a, b)}
+        graded = 0
         for step in range(max(round(budget * n) for n in slots.values()) * 2):
             evaluation = (a, b)[step % 2]
             if step // 2 >= round(budget * slots[evaluation.pk]):
@@ -183,7 +195,10 @@ def run_seed(*, seed: int, results, all_keywords: list[str], keyword_count: int,
                 continue
             feedback_submit(user=grader, slot_id=slot.pk,
                             grade=truth[slot.keyword.text, slot.snapshot.doc_id])
-        by_order[order] = outcome(a, b)
+            graded += 1
+            if until_decided and graded % CHECK_EVERY == 0 and outcome(a, b)[1] != 0:
+                break
+        by_order[order] = (*outcome(a, b), graded / sum(slots.values()))
     return true_difference, by_order
 
 
@@ -197,13 +212,16 @@ def simulate(args, results, keywords: list[str], budget: float) -> None:
         f" | {order + ': shown, right, decided':>38}" for order in ORDERS)
     print(header)
     tally = {order: [0, 0, 0, 0.0] for order in ORDERS}  # right, decided, wrong, width
+    shares = {order: [] for order in ORDERS}  # share of the slots graded, where decided
     for seed in range(args.seeds):
         truth, by_order = run_seed(seed=seed, results=results, all_keywords=keywords,
                                    keyword_count=args.keywords, budget=budget,
-                                   noise=args.noise)
+                                   noise=args.noise, until_decided=args.until_decided)
         cells = []
         for order in ORDERS:
-            shown, decision, width = by_order[order]
+            shown, decision, width, share = by_order[order]
+            if decision != 0:
+                shares[order].append(share)
             right = shown is not None and math.copysign(1, shown) == math.copysign(1, truth)
             decided = decision != 0
             wrong = decided and decision != math.copysign(1, truth)
@@ -221,6 +239,15 @@ def simulate(args, results, keywords: list[str], budget: float) -> None:
         right, decided, wrong, width = tally[order]
         print(f"{order:<18} {right:>7}/{args.seeds} {decided:>5}/{args.seeds} "
               f"{wrong:>11}/{args.seeds} {width / args.seeds:>29.3f}")
+    if args.until_decided:
+        print(f"\nshare of the slots graded when the bounds first decided (checked every "
+              f"{CHECK_EVERY} grades; at most {budget:.0%}), over the seeds that decided")
+        print(f"{'order':<18} {'decided':>8} {'median':>7} {'min':>6} {'max':>6}")
+        for order in ORDERS:
+            done = shares[order]
+            figures = (f"{statistics.median(done):>7.0%} {min(done):>6.0%} {max(done):>6.0%}"
+                       if done else f"{'-':>7} {'-':>6} {'-':>6}")
+            print(f"{order:<18} {len(done):>5}/{args.seeds} {figures}")
 
 
 def main() -> None:
@@ -230,6 +257,9 @@ def main() -> None:
                         help="shares of each evaluation's slots graded (the issue's: 0.3)")
     parser.add_argument("--keywords", type=int, default=20,
                         help="demo keywords sampled per seed (of 50)")
+    parser.add_argument("--until-decided", action="store_true",
+                        help="grade each seed until its bounds decide (at most --budget) "
+                             "and print how much of the slots that took")
     parser.add_argument("--noise", type=float, default=0.25,
                         help="chance a hidden true grade is one step off the demo's relevance")
     args = parser.parse_args()
