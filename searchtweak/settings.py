@@ -456,10 +456,18 @@ WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 # that time out never hold the workers that recompute; unset, they share the default one
 # (a retry waits as a countdown, holding no worker, but each attempt holds one).
 NOTIFICATIONS_QUEUE = env_str("NOTIFICATIONS_QUEUE")
-CELERY_TASK_ROUTES = {
-    task: {"queue": NOTIFICATIONS_QUEUE}
-    for task in ("searchtweak.webhook_deliver", "searchtweak.notification_mail")
-} if NOTIFICATIONS_QUEUE else {}
+# With FETCH_QUEUE / JUDGES_QUEUE set, fetching and judge lanes go to their own queues, so
+# each kind of work scales with its own workers (docker-compose.yml: worker-fetch,
+# worker-judges) and a slow engine or LLM provider never holds the workers that recompute.
+FETCH_QUEUE = env_str("FETCH_QUEUE")
+JUDGES_QUEUE = env_str("JUDGES_QUEUE")
+TASK_QUEUES = {
+    "searchtweak.webhook_deliver": NOTIFICATIONS_QUEUE,
+    "searchtweak.notification_mail": NOTIFICATIONS_QUEUE,
+    "evaluations.fetch_keywords": FETCH_QUEUE,
+    "judges.run_lane": JUDGES_QUEUE,
+}
+CELERY_TASK_ROUTES = {task: {"queue": queue} for task, queue in TASK_QUEUES.items() if queue}
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 
