@@ -38,6 +38,10 @@ from searchtweak.bulk_insert import bulk_insert
 logger = logging.getLogger(__name__)
 
 DEFAULT_SNAPSHOT_DEPTH = 10
+# A fetch stores what completed together in one transaction (keywords_fetch_store): at
+# most this many keywords or this long after the last store, whichever comes first.
+STORE_GROUP_SIZE = 100
+STORE_GROUP_SECONDS = 0.5
 
 
 def snapshot_depth(*, evaluation: Evaluation) -> int:
@@ -336,6 +340,17 @@ def _results(spec, keywords: dict[int, str], *, client: httpx.Client,
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
         futures = {pool.submit(guarded, text): kid for kid, text in keywords.items()}
         waiting = set(futures)
+        ready: list[tuple[int, FetchResult]] = []
+        flushed = time.monotonic()
         while waiting:
-            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-            yield [(futures[future], future.result()) for future in done]
+            # Results gather while the requests run (the pool keeps `workers` in flight):
+            # a group is stored once STORE_GROUP_SIZE wait or STORE_GROUP_SECONDS passed,
+            # so a write's fixed cost (its statements and commit) is paid per group, not
+            # per keyword, and a keyword waits at most that long to show as stored.
+            timeout = max(STORE_GROUP_SECONDS - (time.monotonic() - flushed), 0.0)
+            done, waiting = wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
+            ready.extend((futures[future], future.result()) for future in done)
+            if ready and (len(ready) >= STORE_GROUP_SIZE or not waiting
+                          or time.monotonic() - flushed >= STORE_GROUP_SECONDS):
+                yield ready
+                ready, flushed = [], time.monotonic()
