@@ -199,8 +199,14 @@ def main() -> None:
                                          name="m", params={"q": "#query#"})
     evaluation = services.evaluation_create(
         team=team, created_by=user, model=model, name="bench", scale="graded", strategy=1,
-        keywords=[f"keyword {n}" for n in range(args.keywords)],
+        keywords=[f"keyword {n}" for n in range(min(args.keywords, 1000))],
         metrics=[{"code": "ndcg", "k": 10}])
+    # An evaluation holds at most MAX_KEYWORDS (10,000) through the form; a larger bench
+    # adds the rest directly, as a future larger limit would.
+    Keyword.objects.bulk_create((
+        Keyword(evaluation=evaluation, position=n + 1, text=f"keyword {n}",
+                normalized_text=Keyword.normalize(f"keyword {n}"))
+        for n in range(1000, args.keywords)), batch_size=5000)
 
     worker = None
     if mode == "worker":
