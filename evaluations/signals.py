@@ -1,8 +1,10 @@
 """Announcements from evaluations to the apps above it (which may not be imported here).
 
-snapshots_created(sender=Evaluation, evaluation, keyword, snapshots) is sent inside the
-transaction that stored a keyword's snapshots; judgments answers by creating their empty
-feedback slots in the same transaction, so a snapshot never exists without its slots.
+snapshots_created(sender=Evaluation, evaluation, snapshots_by_keyword) is sent inside the
+transaction that stored a group of keywords' snapshots ({keyword: [snapshot, …]}, the
+snapshots with their ids; a keyword whose search found nothing maps to []). Judgments
+answers by creating their empty feedback slots in the same transaction, in one bulk
+write for the group, so a snapshot never exists without its slots.
 
 The evaluation's lifecycle events (started, fetched, finished, …) are in evaluations.events.
 """

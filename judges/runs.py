@@ -29,6 +29,7 @@ from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
 from judgments.queue_selectors import tags_route
+from searchtweak.bulk_insert import bulk_insert
 from searchtweak.models import User
 
 Mode, Status, ItemStatus = JudgeRun.Mode, JudgeRun.Status, JudgeRunItem.Status
@@ -114,9 +115,10 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
                                   refresh_cache=refresh_cache, started_by=started_by,
                                   budget=budget,
                                   pair_count=len(pairs), created_at=now)
-    JudgeRunItem.objects.bulk_create(
-        [JudgeRunItem(run=run, snapshot_id=snapshot_id, keyword_id=keyword_id)
-         for snapshot_id, keyword_id in pairs], batch_size=2000)
+    # One COPY on PostgreSQL (searchtweak.bulk_insert): a run over a million results
+    # writes its items in seconds, inside this transaction, all or none.
+    bulk_insert([JudgeRunItem(run=run, snapshot_id=snapshot_id, keyword_id=keyword_id)
+                 for snapshot_id, keyword_id in pairs])
     if not pairs:
         JudgeRun.objects.filter(pk=run.pk).update(status=Status.DONE, finished_at=now)
         run.status, run.finished_at = Status.DONE, now

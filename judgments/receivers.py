@@ -3,8 +3,7 @@
 from judgments import services
 
 
-def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) -> None:
+def on_snapshots_created(sender, *, evaluation, snapshots_by_keyword, **kwargs) -> None:
     # Runs inside the fetch transaction: a snapshot never exists without its slots.
-    services.slots_create_for_snapshots(
-        evaluation=evaluation, keyword=keyword, snapshots=list(snapshots)
-    )
+    services.slots_create_for_keywords(evaluation=evaluation,
+                                       snapshots_by_keyword=snapshots_by_keyword)

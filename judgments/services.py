@@ -5,7 +5,7 @@ their services are re-exported here for callers that import them from this modul
 """
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -42,28 +42,43 @@ from judgments.queue import (  # noqa: F401  re-exported
     slot_skip,
 )
 from metrics import core
+from searchtweak.bulk_insert import bulk_insert
 from searchtweak.models import Team, User
 
 # --- slots ---
 
 
-@transaction.atomic
 def slots_create_for_snapshots(
     *, evaluation: Evaluation, keyword: Keyword, snapshots: Sequence[Snapshot]
-) -> list[FeedbackSlot]:
+) -> int:
+    """slots_create_for_keywords for one keyword."""
+    return slots_create_for_keywords(evaluation=evaluation,
+                                     snapshots_by_keyword={keyword: snapshots})
+
+
+@transaction.atomic
+def slots_create_for_keywords(
+    *, evaluation: Evaluation, snapshots_by_keyword: Mapping[Keyword, Sequence[Snapshot]]
+) -> int:
     """Create the evaluation's `strategy` empty slots for each saved snapshot (one under
     "1 → 3": judgments.adaptive opens more), then fill them with earlier grades when the
-    evaluation reuses them."""
-    slots = FeedbackSlot.objects.bulk_create([
+    evaluation reuses them. All the keywords' slots go in one COPY on PostgreSQL
+    (searchtweak.bulk_insert), however many keywords a fetch stores at once; how many
+    slots. (COPY returns no ids, and no caller needs the slots' own.)"""
+    opened = strategy_slot_counts(evaluation.strategy)[0]
+    slots = [
         FeedbackSlot(snapshot=snapshot, keyword=keyword, evaluation=evaluation, index=index,
                      keyword_position=keyword.position, position=snapshot.position)
+        for keyword, snapshots in snapshots_by_keyword.items()
         for snapshot in snapshots
-        for index in range(strategy_slot_counts(evaluation.strategy)[0])
-    ])
-    if evaluation.reuse_grades != Evaluation.Reuse.NONE and snapshots:
-        slots_reuse_fill(evaluation=evaluation, keyword=keyword, snapshots=snapshots)
-    return slots
-
+        for index in range(opened)
+    ]
+    bulk_insert(slots)
+    if evaluation.reuse_grades != Evaluation.Reuse.NONE:
+        for keyword, snapshots in snapshots_by_keyword.items():
+            if snapshots:
+                slots_reuse_fill(evaluation=evaluation, keyword=keyword, snapshots=snapshots)
+    return len(slots)
 
 
 # --- scales, transformers, grader tags (admins) ---

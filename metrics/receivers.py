@@ -73,17 +73,21 @@ def on_grades_changed(sender, *, keyword_ids, newly_dirty_ids=None, **kwargs) ->
                  countdown=settings.RECOMPUTE_DEBOUNCE_SECONDS or None)
 
 
-def on_snapshots_created(sender, *, evaluation, keyword, snapshots, **kwargs) -> None:
-    """A fetched keyword has values no grade will trigger: the bounds of its ungraded
+def on_snapshots_created(sender, *, evaluation, snapshots_by_keyword, **kwargs) -> None:
+    """Fetched keywords have values no grade will trigger: the bounds of their ungraded
     results, or for a search that returned nothing the pool metrics' values (0 when the
-    pool knows documents). After the fetch commits, a task marks its keyword dirty like a
-    graded one when a metric (for an empty result, a pool metric) is configured, which
-    queues its recompute (on_grades_changed)."""
-    from metrics.tasks import mark_fetched_dirty
+    pool knows documents). After the fetch commits, one task for the group marks each
+    keyword dirty like a graded one when a metric (for an empty result, a pool metric) is
+    configured, which queues its recompute (on_grades_changed): one message per stored
+    group, not one per keyword."""
+    from metrics.tasks import mark_fetched_dirty_many
 
-    keyword_id, evaluation_id, has_results = keyword.pk, evaluation.pk, bool(snapshots)
-    transaction.on_commit(lambda: _enqueue(
-        mark_fetched_dirty, keyword_id, evaluation_id, has_results, marks=True))
+    evaluation_id = evaluation.pk
+    keywords = [[keyword.pk, bool(snapshots)] for keyword, snapshots in
+                snapshots_by_keyword.items()]
+    if keywords:
+        transaction.on_commit(lambda: _enqueue(
+            mark_fetched_dirty_many, evaluation_id, keywords, marks=True))
 
 
 def on_metric_configs_changed(sender, *, instance: EvaluationMetric,

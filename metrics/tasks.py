@@ -73,6 +73,15 @@ def mark_fetched_dirty(keyword_id: int, evaluation_id: int, has_results: bool = 
     return runs is not None
 
 
+@shared_task(name="metrics.mark_fetched_dirty_many", time_limit=300, soft_time_limit=280,
+             ignore_result=True)
+def mark_fetched_dirty_many(evaluation_id: int, keywords: list[list]) -> int:
+    """mark_fetched_dirty for each (keyword id, has results) a fetch stored together: one
+    message per stored group. How many were marked."""
+    return sum(mark_fetched_dirty(keyword_id, evaluation_id, bool(has_results))
+               for keyword_id, has_results in keywords)
+
+
 @shared_task(name="metrics.mark_empty_results_dirty", time_limit=60, soft_time_limit=50,
              ignore_result=True)
 def mark_empty_results_dirty(keyword_id: int, evaluation_id: int) -> bool:

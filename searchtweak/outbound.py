@@ -15,8 +15,10 @@ Three rules hold for every request sent through `new_client` and `send`:
 """
 
 import contextvars
+import functools
 import ipaddress
 import socket
+import ssl
 import time
 import typing
 from collections.abc import Iterable
@@ -180,14 +182,22 @@ class _GuardedBackend(httpcore.NetworkBackend):
         self._backend.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying context a process, shared by its clients (an SSLContext may be): loading
+    the CA bundle costs about 0.1 s of CPU, and every fetch task makes a client, twice over
+    (httpx's transport builds one before ours replaces its pool)."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 class GuardedTransport(httpx.HTTPTransport):
     """httpx's transport with the policy-checking network backend; never a proxy from the
     environment, which would make the checked address the proxy's."""
 
     def __init__(self, *, limits: httpx.Limits) -> None:
-        super().__init__(limits=limits, trust_env=False)
+        super().__init__(verify=_ssl_context(), limits=limits, trust_env=False)
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=_ssl_context(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,

@@ -38,8 +38,10 @@ from evaluations.services.fetch import (
     keyword_fetch_store,
     keywords_fetch,
     keywords_fetch_abandon,
+    keywords_fetch_claim,
     keywords_fetch_enqueue,
     keywords_fetch_requeue_lapsed,
+    keywords_fetch_store,
     snapshot_depth,
 )
 from evaluations.services.keywords import (
@@ -137,8 +139,10 @@ __all__ = [
     "keywords_clean",
     "keywords_fetch",
     "keywords_fetch_abandon",
+    "keywords_fetch_claim",
     "keywords_fetch_enqueue",
     "keywords_fetch_requeue_lapsed",
+    "keywords_fetch_store",
     "keywords_from_upload",
     "keywords_validate",
     "metrics_transformers_check",

@@ -33,10 +33,15 @@ from evaluations.fetching import (
 )
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
+from searchtweak.bulk_insert import bulk_insert
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SNAPSHOT_DEPTH = 10
+# A fetch stores what completed together in one transaction (keywords_fetch_store): at
+# most this many keywords or this long after the last store, whichever comes first.
+STORE_GROUP_SIZE = 100
+STORE_GROUP_SECONDS = 0.5
 
 
 def snapshot_depth(*, evaluation: Evaluation) -> int:
@@ -90,6 +95,22 @@ def keyword_fetch_claim(*, keyword_id: int, lease_seconds: float,
     return now if won else None
 
 
+def keywords_fetch_claim(*, keyword_ids: list[int], lease_seconds: float,
+                         now: datetime) -> dict[int, str]:
+    """keyword_fetch_claim for a batch in one UPDATE, the same conditions on each row; the
+    keywords won (id → text, in position order) are those now stamped `now`."""
+    fetching = Evaluation.objects.filter(status=Evaluation.Status.FETCHING).values("pk")
+    Keyword.objects.filter(
+        Q(fetch_claimed_at__isnull=True)
+        | Q(fetch_claimed_at__lt=now - timedelta(seconds=lease_seconds)),
+        pk__in=keyword_ids, fetch_status=Keyword.FetchStatus.PENDING,
+        evaluation_id__in=fetching,
+    ).update(fetch_claimed_at=now)
+    return dict(Keyword.objects.filter(
+        pk__in=keyword_ids, fetch_status=Keyword.FetchStatus.PENDING, fetch_claimed_at=now,
+    ).order_by("position").values_list("pk", "text"))
+
+
 def keyword_fetch_claims_renew(*, keyword_ids: list[int], claimed_at: datetime) -> datetime:
     """Move the claims a task still holds (stamped `claimed_at`) to now; the new stamp."""
     now = timezone.now()
@@ -98,45 +119,75 @@ def keyword_fetch_claims_renew(*, keyword_ids: list[int], claimed_at: datetime) 
     return now
 
 
-@transaction.atomic
 def keyword_fetch_store(*, keyword_id: int, claimed_at: datetime,
                         result: FetchResult) -> Keyword | None:
-    """Store one keyword's results (snapshots + status) or its error, all or nothing, if
-    the claim `claimed_at` still holds it; None when not (stored or taken over meanwhile).
+    """Store one keyword's results or its error (keywords_fetch_store of one); None when
+    the claim `claimed_at` no longer holds it (stored or taken over meanwhile)."""
+    stored = keywords_fetch_store(claimed_at=claimed_at, results=[(keyword_id, result)])
+    return stored[0] if stored else None
 
-    Judgments creates the feedback slots from the snapshots_created signal inside this
-    transaction, so a snapshot never exists without its slots.
+
+@transaction.atomic
+def keywords_fetch_store(*, claimed_at: datetime,
+                         results: list[tuple[int, FetchResult]]) -> list[Keyword]:
+    """Store a group of keywords' results (snapshots + status) or errors in one
+    transaction, each keyword whole, if the claim `claimed_at` still holds it; returns the
+    keywords stored. A crash stores none of the group: its keywords stay pending and a
+    retry (the sweep's re-queue) stores them once.
+
+    The statements do not grow with the group: one SELECT … FOR UPDATE, one UPDATE of
+    the keywords, the snapshots in one COPY (searchtweak.bulk_insert) and, from the
+    snapshots_created signal inside this transaction, their feedback slots in another, so
+    a snapshot never exists without its slots.
     """
-    keyword = Keyword.objects.select_for_update().select_related("evaluation").filter(
-        pk=keyword_id, fetch_status=Keyword.FetchStatus.PENDING,
-        fetch_claimed_at=claimed_at).first()
-    if keyword is None:
-        return None
-    keyword.fetch_status_code = result.status_code
-    keyword.fetch_duration_ms = result.duration_ms
-    keyword.fetched_at = timezone.now()
-    keyword.fetch_claimed_at = None
-    update_fields = ["fetch_status", "fetch_status_code", "fetch_duration_ms", "fetched_at",
-                     "fetch_claimed_at", "fetch_error"]
-    if not result.ok:
-        keyword.fetch_status = Keyword.FetchStatus.FAILED
-        keyword.fetch_error = result.error
-        keyword.save(update_fields=update_fields)
-        return keyword
-    keyword.fetch_status = Keyword.FetchStatus.FETCHED
-    keyword.fetch_error = ""
-    keyword.save(update_fields=update_fields)
+    by_id = dict(results)
+    keywords = list(Keyword.objects.select_for_update().select_related("evaluation").filter(
+        pk__in=by_id, fetch_status=Keyword.FetchStatus.PENDING,
+        fetch_claimed_at=claimed_at).order_by("pk"))
+    if not keywords:
+        return []
+    now = timezone.now()
+    fetched: list[Keyword] = []
+    for keyword in keywords:
+        result = by_id[keyword.pk]
+        keyword.fetch_status_code = result.status_code
+        keyword.fetch_duration_ms = result.duration_ms
+        keyword.fetched_at = now
+        keyword.fetch_claimed_at = None
+        if result.ok:
+            keyword.fetch_status, keyword.fetch_error = Keyword.FetchStatus.FETCHED, ""
+            fetched.append(keyword)
+        else:
+            keyword.fetch_status, keyword.fetch_error = Keyword.FetchStatus.FAILED, result.error
+    Keyword.objects.bulk_update(keywords, [
+        "fetch_status", "fetch_status_code", "fetch_duration_ms", "fetched_at",
+        "fetch_claimed_at", "fetch_error"])
     # Snapshots are only ever written here, together with the FETCHED status; a keyword
     # that already has some (impossible unless rows were edited by hand) keeps them.
-    if not keyword.snapshots.exists():
-        snapshots = Snapshot.objects.bulk_create([
-            Snapshot(keyword=keyword, position=position, doc_id=doc.doc_id, name=doc.name,
-                     image=doc.image, fields=doc.fields)
-            for position, doc in enumerate(result.documents, start=1)
-        ])
-        snapshots_created.send(sender=Evaluation, evaluation=keyword.evaluation,
-                               keyword=keyword, snapshots=snapshots)
-    return keyword
+    holding = set(Snapshot.objects.filter(keyword__in=fetched)
+                  .values_list("keyword_id", flat=True).distinct()) if fetched else set()
+    fresh = [keyword for keyword in fetched if keyword.pk not in holding]
+    snapshots_by_keyword = {keyword: [
+        Snapshot(keyword=keyword, position=position, doc_id=doc.doc_id, name=doc.name,
+                 image=doc.image, fields=doc.fields)
+        for position, doc in enumerate(by_id[keyword.pk].documents, start=1)
+    ] for keyword in fresh}
+    bulk_insert([snapshot for snapshots in snapshots_by_keyword.values()
+                 for snapshot in snapshots], with_ids=True)
+    for evaluation, group in _by_evaluation(snapshots_by_keyword).items():
+        snapshots_created.send(sender=Evaluation, evaluation=evaluation,
+                               snapshots_by_keyword=group)
+    return keywords
+
+
+def _by_evaluation(snapshots_by_keyword: dict[Keyword, list[Snapshot]]
+                   ) -> dict[Evaluation, dict[Keyword, list[Snapshot]]]:
+    """A fetch task's keywords share one evaluation; a caller may mix them all the same."""
+    grouped: dict[int, tuple[Evaluation, dict[Keyword, list[Snapshot]]]] = {}
+    for keyword, snapshots in snapshots_by_keyword.items():
+        grouped.setdefault(keyword.evaluation_id, (keyword.evaluation, {}))[1][keyword] = \
+            snapshots
+    return dict(grouped.values())
 
 
 def keywords_fetch_abandon(*, evaluation_id: int, keyword_ids: list[int], error: str) -> int:
@@ -232,10 +283,8 @@ def keywords_fetch(
             requests_per_minute=endpoint.requests_per_minute))
     # One stamp for the batch: it renews and releases the task's claims in one statement.
     claimed_at = timezone.now()
-    claimed = {kid: text for kid, text in Keyword.objects.filter(pk__in=keyword_ids)
-               .order_by("position").values_list("pk", "text")
-               if keyword_fetch_claim(keyword_id=kid, lease_seconds=lease_seconds,
-                                      now=claimed_at)}
+    claimed = keywords_fetch_claim(keyword_ids=keyword_ids, lease_seconds=lease_seconds,
+                                   now=claimed_at)
     if not claimed:
         evaluation_fetch_complete(evaluation_id=evaluation_id)
         return 0
@@ -259,11 +308,7 @@ def keywords_fetch(
             for group in _results(spec, claimed, client=client, workers=workers):
                 # Results that completed together commit together: one commit instead of
                 # many when storing lags behind the network; each keyword stays whole.
-                with transaction.atomic():
-                    for keyword_id, result in group:
-                        if keyword_fetch_store(keyword_id=keyword_id, claimed_at=claimed_at,
-                                               result=result) is not None:
-                            stored += 1
+                stored += len(keywords_fetch_store(claimed_at=claimed_at, results=group))
                 pending.difference_update(keyword_id for keyword_id, _ in group)
                 if pending and time.monotonic() - renewed >= renew_every:
                     claimed_at = keyword_fetch_claims_renew(keyword_ids=list(pending),
@@ -295,6 +340,17 @@ def _results(spec, keywords: dict[int, str], *, client: httpx.Client,
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
         futures = {pool.submit(guarded, text): kid for kid, text in keywords.items()}
         waiting = set(futures)
+        ready: list[tuple[int, FetchResult]] = []
+        flushed = time.monotonic()
         while waiting:
-            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-            yield [(futures[future], future.result()) for future in done]
+            # Results gather while the requests run (the pool keeps `workers` in flight):
+            # a group is stored once STORE_GROUP_SIZE wait or STORE_GROUP_SECONDS passed,
+            # so a write's fixed cost (its statements and commit) is paid per group, not
+            # per keyword, and a keyword waits at most that long to show as stored.
+            timeout = max(STORE_GROUP_SECONDS - (time.monotonic() - flushed), 0.0)
+            done, waiting = wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
+            ready.extend((futures[future], future.result()) for future in done)
+            if ready and (len(ready) >= STORE_GROUP_SIZE or not waiting
+                          or time.monotonic() - flushed >= STORE_GROUP_SECONDS):
+                yield ready
+                ready, flushed = [], time.monotonic()

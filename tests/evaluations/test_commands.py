@@ -27,8 +27,9 @@ def test_seed_demo_is_safe_to_run_twice(capsys):
 
 def test_seed_demo_fetches_the_demo_evaluation_without_a_server(capsys):
     announced = []
-    snapshots_created.connect(lambda sender, keyword, snapshots, **kw: announced.append(
-        len(snapshots)), dispatch_uid="seed-test", weak=False)
+    snapshots_created.connect(lambda sender, snapshots_by_keyword, **kw: announced.extend(
+        len(snapshots) for snapshots in snapshots_by_keyword.values()),
+        dispatch_uid="seed-test", weak=False)
     try:
         call_command("seed_demo")
     finally:

@@ -29,8 +29,10 @@ def server():
 def announced():
     calls = []
 
-    def receiver(sender, evaluation, keyword, snapshots, **kwargs):
-        calls.append((keyword.text, [s.pk for s in snapshots], [s.position for s in snapshots]))
+    def receiver(sender, evaluation, snapshots_by_keyword, **kwargs):
+        for keyword, snapshots in snapshots_by_keyword.items():
+            calls.append((keyword.text, [s.pk for s in snapshots],
+                          [s.position for s in snapshots]))
 
     snapshots_created.connect(receiver, dispatch_uid="test-announced")
     yield calls

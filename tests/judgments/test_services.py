@@ -98,8 +98,8 @@ def test_the_snapshots_created_signal_creates_the_slots(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=0, positions=0, strategy=3)
     keyword = KeywordFactory(evaluation=evaluation, position=1, text="shoes")
     snapshots = [SnapshotFactory(keyword=keyword, position=p) for p in (1, 2)]
-    snapshots_created.send(sender=Evaluation, evaluation=evaluation, keyword=keyword,
-                           snapshots=snapshots)
+    snapshots_created.send(sender=Evaluation, evaluation=evaluation,
+                           snapshots_by_keyword={keyword: snapshots})
     assert FeedbackSlot.objects.filter(keyword=keyword).count() == 6
 
 

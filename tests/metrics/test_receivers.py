@@ -20,7 +20,7 @@ def sent(monkeypatch):
     """Tasks sent by name, as (args, kwargs), instead of running them."""
     calls = []
     for task in (tasks.recompute_keyword, tasks.mark_pool_siblings_dirty,
-                 tasks.mark_fetched_dirty):
+                 tasks.mark_fetched_dirty, tasks.mark_fetched_dirty_many):
         def apply_async(args=None, kwargs=None, countdown=None, _name=task.name, **options):
             calls.append((_name, tuple(args or ()), kwargs or {}))
         monkeypatch.setattr(task, "apply_async", apply_async)
@@ -65,11 +65,12 @@ def test_an_empty_fetch_result_queues_its_marking_after_commit_without_writing(
     keyword = Keyword.objects.get(evaluation=evaluation)
     with CaptureQueriesContext(connection) as queries, \
             django_capture_on_commit_callbacks(execute=False) as callbacks:
-        receivers.on_snapshots_created(sender=None, evaluation=evaluation, keyword=keyword,
-                                       snapshots=[])
+        receivers.on_snapshots_created(sender=None, evaluation=evaluation,
+                                       snapshots_by_keyword={keyword: []})
     assert writes(queries) == [] and sent == []
     callbacks[0]()
-    assert sent == [("metrics.mark_fetched_dirty", (keyword.pk, evaluation.pk, False), {})]
+    assert sent == [("metrics.mark_fetched_dirty_many", (evaluation.pk, [[keyword.pk, False]]),
+                     {})]
 
 
 @pytest.mark.parametrize(("metric", "marked"), [("recall", True), ("cg", False)])
