@@ -23,7 +23,8 @@ from judgments.models import FeedbackSlot
 from judgments.queue_selectors import grader_queue_size
 from metrics import core, queries
 from metrics.core import statistics
-from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.models import DashboardCount, KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.recompute import aggregates
 from metrics.selectors import KeywordRow, keyword_rows
 from searchtweak.access import GradeVisibility
 from searchtweak.models import Team, User
@@ -189,10 +190,18 @@ def kappa_reading(kappa: float | None) -> str:
 
 
 def _snapshot_patterns(evaluation_id: int) -> list[tuple[list[int | None], int]]:
-    """Every snapshot's slot grades as (grades, how many snapshots share them), counted
-    in SQL. With at most three slots per snapshot the multiset of grades is exactly
+    """Every snapshot's slot grades as (grades, how many snapshots share them): the
+    recompute's counts (metrics.recompute.aggregates) once built, else counted in SQL over
+    every slot. With at most three slots per snapshot the multiset of grades is exactly
     (count, min, max, sum): the middle grade is sum - min - max."""
-    rows = queries.snapshot_grade_patterns(evaluation_id=evaluation_id)
+    stored = dict(DashboardCount.objects.filter(
+        Q(key=aggregates.BUILT) | Q(key__startswith="p:"), evaluation_id=evaluation_id,
+    ).values_list("key", "count"))
+    if aggregates.BUILT in stored:
+        rows = [(*aggregates.parse_pattern(key), count) for key, count in sorted(stored.items())
+                if key != aggregates.BUILT]
+    else:
+        rows = queries.snapshot_grade_patterns(evaluation_id=evaluation_id)
     patterns = []
     for total, graded, lo, hi, grade_sum, count in rows:
         if total > 3:
@@ -244,19 +253,17 @@ def _adaptive_summary(evaluation: Evaluation,
 
 def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
     patterns = _snapshot_patterns(evaluation.pk)
-    snapshots: list[list[int | None]] = []
-    for grades, count in patterns:
-        snapshots += [grades] * count
     slot_count = sum(len(grades) * count for grades, count in patterns)
     graded_count = sum(sum(g is not None for g in grades) * count for grades, count in patterns)
-    coverage = statistics.coverage(snapshots)
+    # The counted forms: the statistics cost the distinct patterns, not the snapshots.
+    coverage = statistics.coverage_counted(patterns)
     tie_rate = None
     if evaluation.scale == "binary" and evaluation.max_slots == 3:
-        tie_rate = statistics.binary_tie_rate(snapshots)
+        tie_rate = statistics.binary_tie_rate_counted(patterns)
     # Under "1 → 3" most results keep one slot: kappa reads the results that got three.
-    kappa = statistics.fleiss_kappa(
-        [grades for grades in snapshots if len(grades) == 3] if evaluation.is_adaptive
-        else snapshots) if evaluation.max_slots > 1 else None
+    kappa = statistics.fleiss_kappa_counted(
+        [(grades, count) for grades, count in patterns if len(grades) == 3]
+        if evaluation.is_adaptive else patterns) if evaluation.max_slots > 1 else None
     advice = []
     if coverage is not None and coverage < LOW_COVERAGE:
         advice.append(
@@ -288,6 +295,20 @@ def metric_distribution(*, config: EvaluationMetric) -> list[float]:
     """The non-null per-keyword values of one configured metric."""
     return list(KeywordMetricValue.objects.filter(metric=config, value__isnull=False)
                 .values_list("value", flat=True))
+
+
+def metric_histogram(*, config: EvaluationMetric) -> list[int] | None:
+    """How many of the metric's non-null keyword values fall in each tenth of [0, 1]
+    (numpy.histogram's bins), from the recompute's counts; None when they are not built or
+    some value lies outside [0, 1] (the page then bins metric_distribution over the
+    values' own range)."""
+    prefix = f"b:{config.pk}:"
+    stored = dict(DashboardCount.objects.filter(
+        Q(key=aggregates.BUILT) | Q(key__startswith=prefix), evaluation_id=config.evaluation_id,
+    ).values_list("key", "count"))
+    if aggregates.BUILT not in stored or stored.get(f"{prefix}-1"):
+        return None
+    return [stored.get(f"{prefix}{index}", 0) for index in range(aggregates.BINS)]
 
 
 # --- the per-keyword table -----------------------------------------------------------------
