@@ -396,6 +396,66 @@ def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     return keywords.order_by("-position" if descending else "position")
 
 
+class MetricOrder:
+    """The evaluation's keywords in the order of one metric's stored values, for the
+    Paginator: the keywords with a value, walked along kmv_metric_value_kw_idx (or its
+    descending twin) from the page's offset, ties in keyword order; then, unless
+    `values_only` ("worst"), those without a value in position order. How many have a
+    value is the metric's stored keyword count (MetricMean), so neither the count nor a
+    page sorts every keyword."""
+
+    def __init__(self, *, evaluation: Evaluation, config: EvaluationMetric,
+                 descending: bool, values_only: bool) -> None:
+        self.evaluation, self.config = evaluation, config
+        self.descending, self.values_only = descending, values_only
+        self.value_count = config.keyword_count or 0
+        self._count: int | None = None
+
+    def count(self) -> int:
+        if self._count is None:
+            self._count = self.value_count if self.values_only else Keyword.objects.filter(
+                evaluation=self.evaluation).count()
+        return self._count
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, window: slice) -> list[Keyword]:
+        start, stop = window.start or 0, window.stop if window.stop is not None else self.count()
+        ids: list[int] = []
+        if start < self.value_count:
+            ids += list(KeywordMetricValue.objects.filter(
+                metric_id=self.config.pk, value__isnull=False,
+            ).order_by("-value" if self.descending else "value", "keyword_id").values_list(
+                "keyword_id", flat=True)[start:min(stop, self.value_count)])
+        if stop > self.value_count and not self.values_only:
+            ids += list(Keyword.objects.filter(evaluation=self.evaluation).exclude(Exists(
+                KeywordMetricValue.objects.filter(keyword_id=OuterRef("pk"),
+                                                  metric_id=self.config.pk,
+                                                  value__isnull=False)),
+            ).order_by("position").values_list("pk", flat=True)[
+                max(0, start - self.value_count):stop - self.value_count])
+        keywords = Keyword.objects.filter(evaluation=self.evaluation).in_bulk(ids)
+        return [keywords[pk] for pk in ids if pk in keywords]
+
+
+def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
+                  sort: str = "position", descending: bool = False, show: str = "",
+                  search: str = "") -> "MetricOrder | QuerySet[Keyword]":
+    """What keyword_table pages through: MetricOrder when the table is sorted by a metric
+    (or shows the worst) with no other filter, else keyword_queryset."""
+    metric_id = int(sort[1:]) if sort.startswith("m") else None
+    if show == "worst" and metric_id is None and configs:
+        metric_id, descending = configs[0].pk, False
+    config = next((c for c in configs if c.pk == metric_id), None)
+    if config is not None and show in ("", "worst") and not search:
+        return MetricOrder(evaluation=evaluation, config=config,
+                           descending=descending and show != "worst",
+                           values_only=show == "worst")
+    return keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
+                            descending=descending, show=show, search=search)
+
+
 def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
                   visibility: GradeVisibility, search: str = "",
@@ -404,8 +464,8 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     """One page of the per-keyword table: values of every metric and, for the expanding
     rows, each keyword's snapshots with the slots the viewer may see. Six queries at any
     size."""
-    keywords = keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
-                                descending=descending, show=show, search=search)
+    keywords = keyword_order(evaluation=evaluation, configs=configs, sort=sort,
+                             descending=descending, show=show, search=search)
     page = Paginator(keywords, per_page).get_page(page_number)
     page_keywords = list(page.object_list)
     rows = keyword_rows(evaluation=evaluation, keywords=page_keywords)

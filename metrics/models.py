@@ -106,7 +106,12 @@ class KeywordMetricValue(models.Model):
                 fields=["keyword", "metric"], name="keyword_metric_value_unique"
             ),
         ]
-        indexes = [models.Index(fields=["metric", "value"], name="kmv_metric_value_idx")]
+        # The per-keyword table sorted by a metric walks one of these (its ties in keyword
+        # order) instead of sorting every keyword (metrics.dashboards.keyword_table).
+        indexes = [models.Index(fields=["metric", "value", "keyword"],
+                                name="kmv_metric_value_kw_idx"),
+                   models.Index(fields=["metric", "-value", "keyword"],
+                                name="kmv_metric_value_desc_idx")]
 
     def __str__(self) -> str:
         return f"{self.metric} of {self.keyword_id} = {self.value}"

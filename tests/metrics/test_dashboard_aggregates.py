@@ -11,10 +11,12 @@ from django.urls import reverse
 from judgments.models import FeedbackSlot
 from metrics import charts, dashboards, queries
 from metrics.core import statistics
-from metrics.models import DashboardCount, KeywordDashboardShare
+from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
 from metrics.recompute import aggregates
 from metrics.recompute.marks import keywords_version_bump
+from metrics.recompute.means import evaluation_means_refresh
 from metrics.services import keyword_metrics_recompute
+from searchtweak.access import GradeVisibility
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +136,41 @@ def test_the_page_draws_the_stored_histogram_as_it_drew_the_values(client, perso
     expected = charts.histogram(values, bins=10, lo=0.0, hi=1.0,
                                 label=f"{dashboards.metric_label(config)} over keywords")
     assert expected in response.content.decode()
+
+
+def _pages(evaluation, configs, **params) -> list[int]:
+    ids, page = [], 1
+    while True:
+        table = dashboards.keyword_table(evaluation=evaluation, configs=configs, per_page=7,
+                                         page_number=page, visibility=GradeVisibility(
+                                             None, frozenset({evaluation.team_id})), **params)
+        ids += [row.row.keyword.pk for row in table.rows]
+        if not table.page.has_next():
+            return ids
+        page += 1
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("show", ["", "worst"])
+def test_the_metric_sorted_table_pages_through_the_queryset_order(personas, descending, show):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=30,
+                                 graded_share=0.5, seed=4)
+    configs = dashboards.metric_configs(evaluation.pk)
+    ap = configs[1]
+    # Keywords with no value: a null one, and one never computed (no row at all).
+    keywords = list(evaluation.keywords.order_by("position"))
+    KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[4]).update(value=None)
+    KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[9]).delete()
+    evaluation_means_refresh(evaluation_id=evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)  # the stored count, as the page reads
+    assert configs[1].keyword_count == KeywordMetricValue.objects.filter(
+        metric=ap, value__isnull=False).count()
+    params = {"sort": f"m{ap.pk}", "descending": descending, "show": show}
+    assert isinstance(dashboards.keyword_order(evaluation=evaluation, configs=configs,
+                                               **params), dashboards.MetricOrder)
+    # The queryset's order (ties by position, which is keyword order here), page by page.
+    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
+                                                **params).values_list("pk", flat=True))
+    assert _pages(evaluation, configs, **params) == expected
+    assert len(expected) == (28 if show == "worst" else 30)
