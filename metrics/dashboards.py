@@ -196,6 +196,7 @@ def _snapshot_patterns(evaluation_id: int) -> list[tuple[list[int | None], int]]
     (count, min, max, sum): the middle grade is sum - min - max."""
     stored = dict(DashboardCount.objects.filter(
         Q(key=aggregates.BUILT) | Q(key__startswith="p:"), evaluation_id=evaluation_id,
+        count__gt=0,
     ).values_list("key", "count"))
     if aggregates.BUILT in stored:
         rows = [(*aggregates.parse_pattern(key), count) for key, count in sorted(stored.items())

@@ -86,18 +86,17 @@ def _snapshot_rows(keyword_ids: list[int]) -> list[tuple]:
 
 def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
     """Replace the keywords' shares with what their slots and values give now and move the
-    evaluation's counts by the difference (all the keywords are of one evaluation)."""
+    evaluation's counts by the difference (all the keywords are of one evaluation).
+    Six statements and the transaction's two once the counts are built."""
     keyword_ids = sorted(set(keyword_ids))
     if not keyword_ids:
         return
-    evaluation_id = (Keyword.objects.filter(pk=keyword_ids[0])
-                     .values_list("evaluation_id", flat=True).first())
-    if evaluation_id is None:
-        return
     with transaction.atomic():
-        if not _lock(evaluation_id):
+        locked = _lock_of_keyword(keyword_ids[0])
+        if locked is None:
             return
-        if not DashboardCount.objects.filter(evaluation_id=evaluation_id, key=BUILT).exists():
+        evaluation_id, built = locked
+        if not built:
             _rebuild(evaluation_id)
             return
         new = keyword_shares(keyword_ids)
@@ -107,12 +106,28 @@ def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
             delta.subtract(counts)
         for counts in new.values():
             delta.update(counts)
-        KeywordDashboardShare.objects.filter(keyword_id__in=keyword_ids).delete()
+        # An upsert, an empty share included: no DELETE first.
         KeywordDashboardShare.objects.bulk_create(
-            (KeywordDashboardShare(keyword_id=pk, evaluation_id=evaluation_id,
-                                   counts=dict(counts))
-             for pk, counts in new.items() if counts), batch_size=_CHUNK)
+            [KeywordDashboardShare(keyword_id=pk, evaluation_id=evaluation_id,
+                                   counts=dict(counts)) for pk, counts in new.items()],
+            update_conflicts=True, unique_fields=["keyword"], update_fields=["counts"])
         _add(evaluation_id, {key: n for key, n in delta.items() if n})
+
+
+def _lock_of_keyword(keyword_id: int) -> tuple[int, bool] | None:
+    """The keyword's evaluation, its row locked, and whether its counts are built."""
+    evaluations = connection.ops.quote_name(Evaluation._meta.db_table)
+    keywords = connection.ops.quote_name(Keyword._meta.db_table)
+    counts = connection.ops.quote_name(DashboardCount._meta.db_table)
+    # SQLite has no row locks: its one writer at a time does the same.
+    lock = " FOR NO KEY UPDATE OF e" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT e.id, EXISTS (SELECT 1 FROM {counts} c WHERE c.evaluation_id = e.id"
+            f" AND c.key = %s) FROM {evaluations} e JOIN {keywords} k"
+            f" ON k.evaluation_id = e.id WHERE k.id = %s{lock}", [BUILT, keyword_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], bool(row[1]))
 
 
 def dashboard_aggregates_rebuild(*, evaluation_id: int) -> None:
@@ -155,5 +170,4 @@ def _add(evaluation_id: int, delta: dict[str, int]) -> None:
             " ON CONFLICT (evaluation_id, key) DO UPDATE"
             f" SET count = {table}.count + excluded.count",
             [(evaluation_id, key, n) for key, n in sorted(delta.items())])
-    # A pattern no snapshot has any more is no row (the page reads every row).
-    DashboardCount.objects.filter(evaluation_id=evaluation_id, count=0).delete()
+    # A count that fell to 0 stays, as a row the page weighs 0: no DELETE each run.
