@@ -35,6 +35,10 @@ def recreate_database(name: str, env: dict[str, str]) -> None:
     drop_database(name)
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
+    migrate_database(env)
+
+
+def migrate_database(env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO,
                    env={**os.environ, **env}, check=True)
 

@@ -7,9 +7,13 @@ of the page sorted by a metric and filtered to the worst keywords, and of the pe
 table partial, plus the queries each runs. Target: p95 <= 300 ms at 5,000 keywords and the
 same query count at both sizes.
 
-    .venv/bin/python bench/dashboard.py [--requests 40] [--keywords 5000]
+    .venv/bin/python bench/dashboard.py [--requests 40] [--keywords 5000 [100000 ...]]
+        [--keep] [--reuse]
 
 It creates (and drops) the database `searchtweak_bench_dashboard` on the local PostgreSQL.
+`--keep` leaves it in place; `--reuse` then skips the seeding (3M slots at 100,000 keywords
+take minutes) and migrates the kept database instead. With several sizes the summary prints
+each request's p95 side by side with the ratio of the largest size to the one before.
 Requests go through Django's test client in-process: the time is the server's (middleware,
 view, queries, template), without a network hop.
 """
@@ -25,6 +29,7 @@ from _support import (
     bench_database,
     database_url,
     drop_database,
+    migrate_database,
     percentile,
     recreate_database,
     seed_evaluation,
@@ -80,29 +85,47 @@ def measure(client, url: str, params: dict, requests: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=40)
-    parser.add_argument("--keywords", type=int, default=5000)
+    parser.add_argument("--keywords", type=int, nargs="+", default=[5000])
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the database a --keep run left (migrated, not reseeded)")
     args = parser.parse_args()
-    recreate_database(DB_NAME, ENV)
+    if args.reuse:
+        migrate_database(ENV)
+    else:
+        recreate_database(DB_NAME, ENV)
     setup_django(ENV)
     from django.test import Client
     from django.urls import reverse
 
+    from evaluations.models import Evaluation
     from searchtweak.models import Membership, Role, Team, User
 
-    team = Team.objects.create(name="Bench")
-    lead = User.objects.create_user("bench-lead", password="x", current_team=team)
-    Membership.objects.create(team=team, user=lead, role=Role.LEAD)
-    graders = []
-    for i in range(3):
-        grader = User.objects.create_user(f"bench-grader{i}", password="x", current_team=team)
-        Membership.objects.create(team=team, user=grader, role=Role.GRADER)
-        graders.append(grader)
-    sizes = [10, args.keywords]
-    print(f"seeding 10 and {args.keywords:,} keywords x 10 results x 3 slots, "
-          f"{len(METRICS)} metrics ...", flush=True)
-    evaluations = {size: seed(size, team=team, graders=graders, name=f"bench{size}")
-                   for size in sizes}
+    sizes = [10, *args.keywords]
+    if args.reuse:
+        lead = User.objects.get(username="bench-lead")
+        evaluations = {size: Evaluation.objects.get(name=f"bench{size}") for size in sizes}
+        try:  # the dashboard's counts, on a database seeded before they existed
+            from metrics.recompute.aggregates import dashboard_aggregates_rebuild
+        except ImportError:  # a checkout from before them: the page counts from scratch
+            pass
+        else:
+            for evaluation in evaluations.values():
+                dashboard_aggregates_rebuild(evaluation_id=evaluation.pk)
+    else:
+        team = Team.objects.create(name="Bench")
+        lead = User.objects.create_user("bench-lead", password="x", current_team=team)
+        Membership.objects.create(team=team, user=lead, role=Role.LEAD)
+        graders = []
+        for i in range(3):
+            grader = User.objects.create_user(f"bench-grader{i}", password="x",
+                                              current_team=team)
+            Membership.objects.create(team=team, user=grader, role=Role.GRADER)
+            graders.append(grader)
+        print(f"seeding {', '.join(f'{size:,}' for size in sizes)} keywords x 10 results x "
+              f"3 slots, {len(METRICS)} metrics ...", flush=True)
+        evaluations = {size: seed(size, team=team, graders=graders, name=f"bench{size}")
+                       for size in sizes}
     client = Client()
     client.force_login(lead)
     print()
@@ -131,7 +154,14 @@ def main() -> None:
                   f"{percentile(timings, 0.95) * 1000:>8.1f} {max(timings) * 1000:>8.1f}",
                   flush=True)
     print()
-    big = args.keywords
+    big = sizes[-1]
+    print(f"{'p95 ms':<34} " + " ".join(f"{size:>9,}" for size in sizes)
+          + (f" {'ratio':>7}" if len(sizes) > 2 else ""))
+    for label in dict.fromkeys(label for label, _ in results):
+        row = [results[(label, size)][1] * 1000 for size in sizes]
+        ratio = f" {row[-1] / row[-2]:>7.2f}" if len(sizes) > 2 else ""
+        print(f"{label:<34} " + " ".join(f"{ms:>9.1f}" for ms in row) + ratio)
+    print()
     for label in dict.fromkeys(label for label, _ in results):
         small_queries, _ = results[(label, 10)]
         big_queries, p95 = results[(label, big)]

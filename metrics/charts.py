@@ -263,8 +263,21 @@ def histogram(values: Sequence[Number], *, bins: int = 10, lo: float | None = No
     """Bars of how many values fall in each of `bins` equal ranges between lo and hi
     (default: the values' own range); each bar's <title> gives its range and count. The
     count axis has whole-number gridlines from 0."""
-    left, right, top, bottom = 36, 14, 12, 34
     counts, edges = histogram_bins(values, bins=bins, lo=lo, hi=hi)
+    return histogram_svg(counts, edges, width=width, height=height, label=label)
+
+
+def unit_edges(bins: int) -> list[float]:
+    """The edges histogram_bins gives for `bins` bins over [0, 1]."""
+    return [float(e) for e in np.linspace(0.0, 1.0, bins + 1)]
+
+
+def histogram_svg(counts: list[int], edges: list[float], *, width: int = 400,
+                  height: int = 200, label: str = "Distribution") -> str:
+    """The histogram of counts already binned (len(edges) == len(counts) + 1), as
+    histogram draws it."""
+    left, right, top, bottom = 36, 14, 12, 34
+    bins = len(counts)
     tallest = max(counts) if counts else 0
     ticks = nice_ticks(0, tallest, integer=True)
     y_of = _scale(0, ticks[-1], height - bottom, top)

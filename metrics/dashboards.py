@@ -23,7 +23,8 @@ from judgments.models import FeedbackSlot
 from judgments.queue_selectors import grader_queue_size
 from metrics import core, queries
 from metrics.core import statistics
-from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.models import DashboardCount, KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.recompute import aggregates
 from metrics.selectors import KeywordRow, keyword_rows
 from searchtweak.access import GradeVisibility
 from searchtweak.models import Team, User
@@ -189,10 +190,19 @@ def kappa_reading(kappa: float | None) -> str:
 
 
 def _snapshot_patterns(evaluation_id: int) -> list[tuple[list[int | None], int]]:
-    """Every snapshot's slot grades as (grades, how many snapshots share them), counted
-    in SQL. With at most three slots per snapshot the multiset of grades is exactly
+    """Every snapshot's slot grades as (grades, how many snapshots share them): the
+    recompute's counts (metrics.recompute.aggregates) once built, else counted in SQL over
+    every slot. With at most three slots per snapshot the multiset of grades is exactly
     (count, min, max, sum): the middle grade is sum - min - max."""
-    rows = queries.snapshot_grade_patterns(evaluation_id=evaluation_id)
+    stored = dict(DashboardCount.objects.filter(
+        Q(key=aggregates.BUILT) | Q(key__startswith="p:"), evaluation_id=evaluation_id,
+        count__gt=0,
+    ).values_list("key", "count"))
+    if aggregates.BUILT in stored:
+        rows = [(*aggregates.parse_pattern(key), count) for key, count in sorted(stored.items())
+                if key != aggregates.BUILT]
+    else:
+        rows = queries.snapshot_grade_patterns(evaluation_id=evaluation_id)
     patterns = []
     for total, graded, lo, hi, grade_sum, count in rows:
         if total > 3:
@@ -244,19 +254,17 @@ def _adaptive_summary(evaluation: Evaluation,
 
 def _evaluation_agreement(evaluation: Evaluation) -> Agreement:
     patterns = _snapshot_patterns(evaluation.pk)
-    snapshots: list[list[int | None]] = []
-    for grades, count in patterns:
-        snapshots += [grades] * count
     slot_count = sum(len(grades) * count for grades, count in patterns)
     graded_count = sum(sum(g is not None for g in grades) * count for grades, count in patterns)
-    coverage = statistics.coverage(snapshots)
+    # The counted forms: the statistics cost the distinct patterns, not the snapshots.
+    coverage = statistics.coverage_counted(patterns)
     tie_rate = None
     if evaluation.scale == "binary" and evaluation.max_slots == 3:
-        tie_rate = statistics.binary_tie_rate(snapshots)
+        tie_rate = statistics.binary_tie_rate_counted(patterns)
     # Under "1 → 3" most results keep one slot: kappa reads the results that got three.
-    kappa = statistics.fleiss_kappa(
-        [grades for grades in snapshots if len(grades) == 3] if evaluation.is_adaptive
-        else snapshots) if evaluation.max_slots > 1 else None
+    kappa = statistics.fleiss_kappa_counted(
+        [(grades, count) for grades, count in patterns if len(grades) == 3]
+        if evaluation.is_adaptive else patterns) if evaluation.max_slots > 1 else None
     advice = []
     if coverage is not None and coverage < LOW_COVERAGE:
         advice.append(
@@ -288,6 +296,20 @@ def metric_distribution(*, config: EvaluationMetric) -> list[float]:
     """The non-null per-keyword values of one configured metric."""
     return list(KeywordMetricValue.objects.filter(metric=config, value__isnull=False)
                 .values_list("value", flat=True))
+
+
+def metric_histogram(*, config: EvaluationMetric) -> list[int] | None:
+    """How many of the metric's non-null keyword values fall in each tenth of [0, 1]
+    (numpy.histogram's bins), from the recompute's counts; None when they are not built or
+    some value lies outside [0, 1] (the page then bins metric_distribution over the
+    values' own range)."""
+    prefix = f"b:{config.pk}:"
+    stored = dict(DashboardCount.objects.filter(
+        Q(key=aggregates.BUILT) | Q(key__startswith=prefix), evaluation_id=config.evaluation_id,
+    ).values_list("key", "count"))
+    if aggregates.BUILT not in stored or stored.get(f"{prefix}-1"):
+        return None
+    return [stored.get(f"{prefix}{index}", 0) for index in range(aggregates.BINS)]
 
 
 # --- the per-keyword table -----------------------------------------------------------------
@@ -375,6 +397,66 @@ def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     return keywords.order_by("-position" if descending else "position")
 
 
+class MetricOrder:
+    """The evaluation's keywords in the order of one metric's stored values, for the
+    Paginator: the keywords with a value, walked along kmv_metric_value_kw_idx (or its
+    descending twin) from the page's offset, ties in keyword order; then, unless
+    `values_only` ("worst"), those without a value in position order. How many have a
+    value is the metric's stored keyword count (MetricMean), so neither the count nor a
+    page sorts every keyword."""
+
+    def __init__(self, *, evaluation: Evaluation, config: EvaluationMetric,
+                 descending: bool, values_only: bool) -> None:
+        self.evaluation, self.config = evaluation, config
+        self.descending, self.values_only = descending, values_only
+        self.value_count = config.keyword_count or 0
+        self._count: int | None = None
+
+    def count(self) -> int:
+        if self._count is None:
+            self._count = self.value_count if self.values_only else Keyword.objects.filter(
+                evaluation=self.evaluation).count()
+        return self._count
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, window: slice) -> list[Keyword]:
+        start, stop = window.start or 0, window.stop if window.stop is not None else self.count()
+        ids: list[int] = []
+        if start < self.value_count:
+            ids += list(KeywordMetricValue.objects.filter(
+                metric_id=self.config.pk, value__isnull=False,
+            ).order_by("-value" if self.descending else "value", "keyword_id").values_list(
+                "keyword_id", flat=True)[start:min(stop, self.value_count)])
+        if stop > self.value_count and not self.values_only:
+            ids += list(Keyword.objects.filter(evaluation=self.evaluation).exclude(Exists(
+                KeywordMetricValue.objects.filter(keyword_id=OuterRef("pk"),
+                                                  metric_id=self.config.pk,
+                                                  value__isnull=False)),
+            ).order_by("position").values_list("pk", flat=True)[
+                max(0, start - self.value_count):stop - self.value_count])
+        keywords = Keyword.objects.filter(evaluation=self.evaluation).in_bulk(ids)
+        return [keywords[pk] for pk in ids if pk in keywords]
+
+
+def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
+                  sort: str = "position", descending: bool = False, show: str = "",
+                  search: str = "") -> "MetricOrder | QuerySet[Keyword]":
+    """What keyword_table pages through: MetricOrder when the table is sorted by a metric
+    (or shows the worst) with no other filter, else keyword_queryset."""
+    metric_id = int(sort[1:]) if sort.startswith("m") else None
+    if show == "worst" and metric_id is None and configs:
+        metric_id, descending = configs[0].pk, False
+    config = next((c for c in configs if c.pk == metric_id), None)
+    if config is not None and show in ("", "worst") and not search:
+        return MetricOrder(evaluation=evaluation, config=config,
+                           descending=descending and show != "worst",
+                           values_only=show == "worst")
+    return keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
+                            descending=descending, show=show, search=search)
+
+
 def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
                   visibility: GradeVisibility, search: str = "",
@@ -383,8 +465,8 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     """One page of the per-keyword table: values of every metric and, for the expanding
     rows, each keyword's snapshots with the slots the viewer may see. Six queries at any
     size."""
-    keywords = keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
-                                descending=descending, show=show, search=search)
+    keywords = keyword_order(evaluation=evaluation, configs=configs, sort=sort,
+                             descending=descending, show=show, search=search)
     page = Paginator(keywords, per_page).get_page(page_number)
     page_keywords = list(page.object_list)
     rows = keyword_rows(evaluation=evaluation, keywords=page_keywords)

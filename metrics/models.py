@@ -106,7 +106,12 @@ class KeywordMetricValue(models.Model):
                 fields=["keyword", "metric"], name="keyword_metric_value_unique"
             ),
         ]
-        indexes = [models.Index(fields=["metric", "value"], name="kmv_metric_value_idx")]
+        # The per-keyword table sorted by a metric walks one of these (its ties in keyword
+        # order) instead of sorting every keyword (metrics.dashboards.keyword_table).
+        indexes = [models.Index(fields=["metric", "value", "keyword"],
+                                name="kmv_metric_value_kw_idx"),
+                   models.Index(fields=["metric", "-value", "keyword"],
+                                name="kmv_metric_value_desc_idx")]
 
     def __str__(self) -> str:
         return f"{self.metric} of {self.keyword_id} = {self.value}"
@@ -237,3 +242,38 @@ class RegressionVerdict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.evaluation_id} vs {self.baseline_id}: {self.verdict}"
+
+
+class KeywordDashboardShare(models.Model):
+    """What one keyword adds to its evaluation's DashboardCount rows, as {key: count}: its
+    snapshots' grade patterns and the histogram bin of each of its metric values. Written
+    by the recompute with the values (metrics.recompute.aggregates), which subtracts the
+    stored share and adds the new one, so the dashboard reads a few counts instead of
+    every slot and value."""
+
+    keyword = models.OneToOneField(Keyword, on_delete=models.CASCADE, primary_key=True,
+                                   related_name="+")
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+")
+    counts = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"dashboard share of {self.keyword_id}"
+
+
+class DashboardCount(models.Model):
+    """One count of the evaluation dashboard, summed over the evaluation's keywords'
+    shares (KeywordDashboardShare). Keys (metrics.recompute.aggregates): "p:<slots>:
+    <graded>:<lowest>:<highest>:<sum>" snapshots with that grade pattern; "b:<metric id>:
+    <bin>" keywords whose value of the metric is in that tenth of [0, 1] (-1: outside it);
+    "built": the counts cover every keyword (else the page counts from scratch)."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=80)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["evaluation", "key"],
+                                               name="dashboard_count_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.evaluation_id} {self.key} = {self.count}"

@@ -55,15 +55,21 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
                        configs[0] if configs else None)
     distribution = None
     if dist_config is not None:
-        values = dashboards.metric_distribution(config=dist_config)
-        # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
-        bounded = all(0.0 <= v <= 1.0 for v in values)
-        distribution = {
-            "config": dist_config, "count": len(values),
-            "svg": mark_safe(charts.histogram(
-                values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
-                label=f"{dashboards.metric_label(dist_config)} over keywords")),
-        }
+        label = f"{dashboards.metric_label(dist_config)} over keywords"
+        binned = dashboards.metric_histogram(config=dist_config)
+        if binned is not None:
+            distribution = {"config": dist_config, "count": sum(binned), "svg": mark_safe(
+                charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
+        else:
+            values = dashboards.metric_distribution(config=dist_config)
+            # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
+            bounded = all(0.0 <= v <= 1.0 for v in values)
+            distribution = {
+                "config": dist_config, "count": len(values),
+                "svg": mark_safe(charts.histogram(
+                    values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
+                    label=label)),
+            }
     return {
         "evaluation": evaluation, "reference": reference,
         "cards": [(card, mark_safe(charts.sparkline(

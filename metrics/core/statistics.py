@@ -77,6 +77,57 @@ def fleiss_kappa(snapshots: Sequence[SlotGrades]) -> float | None:
     return (float(agreement.mean()) - expected) / (1.0 - expected)
 
 
+CountedSnapshots = Sequence[tuple[SlotGrades, int]]
+"""Distinct snapshots' slot grades with how many snapshots have them: what the dashboard
+stores, so that its statistics cost the number of distinct patterns, not of snapshots."""
+
+
+def coverage_counted(patterns: CountedSnapshots) -> float | None:
+    """coverage() of the snapshots the patterns stand for."""
+    slot_count = sum(len(slots) * n for slots, n in patterns)
+    if slot_count == 0:
+        return None
+    return sum(sum(g is not None for g in slots) * n for slots, n in patterns) / slot_count
+
+
+def binary_tie_rate_counted(patterns: CountedSnapshots) -> float | None:
+    """binary_tie_rate() of the snapshots the patterns stand for."""
+    graded_count = tie_count = 0
+    for slots, n in patterns:
+        ones = sum(grade == 1 for grade in slots if grade is not None)
+        zeros = sum(grade == 0 for grade in slots if grade is not None)
+        if ones + zeros:
+            graded_count += n
+            tie_count += n * (ones == zeros)
+    return tie_count / graded_count if graded_count else None
+
+
+def fleiss_kappa_counted(patterns: CountedSnapshots) -> float | None:
+    """fleiss_kappa() of the snapshots the patterns stand for: the same rater count (the
+    most common among fully graded snapshots, the smallest on a tie), P̄ as the mean of
+    P_i weighted by how many snapshots share them."""
+    complete = [(list(slots), n) for slots, n in patterns if n and slots and None not in slots]
+    if not complete:
+        return None
+    by_length: dict[int, int] = {}
+    for slots, n in complete:
+        by_length[len(slots)] = by_length.get(len(slots), 0) + n
+    rater_count = max(sorted(by_length), key=by_length.__getitem__)
+    rows = [(slots, n) for slots, n in complete if len(slots) == rater_count]
+    if rater_count < 2:
+        return None
+    categories = sorted({grade for slots, _ in rows for grade in slots})
+    counts = np.array([[slots.count(category) for category in categories] for slots, _ in rows])
+    weights = np.array([n for _, n in rows], dtype=np.float64)
+    subject_count = weights.sum()
+    agreement = ((counts**2).sum(axis=1) - rater_count) / (rater_count * (rater_count - 1))
+    shares = (counts * weights[:, None]).sum(axis=0) / (subject_count * rater_count)
+    expected = float((shares**2).sum())
+    if expected >= 1.0:
+        return None
+    return (float((agreement * weights).sum() / subject_count) - expected) / (1.0 - expected)
+
+
 @dataclass(frozen=True)
 class PairedComparison:
     """Evaluation B against evaluation A over their common non-null keywords."""

@@ -20,7 +20,7 @@ from django.utils import timezone
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments import scales
 from metrics import core, queries
-from metrics.recompute import marks
+from metrics.recompute import aggregates, marks
 from metrics.recompute.means import evaluation_means_refresh
 from metrics.selectors import (
     evaluation_dirty_keywords,
@@ -236,6 +236,7 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         if progress is not None:
             progress(len(chunk))
     evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True)
+    aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
     marks.keywords_mark_computed(keywords)
     return len(keyword_ids)
 
@@ -339,6 +340,7 @@ def _upsert_values(rows: Iterable[queries.KeywordValueRow]) -> None:
     for start in range(0, len(rows), _WRITE_CHUNK):
         queries.keyword_values_upsert(rows[start:start + _WRITE_CHUNK], now=now)
     queries.keyword_queue_widths_store(keyword_ids=sorted({row.keyword_id for row in rows}))
+    aggregates.dashboard_aggregates_update(keyword_ids={row.keyword_id for row in rows})
 
 
 def _record_error(evaluation: Evaluation, error: Exception) -> None:

@@ -1,0 +1,173 @@
+"""The evaluation dashboard's counts (metrics.models.DashboardCount), kept by the recompute.
+
+Each keyword's share (KeywordDashboardShare) is what it adds to the counts: how many of its
+snapshots have each grade pattern (slots, graded, lowest, highest, sum: the multiset of at
+most three grades) and, per metric, which tenth of [0, 1] its value falls in (the bins of
+the page's histogram, numpy's rule: [e_i, e_i+1), the last one closed; -1 outside [0, 1]).
+A run replaces its keywords' shares old -> new and adds the difference to the counts, so
+the page reads a few dozen rows at any number of keywords.
+
+The updates of one evaluation take turns on its row (FOR NO KEY UPDATE): two overlapping
+runs cannot both subtract the same old share. The counts are "built" once they cover every
+keyword; the first update of an evaluation that is not builds them from every keyword, and
+a from-scratch recompute (recompute_metrics) rebuilds them.
+"""
+
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+from django.db import connection, transaction
+
+from evaluations.models import Evaluation, Keyword
+from judgments.models import FeedbackSlot
+from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
+
+BUILT = "built"
+BINS = 10
+# numpy.histogram's edges over [0, 1]: the page's histogram of a bounded metric.
+_EDGES = np.linspace(0.0, 1.0, BINS + 1)
+_CHUNK = 2000
+
+
+def pattern_key(total: int, graded: int, lo: int | None, hi: int | None,
+                grade_sum: int | None) -> str:
+    return ":".join(["p", *("" if v is None else str(v) for v in
+                            (total, graded, lo, hi, grade_sum))])
+
+
+def parse_pattern(key: str) -> tuple[int, int, int | None, int | None, int | None]:
+    total, graded, lo, hi, grade_sum = (None if v == "" else int(v) for v in key.split(":")[1:])
+    return total, graded, lo, hi, grade_sum
+
+
+def bin_key(metric_id: int, bin_index: int) -> str:
+    return f"b:{metric_id}:{bin_index}"
+
+
+def value_bins(values: Iterable[float]) -> list[int]:
+    """Each value's bin as numpy.histogram(values, bins=10, range=(0, 1)) counts it; -1
+    for a value outside [0, 1]."""
+    array = np.asarray(list(values), dtype=np.float64)
+    index = np.searchsorted(_EDGES, array, side="right") - 1
+    index = np.where(array == 1.0, BINS - 1, index)
+    index = np.where((array < 0.0) | (array > 1.0), -1, index)
+    return [int(i) for i in index]
+
+
+def keyword_shares(keyword_ids: list[int]) -> dict[int, Counter]:
+    """The shares of `keyword_ids` from their slots and stored values, now."""
+    shares: dict[int, Counter] = {pk: Counter() for pk in keyword_ids}
+    for start in range(0, len(keyword_ids), _CHUNK):
+        chunk = keyword_ids[start:start + _CHUNK]
+        per_snapshot = _snapshot_rows(chunk)
+        for keyword_id, total, graded, lo, hi, grade_sum in per_snapshot:
+            shares[keyword_id][pattern_key(total, graded, lo, hi, grade_sum)] += 1
+        values = list(KeywordMetricValue.objects.filter(
+            keyword_id__in=chunk, value__isnull=False).values_list("keyword_id", "metric_id",
+                                                                    "value"))
+        for (keyword_id, metric_id, _), bin_index in zip(
+                values, value_bins(v for _, _, v in values), strict=True):
+            shares[keyword_id][bin_key(metric_id, bin_index)] += 1
+    return shares
+
+
+def _snapshot_rows(keyword_ids: list[int]) -> list[tuple]:
+    """(keyword, slots, graded, lowest, highest, sum of grades) per snapshot with slots."""
+    table = connection.ops.quote_name(FeedbackSlot._meta.db_table)
+    marks = ", ".join(["%s"] * len(keyword_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT keyword_id, COUNT(*), COUNT(grade), MIN(grade), MAX(grade), SUM(grade)"
+            f" FROM {table} WHERE keyword_id IN ({marks}) GROUP BY keyword_id, snapshot_id",
+            keyword_ids)
+        return cursor.fetchall()
+
+
+def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
+    """Replace the keywords' shares with what their slots and values give now and move the
+    evaluation's counts by the difference (all the keywords are of one evaluation).
+    Six statements and the transaction's two once the counts are built."""
+    keyword_ids = sorted(set(keyword_ids))
+    if not keyword_ids:
+        return
+    with transaction.atomic():
+        locked = _lock_of_keyword(keyword_ids[0])
+        if locked is None:
+            return
+        evaluation_id, built = locked
+        if not built:
+            _rebuild(evaluation_id)
+            return
+        new = keyword_shares(keyword_ids)
+        delta: Counter = Counter()
+        for counts in KeywordDashboardShare.objects.filter(
+                keyword_id__in=keyword_ids).values_list("counts", flat=True):
+            delta.subtract(counts)
+        for counts in new.values():
+            delta.update(counts)
+        # An upsert, an empty share included: no DELETE first.
+        KeywordDashboardShare.objects.bulk_create(
+            [KeywordDashboardShare(keyword_id=pk, evaluation_id=evaluation_id,
+                                   counts=dict(counts)) for pk, counts in new.items()],
+            update_conflicts=True, unique_fields=["keyword"], update_fields=["counts"])
+        _add(evaluation_id, {key: n for key, n in delta.items() if n})
+
+
+def _lock_of_keyword(keyword_id: int) -> tuple[int, bool] | None:
+    """The keyword's evaluation, its row locked, and whether its counts are built."""
+    evaluations = connection.ops.quote_name(Evaluation._meta.db_table)
+    keywords = connection.ops.quote_name(Keyword._meta.db_table)
+    counts = connection.ops.quote_name(DashboardCount._meta.db_table)
+    # SQLite has no row locks: its one writer at a time does the same.
+    lock = " FOR NO KEY UPDATE OF e" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT e.id, EXISTS (SELECT 1 FROM {counts} c WHERE c.evaluation_id = e.id"
+            f" AND c.key = %s) FROM {evaluations} e JOIN {keywords} k"
+            f" ON k.evaluation_id = e.id WHERE k.id = %s{lock}", [BUILT, keyword_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], bool(row[1]))
+
+
+def dashboard_aggregates_rebuild(*, evaluation_id: int) -> None:
+    """Every keyword's share and the counts from scratch (recompute_metrics)."""
+    with transaction.atomic():
+        if _lock(evaluation_id):
+            _rebuild(evaluation_id)
+
+
+def _lock(evaluation_id: int) -> bool:
+    return Evaluation.objects.select_for_update(no_key=True).filter(
+        pk=evaluation_id).values_list("pk").exists()
+
+
+def _rebuild(evaluation_id: int) -> None:
+    keyword_ids = list(Keyword.objects.filter(evaluation_id=evaluation_id)
+                       .order_by("pk").values_list("pk", flat=True))
+    shares = keyword_shares(keyword_ids)
+    KeywordDashboardShare.objects.filter(evaluation_id=evaluation_id).delete()
+    KeywordDashboardShare.objects.bulk_create(
+        (KeywordDashboardShare(keyword_id=pk, evaluation_id=evaluation_id, counts=dict(counts))
+         for pk, counts in shares.items() if counts), batch_size=_CHUNK)
+    total: Counter = Counter()
+    for counts in shares.values():
+        total.update(counts)
+    DashboardCount.objects.filter(evaluation_id=evaluation_id).delete()
+    DashboardCount.objects.bulk_create(
+        [DashboardCount(evaluation_id=evaluation_id, key=key, count=n)
+         for key, n in total.items() if n]
+        + [DashboardCount(evaluation_id=evaluation_id, key=BUILT, count=1)])
+
+
+def _add(evaluation_id: int, delta: dict[str, int]) -> None:
+    if not delta:
+        return
+    table = connection.ops.quote_name(DashboardCount._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (evaluation_id, key, count) VALUES (%s, %s, %s)"
+            " ON CONFLICT (evaluation_id, key) DO UPDATE"
+            f" SET count = {table}.count + excluded.count",
+            [(evaluation_id, key, n) for key, n in sorted(delta.items())])
+    # A count that fell to 0 stays, as a row the page weighs 0: no DELETE each run.

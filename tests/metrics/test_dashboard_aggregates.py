@@ -1,0 +1,177 @@
+"""The dashboard's stored counts (metrics.recompute.aggregates) against a from-scratch
+computation over every slot and value: after a full recompute, after incremental runs,
+and after recompute_metrics rebuilds counts that drifted."""
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.db import transaction
+from django.urls import reverse
+
+from judgments.models import FeedbackSlot
+from metrics import charts, dashboards, queries
+from metrics.core import statistics
+from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
+from metrics.recompute import aggregates
+from metrics.recompute.marks import keywords_version_bump
+from metrics.recompute.means import evaluation_means_refresh
+from metrics.services import keyword_metrics_recompute
+from searchtweak.access import GradeVisibility
+from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
+
+pytestmark = pytest.mark.django_db
+
+
+def _scratch_agreement(evaluation):
+    """What the page computed before the counts: every snapshot's grades from the slots,
+    through the per-snapshot statistics."""
+    snapshots: dict[int, list] = {}
+    for snapshot_id, grade in FeedbackSlot.objects.filter(evaluation=evaluation).order_by(
+            "snapshot_id", "index").values_list("snapshot_id", "grade"):
+        snapshots.setdefault(snapshot_id, []).append(grade)
+    rows = list(snapshots.values())
+    tie = statistics.binary_tie_rate(rows) if evaluation.scale == "binary" else None
+    return statistics.coverage(rows), tie, statistics.fleiss_kappa(rows), sum(map(len, rows))
+
+
+def _assert_page_numbers_are_the_scratch_ones(evaluation):
+    assert DashboardCount.objects.filter(evaluation=evaluation, key=aggregates.BUILT).exists()
+    agreement = dashboards._evaluation_agreement(evaluation)
+    coverage, tie, kappa, slot_count = _scratch_agreement(evaluation)
+    assert agreement.slot_count == slot_count
+    assert agreement.coverage == pytest.approx(coverage, abs=1e-12)
+    if tie is None:
+        assert agreement.tie_rate is None
+    else:
+        assert agreement.tie_rate == pytest.approx(tie, abs=1e-12)
+    assert agreement.kappa == pytest.approx(kappa, abs=1e-12)
+    # The grade patterns equal the GROUP BY over every slot.
+    stored = sorted(tuple(row) for row in (
+        (*aggregates.parse_pattern(key), count) for key, count in DashboardCount.objects
+        .filter(evaluation=evaluation, key__startswith="p:", count__gt=0)
+        .values_list("key", "count")))
+    assert stored == sorted(queries.snapshot_grade_patterns(evaluation_id=evaluation.pk))
+    for config in dashboards.metric_configs(evaluation.pk):
+        values = dashboards.metric_distribution(config=config)
+        counts, _ = charts.histogram_bins(values, bins=10, lo=0.0, hi=1.0)
+        assert dashboards.metric_histogram(config=config) == counts
+
+
+def _regrade(evaluation, keyword_ids, rng, graders):
+    with transaction.atomic():
+        for slot in FeedbackSlot.objects.filter(keyword_id__in=keyword_ids):
+            grade = None if rng.random() < 0.3 else int(rng.integers(0, 2))
+            FeedbackSlot.objects.filter(pk=slot.pk).update(
+                grade=grade, user=graders[slot.index] if grade is not None else None)
+        keywords_version_bump(keyword_ids=keyword_ids)
+
+
+@pytest.mark.parametrize("scale", ["binary", "graded"])
+def test_counts_equal_a_from_scratch_computation_after_full_and_incremental_runs(
+        personas, scale):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=40,
+                                 scale=scale, graded_share=0.8)
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    rng = np.random.default_rng(3)
+    keyword_ids = list(evaluation.keywords.order_by("pk").values_list("pk", flat=True))
+    for batch in (keyword_ids[:3], keyword_ids[10:25], keyword_ids[2:4]):
+        _regrade(evaluation, batch, rng, graders)
+        assert keyword_metrics_recompute(keyword_id=batch[0]).outcome == "ok"
+        _assert_page_numbers_are_the_scratch_ones(evaluation)
+    assert KeywordDashboardShare.objects.filter(evaluation=evaluation).count() == 40
+
+
+def test_recompute_metrics_rebuilds_counts_that_drifted(personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=12,
+                                 graded_share=0.7)
+    DashboardCount.objects.filter(evaluation=evaluation).exclude(
+        key=aggregates.BUILT).update(count=999)
+    KeywordDashboardShare.objects.filter(evaluation=evaluation).delete()
+    call_command("recompute_metrics", evaluation=evaluation.pk, quiet=True)
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+
+
+def test_an_evaluation_without_built_counts_is_built_by_its_first_run(personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=8,
+                                 graded_share=0.7)
+    DashboardCount.objects.filter(evaluation=evaluation).delete()
+    KeywordDashboardShare.objects.filter(evaluation=evaluation).delete()
+    # Not built: the page counts from scratch, and shows the same numbers.
+    assert dashboards.metric_histogram(config=dashboards.metric_configs(evaluation.pk)[0]) is None
+    coverage, _, kappa, _ = _scratch_agreement(evaluation)
+    agreement = dashboards._evaluation_agreement(evaluation)
+    assert (agreement.coverage, agreement.kappa) == (pytest.approx(coverage), pytest.approx(kappa))
+    first = evaluation.keywords.order_by("pk").first()
+    _regrade(evaluation, [first.pk], np.random.default_rng(5), graders)
+    keyword_metrics_recompute(keyword_id=first.pk)
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+
+
+@pytest.mark.parametrize("value", [0.0, 0.1, 0.2, 0.3, 0.7, 0.9999, 1.0, 1 / 3, 0.6])
+def test_value_bins_follow_numpy_histogram(value):
+    counts, _ = np.histogram([value], bins=10, range=(0.0, 1.0))
+    assert aggregates.value_bins([value]) == [int(np.argmax(counts))]
+
+
+def test_values_outside_the_unit_range_keep_the_page_on_the_values(personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
+                                 scale="graded", metrics=[("dcg", 5, {})])
+    config = dashboards.metric_configs(evaluation.pk)[0]
+    assert aggregates.value_bins([1.5, -0.1]) == [-1, -1]
+    assert dashboards.metric_histogram(config=config) is None  # DCG reaches past 1
+    assert evaluation.keywords.count() == 6
+
+
+def test_the_page_draws_the_stored_histogram_as_it_drew_the_values(client, personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=25,
+                                 graded_share=0.8)
+    config = dashboards.metric_configs(evaluation.pk)[0]
+    client.force_login(personas.lead)
+    response = client.get(reverse("metrics:evaluation_dashboard", args=[evaluation.pk]))
+    values = dashboards.metric_distribution(config=config)
+    expected = charts.histogram(values, bins=10, lo=0.0, hi=1.0,
+                                label=f"{dashboards.metric_label(config)} over keywords")
+    assert expected in response.content.decode()
+
+
+def _pages(evaluation, configs, **params) -> list[int]:
+    ids, page = [], 1
+    while True:
+        table = dashboards.keyword_table(evaluation=evaluation, configs=configs, per_page=7,
+                                         page_number=page, visibility=GradeVisibility(
+                                             None, frozenset({evaluation.team_id})), **params)
+        ids += [row.row.keyword.pk for row in table.rows]
+        if not table.page.has_next():
+            return ids
+        page += 1
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("show", ["", "worst"])
+def test_the_metric_sorted_table_pages_through_the_queryset_order(personas, descending, show):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=30,
+                                 graded_share=0.5, seed=4)
+    configs = dashboards.metric_configs(evaluation.pk)
+    ap = configs[1]
+    # Keywords with no value: a null one, and one never computed (no row at all).
+    keywords = list(evaluation.keywords.order_by("position"))
+    KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[4]).update(value=None)
+    KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[9]).delete()
+    evaluation_means_refresh(evaluation_id=evaluation.pk)
+    configs = dashboards.metric_configs(evaluation.pk)  # the stored count, as the page reads
+    assert configs[1].keyword_count == KeywordMetricValue.objects.filter(
+        metric=ap, value__isnull=False).count()
+    params = {"sort": f"m{ap.pk}", "descending": descending, "show": show}
+    assert isinstance(dashboards.keyword_order(evaluation=evaluation, configs=configs,
+                                               **params), dashboards.MetricOrder)
+    # The queryset's order (ties by position, which is keyword order here), page by page.
+    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
+                                                **params).values_list("pk", flat=True))
+    assert _pages(evaluation, configs, **params) == expected
+    assert len(expected) == (28 if show == "worst" else 30)
