@@ -236,3 +236,9 @@ def test_each_streamed_export_answers_each_persona_as_the_json_export(personas, 
         client.force_authenticate(getattr(personas, persona))
     assert client.get(_url(mixed, "?format=json")).status_code == status
     assert client.get(_url(mixed, query)).status_code == status
+
+
+def test_the_feedback_page_links_the_jsonl_export_beside_the_others(client, personas, mixed):
+    client.force_login(personas.lead)
+    html = client.get(f"/feedback/evaluations/{mixed.pk}/").content.decode()
+    assert f'href="/api/v1/evaluations/{mixed.pk}/judgments/?format=jsonl"' in html
