@@ -112,6 +112,8 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the database a --keep run left, seeded as these sizes")
     parser.add_argument("--child", nargs=3)
     args = parser.parse_args()
     name = bench_database("exports")
@@ -122,9 +124,18 @@ def main() -> None:
         return
     import os
 
-    recreate_database(name, env)
-    setup_django(env)
-    ids = seed(args.small, args.large)
+    if args.reuse:
+        setup_django(env)
+        from evaluations.models import Evaluation
+        from searchtweak.models import User
+
+        ids = {"user": User.objects.get(username="owner").pk,
+               "small": Evaluation.objects.get(name="export small").pk,
+               "large": Evaluation.objects.get(name="export large").pk}
+    else:
+        recreate_database(name, env)
+        setup_django(env)
+        ids = seed(args.small, args.large)
     from django.db import connections
 
     connections.close_all()
@@ -134,8 +145,9 @@ def main() -> None:
         for _ in range(args.runs):
             for label, path in FORMATS.items():
                 for size in ("small", "large"):
-                    figures.setdefault((label, size), []).append(
-                        measure(child_env, ids[size], ids["user"], path))
+                    figure = measure(child_env, ids[size], ids["user"], path)
+                    figures.setdefault((label, size), []).append(figure)
+                    print(f"  {label} {size}: {figure}", flush=True)
     finally:
         if not args.keep:
             drop_database(name)
