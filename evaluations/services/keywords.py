@@ -261,6 +261,19 @@ def keyword_rows(evaluation: Evaluation, keywords: list[str], start: int = 1) ->
             for position, text in enumerate(keywords, start=start)]
 
 
+# Keyword rows built and inserted at a time: 100,000 unsaved Keyword instances would be
+# about 100 MB held at once; a batch is one INSERT.
+KEYWORD_INSERT_BATCH = 2000
+
+
+def keywords_insert(evaluation: Evaluation, keywords: list[str], start: int = 1) -> None:
+    """Store `keywords` (cleaned) as the evaluation's rows from position `start`, in bulk
+    INSERTs of KEYWORD_INSERT_BATCH rows, building each batch's instances only for it."""
+    for offset in range(0, len(keywords), KEYWORD_INSERT_BATCH):
+        Keyword.objects.bulk_create(keyword_rows(
+            evaluation, keywords[offset:offset + KEYWORD_INSERT_BATCH], start=start + offset))
+
+
 def evaluation_keywords_replace(*, evaluation: Evaluation, keywords: list[str]) -> None:
     """Make the evaluation's keywords `keywords` (cleaned): new ones are added after the
     last position; removed ones are deleted while it never started, refused after."""
@@ -278,5 +291,4 @@ def evaluation_keywords_replace(*, evaluation: Evaluation, keywords: list[str]) 
     # Positions are kept for existing keywords; new ones go after the last.
     last = evaluation.keywords.aggregate(last=Max("position"))["last"] or 0
     added = [text for text in keywords if Keyword.normalize(text) not in existing]
-    Keyword.objects.bulk_create(keyword_rows(evaluation, added, start=last + 1),
-                                batch_size=1000)
+    keywords_insert(evaluation, added, start=last + 1)
