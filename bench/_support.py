@@ -136,3 +136,33 @@ def free_port() -> int:
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def seed_graded_results(*, evaluation, keyword_count: int, results: int, grader,
+                        batch: int = 2000) -> None:
+    """`keyword_count` fetched keywords of `results` results each, every result with one
+    slot graded by `grader` (grade = position % 4), written `batch` keywords at a time so a
+    million slots never sit in memory at once. For strategy-1 evaluations."""
+    from django.utils import timezone
+
+    from evaluations.models import Keyword, Snapshot
+    from judgments.models import FeedbackSlot
+
+    now = timezone.now()
+    for start in range(0, keyword_count, batch):
+        keywords = Keyword.objects.bulk_create(
+            Keyword(evaluation=evaluation, position=i + 1, text=f"query {i}",
+                    normalized_text=f"query {i}", fetch_status="fetched")
+            for i in range(start, min(start + batch, keyword_count)))
+        snapshots = Snapshot.objects.bulk_create(
+            (Snapshot(keyword=keyword, position=p, doc_id=f"d{keyword.position}-{p}",
+                      name=f"Doc {p}")
+             for keyword in keywords for p in range(1, results + 1)), batch_size=5000)
+        positions = {keyword.pk: keyword.position for keyword in keywords}
+        FeedbackSlot.objects.bulk_create(
+            (FeedbackSlot(snapshot=snapshot, keyword_id=snapshot.keyword_id,
+                          evaluation=evaluation, index=0,
+                          keyword_position=positions[snapshot.keyword_id],
+                          position=snapshot.position, grade=snapshot.position % 4,
+                          user=grader, graded_at=now)
+             for snapshot in snapshots), batch_size=5000)

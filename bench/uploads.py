@@ -1,21 +1,29 @@
-"""How soon a keyword file far over the limits is refused (part of `make bench`).
+"""How soon a keyword file far over the limits is refused (part of `make bench`), and what
+a 100,000-keyword upload costs through the evaluation page (issue 29).
 
     .venv/bin/python bench/uploads.py
+    BENCH_DATABASE_PREFIX=st_io .venv/bin/python bench/uploads.py --pages   # PostgreSQL
 
 Two files, as a person might pick them by mistake:
 - "54 MB": 2.45 million lines. The form refuses it from its size (KEYWORD_UPLOAD_MAX_BYTES,
-  default 5 MB) before reading it; the reference is what happened before the cap: every
-  line parsed, then "At most 10,000 keywords".
+  default MAX_KEYWORDS x 501 bytes, 47.8 MB) before reading it; the reference is what
+  happened before the cap: every line parsed, then "At most 100,000 keywords".
 - "3.6 MB, 260k lines": under the size cap, so it is read, and reading stops at the first line
-  past 10,000 keywords; the reference parses every line (max_keywords set out of reach).
+  past 100,000 keywords; the reference parses every line (max_keywords set out of reach).
 Each figure is the median of 3 runs (the 54 MB reference parses for tens of seconds, so
 there is no warm-up), reference and capped alternating, with the ratio of the medians; no
 thresholds are asserted.
+
+With --pages, on its own PostgreSQL database (BENCH_DATABASE_PREFIX_uploads, dropped at the
+end): a 100,000-line file (1.3 MB) posted to the evaluation create page, stored (seconds,
+peak RSS of the process, keywords stored), and the same file with a control character on
+line 99,999, refused with one error and nothing stored. Each post runs in a fresh process.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import sys
 import time
@@ -46,7 +54,7 @@ def refused(action: Callable[[], object]) -> None:
 
 def parse_everything(content: bytes) -> None:
     lines = keywords_from_upload(filename="k.txt", content=content, max_keywords=sys.maxsize)
-    if len(lines) <= 10_000:
+    if len(lines) <= 100_000:
         raise SystemExit("the reference file must be over the keyword limit")
 
 
@@ -84,5 +92,99 @@ def main() -> None:
             lambda: refused(lambda: keywords_from_upload(filename="k.txt", content=many)))
 
 
+PAGE_LINES = 100_000
+BAD_LINE = 99_999
+
+
+def page_file(*, bad: bool) -> bytes:
+    return b"".join((b"keyword %d\x07\n" if bad and n == BAD_LINE else b"keyword %d\n") % n
+                    for n in range(1, PAGE_LINES + 1))
+
+
+def page_child(kind: str) -> None:
+    """One post of the 100,000-line file to the create page, measured: prints a JSON line."""
+    import json
+    import resource
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.test import Client
+
+    from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+    from searchtweak.models import Membership, Role, Team, User
+
+    team, _ = Team.objects.get_or_create(name="Uploads bench")
+    user = User.objects.filter(username="lead").first() or User.objects.create_user("lead")
+    Membership.objects.get_or_create(team=team, user=user, defaults={"role": Role.OWNER})
+    endpoint, _ = Endpoint.objects.get_or_create(
+        team=team, name="bench", defaults={"url": "http://127.0.0.1:9/", "mapper": {}})
+    model, _ = SearchModel.objects.get_or_create(team=team, endpoint=endpoint, name="bench")
+    client = Client()
+    client.force_login(user)
+    content = page_file(bad=kind == "bad")
+    before_rows = (Evaluation.objects.count(), Keyword.objects.count())
+    before = _rss_mb()
+    started = time.perf_counter()
+    response = client.post("/evaluations/new/", {
+        "name": "Spring", "description": "", "model": model.pk, "keywords": "",
+        "scale": "graded", "strategy": "1", "metrics": "ndcg@10", "transformers": "",
+        "tags": "", "guidelines": "", "reuse_grades": "none",
+        "keywords_file": SimpleUploadedFile("many.txt", content)})
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # The page's error lines (response.context needs the test runner's instrumentation).
+    errors = re.findall(r"line \d+: [^<]+", response.content.decode())
+    after_rows = (Evaluation.objects.count(), Keyword.objects.count())
+    print(json.dumps({"status": response.status_code, "seconds": seconds, "peak": peak,
+                      "growth": peak - before, "errors": errors,
+                      "keywords_added": after_rows[1] - before_rows[1],
+                      "evaluations_added": after_rows[0] - before_rows[0],
+                      "file_mb": len(content) / 1e6}))
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def pages() -> None:
+    import json
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _support import bench_database, database_url, drop_database, recreate_database
+
+    name = bench_database("uploads")
+    env = {**os.environ, "DATABASE_URL": database_url(name)}
+    recreate_database(name, env)
+    figures: dict[str, list[dict]] = {"good": [], "bad": []}
+    try:
+        for _ in range(RUNS):
+            for kind in ("good", "bad"):
+                output = subprocess.run([sys.executable, __file__, "--page-child", kind],
+                                        env=env, check=True, stdout=subprocess.PIPE,
+                                        text=True).stdout
+                figures[kind].append(json.loads(output.strip().splitlines()[-1]))
+    finally:
+        drop_database(name)
+    print(f"100,000-line file posted to /evaluations/new/ on PostgreSQL; median of {RUNS}, "
+          "each in a fresh process")
+    for kind, label in (("good", "stored"), ("bad", f"line {BAD_LINE:,} bad")):
+        runs = figures[kind]
+        last = runs[-1]
+        print(f"{label:<18} status {last['status']}  "
+              f"{statistics.median(r['seconds'] for r in runs):6.2f} s  "
+              f"peak RSS {statistics.median(r['peak'] for r in runs):6.1f} MB  "
+              f"growth {statistics.median(r['growth'] for r in runs):6.1f} MB  "
+              f"keywords added {last['keywords_added']:,}  "
+              f"evaluations added {last['evaluations_added']}  errors {last['errors']}")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--page-child"]:
+        page_child(sys.argv[2])
+    elif sys.argv[1:2] == ["--pages"]:
+        pages()
+    else:
+        main()

@@ -4,6 +4,8 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
+from django.utils.functional import lazy
 
 from evaluations import crypto
 from evaluations.hooks import scale_provider
@@ -17,6 +19,15 @@ from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team
 
 MONO = {"class": "mono", "rows": 4, "spellcheck": "false"}
+
+
+def _keywords_help() -> str:
+    return (f"One per line (up to {settings.MAX_KEYWORDS:,}); duplicates and blank lines are "
+            "removed, extra spaces too.")
+
+
+# Read when shown, so the help follows settings.MAX_KEYWORDS as the parser does.
+KEYWORDS_HELP = lazy(_keywords_help, str)()
 
 
 def parse_pairs(text: str, *, separator: str, field: str) -> dict[str, str]:
@@ -252,8 +263,7 @@ class EvaluationForm(forms.Form):
     keywords = forms.CharField(
         # Not stripped: blank lines before the first keyword keep error line numbers right.
         required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
-        help_text="One per line (up to 10,000); duplicates and blank lines are removed, "
-                  "extra spaces too.")
+        help_text=KEYWORDS_HELP)
     keywords_file = forms.FileField(
         required=False, label="…or upload keywords (CSV or TXT)",
         help_text="TXT: one per line. CSV: the first column.")
@@ -415,8 +425,7 @@ class QuerySetForm(forms.Form):
     keywords = forms.CharField(
         # Not stripped: blank lines before the first keyword keep error line numbers right.
         required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 10}),
-        help_text="One per line (up to 10,000); duplicates and blank lines are removed, "
-                  "extra spaces too.")
+        help_text=KEYWORDS_HELP)
     keywords_file = forms.FileField(
         required=False, label="…or upload keywords (CSV or TXT)",
         help_text="TXT: one per line. CSV: the first column. Added after the typed ones.")

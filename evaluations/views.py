@@ -63,7 +63,7 @@ def _keywords_from_form(form: EvaluationForm) -> tuple[list[str], str] | None:
     lines = services.keyword_lines(form.cleaned_data["keywords"])
     try:
         if upload:
-            lines += services.keywords_from_upload(filename=upload.name, content=upload.read())
+            lines += services.keywords_from_upload(filename=upload.name, content=upload.chunks())
         cleaned = services.keywords_clean(lines)
     except ValidationError as error:
         add_service_errors(form, error)

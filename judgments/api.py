@@ -21,7 +21,7 @@ from judgments import scales as scale_lookup
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics.core.scales import is_integer
 from searchtweak import access
-from searchtweak.api_files import FileContentNegotiation
+from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.models import Role, User
 
@@ -209,6 +209,7 @@ class EvaluationSnapshotListApi(APIView):
 
 _CONTENT_TYPES = {
     "json": "application/json",
+    "jsonl": "application/jsonl; charset=utf-8",
     "csv": "text/csv; charset=utf-8",
     "trec": "text/plain; charset=utf-8",
     "trec_mapping": "text/plain; charset=utf-8",
@@ -294,7 +295,7 @@ class JudgmentImportPreviewSerializer(serializers.Serializer):
     preview = RowSerializer(many=True, help_text="The first 20 judgments read.")
 
 
-_EXPORT_FORMATS = ["json", "csv", "trec", "trec_mapping", "trec_run"]
+_EXPORT_FORMATS = list(exports.FORMATS)
 
 
 class EvaluationJudgmentsApi(APIView):
@@ -333,10 +334,13 @@ class EvaluationJudgmentsApi(APIView):
             (200, "application/json"): JudgmentExportOutputSerializer,
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "text/plain"): OpenApiTypes.STR,
+            (200, "application/jsonl"): OpenApiTypes.STR,
         },
         operation_id="evaluations_judgments_export",
         description=(
-            "`json`: every slot. `csv`: `keyword,doc_id,grade` aggregated on the evaluation's "
+            "`json`: every slot. `jsonl`: JSON Lines, the objects of `json`'s `judgments`, one "
+            "compact object a line, without the envelope (`partial` is in the header). "
+            "`csv`: `keyword,doc_id,grade` aggregated on the evaluation's "
             "scale (binary: majority, ties left out; other scales: the mean), for reading: "
             "means are not grades, so the import refuses it. With `per_grader=true`: the "
             "per-slot format that imports back losslessly, `keyword,doc_id,grade,grader,"
@@ -348,7 +352,8 @@ class EvaluationJudgmentsApi(APIView):
             "score tag`. An evaluation that is not finished is exported too, marked partial: "
             "header `X-SearchTweak-Partial: true` and `partial` in JSON. Files are named "
             "`searchtweak-<evaluation name slug, else id>-<judgments|judgments-per-grader|"
-            "qid-mapping|run>-<YYYYMMDD>.<json|csv|trec|tsv|run>`."
+            "qid-mapping|run>-<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run>`. Every format but "
+            "`json` is streamed as it is read, whatever the evaluation's size."
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> Response:
@@ -371,14 +376,18 @@ class EvaluationJudgmentsApi(APIView):
                 return response
             # Rendered here: a browser's Accept would otherwise pick the browsable API.
             body = JSONRenderer().render(data)
-        elif kind == "csv":
-            body = (exports.judgments_csv_per_grader(evaluation)
-                    if per_grader else exports.judgments_csv(evaluation))
+            http = HttpResponse(body, content_type=_CONTENT_TYPES[kind])
+            http["Content-Disposition"] = f'attachment; filename="{name}"'
         else:
-            body = {"trec": exports.qrels, "trec_mapping": exports.trec_mapping,
-                    "trec_run": exports.trec_run}[kind](evaluation)
-        http = HttpResponse(body, content_type=_CONTENT_TYPES[kind])
-        http["Content-Disposition"] = f'attachment; filename="{name}"'
+            # Streamed: a million judgments are written as they are read.
+            if kind == "csv":
+                pieces = (exports.judgments_csv_per_grader_stream(evaluation)
+                          if per_grader else exports.judgments_csv_stream(evaluation))
+            else:
+                pieces = {"jsonl": exports.judgments_jsonl_stream, "trec": exports.qrels_stream,
+                          "trec_mapping": exports.trec_mapping_stream,
+                          "trec_run": exports.trec_run_stream}[kind](evaluation)
+            http = FileStreamResponse(pieces, content_type=_CONTENT_TYPES[kind], filename=name)
         http["X-SearchTweak-Partial"] = partial
         return http
 

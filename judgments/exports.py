@@ -2,6 +2,9 @@
 
 - `json`: one object per feedback slot (keyword, doc, position, grader, grade, graded_at,
   unsure, note, ..., grader_kind, reason).
+- `jsonl` (JSON Lines): the same objects as `json`'s `judgments`, one per line (UTF-8,
+  compact, keyword then position then slot order), without the envelope: a reader takes a
+  line at a time, and the server writes it a line at a time.
 - `csv`: `keyword,doc_id,grade`, one line per (keyword, document) with the slots'
   grades aggregated on the evaluation's scale exactly as the metrics aggregate them
   (metrics.core stage 1: a majority vote on the binary scale, the arithmetic mean on the
@@ -32,10 +35,17 @@ spreadsheet would run as a formula (`=...`, `+...`, `@...`) starts with an apost
 
 Each download is named for what it holds (`filename`), so several exports of several
 evaluations can sit side by side in a downloads folder.
+
+Every format but `json` is written as a stream (`*_stream`: pieces of text, read from the
+database `EXPORT_CHUNK` rows at a time), so exporting a million judgments holds a chunk of
+rows and one piece of text, not the file; the string functions join the same pieces.
+Aggregates are computed a block of keywords at a time: a (keyword, document) pair's grades
+all come from one keyword, and slots arrive in keyword order.
 """
 
+import json
 import math
-from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date
 
@@ -48,14 +58,18 @@ from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import core
 from metrics.core.aggregate import Aggregation
-from searchtweak.csv_cells import csv_text
+from searchtweak.csv_cells import csv_lines, csv_text, text_pieces
 
-FORMATS = ("json", "csv", "trec", "trec_mapping", "trec_run")
+FORMATS = ("json", "jsonl", "csv", "trec", "trec_mapping", "trec_run")
+# Rows read from the database at a time (a server-side cursor on PostgreSQL), and the
+# (keyword, document) pairs aggregated at a time.
+EXPORT_CHUNK = 5000
 
 
 # What each format's file is called after "searchtweak-<evaluation>-", and its extension.
 _FILE_PARTS = {
     "json": ("judgments", "json"),
+    "jsonl": ("judgments", "jsonl"),
     "csv": ("judgments", "csv"),
     "trec": ("judgments", "trec"),
     "trec_mapping": ("qid-mapping", "tsv"),
@@ -110,6 +124,24 @@ def grader_kind(slot: FeedbackSlot) -> str | None:
     return slot.user.grader_kind if slot.user is not None else None
 
 
+def _slot_object(slot: FeedbackSlot) -> dict:
+    return {
+        "keyword": slot.keyword.text,
+        "keyword_position": slot.keyword.position,
+        "doc_id": slot.snapshot.doc_id,
+        "position": slot.snapshot.position,
+        "slot": slot.index,
+        "grader": grader_name(slot),
+        "grade": slot.grade,
+        "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
+        "unsure": slot.unsure,
+        "note": slot.note,
+        "reused": slot.reused_from_id is not None or slot.reused_from_pool_id is not None,
+        "grader_kind": grader_kind(slot),
+        "reason": slot.reason,
+    }
+
+
 def judgments_json(evaluation: Evaluation) -> dict:
     return {
         "evaluation": evaluation.pk,
@@ -117,25 +149,16 @@ def judgments_json(evaluation: Evaluation) -> dict:
         "scale": evaluation.scale,
         "status": evaluation.status,
         "partial": is_partial(evaluation),
-        "judgments": [
-            {
-                "keyword": slot.keyword.text,
-                "keyword_position": slot.keyword.position,
-                "doc_id": slot.snapshot.doc_id,
-                "position": slot.snapshot.position,
-                "slot": slot.index,
-                "grader": grader_name(slot),
-                "grade": slot.grade,
-                "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
-                "unsure": slot.unsure,
-                "note": slot.note,
-                "reused": slot.reused_from_id is not None or slot.reused_from_pool_id is not None,
-                "grader_kind": grader_kind(slot),
-                "reason": slot.reason,
-            }
-            for slot in _slots(evaluation).iterator(chunk_size=5000)
-        ],
+        "judgments": [_slot_object(slot)
+                      for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK)],
     }
+
+
+def judgments_jsonl_stream(evaluation: Evaluation) -> Iterator[str]:
+    """`json`'s judgments, one compact object a line, as DRF renders them (UTF-8 kept)."""
+    return text_pieces(
+        json.dumps(_slot_object(slot), ensure_ascii=False, separators=(",", ":")) + "\n"
+        for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK))
 
 
 @dataclass(frozen=True)
@@ -152,39 +175,54 @@ def _core_scale(evaluation: Evaluation) -> core.Scale:
     return scale.core_scale()
 
 
-def aggregated(evaluation: Evaluation) -> list[AggregatedJudgment]:
+def aggregated(evaluation: Evaluation) -> Iterator[AggregatedJudgment]:
     """One aggregate per (keyword, document) in keyword then first-position order; a
-    document returned twice for a keyword pools the grades of both positions."""
+    document returned twice for a keyword pools the grades of both positions. Read and
+    aggregated about EXPORT_CHUNK pairs at a time, always whole keywords."""
     scale = _core_scale(evaluation)
     aggregation = Aggregation(scale, scale, {grade: grade for grade in scale.grades})
-    grades: dict[tuple[int, str], list[float]] = defaultdict(list)
+    grades: dict[tuple[int, str], list[float]] = {}
     keywords: dict[int, Keyword] = {}
-    for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000):
+    slots = _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=EXPORT_CHUNK)
+    for slot in slots:
+        if slot.keyword_id not in keywords and len(grades) >= EXPORT_CHUNK:
+            # A new keyword: the pairs so far are complete (slots come in keyword order).
+            yield from _aggregate_block(aggregation, grades, keywords)
+            grades, keywords = {}, {}
         keywords[slot.keyword_id] = slot.keyword
-        grades[(slot.keyword_id, slot.snapshot.doc_id)].append(float(slot.grade))
+        grades.setdefault((slot.keyword_id, slot.snapshot.doc_id), []).append(
+            float(slot.grade))
+    yield from _aggregate_block(aggregation, grades, keywords)
+
+
+def _aggregate_block(aggregation: Aggregation, grades: dict[tuple[int, str], list[float]],
+                     keywords: dict[int, Keyword]) -> Iterator[AggregatedJudgment]:
     if not grades:
-        return []
+        return
+    # Missing slots are NaN, which the aggregation reads as ungraded: the block's width
+    # does not change a pair's value.
     width = max(len(values) for values in grades.values())
     block = np.full((len(grades), width), np.nan)
     for row, values in enumerate(grades.values()):
         block[row, : len(values)] = values
     values = aggregation.aggregate(block)
-    return [
-        AggregatedJudgment(keywords[keyword_id], doc_id, float(value))
-        for ((keyword_id, doc_id), value) in zip(grades, values, strict=True)
-        if not math.isnan(value)
-    ]
+    for (keyword_id, doc_id), value in zip(grades, values, strict=True):
+        if not math.isnan(value):
+            yield AggregatedJudgment(keywords[keyword_id], doc_id, float(value))
 
 
 def format_value(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.4f}".rstrip("0")
 
 
+def judgments_csv_stream(evaluation: Evaluation) -> Iterator[str]:
+    yield from csv_lines([["keyword", "doc_id", "grade"]])
+    yield from csv_lines([item.keyword.text, item.doc_id, format_value(item.value)]
+                         for item in aggregated(evaluation))
+
+
 def judgments_csv(evaluation: Evaluation) -> str:
-    return csv_text([["keyword", "doc_id", "grade"]] + [
-        [item.keyword.text, item.doc_id, format_value(item.value)]
-        for item in aggregated(evaluation)
-    ])
+    return "".join(judgments_csv_stream(evaluation))
 
 
 # The per-slot format's columns. The first six are the per-grader CSV's earlier columns,
@@ -200,14 +238,23 @@ def _slot_row(*, keyword: str, doc_id: str, grade: int, grader: str, kind: str, 
             graded_at.astimezone(UTC).isoformat() if graded_at else ""]
 
 
-def judgments_csv_per_grader(evaluation: Evaluation) -> str:
-    return csv_text([SLOT_COLUMNS] + [
+def judgments_csv_per_grader_stream(evaluation: Evaluation) -> Iterator[str]:
+    slots = _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=EXPORT_CHUNK)
+    return csv_lines(_chain([SLOT_COLUMNS], (
         _slot_row(keyword=slot.keyword.text, doc_id=slot.snapshot.doc_id, grade=slot.grade,
                   grader=grader_name(slot) or "", kind=grader_kind(slot) or "",
                   reason=slot.reason, unsure=slot.unsure, note=slot.note,
                   position=slot.snapshot.position, graded_at=slot.graded_at)
-        for slot in _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=5000)
-    ])
+        for slot in slots)))
+
+
+def _chain(first: list, rest: Iterator) -> Iterator:
+    yield from first
+    yield from rest
+
+
+def judgments_csv_per_grader(evaluation: Evaluation) -> str:
+    return "".join(judgments_csv_per_grader_stream(evaluation))
 
 
 def pool_slots_csv(*, team_id: int, scale: str) -> str:
@@ -226,34 +273,54 @@ def _trec_token(value: str) -> str:
     return "_".join(value.split()) or "_"
 
 
-def qrels(evaluation: Evaluation) -> str:
-    return "".join(
+def qrels_stream(evaluation: Evaluation) -> Iterator[str]:
+    return text_pieces(
         f"{item.keyword.position} 0 {_trec_token(item.doc_id)} {math.floor(item.value + 0.5)}\n"
-        for item in aggregated(evaluation)
-    )
+        for item in aggregated(evaluation))
+
+
+def qrels(evaluation: Evaluation) -> str:
+    return "".join(qrels_stream(evaluation))
+
+
+def trec_mapping_stream(evaluation: Evaluation) -> Iterator[str]:
+    rows = evaluation.keywords.order_by("position").values_list("position", "text")
+    return text_pieces(f"{position}\t{' '.join(text.split())}\n"
+                       for position, text in rows.iterator(chunk_size=EXPORT_CHUNK))
 
 
 def trec_mapping(evaluation: Evaluation) -> str:
-    return "".join(
-        f"{position}\t{' '.join(text.split())}\n"
-        for position, text in evaluation.keywords.order_by("position").values_list(
-            "position", "text")
-    )
+    return "".join(trec_mapping_stream(evaluation))
 
 
-def trec_run(evaluation: Evaluation) -> str:
+def trec_run_stream(evaluation: Evaluation) -> Iterator[str]:
+    """`qid Q0 docid rank score tag` per fetched result; a keyword's results are held until
+    its last one is read, since the score counts them."""
     tag = f"searchtweak-{evaluation.pk}"
     snapshots = (
         Snapshot.objects.filter(keyword__evaluation=evaluation)
         .order_by("keyword__position", "position")
-        .values_list("keyword__position", "position", "doc_id")
+        .values_list("keyword__position", "doc_id")
     )
-    by_keyword: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    for keyword_position, position, doc_id in snapshots:
-        by_keyword[keyword_position].append((position, doc_id))
-    lines = []
-    for keyword_position, results in by_keyword.items():
-        for rank, (_position, doc_id) in enumerate(results, start=1):
-            score = len(results) - rank + 1
-            lines.append(f"{keyword_position} Q0 {_trec_token(doc_id)} {rank} {score} {tag}\n")
-    return "".join(lines)
+
+    def lines() -> Iterator[str]:
+        keyword_position: int | None = None
+        doc_ids: list[str] = []
+        for position, doc_id in snapshots.iterator(chunk_size=EXPORT_CHUNK):
+            if position != keyword_position:
+                yield from _run_lines(keyword_position, doc_ids, tag)
+                keyword_position, doc_ids = position, []
+            doc_ids.append(doc_id)
+        yield from _run_lines(keyword_position, doc_ids, tag)
+
+    return text_pieces(lines())
+
+
+def _run_lines(keyword_position: int | None, doc_ids: list[str], tag: str) -> Iterator[str]:
+    for rank, doc_id in enumerate(doc_ids, start=1):
+        score = len(doc_ids) - rank + 1
+        yield f"{keyword_position} Q0 {_trec_token(doc_id)} {rank} {score} {tag}\n"
+
+
+def trec_run(evaluation: Evaluation) -> str:
+    return "".join(trec_run_stream(evaluation))

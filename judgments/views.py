@@ -304,6 +304,10 @@ def item_skip(request: HttpRequest, token: str) -> HttpResponse:
 # --- leads: the feedback of one evaluation, graded or reset inline ---
 
 FEEDBACK_PAGE_SIZE = 100
+# The keyword filter's choices: an evaluation may hold 100,000 keywords, too many options
+# for one page; the first ones and the chosen one are offered (any keyword's id still
+# filters, as the keyword page's link does).
+FEEDBACK_KEYWORD_CHOICES = 500
 
 
 @require_GET
@@ -332,12 +336,23 @@ def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
                                              ("unsure", unsure)) if value}),
         "scale": scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale),
         "graders": selectors.evaluation_graders(evaluation=evaluation),
-        "keywords": evaluation.keywords.order_by("position"),
+        **_keyword_choices(evaluation, keyword_id),
         "grader_id": grader_id,
         "keyword_id": keyword_id,
         "unsure": unsure,
         "back": request.get_full_path(),
     })
+
+
+def _keyword_choices(evaluation, keyword_id: str) -> dict:
+    keywords = list(evaluation.keywords.order_by("position")[:FEEDBACK_KEYWORD_CHOICES + 1])
+    more = len(keywords) > FEEDBACK_KEYWORD_CHOICES
+    keywords = keywords[:FEEDBACK_KEYWORD_CHOICES]
+    if keyword_id.isdigit() and all(str(k.pk) != keyword_id for k in keywords):
+        chosen = evaluation.keywords.filter(pk=int(keyword_id)).first()
+        keywords += [chosen] if chosen else []
+    return {"keywords": keywords, "more_keywords": more,
+            "keyword_choices": FEEDBACK_KEYWORD_CHOICES}
 
 
 def _back_to_feedback(request: HttpRequest, found: FeedbackSlot) -> HttpResponse:

@@ -1,6 +1,8 @@
 """The keyword metric table of an evaluation as CSV (the exports beside judgments')."""
 
-from django.http import HttpResponse
+from collections.abc import Iterator
+from itertools import islice
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -11,21 +13,25 @@ from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
 from metrics import core
 from metrics.selectors import evaluation_keywords, evaluation_metric_configs, keyword_rows
-from searchtweak.api_files import FileContentNegotiation
-from searchtweak.csv_cells import csv_text
+from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
+from searchtweak.csv_cells import csv_lines
+
+# Keywords read, and their values looked up, at a time: the table streams in these pages.
+KEYWORD_PAGE = 1000
 
 
 def metric_label(code: str, k: int, params: dict) -> str:
     return core.metric_column(code, k, params)
 
 
-def metric_table_csv(evaluation: Evaluation, *, with_bounds: bool = False) -> str:
+def metric_table_csv_stream(evaluation: Evaluation, *, with_bounds: bool = False
+                            ) -> Iterator[str]:
     """`keyword,<code@k>...`: one line per keyword in order, an empty cell for null. With
     bounds, each metric's column is followed by `<code@k> lower`, `<code@k> upper` and
     `<code@k> exact` (docs/METRICS.md "Bounds under missing grades"): empty before the
-    keyword's first recompute or where the bounds are null."""
+    keyword's first recompute or where the bounds are null. Read KEYWORD_PAGE keywords at a
+    time, so 100,000 keywords stream in the memory of one page."""
     configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
-    keywords = list(evaluation_keywords(evaluation_id=evaluation.pk))
     header = ["keyword"]
     for config in configs:
         label = metric_label(config.code, config.k, config.params)
@@ -42,8 +48,19 @@ def metric_table_csv(evaluation: Evaluation, *, with_bounds: bool = False) -> st
                          ("true" if bounds.exact else "false") if known else ""]
         return line
 
-    return csv_text([header, *(cells(row) for row in
-                               keyword_rows(evaluation=evaluation, keywords=keywords))])
+    def rows() -> Iterator[list[str]]:
+        yield header
+        keywords = evaluation_keywords(evaluation_id=evaluation.pk).iterator(
+            chunk_size=KEYWORD_PAGE)
+        while page := list(islice(keywords, KEYWORD_PAGE)):
+            for row in keyword_rows(evaluation=evaluation, keywords=page):
+                yield cells(row)
+
+    return csv_lines(rows())
+
+
+def metric_table_csv(evaluation: Evaluation, *, with_bounds: bool = False) -> str:
+    return "".join(metric_table_csv_stream(evaluation, with_bounds=with_bounds))
 
 
 def _number(value: float | None) -> str:
@@ -71,15 +88,14 @@ class EvaluationMetricTableApi(APIView):
             "`X-SearchTweak-Partial: true` while the evaluation is not finished."
         ),
     )
-    def get(self, request: Request, evaluation_id: int) -> HttpResponse:
+    def get(self, request: Request, evaluation_id: int) -> FileStreamResponse:
         evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
         options = _TableOptions(data=request.query_params)
         options.is_valid(raise_exception=True)
-        response = HttpResponse(metric_table_csv(
-            evaluation, with_bounds=options.validated_data["bounds"]),
-                                content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = (
-            f'attachment; filename="evaluation-{evaluation.pk}-metrics.csv"')
+        response = FileStreamResponse(
+            metric_table_csv_stream(evaluation, with_bounds=options.validated_data["bounds"]),
+            content_type="text/csv; charset=utf-8",
+            filename=f"evaluation-{evaluation.pk}-metrics.csv")
         response["X-SearchTweak-Partial"] = (
             "false" if evaluation.status == Evaluation.Status.FINISHED else "true")
         return response

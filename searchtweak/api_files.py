@@ -1,5 +1,9 @@
-"""Content negotiation for API views that answer files (CSV, TREC) themselves."""
+"""Content negotiation for API views that answer files (CSV, TREC) themselves, and the
+streamed response they answer large files with."""
 
+from collections.abc import Iterable, Iterator
+
+from django.http import StreamingHttpResponse
 from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.settings import api_settings
@@ -23,3 +27,23 @@ class FileContentNegotiation(DefaultContentNegotiation):
             return super().select_renderer(request, renderers, format_suffix=None)
         except NotAcceptable:
             return renderers[0], renderers[0].media_type
+
+
+class FileStreamResponse(StreamingHttpResponse):
+    """A download written as it is read (pieces of text, encoded as UTF-8), so a file of a
+    million lines costs the server a piece, not the file. `content` joins the stream for the
+    callers that want the body whole (tests, a script reading a small export); reading it
+    consumes the stream, as iterating it would."""
+
+    def __init__(self, pieces: Iterable[str], *, content_type: str, filename: str) -> None:
+        super().__init__(_encoded(pieces), content_type=content_type)
+        self["Content-Disposition"] = f'attachment; filename="{filename}"'
+
+    @property
+    def content(self) -> bytes:
+        return b"".join(self.streaming_content)
+
+
+def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
+    for piece in pieces:
+        yield piece.encode("utf-8")

@@ -12,7 +12,7 @@ this: pages, JSON and TREC exports keep the text as typed, and the CSV import
 import csv
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -43,3 +43,36 @@ def csv_text(rows: Iterable[Iterable[Any]]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerows([csv_cell(cell) for cell in row] for row in rows)
     return out.getvalue()
+
+
+# About what one write to a client carries: streamed exports join their lines up to this.
+STREAM_PIECE_CHARS = 64 * 1024
+
+
+def csv_lines(rows: Iterable[Iterable[Any]]) -> Iterator[str]:
+    """`csv_text` of the rows, given in pieces of about STREAM_PIECE_CHARS: a streamed
+    export holds one piece, not the file. The pieces join to exactly `csv_text(rows)`."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in rows:
+        writer.writerow([csv_cell(cell) for cell in row])
+        if out.tell() >= STREAM_PIECE_CHARS:
+            yield out.getvalue()
+            out.seek(0)
+            out.truncate()
+    if out.tell():
+        yield out.getvalue()
+
+
+def text_pieces(lines: Iterable[str]) -> Iterator[str]:
+    """The lines joined into pieces of about STREAM_PIECE_CHARS (one write each)."""
+    piece: list[str] = []
+    size = 0
+    for line in lines:
+        piece.append(line)
+        size += len(line)
+        if size >= STREAM_PIECE_CHARS:
+            yield "".join(piece)
+            piece, size = [], 0
+    if piece:
+        yield "".join(piece)

@@ -370,9 +370,13 @@ JUDGE_STALL_SECONDS = env_int("JUDGE_STALL_SECONDS", 120, minimum=1)
 # Lane crashes in a row (no batch ending well between them) that pause a judge run.
 JUDGE_MAX_CRASH_STREAK = env_int("JUDGE_MAX_CRASH_STREAK", 3, minimum=1)
 
-# A keyword file (TXT/CSV) bigger than this is refused before it is read: 10,000 keywords of
-# 500 characters would be 5 MB, so a larger file cannot be a valid list.
-KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+# The most keywords an evaluation or query set version holds, however they arrive (typed,
+# uploaded, API). A keyword file (TXT/CSV) bigger than MAX_KEYWORDS keywords of 500
+# characters (Keyword.text's max_length) plus their line ends cannot be a valid list, so it
+# is refused before it is read: 100,000 keywords make about 48 MB.
+MAX_KEYWORDS = env_int("MAX_KEYWORDS", 100_000, minimum=1)
+KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", MAX_KEYWORDS * 501,
+                                   minimum=1024)
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
 # endpoint per worker process (the endpoint's own limits hold over all workers),

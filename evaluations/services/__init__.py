@@ -46,7 +46,6 @@ from evaluations.services.fetch import (
 )
 from evaluations.services.keywords import (
     MAX_KEYWORD_LENGTH,
-    MAX_KEYWORDS,
     MAX_UPLOAD_ERRORS,
     KeywordList,
     evaluation_keywords_replace,
@@ -99,7 +98,6 @@ from evaluations.services.schedules import (
 
 __all__ = [
     "DEFAULT_SNAPSHOT_DEPTH",
-    "MAX_KEYWORDS",
     "MAX_KEYWORD_LENGTH",
     "MAX_TIMEOUT_SECONDS",
     "MAX_UPLOAD_ERRORS",

@@ -19,7 +19,6 @@ from django.db.models import Max
 
 from evaluations.models import Evaluation, Keyword
 
-MAX_KEYWORDS = 10_000
 MAX_KEYWORD_LENGTH = 500  # Keyword.text's max_length
 # Enough to fix a list; a file of garbage would otherwise answer with megabytes of errors.
 MAX_UPLOAD_ERRORS = 50
@@ -32,7 +31,6 @@ _WHITESPACE_CONTROLS = frozenset("\t\n\r\x0b\x0c")
 # The line ends a browser's textarea and editors number (str.splitlines knows more: \x1c,
 # \x85, \u2028, which then could not be named by their line).
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_BYTE_LINE = re.compile(rb"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
 def keyword_lines(text: str) -> list[str]:
@@ -103,8 +101,8 @@ def keywords_clean(lines: Iterable[str]) -> KeywordList:
 
 def keyword_upload_size_problem(*, filename: str, size: int) -> str | None:
     """Why a keyword file of `size` bytes is refused before it is read, or None: past
-    KEYWORD_UPLOAD_MAX_BYTES it cannot be a valid list (10,000 keywords of 500 characters
-    are 5 MB)."""
+    KEYWORD_UPLOAD_MAX_BYTES it cannot be a valid list (MAX_KEYWORDS keywords of 500
+    characters and their line ends)."""
     limit = settings.KEYWORD_UPLOAD_MAX_BYTES
     if size <= limit:
         return None
@@ -117,23 +115,27 @@ def _megabytes(size: int) -> str:
 
 
 def keywords_from_upload(
-    *, filename: str, content: bytes, max_keywords: int = MAX_KEYWORDS
+    *, filename: str, content: bytes | Iterable[bytes], max_keywords: int | None = None
 ) -> list[str]:
     """Lines of a TXT file, or the first column of a CSV file (a 'keyword' header is skipped).
 
-    Each line is decoded as UTF-8 on its own (like judgments' imports), so a file mixing
-    encodings names every bad line; every error names its line, and one error rejects the
-    whole file. Reading stops at the first line that would be keyword number
-    ``max_keywords + 1`` (duplicates and blanks not counted): a file far over the limit is
-    refused after the limit's worth of lines, not after parsing all of it.
+    `content` is the file's bytes or, for an upload, its chunks (`UploadedFile.chunks()`):
+    the file is read a chunk at a time, so only the keywords themselves are held, never a
+    copy of the file. Each line is decoded as UTF-8 on its own (like judgments' imports), so
+    a file mixing encodings names every bad line; every error names its line, and one error
+    rejects the whole file. Reading stops at the first line that would be keyword number
+    ``max_keywords + 1`` (default settings.MAX_KEYWORDS; duplicates and blanks not
+    counted): a file far over the limit is refused after the limit's worth of lines, not
+    after parsing all of it.
     """
-    if content.startswith(b"\xef\xbb\xbf"):
-        content = content[3:]
+    if max_keywords is None:
+        max_keywords = settings.MAX_KEYWORDS
+    chunks = [content] if isinstance(content, bytes | bytearray) else content
     # Reading order: decoding names a bad line as the rows reach it. A file with lines that
     # are not UTF-8 is answered with those alone (its other errors may be their echo).
     errors: list[str] = []
     decode_errors: list[str] = []
-    lines = _decoded_lines(content, errors, decode_errors)
+    lines = _decoded_lines(_byte_lines(chunks), errors, decode_errors)
     if filename.lower().endswith(".csv"):
         rows = _csv_first_column(lines)
     else:
@@ -163,16 +165,44 @@ def keywords_from_upload(
     return keywords
 
 
-def _decoded_lines(content: bytes, errors: list[str], decode_errors: list[str]
+def _byte_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a file given in chunks, without their line ends. Lines break at \n,
+    \r\n and \r only, the line ends editors number (bytes.splitlines knows just these; a
+    \r\n split between two chunks is one line end); a final line end starts no further
+    line. A leading UTF-8 byte order mark is dropped."""
+    parts: list[bytes] = []  # the current line's pieces: a line may span chunks
+    after_cr = False  # the last chunk ended with \r: a \n opening the next one is its pair
+    number = 0
+    for chunk in chunks:
+        if after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        after_cr = False
+        if not chunk:
+            continue
+        pieces = chunk.splitlines(keepends=True)
+        for piece in pieces:
+            parts.append(piece)
+            if piece.endswith((b"\n", b"\r")):
+                # Joined once per line, not per chunk: a line with no end in sight costs
+                # its length, not its length times its chunks.
+                number += 1
+                yield _line_bytes(parts, first=number == 1)
+                parts = []
+        after_cr = pieces[-1].endswith(b"\r")
+    if parts:
+        yield _line_bytes(parts, first=number == 0)
+
+
+def _line_bytes(parts: list[bytes], *, first: bool) -> bytes:
+    line = b"".join(parts).rstrip(b"\r\n")
+    return line.removeprefix(b"\xef\xbb\xbf") if first else line
+
+
+def _decoded_lines(lines: Iterable[bytes], errors: list[str], decode_errors: list[str]
                    ) -> Iterator[str]:
     """The file's lines decoded one by one, lazily; an undecodable line is named in ``errors``
     and read as empty so that later line numbers stay right."""
-    # bytes.splitlines breaks at \n, \r\n and \r only, the line ends editors number; the
-    # pattern does the same without copying the whole file into a list first.
-    for number, match in enumerate(_BYTE_LINE.finditer(content), start=1):
-        raw = match.group(1)
-        if not raw and match.end() == len(content) and not match.group(2):
-            return  # the empty remainder after a final line end is no line
+    for number, raw in enumerate(lines, start=1):
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -212,12 +242,12 @@ def _raise_upload_errors(errors: list[str]) -> None:
 
 
 def keywords_validate(keywords: list[str]) -> None:
-    """Limits of a cleaned list: at least one keyword, at most MAX_KEYWORDS, each within
-    MAX_KEYWORD_LENGTH."""
+    """Limits of a cleaned list: at least one keyword, at most settings.MAX_KEYWORDS, each
+    within MAX_KEYWORD_LENGTH."""
     if not keywords:
         raise ValidationError({"keywords": "Add at least one keyword."})
-    if len(keywords) > MAX_KEYWORDS:
-        raise ValidationError({"keywords": f"At most {MAX_KEYWORDS:,} keywords "
+    if len(keywords) > settings.MAX_KEYWORDS:
+        raise ValidationError({"keywords": f"At most {settings.MAX_KEYWORDS:,} keywords "
                                f"({len(keywords):,} given)."})
     too_long = next((k for k in keywords if len(k) > MAX_KEYWORD_LENGTH), None)
     if too_long:
@@ -229,6 +259,19 @@ def keyword_rows(evaluation: Evaluation, keywords: list[str], start: int = 1) ->
     return [Keyword(evaluation=evaluation, position=position, text=text,
                     normalized_text=Keyword.normalize(text))
             for position, text in enumerate(keywords, start=start)]
+
+
+# Keyword rows built and inserted at a time: 100,000 unsaved Keyword instances would be
+# about 100 MB held at once; a batch is one INSERT.
+KEYWORD_INSERT_BATCH = 2000
+
+
+def keywords_insert(evaluation: Evaluation, keywords: list[str], start: int = 1) -> None:
+    """Store `keywords` (cleaned) as the evaluation's rows from position `start`, in bulk
+    INSERTs of KEYWORD_INSERT_BATCH rows, building each batch's instances only for it."""
+    for offset in range(0, len(keywords), KEYWORD_INSERT_BATCH):
+        Keyword.objects.bulk_create(keyword_rows(
+            evaluation, keywords[offset:offset + KEYWORD_INSERT_BATCH], start=start + offset))
 
 
 def evaluation_keywords_replace(*, evaluation: Evaluation, keywords: list[str]) -> None:
@@ -248,5 +291,4 @@ def evaluation_keywords_replace(*, evaluation: Evaluation, keywords: list[str]) 
     # Positions are kept for existing keywords; new ones go after the last.
     last = evaluation.keywords.aggregate(last=Max("position"))["last"] or 0
     added = [text for text in keywords if Keyword.normalize(text) not in existing]
-    Keyword.objects.bulk_create(keyword_rows(evaluation, added, start=last + 1),
-                                batch_size=1000)
+    keywords_insert(evaluation, added, start=last + 1)

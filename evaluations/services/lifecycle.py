@@ -32,6 +32,7 @@ from evaluations.services.keywords import (
     evaluation_keywords_replace,
     keyword_rows,
     keywords_clean,
+    keywords_insert,
     keywords_validate,
 )
 from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
@@ -151,7 +152,7 @@ def evaluation_create(
         second_grader_below_gold_bar=second_grader_below_gold_bar,
         query_set_version=query_set_version,
     )
-    Keyword.objects.bulk_create(keyword_rows(evaluation, keywords), batch_size=1000)
+    keywords_insert(evaluation, keywords)
     _create_metric_configs(evaluation, metrics)
     return evaluation
 

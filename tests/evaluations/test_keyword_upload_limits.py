@@ -8,7 +8,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluations import services
 from evaluations.models import Evaluation
-from evaluations.services.keywords import MAX_KEYWORDS
 from tests.evaluations.factories import SearchModelFactory
 
 pytestmark = pytest.mark.django_db
@@ -73,14 +72,15 @@ def test_errors_before_the_limit_are_listed_with_it():
 
 
 def test_the_form_refuses_a_file_one_keyword_over_the_limit_naming_the_line(client, personas):
+    # The default limit (settings.MAX_KEYWORDS, 100,000): the file is 100,001 lines.
     model = SearchModelFactory(endpoint__team=personas.team)
     client.force_login(personas.lead)
-    lines = "".join(f"keyword {number}\n" for number in range(MAX_KEYWORDS + 1))
+    lines = "".join(f"keyword {number}\n" for number in range(100_001))
     upload = SimpleUploadedFile("many.txt", lines.encode())
     response = client.post("/evaluations/new/", form_post(model, keywords_file=upload))
     assert response.status_code == 400
     assert response.context["form"].errors["keywords_file"] == [
-        f"line {MAX_KEYWORDS + 1}: more than {MAX_KEYWORDS:,} keywords (the most an "
+        "line 100001: more than 100,000 keywords (the most an "
         "evaluation takes); the file was not read past this line."]
     assert not Evaluation.objects.exists()
 

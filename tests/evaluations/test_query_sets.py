@@ -67,8 +67,8 @@ def test_it_refuses_a_set_of_no_keywords_on_keywords_and_saves_nothing(personas,
     assert counts() == (0, 0, 0, 0)
 
 
-def test_it_refuses_more_keywords_than_the_limit(personas, monkeypatch):
-    monkeypatch.setattr("evaluations.services.keywords.MAX_KEYWORDS", 2)
+def test_it_refuses_more_keywords_than_the_limit(personas, settings):
+    settings.MAX_KEYWORDS = 2
     with pytest.raises(ValidationError) as excinfo:
         make_set(personas, keywords=["a", "b", "c"])
     assert errors(excinfo) == {"keywords": ["At most 2 keywords (3 given)."]}

@@ -139,3 +139,26 @@ def test_the_page_costs_the_same_queries_for_a_full_page(personas):
             client.get(f"/feedback/evaluations/{evaluation.pk}/?page=1")
         counts.append(len(captured.captured_queries))
     assert counts[0] == counts[1] <= 12
+
+
+def test_the_keyword_filter_offers_the_first_keywords_and_the_chosen_one(
+        client, personas, monkeypatch):
+    # 100,000 keywords would be 100,000 options: the first FEEDBACK_KEYWORD_CHOICES are offered,
+    # plus the one filtered by, and the keyword's own page links to its feedback.
+    from judgments import views as judgment_views
+    from tests.metrics.builders import build_evaluation
+
+    monkeypatch.setattr(judgment_views, "FEEDBACK_KEYWORD_CHOICES", 2)
+    evaluation = build_evaluation(team=personas.team, keywords={"a": ["d"], "b": ["d"],
+                                                                 "c": ["d"]},
+                                  metrics=[("precision", 1, {})])
+    third = evaluation.keywords.get(position=3)
+    client.force_login(personas.lead)
+    page = client.get(f"/feedback/evaluations/{evaluation.pk}/")
+    assert [k.text for k in page.context["keywords"]] == ["a", "b"]
+    assert 'data-testid="more-keywords"' in page.content.decode()
+    chosen = client.get(f"/feedback/evaluations/{evaluation.pk}/?keyword={third.pk}")
+    assert [k.text for k in chosen.context["keywords"]] == ["a", "b", "c"]
+    assert [row.keyword.text for row in chosen.context["rows"]] == ["c"]
+    keyword_page = client.get(f"/keywords/{third.pk}/").content.decode()
+    assert f'/feedback/evaluations/{evaluation.pk}/?keyword={third.pk}"' in keyword_page

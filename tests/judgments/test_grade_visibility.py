@@ -163,3 +163,14 @@ def test_every_grade_of_an_evaluation_is_refused_to_a_grader(personas, graded, u
     assert refused.status_code == 403
     assert SECOND_GRADER not in refused.content.decode()
     assert SECOND_GRADER in logged_in(personas.lead).get(path).content.decode()
+
+
+@pytest.mark.parametrize("query", ["?format=jsonl", "?format=csv&per_grader=true",
+                                   "?format=json&download=1"])
+def test_every_export_that_names_graders_is_refused_to_a_grader(personas, graded, query):
+    path = reverse("judgments_api:judgments", args=[graded.evaluation.pk]) + query
+    refused = logged_in(personas.grader).get(path)
+    assert refused.status_code == 403
+    assert SECOND_GRADER not in refused.content.decode()
+    shown = logged_in(personas.lead).get(path)
+    assert shown.status_code == 200 and SECOND_GRADER in shown.content.decode()
