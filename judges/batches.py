@@ -199,7 +199,10 @@ def lane_run(*, run: JudgeRun, client: httpx.Client, lane: Lane = ONE_LANE,
                 if ready_futures:
                     crashed = any(batch.error is not None for batch in ready)
                     allowed = 1 if crashed else min(width, allowed * 2)
-                    if not crashed:  # else the run may have paused: the loop's top looks
+                    # Replaced at once while the run still runs (a pause or a cancel,
+                    # or crashes in a row, stop the sending; the loop's top gives the
+                    # claimed batches back).
+                    if not crashed and waiting and _still_running(run):
                         send()
                 if ready:
                     _group_store(run=run, batches=ready)

@@ -1,5 +1,5 @@
-"""What a batch costs the database: a fixed number of statements, whatever its size, and a
-lane's group of batches stores them together."""
+"""What a batch costs the database: a fixed number of statements, whatever its size; and a
+lane holding several calls at once gives back what it claimed ahead when the run pauses."""
 
 import pytest
 from django.db import connection
@@ -45,5 +45,32 @@ def test_a_batchs_statements_do_not_grow_with_its_size(personas, monkeypatch, mo
     one = one_batch_statements(personas, monkeypatch, batch_size=1, mode=mode)
     five = one_batch_statements(personas, monkeypatch, batch_size=5, mode=mode)
     print(f"{mode}: {len(one)} statements a batch of 1, {len(five)} a batch of 5")
-    print("\n".join(q[:150] for q in five))
     assert len(five) == len(one), "\n".join(five)
+
+
+def test_a_lane_sends_nothing_it_claimed_ahead_once_the_run_is_paused(personas, monkeypatch):
+    """A lane claims a round ahead of its calls; a pause while the first call is out lets
+    that answer be stored, and gives the batch claimed ahead back, unasked."""
+    evaluation = evaluation_with_slots(personas.team, keywords=4, positions=1)
+    monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, batch_size=1, max_concurrent_requests=4)
+        run = runs.run_start(judge=judge, evaluation=evaluation, mode=JudgeRun.Mode.UNGRADED,
+                             started_by=None)
+
+        def pause_then_answer(prompt, request):
+            runs.run_pause(run=run)
+            connection.close()
+            return ModelAnswer({"grades": [{"id": doc_id, "grade": 2, "reason": "ok"}
+                                           for doc_id in document_ids(prompt)]})
+
+        provider.default = pause_then_answer
+        assert batches.lane_width(judge) == 4
+        assert tasks.lane_work(run.pk, seconds=60) is False
+        asked = len(provider.received)
+    run.refresh_from_db()
+    assert (run.status, run.done_count, run.call_count, asked) == ("paused", 1, 1, 1)
+    statuses = sorted(JudgeRunItem.objects.filter(run=run).values_list("status", flat=True))
+    assert statuses == ["done", "pending", "pending", "pending"]
+    # The slot claimed with the batch that waited went back to the pool.
+    assert FeedbackSlot.objects.filter(user=judge.user).count() == 1
