@@ -27,7 +27,7 @@ from decimal import Decimal
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 from django.db.models import F
 from django.db.models.functions import Mod
 from django.urls import reverse
@@ -82,7 +82,11 @@ ONE_LANE = Lane()
 
 def lane_width(judge: Judge) -> int:
     """How many calls one lane holds in flight: the judge's concurrency, at most
-    JUDGE_LANE_CALLS (more lanes share the rest, judges.runs.lane_count)."""
+    JUDGE_LANE_CALLS (more lanes share the rest, judges.runs.lane_count). One on SQLite:
+    it takes one writer at a time, and a call's thread logging itself while the lane
+    stores met "database is locked"."""
+    if connection.vendor == "sqlite":
+        return 1
     return max(1, min(judge.max_concurrent_requests or 1, settings.JUDGE_LANE_CALLS))
 
 
