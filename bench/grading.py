@@ -34,6 +34,7 @@ Everything started is stopped and the database dropped at the end (--keep-db to 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -448,14 +449,26 @@ def bench_cleanup(processes: list[subprocess.Popen], *, server_url: str, databas
         admin_sql(server_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
-def stop_processes(processes: list[subprocess.Popen]) -> None:
-    """Stop the server and worker process groups this benchmark started: politely, then not."""
+def stop_processes(processes: list[subprocess.Popen], timeout: float = 60.0) -> None:
+    """Stop the servers and workers this benchmark started: SIGTERM to each one's main
+    process only (gunicorn's graceful stop, Celery's warm shutdown: it lets the tasks under
+    way finish, then ends its own children), waiting for it; its whole process group is
+    killed only when it is still there after `timeout`. Signalling the group at once killed
+    Celery's pool children mid-task, which the main process then reported as a screen of
+    WorkerLostError tracebacks."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
     for process in processes:
         try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"# {process.args[0]} (pid {process.pid}) did not stop in {timeout:.0f} s; "
+                  "killing its process group", file=sys.stderr)
+        # Children it left behind (none after a clean stop) go with their group.
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def main() -> int:

@@ -127,6 +127,9 @@ def main() -> int:
     queue = f"bench-judges-{os.getpid()}"
     env = grading.fresh_database_env(server_url=args.server_url, database=args.database,
                                      queue=queue, redis=args.redis)
+    # DEBUG is off (production settings), so the outbound policy closes loopback, where the
+    # fake provider listens: open it for this bench only (as bench/notifications.py does).
+    env["OUTBOUND_DENY_NETWORKS"] = "169.254.0.0/16"
     full_env = {**os.environ, **env}
     processes: list[subprocess.Popen] = []
     bin_dir = Path(grading.PYTHON).parent
@@ -172,16 +175,25 @@ def main() -> int:
             from evaluations.models import Evaluation
 
             evaluation = Evaluation.objects.get(pk=evaluation_id)
+            worker = processes[-1]
+            meter = grading.CpuMeter({
+                "worker": lambda: grading.descendants(worker.pid),
+                "provider+bench": lambda: {os.getpid()},
+                "postgres": lambda: grading.postgres_backends(args.server_url, args.database),
+            })
+            before = meter.snapshot()
             began = time.perf_counter()
             run = runs.run_start(judge=judge, evaluation=evaluation, mode="ungraded",
                                  started_by=lead)
             waited = wait_done(run.pk, args.timeout)
             wall = None if waited is None else time.perf_counter() - began
+            cpu = {name: round(seconds, 1) for name, seconds in meter.spent(before).items()}
         row = check(run_id=run.pk, evaluation_id=evaluation_id, judge_user_id=judge.user_id,
                     asked=asked)
         limit = args.pairs / args.batch * args.latency / args.concurrency
         row.update(wall_s=None if wall is None else round(wall, 2), limit_s=round(limit, 2),
                    ratio=None if wall is None else round(wall / limit, 3))
+        row.update(cpu_s=cpu)
         row.update(load.compare_with_recompute(evaluation_id, args.timeout))
         if args.json:
             print(json.dumps(row), flush=True)
@@ -198,6 +210,8 @@ def main() -> int:
             print(f"call latency p50/p95 {row['call_ms_p50']}/{row['call_ms_p95']} ms, claim to "
                   f"stored p50/p95 {row['claim_to_stored_ms_p50']}/"
                   f"{row['claim_to_stored_ms_p95']} ms, calls by status {row['call_statuses']}")
+            print(f"CPU seconds during the run: {row['cpu_s']} (other: the rest of the "
+                  "machine, other people's work included)")
             print(f"settled after {row['settle_s']} s; stored == recompute_metrics: "
                   f"{row['equal_to_recompute']} ({row['values_differing']} keyword values, "
                   f"{row['means_differing']} means differ)")

@@ -1,21 +1,34 @@
-"""One batch of a judge run, what a Celery lane repeats: claim up to batch_size pairs of
-one keyword (and, in counting modes, the judge's slot of each), answer them from the cache
-or with one call, and store what this claim still owns (judges.runs states the rules).
+"""Batches of a judge run, what a Celery lane repeats: claim whole batches (up to
+batch_size pairs of one keyword each, several batches in one claim) and, in counting
+modes, the judge's slot of each pair; answer each batch from the cache or with one call;
+store what the claims still own (judges.runs states the rules).
+
+A lane keeps up to `lane_width` calls in flight at once on a small thread pool (the calls
+wait on the network, not on the CPU), so one worker process does what took one process
+per call. The database work is done per group of batches, by the lane's own thread: one
+claim for as many batches as there are free threads, one read of their results and of
+the cache, and one store for all the batches whose answers came back together (their
+items, the judge's slots and grades, one announcement of the graded keywords, the
+run's counters). Each call is still logged and counted as it leaves, from its thread.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
-from dataclasses import dataclass
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connection, connections, transaction
+from django.db.models import F
 from django.db.models.functions import Mod
 from django.urls import reverse
 from django.utils import timezone
@@ -29,6 +42,7 @@ from judges.run_selectors import token_cost
 from judgments import grading
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
+from searchtweak import sql
 from searchtweak.notification_models import Event
 from searchtweak.notifications import notify
 
@@ -66,6 +80,16 @@ class Lane:
 ONE_LANE = Lane()
 
 
+def lane_width(judge: Judge) -> int:
+    """How many calls one lane holds in flight: the judge's concurrency, at most
+    JUDGE_LANE_CALLS (more lanes share the rest, judges.runs.lane_count). One on SQLite:
+    it takes one writer at a time, and a call's thread logging itself while the lane
+    stores met "database is locked"."""
+    if connection.vendor == "sqlite":
+        return 1
+    return max(1, min(judge.max_concurrent_requests or 1, settings.JUDGE_LANE_CALLS))
+
+
 def run_for_batches(run_id: int) -> JudgeRun | None:
     """The run with what every batch reads (judge, its account, the evaluation), loaded
     once per lane; its status is checked by each claim, not from this copy."""
@@ -79,51 +103,220 @@ def run_batch_process(*, run_id: int, client: httpx.Client | None = None,
     return batch_process(run=run, client=client, lane=lane) if run else 0
 
 
+@dataclass
+class _Batch:
+    """One call's worth of a claim: its items (the still claimed ones), what it asks, and
+    what came back."""
+
+    items: list[JudgeRunItem]
+    keyword: str = ""
+    documents: dict[int, Document] = field(default_factory=dict)
+    outcomes: dict[int, _Outcome] = field(default_factory=dict)
+    asking: list[JudgeRunItem] = field(default_factory=list)
+    scale: object = None
+    reserved: Decimal = Decimal(0)
+    result: calls.AskResult | None = None
+    error: BaseException | None = None
+
+
 def batch_process(*, run: JudgeRun, client: httpx.Client | None = None,
                   lane: Lane = ONE_LANE) -> int:
     """Claim a batch of one keyword's pairs, answer it (cache, else one call), store the
     answers; how many pairs it claimed (0: nothing to claim now, or the run is no longer
     running)."""
-    judge, now = run.judge, timezone.now()
-    items = _items_claim(run=run, now=now, lease_until=now + timedelta(
-        seconds=lease_seconds(judge)), lane=lane)
-    if not items:
+    claimed, ready = _group_start(run=run, lane=lane, count=1)
+    if not claimed:
         finish_if_done(run)
         return 0
-    asking = [item for item in items if item.status == ItemStatus.CLAIMED]
-    if asking:
+    for batch in ready:
+        if batch.asking:
+            _ask(run=run, batch=batch, client=client)
+    _group_store(run=run, batches=[_concluded(run, batch) for batch in ready])
+    return claimed
+
+
+def lane_run(*, run: JudgeRun, client: httpx.Client, lane: Lane = ONE_LANE,
+             seconds: float, width: int | None = None) -> bool:
+    """Batches until nothing is claimable or `seconds` pass, up to `width` calls in flight
+    (lane_width); whether work may remain. Exceptions from claiming or storing end the
+    lane (tasks.lane_work counts them); a batch's own failure fails only its pairs."""
+    width = width or lane_width(run.judge)
+    ends_at = time.monotonic() + seconds
+    if width == 1:
+        while time.monotonic() < ends_at:
+            if not batch_process(run=run, client=client, lane=lane):
+                return False
+        return True
+    in_flight: dict[Future, _Batch] = {}
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    # Claimed and ready to send: a call that returns is replaced at once, and the lane
+    # stores and claims while its calls are out.
+    waiting: list[_Batch] = []
+    more = True
+    # Calls allowed out at once: one at first and after a crash, doubling up to `width`
+    # while batches end well, so a run whose batches crash stops calling the model after
+    # JUDGE_MAX_CRASH_STREAK of them, as a lane of one call at a time would.
+    allowed = 1
+    with _CallThreads(width) as threads:
+
+        def send() -> None:
+            while waiting and len(in_flight) < allowed:
+                batch = waiting.pop(0)
+                future = threads.submit(_ask, run=run, batch=batch, client=client)
+                in_flight[future] = batch
+                future.add_done_callback(done.put)
+
         try:
-            _answer(run=run, items=asking, client=client)
-        except Exception as error:
-            # Whatever broke, these pairs end failed with the reason and the run counts
-            # the crash: a lane that let it escape would leave them claimed, to be asked
-            # (and paid for) again by every lane the sweep starts.
-            logger.exception("a batch of judge run %s crashed", run.pk)
-            _crashed(run=run, items=asking, error=error)
-    return len(items)
+            while True:
+                ready: list[_Batch] = []
+                if waiting and len(in_flight) < allowed and not _still_running(run):
+                    # Paused or cancelled since they were claimed: they wait, unasked.
+                    for batch in waiting:
+                        _unclaim(run=run, items=batch.asking)
+                        batch.items = [item for item in batch.items
+                                       if batch.outcomes[item.pk].from_cache]
+                        batch.asking = []
+                    ready += waiting
+                    waiting.clear()
+                    more = False
+                send()
+                wanted = 2 * allowed - len(in_flight) - len(waiting)
+                if wanted > 0 and time.monotonic() < ends_at and (
+                        more or not (in_flight or waiting)):
+                    claimed, started = _group_start(run=run, lane=lane, count=wanted)
+                    more = bool(claimed)
+                    for batch in started:
+                        (waiting if batch.asking else ready).append(batch)
+                    send()
+                if not (in_flight or waiting or ready):
+                    if not more:
+                        finish_if_done(run)
+                        return False
+                    if time.monotonic() >= ends_at:
+                        return True
+                    continue
+                # Wait for an answer unless there is something to store already.
+                ready_futures = [done.get()] if not ready and in_flight else []
+                while not done.empty():
+                    ready_futures.append(done.get())
+                ready += [_concluded(run, in_flight.pop(future)) for future in ready_futures]
+                if ready_futures:
+                    crashed = any(batch.error is not None for batch in ready)
+                    allowed = 1 if crashed else min(width, allowed * 2)
+                    # Replaced at once while the run still runs (a pause or a cancel,
+                    # or crashes in a row, stop the sending; the loop's top gives the
+                    # claimed batches back).
+                    if not crashed and waiting and _still_running(run):
+                        send()
+                if ready:
+                    _group_store(run=run, batches=ready)
+        finally:
+            # Ending early (an exception): the calls out are paid for, keep their answers;
+            # what waits goes back to the queue.
+            for future, batch in list(in_flight.items()):
+                future.result()
+                _store_alone(run=run, batch=_concluded(run, batch))
+            for batch in waiting:
+                _unclaim(run=run, items=batch.asking)
 
 
-def _items_claim(*, run: JudgeRun, now, lease_until, lane: Lane = ONE_LANE
-                 ) -> list[JudgeRunItem]:
-    """Up to batch_size claimable items of one keyword, claimed with one stamp; then, in
-    counting modes, the judge's slot of each (after the items' commit, so with no savepoint per
-    slot: a lane dying in between leaves only leases that lapse). Items that can no longer
-    be graded come back skipped."""
-    claimable = Q(status=ItemStatus.PENDING) | Q(status=ItemStatus.CLAIMED,
-                                                  lease_expires_at__lt=now)
+def _still_running(run: JudgeRun) -> bool:
+    return JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).exists()
+
+
+class _CallThreads:
+    """A lane's threads for its calls. Each keeps its own database connection (a call
+    logs itself as it leaves) and closes it when the lane ends."""
+
+    def __init__(self, width: int) -> None:
+        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, daemon=True,
+                                          name=f"judge-call-{n}") for n in range(width)]
+
+    def __enter__(self) -> _CallThreads:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for _ in self._threads:
+            self._work.put(None)
+        for thread in self._threads:
+            thread.join()
+
+    def submit(self, function: Callable, **kwargs) -> Future:
+        future: Future = Future()
+        self._work.put((future, function, kwargs))
+        return future
+
+    def _serve(self) -> None:
+        try:
+            while (work := self._work.get()) is not None:
+                future, function, kwargs = work
+                try:
+                    future.set_result(function(**kwargs))
+                except BaseException as error:  # handed to the lane
+                    future.set_exception(error)
+        finally:
+            connections.close_all()
+
+
+def _group_start(*, run: JudgeRun, lane: Lane, count: int) -> tuple[int, list[_Batch]]:
+    """Claim up to `count` batches and ready them (documents, cache, budget); how many
+    pairs were claimed, and the batches with something left to ask or store."""
+    judge, now = run.judge, timezone.now()
+    items = _items_claim(run=run, now=now, lease_until=now + timedelta(
+        seconds=lease_seconds(judge)), lane=lane, batches=count)
+    if not items:
+        return 0, []
+    groups = _in_batches([item for item in items if item.status == ItemStatus.CLAIMED],
+                         judge.batch_size)
+    started = [_Batch(items=group) for group in groups]
+    try:
+        _prepare(run=run, batches=started)
+    except Exception as error:
+        logger.exception("batches of judge run %s crashed", run.pk)
+        for batch in started:
+            _crashed(run=run, items=batch.items, error=error)
+        return len(items), []
+    return len(items), started
+
+
+def _in_batches(items: list[JudgeRunItem], size: int) -> list[list[JudgeRunItem]]:
+    """Claimed items as calls: each keyword's in pk order, `size` at most a call."""
+    by_keyword: dict[int, list[JudgeRunItem]] = {}
+    for item in sorted(items, key=lambda item: item.pk):
+        by_keyword.setdefault(item.keyword_id, []).append(item)
+    return [group[start:start + size] for group in by_keyword.values()
+            for start in range(0, len(group), size)]
+
+
+def _items_claim(*, run: JudgeRun, now, lease_until, lane: Lane = ONE_LANE,
+                 batches: int = 1) -> list[JudgeRunItem]:
+    """Up to `batches` whole batches (batch_size claimable items of one keyword each)
+    claimed with one stamp in one transaction; then, in counting modes, the judge's slot
+    of each in one statement (after the items' commit, so with no savepoint per slot: a
+    lane dying in between leaves only leases that lapse). Items that can no longer be
+    graded come back skipped."""
+    size = run.judge.batch_size
     with transaction.atomic():
         mine = JudgeRunItem.objects.select_for_update(skip_locked=True, of=("self",)).filter(
-            run=run, run__status=Status.RUNNING)
-        first = None
-        if lane.of > 1:
-            first = (mine.filter(claimable).alias(share=Mod("keyword_id", lane.of))
-                     .filter(share=lane.number).order_by("pk").only("keyword_id").first())
-        if first is None:
-            first = mine.filter(claimable).order_by("pk").only("keyword_id").first()
-        if first is None:
+            run=run, run__status=Status.RUNNING).order_by("pk")
+        # One more than wanted, to tell whether the last keyword goes on past the limit.
+        wanted = batches * size + 1
+        # Claims whose lease lapsed first (their lane died; a few rows at most), then the
+        # pending items: each read walks judge_item_claim_order_idx from its start.
+        rows = list(mine.filter(status=ItemStatus.CLAIMED, lease_expires_at__lt=now)[:wanted])
+        if not rows:
+            pending = mine.filter(status=ItemStatus.PENDING)
+            if lane.of > 1:
+                rows = list(pending.alias(share=Mod("keyword_id", lane.of))
+                            .filter(share=lane.number)[:wanted])
+            if not rows:
+                rows = list(pending[:wanted])
+        items = _whole_batches(rows, size=size, batches=batches, cut=len(rows) == wanted)
+        if not items:
             return []
-        items = list(mine.filter(claimable, keyword_id=first.keyword_id)
-                     .order_by("pk")[:run.judge.batch_size])
         JudgeRunItem.objects.filter(pk__in=[item.pk for item in items]).update(
             status=ItemStatus.CLAIMED, claimed_at=now, lease_expires_at=lease_until,
             attempt_count=F("attempt_count") + 1)
@@ -138,22 +331,31 @@ def _items_claim(*, run: JudgeRun, now, lease_until, lane: Lane = ONE_LANE
                     ItemStatus.SKIPPED, "taken", skipped[item.pk])
                 item.answered_at = now
         with transaction.atomic():
-            _items_save([item for item in items if item.pk in skipped],
-                        ["status", "failure", "failure_detail", "answered_at"])
+            sql.rows_update(JudgeRunItem, fields=["failure_detail"],
+                            rows=list(skipped.items()),
+                            constants={"status": ItemStatus.SKIPPED, "failure": "taken",
+                                       "answered_at": now})
             JudgeRun.objects.filter(pk=run.pk).update(
                 skipped_count=F("skipped_count") + len(skipped))
     return items
 
 
-def _items_save(items: list[JudgeRunItem], fields: list[str]) -> None:
-    """Save `fields` with one UPDATE per distinct set of values (a batch's items mostly
-    share them). Django's bulk_update builds a CASE per field and item, which measured
-    19 ms a batch on PostgreSQL, most of a lane's time besides the model's answer."""
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for item in items:
-        groups[tuple(getattr(item, name) for name in fields)].append(item.pk)
-    for values, ids in groups.items():
-        JudgeRunItem.objects.filter(pk__in=ids).update(**dict(zip(fields, values, strict=True)))
+def _whole_batches(rows: list[JudgeRunItem], *, size: int, batches: int, cut: bool
+                   ) -> list[JudgeRunItem]:
+    """The first `batches` batches of `rows` (pk order): a keyword's items in calls of
+    `size`. A last batch that the read's limit may have cut short (`cut`: the read found
+    more) is left for the next claim, unless it is the only one, so a keyword is not
+    asked about in more calls than its size needs."""
+    if not rows:
+        return []
+    first_keyword = rows[0].keyword_id
+    chosen = _in_batches(rows[:-1] if cut else rows, size)[:batches]
+    if cut and len(chosen) > 1 and len(chosen[-1]) < size \
+            and chosen[-1][0].keyword_id == rows[-1].keyword_id:
+        chosen.pop()
+    if not chosen:  # only possible when cut: take the first keyword's first batch
+        chosen = [[row for row in rows if row.keyword_id == first_keyword][:size]]
+    return [item for batch in chosen for item in batch]
 
 
 def _slots_claim(*, run: JudgeRun, items: list[JudgeRunItem], now, lease_until
@@ -177,15 +379,6 @@ def _slots_claim(*, run: JudgeRun, items: list[JudgeRunItem], now, lease_until
         elif item.snapshot_id not in held:
             skipped[item.pk] = "no free slot left (people filled them, or the judge has one)"
     return skipped
-
-
-def _documents(items: list[JudgeRunItem]) -> tuple[str, dict[int, Document]]:
-    """The keyword's text and each item's document (batch_documents)."""
-    snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
-        pk__in=[item.snapshot_id for item in items])}
-    documents = batch_documents([snapshots[item.snapshot_id] for item in items])
-    return snapshots[items[0].snapshot_id].keyword.text, {
-        item.pk: document for item, document in zip(items, documents, strict=True)}
 
 
 def batch_documents(snapshots: list[Snapshot]) -> list[Document]:
@@ -221,53 +414,95 @@ def answer_key(*, judge: Judge, evaluation, grade_scale, template: str, provider
                      grades=list(grade_scale.grades), image=image if sent else "")
 
 
-def _answer(*, run: JudgeRun, items: list[JudgeRunItem], client: httpx.Client | None) -> None:
+def _prepare(*, run: JudgeRun, batches: list[_Batch]) -> None:
+    """Each batch's keyword, documents and cache keys, with one read of their results and
+    one of the cache for all; answers found there; the rest reserved against the budgets
+    (one call each), or given back when that paused the run."""
     judge, evaluation = run.judge, run.evaluation
+    snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
+        pk__in=[item.snapshot_id for batch in batches for item in batch.items])}
+    for batch in batches:
+        documents = batch_documents([snapshots[item.snapshot_id] for item in batch.items])
+        batch.keyword = snapshots[batch.items[0].snapshot_id].keyword.text
+        batch.documents = {item.pk: document
+                           for item, document in zip(batch.items, documents, strict=True)}
     scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
-    keyword, documents = _documents(items)
-    outcomes: dict[int, _Outcome] = {}
     if scale is None:
-        for item in items:
-            outcomes[item.pk] = _Outcome(failure="scale", detail=(
+        for batch in batches:
+            batch.outcomes = {item.pk: _Outcome(failure="scale", detail=(
                 f"the evaluation's scale {evaluation.scale!r} is gone"))
-        _store(run=run, items=items, outcomes=outcomes, result=None)
+                for item in batch.items}
         return
     template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
-    for item in items:
-        key = answer_key(judge=judge, evaluation=evaluation, grade_scale=scale.scale,
-                         template=template, provider_identity=provider.identity,
-                         keyword=keyword, fields=dict(documents[item.pk].fields),
-                         image=documents[item.pk].image)
-        outcomes[item.pk] = _Outcome(cache_key=key)
+    for batch in batches:
+        batch.scale = scale.scale
+        for item in batch.items:
+            document = batch.documents[item.pk]
+            batch.outcomes[item.pk] = _Outcome(cache_key=answer_key(
+                judge=judge, evaluation=evaluation, grade_scale=scale.scale, template=template,
+                provider_identity=provider.identity, keyword=batch.keyword,
+                fields=dict(document.fields), image=document.image))
     if not run.refresh_cache:
-        cached = {answer.key: answer for answer in JudgeAnswer.objects.filter(
-            key__in=[outcome.cache_key for outcome in outcomes.values()])}
-        for outcome in outcomes.values():
-            if outcome.cache_key in cached:
-                hit = cached[outcome.cache_key]
-                outcome.grade, outcome.reason, outcome.from_cache = hit.grade, hit.reason, True
-    asking = [item for item in items if not outcomes[item.pk].from_cache]
-    result = None
-    reserved = _budget_reserve(run=run, template=template, keyword=keyword, scale=scale.scale,
-                               documents=[documents[i.pk] for i in asking]) if asking else 0
-    if reserved is None:
-        # Over a budget: the run paused with the reason; these pairs wait, unasked.
-        _unclaim(run=run, items=asking)
-        items = [item for item in items if outcomes[item.pk].from_cache]
-        asking = []
-    if asking:
-        result = calls.ask(judge=judge, keyword=keyword, guidelines=evaluation.guidelines,
-                           scale=scale.scale, documents=[documents[i.pk] for i in asking],
-                           run=run, client=client)
-        if reserved:
-            budgets.call_settle(run_id=run.pk, reserved=reserved, cost=token_cost(
-                judge=judge, tokens_in=result.tokens_in, tokens_out=result.tokens_out))
-        if result.error_kind == "no_turn":
+        cached = {answer.key: answer for answer in JudgeAnswer.objects.filter(key__in=[
+            outcome.cache_key for batch in batches for outcome in batch.outcomes.values()])}
+        for batch in batches:
+            for outcome in batch.outcomes.values():
+                if outcome.cache_key in cached:
+                    hit = cached[outcome.cache_key]
+                    outcome.grade, outcome.reason, outcome.from_cache = \
+                        hit.grade, hit.reason, True
+    for batch in batches:
+        asking = [item for item in batch.items if not batch.outcomes[item.pk].from_cache]
+        if not asking:
+            continue
+        reserved = _budget_reserve(run=run, template=template, keyword=batch.keyword,
+                                   scale=scale.scale,
+                                   documents=[batch.documents[i.pk] for i in asking])
+        if reserved is None:
+            # Over a budget: the run paused with the reason; these pairs wait, unasked.
             _unclaim(run=run, items=asking)
-            items = [item for item in items if outcomes[item.pk].from_cache]
-        else:
-            _read_verdict(result, asking, documents, outcomes)
-    _store(run=run, items=items, outcomes=outcomes, result=result)
+            batch.items = [item for item in batch.items
+                           if batch.outcomes[item.pk].from_cache]
+            continue
+        batch.asking, batch.reserved = asking, reserved
+
+
+def _ask(*, run: JudgeRun, batch: _Batch, client: httpx.Client | None) -> None:
+    """The batch's one call (on a lane's thread, or the lane's own), its cost settled;
+    what raised is kept for the lane, which fails the batch's pairs with it."""
+    judge = run.judge
+    try:
+        batch.result = calls.ask(
+            judge=judge, keyword=batch.keyword, guidelines=run.evaluation.guidelines,
+            scale=batch.scale, documents=[batch.documents[i.pk] for i in batch.asking],
+            run=run, client=client)
+        if batch.reserved:
+            budgets.call_settle(run_id=run.pk, reserved=batch.reserved, cost=token_cost(
+                judge=judge, tokens_in=batch.result.tokens_in,
+                tokens_out=batch.result.tokens_out))
+    except Exception as error:
+        batch.error = error
+
+
+def _concluded(run: JudgeRun, batch: _Batch) -> _Batch:
+    """The batch's answer read into its outcomes. Whatever broke, its pairs end failed
+    with the reason and the run counts the crash: a lane that let it escape would leave
+    them claimed, to be asked (and paid for) again by every lane the sweep starts."""
+    try:
+        if batch.error is not None:
+            raise batch.error
+        result = batch.result
+        if result is not None and result.error_kind == "no_turn":
+            _unclaim(run=run, items=batch.asking)
+            batch.items = [item for item in batch.items
+                           if batch.outcomes[item.pk].from_cache]
+        elif result is not None:
+            _read_verdict(result, batch.asking, batch.documents, batch.outcomes)
+    except Exception as error:
+        logger.exception("a batch of judge run %s crashed", run.pk)
+        _crashed(run=run, items=batch.items, error=error)
+        batch.items, batch.error = [], error
+    return batch
 
 
 def _budget_reserve(*, run: JudgeRun, template: str, keyword: str, scale,
@@ -322,53 +557,101 @@ def _unclaim(*, run: JudgeRun, items: list[JudgeRunItem]) -> None:
 
 def _store(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Outcome],
            result: calls.AskResult | None) -> None:
-    """Write what the batch found, for the items this claim still owns."""
+    """Write what one batch found, for the items its claim still owns."""
+    _group_store(run=run, batches=[_Batch(items=items, outcomes=outcomes, result=result)])
+
+
+def _store_alone(*, run: JudgeRun, batch: _Batch) -> None:
+    try:
+        _group_write(run=run, batches=[batch])
+    except Exception as error:
+        logger.exception("a batch of judge run %s crashed", run.pk)
+        _crashed(run=run, items=batch.items, error=error)
+
+
+def _group_store(*, run: JudgeRun, batches: list[_Batch]) -> None:
+    """Write what the batches found, for the items their claims still own, in one
+    transaction. When that raises, each batch is stored alone: one that still fails
+    fails its own pairs (with the reason), not its neighbours'."""
+    # A crashed batch failed its pairs already (_concluded), and ended well in nothing.
+    batches = [batch for batch in batches if batch.error is None]
+    if not batches:
+        return
+    if len(batches) == 1:
+        _store_alone(run=run, batch=batches[0])
+        return
+    try:
+        _group_write(run=run, batches=batches)
+    except Exception:
+        logger.exception("a store of %s batches of judge run %s failed; one by one",
+                         len(batches), run.pk)
+        for batch in batches:
+            _store_alone(run=run, batch=batch)
+
+
+def _group_write(*, run: JudgeRun, batches: list[_Batch]) -> None:
     now = timezone.now()
-    answering_call = result.calls[-1] if result and result.calls else None
+    outcomes: dict[int, _Outcome] = {}
+    call_of: dict[int, object] = {}
+    for batch in batches:
+        outcomes.update(batch.outcomes)
+        answering = batch.result.calls[-1] if batch.result and batch.result.calls else None
+        for item in batch.items:
+            call_of[item.pk] = answering
+    items = [item for batch in batches for item in batch.items]
+    tokens_in = sum(batch.result.tokens_in for batch in batches if batch.result)
+    tokens_out = sum(batch.result.tokens_out for batch in batches if batch.result)
     with transaction.atomic():
-        owned = set(JudgeRunItem.objects.select_for_update().filter(
-            pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,
-            claimed_at=items[0].claimed_at if items else None).values_list("pk", flat=True))
-        items = [item for item in items if item.pk in owned]
+        # Each item's claim stamp is quoted: a lapsed claim another lane took over writes
+        # nothing.
+        stamps = dict(JudgeRunItem.objects.select_for_update().filter(
+            pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED).values_list(
+            "pk", "claimed_at")) if items else {}
+        items = [item for item in items if item.pk in stamps
+                 and stamps[item.pk] == item.claimed_at]
         written = _grades_write(run=run, items=items, outcomes=outcomes, now=now)
         if written is None:
             return
         done = failed = cached = skipped = 0
-        release = []
+        release, rows = [], []
         for item in items:
             outcome = outcomes[item.pk]
-            item.answered_at, item.lease_expires_at = now, None
-            item.call = None if outcome.from_cache else answering_call
+            call = None if outcome.from_cache else call_of[item.pk]
             if outcome.failure:
-                item.status, item.failure, item.failure_detail = (
-                    ItemStatus.FAILED, outcome.failure, outcome.detail[:2000])
+                status, failure, detail = ItemStatus.FAILED, outcome.failure, \
+                    outcome.detail[:2000]
+                grade, reason, from_cache = item.grade, item.reason, item.from_cache
                 release.append(item.snapshot_id)
                 failed += 1
             elif run.mode in COUNTING_MODES and item.snapshot_id not in written:
-                item.status, item.failure = ItemStatus.SKIPPED, "taken"
-                item.failure_detail = "the slot was reset before the answer arrived"
+                status, failure = ItemStatus.SKIPPED, "taken"
+                detail = "the slot was reset before the answer arrived"
+                grade, reason, from_cache = item.grade, item.reason, item.from_cache
                 skipped += 1
             else:
-                item.status, item.grade, item.reason = ItemStatus.DONE, outcome.grade, \
-                    outcome.reason
-                item.from_cache = outcome.from_cache
+                status, failure, detail = ItemStatus.DONE, item.failure, item.failure_detail
+                grade, reason, from_cache = outcome.grade, outcome.reason, outcome.from_cache
                 done += 1
                 cached += outcome.from_cache
-        _items_save(items, ["status", "grade", "reason", "failure", "failure_detail",
-                            "from_cache", "call_id", "answered_at", "lease_expires_at"])
+            rows.append((item.pk, status, grade, reason, failure, detail, from_cache,
+                         call.pk if call is not None else None))
+        # One statement for all the items, each with its own grade, reason and call.
+        sql.rows_update(JudgeRunItem, fields=[
+            "status", "grade", "reason", "failure", "failure_detail", "from_cache", "call"],
+            rows=rows, constants={"answered_at": now, "lease_expires_at": None})
         if release and run.mode in COUNTING_MODES:
             grading.judge_slots_release(judge_user=run.judge.user, snapshot_ids=release)
-        JudgeAnswer.objects.bulk_create([
-            JudgeAnswer(key=outcomes[item.pk].cache_key, judge=run.judge, grade=item.grade,
-                        reason=item.reason, created_at=now)
-            for item in items if item.status == ItemStatus.DONE and not item.from_cache
-        ], ignore_conflicts=True)
+        answers = [JudgeAnswer(key=outcomes[pk].cache_key, judge=run.judge, grade=grade,
+                               reason=reason, created_at=now)
+                   for pk, status, grade, reason, _, _, from_cache, _ in rows
+                   if status == ItemStatus.DONE and not from_cache]
+        if answers:
+            JudgeAnswer.objects.bulk_create(answers, ignore_conflicts=True)
         JudgeRun.objects.filter(pk=run.pk).update(
             crash_streak=0,
             done_count=F("done_count") + done, failed_count=F("failed_count") + failed,
             skipped_count=F("skipped_count") + skipped, cached_count=F("cached_count") + cached,
-            tokens_in=F("tokens_in") + (result.tokens_in if result else 0),
-            tokens_out=F("tokens_out") + (result.tokens_out if result else 0))
+            tokens_in=F("tokens_in") + tokens_in, tokens_out=F("tokens_out") + tokens_out)
 
 
 def _grades_write(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[int, _Outcome],
@@ -399,6 +682,9 @@ def crash_text(error: BaseException) -> str:
 def _crashed(*, run: JudgeRun, items: list[JudgeRunItem], error: BaseException) -> None:
     """The batch raised: the pairs its claim still owns fail with the reason."""
     detail = crash_text(error)
+    if not items:
+        run_crash_record(run_id=run.pk, detail=detail)
+        return
     with transaction.atomic():
         owned = list(JudgeRunItem.objects.select_for_update().filter(
             pk__in=[item.pk for item in items], status=ItemStatus.CLAIMED,

@@ -224,7 +224,13 @@ def _ask(result: AskResult, provider: providers.Provider, *, judge: Judge, keywo
                               verdict=result.verdict, pair_count=len(ids), started_at=started_at)
     for row, in_flight in zip(result.calls, logged, strict=False):
         row.pk, row.started_at = in_flight.pk, in_flight.started_at
-    JudgeCall.objects.bulk_update(result.calls, CALL_OUTCOME_FIELDS)
+    if len(result.calls) == 1:
+        # Most calls are one attempt: one UPDATE, not bulk_update's transaction and CASEs.
+        [row] = result.calls
+        JudgeCall.objects.filter(pk=row.pk).update(
+            **{name: getattr(row, name) for name in CALL_OUTCOME_FIELDS})
+    else:
+        JudgeCall.objects.bulk_update(result.calls, CALL_OUTCOME_FIELDS)
     return result
 
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judges import tasks
-from judges.batches import COUNTING_MODES
+from judges.batches import COUNTING_MODES, lane_width
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
@@ -38,9 +38,12 @@ MAX_LANES = 16
 
 
 def lane_count(run: JudgeRun) -> int:
-    """Lanes to start: enough for the judge's concurrency, no more than there are batches."""
+    """Lanes to start: enough for the judge's concurrency, each holding lane_width calls
+    at once, no more than there are batches."""
     batches = -(-run.pair_count // run.judge.batch_size)
-    return max(1, min(run.judge.max_concurrent_requests or 1, MAX_LANES, batches))
+    width = lane_width(run.judge)
+    return max(1, min(-(-(run.judge.max_concurrent_requests or 1) // width), MAX_LANES,
+                      -(-batches // width)))
 
 
 # --- starting and steering a run ---

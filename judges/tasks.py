@@ -2,7 +2,6 @@
 restarts runs whose lanes died."""
 
 import logging
-import time
 from functools import partial
 
 from celery import shared_task
@@ -31,16 +30,14 @@ def run_lane(run_id: int, lane_number: int = 0, lane_count: int = 1) -> None:
 
 
 def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_LANE) -> bool:
-    """Batches until nothing is claimable or `seconds` pass; whether work may remain."""
+    """Batches until nothing is claimable or `seconds` pass, up to the lane's width of
+    calls in flight (batches.lane_run); whether work may remain."""
     run = batches.run_for_batches(run_id)
     if run is None:
         return False
-    ends_at = time.monotonic() + seconds
     try:
         with calls.new_client(run.judge) as client:
-            while time.monotonic() < ends_at:
-                if not batches.batch_process(run=run, client=client, lane=lane):
-                    return False
+            return batches.lane_run(run=run, client=client, lane=lane, seconds=seconds)
     except Exception as error:
         # A batch answers for its own pairs; this is the lane itself failing (claiming,
         # the database). Counted on the run, and this lane ends: the sweep starts another,
@@ -48,7 +45,6 @@ def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_L
         logger.exception("a lane of judge run %s crashed", run_id)
         batches.run_crash_record(run_id=run_id, detail=batches.crash_text(error))
         return False
-    return True
 
 
 @shared_task(name="judges.sweep_stalled_runs", time_limit=60, soft_time_limit=50)

@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -565,15 +565,22 @@ def judge_slots_claim(*, judge_user: User, snapshot_ids: Sequence[int], now, lea
                       ) -> dict[int, int]:
     """Lease the judge's account a free slot of each snapshot, as a person's claim does (one
     identity per snapshot, a lapsed lease is free again); {snapshot id: slot id} for the
-    snapshots that had one. Each claim is one conditional statement, so parallel runs
-    and people never hold the same slot."""
-    claimed = {}
-    for snapshot_id in snapshot_ids:
-        row = _fetch_claim(*queries.snapshot_claim_sql(
-            user_id=judge_user.pk, now=now, lease_until=lease_until, snapshot_id=snapshot_id))
-        if row is not None:
-            claimed[snapshot_id] = row["id"]
-    return claimed
+    snapshots that had one. One conditional statement claims them all (each snapshot's
+    pick is a person's claim's), so parallel runs and people never hold the same slot."""
+    if not snapshot_ids:
+        return {}
+    statement, params = queries.snapshots_claim_sql(
+        user_id=judge_user.pk, now=now, lease_until=lease_until, snapshot_ids=list(snapshot_ids))
+    for _ in range(3):
+        try:
+            # A savepoint inside a transaction, so a lost race leaves it usable (_fetch_claim).
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                return {snapshot_id: slot_id
+                        for slot_id, snapshot_id in sql.fetch_all(statement, params)}
+        except IntegrityError:
+            # Two slots of one snapshot for the judge's account: a parallel claim won.
+            continue
+    return {}
 
 
 @transaction.atomic
@@ -592,14 +599,13 @@ def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
     held = list(FeedbackSlot.objects.select_for_update().filter(
         snapshot_id__in=list(checked), user=judge_user, grade__isnull=True,
         evaluation=evaluation).values_list("pk", "snapshot_id", "keyword_id"))
-    # One UPDATE per distinct (grade, reason): cheaper than bulk_update's CASE per slot.
-    by_answer: dict[tuple[int, str], list[int]] = {}
-    for slot_id, snapshot_id, _ in held:
-        by_answer.setdefault(checked[snapshot_id], []).append(slot_id)
-    for (value, reason), slot_ids in by_answer.items():
-        FeedbackSlot.objects.filter(pk__in=slot_ids).update(
-            grade=value, reason=reason, graded_at=now, lease_expires_at=None, unsure=False,
-            note="", graded_by=None, shown_position=None)
+    # One statement for every slot, each with its grade and reason (a model's reasons
+    # differ per result: grouping by them was a statement per slot).
+    sql.rows_update(
+        FeedbackSlot, fields=["grade", "reason"],
+        rows=[(slot_id, *checked[snapshot_id]) for slot_id, snapshot_id, _ in held],
+        constants={"graded_at": now, "lease_expires_at": None, "unsure": False, "note": "",
+                   "graded_by": None, "shown_position": None})
     keywords_mark_dirty(keyword_ids=[keyword_id for _, _, keyword_id in held])
     written = {snapshot_id for _, snapshot_id, _ in held}
     _open_where_it_matters(strategy=evaluation.strategy, evaluation_id=evaluation.pk,

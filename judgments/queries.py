@@ -358,6 +358,22 @@ def snapshot_claim_sql(*, user_id: int, now, lease_until, snapshot_id: int
                      order='s."index"', include_skipped=True)
 
 
+def snapshots_claim_sql(*, user_id: int, now, lease_until, snapshot_ids: list[int]
+                        ) -> tuple[str, list]:
+    """snapshot_claim_sql for several snapshots in one statement (a judge's batch): one
+    pick per snapshot, each the same locked pick as a person's claim, the UPDATE taking
+    the slots they found; returns id and snapshot_id of each claimed slot."""
+    pick = CLAIM_PICK.format(where='s."snapshot_id" = %s', order='s."index"',
+                             lock=sql.skip_locked(), join="", probe=PROBE, skips="",
+                             candidates="")
+    statement = CLAIM_SQL.format(guard="", returning='"id", "snapshot_id"', pick="ANY").replace(
+        '"id" = ANY', '"id" IN (' + ", ".join([pick] * len(snapshot_ids)) + ")")
+    params = [user_id, sql.time_param(now), sql.time_param(lease_until), False]
+    for snapshot_id in snapshot_ids:
+        params += [snapshot_id, sql.time_param(now), user_id]
+    return statement, params
+
+
 def renew_held_sql(*, user_id: int, evaluation_ids: list[int], now, lease_until,
                    guard: str = "", besides_snapshot_id: int | None = None,
                    returning: str = '"id"') -> tuple[str, list]:

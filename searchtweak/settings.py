@@ -365,6 +365,9 @@ CELERY_BEAT_SCHEDULE = {
 # (judges.calls.call_deadline_seconds). A run with work pending and nothing claimed for
 # JUDGE_STALL_SECONDS gets a new lane from the sweep.
 JUDGE_LANE_SECONDS = env_int("JUDGE_LANE_SECONDS", 50, minimum=1)
+# Calls one lane holds in flight at once (threads of its worker process); a judge allowed
+# more concurrent requests gets more lanes (judges.runs.lane_count).
+JUDGE_LANE_CALLS = env_int("JUDGE_LANE_CALLS", 8, minimum=1)
 JUDGE_LANE_TIME_LIMIT = env_int("JUDGE_LANE_TIME_LIMIT", 1800, minimum=120)
 JUDGE_STALL_SECONDS = env_int("JUDGE_STALL_SECONDS", 120, minimum=1)
 # Lane crashes in a row (no batch ending well between them) that pause a judge run.

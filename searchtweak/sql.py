@@ -148,3 +148,41 @@ def execute(statement: str, params: list | tuple) -> int:
     with _cursor() as cursor:
         _run(cursor, statement, params)
         return cursor.rowcount
+
+
+def rows_update(model, *, fields: list[str], rows: list[tuple], constants: dict[str, Any]
+                | None = None) -> int:
+    """Give each row of `model` its own values in one statement: `rows` are (pk, *values of
+    `fields`), `constants` the values every row gets; how many rows changed.
+
+    bulk_update writes a CASE per field and row, and grouping rows by their values costs a
+    statement per group: a judge's batch has a grade and a reason per result, so it was a
+    statement per result. This joins a VALUES list instead (UPDATE ... FROM, PostgreSQL
+    and SQLite 3.33+); on PostgreSQL each value is cast to its column's type, as the
+    VALUES list's own types would be guessed from its first row."""
+    if not rows:
+        return 0
+    meta, quote = model._meta, connection.ops.quote_name
+    table, pk = quote(meta.db_table), meta.pk
+    columns = [pk] + [meta.get_field(name) for name in fields]
+    cast = is_postgresql()
+
+    def marker(field) -> str:
+        return f"CAST(%s AS {field.db_type(connection)})" if cast else "%s"
+
+    row_sql = "(" + ", ".join(marker(field) for field in columns) + ")"
+    names = ", ".join(quote(field.column) for field in columns)
+    params: list = []
+    for row in rows:
+        params += [field.get_db_prep_value(value, connection)
+                   for field, value in zip(columns, row, strict=True)]
+    assignments = [f"{quote(field.column)} = v.{quote(field.column)}" for field in columns[1:]]
+    for name, value in (constants or {}).items():
+        field = meta.get_field(name)
+        assignments.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_value(value, connection))
+    # The constants' parameters come after the VALUES list's, as their markers do.
+    statement = (f"WITH v ({names}) AS (VALUES {', '.join([row_sql] * len(rows))}) "
+                 f"UPDATE {table} SET {', '.join(assignments)} FROM v "
+                 f"WHERE {table}.{quote(pk.column)} = v.{quote(pk.column)}")
+    return execute(statement, params)

@@ -83,6 +83,7 @@ def test_a_worker_killed_mid_batch_strands_no_pair_and_grades_none_twice(persona
     assert slots.count() == 18 and not slots.filter(grade__isnull=True).exists()
     per_snapshot = slots.values("snapshot_id").annotate(n=Count("pk")).filter(n__gt=1)
     assert not per_snapshot.exists()
-    # Only the batch in flight when the worker died was asked twice.
-    twice = {doc_id for doc_id in asked if asked.count(doc_id) > 1}
-    assert twice <= {"query 3-d1", "query 3-d2", "query 3-d3"}
+    # Only the batches in flight when the worker died were asked twice: the one held, and
+    # at most one beside it (a lane holds up to the judge's 2 concurrent calls).
+    twice = {doc_id.split("-")[0] for doc_id in asked if asked.count(doc_id) > 1}
+    assert "query 3" in twice and len(twice) <= 2, twice

@@ -1,0 +1,78 @@
+"""What a batch costs the database: a fixed number of statements, whatever its size; and a
+lane holding several calls at once gives back what it claimed ahead when the run pauses."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from judges import batches, calls, runs, tasks
+from judges.models import JudgeRun, JudgeRunItem
+from judgments.models import FeedbackSlot
+from tests.judges.builders import judge_for
+from tests.judges.fake_providers import OPENAI, ModelAnswer, document_ids, fake_provider
+from tests.judgments.builders import evaluation_with_slots
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def grade_of(doc_id: str) -> int:
+    return {"d1": 3, "d2": 0, "d3": 2, "d4": 1, "d5": 3}[doc_id.rsplit("-", 1)[1]]
+
+
+def one_batch_statements(personas, monkeypatch, *, batch_size: int, mode: str) -> list[str]:
+    """The statements of the first batch of a run (one keyword of 5 results)."""
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=5)
+    monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
+    with fake_provider(OPENAI) as provider:
+        # Every result its own reason, as a model writes them.
+        provider.default = lambda prompt, request: ModelAnswer({"grades": [
+            {"id": doc_id, "grade": grade_of(doc_id), "reason": f"about {doc_id}"}
+            for doc_id in document_ids(prompt)]})
+        judge = judge_for(personas.team, provider, batch_size=batch_size,
+                          name=f"judge {batch_size} {mode}")
+        run = runs.run_start(judge=judge, evaluation=evaluation, mode=mode, started_by=None)
+        with CaptureQueriesContext(connection) as captured:
+            assert batches.run_batch_process(run_id=run.pk) == batch_size
+    assert JudgeRunItem.objects.filter(run=run, status="done").count() == batch_size
+    if mode == JudgeRun.Mode.UNGRADED:
+        assert FeedbackSlot.objects.filter(user=judge.user, grade__isnull=False).count() \
+            == batch_size
+    return [query["sql"] for query in captured.captured_queries]
+
+
+@pytest.mark.parametrize("mode", [JudgeRun.Mode.UNGRADED, JudgeRun.Mode.SHADOW])
+def test_a_batchs_statements_do_not_grow_with_its_size(personas, monkeypatch, mode):
+    one = one_batch_statements(personas, monkeypatch, batch_size=1, mode=mode)
+    five = one_batch_statements(personas, monkeypatch, batch_size=5, mode=mode)
+    print(f"{mode}: {len(one)} statements a batch of 1, {len(five)} a batch of 5")
+    assert len(five) == len(one), "\n".join(five)
+
+
+def test_a_lane_sends_nothing_it_claimed_ahead_once_the_run_is_paused(personas, monkeypatch):
+    """A lane claims a round ahead of its calls; a pause while the first call is out lets
+    that answer be stored, and gives the batch claimed ahead back, unasked."""
+    evaluation = evaluation_with_slots(personas.team, keywords=4, positions=1)
+    monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, batch_size=1, max_concurrent_requests=4)
+        run = runs.run_start(judge=judge, evaluation=evaluation, mode=JudgeRun.Mode.UNGRADED,
+                             started_by=None)
+
+        def pause_then_answer(prompt, request):
+            runs.run_pause(run=run)
+            connection.close()
+            return ModelAnswer({"grades": [{"id": doc_id, "grade": 2, "reason": "ok"}
+                                           for doc_id in document_ids(prompt)]})
+
+        provider.default = pause_then_answer
+        # Four calls at once, as on PostgreSQL (SQLite's lanes send one at a time).
+        with calls.new_client(judge) as client:
+            assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
+                                    seconds=60, width=4) is False
+        asked = len(provider.received)
+    run.refresh_from_db()
+    assert (run.status, run.done_count, run.call_count, asked) == ("paused", 1, 1, 1)
+    statuses = sorted(JudgeRunItem.objects.filter(run=run).values_list("status", flat=True))
+    assert statuses == ["done", "pending", "pending", "pending"]
+    # The slot claimed with the batch that waited went back to the pool.
+    assert FeedbackSlot.objects.filter(user=judge.user).count() == 1
