@@ -261,7 +261,8 @@ def main() -> None:
     print(f"recompute_metrics done in {scratch_seconds:.2f} s", flush=True)
 
     port = free_port()
-    subprocess.run(["redis-cli", "-n", BROKER_URL.rsplit("/", 1)[-1], "flushdb"], check=True, capture_output=True)
+    subprocess.run(["redis-cli", "-n", BROKER_URL.rsplit("/", 1)[-1], "flushdb"], check=True,
+                   capture_output=True)
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "searchtweak.wsgi:application", "--bind",
          f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning"],
