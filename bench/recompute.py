@@ -125,16 +125,17 @@ def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
                            f" SELECT {', '.join(values)} {source}", [*defaults, *params])
 
     text = f"'{name} query ' || g"
-    insert(Keyword, {"evaluation_id": "%s", "position": "g", "text": text,
+    # Ids are ints, written in: the defaults' parameters come first.
+    insert(Keyword, {"evaluation_id": str(evaluation.pk), "position": "g", "text": text,
                      "normalized_text": text, "fetch_status": "'fetched'"},
-           "FROM generate_series(1, %s) g", [evaluation.pk, keyword_count])
+           "FROM generate_series(1, %s) g", [keyword_count])
     insert(Snapshot, {"keyword_id": "k.id", "position": "p",
                       "doc_id": "'d' || k.id || '-' || p", "name": "'Doc ' || p"},
            f"FROM {Keyword._meta.db_table} k CROSS JOIN generate_series(1, 10) p"
            " WHERE k.evaluation_id = %s", [evaluation.pk])
     graded = "x.i > 0"
     insert(FeedbackSlot, {
-        "snapshot_id": "x.sid", "keyword_id": "x.kid", "evaluation_id": "%s",
+        "snapshot_id": "x.sid", "keyword_id": "x.kid", "evaluation_id": str(evaluation.pk),
         "index": "x.i", "keyword_position": "x.kpos", "position": "x.spos",
         "grade": f"CASE WHEN {graded} THEN floor(x.r * 4)::int END",
         "user_id": f"CASE WHEN {graded} THEN (ARRAY[{grader_ids}])[x.i + 1] END",
@@ -143,7 +144,7 @@ def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
         f" i, random() AS r FROM {Snapshot._meta.db_table} s"
         f" JOIN {Keyword._meta.db_table} k ON k.id = s.keyword_id"
         " CROSS JOIN generate_series(0, 2) i WHERE k.evaluation_id = %s) x",
-        [evaluation.pk, evaluation.pk])
+        [evaluation.pk])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return evaluation
