@@ -9,10 +9,10 @@ evaluation of 10,000 keywords x 10 results x 3 slots with 6 metrics.
     .venv/bin/python bench/recompute.py --large [--grades 100]
 
 --large measures at scale instead: evaluations of 10,000 and 100,000 keywords (10 results x
-3 slots, 6 metrics; slots 1 and 2 graded, slot 0 not, seeded in SQL: 3M slots), the seconds
-`recompute_metrics` takes for each, then grade -> stored mean at both (grader 0 grading
-slot 0, so every grade moves a keyword's values); goal 100k/10k p50 ratio <= 1.5 and
-`recompute_metrics` at 100k <= 30 s.
+3 slots, 6 metrics; graded but slot 0 of the first 100 keywords, seeded in SQL: 3M slots),
+the seconds `recompute_metrics` takes for each, then grade -> stored mean at both
+(grader 0 grading slot 0, so every grade moves a keyword's values); goal 100k/10k p50 ratio
+<= 1.5 and `recompute_metrics` at 100k <= 30 s.
 
 It creates (and drops) the database `searchtweak_bench_recompute` on the local PostgreSQL
 and uses Redis database 12. Figures print as a table; nothing is asserted.
@@ -124,6 +124,10 @@ def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
             cursor.execute(f"INSERT INTO {model._meta.db_table} ({', '.join(columns)})"
                            f" SELECT {', '.join(values)} {source}", [*defaults, *params])
 
+    with connection.cursor() as cursor:
+        # The rows are consistent by construction: no per-row foreign key triggers (the
+        # bench's database user is PostgreSQL's superuser).
+        cursor.execute("SET session_replication_role = replica")
     text = f"'{name} query ' || g"
     # Ids are ints, written in: the defaults' parameters come first.
     insert(Keyword, {"evaluation_id": str(evaluation.pk), "position": "g", "text": text,
@@ -133,7 +137,9 @@ def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
                       "doc_id": "'d' || k.id || '-' || p", "name": "'Doc ' || p"},
            f"FROM {Keyword._meta.db_table} k CROSS JOIN generate_series(1, 10) p"
            " WHERE k.evaluation_id = %s", [evaluation.pk])
-    graded = "x.i > 0"
+    # Graded but for slot 0 of the first keywords (where the grades land): the
+    # recompute_metrics figure is of a graded evaluation, as the plain run's.
+    graded = "(x.i > 0 OR x.kpos > 100)"
     insert(FeedbackSlot, {
         "snapshot_id": "x.sid", "keyword_id": "x.kid", "evaluation_id": str(evaluation.pk),
         "index": "x.i", "keyword_position": "x.kpos", "position": "x.spos",
@@ -146,6 +152,7 @@ def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
         " CROSS JOIN generate_series(0, 2) i WHERE k.evaluation_id = %s) x",
         [evaluation.pk])
     with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = DEFAULT")
         cursor.execute("ANALYZE")
     return evaluation
 
@@ -219,7 +226,7 @@ def main_large(grade_count: int) -> None:
     print(f"p50 ratio 100,000 / 10,000 keywords: {p50[100_000] / p50[10_000]:.2f}"
           " (goal <= 1.5)")
     for size in sizes:
-        print(f"recompute_metrics, {size:,} keywords x 10 x 3 slots (2 graded),"
+        print(f"recompute_metrics, {size:,} keywords x 10 x 3 slots (graded),"
               f" {len(SIX_METRICS)} metrics: {seconds[size]:.2f} s")
     drop_database(DB_NAME)
 
