@@ -6,6 +6,13 @@ stored mean reflects it; and the seconds `recompute_metrics` takes for a fully g
 evaluation of 10,000 keywords x 10 results x 3 slots with 6 metrics.
 
     .venv/bin/python bench/recompute.py [--grades 200] [--quick]
+    .venv/bin/python bench/recompute.py --large [--grades 100]
+
+--large measures at scale instead: evaluations of 10,000 and 100,000 keywords (10 results x
+3 slots, 6 metrics; graded but slot 0 of the first 100 keywords, seeded in SQL: 3M slots),
+the seconds `recompute_metrics` takes for each, then grade -> stored mean at both
+(grader 0 grading slot 0, so every grade moves a keyword's values); goal 100k/10k p50 ratio
+<= 1.5 and `recompute_metrics` at 100k <= 30 s.
 
 It creates (and drops) the database `searchtweak_bench_recompute` on the local PostgreSQL
 and uses Redis database 12. Figures print as a table; nothing is asserted.
@@ -22,6 +29,7 @@ import httpx
 from _support import (
     REPO,
     SIX_METRICS,
+    active_evaluation,
     bench_database,
     bench_redis,
     database_url,
@@ -83,11 +91,156 @@ def measure_grade_to_mean(
     return latencies
 
 
+def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
+    """seed_evaluation's shape written by three INSERT ... SELECT statements (millions of
+    rows in a minute): an active graded evaluation, strategy 3, six metrics, 10 results per
+    keyword; slots 1 and 2 graded at random (seeded), slot 0 not. Columns the statements
+    do not name get their field's default, so new fields need nothing here."""
+    from django.db import connection
+
+    from evaluations.models import EvaluationMetric, Keyword, Snapshot
+    from judgments.models import FeedbackSlot
+
+    evaluation = active_evaluation(team=team, name=name, strategy=3)
+    EvaluationMetric.objects.bulk_create(
+        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
+        for i, (code, k, params) in enumerate(SIX_METRICS))
+    grader_ids = ", ".join(str(user.pk) for user in graders)
+
+    def insert(model, given: dict[str, str], source: str, params: list) -> None:
+        columns, values, defaults = [], [], []
+        for field in model._meta.concrete_fields:
+            if field.primary_key:
+                continue
+            columns.append(connection.ops.quote_name(field.column))
+            if field.column in given:
+                values.append(given[field.column])
+            elif field.null and not field.has_default():
+                values.append("NULL")
+            else:
+                values.append("%s")
+                defaults.append(field.get_db_prep_save(field.get_default(), connection))
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {model._meta.db_table} ({', '.join(columns)})"
+                           f" SELECT {', '.join(values)} {source}", [*defaults, *params])
+
+    with connection.cursor() as cursor:
+        # The rows are consistent by construction: no per-row foreign key triggers (the
+        # bench's database user is PostgreSQL's superuser).
+        cursor.execute("SET session_replication_role = replica")
+    text = f"'{name} query ' || g"
+    # Ids are ints, written in: the defaults' parameters come first.
+    insert(Keyword, {"evaluation_id": str(evaluation.pk), "position": "g", "text": text,
+                     "normalized_text": text, "fetch_status": "'fetched'"},
+           "FROM generate_series(1, %s) g", [keyword_count])
+    insert(Snapshot, {"keyword_id": "k.id", "position": "p",
+                      "doc_id": "'d' || k.id || '-' || p", "name": "'Doc ' || p"},
+           f"FROM {Keyword._meta.db_table} k CROSS JOIN generate_series(1, 10) p"
+           " WHERE k.evaluation_id = %s", [evaluation.pk])
+    # Graded but for slot 0 of the first keywords (where the grades land): the
+    # recompute_metrics figure is of a graded evaluation, as the plain run's.
+    graded = "(x.i > 0 OR x.kpos > 100)"
+    insert(FeedbackSlot, {
+        "snapshot_id": "x.sid", "keyword_id": "x.kid", "evaluation_id": str(evaluation.pk),
+        "index": "x.i", "keyword_position": "x.kpos", "position": "x.spos",
+        "grade": f"CASE WHEN {graded} THEN floor(x.r * 4)::int END",
+        "user_id": f"CASE WHEN {graded} THEN (ARRAY[{grader_ids}])[x.i + 1] END",
+        "graded_at": f"CASE WHEN {graded} THEN now() END"},
+        f"FROM (SELECT s.id AS sid, k.id AS kid, k.position AS kpos, s.position AS spos,"
+        f" i, random() AS r FROM {Snapshot._meta.db_table} s"
+        f" JOIN {Keyword._meta.db_table} k ON k.id = s.keyword_id"
+        " CROSS JOIN generate_series(0, 2) i WHERE k.evaluation_id = %s) x",
+        [evaluation.pk])
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = DEFAULT")
+        cursor.execute("ANALYZE")
+    return evaluation
+
+
+def timed_recompute(evaluation) -> float:
+    from django.core.management import call_command
+
+    started = time.perf_counter()
+    call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
+    return time.perf_counter() - started
+
+
+def main_large(grade_count: int) -> None:
+    from django.db import connection
+
+    recreate_database(DB_NAME, ENV)
+    setup_django(ENV)
+    from searchtweak.models import Membership, Role, Team, User
+    from searchtweak.services import api_token_create
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setseed(0.7)")
+    team = Team.objects.create(name="Bench")
+    graders = [User.objects.create(username=f"bench{i}") for i in range(3)]
+    for user in graders:
+        Membership.objects.create(team=team, user=user, role=Role.GRADER)
+    sizes = (10_000, 100_000)
+    evaluations, seconds = {}, {}
+    for size in sizes:
+        started = time.perf_counter()
+        evaluations[size] = sql_seed_evaluation(size, team=team, graders=graders,
+                                                name=f"kw{size}")
+        print(f"seeded {size:,} keywords in {time.perf_counter() - started:.1f} s", flush=True)
+        seconds[size] = timed_recompute(evaluations[size])
+        print(f"recompute_metrics {size:,}: {seconds[size]:.2f} s", flush=True)
+    port = free_port()
+    redis_db = BROKER_URL.rsplit("/", 1)[-1]
+    subprocess.run(["redis-cli", "-n", redis_db, "flushdb"], check=True, capture_output=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "searchtweak.wsgi:application", "--bind",
+         f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning"],
+        cwd=REPO, env={**os.environ, **ENV})
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", "--concurrency=2",
+         "--loglevel=WARNING", "--without-gossip", "--without-mingle"], cwd=REPO,
+        env={**os.environ, **ENV})
+    rows = []
+    try:
+        wait_for(f"http://127.0.0.1:{port}/healthz")
+        time.sleep(2)
+        _, key = api_token_create(user=graders[0], name="bench")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10,
+                          headers={"Authorization": f"Token {key}"}) as client:
+            for size in sizes:
+                measure_grade_to_mean(client, evaluations[size], 5)  # warm-up
+                rows.append((size, measure_grade_to_mean(client, evaluations[size],
+                                                         grade_count, skip=5)))
+    finally:
+        server.terminate()
+        worker.terminate()
+        server.wait()
+        worker.wait()
+    print()
+    print("grade POST -> evaluation mean updated (real worker, PostgreSQL, Redis)")
+    print(f"{'keywords':>9} {'grades':>7} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    p50 = {}
+    for size, latencies in rows:
+        p50[size] = statistics.median(latencies)
+        print(f"{size:>9,} {len(latencies):>7} {p50[size] * 1000:>8.1f}"
+              f" {percentile(latencies, 0.95) * 1000:>8.1f} {max(latencies) * 1000:>8.1f}")
+    print(f"p50 ratio 100,000 / 10,000 keywords: {p50[100_000] / p50[10_000]:.2f}"
+          " (goal <= 1.5)")
+    for size in sizes:
+        print(f"recompute_metrics, {size:,} keywords x 10 x 3 slots (graded),"
+              f" {len(SIX_METRICS)} metrics: {seconds[size]:.2f} s")
+    drop_database(DB_NAME)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grades", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--large", action="store_true",
+                        help="10,000 and 100,000 keywords: recompute_metrics and grade latency")
     args = parser.parse_args()
+    if args.large:
+        main_large(args.grades)
+        return
     big, scratch_size = (500, 1000) if args.quick else (5000, 10_000)
 
     recreate_database(DB_NAME, ENV)
@@ -116,7 +269,8 @@ def main() -> None:
     print(f"recompute_metrics done in {scratch_seconds:.2f} s", flush=True)
 
     port = free_port()
-    subprocess.run(["redis-cli", "-n", "12", "flushdb"], check=True, capture_output=True)
+    subprocess.run(["redis-cli", "-n", BROKER_URL.rsplit("/", 1)[-1], "flushdb"], check=True,
+                   capture_output=True)
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "searchtweak.wsgi:application", "--bind",
          f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning"],

@@ -8,7 +8,7 @@ class MetricsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save, pre_delete
 
         from evaluations.events import evaluation_transitioned
-        from evaluations.models import Evaluation, EvaluationMetric
+        from evaluations.models import Evaluation, EvaluationMetric, Keyword
         from evaluations.signals import snapshots_created
         from judgments.adaptive import register_bounds_width
         from judgments.grading import register_version_bump_cte
@@ -35,6 +35,9 @@ class MetricsConfig(AppConfig):
             # So does a team transformer the evaluation reads its grades through.
             signal.connect(receivers.on_team_transformers_changed, sender=Transformer,
                            dispatch_uid=f"metrics.transformers.{signal is post_save}")
+        # Deleting keywords takes their values out of their evaluation's running sums.
+        pre_delete.connect(receivers.on_keyword_deleting, sender=Keyword,
+                           dispatch_uid="metrics.keyword_deleting")
         # Deleting an evaluation takes its grades out of the team's pool.
         pre_delete.connect(receivers.on_evaluation_deleting, sender=Evaluation,
                            dispatch_uid="metrics.evaluation_deleting")

@@ -63,6 +63,31 @@ class MetricMean(models.Model):
         return f"{self.metric_id} = {self.value} over {self.keyword_count}"
 
 
+class MetricSums(models.Model):
+    """Exact running sums of one configured metric's stored keyword values, kept with every
+    write of them (metrics.recompute.means), so the means refresh does not read every value
+    after every grade. Totals are the values' exact sum in units of 2**-1074, an int as
+    hexadecimal text (metrics.core.exact_sum): exact on every database, and never summed
+    in SQL. The counts are of non-null values; inexact_count of keywords whose bounds are
+    not exact.
+
+    No row: not known. The next means refresh reads every value and writes it; deleting
+    keywords deletes it (metrics.receivers), and recompute_metrics rebuilds it."""
+
+    metric = models.OneToOneField(
+        EvaluationMetric, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    value_total = models.TextField(default="0")
+    value_count = models.PositiveIntegerField(default=0)
+    lower_total = models.TextField(default="0")
+    lower_count = models.PositiveIntegerField(default=0)
+    upper_total = models.TextField(default="0")
+    upper_count = models.PositiveIntegerField(default=0)
+    inexact_count = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"sums of {self.metric_id} over {self.value_count}"
+
+
 class EvaluationRecomputeState(models.Model):
     """An evaluation's grading progress (share of its slots that hold a grade, 0..100) and
     the last recompute's error, if it failed."""

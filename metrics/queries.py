@@ -18,6 +18,7 @@ from django.db import connection
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics import core
+from metrics.core.exact_sum import total_decode, total_encode
 from metrics.models import (
     EvaluationRecomputeState,
     KeywordMetricValue,
@@ -25,6 +26,7 @@ from metrics.models import (
     KeywordRecomputeMark,
     MetricHistoryPoint,
     MetricMean,
+    MetricSums,
     RecomputeDue,
 )
 from metrics.queue_order import UNKNOWN_WIDTH
@@ -173,26 +175,59 @@ class KeywordValueRow(NamedTuple):
     version: int
 
 
-def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> None:
+class StoredValue(NamedTuple):
+    keyword_id: int
+    metric_id: int
+    value: float | None
+    lower: float | None
+    upper: float | None
+    bounds_exact: bool
+
+
+def keyword_values_read(*, keyword_ids: list[int], metric_ids: list[int]
+                        ) -> list[StoredValue]:
+    """The stored values of these keywords for these metrics (every pair that has one)."""
+    return [StoredValue(*row) for row in _run(
+        "SELECT keyword_id, metric_id, value, lower, upper, bounds_exact"
+        f" FROM {_table(KeywordMetricValue)} WHERE keyword_id IN ({_marks(keyword_ids)})"
+        f" AND metric_id IN ({_marks(metric_ids)})", [*keyword_ids, *metric_ids])]
+
+
+def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[StoredValue]:
     """Write the rows (values and their bounds) in one statement; a row computed from an
     older keyword version than the stored one is dropped, so late runs cannot overwrite.
-    (bulk_create's update_conflicts has no condition on the conflict.)"""
+    (bulk_create's update_conflicts has no condition on the conflict.) Returns the rows
+    written, not those dropped."""
     table = _table(KeywordMetricValue)
-    params: list = []
-    for row in rows:
-        params += [row.keyword_id, row.metric_id, row.value, row.lower, row.upper,
-                   row.bounds_exact, row.version, now]
-    _run(
+    if sql.is_postgresql():
+        # One array per column: a statement with a placeholder per cell (16,000 for a
+        # chunk) cost the driver more to parse than PostgreSQL to run it (recompute_metrics
+        # spent half its time splitting the query text: bench/recompute.py --large).
+        columns = list(zip(*rows, strict=True))
+        source = ("SELECT r.keyword_id, r.metric_id, r.value, r.lower, r.upper, r.exact,"
+                  " r.version, CAST(%s AS TIMESTAMP WITH TIME ZONE) FROM UNNEST("
+                  "CAST(%s AS BIGINT[]), CAST(%s AS BIGINT[]), CAST(%s AS DOUBLE PRECISION[]),"
+                  " CAST(%s AS DOUBLE PRECISION[]), CAST(%s AS DOUBLE PRECISION[]),"
+                  " CAST(%s AS BOOLEAN[]), CAST(%s AS INTEGER[]))"
+                  " AS r (keyword_id, metric_id, value, lower, upper, exact, version)")
+        params = [now, *(list(column) for column in columns)]
+    else:
+        params = []
+        for row in rows:
+            params += [row.keyword_id, row.metric_id, row.value, row.lower, row.upper,
+                       row.bounds_exact, row.version, now]
+        source = f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(rows))}"
+    return [StoredValue(*row) for row in _run(
         f"INSERT INTO {table} (keyword_id, metric_id, value, lower, upper, bounds_exact,"
-        " computed_version, updated_at)"
-        f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(rows))}"
+        f" computed_version, updated_at) {source}"
         " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"
         " lower = excluded.lower, upper = excluded.upper,"
         " bounds_exact = excluded.bounds_exact,"
         " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
-        f" WHERE {table}.computed_version <= excluded.computed_version",
+        f" WHERE {table}.computed_version <= excluded.computed_version"
+        " RETURNING keyword_id, metric_id, value, lower, upper, bounds_exact",
         params,
-    )
+    )]
 
 
 def keyword_queue_widths_store(*, keyword_ids: list[int]) -> None:
@@ -241,9 +276,12 @@ class ConfigValues(NamedTuple):
     lowers: list[float]
     uppers: list[float]
     bounds_exact: bool
+    # How many keywords' bounds are not exact.
+    inexact_count: int = 0
 
 
-def metric_config_values(*, evaluation_id: int) -> list[ConfigValues]:
+def metric_config_values(*, evaluation_id: int, metric_ids: list[int] | None = None
+                         ) -> list[ConfigValues]:
     """ConfigValues of each config of the evaluation.
 
     The means refresh averages the values with core.mean_over_keywords, exact whatever the
@@ -253,24 +291,27 @@ def metric_config_values(*, evaluation_id: int) -> list[ConfigValues]:
     """
     configs, values = _table(EvaluationMetric), _table(KeywordMetricValue)
     means = _table(MetricMean)
+    # Only some configs: those whose running sums the means refresh rebuilds.
+    only, only_params = ((f" AND m.id IN ({_marks(metric_ids)})", list(metric_ids))
+                         if metric_ids is not None else ("", []))
     if sql.is_postgresql():
         return [ConfigValues(pk, mean, count, present or [], lowers or [], uppers or [],
-                             exact is not False)
-                for pk, mean, count, present, lowers, uppers, exact in _rows(
+                             exact is not False, inexact)
+                for pk, mean, count, present, lowers, uppers, exact, inexact in _rows(
             f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0),"
             " ARRAY_AGG(v.value) FILTER (WHERE v.value IS NOT NULL),"
             " ARRAY_AGG(v.lower) FILTER (WHERE v.lower IS NOT NULL),"
             " ARRAY_AGG(v.upper) FILTER (WHERE v.upper IS NOT NULL),"
-            " BOOL_AND(v.bounds_exact)"
+            " BOOL_AND(v.bounds_exact), COUNT(v.metric_id) FILTER (WHERE NOT v.bounds_exact)"
             f" FROM {configs} m LEFT JOIN {means} s ON s.metric_id = m.id"
             f" LEFT JOIN {values} v ON v.metric_id = m.id"
-            " WHERE m.evaluation_id = %s GROUP BY m.id, s.value, s.keyword_count",
-            [evaluation_id], binary=True)]
+            f" WHERE m.evaluation_id = %s{only} GROUP BY m.id, s.value, s.keyword_count",
+            [evaluation_id, *only_params], binary=True)]
     by_config: dict[int, tuple[list[float], list[float], list[float], list[bool]]] = {}
     for pk, value, lower, upper, exact in _run(
             f"SELECT v.metric_id, v.value, v.lower, v.upper, v.bounds_exact"
             f" FROM {values} v JOIN {configs} m ON m.id = v.metric_id"
-            " WHERE m.evaluation_id = %s", [evaluation_id]):
+            f" WHERE m.evaluation_id = %s{only}", [evaluation_id, *only_params]):
         present, lowers, uppers, exacts = by_config.setdefault(pk, ([], [], [], []))
         for column, item in ((present, value), (lowers, lower), (uppers, upper)):
             if item is not None:
@@ -278,11 +319,99 @@ def metric_config_values(*, evaluation_id: int) -> list[ConfigValues]:
         exacts.append(bool(exact))
     empty: tuple = ([], [], [], [])
     return [ConfigValues(pk, mean, count, *by_config.get(pk, empty)[:3],
-                         all(by_config.get(pk, empty)[3]))
+                         all(by_config.get(pk, empty)[3]),
+                         by_config.get(pk, empty)[3].count(False))
             for pk, mean, count in _run(
         f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0) FROM {configs} m"
-        f" LEFT JOIN {means} s ON s.metric_id = m.id WHERE m.evaluation_id = %s",
-        [evaluation_id])]
+        f" LEFT JOIN {means} s ON s.metric_id = m.id WHERE m.evaluation_id = %s{only}",
+        [evaluation_id, *only_params])]
+
+
+class Sums(NamedTuple):
+    """A config's MetricSums, totals as ints (metrics.core.exact_sum)."""
+
+    value_total: int
+    value_count: int
+    lower_total: int
+    lower_count: int
+    upper_total: int
+    upper_count: int
+    inexact_count: int
+
+
+_SUMS_COLUMNS = ("value_total, value_count, lower_total, lower_count, upper_total,"
+                 " upper_count, inexact_count")
+
+
+def _sums(row: tuple) -> Sums:
+    return Sums(total_decode(row[0]), row[1], total_decode(row[2]), row[3],
+                total_decode(row[4]), row[5], row[6])
+
+
+class ConfigMean(NamedTuple):
+    """A config's stored mean and keyword count, and its running sums (None: not known)."""
+
+    pk: int
+    mean: float | None
+    keyword_count: int
+    sums: Sums | None
+
+
+def metric_config_means(*, evaluation_id: int) -> list[ConfigMean]:
+    """ConfigMean of each config of the evaluation, in one statement."""
+    rows = _rows(
+        f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0), t.metric_id IS NOT NULL,"
+        f" {', '.join(f't.{c.strip()}' for c in _SUMS_COLUMNS.split(','))}"
+        f" FROM {_table(EvaluationMetric)} m LEFT JOIN {_table(MetricMean)} s"
+        f" ON s.metric_id = m.id LEFT JOIN {_table(MetricSums)} t ON t.metric_id = m.id"
+        " WHERE m.evaluation_id = %s ORDER BY m.id", [evaluation_id])
+    return [ConfigMean(pk, mean, count, _sums(sums) if known else None)
+            for pk, mean, count, known, *sums in rows]
+
+
+def metric_sums_read(*, metric_ids: list[int]) -> dict[int, Sums]:
+    """The running sums of these configs that have them, locked until the transaction
+    ends (PostgreSQL): the writers of one evaluation's values hold its lock already; this
+    lock also orders them against a deletion of the rows (metrics.receivers)."""
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return {row[0]: _sums(row[1:]) for row in _run(
+        f"SELECT metric_id, {_SUMS_COLUMNS} FROM {_table(MetricSums)}"
+        f" WHERE metric_id IN ({_marks(metric_ids)}) ORDER BY metric_id{lock}",
+        list(metric_ids))}
+
+
+def metric_sums_store(sums: dict[int, Sums]) -> None:
+    """Write the configs' running sums (insert or replace), in one statement."""
+    if not sums:
+        return
+    params: list = []
+    for pk, row in sorted(sums.items()):
+        params += [pk, total_encode(row.value_total), row.value_count,
+                   total_encode(row.lower_total), row.lower_count,
+                   total_encode(row.upper_total), row.upper_count, row.inexact_count]
+    _run(
+        f"INSERT INTO {_table(MetricSums)} (metric_id, {_SUMS_COLUMNS})"
+        f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(sums))}"
+        " ON CONFLICT (metric_id) DO UPDATE SET value_total = excluded.value_total,"
+        " value_count = excluded.value_count, lower_total = excluded.lower_total,"
+        " lower_count = excluded.lower_count, upper_total = excluded.upper_total,"
+        " upper_count = excluded.upper_count, inexact_count = excluded.inexact_count",
+        params,
+    )
+
+
+def metric_sums_forget(*, evaluation_id: int | None = None,
+                       metric_ids: list[int] | None = None) -> None:
+    """Delete the running sums of the evaluation's configs (or of these configs): the next
+    means refresh rebuilds them from the stored values."""
+    if metric_ids is not None:
+        if metric_ids:
+            _run(f"DELETE FROM {_table(MetricSums)} WHERE metric_id IN ({_marks(metric_ids)})",
+                 list(metric_ids))
+        return
+    _run(f"DELETE FROM {_table(MetricSums)} WHERE metric_id IN"
+         f" (SELECT id FROM {_table(EvaluationMetric)} WHERE evaluation_id = %s)",
+         [evaluation_id])
 
 
 def _cases(column: str, pairs: list[tuple[int, object]], cast: str) -> tuple[str, list]:

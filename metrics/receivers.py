@@ -148,3 +148,26 @@ def on_evaluation_deleting(sender, *, instance: Evaluation, **kwargs) -> None:
         transaction.on_commit(
             lambda keyword_id=keyword_id, evaluation_id=evaluation_id: _enqueue(
                 recompute_keyword, keyword_id, evaluation_id=evaluation_id))
+
+
+def on_keyword_deleting(sender, *, instance: Keyword, origin=None, **kwargs) -> None:
+    """Keywords are being deleted (before the cascade takes their values): their
+    evaluation's running sums would still count those values, so they are dropped here,
+    in the deleting transaction and under the evaluation's lock, and the next means
+    refresh rebuilds them from what remains (metrics.recompute.means). Once per evaluation
+    and deletion; nothing when the evaluation (or team) itself goes."""
+    if _cascaded_from_elsewhere(origin, Keyword):
+        return
+    # One deletion of many keywords sends this for each: the origin remembers which
+    # evaluations it has done.
+    done = getattr(origin, "_metrics_sums_forgotten", None) if origin is not None else None
+    if done is not None and instance.evaluation_id in done:
+        return
+    from metrics.recompute.means import evaluation_sums_forget
+
+    evaluation_sums_forget(evaluation_id=instance.evaluation_id)
+    if origin is not None:
+        if done is None:
+            done = set()
+            origin._metrics_sums_forgotten = done
+        done.add(instance.evaluation_id)

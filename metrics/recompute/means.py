@@ -1,6 +1,12 @@
 """After each run: an evaluation's means, keyword counts, history and progress; then it asks
-the evaluation's lifecycle to finish it if it is complete (the rule is the lifecycle's)."""
+the evaluation's lifecycle to finish it if it is complete (the rule is the lifecycle's).
 
+The means come from exact running sums (MetricSums) that every write of keyword values
+keeps, in the write's own transaction (keyword_values_write), so a refresh reads one row
+per metric instead of every keyword's value.
+"""
+
+from collections.abc import Sequence
 from datetime import timedelta
 
 from django.conf import settings
@@ -8,39 +14,117 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluations.services import evaluation_finish_if_complete
-from metrics import core, queries
+from metrics import queries
+from metrics.core.exact_sum import exact_total, exact_units, mean_from_total
 from metrics.models import MetricHistoryPoint
 
+# Rows per INSERT statement: far below SQLite's 32,766 bound parameters.
+WRITE_CHUNK = 2000
 
-def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False) -> None:
+
+def keyword_values_write(*, evaluation_id: int,
+                         rows: Sequence[queries.KeywordValueRow]) -> None:
+    """Upsert keyword values of one evaluation (queries.keyword_values_upsert: an older
+    version never overwrites) and move its metrics' running sums by each written row's
+    old -> new value, in one transaction per chunk. The one writer of KeywordMetricValue.
+
+    The evaluation's lock (the one its means refreshes take) is held first, so every
+    writer of its values, and a refresh rebuilding its sums, runs after the previous one
+    committed: the old values read here are the ones the upsert replaces.
+    """
+    now = timezone.now()
+    for start in range(0, len(rows), WRITE_CHUNK):
+        chunk = rows[start:start + WRITE_CHUNK]
+        with transaction.atomic():
+            if not queries.evaluation_lock(evaluation_id=evaluation_id):
+                return  # deleted since
+            metric_ids = sorted({row.metric_id for row in chunk})
+            sums = queries.metric_sums_read(metric_ids=metric_ids)
+            if not sums:  # none known (recompute_metrics drops them): nothing to move
+                queries.keyword_values_upsert(list(chunk), now=now)
+                continue
+            old = {(row.keyword_id, row.metric_id): row for row in queries.keyword_values_read(
+                keyword_ids=sorted({row.keyword_id for row in chunk}), metric_ids=metric_ids)}
+            written = queries.keyword_values_upsert(list(chunk), now=now)
+            moved, broken = sums_move(sums, [(old.get((row.keyword_id, row.metric_id)), row)
+                                             for row in written])
+            queries.metric_sums_store(moved)
+            # A value no exact sum holds (inf): the refresh reads every value instead.
+            queries.metric_sums_forget(metric_ids=sorted(broken))
+
+
+def sums_move(sums: dict[int, queries.Sums],
+              changes: list[tuple[queries.StoredValue | None, queries.StoredValue]]
+              ) -> tuple[dict[int, queries.Sums], set[int]]:
+    """The sums after each (old row or None, new row) change of their configs' values;
+    and the configs a non-finite value left without a sum."""
+    totals = {pk: list(row) for pk, row in sums.items()}
+    broken: set[int] = set()
+    for old, new in changes:
+        current = totals.get(new.metric_id)
+        if current is None:
+            continue  # not known: the refresh rebuilds it
+        try:
+            for row, sign in ((old, -1), (new, 1)):
+                if row is None:
+                    continue
+                for index, item in ((0, row.value), (2, row.lower), (4, row.upper)):
+                    if item is not None:
+                        current[index] += sign * exact_units(item)
+                        current[index + 1] += sign
+                if not row.bounds_exact:
+                    current[6] += sign
+        except (OverflowError, ValueError):
+            broken.add(new.metric_id)
+    return ({pk: queries.Sums(*row) for pk, row in totals.items() if pk not in broken},
+            broken)
+
+
+def _sums_from_values(config: queries.ConfigValues) -> queries.Sums:
+    return queries.Sums(exact_total(config.present), len(config.present),
+                        exact_total(config.lowers), len(config.lowers),
+                        exact_total(config.uppers), len(config.uppers),
+                        config.inexact_count)
+
+
+def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
+                             rebuild: bool = False) -> None:
     """Means over non-null keywords, keyword counts, a throttled history point and
     progress; then evaluations' lifecycle finishes the evaluation if that progress makes it
     complete (evaluation_finish_if_complete decides, changes the status and announces it).
 
-    It follows every recompute run, so each step is one SQL statement written out
-    (metrics.queries). The means themselves are core.mean_over_keywords, the one rule a
-    from-scratch recompute also follows: SQL's AVG sums in whatever order it reads rows.
+    The means are each metric's exact running sum over its count: bit for bit the float
+    core.mean_over_keywords gives over the stored values (fsum / count), the rule a
+    from-scratch recompute follows. A metric without sums (new, its keywords deleted, or
+    `rebuild`, which recompute_metrics asks for) has them rebuilt here from every stored
+    value, under the lock its writers take.
     """
     now = timezone.now()
     with transaction.atomic():
-        # Serialise refreshes of one evaluation: each reads after the previous wrote, so
-        # the last refresh sees every value committed before it.
+        # Serialise refreshes and value writes of one evaluation: each reads after the
+        # previous wrote, so the last refresh sees every value committed before it.
         if not queries.evaluation_lock(evaluation_id=evaluation_id):
             return
-        # Each config's stored mean and count, and those of its stored keyword values.
-        configs = queries.metric_config_values(evaluation_id=evaluation_id)
+        configs = queries.metric_config_means(evaluation_id=evaluation_id)
+        sums = {config.pk: config.sums for config in configs
+                if config.sums is not None and not rebuild}
+        missing = [config.pk for config in configs if config.pk not in sums]
+        if missing:
+            sums.update(_sums_rebuild(evaluation_id, missing))
         rows = [(config.pk, config.mean, config.keyword_count,
-                 *core.mean_over_keywords(config.present)) for config in configs]
+                 mean_from_total(sums[config.pk].value_total, sums[config.pk].value_count),
+                 sums[config.pk].value_count) for config in configs]
         means = [(pk, mean, count) for pk, _, _, mean, count in rows]
         if means:
             # Written even when equal: updated_at marks the grade state (metrics.dashboards).
             # Bounds of a mean: the means of the keywords' lower and upper bounds.
             queries.metric_means_store([
-                queries.StoredMean(pk, mean, count,
-                                   core.mean_over_keywords(config.lowers)[0],
-                                   core.mean_over_keywords(config.uppers)[0],
-                                   config.bounds_exact)
-                for (pk, mean, count), config in zip(means, configs, strict=True)
+                queries.StoredMean(
+                    pk, mean, count,
+                    mean_from_total(sums[pk].lower_total, sums[pk].lower_count),
+                    mean_from_total(sums[pk].upper_total, sums[pk].upper_count),
+                    sums[pk].inexact_count == 0)
+                for pk, mean, count in means
             ], now=now)
         changed = any((value, keyword_count) != (mean, count)
                       for _, value, keyword_count, mean, count in rows)
@@ -50,6 +134,24 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False)
         progress = queries.evaluation_progress_store(evaluation_id=evaluation_id)
     # After the commit above: the finish reads the progress this refresh stored.
     evaluation_finish_if_complete(evaluation_id=evaluation_id, progress=progress)
+
+
+def _sums_rebuild(evaluation_id: int, metric_ids: list[int]) -> dict[int, queries.Sums]:
+    """The configs' sums from every stored value, stored for the next refreshes."""
+    rebuilt = {}
+    for config in queries.metric_config_values(evaluation_id=evaluation_id,
+                                               metric_ids=metric_ids):
+        rebuilt[config.pk] = _sums_from_values(config)
+    queries.metric_sums_store(rebuilt)
+    return rebuilt
+
+
+def evaluation_sums_forget(*, evaluation_id: int) -> None:
+    """Its keyword values are about to be deleted other than by a write (keywords deleted):
+    drop the evaluation's running sums, under its lock, so the next refresh rebuilds them
+    from what remains (metrics.receivers)."""
+    if queries.evaluation_lock(evaluation_id=evaluation_id):
+        queries.metric_sums_forget(evaluation_id=evaluation_id)
 
 
 def _history_append(means: list[tuple[int, float | None, int]], *, now, force: bool) -> None:

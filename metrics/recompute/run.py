@@ -15,13 +15,12 @@ import numpy as np
 from django.db import IntegrityError, OperationalError
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments import scales
 from metrics import core, queries
 from metrics.recompute import aggregates, marks
-from metrics.recompute.means import evaluation_means_refresh
+from metrics.recompute.means import evaluation_means_refresh, keyword_values_write
 from metrics.selectors import (
     evaluation_dirty_keywords,
     evaluation_grade_array,
@@ -158,11 +157,11 @@ def _recompute_dirty(keyword_id: int) -> RecomputeRun:
             # In keyword order, as every run writes: two runs wait for each other's rows
             # instead of deadlocking.
             rows = sorted(range(len(keyword_ids)), key=keyword_ids.__getitem__)
-            _upsert_values(
+            _upsert_values(evaluation_id, (
                 _value_row(keyword_ids[row], config.pk, computed, row, dirty.versions[row][1])
                 for row in rows
                 for config, computed in zip(configs, values_by_config, strict=True)
-            )
+            ))
     if outcome == "ok":
         evaluation_means_refresh(evaluation_id=evaluation_id)
     # Last, so a clean keyword's values are in the means as well.
@@ -215,7 +214,7 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     keyword_ids = [pk for pk, _ in keywords]
     versions = dict(keywords)
     if not configs or not keyword_ids:
-        evaluation_means_refresh(evaluation_id=evaluation_id)
+        evaluation_means_refresh(evaluation_id=evaluation_id, rebuild=True)
         marks.keywords_mark_computed(keywords)
         if progress is not None:
             progress(len(keyword_ids))
@@ -226,16 +225,19 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         _record_error(evaluation, error)
         marks.keywords_mark_computed(keywords)
         return 0
+    # Its writes need not move the running sums: the refresh at the end rebuilds them.
+    queries.metric_sums_forget(evaluation_id=evaluation_id)
     for start in range(0, len(keyword_ids), _WRITE_CHUNK):
         chunk = keyword_ids[start:start + _WRITE_CHUNK]
-        _upsert_values(
+        _upsert_values(evaluation_id, (
             _value_row(keyword_id, config.pk, computed, start + offset, versions[keyword_id])
             for config, computed in zip(configs, values_by_config, strict=True)
             for offset, keyword_id in enumerate(chunk)
-        )
+        ))
         if progress is not None:
             progress(len(chunk))
-    evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True)
+    # From scratch: the sums too, from every stored value (the repair path).
+    evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True, rebuild=True)
     aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
     marks.keywords_mark_computed(keywords)
     return len(keyword_ids)
@@ -331,14 +333,13 @@ def _as_optional(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def _upsert_values(rows: Iterable[queries.KeywordValueRow]) -> None:
-    """Write the rows; a row computed from an older keyword version than the stored one is
-    dropped, so late runs cannot overwrite. Then the keywords' widths for the decisive
-    queue, from what is now stored."""
-    now = timezone.now()
+def _upsert_values(evaluation_id: int, rows: Iterable[queries.KeywordValueRow]) -> None:
+    """Write the rows with the running sums they move (means.keyword_values_write); a row
+    computed from an older keyword version than the stored one is dropped, so late runs
+    cannot overwrite. Then the keywords' widths for the decisive queue, from what is now
+    stored."""
     rows = list(rows)
-    for start in range(0, len(rows), _WRITE_CHUNK):
-        queries.keyword_values_upsert(rows[start:start + _WRITE_CHUNK], now=now)
+    keyword_values_write(evaluation_id=evaluation_id, rows=rows)
     queries.keyword_queue_widths_store(keyword_ids=sorted({row.keyword_id for row in rows}))
     aggregates.dashboard_aggregates_update(keyword_ids={row.keyword_id for row in rows})
 

@@ -5,7 +5,8 @@ import io
 from django.core.management import call_command
 
 from evaluations.models import EvaluationMetric
-from metrics.models import KeywordMetricValue, KeywordQueueWidth
+from metrics.core.exact_sum import exact_total, total_decode
+from metrics.models import KeywordMetricValue, KeywordQueueWidth, MetricSums
 
 
 def stored_values(evaluation_id: int) -> tuple[dict, dict]:
@@ -19,8 +20,40 @@ def stored_values(evaluation_id: int) -> tuple[dict, dict]:
     return values, means
 
 
+def stored_mean_bounds(evaluation_id: int) -> dict:
+    """{metric id: (mean's lower, upper, bounds_exact)}."""
+    return {pk: (lower, upper, exact) for pk, lower, upper, exact in
+            EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+            .values_list("pk", "stored_mean__lower", "stored_mean__upper",
+                         "stored_mean__bounds_exact")}
+
+
+def exact_sums_of_stored_values(metric_id: int) -> tuple[int, int, int, int, int, int, int]:
+    """What a metric's MetricSums must hold: the exact sums and counts of its stored
+    values, lower and upper bounds, and how many keywords' bounds are not exact."""
+    rows = list(KeywordMetricValue.objects.filter(metric_id=metric_id)
+                .values_list("value", "lower", "upper", "bounds_exact"))
+    columns = [[row[column] for row in rows if row[column] is not None] for column in range(3)]
+    return (exact_total(columns[0]), len(columns[0]), exact_total(columns[1]),
+            len(columns[1]), exact_total(columns[2]), len(columns[2]),
+            sum(1 for row in rows if not row[3]))
+
+
+def assert_running_sums_equal_stored_values(evaluation_id: int) -> None:
+    """Every running sum the evaluation's metrics have equals the exact sum of what is
+    stored (a metric may have none: the next refresh rebuilds it)."""
+    for sums in MetricSums.objects.filter(metric__evaluation_id=evaluation_id):
+        held = (total_decode(sums.value_total), sums.value_count,
+                total_decode(sums.lower_total), sums.lower_count,
+                total_decode(sums.upper_total), sums.upper_count, sums.inexact_count)
+        assert held == exact_sums_of_stored_values(sums.metric_id), (
+            f"metric {sums.metric_id}'s running sums (left) differ from its stored values'")
+
+
 def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
+    assert_running_sums_equal_stored_values(evaluation_id)
     values, means = stored_values(evaluation_id)
+    bounds = stored_mean_bounds(evaluation_id)
     widths = stored_widths(evaluation_id)
     call_command("recompute_metrics", "--evaluation", str(evaluation_id), "--quiet",
                  stdout=io.StringIO())
@@ -32,6 +65,9 @@ def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
     assert differing == {}, "stored (left) and recomputed (right) keyword values differ"
     # Bit for bit: both paths take the mean in one canonical way (math.fsum / count).
     assert means == expected_means, "stored (left) and recomputed (right) means differ"
+    assert bounds == stored_mean_bounds(evaluation_id), (
+        "stored (left) and recomputed (right) bounds of the means differ")
+    assert_running_sums_equal_stored_values(evaluation_id)
     # The decisive queue's widths follow the values (a keyword not recomputed yet has none).
     expected_widths = stored_widths(evaluation_id)
     assert widths == {pk: expected_widths.get(pk) for pk in widths}, (

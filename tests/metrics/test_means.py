@@ -93,3 +93,110 @@ def test_comparisons_and_leaderboards_average_with_the_same_rule(grade, personas
     board = leaderboards.model_leaderboard(team=personas.team)
     assert [standing.value for standing in board.standings] == [stored]
     assert Keyword.objects.filter(evaluation=evaluation).count() == 3
+
+
+# --- the running sums (MetricSums) the means come from ---
+
+
+def sums_of(evaluation: Evaluation) -> dict[str, tuple]:
+    from metrics.models import MetricSums
+
+    return {sums.metric.code: (sums.value_count, sums.value_total)
+            for sums in MetricSums.objects.filter(metric__evaluation=evaluation)
+            .select_related("metric")}
+
+
+def test_incremental_grades_keep_the_running_sums_and_means_those_of_a_recompute(grade):
+    from tests.metrics.oracles import (
+        assert_running_sums_equal_stored_values,
+        assert_stored_values_equal_a_full_recompute,
+    )
+
+    texts = [f"q{number}" for number in range(6)]
+    evaluation = build_evaluation(
+        keywords={text: [f"{text}-{rank}" for rank in range(10)] for text in texts},
+        metrics=[("precision", 10, {}), ("ndcg", 10, {}), ("rr", 5, {})],
+    )
+    # Values appear (None -> value), change (value -> value, in another order than they
+    # appeared) and go (value -> None: every grade of the keyword taken back).
+    plan = [("q0", [2, 0, 1]), ("q3", [0, 0, 3]), ("q1", [1, 1, 1]), ("q0", [0, 0, 0]),
+            ("q5", [3, 2, 1]), ("q3", [None, None, None]), ("q2", [2, 2, 0]),
+            ("q1", [0, 3, 0]), ("q4", [1, 0, 2])]
+    for step, (text, grades) in enumerate(plan):
+        grade([(slot(evaluation, text, rank), value)
+               for rank, value in enumerate(grades, start=1)])
+        assert_running_sums_equal_stored_values(evaluation.pk)
+        if step == 0:
+            first_sums = sums_of(evaluation)
+    # The sums were written by the first refresh and moved by each run after it.
+    assert set(first_sums) == {"precision", "ndcg", "rr"}
+    assert sums_of(evaluation)["precision"][0] == 5  # q3 went back to null
+    assert stored_means(evaluation)["precision"] == core.mean_over_keywords(
+        keyword_values(evaluation, "precision"))
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)
+
+
+def test_a_run_moves_the_sums_by_old_to_new_instead_of_reading_every_value(grade):
+    """Sums set wrong on purpose stay wrong by exactly as much after a run: it only moved
+    them (and the means follow the sums)."""
+    from metrics.core.exact_sum import exact_units, total_decode, total_encode
+    from metrics.models import MetricSums
+
+    evaluation = build_evaluation(
+        keywords={text: [f"{text}-{rank}" for rank in range(10)] for text in RELEVANT},
+        metrics=[("precision", 10, {})],
+    )
+    grade([(slot(evaluation, text, rank), 2 if rank <= RELEVANT[text] else 0)
+           for text in ("k1",) for rank in range(1, 11)])
+    sums = MetricSums.objects.get(metric__evaluation=evaluation)
+    assert (total_decode(sums.value_total), sums.value_count) == (exact_units(0.3), 1)
+    offset = exact_units(0.5)
+    MetricSums.objects.filter(pk=sums.pk).update(
+        value_total=total_encode(total_decode(sums.value_total) + offset))
+    grade([(slot(evaluation, text, rank), 2 if rank <= RELEVANT[text] else 0)
+           for text in ("k2",) for rank in range(1, 11)])
+    sums.refresh_from_db()
+    assert total_decode(sums.value_total) == exact_units(0.3) + exact_units(0.2) + offset
+    assert stored_means(evaluation)["precision"] == (math.fsum([0.3, 0.2, 0.5]) / 2, 2)
+    # recompute_metrics rebuilds them from the stored values.
+    call_command("recompute_metrics", "--evaluation", str(evaluation.pk), "--quiet")
+    assert stored_means(evaluation)["precision"] == (math.fsum([0.3, 0.2]) / 2, 2)
+
+
+def test_deleting_keywords_drops_the_sums_and_the_next_refresh_rebuilds_them(grade):
+    from metrics.models import MetricSums
+    from metrics.recompute.means import evaluation_means_refresh
+
+    evaluation = build_evaluation(
+        keywords={text: [f"{text}-{rank}" for rank in range(10)] for text in RELEVANT},
+        metrics=[("precision", 10, {}), ("ndcg", 10, {})],
+    )
+    for text in RELEVANT:
+        grade([(slot(evaluation, text, rank), 2 if rank <= RELEVANT[text] else 0)
+               for rank in range(1, 11)])
+    assert MetricSums.objects.filter(metric__evaluation=evaluation).count() == 2
+    Keyword.objects.filter(evaluation=evaluation, normalized_text="k1").delete()
+    assert not MetricSums.objects.filter(metric__evaluation=evaluation).exists()
+    evaluation_means_refresh(evaluation_id=evaluation.pk)
+    assert stored_means(evaluation)["precision"] == (math.fsum([0.2, 0.1]) / 2, 2)
+    assert MetricSums.objects.filter(metric__evaluation=evaluation).count() == 2
+
+
+def test_a_metric_added_later_gets_its_sums_from_its_values(grade):
+    from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
+
+    evaluation = build_evaluation(
+        keywords={text: [f"{text}-{rank}" for rank in range(10)] for text in RELEVANT},
+        metrics=[("precision", 10, {})],
+    )
+    for text in RELEVANT:
+        grade([(slot(evaluation, text, rank), 2 if rank <= RELEVANT[text] else 0)
+               for rank in range(1, 11)])
+    with_ndcg = EvaluationMetric.objects.create(evaluation=evaluation, code="ndcg", k=10,
+                                                params={}, position=1)
+    grade([(slot(evaluation, "k1", 10), 1)])
+    assert sums_of(evaluation)["ndcg"][0] == 3
+    assert stored_means(evaluation)["ndcg"] == core.mean_over_keywords(
+        keyword_values(evaluation, "ndcg"))
+    with_ndcg.delete()
+    assert_stored_values_equal_a_full_recompute(evaluation.pk)

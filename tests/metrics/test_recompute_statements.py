@@ -20,17 +20,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # A worker's run of two dirty keywords that leaves nothing dirty, by backend: mark the run
 # (one upsert, no transaction of its own); read the dirty keywords, the configuration,
-# transformers and grades; upsert the values, then the decisive queue's widths from them
-# (KeywordQueueWidth); the means refresh's one transaction (BEGIN,
-# lock, each config's mean and values in one read, store the means, follow or add history
-# points, progress, COMMIT); the compare-and-set of the versions; the release (a look for
-# dirty keywords, the mark lifted, a last look). Before this was pinned the run had grown
-# to 21 on PostgreSQL: the upsert in BEGIN/COMMIT, the values in a statement of their own.
-# Then the dashboard's counts (metrics.recompute.aggregates), built beforehand here as after
-# an evaluation's first run, in a transaction of their own: BEGIN, the evaluation locked
-# with whether its counts are built, the keywords' slots per snapshot, their values, their
-# stored shares, the shares upserted, the counts moved, COMMIT (+8).
-WORKER_RUN = {"postgresql": 27, "sqlite": 28}
+# transformers and grades; write the values in a transaction of their own (BEGIN, the
+# evaluation's lock, the configs' running sums: none yet, the upsert, COMMIT), then the
+# decisive queue's widths from them (KeywordQueueWidth); the dashboard's counts
+# (metrics.recompute.aggregates), built beforehand here as after an evaluation's first run,
+# in a transaction of their own (BEGIN, the evaluation locked with whether its counts are
+# built, the keywords' slots per snapshot, their values, their stored shares, the shares
+# upserted, the counts moved, COMMIT: 8); the means refresh's transaction (BEGIN, lock, each
+# config's mean and running sums in one read; none yet, so its values in one read and the
+# sums stored; store the means, follow or add history points, progress, COMMIT); the
+# compare-and-set of the versions; the release (a look for dirty keywords, the mark lifted,
+# a last look). Before this was pinned the run had grown to 21 on PostgreSQL: the upsert in
+# BEGIN/COMMIT, the values in a statement of their own.
+WORKER_RUN = {"postgresql": 33, "sqlite": 34}
+# The next run, once the sums exist: the write reads the old values and stores the moved
+# sums (two more), the refresh neither reads values nor stores sums (two fewer).
+WORKER_RUN_AGAIN = {"postgresql": 33, "sqlite": 33}
 
 
 def test_a_worker_run_costs_its_pinned_statements():
@@ -55,6 +60,16 @@ def test_a_worker_run_costs_its_pinned_statements():
     assert list(RecomputeDue.objects.values_list("evaluation_id", "due_at")) == [
         (evaluation.pk, None)]
     assert len(statements) == WORKER_RUN[connection.vendor], "\n".join(statements)
-    # Two transactions, the dashboard counts' and the means refresh's: the run mark's
-    # upsert is a statement alone.
-    assert sum(sql.split()[0] == "BEGIN" for sql in statements) == 2
+    # Three transactions, the values' write, the dashboard counts' and the means refresh:
+    # the run mark's upsert is a statement alone.
+    assert sum(sql.split()[0] == "BEGIN" for sql in statements) == 3
+    RecomputeDue.objects.filter(evaluation=evaluation).update(
+        due_at=timezone.now() + timedelta(hours=1))
+    set_grades(graders, [(slot(evaluation, "b", 2), 2)])
+    with CaptureQueriesContext(connection) as captured:
+        outcome = scheduling.keyword_recompute_scheduled(
+            keyword_id=first, evaluation_id=evaluation.pk, deferred=False, eager=False,
+            send=lambda *run: sent.append(run))
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert outcome == "ok"
+    assert len(statements) == WORKER_RUN_AGAIN[connection.vendor], "\n".join(statements)
