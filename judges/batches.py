@@ -84,8 +84,10 @@ def lane_width(judge: Judge) -> int:
     """How many calls one lane holds in flight: the judge's concurrency, at most
     JUDGE_LANE_CALLS (more lanes share the rest, judges.runs.lane_count). One on SQLite:
     it takes one writer at a time, and a call's thread logging itself while the lane
-    stores met "database is locked"."""
-    if connection.vendor == "sqlite":
+    stores met "database is locked". One inside an open transaction (an eager run in a
+    caller's atomic block): a call's thread has a connection of its own, which does not
+    see that transaction's rows."""
+    if connection.vendor == "sqlite" or connection.in_atomic_block:
         return 1
     return max(1, min(judge.max_concurrent_requests or 1, settings.JUDGE_LANE_CALLS))
 

@@ -20,6 +20,7 @@ from judgments.models import FeedbackSlot
 from metrics import core
 from metrics.core.exact_sum import total_decode, total_encode
 from metrics.models import (
+    DashboardCount,
     EvaluationRecomputeState,
     KeywordMetricValue,
     KeywordQueueWidth,
@@ -590,3 +591,38 @@ def recompute_due_upsert(*, evaluation_id: int, due_at: datetime | None) -> None
     _run(f"INSERT INTO {table} (evaluation_id, due_at) VALUES (%s, %s)"
          " ON CONFLICT (evaluation_id) DO UPDATE SET due_at = excluded.due_at",
          [evaluation_id, sql.time_param(due_at)])
+
+
+# --- the dashboard's counts (metrics.recompute.aggregates) ---
+
+
+def snapshot_grade_rows(*, keyword_ids: list[int]) -> list[tuple]:
+    """(keyword, slots, graded, lowest, highest, sum of grades) per snapshot with slots."""
+    return _run(
+        "SELECT keyword_id, COUNT(*), COUNT(grade), MIN(grade), MAX(grade), SUM(grade)"
+        f" FROM {_table(FeedbackSlot)} WHERE keyword_id IN ({_marks(keyword_ids)})"
+        " GROUP BY keyword_id, snapshot_id", keyword_ids)
+
+
+def keyword_evaluation_lock(*, keyword_id: int, built_key: str) -> tuple[int, bool] | None:
+    """The keyword's evaluation, its row locked until the transaction ends, and whether it
+    has the DashboardCount row `built_key`; None for no such keyword."""
+    # SQLite has no row locks: its one writer at a time does the same.
+    lock = " FOR NO KEY UPDATE OF e" if connection.vendor == "postgresql" else ""
+    rows = _run(
+        f"SELECT e.id, EXISTS (SELECT 1 FROM {_table(DashboardCount)} c"
+        " WHERE c.evaluation_id = e.id AND c.key = %s)"
+        f" FROM {_table(Evaluation)} e JOIN {_table(Keyword)} k ON k.evaluation_id = e.id"
+        f" WHERE k.id = %s{lock}", [built_key, keyword_id])
+    return None if not rows else (rows[0][0], bool(rows[0][1]))
+
+
+def dashboard_counts_add(*, evaluation_id: int, delta: dict[str, int]) -> None:
+    """Move the evaluation's counts by `delta` (key: change), a missing row from 0."""
+    table = _table(DashboardCount)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (evaluation_id, key, count) VALUES (%s, %s, %s)"
+            " ON CONFLICT (evaluation_id, key) DO UPDATE"
+            f" SET count = {table}.count + excluded.count",
+            [(evaluation_id, key, n) for key, n in sorted(delta.items())])

@@ -17,10 +17,10 @@ from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
 from evaluations.models import Evaluation, Keyword
-from judgments.models import FeedbackSlot
+from metrics import queries
 from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
 
 BUILT = "built"
@@ -60,7 +60,7 @@ def keyword_shares(keyword_ids: list[int]) -> dict[int, Counter]:
     shares: dict[int, Counter] = {pk: Counter() for pk in keyword_ids}
     for start in range(0, len(keyword_ids), _CHUNK):
         chunk = keyword_ids[start:start + _CHUNK]
-        per_snapshot = _snapshot_rows(chunk)
+        per_snapshot = queries.snapshot_grade_rows(keyword_ids=chunk)
         for keyword_id, total, graded, lo, hi, grade_sum in per_snapshot:
             shares[keyword_id][pattern_key(total, graded, lo, hi, grade_sum)] += 1
         values = list(KeywordMetricValue.objects.filter(
@@ -72,18 +72,6 @@ def keyword_shares(keyword_ids: list[int]) -> dict[int, Counter]:
     return shares
 
 
-def _snapshot_rows(keyword_ids: list[int]) -> list[tuple]:
-    """(keyword, slots, graded, lowest, highest, sum of grades) per snapshot with slots."""
-    table = connection.ops.quote_name(FeedbackSlot._meta.db_table)
-    marks = ", ".join(["%s"] * len(keyword_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT keyword_id, COUNT(*), COUNT(grade), MIN(grade), MAX(grade), SUM(grade)"
-            f" FROM {table} WHERE keyword_id IN ({marks}) GROUP BY keyword_id, snapshot_id",
-            keyword_ids)
-        return cursor.fetchall()
-
-
 def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
     """Replace the keywords' shares with what their slots and values give now and move the
     evaluation's counts by the difference (all the keywords are of one evaluation).
@@ -92,7 +80,7 @@ def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
     if not keyword_ids:
         return
     with transaction.atomic():
-        locked = _lock_of_keyword(keyword_ids[0])
+        locked = queries.keyword_evaluation_lock(keyword_id=keyword_ids[0], built_key=BUILT)
         if locked is None:
             return
         evaluation_id, built = locked
@@ -112,22 +100,6 @@ def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
                                    counts=dict(counts)) for pk, counts in new.items()],
             update_conflicts=True, unique_fields=["keyword"], update_fields=["counts"])
         _add(evaluation_id, {key: n for key, n in delta.items() if n})
-
-
-def _lock_of_keyword(keyword_id: int) -> tuple[int, bool] | None:
-    """The keyword's evaluation, its row locked, and whether its counts are built."""
-    evaluations = connection.ops.quote_name(Evaluation._meta.db_table)
-    keywords = connection.ops.quote_name(Keyword._meta.db_table)
-    counts = connection.ops.quote_name(DashboardCount._meta.db_table)
-    # SQLite has no row locks: its one writer at a time does the same.
-    lock = " FOR NO KEY UPDATE OF e" if connection.vendor == "postgresql" else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT e.id, EXISTS (SELECT 1 FROM {counts} c WHERE c.evaluation_id = e.id"
-            f" AND c.key = %s) FROM {evaluations} e JOIN {keywords} k"
-            f" ON k.evaluation_id = e.id WHERE k.id = %s{lock}", [BUILT, keyword_id])
-        row = cursor.fetchone()
-    return None if row is None else (row[0], bool(row[1]))
 
 
 def dashboard_aggregates_rebuild(*, evaluation_id: int) -> None:
@@ -163,11 +135,5 @@ def _rebuild(evaluation_id: int) -> None:
 def _add(evaluation_id: int, delta: dict[str, int]) -> None:
     if not delta:
         return
-    table = connection.ops.quote_name(DashboardCount._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} (evaluation_id, key, count) VALUES (%s, %s, %s)"
-            " ON CONFLICT (evaluation_id, key) DO UPDATE"
-            f" SET count = {table}.count + excluded.count",
-            [(evaluation_id, key, n) for key, n in sorted(delta.items())])
+    queries.dashboard_counts_add(evaluation_id=evaluation_id, delta=delta)
     # A count that fell to 0 stays, as a row the page weighs 0: no DELETE each run.

@@ -85,12 +85,13 @@ def test_raw_rows_have_one_json_decoder():
     assert set(found) == {"searchtweak/sql.py"}, found
 
 
-# Where hand-written SQL may run: each app's queries.py and the helpers running it; the
-# grade-writing statements in the one module that writes grades; the queue's claims (their
-# text in judgments.queries); the demo engine's full-text search.
+# Where hand-written SQL may run: each app's queries.py and the helpers running it (sql.py,
+# bulk_insert.py's COPY); the grade-writing statements in the one module that writes grades;
+# the queue's claims (their text in judgments.queries); the demo engine's full-text search.
 RAW_SQL_RUNS = [r"cursor\(\)", r"\.raw\(", r"\bsql\.(fetch_one|fetch_all|fetch_row|execute)\("]
 RAW_SQL_PLACES = {"judgments/queries.py", "metrics/queries.py",
-                  "searchtweak/queries.py", "searchtweak/sql.py", "judgments/grading.py",
+                  "searchtweak/queries.py", "searchtweak/sql.py", "searchtweak/bulk_insert.py",
+                  "judgments/grading.py",
                   "judgments/queue.py", "evaluations/demo.py"}
 
 
