@@ -619,10 +619,9 @@ def keyword_evaluation_lock(*, keyword_id: int, built_key: str) -> tuple[int, bo
 
 def dashboard_counts_add(*, evaluation_id: int, delta: dict[str, int]) -> None:
     """Move the evaluation's counts by `delta` (key: change), a missing row from 0."""
-    table = _table(DashboardCount)
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (evaluation_id, key, count) VALUES (%s, %s, %s)"
-            " ON CONFLICT (evaluation_id, key) DO UPDATE"
-            f" SET count = {table}.count + excluded.count",
+            f"INSERT INTO {_table(DashboardCount)} (evaluation_id, key, count)"
+            " VALUES (%s, %s, %s) ON CONFLICT (evaluation_id, key) DO UPDATE"
+            f" SET count = {_table(DashboardCount)}.count + excluded.count",
             [(evaluation_id, key, n) for key, n in sorted(delta.items())])
