@@ -469,18 +469,29 @@ def history_latest_points_follow(means: list[tuple[int, float | None, int]], *,
     return {metric_id for (metric_id,) in rows}
 
 
-def evaluation_progress_store(*, evaluation_id: int) -> float:
+def evaluation_progress_store(*, evaluation_id: int,
+                              slot_counts: tuple[int, int] | None = None) -> float:
     """Store the share of the evaluation's slots that hold a grade (and clear any recompute
-    error) in one statement; returns it."""
+    error) in one statement; returns it.
+
+    `slot_counts` (slots, graded slots), when the caller has them, gives the share without
+    counting every slot; only while it is below 100 %: a share that would finish the
+    evaluation is counted from the slots, so a count that lags a fetch cannot finish it."""
+    if slot_counts is not None and slot_counts[1] < slot_counts[0]:
+        slots, graded = slot_counts
+        share = "CAST(%s AS DOUBLE PRECISION)"
+        params: list = [graded * 100.0 / slots, evaluation_id]
+    else:
+        share = ("COALESCE((SELECT CAST(COUNT(grade) AS DOUBLE PRECISION) * 100.0"
+                 f" / NULLIF(COUNT(*), 0) FROM {_table(FeedbackSlot)}"
+                 " WHERE evaluation_id = e.id), 0)")
+        params = [evaluation_id]
     rows = _run(
         f"INSERT INTO {_table(EvaluationRecomputeState)} (evaluation_id, recompute_error,"
-        " progress) SELECT e.id, '', COALESCE(("
-        "SELECT CAST(COUNT(grade) AS DOUBLE PRECISION) * 100.0 / NULLIF(COUNT(*), 0)"
-        f" FROM {_table(FeedbackSlot)} WHERE evaluation_id = e.id), 0)"
-        f" FROM {_table(Evaluation)} e WHERE e.id = %s"
+        f" progress) SELECT e.id, '', {share} FROM {_table(Evaluation)} e WHERE e.id = %s"
         " ON CONFLICT (evaluation_id) DO UPDATE SET recompute_error = excluded.recompute_error,"
         " progress = excluded.progress RETURNING progress",
-        [evaluation_id],
+        params,
     )
     return rows[0][0] if rows else 0.0
 

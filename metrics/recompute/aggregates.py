@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Q
 
 from evaluations.models import Evaluation, Keyword
 from metrics import queries
@@ -107,6 +108,34 @@ def dashboard_aggregates_rebuild(*, evaluation_id: int) -> None:
     with transaction.atomic():
         if _lock(evaluation_id):
             _rebuild(evaluation_id)
+
+
+def dashboard_aggregates_forget(*, evaluation_id: int) -> None:
+    """Drop the evaluation's counts and shares, under its lock: what follows changes slots
+    or values without a recompute of their keywords (keywords deleted; its last metric
+    removed, after which fetches mark nothing dirty). The page then counts from scratch
+    until a recompute with metrics builds them again."""
+    if _lock(evaluation_id):
+        DashboardCount.objects.filter(evaluation_id=evaluation_id).delete()
+        KeywordDashboardShare.objects.filter(evaluation_id=evaluation_id).delete()
+
+
+def evaluation_slot_counts(*, evaluation_id: int) -> tuple[int, int] | None:
+    """(slots, graded slots) of the evaluation from its built counts' grade patterns, a
+    few dozen rows at any size; None when the counts are not built."""
+    rows = DashboardCount.objects.filter(
+        Q(key=BUILT) | Q(key__startswith="p:"), evaluation_id=evaluation_id,
+    ).values_list("key", "count")
+    slots = graded = 0
+    built = False
+    for key, count in rows:
+        if key == BUILT:
+            built = True
+            continue
+        total, graded_here, *_ = parse_pattern(key)
+        slots += count * total
+        graded += count * graded_here
+    return (slots, graded) if built else None
 
 
 def _lock(evaluation_id: int) -> bool:

@@ -17,6 +17,7 @@ from evaluations.services import evaluation_finish_if_complete
 from metrics import queries
 from metrics.core.exact_sum import exact_total, exact_units, mean_from_total
 from metrics.models import MetricHistoryPoint
+from metrics.recompute import aggregates
 
 # Rows per INSERT statement: far below SQLite's 32,766 bound parameters.
 WRITE_CHUNK = 2000
@@ -131,7 +132,12 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
         if means and (changed or force_history):
             # An unchanged mean leaves the history alone: its latest point shows it.
             _history_append(means, now=now, force=force_history)
-        progress = queries.evaluation_progress_store(evaluation_id=evaluation_id)
+        # The recompute keeps the grade patterns' counts while the evaluation has metrics
+        # (aggregates): read there, not by counting every slot.
+        slot_counts = (aggregates.evaluation_slot_counts(evaluation_id=evaluation_id)
+                       if configs else None)
+        progress = queries.evaluation_progress_store(evaluation_id=evaluation_id,
+                                                     slot_counts=slot_counts)
     # After the commit above: the finish reads the progress this refresh stored.
     evaluation_finish_if_complete(evaluation_id=evaluation_id, progress=progress)
 
@@ -148,10 +154,11 @@ def _sums_rebuild(evaluation_id: int, metric_ids: list[int]) -> dict[int, querie
 
 def evaluation_sums_forget(*, evaluation_id: int) -> None:
     """Its keyword values are about to be deleted other than by a write (keywords deleted):
-    drop the evaluation's running sums, under its lock, so the next refresh rebuilds them
-    from what remains (metrics.receivers)."""
+    drop the evaluation's running sums and dashboard counts, under its lock, so the next
+    refresh and recompute rebuild them from what remains (metrics.receivers)."""
     if queries.evaluation_lock(evaluation_id=evaluation_id):
         queries.metric_sums_forget(evaluation_id=evaluation_id)
+        aggregates.dashboard_aggregates_forget(evaluation_id=evaluation_id)
 
 
 def _history_append(means: list[tuple[int, float | None, int]], *, now, force: bool) -> None:

@@ -214,6 +214,8 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     keyword_ids = [pk for pk, _ in keywords]
     versions = dict(keywords)
     if not configs or not keyword_ids:
+        # Without metrics fetches mark no keyword dirty, so no run would keep the counts.
+        aggregates.dashboard_aggregates_forget(evaluation_id=evaluation_id)
         evaluation_means_refresh(evaluation_id=evaluation_id, rebuild=True)
         marks.keywords_mark_computed(keywords)
         if progress is not None:
@@ -233,12 +235,13 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
             _value_row(keyword_id, config.pk, computed, start + offset, versions[keyword_id])
             for config, computed in zip(configs, values_by_config, strict=True)
             for offset, keyword_id in enumerate(chunk)
-        ))
+        ), dashboard=False)
         if progress is not None:
             progress(len(chunk))
-    # From scratch: the sums too, from every stored value (the repair path).
-    evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True, rebuild=True)
+    # From scratch: the counts and sums too, from every slot and stored value (the repair
+    # path); the counts first, since the refresh reads its progress from them.
     aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
+    evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True, rebuild=True)
     marks.keywords_mark_computed(keywords)
     return len(keyword_ids)
 
@@ -333,15 +336,17 @@ def _as_optional(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def _upsert_values(evaluation_id: int, rows: Iterable[queries.KeywordValueRow]) -> None:
+def _upsert_values(evaluation_id: int, rows: Iterable[queries.KeywordValueRow], *,
+                   dashboard: bool = True) -> None:
     """Write the rows with the running sums they move (means.keyword_values_write); a row
     computed from an older keyword version than the stored one is dropped, so late runs
     cannot overwrite. Then the keywords' widths for the decisive queue, from what is now
-    stored."""
+    stored, and (unless the caller rebuilds them after) their dashboard shares."""
     rows = list(rows)
     keyword_values_write(evaluation_id=evaluation_id, rows=rows)
     queries.keyword_queue_widths_store(keyword_ids=sorted({row.keyword_id for row in rows}))
-    aggregates.dashboard_aggregates_update(keyword_ids={row.keyword_id for row in rows})
+    if dashboard:
+        aggregates.dashboard_aggregates_update(keyword_ids={row.keyword_id for row in rows})
 
 
 def _record_error(evaluation: Evaluation, error: Exception) -> None:

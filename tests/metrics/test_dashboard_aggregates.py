@@ -5,9 +5,11 @@ and after recompute_metrics rebuilds counts that drifted."""
 import numpy as np
 import pytest
 from django.core.management import call_command
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evaluations.models import Evaluation, Snapshot
 from judgments.models import FeedbackSlot
 from metrics import charts, dashboards, queries
 from metrics.core import statistics
@@ -176,3 +178,97 @@ def test_the_metric_sorted_table_pages_through_the_queryset_order(personas, desc
                                                 **params).values_list("pk", flat=True))
     assert _pages(evaluation, configs, **params) == expected
     assert len(expected) == (28 if show == "worst" else 30)
+
+
+def _slot_progress(evaluation) -> float:
+    """Graded slots over all of them, counted from the slots (what progress always meant)."""
+    total = FeedbackSlot.objects.filter(evaluation=evaluation).count()
+    graded = FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=False).count()
+    return graded * 100.0 / total if total else 0.0
+
+
+def _refresh_statements(evaluation) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        evaluation_means_refresh(evaluation_id=evaluation.pk)
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def _stored_progress(evaluation) -> float:
+    return Evaluation.objects.with_recompute_state().values_list(
+        "progress", flat=True).get(pk=evaluation.pk)
+
+
+def test_progress_is_read_from_the_counts_without_counting_the_slots(personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=20,
+                                 graded_share=0.6)
+    rng = np.random.default_rng(11)
+    keyword_ids = list(evaluation.keywords.order_by("pk").values_list("pk", flat=True))
+    for batch in (keyword_ids[:4], keyword_ids[5:9]):
+        _regrade(evaluation, batch, rng, graders)
+        assert keyword_metrics_recompute(keyword_id=batch[0]).outcome == "ok"
+        # Bit for bit what counting the slots gives.
+        assert _stored_progress(evaluation) == _slot_progress(evaluation)
+    slots_table = FeedbackSlot._meta.db_table
+    statements = _refresh_statements(evaluation)
+    assert not [s for s in statements if slots_table in s], statements
+    assert _stored_progress(evaluation) == _slot_progress(evaluation) < 100.0
+
+
+def test_a_share_that_would_finish_is_counted_from_the_slots(personas):
+    """The counts lag what a recompute has not seen yet (slots of a fetch whose keywords are
+    not recomputed): counts that say every slot is graded are checked against the slots
+    before the evaluation can finish."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
+                                 graded_share=1.0, status=Evaluation.Status.ACTIVE)
+    Evaluation.objects.filter(pk=evaluation.pk).update(auto_finish=True)
+    assert aggregates.evaluation_slot_counts(evaluation_id=evaluation.pk) == (90, 90)
+    snapshot = Snapshot.objects.filter(keyword__evaluation=evaluation).first()
+    # A slot no recompute has seen: the counts still say 90 of 90.
+    FeedbackSlot.objects.create(snapshot=snapshot, keyword_id=snapshot.keyword_id,
+                                evaluation=evaluation, index=3, keyword_position=0,
+                                position=snapshot.position)
+    statements = _refresh_statements(evaluation)
+    assert [s for s in statements if FeedbackSlot._meta.db_table in s]
+    assert _stored_progress(evaluation) == 90 * 100.0 / 91
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.ACTIVE
+
+
+def test_deleting_keywords_drops_the_counts_and_the_next_run_builds_them(personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=12,
+                                 graded_share=0.7)
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    keyword_ids = list(evaluation.keywords.order_by("pk").values_list("pk", flat=True))
+    evaluation.keywords.filter(pk__in=keyword_ids[:3]).delete()
+    assert not DashboardCount.objects.filter(evaluation=evaluation).exists()
+    assert not KeywordDashboardShare.objects.filter(evaluation=evaluation).exists()
+    # Not built: the page counts what remains, and so does the progress.
+    coverage, _, kappa, slot_count = _scratch_agreement(evaluation)
+    agreement = dashboards._evaluation_agreement(evaluation)
+    assert (agreement.slot_count, agreement.coverage, agreement.kappa) == (
+        slot_count, pytest.approx(coverage), pytest.approx(kappa))
+    evaluation_means_refresh(evaluation_id=evaluation.pk)
+    assert _stored_progress(evaluation) == _slot_progress(evaluation)
+    _regrade(evaluation, keyword_ids[5:6], np.random.default_rng(2), graders)
+    keyword_metrics_recompute(keyword_id=keyword_ids[5])
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    assert _stored_progress(evaluation) == _slot_progress(evaluation)
+
+
+def test_an_evaluation_without_metrics_keeps_no_counts_and_counts_its_slots(personas):
+    """Without metrics a fetch marks nothing dirty, so no run would keep the counts."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=5,
+                                 graded_share=0.5)
+    assert DashboardCount.objects.filter(evaluation=evaluation, key=aggregates.BUILT).exists()
+    evaluation.metric_configs.all().delete()
+    call_command("recompute_metrics", evaluation=evaluation.pk, quiet=True)
+    assert not DashboardCount.objects.filter(evaluation=evaluation).exists()
+    for index, grader in enumerate(graders[:3]):
+        FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True,
+                                    index=index).update(grade=1, user=grader)
+    evaluation_means_refresh(evaluation_id=evaluation.pk)
+    assert _stored_progress(evaluation) == 100.0
