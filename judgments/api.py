@@ -5,12 +5,10 @@ the services', shared with the grading page.
 """
 
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -352,8 +350,8 @@ class EvaluationJudgmentsApi(APIView):
             "score tag`. An evaluation that is not finished is exported too, marked partial: "
             "header `X-SearchTweak-Partial: true` and `partial` in JSON. Files are named "
             "`searchtweak-<evaluation name slug, else id>-<judgments|judgments-per-grader|"
-            "qid-mapping|run>-<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run>`. Every format but "
-            "`json` is streamed as it is read, whatever the evaluation's size."
+            "qid-mapping|run>-<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run>`. Every "
+            "format is streamed as it is read, whatever the evaluation's size."
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> Response:
@@ -366,28 +364,27 @@ class EvaluationJudgmentsApi(APIView):
         per_grader = filters.validated_data["per_grader"]
         partial = "true" if exports.is_partial(evaluation) else "false"
         name = exports.filename(evaluation, kind, per_grader=per_grader)
-        if kind == "json":
-            data = exports.judgments_json(evaluation)
-            if not filters.validated_data["download"]:
-                # API clients read it inline; the name is there for a browser's "save as".
-                response = Response(data)
-                response["Content-Disposition"] = f'inline; filename="{name}"'
-                response["X-SearchTweak-Partial"] = partial
-                return response
-            # Rendered here: a browser's Accept would otherwise pick the browsable API.
-            body = JSONRenderer().render(data)
-            http = HttpResponse(body, content_type=_CONTENT_TYPES[kind])
-            http["Content-Disposition"] = f'attachment; filename="{name}"'
+        download = filters.validated_data["download"]
+        if kind == "json" and not download and request.accepted_renderer.format != "json":
+            # The browsable API, for a person reading a small evaluation in a browser.
+            response = Response(exports.judgments_json(evaluation))
+            response["Content-Disposition"] = f'inline; filename="{name}"'
+            response["X-SearchTweak-Partial"] = partial
+            return response
+        # Streamed: a million judgments are written as they are read. JSON is rendered here
+        # as the JSON renderer would (a browser's Accept would otherwise pick the browsable
+        # API for a download); API clients read it inline, the name there for "save as".
+        if kind == "csv":
+            pieces = (exports.judgments_csv_per_grader_stream(evaluation)
+                      if per_grader else exports.judgments_csv_stream(evaluation))
         else:
-            # Streamed: a million judgments are written as they are read.
-            if kind == "csv":
-                pieces = (exports.judgments_csv_per_grader_stream(evaluation)
-                          if per_grader else exports.judgments_csv_stream(evaluation))
-            else:
-                pieces = {"jsonl": exports.judgments_jsonl_stream, "trec": exports.qrels_stream,
-                          "trec_mapping": exports.trec_mapping_stream,
-                          "trec_run": exports.trec_run_stream}[kind](evaluation)
-            http = FileStreamResponse(pieces, content_type=_CONTENT_TYPES[kind], filename=name)
+            pieces = {"json": exports.judgments_json_stream,
+                      "jsonl": exports.judgments_jsonl_stream, "trec": exports.qrels_stream,
+                      "trec_mapping": exports.trec_mapping_stream,
+                      "trec_run": exports.trec_run_stream}[kind](evaluation)
+        http = FileStreamResponse(
+            pieces, content_type=_CONTENT_TYPES[kind], filename=name,
+            disposition="attachment" if kind != "json" or download else "inline")
         http["X-SearchTweak-Partial"] = partial
         return http
 

@@ -36,9 +36,9 @@ spreadsheet would run as a formula (`=...`, `+...`, `@...`) starts with an apost
 Each download is named for what it holds (`filename`), so several exports of several
 evaluations can sit side by side in a downloads folder.
 
-Every format but `json` is written as a stream (`*_stream`: pieces of text, read from the
-database `EXPORT_CHUNK` rows at a time), so exporting a million judgments holds a chunk of
-rows and one piece of text, not the file; the string functions join the same pieces.
+Every format is written as a stream (`*_stream`: pieces of text, read from the database
+`EXPORT_CHUNK` rows at a time), so exporting a million judgments holds a chunk of rows and
+one piece of text, not the file; the string functions join the same pieces.
 Aggregates are computed a block of keywords at a time: a (keyword, document) pair's grades
 all come from one keyword, and slots arrive in keyword order.
 """
@@ -142,23 +142,50 @@ def _slot_object(slot: FeedbackSlot) -> dict:
     }
 
 
-def judgments_json(evaluation: Evaluation) -> dict:
+def _envelope(evaluation: Evaluation) -> dict:
     return {
         "evaluation": evaluation.pk,
         "name": evaluation.name,
         "scale": evaluation.scale,
         "status": evaluation.status,
         "partial": is_partial(evaluation),
-        "judgments": [_slot_object(slot)
-                      for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK)],
     }
 
 
+def judgments_json(evaluation: Evaluation) -> dict:
+    """The `json` export as one object (scripts and tests; the API streams
+    judgments_json_stream, the same document as text)."""
+    return {**_envelope(evaluation),
+            "judgments": [_slot_object(slot)
+                          for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK)]}
+
+
+def compact_json(value: object) -> str:
+    """`value` as DRF's JSONRenderer writes it with our settings: compact, UTF-8 kept, no
+    NaN, and U+2028/U+2029 escaped (a JavaScript reader of the text breaks on them raw)."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def judgments_json_stream(evaluation: Evaluation) -> Iterator[str]:
+    """judgments_json as the API's JSON renderer writes it, byte for byte, a slot at a
+    time: a million judgments cost a chunk of rows, not the document."""
+    head = compact_json(_envelope(evaluation))
+    slots = _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK)
+
+    def lines() -> Iterator[str]:
+        yield head[:-1] + ',"judgments":['
+        for index, slot in enumerate(slots):
+            yield ("," if index else "") + compact_json(_slot_object(slot))
+        yield "]}"
+
+    return text_pieces(lines())
+
+
 def judgments_jsonl_stream(evaluation: Evaluation) -> Iterator[str]:
-    """`json`'s judgments, one compact object a line, as DRF renders them (UTF-8 kept)."""
-    return text_pieces(
-        json.dumps(_slot_object(slot), ensure_ascii=False, separators=(",", ":")) + "\n"
-        for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK))
+    """`json`'s judgments, one compact object a line, as the JSON export writes them."""
+    return text_pieces(compact_json(_slot_object(slot)) + "\n"
+                       for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK))
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,22 @@ class FileStreamResponse(StreamingHttpResponse):
     """A download written as it is read (pieces of text, encoded as UTF-8), so a file of a
     million lines costs the server a piece, not the file. `content` joins the stream for the
     callers that want the body whole (tests, a script reading a small export); reading it
-    consumes the stream, as iterating it would."""
+    consumes the stream, as iterating it would, and keeps the body for the next read."""
 
-    def __init__(self, pieces: Iterable[str], *, content_type: str, filename: str) -> None:
+    def __init__(self, pieces: Iterable[str], *, content_type: str, filename: str,
+                 disposition: str = "attachment") -> None:
         super().__init__(_encoded(pieces), content_type=content_type)
-        self["Content-Disposition"] = f'attachment; filename="{filename}"'
+        self["Content-Disposition"] = f'{disposition}; filename="{filename}"'
 
     @property
     def content(self) -> bytes:
-        return b"".join(self.streaming_content)
+        if not hasattr(self, "_joined"):
+            self._joined = b"".join(self.streaming_content)
+        return self._joined
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(self.charset)
 
 
 def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:

@@ -11,6 +11,7 @@ from datetime import UTC
 
 import numpy as np
 import pytest
+from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
 from evaluations.models import Snapshot
@@ -191,6 +192,31 @@ def test_the_metric_table_streams_the_same_bytes_in_pages(personas, mixed, monke
     assert body == whole.encode()
     assert [line.split(",")[0] for line in whole.splitlines()] == [
         "keyword", "Laptop", "'=phone\tcase", "tv", "radio", "café"]
+
+
+@pytest.mark.parametrize("query", ["?format=json", "?format=json&download=1"])
+def test_the_json_export_streams_what_the_json_renderer_wrote(personas, mixed, query):
+    """Before streaming the API answered JSONRenderer().render(judgments_json(...)); a note
+    with a line separator (U+2028, which the renderer escapes) and one with quotes too."""
+    FeedbackSlot.objects.filter(pk=slot(mixed, "tv", 1, 2).pk).update(
+        unsure=True, note='line\u2028sep "quoted" \u2029 é')
+    reference = JSONRenderer().render(exports.judgments_json(mixed))
+    assert b"\\u2028" in reference and "é".encode() in reference
+    client = APIClient()
+    client.force_authenticate(personas.owner)
+    pieces, body = _streamed(client, _url(mixed, query))
+    assert len(pieces) > 3
+    assert body == reference
+    assert len(json.loads(body)["judgments"]) == 30  # 10 results x 3 slots
+
+
+def test_an_empty_evaluation_streams_an_empty_json_list(personas):
+    evaluation = build_evaluation(team=personas.team, keywords={}, metrics=[])
+    client = APIClient()
+    client.force_authenticate(personas.owner)
+    _pieces, body = _streamed(client, _url(evaluation, "?format=json"))
+    assert body == JSONRenderer().render(exports.judgments_json(evaluation))
+    assert json.loads(body)["judgments"] == []
 
 
 # --- JSON Lines ---------------------------------------------------------------------------
