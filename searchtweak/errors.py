@@ -6,14 +6,20 @@ too). It renders handler404 only when DEBUG is
 off: with DEBUG on (the embedded default) it shows its technical page, so
 NotFoundPageMiddleware renders ours for the Http404 our views raise ("No such team.").
 A URL that matches no route still gets the technical page under DEBUG, which lists the
-routes: that one is a developer's typo, not a page a user follows.
+routes: that one is a developer's typo, not a page a user follows. A body over
+DATA_UPLOAD_MAX_MEMORY_SIZE reaches handler400 (bad_request) from pages and the API alike
+(DRF passes the error on) and answers 413 naming the limit; with DEBUG on Django shows its
+technical page instead, as for any SuspiciousOperation.
 """
 
 from collections.abc import Callable
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.log import log_response
+from django.views.defaults import bad_request as django_bad_request
 
 FORBIDDEN_REASON = "You do not have permission to open this page."
 NOT_FOUND_REASON = "There is nothing here, or it belongs to a team you are not in."
@@ -68,6 +74,24 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return _forbidden(request, "This form had expired or was sent from another site (CSRF "
                       f"check failed: {reason.rstrip('.')}). Reload the page and try again.",
                       about_roles=False)
+
+
+def body_too_big_reason() -> str:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return (f"The request body is larger than {limit:,} bytes, the most this server reads "
+            "(DATA_UPLOAD_MAX_MEMORY_SIZE). Send keywords as a file upload, or ask the "
+            "administrator to raise the setting.")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: a body over Django's limit answers 413 with the limit and what to do
+    (Django's own page names nothing); any other 400 keeps Django's plain page."""
+    if isinstance(exception, RequestDataTooBig):
+        reason = body_too_big_reason()
+        if _is_api(request):
+            return JsonResponse({"detail": reason}, status=413)
+        return render(request, "413.html", {"reason": reason}, status=413)
+    return django_bad_request(request, exception)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -380,6 +380,13 @@ JUDGE_MAX_CRASH_STREAK = env_int("JUDGE_MAX_CRASH_STREAK", 3, minimum=1)
 MAX_KEYWORDS = env_int("MAX_KEYWORDS", 100_000, minimum=1)
 KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", MAX_KEYWORDS * 501,
                                    minimum=1024)
+# The largest body Django reads into memory (a JSON body, a form): Django's 2.5 MB refused
+# a list of 100,000 keywords sent to the API or typed in a form. A body that holds the
+# largest keyword file's text (UTF-8, unescaped) plus 1 MB for the rest of the request
+# fits; a bigger one answers 413 naming this setting (searchtweak.errors.bad_request,
+# pages and API alike).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE",
+                                      KEYWORD_UPLOAD_MAX_BYTES + 2**20, minimum=2_621_440)
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
 # endpoint per worker process (the endpoint's own limits hold over all workers),

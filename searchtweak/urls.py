@@ -11,6 +11,7 @@ from drf_spectacular.views import (
 
 from searchtweak import api, forms, notification_urls, views
 
+handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
 handler404 = "searchtweak.errors.not_found"
 

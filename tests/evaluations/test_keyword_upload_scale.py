@@ -120,3 +120,63 @@ def test_the_limit_follows_the_setting(settings):
     with pytest.raises(ValidationError) as raised:
         services.keywords_validate(["a", "b", "c", "d"])
     assert raised.value.message_dict["keywords"] == ["At most 3 keywords (4 given)."]
+
+
+def _long_keywords(count: int, bad: int) -> list[str]:
+    """`count` keywords of about 55 characters: 100,000 of them make a 5.8 MB JSON body,
+    more than Django's default 2.5 MB."""
+    return [f"a rather long keyword phrase, number {n}, for the body size"
+            + ("\x07" if n == bad else "") for n in range(1, count + 1)]
+
+
+def test_a_json_body_of_100000_long_keywords_is_read_whole(personas):
+    model = SearchModelFactory(endpoint__team=personas.team)
+    client = APIClient()
+    client.force_authenticate(personas.lead)
+    before = counts()
+    keywords = _long_keywords(100_000, 99_999)
+    response = client.post("/api/v1/evaluations/", {
+        "name": "Big", "model": model.pk, "scale": "graded", "strategy": 1,
+        "keywords": keywords, "metrics": [{"code": "ndcg", "k": 10}]}, format="json")
+    # Read to its last items: the bad one is named, and nothing is stored.
+    assert response.status_code == 400, response.content[:200]
+    assert response.json() == {"keywords": ["line 99999: control character U+0007 at column 62"]}
+    assert counts() == before
+
+
+def test_a_body_over_the_limit_answers_413_naming_the_setting(personas, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    model = SearchModelFactory(endpoint__team=personas.team)
+    client = APIClient()
+    client.force_authenticate(personas.lead)
+    before = counts()
+    response = client.post("/api/v1/evaluations/", {
+        "name": "Big", "model": model.pk, "scale": "graded", "strategy": 1,
+        "keywords": _long_keywords(200, 0), "metrics": [{"code": "ndcg", "k": 10}]},
+        format="json")
+    assert response.status_code == 413
+    assert response.json() == {"detail": (
+        "The request body is larger than 4,096 bytes, the most this server reads "
+        "(DATA_UPLOAD_MAX_MEMORY_SIZE). Send keywords as a file upload, or ask the "
+        "administrator to raise the setting.")}
+    assert counts() == before
+
+
+def test_a_form_over_the_limit_answers_413_in_the_layout(client, personas, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    model = SearchModelFactory(endpoint__team=personas.team)
+    client.force_login(personas.lead)
+    before = counts()
+    response = client.post("/evaluations/new/", form_post(
+        model, keywords="\n".join(_long_keywords(200, 0))))
+    assert response.status_code == 413
+    assert b"DATA_UPLOAD_MAX_MEMORY_SIZE" in response.content
+    assert b'data-testid="error-page"' in response.content
+    assert counts() == before
+
+
+def test_the_default_limit_holds_the_largest_keyword_file():
+    from searchtweak import settings as project_settings
+
+    assert project_settings.DATA_UPLOAD_MAX_MEMORY_SIZE == (
+        project_settings.KEYWORD_UPLOAD_MAX_BYTES + 2**20) == 100_000 * 501 + 2**20
