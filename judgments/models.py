@@ -74,9 +74,14 @@ class FeedbackSlot(models.Model):
     slots without joins.
     """
 
-    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="slots")
-    keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="slots")
-    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="slots")
+    # No index of their own: slot_index_unique, slot_keyword_idx and slot_eval_grade_idx
+    # lead with these columns, and every index costs each of a million slots' COPY.
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="slots",
+                                 db_index=False)
+    keyword = models.ForeignKey(Keyword, on_delete=models.CASCADE, related_name="slots",
+                                db_index=False)
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="slots",
+                                   db_index=False)
     index = models.PositiveSmallIntegerField()
     # The keyword's and snapshot's positions, copied so the queue walks one index in
     # hand-out order (keyword, then position) instead of sorting joined rows per claim.
