@@ -1,7 +1,7 @@
 """Exports in constant memory (issue 29): time and peak RSS of downloading an evaluation's
-judgments as CSV, per-grader CSV, TREC qrels, TREC run and JSON Lines (and the metric table)
-at 100,000 and 1,000,000 judgments (10,000 and 100,000 keywords x 10 results, one graded slot
-each). Memory is flat when the 1M export's peak is about the 100k export's.
+judgments as CSV, per-grader CSV, TREC qrels, TREC run, JSON Lines and JSON (and the metric
+table) at 100,000 and 1,000,000 judgments (10,000 and 100,000 keywords x 10 results, one
+graded slot each). Memory is flat when the 1M export's peak is about the 100k export's.
 
     BENCH_DATABASE_PREFIX=st_io .venv/bin/python bench/exports.py
     .venv/bin/python bench/exports.py --small 1000 --large 10000 --runs 1   # a quick look
@@ -42,6 +42,7 @@ FORMATS = {
     "trec qrels": "judgments/?format=trec",
     "trec run": "judgments/?format=trec_run",
     "jsonl": "judgments/?format=jsonl",
+    "json": "judgments/?format=json",
     "metric table": "metric-table/",
 }
 RESULTS = 10

@@ -53,7 +53,7 @@ import numpy as np
 from django.utils import timezone
 from django.utils.text import slugify
 
-from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.models import Evaluation, Snapshot
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import core
@@ -190,7 +190,8 @@ def judgments_jsonl_stream(evaluation: Evaluation) -> Iterator[str]:
 
 @dataclass(frozen=True)
 class AggregatedJudgment:
-    keyword: Keyword
+    keyword_text: str
+    keyword_position: int
     doc_id: str
     value: float
 
@@ -204,26 +205,29 @@ def _core_scale(evaluation: Evaluation) -> core.Scale:
 
 def aggregated(evaluation: Evaluation) -> Iterator[AggregatedJudgment]:
     """One aggregate per (keyword, document) in keyword then first-position order; a
-    document returned twice for a keyword pools the grades of both positions. Read and
-    aggregated about EXPORT_CHUNK pairs at a time, always whole keywords."""
+    document returned twice for a keyword pools the grades of both positions. Read as value
+    rows (no slot objects) and aggregated about EXPORT_CHUNK pairs at a time, always whole
+    keywords."""
     scale = _core_scale(evaluation)
     aggregation = Aggregation(scale, scale, {grade: grade for grade in scale.grades})
     grades: dict[tuple[int, str], list[float]] = {}
-    keywords: dict[int, Keyword] = {}
-    slots = _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=EXPORT_CHUNK)
-    for slot in slots:
-        if slot.keyword_id not in keywords and len(grades) >= EXPORT_CHUNK:
+    keywords: dict[int, tuple[str, int]] = {}
+    rows = (FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=False)
+            .order_by("keyword__position", "snapshot__position", "index")
+            .values_list("keyword_id", "keyword__text", "keyword__position",
+                         "snapshot__doc_id", "grade"))
+    for keyword_id, text, position, doc_id, grade in rows.iterator(chunk_size=EXPORT_CHUNK):
+        if keyword_id not in keywords and len(grades) >= EXPORT_CHUNK:
             # A new keyword: the pairs so far are complete (slots come in keyword order).
             yield from _aggregate_block(aggregation, grades, keywords)
             grades, keywords = {}, {}
-        keywords[slot.keyword_id] = slot.keyword
-        grades.setdefault((slot.keyword_id, slot.snapshot.doc_id), []).append(
-            float(slot.grade))
+        keywords[keyword_id] = (text, position)
+        grades.setdefault((keyword_id, doc_id), []).append(float(grade))
     yield from _aggregate_block(aggregation, grades, keywords)
 
 
 def _aggregate_block(aggregation: Aggregation, grades: dict[tuple[int, str], list[float]],
-                     keywords: dict[int, Keyword]) -> Iterator[AggregatedJudgment]:
+                     keywords: dict[int, tuple[str, int]]) -> Iterator[AggregatedJudgment]:
     if not grades:
         return
     # Missing slots are NaN, which the aggregation reads as ungraded: the block's width
@@ -235,7 +239,7 @@ def _aggregate_block(aggregation: Aggregation, grades: dict[tuple[int, str], lis
     values = aggregation.aggregate(block)
     for (keyword_id, doc_id), value in zip(grades, values, strict=True):
         if not math.isnan(value):
-            yield AggregatedJudgment(keywords[keyword_id], doc_id, float(value))
+            yield AggregatedJudgment(*keywords[keyword_id], doc_id, float(value))
 
 
 def format_value(value: float) -> str:
@@ -244,7 +248,7 @@ def format_value(value: float) -> str:
 
 def judgments_csv_stream(evaluation: Evaluation) -> Iterator[str]:
     yield from csv_lines([["keyword", "doc_id", "grade"]])
-    yield from csv_lines([item.keyword.text, item.doc_id, format_value(item.value)]
+    yield from csv_lines([item.keyword_text, item.doc_id, format_value(item.value)]
                          for item in aggregated(evaluation))
 
 
@@ -302,7 +306,7 @@ def _trec_token(value: str) -> str:
 
 def qrels_stream(evaluation: Evaluation) -> Iterator[str]:
     return text_pieces(
-        f"{item.keyword.position} 0 {_trec_token(item.doc_id)} {math.floor(item.value + 0.5)}\n"
+        f"{item.keyword_position} 0 {_trec_token(item.doc_id)} {math.floor(item.value + 0.5)}\n"
         for item in aggregated(evaluation))
 
 

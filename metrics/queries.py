@@ -167,34 +167,28 @@ def slot_rows(*, keyword_ids: list[int] | None = None, evaluation_id: int | None
 
 
 class KeywordValueRow(NamedTuple):
+    """A keyword's value of a metric and its bounds; `version`, the keyword version it was
+    computed from, for a row to write (None for a row read back)."""
+
     keyword_id: int
     metric_id: int
     value: float | None
     lower: float | None
     upper: float | None
     bounds_exact: bool
-    version: int
-
-
-class StoredValue(NamedTuple):
-    keyword_id: int
-    metric_id: int
-    value: float | None
-    lower: float | None
-    upper: float | None
-    bounds_exact: bool
+    version: int | None = None
 
 
 def keyword_values_read(*, keyword_ids: list[int], metric_ids: list[int]
-                        ) -> list[StoredValue]:
+                        ) -> list[KeywordValueRow]:
     """The stored values of these keywords for these metrics (every pair that has one)."""
-    return [StoredValue(*row) for row in _run(
+    return [KeywordValueRow(*row) for row in _run(
         "SELECT keyword_id, metric_id, value, lower, upper, bounds_exact"
         f" FROM {_table(KeywordMetricValue)} WHERE keyword_id IN ({_marks(keyword_ids)})"
         f" AND metric_id IN ({_marks(metric_ids)})", [*keyword_ids, *metric_ids])]
 
 
-def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[StoredValue]:
+def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[KeywordValueRow]:
     """Write the rows (values and their bounds) in one statement; a row computed from an
     older keyword version than the stored one is dropped, so late runs cannot overwrite.
     (bulk_create's update_conflicts has no condition on the conflict.) Returns the rows
@@ -218,7 +212,7 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[StoredVal
             params += [row.keyword_id, row.metric_id, row.value, row.lower, row.upper,
                        row.bounds_exact, row.version, now]
         source = f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(rows))}"
-    return [StoredValue(*row) for row in _run(
+    return [KeywordValueRow(*row) for row in _run(
         f"INSERT INTO {table} (keyword_id, metric_id, value, lower, upper, bounds_exact,"
         f" computed_version, updated_at) {source}"
         " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"

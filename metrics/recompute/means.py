@@ -55,7 +55,7 @@ def keyword_values_write(*, evaluation_id: int,
 
 
 def sums_move(sums: dict[int, queries.Sums],
-              changes: list[tuple[queries.StoredValue | None, queries.StoredValue]]
+              changes: list[tuple[queries.KeywordValueRow | None, queries.KeywordValueRow]]
               ) -> tuple[dict[int, queries.Sums], set[int]]:
     """The sums after each (old row or None, new row) change of their configs' values;
     and the configs a non-finite value left without a sum."""

@@ -6,7 +6,7 @@ new format, answers each persona as the other exports do."""
 import io
 import json
 import math
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from datetime import UTC
 
 import numpy as np
@@ -35,6 +35,9 @@ pytestmark = pytest.mark.django_db
 
 
 # --- the exports as they were before streaming (commit 7b037e2), the reference ----------
+# Verbatim but for OldAggregated, the AggregatedJudgment of then (it held the Keyword).
+
+OldAggregated = namedtuple("OldAggregated", ["keyword", "doc_id", "value"])
 
 
 def old_aggregated(evaluation):
@@ -53,7 +56,7 @@ def old_aggregated(evaluation):
         block[row, : len(values)] = values
     values = aggregation.aggregate(block)
     return [
-        exports.AggregatedJudgment(keywords[keyword_id], doc_id, float(value))
+        OldAggregated(keywords[keyword_id], doc_id, float(value))
         for ((keyword_id, doc_id), value) in zip(grades, values, strict=True)
         if not math.isnan(value)
     ]
