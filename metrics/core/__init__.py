@@ -12,6 +12,7 @@ from metrics.core.batch import (
     evaluate_keywords,
     grade_lists_to_array,
     mean_over_keywords,
+    positions_present,
 )
 from metrics.core.bounds import KeywordBounds, bounds_decision, bounds_mean, keyword_bounds
 from metrics.core.bounds_batch import BatchBounds, bounds_batch, bounds_batch_many
@@ -90,6 +91,7 @@ __all__ = [
     "metric_spec",
     "needs_pool",
     "pool_reading_codes",
+    "positions_present",
     "rbo",
     "resolve_metric_name",
     "resolve_params",

@@ -75,6 +75,7 @@ def evaluate_batch(
     params: Mapping[str, Any] | None = None,
     transformers: Mapping[str, Any] | None = None,
     pool: Pool | None = None,
+    present: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-keyword values of one metric; NaN = null.
 
@@ -82,11 +83,20 @@ def evaluate_batch(
     NaN for an empty slot or a missing position. Only positions ≤ k are read, and
     validated: a grade there that is not an integer of the scale raises MetricInputError.
     ``pool`` (see Pool) is required by ``recall``, ``f_score``, ``best`` and
-    ``ideal: pool``; other metrics ignore it.
+    ``ideal: pool``; other metrics ignore it. ``present`` (keywords, positions), True at
+    each position the search returned (positions_present), tells a missing position from
+    an ungraded one where that changes a value: nDCG's local ideal on a scale with
+    negative gains. Without it every position of the array counts as returned.
     """
     return evaluate_batch_many(
-        [(metric, k, params)], grades, scale=scale, transformers=transformers, pool=pool
+        [(metric, k, params)], grades, scale=scale, transformers=transformers, pool=pool,
+        present=present,
     )[0]
+
+
+def positions_present(grades: np.ndarray, ungraded: np.ndarray) -> np.ndarray:
+    """(keywords, positions): True where a position has a slot, graded or not."""
+    return (~np.isnan(grades) | ungraded).any(axis=2)
 
 
 def evaluate_batch_many(
@@ -96,8 +106,10 @@ def evaluate_batch_many(
     scale: str | Scale,
     transformers: Mapping[str, Any] | None = None,
     pool: Pool | None = None,
+    present: np.ndarray | None = None,
 ) -> list[np.ndarray]:
-    """Several metrics over the same grades, sharing stages 0 and 1 per metric scale.
+    """Several metrics over the same grades, sharing stages 0 and 1 per metric scale
+    (``present`` as evaluate_batch's).
 
     Returns one float64 array (keywords,) per request, in order, NaN = null.
     """
@@ -118,6 +130,11 @@ def evaluate_batch_many(
         )
     grades = _grade_array(grades)
     keyword_count, position_count, slot_count = grades.shape
+    if present is not None:
+        present = np.asarray(present, dtype=bool)
+        if present.shape != grades.shape[:2]:
+            raise MetricInputError(
+                "present", f"shape {present.shape} is not {grades.shape[:2]}")
     read_positions = min(max((plan.k for plan in plans), default=0), position_count)
     pool_plans = [plan for plan in plans if plan.uses_pool]
     if pool_plans and pool is None:
@@ -159,7 +176,9 @@ def evaluate_batch_many(
             if plan.spec.zero_when_nothing_returned:
                 assert pool is not None and pool.doc_index is not None
                 doc_index = pool.doc_index[start:stop, : min(plan.k, read_positions)]
-            result[start:stop] = _stage2(plan, scale_blocks[aggregation], pool_values, doc_index)
+            result[start:stop] = _stage2(
+                plan, scale_blocks[aggregation], pool_values, doc_index,
+                None if present is None else present[start:stop])
 
     _run_blocks(evaluate_block, range(0, keyword_count, block_size))
     return results
@@ -214,7 +233,8 @@ class _ScaleBlock:
 
 
 def _stage2(
-    plan: _Plan, block: _ScaleBlock, pool_values: np.ndarray | None, doc_index: np.ndarray | None
+    plan: _Plan, block: _ScaleBlock, pool_values: np.ndarray | None, doc_index: np.ndarray | None,
+    present: np.ndarray | None = None,
 ) -> np.ndarray:
     """One metric over a block's aggregated values; the all-null rule applied last.
 
@@ -226,6 +246,7 @@ def _stage2(
     out = plan.spec.batch(BatchInputs(
         block=block, m=m, k=plan.k, params=plan.params,
         top_grade=plan.aggregation.target.hi, pool_values=pool_values, doc_index=doc_index,
+        present=None if present is None else present[:, :m],
     ))
     all_null = block.count(kernels.judged, m) == 0.0
     if plan.spec.zero_when_nothing_returned:

@@ -31,7 +31,7 @@ import numpy as np
 
 import metrics.core.kernels as kernels
 from metrics.core.aggregate import Aggregation, shared_aggregation
-from metrics.core.batch import evaluate_batch, evaluate_batch_many
+from metrics.core.batch import evaluate_batch, evaluate_batch_many, positions_present
 from metrics.core.bounds import keyword_bounds, monotone_metric, ndcg_ratio_range
 from metrics.core.errors import MetricInputError
 from metrics.core.registry import (
@@ -88,9 +88,16 @@ def bounds_batch(
     if ungraded.shape != grades.shape:
         raise MetricInputError("ungraded", f"shape {ungraded.shape} is not {grades.shape}")
 
-    def evaluate(array: np.ndarray) -> np.ndarray:
+    # Which positions the search returned, per keyword: completions fill holes, never
+    # positions, so each completion of a keyword has the keyword's.
+    present = positions_present(grades, ungraded)
+
+    def evaluate(array: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """The metric of each row of ``array``, a completion of keyword ``rows[i]``
+        (``array`` is ``grades`` itself when ``rows`` is None)."""
+        shown = present if rows is None else present[rows]
         return evaluate_batch(metric, array, k=k, scale=evaluation_scale, params=params,
-                              transformers=transformers)
+                              transformers=transformers, present=shown[:, :array.shape[1]])
 
     if values is None:
         values = evaluate(grades)
@@ -117,7 +124,8 @@ def bounds_batch(
     if fills.monotone:
         sure = left[~can_tie]
         if sure.size:
-            both = evaluate(np.concatenate([low[sure], high[sure]]))
+            both = evaluate(np.concatenate([low[sure], high[sure]]),
+                            np.concatenate([open_rows[sure], open_rows[sure]]))
             lower[open_rows[sure]] = both[:len(sure)]
             upper[open_rows[sure]] = both[len(sure):]
         left = left[can_tie]
@@ -333,8 +341,8 @@ def _distinct_outcomes(evaluate, aggregation, scale, low, holes, max_completions
         done[index] = True
     if not blocks:
         return done
-    values = evaluate(np.stack(blocks))
     owner_rows = np.array(owners)
+    values = evaluate(np.stack(blocks), open_rows[left[owner_rows]])
     starts = np.r_[0, np.nonzero(np.diff(owner_rows))[0] + 1]
     known = ~np.isnan(values)
     lows = np.minimum.reduceat(np.where(known, values, np.inf), starts)

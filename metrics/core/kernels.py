@@ -162,10 +162,18 @@ def dcg(gains: np.ndarray) -> np.ndarray:
     return weighted_row_sums(gains, log2_discounts(gains.shape[1]))
 
 
-def ideal_dcg_local(gains: np.ndarray) -> np.ndarray:
-    """IDCG@k from v_1..v_m sorted descending, nulls as 0 (ideal: local)."""
+def ideal_dcg_local(gains: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+    """IDCG@k from v_1..v_m sorted descending, nulls as 0 (ideal: local). ``present``
+    (keywords, m), when given, is False at positions the search did not return: they are
+    no v_i, so they sort after every gain instead of as a null's 0 (which only matters on
+    a scale with negative gains, where a 0 would push a negative gain down a rank)."""
+    if present is not None:
+        gains = np.where(present, gains, -np.inf)
+    ordered = np.sort(gains, axis=1)[:, ::-1]
+    if present is not None:
+        ordered = np.where(np.isneginf(ordered), 0.0, ordered)
     # Summed exactly like dcg(): a keyword ranked ideally gets nDCG 1.0, not 1 ± an ulp.
-    ordered = np.ascontiguousarray(np.sort(gains, axis=1)[:, ::-1])
+    ordered = np.ascontiguousarray(ordered)
     return weighted_row_sums(ordered, log2_discounts(gains.shape[1]))
 
 

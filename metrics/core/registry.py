@@ -94,7 +94,8 @@ class BatchInputs:
 
     ``m`` = min(k, positions returned); ``top_grade`` is the hi of the metric's scale;
     ``pool_values`` is given when the metric needs the pool (needs_pool), ``doc_index``
-    (keywords, m) when it is zero_when_nothing_returned.
+    (keywords, m) when it is zero_when_nothing_returned, ``present`` (keywords, m) when
+    the caller said which positions exist.
     """
 
     block: Block
@@ -104,6 +105,9 @@ class BatchInputs:
     top_grade: int
     pool_values: np.ndarray | None = None
     doc_index: np.ndarray | None = None
+    # (keywords, m): the positions the search returned, when the caller knows them (NaN
+    # in the grades is both a null v_i and no position at all).
+    present: np.ndarray | None = None
 
 
 BatchFunction = Callable[[BatchInputs], np.ndarray]
@@ -160,7 +164,7 @@ def _dcg(i: BatchInputs) -> np.ndarray:
 def _ndcg(i: BatchInputs) -> np.ndarray:
     gains = i.block.positions(kernels.gains_function(i.params.gain), i.m)
     if i.params.ideal == "local":
-        ideal = kernels.ideal_dcg_local(gains)
+        ideal = kernels.ideal_dcg_local(gains, i.present)
     elif i.params.ideal == "pool":
         assert i.pool_values is not None
         ideal = kernels.ideal_dcg_pool(i.pool_values, i.k, i.params.gain)

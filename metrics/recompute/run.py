@@ -268,7 +268,7 @@ def _batch_values(
     plain_configs = [c for c, uses_pool in zip(configs, pooled, strict=True) if not uses_pool]
     plain_values = core.evaluate_batch_many(
         [(c.code, c.k, c.params) for c in plain_configs], slots.grades, scale=scale,
-        transformers=transformers,
+        transformers=transformers, present=core.positions_present(slots.grades, slots.ungraded),
     ) if plain_configs else []
     plain_bounds = core.bounds_batch_many(
         [(c.code, c.k, c.params) for c in plain_configs], slots.grades, slots.ungraded,

@@ -202,3 +202,14 @@ def test_monotone_metrics_together_are_their_two_fills():
     assert (precision.lower[0], precision.upper[0]) == (0.5, 1.0)
     assert (cg.lower[0], cg.upper[0]) == (2.0, 5.0)
     assert bool(precision.exact[0]) and bool(cg.exact[0])
+
+
+def test_a_shorter_keyword_on_a_scale_with_negative_grades_keeps_its_ideal():
+    """Hypothesis's find: on a -1..3 scale, a keyword of 3 results in a 4-position array.
+    Its completion (-2/3 mean at position 1) had the padding sort as a null's 0 in the local
+    ideal, IDCG 1/3 - (2/3)/log2(5) and nDCG -10.82 where the spec's v_1..v_3 give 0 (IDCG
+    1/3 - (2/3)/2 = 0); the brute force's lower bound is -1 (the -1/3 mean)."""
+    _check({"metric": "ndcg", "k": 5, "scale": Scale("signed", -1, 3),
+            "keywords": [[[None, None, None], [0, 0, 0], [0, 0, 1]]], "slots": 3,
+            "positions": 4, "params": {"gain": "linear", "ideal": "local"},
+            "transformers": None, "max_completions": 64, "max_vote_completions": 1})

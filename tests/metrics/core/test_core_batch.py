@@ -9,17 +9,21 @@ from unittest import mock
 
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 from metrics.core import (
     METRICS,
     SCALES,
+    MetricInputError,
+    Scale,
     build_pool,
     default_transformer,
     evaluate_batch,
     evaluate_batch_many,
     evaluate_keyword,
     grade_lists_to_array,
+    positions_present,
 )
 
 
@@ -187,3 +191,30 @@ def test_keywords_with_no_positions_are_null():
     grades = np.full((3, 0, 3), np.nan)
     for metric in ("precision", "ap", "rr", "ndcg", "err"):
         assert np.isnan(evaluate_batch(metric, grades, k=10, scale="graded")).all()
+
+
+def test_positions_the_search_did_not_return_are_no_part_of_the_local_ideal():
+    """On a scale with a negative grade, a position no search returned must not sort as a
+    null's 0 in nDCG's local ideal (it pushed the -1 a rank down), however wide the array of
+    the keywords computed with it. By hand, v = (-1, 0, 1), k = 5, linear gains:
+    DCG = -1 + 0 + 1/log2(4) = -0.5; IDCG = 1 + 0 - 1/log2(4) = 0.5; nDCG = -1. With a 4th
+    result returned but ungraded (a null, 0 in the ideal): IDCG = 1 + 0 + 0 - 1/log2(5)."""
+    signed = Scale("signed", -1, 3)
+    params = {"gain": "linear", "ideal": "local"}
+    grades = np.array([[[-1.0], [0.0], [1.0], [np.nan]]] * 2)
+    ungraded = np.zeros(grades.shape, dtype=bool)
+    ungraded[1, 3, 0] = True  # the second keyword's 4th result was returned, not graded
+    values = evaluate_batch("ndcg", grades, k=5, scale=signed, params=params,
+                            present=positions_present(grades, ungraded))
+    assert values[0] == -1.0
+    assert values[1] == pytest.approx(-0.5 / (1 - 1 / math.log2(5)), abs=1e-12)
+    assert values[0] == evaluate_keyword("ndcg", [[-1], [0], [1]], k=5, scale=signed,
+                                         params=params)
+    # Unchanged without the mask: every position of the array counts as returned.
+    assert evaluate_batch("ndcg", grades, k=5, scale=signed, params=params)[0] == values[1]
+
+
+def test_a_present_mask_of_the_wrong_shape_is_refused():
+    with pytest.raises(MetricInputError, match="present"):
+        evaluate_batch("ndcg", np.zeros((2, 3, 1)), k=3, scale="graded",
+                       present=np.ones((2, 2), dtype=bool))
