@@ -166,3 +166,22 @@ def seed_graded_results(*, evaluation, keyword_count: int, results: int, grader,
                           position=snapshot.position, grade=snapshot.position % 4,
                           user=grader, graded_at=now)
              for snapshot in snapshots), batch_size=5000)
+
+
+REPORT_ENV = "BENCH_REPORT"
+"""When set, the path of a JSON Lines file each bench appends its headline figures to
+(report); bench/scale.py sets it and prints them as one table."""
+
+
+def report(what: str, unit: str, by_size: dict[str, float], *, target: str = "",
+           note: str = "") -> None:
+    """One headline figure at one or more sizes ("10k", "100k" keywords ...), appended to
+    $BENCH_REPORT when it is set; nothing otherwise (the bench prints its own table)."""
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    import json
+
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(json.dumps({"what": what, "unit": unit, "by_size": by_size,
+                               "target": target, "note": note}) + "\n")

@@ -32,6 +32,7 @@ from _support import (
     database_url,
     drop_database,
     recreate_database,
+    report,
     seed_graded_results,
     setup_django,
 )
@@ -170,6 +171,12 @@ def main() -> None:
               f"{row['large']['seconds'] / row['small']['seconds']:>9.1f}"
               f"{row['large']['peak'] / row['small']['peak']:>9.2f}"
               f"{row['large']['growth'] / max(row['small']['growth'], 0.1):>11.2f}")
+        sizes = {"small": f"{args.small // 1000}k", "large": f"{args.large // 1000}k"}
+        report(f"export {label}: peak RSS", "MB",
+               {sizes[size]: row[size]["peak"] for size in sizes}, target="flat (ratio ~1)",
+               note=f"{RESULTS} judgments a keyword")
+        report(f"export {label}: seconds", "s",
+               {sizes[size]: row[size]["seconds"] for size in sizes})
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from _support import (
     free_port,
     percentile,
     recreate_database,
+    report,
     seed_evaluation,
     setup_django,
 )
@@ -229,6 +230,18 @@ def main_large(grade_count: int) -> None:
         print(f"recompute_metrics, {size:,} keywords x 10 x 3 slots (graded),"
               f" {len(SIX_METRICS)} metrics: {seconds[size]:.2f} s")
     drop_database(DB_NAME)
+    latencies = dict(rows)
+    report("grade POST -> mean stored, p50", "ms",
+           {_size(size): p50[size] * 1000 for size in sizes}, target="ratio <= 1.5")
+    report("grade POST -> mean stored, p95", "ms",
+           {_size(size): percentile(latencies[size], 0.95) * 1000 for size in sizes},
+           target="ratio <= 1.5")
+    report("recompute_metrics (x 10 results x 3 slots, 6 metrics)", "s",
+           {_size(size): seconds[size] for size in sizes}, target="100k <= 30 s")
+
+
+def _size(keywords: int) -> str:
+    return f"{keywords // 1000}k"
 
 
 def main() -> None:

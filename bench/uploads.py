@@ -153,7 +153,7 @@ def pages() -> None:
     import subprocess
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _support import bench_database, database_url, drop_database, recreate_database
+    from _support import bench_database, database_url, drop_database, recreate_database, report
 
     name = bench_database("uploads")
     env = {**os.environ, "DATABASE_URL": database_url(name)}
@@ -179,6 +179,10 @@ def pages() -> None:
               f"growth {statistics.median(r['growth'] for r in runs):6.1f} MB  "
               f"keywords added {last['keywords_added']:,}  "
               f"evaluations added {last['evaluations_added']}  errors {last['errors']}")
+        report(f"100,000-line upload, {label}: peak RSS", "MB",
+               {"100k": statistics.median(r["peak"] for r in runs)})
+        report(f"100,000-line upload, {label}: seconds", "s",
+               {"100k": statistics.median(r["seconds"] for r in runs)})
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date
+from datetime import UTC, date, datetime
+from typing import NamedTuple
 
 import numpy as np
 from django.utils import timezone
@@ -59,6 +60,7 @@ from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import core
 from metrics.core.aggregate import Aggregation
 from searchtweak.csv_cells import csv_lines, csv_text, text_pieces
+from searchtweak.models import User
 
 FORMATS = ("json", "jsonl", "csv", "trec", "trec_mapping", "trec_run")
 # Rows read from the database at a time (a server-side cursor on PostgreSQL), and the
@@ -101,12 +103,40 @@ def is_partial(evaluation: Evaluation) -> bool:
     return evaluation.status != Evaluation.Status.FINISHED
 
 
-def _slots(evaluation: Evaluation):
-    return (
-        FeedbackSlot.objects.filter(evaluation=evaluation)
-        .select_related("keyword", "snapshot", "user")
-        .order_by("keyword__position", "snapshot__position", "index")
-    )
+class SlotRow(NamedTuple):
+    """What an export writes of one feedback slot, read as a value row: a million slot
+    objects with their keyword, snapshot and user cost several times the rows."""
+
+    keyword: str
+    keyword_position: int
+    doc_id: str
+    position: int
+    index: int
+    username: str | None
+    is_judge: bool | None
+    grade: int | None
+    graded_at: datetime | None
+    unsure: bool
+    note: str
+    reused_from_id: int | None
+    reused_from_pool_id: int | None
+    reason: str
+
+
+_SLOT_FIELDS = ("keyword__text", "keyword__position", "snapshot__doc_id", "snapshot__position",
+                "index", "user__username", "user__is_judge", "grade", "graded_at", "unsure",
+                "note", "reused_from_id", "reused_from_pool_id", "reason")
+
+
+def _slot_rows(evaluation: Evaluation, *, graded: bool = False) -> Iterator[SlotRow]:
+    """The evaluation's slots (with a grade, if `graded`) in keyword, position, slot order,
+    EXPORT_CHUNK rows at a time."""
+    slots = FeedbackSlot.objects.filter(evaluation=evaluation)
+    if graded:
+        slots = slots.filter(grade__isnull=False)
+    rows = slots.order_by("keyword__position", "snapshot__position", "index").values_list(
+        *_SLOT_FIELDS)
+    return (SlotRow(*row) for row in rows.iterator(chunk_size=EXPORT_CHUNK))
 
 
 # The grader named for a grade copied from the team's imported judgments: they have no
@@ -114,22 +144,24 @@ def _slots(evaluation: Evaluation):
 IMPORT_GRADER = "(import)"
 
 
-def grader_name(slot: FeedbackSlot) -> str | None:
-    if slot.user is not None:
-        return slot.user.username
+def grader_name(slot: SlotRow) -> str | None:
+    if slot.username is not None:
+        return slot.username
     return IMPORT_GRADER if slot.reused_from_pool_id is not None else None
 
 
-def grader_kind(slot: FeedbackSlot) -> str | None:
-    return slot.user.grader_kind if slot.user is not None else None
+def grader_kind(slot: SlotRow) -> str | None:
+    if slot.username is None:
+        return None
+    return User.KIND_JUDGE if slot.is_judge else User.KIND_PERSON
 
 
-def _slot_object(slot: FeedbackSlot) -> dict:
+def _slot_object(slot: SlotRow) -> dict:
     return {
-        "keyword": slot.keyword.text,
-        "keyword_position": slot.keyword.position,
-        "doc_id": slot.snapshot.doc_id,
-        "position": slot.snapshot.position,
+        "keyword": slot.keyword,
+        "keyword_position": slot.keyword_position,
+        "doc_id": slot.doc_id,
+        "position": slot.position,
         "slot": slot.index,
         "grader": grader_name(slot),
         "grade": slot.grade,
@@ -156,8 +188,7 @@ def judgments_json(evaluation: Evaluation) -> dict:
     """The `json` export as one object (scripts and tests; the API streams
     judgments_json_stream, the same document as text)."""
     return {**_envelope(evaluation),
-            "judgments": [_slot_object(slot)
-                          for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK)]}
+            "judgments": [_slot_object(slot) for slot in _slot_rows(evaluation)]}
 
 
 def compact_json(value: object) -> str:
@@ -171,7 +202,7 @@ def judgments_json_stream(evaluation: Evaluation) -> Iterator[str]:
     """judgments_json as the API's JSON renderer writes it, byte for byte, a slot at a
     time: a million judgments cost a chunk of rows, not the document."""
     head = compact_json(_envelope(evaluation))
-    slots = _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK)
+    slots = _slot_rows(evaluation)
 
     def lines() -> Iterator[str]:
         yield head[:-1] + ',"judgments":['
@@ -185,7 +216,7 @@ def judgments_json_stream(evaluation: Evaluation) -> Iterator[str]:
 def judgments_jsonl_stream(evaluation: Evaluation) -> Iterator[str]:
     """`json`'s judgments, one compact object a line, as the JSON export writes them."""
     return text_pieces(compact_json(_slot_object(slot)) + "\n"
-                       for slot in _slots(evaluation).iterator(chunk_size=EXPORT_CHUNK))
+                       for slot in _slot_rows(evaluation))
 
 
 @dataclass(frozen=True)
@@ -270,13 +301,12 @@ def _slot_row(*, keyword: str, doc_id: str, grade: int, grader: str, kind: str, 
 
 
 def judgments_csv_per_grader_stream(evaluation: Evaluation) -> Iterator[str]:
-    slots = _slots(evaluation).filter(grade__isnull=False).iterator(chunk_size=EXPORT_CHUNK)
     return csv_lines(_chain([SLOT_COLUMNS], (
-        _slot_row(keyword=slot.keyword.text, doc_id=slot.snapshot.doc_id, grade=slot.grade,
+        _slot_row(keyword=slot.keyword, doc_id=slot.doc_id, grade=slot.grade,
                   grader=grader_name(slot) or "", kind=grader_kind(slot) or "",
                   reason=slot.reason, unsure=slot.unsure, note=slot.note,
-                  position=slot.snapshot.position, graded_at=slot.graded_at)
-        for slot in slots)))
+                  position=slot.position, graded_at=slot.graded_at)
+        for slot in _slot_rows(evaluation, graded=True))))
 
 
 def _chain(first: list, rest: Iterator) -> Iterator:

@@ -17,12 +17,10 @@ from rest_framework.test import APIClient
 from evaluations.models import Snapshot
 from judgments import exports
 from judgments.exports import (
+    IMPORT_GRADER,
     _core_scale,
-    _slots,
     _trec_token,
     format_value,
-    grader_kind,
-    grader_name,
 )
 from judgments.models import FeedbackSlot
 from metrics.core.aggregate import Aggregation
@@ -38,6 +36,42 @@ pytestmark = pytest.mark.django_db
 # Verbatim but for OldAggregated, the AggregatedJudgment of then (it held the Keyword).
 
 OldAggregated = namedtuple("OldAggregated", ["keyword", "doc_id", "value"])
+
+
+def _slots(evaluation):
+    return (
+        FeedbackSlot.objects.filter(evaluation=evaluation)
+        .select_related("keyword", "snapshot", "user")
+        .order_by("keyword__position", "snapshot__position", "index")
+    )
+
+
+def grader_name(slot):
+    if slot.user is not None:
+        return slot.user.username
+    return IMPORT_GRADER if slot.reused_from_pool_id is not None else None
+
+
+def grader_kind(slot):
+    return slot.user.grader_kind if slot.user is not None else None
+
+
+def old_slot_object(slot):
+    return {
+        "keyword": slot.keyword.text,
+        "keyword_position": slot.keyword.position,
+        "doc_id": slot.snapshot.doc_id,
+        "position": slot.snapshot.position,
+        "slot": slot.index,
+        "grader": grader_name(slot),
+        "grade": slot.grade,
+        "graded_at": slot.graded_at.isoformat() if slot.graded_at else None,
+        "unsure": slot.unsure,
+        "note": slot.note,
+        "reused": slot.reused_from_id is not None or slot.reused_from_pool_id is not None,
+        "grader_kind": grader_kind(slot),
+        "reason": slot.reason,
+    }
 
 
 def old_aggregated(evaluation):
@@ -205,6 +239,9 @@ def test_the_json_export_streams_what_the_json_renderer_wrote(personas, mixed, q
         unsure=True, note='line\u2028sep "quoted" \u2029 é')
     reference = JSONRenderer().render(exports.judgments_json(mixed))
     assert b"\\u2028" in reference and "é".encode() in reference
+    # The objects are the slot objects' of before (read as value rows now).
+    assert exports.judgments_json(mixed)["judgments"] == [
+        old_slot_object(s) for s in _slots(mixed).iterator(chunk_size=5000)]
     client = APIClient()
     client.force_authenticate(personas.owner)
     pieces, body = _streamed(client, _url(mixed, query))
