@@ -10,9 +10,10 @@ hand the keyword to another task.
 """
 
 import logging
+import queue
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import httpx
@@ -33,7 +34,7 @@ from evaluations.fetching import (
 )
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
-from searchtweak.bulk_insert import bulk_insert
+from searchtweak.bulk_insert import bulk_insert, bulk_update
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +160,8 @@ def keywords_fetch_store(*, claimed_at: datetime,
             fetched.append(keyword)
         else:
             keyword.fetch_status, keyword.fetch_error = Keyword.FetchStatus.FAILED, result.error
-    Keyword.objects.bulk_update(keywords, [
-        "fetch_status", "fetch_status_code", "fetch_duration_ms", "fetched_at",
-        "fetch_claimed_at", "fetch_error"])
+    bulk_update(keywords, ["fetch_status", "fetch_status_code", "fetch_duration_ms",
+                           "fetched_at", "fetch_claimed_at", "fetch_error"])
     # Snapshots are only ever written here, together with the FETCHED status; a keyword
     # that already has some (impossible unless rows were edited by hand) keeps them.
     holding = set(Snapshot.objects.filter(keyword__in=fetched)
@@ -337,20 +337,34 @@ def _results(spec, keywords: dict[int, str], *, client: httpx.Client,
         for keyword_id, text in keywords.items():
             yield [(keyword_id, guarded(text))]
         return
+    # Each request thread hands its result to a queue as it completes: waiting on the
+    # futures themselves (concurrent.futures.wait, FIRST_COMPLETED) visits every pending
+    # future on each call, quadratic in the batch (500 futures, 500 calls), all of it
+    # holding the GIL the request threads need.
+    done: queue.SimpleQueue[tuple[int, FetchResult]] = queue.SimpleQueue()
+
+    def run(keyword_id: int, text: str) -> None:
+        done.put((keyword_id, guarded(text)))
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
-        futures = {pool.submit(guarded, text): kid for kid, text in keywords.items()}
-        waiting = set(futures)
+        for keyword_id, text in keywords.items():
+            pool.submit(run, keyword_id, text)
+        left = len(keywords)
         ready: list[tuple[int, FetchResult]] = []
         flushed = time.monotonic()
-        while waiting:
+        while left:
             # Results gather while the requests run (the pool keeps `workers` in flight):
             # a group is stored once STORE_GROUP_SIZE wait or STORE_GROUP_SECONDS passed,
             # so a write's fixed cost (its statements and commit) is paid per group, not
             # per keyword, and a keyword waits at most that long to show as stored.
-            timeout = max(STORE_GROUP_SECONDS - (time.monotonic() - flushed), 0.0)
-            done, waiting = wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
-            ready.extend((futures[future], future.result()) for future in done)
-            if ready and (len(ready) >= STORE_GROUP_SIZE or not waiting
+            timeout = STORE_GROUP_SECONDS - (time.monotonic() - flushed)
+            try:
+                ready.append(done.get(timeout=timeout) if timeout > 0 else
+                             done.get_nowait())
+                left -= 1
+            except queue.Empty:
+                pass
+            if ready and (len(ready) >= STORE_GROUP_SIZE or not left
                           or time.monotonic() - flushed >= STORE_GROUP_SECONDS):
                 yield ready
                 ready, flushed = [], time.monotonic()
