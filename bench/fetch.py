@@ -47,7 +47,7 @@ from urllib.parse import parse_qs, urlsplit
 ROOT = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
-from _support import bench_database, bench_redis, drop_database  # noqa: E402
+from _support import bench_database, bench_redis, drop_database, report  # noqa: E402
 
 DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
 # searchtweak.settings.OUTBOUND_PRODUCTION_DENY_NETWORKS without loopback (127.0.0.0/8).
@@ -308,6 +308,10 @@ def main() -> None:
         if "Traceback" in log or "WorkerLostError" in log:
             print(f"the worker logged errors:\n{log[-3000:]}")
             ok = False
+    report(f"fetch at {args.latency_ms} ms, concurrency {concurrency}: total", "s",
+           {f"{args.keywords / 1000:g}k": total},
+           target=f"<= {target:.1f} s (1.3 x the limit {limit:.1f} s)",
+           note=f"floor here {floor:.1f} s, ratio to it {total / floor:.2f}" if floor else "")
     if latencies:
         print(f"progress page while fetching: {len(latencies)} requests, p50 "
               f"{statistics.median(latencies):.0f} ms, max {max(latencies):.0f} ms")
