@@ -106,6 +106,25 @@ def check(*, run_id: int, evaluation_id: int, judge_user_id: int, asked: Counter
     }
 
 
+def in_flight(run_id: int, wall: float | None) -> dict:
+    """Calls out at once, from the call log (each from its start for its latency): the
+    mean over the run's wall time (the calls' summed seconds over it) and the peak."""
+    from judges.models import JudgeCall
+
+    edges = []
+    total = 0.0
+    for started_at, latency_ms in JudgeCall.objects.filter(
+            run_id=run_id, latency_ms__isnull=False).values_list("started_at", "latency_ms"):
+        start = started_at.timestamp()
+        edges += [(start, 1), (start + latency_ms / 1000, -1)]
+        total += latency_ms / 1000
+    peak = now = 0
+    for _, step in sorted(edges):
+        now += step
+        peak = max(peak, now)
+    return {"in_flight_mean": round(total / wall, 2) if wall else None, "in_flight_peak": peak}
+
+
 def percentile(values: list, q: int):
     return round(values[min(len(values) - 1, len(values) * q // 100)]) if values else None
 
@@ -194,6 +213,9 @@ def main() -> int:
         row.update(wall_s=None if wall is None else round(wall, 2), limit_s=round(limit, 2),
                    ratio=None if wall is None else round(wall / limit, 3))
         row.update(cpu_s=cpu)
+        row.update(in_flight(run.pk, wall))
+        row.update(in_flight_ratio=None if row["in_flight_mean"] is None
+                   else round(row["in_flight_mean"] / args.concurrency, 3))
         row.update(load.compare_with_recompute(evaluation_id, args.timeout))
         if args.json:
             print(json.dumps(row), flush=True)
@@ -210,6 +232,9 @@ def main() -> int:
             print(f"call latency p50/p95 {row['call_ms_p50']}/{row['call_ms_p95']} ms, claim to "
                   f"stored p50/p95 {row['claim_to_stored_ms_p50']}/"
                   f"{row['claim_to_stored_ms_p95']} ms, calls by status {row['call_statuses']}")
+            print(f"calls in flight: mean {row['in_flight_mean']} over the run, peak "
+                  f"{row['in_flight_peak']}, limit {args.concurrency} (mean / limit "
+                  f"{row['in_flight_ratio']})")
             print(f"CPU seconds during the run: {row['cpu_s']} (other: the rest of the "
                   "machine, other people's work included)")
             print(f"settled after {row['settle_s']} s; stored == recompute_metrics: "

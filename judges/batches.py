@@ -80,16 +80,24 @@ class Lane:
 ONE_LANE = Lane()
 
 
-def lane_width(judge: Judge) -> int:
-    """How many calls one lane holds in flight: the judge's concurrency, at most
-    JUDGE_LANE_CALLS (more lanes share the rest, judges.runs.lane_count). One on SQLite:
-    it takes one writer at a time, and a call's thread logging itself while the lane
-    stores met "database is locked". One inside an open transaction (an eager run in a
-    caller's atomic block): a call's thread has a connection of its own, which does not
-    see that transaction's rows."""
-    if connection.vendor == "sqlite" or connection.in_atomic_block:
+def lane_calls(judge: Judge) -> int:
+    """How many calls a lane holds in flight where lanes run (a worker): the judge's
+    concurrency, at most JUDGE_LANE_CALLS (more lanes share the rest,
+    judges.runs.lane_count). One on SQLite: it takes one writer at a time, and a call's
+    thread logging itself while the lane stores met "database is locked"."""
+    if connection.vendor == "sqlite":
         return 1
     return max(1, min(judge.max_concurrent_requests or 1, settings.JUDGE_LANE_CALLS))
+
+
+def lane_width(judge: Judge) -> int:
+    """How many calls this lane holds: lane_calls, or one inside an open transaction (an
+    eager run in a caller's atomic block): a call's thread has a connection of its own,
+    which does not see that transaction's rows. Only the lane itself asks this: the run's
+    start counts lanes with lane_calls, since its own transaction is not the lanes'."""
+    if connection.in_atomic_block:
+        return 1
+    return lane_calls(judge)
 
 
 def run_for_batches(run_id: int) -> JudgeRun | None:

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judges import tasks
-from judges.batches import COUNTING_MODES, lane_width
+from judges.batches import COUNTING_MODES, lane_calls
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
@@ -38,10 +38,12 @@ MAX_LANES = 16
 
 
 def lane_count(run: JudgeRun) -> int:
-    """Lanes to start: enough for the judge's concurrency, each holding lane_width calls
-    at once, no more than there are batches."""
+    """Lanes to start: enough for the judge's concurrency, each holding lane_calls calls
+    at once, no more than there are batches. Not lane_width: the start runs in a
+    transaction (which would say one call a lane, so 16 lanes of 8 threads each for a
+    judge of 16, 144 connections fighting for 16 turns), the lanes on a worker do not."""
     batches = -(-run.pair_count // run.judge.batch_size)
-    width = lane_width(run.judge)
+    width = lane_calls(run.judge)
     return max(1, min(-(-(run.judge.max_concurrent_requests or 1) // width), MAX_LANES,
                       -(-batches // width)))
 

@@ -519,6 +519,21 @@ def keyword_version_bump_if_dirty(*, keyword_id: int) -> bool:
         " WHERE keyword_id = %s AND dirty_since IS NOT NULL", [keyword_id]))
 
 
+def keywords_version_bump_if_dirty(*, keyword_ids: list[int]) -> list[int]:
+    """keyword_version_bump_if_dirty for several keywords in one statement (a judge's store
+    of several batches); the ones that were dirty. Their marks are locked in keyword order
+    first, as the one-keyword bumps of a loop over sorted ids took them, so two writers
+    of overlapping keywords still wait for each other rather than deadlock. Sorted:
+    RETURNING gives no order."""
+    return sorted(keyword_id for keyword_id, in _run(
+        f"WITH locked AS (SELECT keyword_id FROM {_MARKS}"
+        f" WHERE keyword_id IN ({_marks(keyword_ids)}) AND dirty_since IS NOT NULL"
+        f" ORDER BY keyword_id{sql.for_update()})"
+        f" UPDATE {_MARKS} SET version = version + 1"
+        " WHERE keyword_id IN (SELECT keyword_id FROM locked) AND dirty_since IS NOT NULL"
+        " RETURNING keyword_id", list(keyword_ids)))
+
+
 def keywords_version_bump(*, keyword_ids: list[int], now) -> None:
     """Bump each keyword's version and mark it dirty since `now` unless it was already."""
     statement = _BUMP_UPSERT.format(

@@ -10,6 +10,7 @@ unambiguous whatever their text holds.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -54,7 +55,10 @@ class JudgePrompt:
     images: tuple[tuple[str, str], ...] = ()
 
 
+@functools.cache
 def _shipped(name: str) -> str:
+    # Read once a process: every call builds its prompt from these (a lane's call threads
+    # read them from disk each time before).
     return resources.files("judges.core").joinpath("templates", f"{name}.txt").read_text(
         encoding="utf-8")
 

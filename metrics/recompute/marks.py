@@ -29,8 +29,17 @@ def keywords_version_bump(*, keyword_ids: Iterable[int]) -> list[int]:
     back with them.
     """
     now = timezone.now()
+    ids = sorted(set(keyword_ids))
+    if len(ids) > 1:
+        # Several keywords (a judge's store of several batches): two statements, not one
+        # or two a keyword.
+        dirty = set(queries.keywords_version_bump_if_dirty(keyword_ids=ids))
+        newly_dirty = [keyword_id for keyword_id in ids if keyword_id not in dirty]
+        if newly_dirty:
+            queries.keywords_version_bump(keyword_ids=newly_dirty, now=now)
+        return newly_dirty
     newly_dirty = []
-    for keyword_id in sorted(set(keyword_ids)):
+    for keyword_id in ids:
         # Most grades land on a keyword that is dirty already (its recompute is queued or
         # running): one UPDATE. Only a clean keyword needs a run queued for it, so the
         # caller learns which ones turned dirty here.

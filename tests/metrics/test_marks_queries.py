@@ -4,13 +4,16 @@ same write through the ORM does (SQLite by default; PostgreSQL with DATABASE_URL
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from evaluations.models import Keyword
 from metrics import queries
 from metrics.models import KeywordRecomputeMark as Mark
+from metrics.recompute.marks import keywords_version_bump
 from searchtweak import sql
 from tests.conftest import skip_or_fail
 from tests.evaluations.factories import KeywordFactory
@@ -73,6 +76,32 @@ def test_bump_if_dirty(keywords):
                 Mark.objects.filter(keyword=k, dirty_since__isnull=False)
                 .update(version=F("version") + 1))))
         assert answers == [keyword is dirty] * 2
+
+
+def test_bump_if_dirty_of_many(keywords):
+    _clean, dirty, ahead, _fresh = keywords
+    answers = []
+    same_as_orm(
+        keywords,
+        lambda: answers.append(queries.keywords_version_bump_if_dirty(
+            keyword_ids=[k.pk for k in keywords])),
+        lambda: [Mark.objects.filter(keyword=k, dirty_since__isnull=False)
+                 .update(version=F("version") + 1) for k in keywords])
+    assert answers == [[dirty.pk, ahead.pk]]
+
+
+def test_marks_bump_of_many_says_which_turned_dirty(keywords):
+    # Two statements for many keywords; the same marks and answer as one keyword at a time.
+    clean, _dirty, _ahead, fresh = keywords
+    now = timezone.now()
+    before = {k.pk: mark_of(k) for k in keywords}
+    assert keywords_version_bump(keyword_ids=[k.pk for k in keywords]) == sorted(
+        [clean.pk, fresh.pk])
+    for k in keywords:
+        after = mark_of(k)
+        assert after.version == before[k.pk].version + 1
+        assert after.dirty_since is not None and (
+            after.dirty_since == before[k.pk].dirty_since or after.dirty_since >= now)
 
 
 def test_bump(keywords):
@@ -142,3 +171,12 @@ def test_bump_cte_on_postgresql(keywords):
             f" {cte} SELECT dirty_since FROM dirty", [clean.pk, dirty.pk, fresh.pk, now])),
         lambda: [orm_bump(clean, now), orm_bump(fresh, now)])
     assert rows == [(now,), (now,)]
+
+
+def test_marks_bump_of_many_is_two_statements_whatever_their_number(keywords):
+    # A judge's store of several batches bumps their keywords at once, not one or two
+    # statements a keyword.
+    more = KeywordFactory.create_batch(6)
+    with CaptureQueriesContext(connection) as captured:
+        keywords_version_bump(keyword_ids=[k.pk for k in keywords + more])
+    assert len(captured.captured_queries) == 2

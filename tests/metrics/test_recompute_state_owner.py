@@ -14,7 +14,8 @@ MARK_WRITES = [
     r'"?\bdirty_since"?\s*=\s*(COALESCE|CASE|NULL)',  # SQL: dirty_since = ...
     r"\bcomputed_version\s*=\s*computed\.",  # SQL: computed_version = ...
 ]
-MARK_STATEMENTS = ["keyword_version_bump_if_dirty", "keywords_version_bump",
+MARK_STATEMENTS = ["keyword_version_bump_if_dirty", "keywords_version_bump_if_dirty",
+                   "keywords_version_bump",
                    "evaluation_fetched_keywords_version_bump", "keywords_mark_computed",
                    "keyword_version_bump_cte"]
 # The tables metrics owns, as Django names them, and the models' names.
