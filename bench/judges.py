@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import grading  # noqa: E402  (bench/grading.py: processes, seeding, database helpers)
 import load  # noqa: E402  (bench/load.py: settling and the recompute comparison)
-from _support import bench_database, bench_redis  # noqa: E402
+from _support import bench_database, bench_redis, report  # noqa: E402
 
 
 def grade_of(doc_id: str) -> int:
@@ -217,6 +217,12 @@ def main() -> int:
         row.update(in_flight_ratio=None if row["in_flight_mean"] is None
                    else round(row["in_flight_mean"] / args.concurrency, 3))
         row.update(load.compare_with_recompute(evaluation_id, args.timeout))
+        if wall is not None:
+            report(f"judges at {args.latency * 1000:.0f} ms, batch {args.batch}, concurrency "
+                   f"{args.concurrency}: wall", "s", {f"{args.pairs / 1000:g}k": wall},
+                   target=f"<= {1.3 * limit:.1f} s (1.3 x the limit {limit:.1f} s)",
+                   note=f"pairs; lost {row['lost']}, asked twice {row['asked_twice']}, "
+                        f"stored == recompute {row['equal_to_recompute']}")
         if args.json:
             print(json.dumps(row), flush=True)
         else:
