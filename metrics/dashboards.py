@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.core.cache import cache
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Paginator
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -362,8 +362,106 @@ class TableRow:
 
 @dataclass(frozen=True)
 class KeywordTable:
-    page: Page
+    page: "TablePage"
     rows: list[TableRow]
+
+
+@dataclass(frozen=True)
+class TablePage:
+    """One page of the keyword table, reached by a page number (OFFSET) or by a cursor: the
+    keyword the page starts after (Next) or ends before (Previous). `number` is the page's
+    number when known (the links carry it; a bare cursor has none)."""
+
+    object_list: list[Keyword]
+    number: int | None
+    count: int
+    per_page: int
+    more_before: bool
+    more_after: bool
+
+    # Methods, as Django's Page has them (templates call them the same way).
+    def has_previous(self) -> bool:
+        return self.more_before
+
+    def has_next(self) -> bool:
+        return self.more_after
+
+    @property
+    def num_pages(self) -> int:
+        return max(1, math.ceil(self.count / self.per_page))
+
+    @property
+    def first_id(self) -> int | None:
+        return self.object_list[0].pk if self.object_list else None
+
+    @property
+    def last_id(self) -> int | None:
+        return self.object_list[-1].pk if self.object_list else None
+
+    @property
+    def previous_page_number(self) -> int | None:
+        return self.number - 1 if self.number and self.number > 1 else None
+
+    @property
+    def next_page_number(self) -> int | None:
+        return self.number + 1 if self.number else None
+
+
+def _after(fields: list[tuple[str, bool]], key: tuple, *, nullable_first: bool) -> Q:
+    """The rows strictly after `key` in the order of `fields` ((name, descending) pairs;
+    the first may be null and then sorts last in both directions)."""
+    (name, descending), rest = fields[0], fields[1:]
+    value = key[0]
+    if nullable_first and value is None:
+        return Q(**{f"{name}__isnull": True}) & _after(rest, key[1:], nullable_first=False)
+    beyond = Q(**{f"{name}__{'lt' if descending else 'gt'}": value})
+    if rest:
+        beyond |= Q(**{name: value}) & _after(rest, key[1:], nullable_first=False)
+    if nullable_first:
+        beyond |= Q(**{f"{name}__isnull": True})
+    return beyond
+
+
+def _before(fields: list[tuple[str, bool]], key: tuple, *, nullable_first: bool) -> Q:
+    """The rows strictly before `key` in the order of `fields` (see _after)."""
+    (name, descending), rest = fields[0], fields[1:]
+    value = key[0]
+    if nullable_first and value is None:
+        earlier = Q(**{f"{name}__isnull": False})
+        if rest:
+            earlier |= Q(**{f"{name}__isnull": True}) & _before(rest, key[1:],
+                                                                nullable_first=False)
+        return earlier
+    earlier = Q(**{f"{name}__{'gt' if descending else 'lt'}": value})
+    if rest:
+        earlier |= Q(**{name: value}) & _before(rest, key[1:], nullable_first=False)
+    return earlier
+
+
+def _order(fields: list[tuple[str, bool]], *, reverse: bool, nullable_first: bool) -> list:
+    """order_by() terms for `fields`, or for their reverse (the first's nulls then first)."""
+    terms = []
+    for i, (name, descending) in enumerate(fields):
+        descending = descending != reverse
+        nulls = {"nulls_first": True} if reverse else {"nulls_last": True}
+        term = F(name).desc(**nulls) if descending else F(name).asc(**nulls)
+        terms.append(term if nullable_first and i == 0 else
+                     F(name).desc() if descending else F(name).asc())
+    return terms
+
+
+def _keyset_slice(rows: QuerySet, fields: list[tuple[str, bool]], key: tuple | None, *,
+                  backward: bool, size: int, nullable_first: bool) -> list:
+    """Up to `size` rows of `rows` after `key` (before it when `backward`, nearest first),
+    in the order of `fields`: a range scan along an index in that order, whatever the
+    page's depth."""
+    if key is not None:
+        rows = rows.filter((_before if backward else _after)(fields, key,
+                                                             nullable_first=nullable_first))
+    if size <= 0:
+        return []
+    return list(rows.order_by(*_order(fields, reverse=backward,
+                                      nullable_first=nullable_first))[:size])
 
 
 def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
@@ -392,9 +490,32 @@ def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
         order = F("sort_value").desc(nulls_last=True) if descending else F(
             "sort_value").asc(nulls_last=True)
         return keywords.order_by(order, "position")
+    # Position breaks ties of text so a keyset page (keyword_table) has one order to follow.
+    fields, _ = keyword_sort_fields(configs=configs, sort=sort, descending=descending, show=show)
+    return keywords.order_by(*_order(fields, reverse=False, nullable_first=False))
+
+
+def _sort_metric(*, configs: list[EvaluationMetric], sort: str, descending: bool,
+                 show: str) -> tuple[int | None, bool]:
+    """The metric the table sorts by (None: position or text) and the direction: "worst"
+    sorts by the first metric, lowest first, when no metric is chosen."""
+    metric_id = int(sort[1:]) if sort.startswith("m") else None
+    if show == "worst" and metric_id is None and configs:
+        metric_id = configs[0].pk
+    return metric_id, descending and show != "worst"
+
+
+def keyword_sort_fields(*, configs: list[EvaluationMetric], sort: str, descending: bool,
+                        show: str) -> tuple[list[tuple[str, bool]], bool]:
+    """The (field, descending) pairs keyword_queryset orders by, and whether the first is
+    the metric value that may be null (sorted last in both directions)."""
+    metric_id, descending = _sort_metric(configs=configs, sort=sort, descending=descending,
+                                         show=show)
+    if metric_id is not None:
+        return [("sort_value", descending), ("position", False)], True
     if sort == "text":
-        return keywords.order_by("-normalized_text" if descending else "normalized_text")
-    return keywords.order_by("-position" if descending else "position")
+        return [("normalized_text", descending), ("position", descending)], False
+    return [("position", descending)], False
 
 
 class MetricOrder:
@@ -439,6 +560,45 @@ class MetricOrder:
         keywords = Keyword.objects.filter(evaluation=self.evaluation).in_bulk(ids)
         return [keywords[pk] for pk in ids if pk in keywords]
 
+    def keyset(self, cursor: Keyword | None, *, backward: bool, size: int) -> list[Keyword]:
+        """Up to `size` keywords after `cursor` (an annotated sort_value; before it when
+        `backward`, nearest first): a range of kmv_metric_value_kw_idx from the cursor's
+        (value, keyword id), then the keywords without a value from its position, so page
+        1,000 costs what page 2 does."""
+        values = KeywordMetricValue.objects.filter(
+            metric_id=self.config.pk, value__isnull=False).values_list("keyword_id", flat=True)
+        value_fields = [("value", self.descending), ("keyword_id", False)]
+        missing = Keyword.objects.filter(evaluation=self.evaluation).exclude(Exists(
+            KeywordMetricValue.objects.filter(keyword_id=OuterRef("pk"), metric_id=self.config.pk,
+                                              value__isnull=False))).values_list("pk", flat=True)
+        if self.values_only:
+            missing = missing.none()
+        position = [("position", False)]
+        in_values = cursor is None or cursor.sort_value is not None
+        value_key = (cursor.sort_value, cursor.pk) if cursor is not None and in_values else None
+        if not backward:
+            if not in_values:
+                return self._keywords(_keyset_slice(missing, position, (cursor.position,),
+                                                    backward=False, size=size,
+                                                    nullable_first=False))
+            ids = _keyset_slice(values, value_fields, value_key, backward=False, size=size,
+                                nullable_first=False)
+            ids += _keyset_slice(missing, position, None, backward=False,
+                                 size=size - len(ids), nullable_first=False)
+            return self._keywords(ids)
+        if in_values:
+            return self._keywords(_keyset_slice(values, value_fields, value_key, backward=True,
+                                                size=size, nullable_first=False))
+        ids = _keyset_slice(missing, position, (cursor.position,), backward=True, size=size,
+                            nullable_first=False)
+        ids += _keyset_slice(values, value_fields, None, backward=True, size=size - len(ids),
+                             nullable_first=False)
+        return self._keywords(ids)
+
+    def _keywords(self, ids: list[int]) -> list[Keyword]:
+        keywords = Keyword.objects.filter(evaluation=self.evaluation).in_bulk(ids)
+        return [keywords[pk] for pk in ids if pk in keywords]
+
 
 def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
@@ -457,23 +617,63 @@ def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                             descending=descending, show=show, search=search)
 
 
+def _cursor_keyword(*, evaluation: Evaluation, metric_id: int | None,
+                    keyword_id: int) -> Keyword | None:
+    """The keyword a cursor names, with its value of the sort metric; None when it is not
+    one of the evaluation's (the table then shows page 1)."""
+    keywords = Keyword.objects.filter(evaluation=evaluation, pk=keyword_id)
+    if metric_id is not None:
+        keywords = keywords.annotate(sort_value=Subquery(KeywordMetricValue.objects.filter(
+            keyword_id=OuterRef("pk"), metric_id=metric_id).values("value")[:1]))
+    return keywords.only("pk", "position", "normalized_text").first()
+
+
 def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
                   visibility: GradeVisibility, search: str = "",
-                  page_number: int | str | None = 1,
-                  per_page: int = KEYWORDS_PER_PAGE) -> KeywordTable:
+                  page_number: int | str | None = 1, after: int | None = None,
+                  before: int | None = None, per_page: int = KEYWORDS_PER_PAGE) -> KeywordTable:
     """One page of the per-keyword table: values of every metric and, for the expanding
-    rows, each keyword's snapshots with the slots the viewer may see. Six queries at any
-    size."""
+    rows, each keyword's snapshots with the slots the viewer may see. A cursor (the page
+    starts `after` a keyword, or ends `before` one) reads the page along the sort's index
+    from that keyword's key, whatever the depth; a bare page number pages with OFFSET.
+    Seven queries at any size."""
     keywords = keyword_order(evaluation=evaluation, configs=configs, sort=sort,
                              descending=descending, show=show, search=search)
-    page = Paginator(keywords, per_page).get_page(page_number)
-    page_keywords = list(page.object_list)
+    metric_id, _ = _sort_metric(configs=configs, sort=sort, descending=descending, show=show)
+    cursor_id = before if before is not None else after
+    cursor = None if cursor_id is None else _cursor_keyword(
+        evaluation=evaluation, metric_id=metric_id, keyword_id=cursor_id)
+    if cursor is None:
+        page = Paginator(keywords, per_page).get_page(page_number)
+        table_page = TablePage(list(page.object_list), page.number, page.paginator.count,
+                               per_page, page.has_previous(), page.has_next())
+    else:
+        backward = before is not None
+        if isinstance(keywords, MetricOrder):
+            found = keywords.keyset(cursor, backward=backward, size=per_page + 1)
+        else:
+            fields, nullable = keyword_sort_fields(configs=configs, sort=sort,
+                                                   descending=descending, show=show)
+            key = tuple(getattr(cursor, name) for name, _ in fields)
+            found = _keyset_slice(keywords, fields, key, backward=backward,
+                                  size=per_page + 1, nullable_first=nullable)
+        more = len(found) > per_page
+        found = found[:per_page]
+        number = int(page_number) if page_number else None
+        if backward:
+            found.reverse()
+            # Back at the start: whatever the link said, this is page 1.
+            number = number if more else 1
+        table_page = TablePage(found, number, keywords.count(), per_page,
+                               more_before=more if backward else True,
+                               more_after=True if backward else more)
+    page_keywords = table_page.object_list
     rows = keyword_rows(evaluation=evaluation, keywords=page_keywords)
     snapshots = snapshot_details([keyword.pk for keyword in page_keywords],
                                  visibility=visibility)
-    return KeywordTable(page=page, rows=[TableRow(row, snapshots[row.keyword.pk])
-                                         for row in rows])
+    return KeywordTable(page=table_page, rows=[TableRow(row, snapshots[row.keyword.pk])
+                                               for row in rows])
 
 
 # --- team dashboard ------------------------------------------------------------------------

@@ -16,6 +16,9 @@ class KeywordTableForm(forms.Form):
     show = forms.ChoiceField(choices=list(FILTERS.items()), required=False)
     q = forms.CharField(required=False, max_length=500, label="Search")
     page = forms.IntegerField(required=False, min_value=1)
+    # Keyset cursors: the page starts after (Next) or ends before (Previous) this keyword.
+    after = forms.IntegerField(required=False, min_value=1)
+    before = forms.IntegerField(required=False, min_value=1)
     dist = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
     against = forms.ChoiceField(choices=[("", "Baseline, else previous"),
                                          ("baseline", "Team baseline"),

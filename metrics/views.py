@@ -41,7 +41,8 @@ def _table_params(form: KeywordTableForm) -> dict:
     return {
         "sort": data.get("sort") or "position", "descending": data.get("dir") == "desc",
         "show": data.get("show") or "", "search": data.get("q") or "",
-        "page_number": data.get("page") or 1,
+        "page_number": data.get("page"), "after": data.get("after"),
+        "before": data.get("before"),
     }
 
 
@@ -102,7 +103,8 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
     def sort_link(key: str) -> dict:
         active = params["sort"] == key
         descending = not params["descending"] if active else key.startswith("m")
-        return {"query": query_with(data, sort=key, dir="desc" if descending else "asc", page=""),
+        return {"query": query_with(data, sort=key, dir="desc" if descending else "asc",
+                                    page="", after="", before=""),
                 "active": active, "descending": params["descending"] if active else None}
 
     return {
@@ -111,9 +113,10 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
         "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
         "metric_columns": [(config, dashboards.metric_label(config), sort_link(f"m{config.pk}"))
                            for config in configs],
-        "filter_links": [(key, name, query_with(data, show=key, page=""), params["show"] == key)
+        "filter_links": [(key, name, query_with(data, show=key, page="", after="", before=""),
+                          params["show"] == key)
                          for key, name in dashboards.FILTERS.items()],
-        "page_query": query_with(data, page=""),
+        "page_query": query_with(data, page="", after="", before=""),
     }
 
 

@@ -141,6 +141,8 @@ def _queries(ids: Ids) -> dict[str, dict]:
         "metrics:compare_keyword": {**pair, "keyword": ids.keyword.text},
         "metrics:compare_many": {"evaluation": [ids.earlier.pk, ids.evaluation.pk]},
         "judges:calibration": {"evaluation": ids.evaluation.pk},
+        # A keyset page of the keyword table (Next's link: after a keyword, page 2).
+        "metrics:evaluation_dashboard_table": {"after": ids.keyword.pk, "page": 2},
         "judges:run_estimate": {"judge": ids.values["judge_id"], "mode": "shadow"},
     }
 

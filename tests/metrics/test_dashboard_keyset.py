@@ -1,0 +1,137 @@
+"""Keyset pages of the per-keyword table (metrics.dashboards.keyword_table with a cursor):
+walked forward by `after` and back by `before`, they give the full ORM order, ties, nulls
+and search included, and a page costs the same queries at any size."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from metrics import dashboards
+from metrics.models import KeywordMetricValue
+from metrics.recompute.means import evaluation_means_refresh
+from searchtweak.access import GradeVisibility
+from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
+
+PER_PAGE = 4
+
+
+def _table(evaluation, configs, **params):
+    return dashboards.keyword_table(
+        evaluation=evaluation, configs=configs, per_page=PER_PAGE,
+        visibility=GradeVisibility(None, frozenset({evaluation.team_id})), **params)
+
+
+def _walk(evaluation, configs, **params) -> tuple[list[int], list[int]]:
+    """The ids page by page forward (Next: after the last) and then back from the last page
+    (Previous: before the first)."""
+    table = _table(evaluation, configs, **params)
+    forward = [row.row.keyword.pk for row in table.rows]
+    while table.page.has_next():
+        table = _table(evaluation, configs, after=table.page.last_id, **params)
+        forward = forward + [row.row.keyword.pk for row in table.rows]
+    backward = [row.row.keyword.pk for row in table.rows]
+    while table.page.has_previous():
+        table = _table(evaluation, configs, before=table.page.first_id, **params)
+        backward = [row.row.keyword.pk for row in table.rows] + backward
+    assert table.page.number == 1
+    return forward, backward
+
+
+@pytest.fixture
+def evaluation(personas):
+    evaluation = bulk_evaluation(team=personas.team, graders=graders_of(personas.team),
+                                 keyword_count=19, graded_share=0.5, seed=4)
+    ap = dashboards.metric_configs(evaluation.pk)[1]
+    keywords = list(evaluation.keywords.order_by("position"))
+    # Ties across page boundaries, a null value and a value never computed.
+    KeywordMetricValue.objects.filter(metric=ap, keyword__in=keywords[2:9]).update(value=0.5)
+    KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[4]).update(value=None)
+    KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[11]).delete()
+    evaluation_means_refresh(evaluation_id=evaluation.pk, rebuild=True)
+    return evaluation
+
+
+@pytest.mark.parametrize("params", [
+    {"sort": "m", "descending": False}, {"sort": "m", "descending": True},
+    {"sort": "m", "descending": False, "show": "worst"},
+    {"sort": "m", "descending": True, "search": "1"},
+    {"sort": "position", "descending": False}, {"sort": "position", "descending": True},
+    {"sort": "text", "descending": True}, {"sort": "position", "search": "1"},
+])
+def test_keyset_pages_concatenated_are_the_orm_order(evaluation, params):
+    configs = dashboards.metric_configs(evaluation.pk)
+    if params["sort"] == "m":
+        params = {**params, "sort": f"m{configs[1].pk}"}
+    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
+                                                **params).values_list("pk", flat=True))
+    assert len(expected) > 2 * PER_PAGE
+    forward, backward = _walk(evaluation, configs, **params)
+    assert forward == expected
+    assert backward == expected
+
+
+def test_a_metric_keyset_puts_the_keywords_without_a_value_last_both_ways(evaluation):
+    configs = dashboards.metric_configs(evaluation.pk)
+    ap = configs[1]
+    keywords = list(evaluation.keywords.order_by("position"))
+    for descending in (False, True):
+        forward, _ = _walk(evaluation, configs, sort=f"m{ap.pk}", descending=descending)
+        assert forward[-2:] == [keywords[4].pk, keywords[11].pk]
+
+
+def test_a_malformed_cursor_answers_400_and_an_unknown_one_page_1(client, personas,
+                                                                   evaluation):
+    client.force_login(personas.lead)
+    url = reverse("metrics:evaluation_dashboard_table", args=[evaluation.pk])
+    assert client.get(url, {"after": "x1"}).status_code == 400
+    assert client.get(url, {"before": "-3"}).status_code == 400
+    response = client.get(url, {"after": "999999999"})
+    assert response.status_code == 200
+    assert response.context["table"].page.number == 1
+    first = evaluation.keywords.order_by("position").first()
+    assert response.context["table"].rows[0].row.keyword.pk == first.pk
+
+
+def test_the_pager_links_keep_sort_direction_and_search(client, personas, evaluation,
+                                                          monkeypatch):
+    monkeypatch.setitem(dashboards.keyword_table.__kwdefaults__, "per_page", PER_PAGE)
+    client.force_login(personas.lead)
+    url = reverse("metrics:evaluation_dashboard_table", args=[evaluation.pk])
+    response = client.get(url, {"sort": "position", "dir": "desc", "q": "1"})
+    table = response.context["table"]
+    html = response.content.decode()
+    assert f"after={table.page.last_id}&amp;page=2" in html
+    assert "sort=position&amp;dir=desc&amp;q=1" in html
+    response = client.get(url, {"sort": "position", "dir": "desc", "q": "1",
+                                "after": table.page.last_id, "page": 2})
+    first_id = response.context["table"].page.first_id
+    assert f"before={first_id}&amp;page=1" in response.content.decode()
+
+
+def _second(evaluation, configs) -> int:
+    return list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
+                                            sort=f"m{configs[0].pk}")
+                .values_list("pk", flat=True))[1]
+
+
+def _queries(evaluation, **params) -> int:
+    configs = dashboards.metric_configs(evaluation.pk)
+    # The second keyword in the metric's order: both pages stay among keywords with a value
+    # (a page that reaches those without one runs one more query, at any size).
+    middle = _second(evaluation, configs)
+    with CaptureQueriesContext(connection) as captured:
+        _table(evaluation, configs, sort=f"m{configs[0].pk}", after=middle, **params)
+    return len(captured)
+
+
+def test_a_keyset_page_runs_the_same_queries_at_two_sizes(personas,
+                                                          django_assert_num_queries):
+    graders = graders_of(personas.team)
+    small = bulk_evaluation(team=personas.team, graders=graders, keyword_count=12, seed=1)
+    large = bulk_evaluation(team=personas.team, graders=graders, keyword_count=60, seed=2)
+    expected = _queries(small)
+    configs = dashboards.metric_configs(large.pk)
+    middle = _second(large, configs)
+    with django_assert_num_queries(expected):
+        _table(large, configs, sort=f"m{configs[0].pk}", after=middle)
