@@ -557,8 +557,7 @@ class MetricOrder:
                                                   value__isnull=False)),
             ).order_by("position").values_list("pk", flat=True)[
                 max(0, start - self.value_count):stop - self.value_count])
-        keywords = Keyword.objects.filter(evaluation=self.evaluation).in_bulk(ids)
-        return [keywords[pk] for pk in ids if pk in keywords]
+        return self._keywords(ids)
 
     def keyset(self, cursor: Keyword | None, *, backward: bool, size: int) -> list[Keyword]:
         """Up to `size` keywords after `cursor` (an annotated sort_value; before it when
