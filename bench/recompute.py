@@ -321,6 +321,10 @@ def main() -> None:
     print(f"recompute_metrics, {scratch_size:,} keywords x 10 x 3 slots, {len(SIX_METRICS)} "
           f"metrics: {scratch_seconds:.2f} s (goal <= 10 s)")
     drop_database(DB_NAME)
+    report("grade POST -> mean stored, p95", "ms",
+           {str(size): p95[size] * 1000 for size, _ in rows}, target="ratio <= 1.5")
+    report("recompute_metrics (x 10 results x 3 slots, 6 metrics)", "s",
+           {str(scratch_size): scratch_seconds})
 
 if __name__ == "__main__":
     main()
