@@ -344,7 +344,13 @@ def _results(spec, keywords: dict[int, str], *, client: httpx.Client,
     done: queue.SimpleQueue[tuple[int, FetchResult]] = queue.SimpleQueue()
 
     def run(keyword_id: int, text: str) -> None:
-        done.put((keyword_id, guarded(text)))
+        # The loop below counts results down to zero: a thread ended by anything `guarded`
+        # does not catch (a BaseException) must still hand one in, or the loop never ends.
+        result = FetchResult(error="internal error: the request thread stopped")
+        try:
+            result = guarded(text)
+        finally:
+            done.put((keyword_id, result))
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
         for keyword_id, text in keywords.items():

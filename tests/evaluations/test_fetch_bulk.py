@@ -165,3 +165,22 @@ def test_the_statements_of_a_group_do_not_grow_with_its_results():
 
         assert len(others(few)) == len(others(many))
         assert len([sql for sql in many if sql.startswith("INSERT")]) <= (150 + 450) // 40
+
+
+def test_a_request_thread_ended_by_a_base_exception_still_hands_in_a_result(monkeypatch):
+    """The fetch loop counts results down to zero; a thread ended by what the keyword's own
+    guard does not catch (SystemExit here) must not leave it waiting for ever."""
+    from evaluations.services import fetch
+
+    def answer(spec, text, *, client):
+        if text == "stops":
+            raise SystemExit("a request thread ended")
+        return result(text)
+
+    monkeypatch.setattr(fetch, "fetch_keyword_results", answer)
+    groups = list(fetch._results(None, {1: "shoes", 2: "stops", 3: "boots"}, client=None,
+                                 workers=2))
+    by_keyword = dict(pair for group in groups for pair in group)
+    assert sorted(by_keyword) == [1, 2, 3]
+    assert by_keyword[2].error == "internal error: the request thread stopped"
+    assert [d.doc_id for d in by_keyword[1].documents] == ["shoes-1", "shoes-2", "shoes-3"]
