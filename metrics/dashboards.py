@@ -566,32 +566,25 @@ class MetricOrder:
         1,000 costs what page 2 does."""
         values = KeywordMetricValue.objects.filter(
             metric_id=self.config.pk, value__isnull=False).values_list("keyword_id", flat=True)
-        value_fields = [("value", self.descending), ("keyword_id", False)]
         missing = Keyword.objects.filter(evaluation=self.evaluation).exclude(Exists(
             KeywordMetricValue.objects.filter(keyword_id=OuterRef("pk"), metric_id=self.config.pk,
                                               value__isnull=False))).values_list("pk", flat=True)
         if self.values_only:
             missing = missing.none()
-        position = [("position", False)]
         in_values = cursor is None or cursor.sort_value is not None
-        value_key = (cursor.sort_value, cursor.pk) if cursor is not None and in_values else None
-        if not backward:
-            if not in_values:
-                return self._keywords(_keyset_slice(missing, position, (cursor.position,),
-                                                    backward=False, size=size,
-                                                    nullable_first=False))
-            ids = _keyset_slice(values, value_fields, value_key, backward=False, size=size,
-                                nullable_first=False)
-            ids += _keyset_slice(missing, position, None, backward=False,
+        # The walk's two sources in forward order: keywords with a value, then those
+        # without. A page starts in the cursor's source, from its key, and goes on into
+        # the next one (backward: the previous one) from that source's end.
+        sources = [(values, [("value", self.descending), ("keyword_id", False)],
+                    (cursor.sort_value, cursor.pk) if cursor is not None and in_values else None),
+                   (missing, [("position", False)],
+                    None if in_values else (cursor.position,))]
+        first = 0 if in_values else 1
+        walk = sources[first::-1] if backward else sources[first:]
+        ids: list[int] = []
+        for step, (rows, fields, key) in enumerate(walk):
+            ids += _keyset_slice(rows, fields, key if step == 0 else None, backward=backward,
                                  size=size - len(ids), nullable_first=False)
-            return self._keywords(ids)
-        if in_values:
-            return self._keywords(_keyset_slice(values, value_fields, value_key, backward=True,
-                                                size=size, nullable_first=False))
-        ids = _keyset_slice(missing, position, (cursor.position,), backward=True, size=size,
-                            nullable_first=False)
-        ids += _keyset_slice(values, value_fields, None, backward=True, size=size - len(ids),
-                             nullable_first=False)
         return self._keywords(ids)
 
     def _keywords(self, ids: list[int]) -> list[Keyword]:
