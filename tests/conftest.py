@@ -34,6 +34,17 @@ def import_or_skip(name: str, *, reason: str) -> ModuleType:
         raise  # unreachable: skip_or_fail always raises
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """MD5 for every password the suite makes. Django's PBKDF2 costs about half a second a
+    hash here, and `personas` makes six users per test: with it, hashing took nine tenths of
+    the suite's time. What the tests check of passwords does not depend on the hasher."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _eager_celery():
     """Run tasks in-process, as the embedded default does.

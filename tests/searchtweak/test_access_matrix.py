@@ -25,7 +25,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.db import transaction
-from django.test import Client, override_settings
+from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
@@ -149,9 +149,7 @@ def _build() -> Dataset:
 @pytest.fixture(scope="module")
 def dataset(django_db_setup, django_db_blocker):
     # One dataset for every row; each request rolls back what it changed.
-    with (django_db_blocker.unblock(),
-          override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
-          transaction.atomic()):
+    with django_db_blocker.unblock(), transaction.atomic():
         yield _build()
         transaction.set_rollback(True)
 

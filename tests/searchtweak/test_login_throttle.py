@@ -22,12 +22,6 @@ ADDRESS_LOCKED = ("Too many failed logins from your address: logging in from thi
                   "locked for 10 more minutes, for every account.")
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    # Each try checks a password; the default hasher's cost is not what is tested here.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def _login(username: str, password: str, address: str):
     client = Client(REMOTE_ADDR=address)
     response = client.post(reverse("login"), {"username": username, "password": password})

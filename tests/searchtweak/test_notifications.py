@@ -36,11 +36,6 @@ from tests.searchtweak.factories import TeamFactory, member
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def quick_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def team_people():
     team = TeamFactory(name="Acme")

@@ -31,7 +31,6 @@ LAST = ("DELETE",)
 
 @pytest.fixture
 def seeded(live_server, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # A webhook the fuzzer creates and tests is sent inside its request (eager tasks):
     # its retries must fit the call's timeout.
     settings.WEBHOOK_RETRY_BACKOFF_MS = 1
