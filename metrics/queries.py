@@ -197,13 +197,14 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[KeywordVa
     if sql.is_postgresql():
         # One array per column: a statement with a placeholder per cell (16,000 for a
         # chunk) cost the driver more to parse than PostgreSQL to run it (recompute_metrics
-        # spent half its time splitting the query text: bench/recompute.py --large).
+        # spent half its time splitting the query text: bench/recompute.py --large). The
+        # arrays go bound in binary (%b), not quoted into the text: a third of the time.
         columns = list(zip(*rows, strict=True))
         source = ("SELECT r.keyword_id, r.metric_id, r.value, r.lower, r.upper, r.exact,"
-                  " r.version, CAST(%s AS TIMESTAMP WITH TIME ZONE) FROM UNNEST("
-                  "CAST(%s AS BIGINT[]), CAST(%s AS BIGINT[]), CAST(%s AS DOUBLE PRECISION[]),"
-                  " CAST(%s AS DOUBLE PRECISION[]), CAST(%s AS DOUBLE PRECISION[]),"
-                  " CAST(%s AS BOOLEAN[]), CAST(%s AS INTEGER[]))"
+                  " r.version, CAST(%b AS TIMESTAMP WITH TIME ZONE) FROM UNNEST("
+                  "CAST(%b AS BIGINT[]), CAST(%b AS BIGINT[]), CAST(%b AS DOUBLE PRECISION[]),"
+                  " CAST(%b AS DOUBLE PRECISION[]), CAST(%b AS DOUBLE PRECISION[]),"
+                  " CAST(%b AS BOOLEAN[]), CAST(%b AS INTEGER[]))"
                   " AS r (keyword_id, metric_id, value, lower, upper, exact, version)")
         params = [now, *(list(column) for column in columns)]
     else:
@@ -212,7 +213,7 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[KeywordVa
             params += [row.keyword_id, row.metric_id, row.value, row.lower, row.upper,
                        row.bounds_exact, row.version, now]
         source = f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(rows))}"
-    return [KeywordValueRow(*row) for row in _run(
+    return [KeywordValueRow(*row) for row in _rows(
         f"INSERT INTO {table} (keyword_id, metric_id, value, lower, upper, bounds_exact,"
         f" computed_version, updated_at) {source}"
         " ON CONFLICT (keyword_id, metric_id) DO UPDATE SET value = excluded.value,"
@@ -221,7 +222,7 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[KeywordVa
         " computed_version = excluded.computed_version, updated_at = excluded.updated_at"
         f" WHERE {table}.computed_version <= excluded.computed_version"
         " RETURNING keyword_id, metric_id, value, lower, upper, bounds_exact",
-        params,
+        params, binary=True,
     )]
 
 
