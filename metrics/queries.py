@@ -22,6 +22,7 @@ from metrics.core.exact_sum import total_decode, total_encode
 from metrics.models import (
     DashboardCount,
     EvaluationRecomputeState,
+    KeywordDashboardShare,
     KeywordMetricValue,
     KeywordQueueWidth,
     KeywordRecomputeMark,
@@ -617,12 +618,63 @@ def recompute_due_upsert(*, evaluation_id: int, due_at: datetime | None) -> None
 # --- the dashboard's counts (metrics.recompute.aggregates) ---
 
 
-def snapshot_grade_rows(*, keyword_ids: list[int]) -> list[tuple]:
-    """(keyword, slots, graded, lowest, highest, sum of grades) per snapshot with slots."""
-    return _run(
-        "SELECT keyword_id, COUNT(*), COUNT(grade), MIN(grade), MAX(grade), SUM(grade)"
-        f" FROM {_table(FeedbackSlot)} WHERE keyword_id IN ({_marks(keyword_ids)})"
-        " GROUP BY keyword_id, snapshot_id", keyword_ids)
+def _share_parts(*, slot_filter: str, value_filter: str, edges: list[float]) -> str:
+    """SQL of (keyword_id, key, n): what each keyword adds to the dashboard counts
+    (metrics.recompute.aggregates, which documents the keys): its snapshots by grade
+    pattern, and its metric values by bin of `edges` ([0, 1] in tenths: a value's bin is
+    how many of the inner edges it reaches, numpy.histogram's rule; 1.0 is in the last
+    bin, a value outside [0, 1] in bin -1). The filters name the rows of the slot and value
+    tables. Parameters in order: the slot filter's, the inner edges, the value filter's."""
+    def text(expression: str) -> str:
+        return f"COALESCE(CAST({expression} AS TEXT), '')"
+
+    bins = " + ".join(["CASE WHEN v.value >= %s THEN 1 ELSE 0 END"] * (len(edges) - 2))
+    return (
+        "SELECT keyword_id, key, COUNT(*) AS n FROM ("
+        "SELECT keyword_id, 'p:' || " + " || ':' || ".join(
+            text(column) for column in ("COUNT(*)", "COUNT(grade)", "MIN(grade)",
+                                        "MAX(grade)", "SUM(grade)")) +
+        f" AS key FROM {_table(FeedbackSlot)} WHERE {slot_filter}"
+        " GROUP BY keyword_id, snapshot_id) patterns GROUP BY keyword_id, key"
+        " UNION ALL SELECT keyword_id, key, COUNT(*) FROM ("
+        "SELECT v.keyword_id, 'b:' || CAST(v.metric_id AS TEXT) || ':' || CAST("
+        "CASE WHEN v.value < 0 OR v.value > 1 THEN -1"
+        f" WHEN v.value = 1 THEN {len(edges) - 2} ELSE {bins} END AS TEXT) AS key"
+        f" FROM {_table(KeywordMetricValue)} v WHERE v.value IS NOT NULL AND {value_filter}"
+        ") bins GROUP BY keyword_id, key")
+
+
+def dashboard_share_rows(*, keyword_ids: list[int], edges: list[float]) -> list[tuple]:
+    """(keyword, key, count) of each key of the keywords' dashboard shares (_share_parts)."""
+    marks = _marks(keyword_ids)
+    return _run(_share_parts(slot_filter=f"keyword_id IN ({marks})",
+                             value_filter=f"v.keyword_id IN ({marks})", edges=edges),
+                [*keyword_ids, *edges[1:-1], *keyword_ids])
+
+
+def dashboard_shares_rebuild(*, evaluation_id: int, edges: list[float], built_key: str) -> None:
+    """Replace every share of the evaluation and its counts by what its slots and values
+    give now, in the database: no row of the 3M slots of 100,000 keywords comes to Python.
+    A keyword with neither slots nor values keeps no share."""
+    shares, counts = _table(KeywordDashboardShare), _table(DashboardCount)
+    parts = _share_parts(
+        slot_filter="evaluation_id = %s",
+        value_filter=(f"v.metric_id IN (SELECT id FROM {_table(EvaluationMetric)}"
+                      " WHERE evaluation_id = %s)"), edges=edges)
+    if connection.vendor == "postgresql":
+        as_object, each = "jsonb_object_agg(key, n)", "jsonb_each_text(s.counts)"
+    else:
+        as_object, each = "json_group_object(key, n)", "json_each(s.counts)"
+    _write(f"DELETE FROM {shares} WHERE evaluation_id = %s", [evaluation_id])
+    _write(f"INSERT INTO {shares} (keyword_id, evaluation_id, counts)"
+           f" SELECT keyword_id, %s, {as_object} FROM ({parts}) parts GROUP BY keyword_id",
+           [evaluation_id, evaluation_id, *edges[1:-1], evaluation_id])
+    _write(f"DELETE FROM {counts} WHERE evaluation_id = %s", [evaluation_id])
+    _write(f"INSERT INTO {counts} (evaluation_id, key, count)"
+           f" SELECT %s, e.key, SUM(CAST(e.value AS BIGINT)) FROM {shares} s, {each} e"
+           " WHERE s.evaluation_id = %s GROUP BY e.key"
+           " UNION ALL SELECT %s, %s, 1", [evaluation_id, evaluation_id, evaluation_id,
+                                            built_key])
 
 
 def keyword_evaluation_lock(*, keyword_id: int, built_key: str) -> tuple[int, bool] | None:

@@ -20,21 +20,16 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Q
 
-from evaluations.models import Evaluation, Keyword
+from evaluations.models import Evaluation
 from metrics import queries
-from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
+from metrics.models import DashboardCount, KeywordDashboardShare
 
 BUILT = "built"
 BINS = 10
-# numpy.histogram's edges over [0, 1]: the page's histogram of a bounded metric.
-_EDGES = np.linspace(0.0, 1.0, BINS + 1)
+# numpy.histogram's edges over [0, 1]: the page's histogram of a bounded metric. The
+# database compares values with them as they are (binary floats), so its bins are numpy's.
+_EDGES = [float(edge) for edge in np.linspace(0.0, 1.0, BINS + 1)]
 _CHUNK = 2000
-
-
-def pattern_key(total: int, graded: int, lo: int | None, hi: int | None,
-                grade_sum: int | None) -> str:
-    return ":".join(["p", *("" if v is None else str(v) for v in
-                            (total, graded, lo, hi, grade_sum))])
 
 
 def parse_pattern(key: str) -> tuple[int, int, int | None, int | None, int | None]:
@@ -42,34 +37,13 @@ def parse_pattern(key: str) -> tuple[int, int, int | None, int | None, int | Non
     return total, graded, lo, hi, grade_sum
 
 
-def bin_key(metric_id: int, bin_index: int) -> str:
-    return f"b:{metric_id}:{bin_index}"
-
-
-def value_bins(values: Iterable[float]) -> list[int]:
-    """Each value's bin as numpy.histogram(values, bins=10, range=(0, 1)) counts it; -1
-    for a value outside [0, 1]."""
-    array = np.asarray(list(values), dtype=np.float64)
-    index = np.searchsorted(_EDGES, array, side="right") - 1
-    index = np.where(array == 1.0, BINS - 1, index)
-    index = np.where((array < 0.0) | (array > 1.0), -1, index)
-    return [int(i) for i in index]
-
-
 def keyword_shares(keyword_ids: list[int]) -> dict[int, Counter]:
     """The shares of `keyword_ids` from their slots and stored values, now."""
     shares: dict[int, Counter] = {pk: Counter() for pk in keyword_ids}
     for start in range(0, len(keyword_ids), _CHUNK):
-        chunk = keyword_ids[start:start + _CHUNK]
-        per_snapshot = queries.snapshot_grade_rows(keyword_ids=chunk)
-        for keyword_id, total, graded, lo, hi, grade_sum in per_snapshot:
-            shares[keyword_id][pattern_key(total, graded, lo, hi, grade_sum)] += 1
-        values = list(KeywordMetricValue.objects.filter(
-            keyword_id__in=chunk, value__isnull=False).values_list("keyword_id", "metric_id",
-                                                                    "value"))
-        for (keyword_id, metric_id, _), bin_index in zip(
-                values, value_bins(v for _, _, v in values), strict=True):
-            shares[keyword_id][bin_key(metric_id, bin_index)] += 1
+        for keyword_id, key, count in queries.dashboard_share_rows(
+                keyword_ids=keyword_ids[start:start + _CHUNK], edges=_EDGES):
+            shares[keyword_id][key] += count
     return shares
 
 
@@ -144,21 +118,8 @@ def _lock(evaluation_id: int) -> bool:
 
 
 def _rebuild(evaluation_id: int) -> None:
-    keyword_ids = list(Keyword.objects.filter(evaluation_id=evaluation_id)
-                       .order_by("pk").values_list("pk", flat=True))
-    shares = keyword_shares(keyword_ids)
-    KeywordDashboardShare.objects.filter(evaluation_id=evaluation_id).delete()
-    KeywordDashboardShare.objects.bulk_create(
-        (KeywordDashboardShare(keyword_id=pk, evaluation_id=evaluation_id, counts=dict(counts))
-         for pk, counts in shares.items() if counts), batch_size=_CHUNK)
-    total: Counter = Counter()
-    for counts in shares.values():
-        total.update(counts)
-    DashboardCount.objects.filter(evaluation_id=evaluation_id).delete()
-    DashboardCount.objects.bulk_create(
-        [DashboardCount(evaluation_id=evaluation_id, key=key, count=n)
-         for key, n in total.items() if n]
-        + [DashboardCount(evaluation_id=evaluation_id, key=BUILT, count=1)])
+    queries.dashboard_shares_rebuild(evaluation_id=evaluation_id, edges=_EDGES,
+                                     built_key=BUILT)
 
 
 def _add(evaluation_id: int, delta: dict[str, int]) -> None:

@@ -112,10 +112,37 @@ def test_an_evaluation_without_built_counts_is_built_by_its_first_run(personas):
     _assert_page_numbers_are_the_scratch_ones(evaluation)
 
 
-@pytest.mark.parametrize("value", [0.0, 0.1, 0.2, 0.3, 0.7, 0.9999, 1.0, 1 / 3, 0.6])
-def test_value_bins_follow_numpy_histogram(value):
-    counts, _ = np.histogram([value], bins=10, range=(0.0, 1.0))
-    assert aggregates.value_bins([value]) == [int(np.argmax(counts))]
+def _stored_bins(personas, values: list[float]) -> list[int]:
+    """The bins the database gives `values` stored as one metric's keyword values."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders,
+                                 keyword_count=len(values))
+    config = dashboards.metric_configs(evaluation.pk)[0]
+    keyword_ids = list(evaluation.keywords.order_by("position").values_list("pk", flat=True))
+    for keyword_id, value in zip(keyword_ids, values, strict=True):
+        KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric=config).update(
+            value=value)
+    shares = aggregates.keyword_shares(keyword_ids)
+    prefix = f"b:{config.pk}:"
+    return [int(next(key for key in shares[pk] if key.startswith(prefix))[len(prefix):])
+            for pk in keyword_ids]
+
+
+# 0.3, 0.6 and 0.7 sit a rounding below numpy's edges (0.30000000000000004, ...):
+# multiplying by 10 and flooring would put them one bin up.
+EDGE_VALUES = [0.0, 0.1, 0.2, 0.3, 0.7, 0.9999, 1.0, 1 / 3, 0.6, 0.30000000000000004,
+               np.nextafter(0.1, 0.0), 0.5]
+
+
+def test_value_bins_follow_numpy_histogram(personas):
+    expected = [int(np.argmax(np.histogram([value], bins=10, range=(0.0, 1.0))[0]))
+                for value in EDGE_VALUES]
+    assert expected[3] == 2 and expected[9] == 3  # the edge case is there to be met
+    assert _stored_bins(personas, EDGE_VALUES) == expected
+
+
+def test_values_outside_the_unit_range_fall_in_bin_minus_one(personas):
+    assert _stored_bins(personas, [1.5, -0.1, 1.0]) == [-1, -1, 9]
 
 
 def test_values_outside_the_unit_range_keep_the_page_on_the_values(personas):
@@ -123,7 +150,6 @@ def test_values_outside_the_unit_range_keep_the_page_on_the_values(personas):
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
                                  scale="graded", metrics=[("dcg", 5, {})])
     config = dashboards.metric_configs(evaluation.pk)[0]
-    assert aggregates.value_bins([1.5, -0.1]) == [-1, -1]
     assert dashboards.metric_histogram(config=config) is None  # DCG reaches past 1
     assert evaluation.keywords.count() == 6
 
