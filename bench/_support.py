@@ -127,6 +127,76 @@ def seed_evaluation(keyword_count: int, *, team, graders, name: str, graded_frac
     return evaluation
 
 
+def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str,
+                        graded_share: float | None = None):
+    """seed_evaluation's shape written by three INSERT ... SELECT statements (millions of
+    rows in a minute): an active graded evaluation, strategy 3, six metrics, 10 results per
+    keyword, grades at random (PostgreSQL's, setseed for repeatable ones). Graded: every
+    slot but slot 0 of the first 100 keywords (where bench/recompute.py's grades land), or
+    with `graded_share` that share of the slots at random. Columns the statements do not
+    name get their field's default, so new fields need nothing here."""
+    from django.db import connection
+
+    from evaluations.models import EvaluationMetric, Keyword, Snapshot
+    from judgments.models import FeedbackSlot
+
+    evaluation = active_evaluation(team=team, name=name, strategy=3)
+    EvaluationMetric.objects.bulk_create(
+        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
+        for i, (code, k, params) in enumerate(SIX_METRICS))
+    grader_ids = ", ".join(str(user.pk) for user in graders)
+
+    def insert(model, given: dict[str, str], source: str, params: list) -> None:
+        columns, values, defaults = [], [], []
+        for field in model._meta.concrete_fields:
+            if field.primary_key:
+                continue
+            columns.append(connection.ops.quote_name(field.column))
+            if field.column in given:
+                values.append(given[field.column])
+            elif field.null and not field.has_default():
+                values.append("NULL")
+            else:
+                values.append("%s")
+                defaults.append(field.get_db_prep_save(field.get_default(), connection))
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {model._meta.db_table} ({', '.join(columns)})"
+                           f" SELECT {', '.join(values)} {source}", [*defaults, *params])
+
+    with connection.cursor() as cursor:
+        # The rows are consistent by construction: no per-row foreign key triggers (the
+        # bench's database user is PostgreSQL's superuser).
+        cursor.execute("SET session_replication_role = replica")
+    text = f"'{name} query ' || g"
+    # Ids are ints, written in: the defaults' parameters come first.
+    insert(Keyword, {"evaluation_id": str(evaluation.pk), "position": "g", "text": text,
+                     "normalized_text": text, "fetch_status": "'fetched'"},
+           "FROM generate_series(1, %s) g", [keyword_count])
+    insert(Snapshot, {"keyword_id": "k.id", "position": "p",
+                      "doc_id": "'d' || k.id || '-' || p", "name": "'Doc ' || p"},
+           f"FROM {Keyword._meta.db_table} k CROSS JOIN generate_series(1, 10) p"
+           " WHERE k.evaluation_id = %s", [evaluation.pk])
+    # Graded but for slot 0 of the first keywords (where the grades land): the
+    # recompute_metrics figure is of a graded evaluation, as the plain run's.
+    graded = ("(x.i > 0 OR x.kpos > 100)" if graded_share is None
+              else f"(x.g < {float(graded_share)!r})")
+    insert(FeedbackSlot, {
+        "snapshot_id": "x.sid", "keyword_id": "x.kid", "evaluation_id": str(evaluation.pk),
+        "index": "x.i", "keyword_position": "x.kpos", "position": "x.spos",
+        "grade": f"CASE WHEN {graded} THEN floor(x.r * 4)::int END",
+        "user_id": f"CASE WHEN {graded} THEN (ARRAY[{grader_ids}])[x.i + 1] END",
+        "graded_at": f"CASE WHEN {graded} THEN now() END"},
+        f"FROM (SELECT s.id AS sid, k.id AS kid, k.position AS kpos, s.position AS spos,"
+        f" i, random() AS r, random() AS g FROM {Snapshot._meta.db_table} s"
+        f" JOIN {Keyword._meta.db_table} k ON k.id = s.keyword_id"
+        " CROSS JOIN generate_series(0, 2) i WHERE k.evaluation_id = %s) x",
+        [evaluation.pk])
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = DEFAULT")
+        cursor.execute("ANALYZE")
+    return evaluation
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -29,7 +29,6 @@ import httpx
 from _support import (
     REPO,
     SIX_METRICS,
-    active_evaluation,
     bench_database,
     bench_redis,
     database_url,
@@ -40,6 +39,7 @@ from _support import (
     report,
     seed_evaluation,
     setup_django,
+    sql_seed_evaluation,
 )
 
 DB_NAME = bench_database("recompute")
@@ -90,72 +90,6 @@ def measure_grade_to_mean(
             time.sleep(0.002)
         latencies.append(time.perf_counter() - started)
     return latencies
-
-
-def sql_seed_evaluation(keyword_count: int, *, team, graders, name: str):
-    """seed_evaluation's shape written by three INSERT ... SELECT statements (millions of
-    rows in a minute): an active graded evaluation, strategy 3, six metrics, 10 results per
-    keyword; slots 1 and 2 graded at random (seeded), slot 0 not. Columns the statements
-    do not name get their field's default, so new fields need nothing here."""
-    from django.db import connection
-
-    from evaluations.models import EvaluationMetric, Keyword, Snapshot
-    from judgments.models import FeedbackSlot
-
-    evaluation = active_evaluation(team=team, name=name, strategy=3)
-    EvaluationMetric.objects.bulk_create(
-        EvaluationMetric(evaluation=evaluation, code=code, k=k, params=params, position=i)
-        for i, (code, k, params) in enumerate(SIX_METRICS))
-    grader_ids = ", ".join(str(user.pk) for user in graders)
-
-    def insert(model, given: dict[str, str], source: str, params: list) -> None:
-        columns, values, defaults = [], [], []
-        for field in model._meta.concrete_fields:
-            if field.primary_key:
-                continue
-            columns.append(connection.ops.quote_name(field.column))
-            if field.column in given:
-                values.append(given[field.column])
-            elif field.null and not field.has_default():
-                values.append("NULL")
-            else:
-                values.append("%s")
-                defaults.append(field.get_db_prep_save(field.get_default(), connection))
-        with connection.cursor() as cursor:
-            cursor.execute(f"INSERT INTO {model._meta.db_table} ({', '.join(columns)})"
-                           f" SELECT {', '.join(values)} {source}", [*defaults, *params])
-
-    with connection.cursor() as cursor:
-        # The rows are consistent by construction: no per-row foreign key triggers (the
-        # bench's database user is PostgreSQL's superuser).
-        cursor.execute("SET session_replication_role = replica")
-    text = f"'{name} query ' || g"
-    # Ids are ints, written in: the defaults' parameters come first.
-    insert(Keyword, {"evaluation_id": str(evaluation.pk), "position": "g", "text": text,
-                     "normalized_text": text, "fetch_status": "'fetched'"},
-           "FROM generate_series(1, %s) g", [keyword_count])
-    insert(Snapshot, {"keyword_id": "k.id", "position": "p",
-                      "doc_id": "'d' || k.id || '-' || p", "name": "'Doc ' || p"},
-           f"FROM {Keyword._meta.db_table} k CROSS JOIN generate_series(1, 10) p"
-           " WHERE k.evaluation_id = %s", [evaluation.pk])
-    # Graded but for slot 0 of the first keywords (where the grades land): the
-    # recompute_metrics figure is of a graded evaluation, as the plain run's.
-    graded = "(x.i > 0 OR x.kpos > 100)"
-    insert(FeedbackSlot, {
-        "snapshot_id": "x.sid", "keyword_id": "x.kid", "evaluation_id": str(evaluation.pk),
-        "index": "x.i", "keyword_position": "x.kpos", "position": "x.spos",
-        "grade": f"CASE WHEN {graded} THEN floor(x.r * 4)::int END",
-        "user_id": f"CASE WHEN {graded} THEN (ARRAY[{grader_ids}])[x.i + 1] END",
-        "graded_at": f"CASE WHEN {graded} THEN now() END"},
-        f"FROM (SELECT s.id AS sid, k.id AS kid, k.position AS kpos, s.position AS spos,"
-        f" i, random() AS r FROM {Snapshot._meta.db_table} s"
-        f" JOIN {Keyword._meta.db_table} k ON k.id = s.keyword_id"
-        " CROSS JOIN generate_series(0, 2) i WHERE k.evaluation_id = %s) x",
-        [evaluation.pk])
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = DEFAULT")
-        cursor.execute("ANALYZE")
-    return evaluation
 
 
 def timed_recompute(evaluation) -> float:
