@@ -135,3 +135,24 @@ def test_a_keyset_page_runs_the_same_queries_at_two_sizes(personas,
     middle = _second(large, configs)
     with django_assert_num_queries(expected):
         _table(large, configs, sort=f"m{configs[0].pk}", after=middle)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("backward", [False, True])
+def test_a_metric_cursor_bounds_the_value_so_the_index_range_starts_at_it(
+        evaluation, descending, backward):
+    """"value > v OR (value = v AND keyword > k)" alone is a filter PostgreSQL applies from
+    the index's start (page 1,000 of 100,000 keywords read 50,000 rows); the implied
+    "value >= v" (or <=) lets the range start at the cursor."""
+    configs = dashboards.metric_configs(evaluation.pk)
+    order = dashboards.keyword_order(evaluation=evaluation, configs=configs,
+                                     sort=f"m{configs[0].pk}", descending=descending)
+    middle = order[8:9][0]
+    cursor = dashboards._cursor_keyword(evaluation=evaluation, metric_id=configs[0].pk,
+                                        keyword_id=middle.pk)
+    with CaptureQueriesContext(connection) as queries:
+        order.keyset(cursor, backward=backward, size=3)
+    statement = queries.captured_queries[0]["sql"]
+    upward = descending == backward  # the walk goes toward smaller values otherwise
+    bound = '"value" >= ' if upward else '"value" <= '
+    assert statement.count(bound) == 1, statement
