@@ -227,6 +227,13 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[KeywordVa
     )]
 
 
+def keyword_values_analyze() -> None:
+    """Refresh PostgreSQL's statistics of the keyword values (SQLite's planner keeps none
+    that a rewrite leaves stale)."""
+    if sql.is_postgresql():
+        _write(f"ANALYZE {_table(KeywordMetricValue)}", [])
+
+
 def keyword_queue_widths_store(*, keyword_ids: list[int]) -> None:
     """Derive the keywords' KeywordQueueWidth from their stored bounds of their evaluation's
     first metric (null or not stored: UNKNOWN_WIDTH, or 0 when no slot is left to grade),

@@ -403,3 +403,32 @@ def test_the_busy_interval_is_a_defined_setting_of_100_ms_by_default(settings):
     assert settings.RECOMPUTE_BUSY_INTERVAL_SECONDS == 0.1
     settings.RECOMPUTE_BUSY_INTERVAL_SECONDS = 0.5
     assert scheduling.busy_interval() == 0.5
+
+
+def test_a_large_from_scratch_run_refreshes_the_values_statistics(personas, monkeypatch):
+    """After recompute_metrics rewrites every value of a large evaluation, the planner
+    must not judge the table by its old statistics until autovacuum comes by."""
+    from django.db import connection
+
+    from tests.conftest import skip_or_fail
+    from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
+
+    if connection.vendor != "postgresql":
+        skip_or_fail("ANALYZE's statistics are PostgreSQL's: set DATABASE_URL")
+    evaluation = bulk_evaluation(team=personas.team, graders=graders_of(personas.team),
+                                 keyword_count=7)
+    monkeypatch.setattr(recompute_run, "ANALYZE_AFTER_KEYWORDS", 7)
+
+    def estimated_rows() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s",
+                           [KeywordMetricValue._meta.db_table])
+            return cursor.fetchone()[0]
+
+    stored = KeywordMetricValue.objects.count()
+    with connection.cursor() as cursor:  # what a stale estimate looks like
+        cursor.execute("UPDATE pg_class SET reltuples = 0 WHERE relname = %s",
+                       [KeywordMetricValue._meta.db_table])
+    recompute_run.evaluation_metrics_recompute(evaluation_id=evaluation.pk)
+    assert stored == 7 * len(evaluation.metric_configs.all())
+    assert estimated_rows() == stored
