@@ -23,16 +23,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # transformers and grades; write the values in a transaction of their own (BEGIN, the
 # evaluation's lock, the configs' running sums: none yet, the upsert, COMMIT), then the
 # decisive queue's widths from them (KeywordQueueWidth); the dashboard's counts
-# (metrics.recompute.aggregates), built beforehand here as after an evaluation's first run,
-# in a transaction of their own (BEGIN, the evaluation locked with whether its counts are
-# built, the keywords' grade patterns and value bins in one statement, their stored
-# shares, the shares upserted, the counts moved, COMMIT: 7); the means refresh's transaction (BEGIN, lock, each
-# config's mean and running sums in one read; none yet, so its values in one read and the
-# sums stored; store the means, follow or add history points, the counts' grade patterns
-# read and the progress stored from them (no count over every slot), COMMIT); the
-# compare-and-set of the versions; the release (a look for dirty keywords, the mark lifted,
-# a last look). Before this was pinned the run had grown to 21 on PostgreSQL: the upsert in
-# BEGIN/COMMIT, the values in a statement of their own.
+# (metrics.recompute.aggregates), built beforehand here as after an evaluation's first
+# run, in a transaction of their own (BEGIN, the evaluation locked with whether its counts
+# are built, the keywords' grade patterns and value bins in one statement, their stored
+# shares, the shares upserted, the counts moved, COMMIT: 7); the means refresh's
+# transaction (BEGIN, lock, each config's mean and running sums in one read; none yet, so
+# its values in one read and the sums stored; store the means, follow or add history
+# points, the counts' grade patterns read and the progress stored from them (no count over
+# every slot), COMMIT); the compare-and-set of the versions; the release (a look for dirty
+# keywords, the mark lifted, a last look). Before this was pinned the run had grown to 21
+# on PostgreSQL: the upsert in BEGIN/COMMIT, the values in a statement of their own.
 WORKER_RUN = {"postgresql": 33, "sqlite": 34}
 # The next run, once the sums exist: the write reads the old values and stores the moved
 # sums (two more), the refresh neither reads values nor stores sums (two fewer).
