@@ -625,17 +625,17 @@ def recompute_due_upsert(*, evaluation_id: int, due_at: datetime | None) -> None
 # --- the dashboard's counts (metrics.recompute.aggregates) ---
 
 
-def _share_parts(*, slot_filter: str, value_filter: str, edges: list[float]) -> str:
+def _share_parts(*, slot_filter: str, value_filter: str, inner_edges: list[float]) -> str:
     """SQL of (keyword_id, key, n): what each keyword adds to the dashboard counts
     (metrics.recompute.aggregates, which documents the keys): its snapshots by grade
-    pattern, and its metric values by bin of `edges` ([0, 1] in tenths: a value's bin is
-    how many of the inner edges it reaches, numpy.histogram's rule; 1.0 is in the last
-    bin, a value outside [0, 1] in bin -1). The filters name the rows of the slot and value
+    pattern, and its metric values by bin ([0, 1] cut at `inner_edges`: a value's bin is
+    how many of them it reaches, numpy.histogram's rule; 1.0 is in the last bin, a value
+    outside [0, 1] in bin -1). The filters name the rows of the slot and value
     tables. Parameters in order: the slot filter's, the inner edges, the value filter's."""
-    def text(expression: str) -> str:
+    def text(expression: str) -> str:  # an empty field for null, as parse_pattern reads it
         return f"COALESCE(CAST({expression} AS TEXT), '')"
 
-    bins = " + ".join(["CASE WHEN v.value >= %s THEN 1 ELSE 0 END"] * (len(edges) - 2))
+    bins = " + ".join(["CASE WHEN v.value >= %s THEN 1 ELSE 0 END"] * len(inner_edges))
     return (
         "SELECT keyword_id, key, COUNT(*) AS n FROM ("
         "SELECT keyword_id, 'p:' || " + " || ':' || ".join(
@@ -646,20 +646,22 @@ def _share_parts(*, slot_filter: str, value_filter: str, edges: list[float]) -> 
         " UNION ALL SELECT keyword_id, key, COUNT(*) FROM ("
         "SELECT v.keyword_id, 'b:' || CAST(v.metric_id AS TEXT) || ':' || CAST("
         "CASE WHEN v.value < 0 OR v.value > 1 THEN -1"
-        f" WHEN v.value = 1 THEN {len(edges) - 2} ELSE {bins} END AS TEXT) AS key"
+        f" WHEN v.value = 1 THEN {len(inner_edges)} ELSE {bins} END AS TEXT) AS key"
         f" FROM {_table(KeywordMetricValue)} v WHERE v.value IS NOT NULL AND {value_filter}"
         ") bins GROUP BY keyword_id, key")
 
 
-def dashboard_share_rows(*, keyword_ids: list[int], edges: list[float]) -> list[tuple]:
+def dashboard_share_rows(*, keyword_ids: list[int], inner_edges: list[float]) -> list[tuple]:
     """(keyword, key, count) of each key of the keywords' dashboard shares (_share_parts)."""
     marks = _marks(keyword_ids)
     return _run(_share_parts(slot_filter=f"keyword_id IN ({marks})",
-                             value_filter=f"v.keyword_id IN ({marks})", edges=edges),
-                [*keyword_ids, *edges[1:-1], *keyword_ids])
+                             value_filter=f"v.keyword_id IN ({marks})",
+                             inner_edges=inner_edges),
+                [*keyword_ids, *inner_edges, *keyword_ids])
 
 
-def dashboard_shares_rebuild(*, evaluation_id: int, edges: list[float], built_key: str) -> None:
+def dashboard_shares_rebuild(*, evaluation_id: int, inner_edges: list[float],
+                             built_key: str) -> None:
     """Replace every share of the evaluation and its counts by what its slots and values
     give now, in the database: no row of the 3M slots of 100,000 keywords comes to Python.
     A keyword with neither slots nor values keeps no share."""
@@ -667,7 +669,7 @@ def dashboard_shares_rebuild(*, evaluation_id: int, edges: list[float], built_ke
     parts = _share_parts(
         slot_filter="evaluation_id = %s",
         value_filter=(f"v.metric_id IN (SELECT id FROM {_table(EvaluationMetric)}"
-                      " WHERE evaluation_id = %s)"), edges=edges)
+                      " WHERE evaluation_id = %s)"), inner_edges=inner_edges)
     if connection.vendor == "postgresql":
         as_object, each = "jsonb_object_agg(key, n)", "jsonb_each_text(s.counts)"
     else:
@@ -675,7 +677,7 @@ def dashboard_shares_rebuild(*, evaluation_id: int, edges: list[float], built_ke
     _write(f"DELETE FROM {shares} WHERE evaluation_id = %s", [evaluation_id])
     _write(f"INSERT INTO {shares} (keyword_id, evaluation_id, counts)"
            f" SELECT keyword_id, %s, {as_object} FROM ({parts}) parts GROUP BY keyword_id",
-           [evaluation_id, evaluation_id, *edges[1:-1], evaluation_id])
+           [evaluation_id, evaluation_id, *inner_edges, evaluation_id])
     _write(f"DELETE FROM {counts} WHERE evaluation_id = %s", [evaluation_id])
     _write(f"INSERT INTO {counts} (evaluation_id, key, count)"
            f" SELECT %s, e.key, SUM(CAST(e.value AS BIGINT)) FROM {shares} s, {each} e"

@@ -26,9 +26,10 @@ from metrics.models import DashboardCount, KeywordDashboardShare
 
 BUILT = "built"
 BINS = 10
-# numpy.histogram's edges over [0, 1]: the page's histogram of a bounded metric. The
-# database compares values with them as they are (binary floats), so its bins are numpy's.
-_EDGES = [float(edge) for edge in np.linspace(0.0, 1.0, BINS + 1)]
+# The inner edges of numpy.histogram's bins over [0, 1] (the page's histogram of a bounded
+# metric). The database compares values with them as they are (binary floats, 0.3's edge
+# is 0.30000000000000004), so its bins are numpy's.
+_INNER_EDGES = [float(edge) for edge in np.linspace(0.0, 1.0, BINS + 1)[1:-1]]
 _CHUNK = 2000
 
 
@@ -42,7 +43,7 @@ def keyword_shares(keyword_ids: list[int]) -> dict[int, Counter]:
     shares: dict[int, Counter] = {pk: Counter() for pk in keyword_ids}
     for start in range(0, len(keyword_ids), _CHUNK):
         for keyword_id, key, count in queries.dashboard_share_rows(
-                keyword_ids=keyword_ids[start:start + _CHUNK], edges=_EDGES):
+                keyword_ids=keyword_ids[start:start + _CHUNK], inner_edges=_INNER_EDGES):
             shares[keyword_id][key] += count
     return shares
 
@@ -118,7 +119,7 @@ def _lock(evaluation_id: int) -> bool:
 
 
 def _rebuild(evaluation_id: int) -> None:
-    queries.dashboard_shares_rebuild(evaluation_id=evaluation_id, edges=_EDGES,
+    queries.dashboard_shares_rebuild(evaluation_id=evaluation_id, inner_edges=_INNER_EDGES,
                                      built_key=BUILT)
 
 
