@@ -60,6 +60,10 @@ DENY_BUT_LOOPBACK = [
 def serve(latency: float) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body leave in two writes: with Nagle's algorithm on, the body waits
+        # for the client's delayed ACK of the headers, 40 ms on Linux, which no real engine
+        # or provider adds (they set TCP_NODELAY).
+        disable_nagle_algorithm = True
 
         def log_message(self, *args) -> None:
             pass
