@@ -125,6 +125,7 @@ class _Batch:
     asking: list[JudgeRunItem] = field(default_factory=list)
     scale: object = None
     reserved: Decimal = Decimal(0)
+    over_budget: bool = False
     result: calls.AskResult | None = None
     error: BaseException | None = None
 
@@ -426,8 +427,7 @@ def answer_key(*, judge: Judge, evaluation, grade_scale, template: str, provider
 
 def _prepare(*, run: JudgeRun, batches: list[_Batch]) -> None:
     """Each batch's keyword, documents and cache keys, with one read of their results and
-    one of the cache for all; answers found there; the rest reserved against the budgets
-    (one call each), or given back when that paused the run."""
+    one of the cache for all; answers found there, the rest to ask."""
     judge, evaluation = run.judge, run.evaluation
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[item.snapshot_id for batch in batches for item in batch.items])}
@@ -462,26 +462,25 @@ def _prepare(*, run: JudgeRun, batches: list[_Batch]) -> None:
                     outcome.grade, outcome.reason, outcome.from_cache = \
                         hit.grade, hit.reason, True
     for batch in batches:
-        asking = [item for item in batch.items if not batch.outcomes[item.pk].from_cache]
-        if not asking:
-            continue
-        reserved = _budget_reserve(run=run, template=template, keyword=batch.keyword,
-                                   scale=scale.scale,
-                                   documents=[batch.documents[i.pk] for i in asking])
-        if reserved is None:
-            # Over a budget: the run paused with the reason; these pairs wait, unasked.
-            _unclaim(run=run, items=asking)
-            batch.items = [item for item in batch.items
-                           if batch.outcomes[item.pk].from_cache]
-            continue
-        batch.asking, batch.reserved = asking, reserved
+        batch.asking = [item for item in batch.items
+                        if not batch.outcomes[item.pk].from_cache]
 
 
 def _ask(*, run: JudgeRun, batch: _Batch, client: httpx.Client | None) -> None:
-    """The batch's one call (on a lane's thread, or the lane's own), its cost settled;
-    what raised is kept for the lane, which fails the batch's pairs with it."""
+    """The batch's one call (on a lane's thread, or the lane's own), reserved against the
+    budgets as it leaves and its cost settled; what raised is kept for the lane, which
+    fails the batch's pairs with it. Reserved here, not when claimed: a lane claims a
+    round ahead, and reservations for calls not yet made would pause a run that the
+    money left still pays for (and stay counted when the pause gives those batches back)."""
     judge = run.judge
     try:
+        reserved = _budget_reserve(
+            run=run, template=calls.template_for(judge, batch.scale), keyword=batch.keyword,
+            scale=batch.scale, documents=[batch.documents[i.pk] for i in batch.asking])
+        if reserved is None:
+            batch.over_budget = True
+            return
+        batch.reserved = reserved
         batch.result = calls.ask(
             judge=judge, keyword=batch.keyword, guidelines=run.evaluation.guidelines,
             scale=batch.scale, documents=[batch.documents[i.pk] for i in batch.asking],
@@ -502,7 +501,9 @@ def _concluded(run: JudgeRun, batch: _Batch) -> _Batch:
         if batch.error is not None:
             raise batch.error
         result = batch.result
-        if result is not None and result.error_kind == "no_turn":
+        if batch.over_budget or (result is not None and result.error_kind == "no_turn"):
+            # Not asked (over a budget, which paused the run; or no turn in time): the
+            # pairs wait for another lane.
             _unclaim(run=run, items=batch.asking)
             batch.items = [item for item in batch.items
                            if batch.outcomes[item.pk].from_cache]

@@ -281,3 +281,40 @@ def test_the_budget_currency_is_checked_and_saved(personas):
                                        by=None, monthly_budget=Decimal("5"),
                                        monthly_budget_currency=" eur ")
     assert (policy.monthly_budget, policy.monthly_budget_currency) == (Decimal("5"), "EUR")
+
+
+
+def test_a_lane_counts_only_the_calls_it_makes_when_paused_with_batches_claimed_ahead(
+        personas, monkeypatch):
+    """A lane of several calls claims a round ahead of them. The run paused while its first
+    call is out: the batch claimed behind it goes back unasked, and nothing of it stays
+    counted (reserving at the claim left its 1.00 in the run's and the team's spend)."""
+    from django.db import connection
+
+    from judges import batches, calls, tasks
+
+    evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2)
+    monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
+    with fake_provider(OPENAI) as provider:
+        judge = dollar_judge(personas.team, provider)
+        judge.max_concurrent_requests = 4
+        judge.save(update_fields=["max_concurrent_requests"])
+        run = start(judge, evaluation, budget=Decimal("10.00"))
+        answer = grade_all()
+
+        def pause_then_answer(prompt, request):
+            runs.run_pause(run=run)
+            connection.close()
+            return answer(prompt, request)
+
+        provider.default = pause_then_answer
+        with calls.new_client(judge) as client:
+            assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
+                                    seconds=60, width=4) is False
+        asked = len(provider.received)
+    run.refresh_from_db()
+    assert (asked, run.status, run.call_count, run.done_count) == (1, "paused", 1, 2)
+    assert run.spend == Decimal("1.0000")
+    assert JudgeTeamSpend.objects.get(team=personas.team).spend == Decimal("1.0000")
+    assert set(JudgeRunItem.objects.filter(run=run).exclude(status="done").values_list(
+        "status", "lease_expires_at")) == {("pending", None)}
