@@ -5,11 +5,12 @@ store what the claims still own (judges.runs states the rules).
 
 A lane keeps up to `lane_width` calls in flight at once on a small thread pool (the calls
 wait on the network, not on the CPU), so one worker process does what took one process
-per call. The database work is done per group of batches, by the lane's own thread: one
-claim for as many batches as there are free threads, one read of their results and of
-the cache, and one store for all the batches whose answers came back together (their
-items, the judge's slots and grades, one announcement of the graded keywords, the
-run's counters). Each call is still logged and counted as it leaves, from its thread.
+per call. The database work is done per group of batches, by the lane's own thread: a
+claim keeps a round of batches ahead of the calls, half a round at a time, with one read
+of their results and of the cache; a store takes the answers of half a round (or what
+came back within STORE_HOLD_SECONDS): their items, the judge's slots and grades, one
+announcement of the graded keywords, the run's counters. Each call is still logged,
+counted and reserved against the budgets as it leaves, from its thread.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ Mode, Status, ItemStatus = JudgeRun.Mode, JudgeRun.Status, JudgeRunItem.Status
 COUNTING_MODES = (Mode.UNGRADED, Mode.FILL)
 # Beyond the longest a call can take: a claim outliving this means its worker is gone.
 LEASE_MARGIN_SECONDS = 30.0
+# How long a lane holds answers to store them with the next ones (judges.batches.lane_run).
+STORE_HOLD_SECONDS = 0.1
 
 
 def lease_seconds(judge: Judge) -> float:
@@ -163,6 +166,11 @@ def lane_run(*, run: JudgeRun, client: httpx.Client, lane: Lane = ONE_LANE,
     # Claimed and ready to send: a call that returns is replaced at once, and the lane
     # stores and claims while its calls are out.
     waiting: list[_Batch] = []
+    # Answered (or found in the cache), to store: held until half a round of them is in,
+    # STORE_HOLD_SECONDS at most, since a claim or a store costs about the same
+    # statements for one batch as for several.
+    ready: list[_Batch] = []
+    held_until = 0.0
     more = True
     # Calls allowed out at once: one at first and after a crash, doubling up to `width`
     # while batches end well, so a run whose batches crash stops calling the model after
@@ -177,9 +185,15 @@ def lane_run(*, run: JudgeRun, client: httpx.Client, lane: Lane = ONE_LANE,
                 in_flight[future] = batch
                 future.add_done_callback(done.put)
 
+        def hold(batches: list[_Batch]) -> None:
+            nonlocal held_until
+            if batches and not ready:
+                held_until = time.monotonic() + STORE_HOLD_SECONDS
+            ready.extend(batches)
+
         try:
             while True:
-                ready: list[_Batch] = []
+                group = max(1, allowed // 2)
                 if waiting and len(in_flight) < allowed and not _still_running(run):
                     # Paused or cancelled since they were claimed: they wait, unasked.
                     for batch in waiting:
@@ -187,17 +201,28 @@ def lane_run(*, run: JudgeRun, client: httpx.Client, lane: Lane = ONE_LANE,
                         batch.items = [item for item in batch.items
                                        if batch.outcomes[item.pk].from_cache]
                         batch.asking = []
-                    ready += waiting
+                    hold(waiting)
                     waiting.clear()
                     more = False
                 send()
-                wanted = 2 * allowed - len(in_flight) - len(waiting)
-                if wanted > 0 and time.monotonic() < ends_at and (
-                        more or not (in_flight or waiting)):
+                # Stored before claiming more: what came back is kept first.
+                if ready and (len(ready) >= group or not in_flight
+                              or time.monotonic() >= min(held_until, ends_at)):
+                    stored, ready = ready, []
+                    _group_store(run=run, batches=stored)
+                # A round ahead is claimed, half a round at a time (all of it when
+                # nothing is out).
+                out = len(in_flight) + len(waiting)
+                wanted = 2 * allowed - out
+                if wanted >= (group if out else 1) and time.monotonic() < ends_at and (
+                        more or not out):
                     claimed, started = _group_start(run=run, lane=lane, count=wanted)
                     more = bool(claimed)
                     for batch in started:
-                        (waiting if batch.asking else ready).append(batch)
+                        if batch.asking:
+                            waiting.append(batch)
+                        else:
+                            hold([batch])
                     send()
                 if not (in_flight or waiting or ready):
                     if not more:
@@ -206,27 +231,28 @@ def lane_run(*, run: JudgeRun, client: httpx.Client, lane: Lane = ONE_LANE,
                     if time.monotonic() >= ends_at:
                         return True
                     continue
-                # Wait for an answer unless there is something to store already.
-                ready_futures = [done.get()] if not ready and in_flight else []
+                if not in_flight:
+                    continue  # only answers to store (from the cache): the top stores them
+                # Wait for an answer (while answers are held, no longer than their hold).
+                timeout = max(0.0, held_until - time.monotonic()) if ready else None
+                try:
+                    answered = [done.get(timeout=timeout)]
+                except queue.Empty:
+                    continue
                 while not done.empty():
-                    ready_futures.append(done.get())
-                ready += [_concluded(run, in_flight.pop(future)) for future in ready_futures]
-                if ready_futures:
-                    crashed = any(batch.error is not None for batch in ready)
-                    allowed = 1 if crashed else min(width, allowed * 2)
-                    # Replaced at once while the run still runs (a pause or a cancel,
-                    # or crashes in a row, stop the sending; the loop's top gives the
-                    # claimed batches back).
-                    if not crashed and waiting and _still_running(run):
-                        send()
-                if ready:
-                    _group_store(run=run, batches=ready)
+                    answered.append(done.get())
+                concluded = [_concluded(run, in_flight.pop(future)) for future in answered]
+                crashed = any(batch.error is not None for batch in concluded)
+                allowed = 1 if crashed else min(width, allowed * 2)
+                hold(concluded)
         finally:
-            # Ending early (an exception): the calls out are paid for, keep their answers;
-            # what waits goes back to the queue.
+            # Ending early (an exception): the calls out are paid for, keep their answers,
+            # and those held; what waits goes back to the queue.
             for future, batch in list(in_flight.items()):
                 future.result()
                 _store_alone(run=run, batch=_concluded(run, batch))
+            for batch in ready:
+                _store_alone(run=run, batch=batch)
             for batch in waiting:
                 _unclaim(run=run, items=batch.asking)
 

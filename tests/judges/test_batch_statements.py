@@ -76,3 +76,51 @@ def test_a_lane_sends_nothing_it_claimed_ahead_once_the_run_is_paused(personas, 
     assert statuses == ["done", "pending", "pending", "pending"]
     # The slot claimed with the batch that waited went back to the pool.
     assert FeedbackSlot.objects.filter(user=judge.user).count() == 1
+
+
+def keyword_number(prompt: str) -> int:
+    return int(document_ids(prompt)[0].split("-")[0].split()[-1])
+
+
+def test_a_lane_of_several_calls_claims_and_stores_batches_in_groups(personas, monkeypatch):
+    """A claim or a store costs the same statements for one batch as for several: a lane
+    of 8 calls claims half a round at a time and stores answers as they gather, not one
+    batch at a time as each call returns."""
+    evaluation = evaluation_with_slots(personas.team, keywords=48, positions=1)
+    monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
+    claims, stores = [], []
+    group_start, group_store = batches._group_start, batches._group_store
+
+    def counted_start(**kwargs):
+        claimed, started = group_start(**kwargs)
+        claims.append(len(started))
+        return claimed, started
+
+    def counted_store(**kwargs):
+        stores.append(len(kwargs["batches"]))
+        group_store(**kwargs)
+
+    monkeypatch.setattr(batches, "_group_start", counted_start)
+    monkeypatch.setattr(batches, "_group_store", counted_store)
+    with fake_provider(OPENAI) as provider:
+        # Answers return one at a time (each keyword its own latency), as a model's do.
+        provider.default = lambda prompt, request: ModelAnswer({"grades": [
+            {"id": doc_id, "grade": 1, "reason": "ok"} for doc_id in document_ids(prompt)]},
+            delay=0.02 + 0.015 * (keyword_number(prompt) % 8))
+        judge = judge_for(personas.team, provider, batch_size=1, max_concurrent_requests=8)
+        run = runs.run_start(judge=judge, evaluation=evaluation, mode=JudgeRun.Mode.UNGRADED,
+                             started_by=None)
+        with calls.new_client(judge) as client:
+            assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
+                                    seconds=60, width=8) is False
+    run.refresh_from_db()
+    assert (run.status, run.done_count, run.call_count) == ("done", 48, 48)
+    assert sum(claims) == 48 and sum(stores) == 48
+    print(f"claims {claims}\nstores {stores}")
+    # Ramping up (1, 2, 4, then 8 calls out) takes four small claims; after it, each claim
+    # takes 4 batches or more (but the last, of what is left), and so do most stores (one
+    # a return, with one call out at a time: [2, 3, 5, 9, 2, 4, 1, 4, 2, 3, ...] and
+    # [1, 1, 1, 2, 4, 1, 4, 2, 3, 3, 1, 3, ...], a median of 2).
+    taken = [count for count in claims if count]
+    assert min(taken[4:-1]) >= 4, claims
+    assert sorted(stores)[len(stores) // 2] >= 4, stores
