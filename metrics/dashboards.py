@@ -535,20 +535,45 @@ class MetricOrder:
     descending twin) from the page's offset, ties in keyword order; then, unless
     `values_only` ("worst"), those without a value in position order. How many have a
     value is the metric's stored keyword count (MetricMean), so neither the count nor a
-    page sorts every keyword."""
+    page sorts every keyword.
+
+    A `search` keeps the keywords whose text contains it, in the same walk: a frequent
+    term fills a page from the first rows of the index, where sorting every match by its
+    value cost a read of all of them (the count then reads the keywords' texts)."""
 
     def __init__(self, *, evaluation: Evaluation, config: EvaluationMetric,
-                 descending: bool, values_only: bool) -> None:
+                 descending: bool, values_only: bool, search: str = "") -> None:
         self.evaluation, self.config = evaluation, config
         self.descending, self.values_only = descending, values_only
-        self.value_count = config.keyword_count or 0
+        self.search = Keyword.normalize(search) if search else ""
+        self._value_count: int | None = None if self.search else (config.keyword_count or 0)
         self._count: int | None = None
+
+    @property
+    def value_count(self) -> int:
+        if self._value_count is None:
+            self._value_count = self._values().count()
+        return self._value_count
 
     def count(self) -> int:
         if self._count is None:
-            self._count = self.value_count if self.values_only else Keyword.objects.filter(
-                evaluation=self.evaluation).count()
+            self._count = self.value_count if self.values_only else self._all().count()
         return self._count
+
+    def _all(self) -> QuerySet[Keyword]:
+        keywords = Keyword.objects.filter(evaluation=self.evaluation)
+        return keywords.filter(normalized_text__contains=self.search) if self.search \
+            else keywords
+
+    def _values(self) -> QuerySet[KeywordMetricValue]:
+        values = KeywordMetricValue.objects.filter(metric_id=self.config.pk,
+                                                   value__isnull=False)
+        return values.filter(keyword__normalized_text__contains=self.search) if self.search \
+            else values
+
+    def _missing(self) -> QuerySet[Keyword]:
+        return self._all().exclude(Exists(KeywordMetricValue.objects.filter(
+            keyword_id=OuterRef("pk"), metric_id=self.config.pk, value__isnull=False)))
 
     def __len__(self) -> int:
         return self.count()
@@ -556,18 +581,16 @@ class MetricOrder:
     def __getitem__(self, window: slice) -> list[Keyword]:
         start, stop = window.start or 0, window.stop if window.stop is not None else self.count()
         ids: list[int] = []
-        if start < self.value_count:
-            ids += list(KeywordMetricValue.objects.filter(
-                metric_id=self.config.pk, value__isnull=False,
-            ).order_by("-value" if self.descending else "value", "keyword_id").values_list(
-                "keyword_id", flat=True)[start:min(stop, self.value_count)])
-        if stop > self.value_count and not self.values_only:
-            ids += list(Keyword.objects.filter(evaluation=self.evaluation).exclude(Exists(
-                KeywordMetricValue.objects.filter(keyword_id=OuterRef("pk"),
-                                                  metric_id=self.config.pk,
-                                                  value__isnull=False)),
-            ).order_by("position").values_list("pk", flat=True)[
-                max(0, start - self.value_count):stop - self.value_count])
+        if self._value_count is None or start < self._value_count:
+            ids += list(self._values().order_by(
+                "-value" if self.descending else "value", "keyword_id").values_list(
+                "keyword_id", flat=True)[start:stop])
+        if len(ids) < stop - start and not self.values_only:
+            # The values ran out on this page (so they number start + what it holds), or
+            # before it (a search counts them then).
+            value_count = start + len(ids) if ids else self.value_count
+            ids += list(self._missing().order_by("position").values_list("pk", flat=True)[
+                max(0, start - value_count):stop - value_count])
         return self._keywords(ids)
 
     def keyset(self, cursor: Keyword | None, *, backward: bool, size: int) -> list[Keyword]:
@@ -575,11 +598,8 @@ class MetricOrder:
         `backward`, nearest first): a range of kmv_metric_value_kw_idx from the cursor's
         (value, keyword id), then the keywords without a value from its position, so page
         1,000 costs what page 2 does."""
-        values = KeywordMetricValue.objects.filter(
-            metric_id=self.config.pk, value__isnull=False).values_list("keyword_id", flat=True)
-        missing = Keyword.objects.filter(evaluation=self.evaluation).exclude(Exists(
-            KeywordMetricValue.objects.filter(keyword_id=OuterRef("pk"), metric_id=self.config.pk,
-                                              value__isnull=False))).values_list("pk", flat=True)
+        values = self._values().values_list("keyword_id", flat=True)
+        missing = self._missing().values_list("pk", flat=True)
         if self.values_only:
             missing = missing.none()
         in_values = cursor is None or cursor.sort_value is not None
@@ -607,15 +627,15 @@ def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
                   search: str = "") -> "MetricOrder | QuerySet[Keyword]":
     """What keyword_table pages through: MetricOrder when the table is sorted by a metric
-    (or shows the worst) with no other filter, else keyword_queryset."""
+    (or shows the worst), searched or not, with no other filter; else keyword_queryset."""
     metric_id = int(sort[1:]) if sort.startswith("m") else None
     if show == "worst" and metric_id is None and configs:
         metric_id, descending = configs[0].pk, False
     config = next((c for c in configs if c.pk == metric_id), None)
-    if config is not None and show in ("", "worst") and not search:
+    if config is not None and show in ("", "worst"):
         return MetricOrder(evaluation=evaluation, config=config,
                            descending=descending and show != "worst",
-                           values_only=show == "worst")
+                           values_only=show == "worst", search=search)
     return keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
                             descending=descending, show=show, search=search)
 

@@ -156,3 +156,31 @@ def test_a_metric_cursor_bounds_the_value_so_the_index_range_starts_at_it(
     upward = descending == backward  # the walk goes toward smaller values otherwise
     bound = '"value" >= ' if upward else '"value" <= '
     assert statement.count(bound) == 1, statement
+
+
+@pytest.mark.parametrize("params", [
+    {"sort": "m", "descending": True, "search": "1"},
+    {"sort": "m", "descending": False, "search": "1"},
+    {"sort": "m", "descending": False, "show": "worst", "search": "1"},
+    {"sort": "m", "descending": True, "search": "no such keyword"},
+])
+def test_a_searched_metric_order_pages_by_number_as_the_orm_orders(evaluation, params):
+    """A search sorted by a metric walks the metric's values (then the keywords without
+    one) with the text filter, page by page, without sorting every match."""
+    configs = dashboards.metric_configs(evaluation.pk)
+    params = {**params, "sort": f"m{configs[1].pk}"}
+    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
+                                                **params).values_list("pk", flat=True))
+    order = dashboards.keyword_order(evaluation=evaluation, configs=configs, **params)
+    assert isinstance(order, dashboards.MetricOrder)
+    pages, number = [], 1
+    while True:
+        table = _table(evaluation, configs, page_number=number, **params)
+        pages += [row.row.keyword.pk for row in table.rows]
+        if not table.page.has_next():
+            break
+        number += 1
+    assert pages == expected
+    assert table.page.count == len(expected)
+    if params.get("search") == "1":
+        assert 0 < len(expected) < evaluation.keywords.count()
