@@ -35,3 +35,23 @@ def judge_for(team: Team, provider: FakeProvider, *, name: str = "Judge Dredd",
     fields.setdefault("base_url", provider.base_url)
     return judge_with_account(team, name=name, provider=provider.protocol,
                               api_key=provider.api_key or "", counts=counts, **fields)
+
+
+def lane_paused_by_first_answer(*, run, judge: Judge, provider: FakeProvider, answer,
+                                width: int = 4) -> int:
+    """One lane of `width` calls, as on a worker, whose first answer comes after the run
+    was paused (the lane has claimed a round ahead by then); how many calls were made."""
+    from django.db import connection
+
+    from judges import batches, calls, runs
+
+    def pause_then_answer(prompt, request):
+        runs.run_pause(run=run)
+        connection.close()
+        return answer(prompt, request)
+
+    provider.default = pause_then_answer
+    with calls.new_client(judge) as client:
+        assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
+                                seconds=60, width=width) is False
+    return len(provider.received)

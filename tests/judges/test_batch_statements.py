@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from judges import batches, calls, runs, tasks
 from judges.models import JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
-from tests.judges.builders import judge_for
+from tests.judges.builders import judge_for, lane_paused_by_first_answer
 from tests.judges.fake_providers import OPENAI, ModelAnswer, document_ids, fake_provider
 from tests.judgments.builders import evaluation_with_slots
 
@@ -57,19 +57,11 @@ def test_a_lane_sends_nothing_it_claimed_ahead_once_the_run_is_paused(personas, 
         judge = judge_for(personas.team, provider, batch_size=1, max_concurrent_requests=4)
         run = runs.run_start(judge=judge, evaluation=evaluation, mode=JudgeRun.Mode.UNGRADED,
                              started_by=None)
-
-        def pause_then_answer(prompt, request):
-            runs.run_pause(run=run)
-            connection.close()
-            return ModelAnswer({"grades": [{"id": doc_id, "grade": 2, "reason": "ok"}
-                                           for doc_id in document_ids(prompt)]})
-
-        provider.default = pause_then_answer
         # Four calls at once, as on PostgreSQL (SQLite's lanes send one at a time).
-        with calls.new_client(judge) as client:
-            assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
-                                    seconds=60, width=4) is False
-        asked = len(provider.received)
+        asked = lane_paused_by_first_answer(
+            run=run, judge=judge, provider=provider,
+            answer=lambda prompt, request: ModelAnswer({"grades": [
+                {"id": doc_id, "grade": 2, "reason": "ok"} for doc_id in document_ids(prompt)]}))
     run.refresh_from_db()
     assert (run.status, run.done_count, run.call_count, asked) == ("paused", 1, 1, 1)
     statuses = sorted(JudgeRunItem.objects.filter(run=run).values_list("status", flat=True))

@@ -10,7 +10,7 @@ from django.utils import timezone
 from judges import runs
 from judges.models import JudgeCall, JudgeRun, JudgeRunItem, JudgeTeamSpend, JudgeTrustPolicy
 from searchtweak.notification_models import Event, Notification
-from tests.judges.builders import judge_for
+from tests.judges.builders import judge_for, lane_paused_by_first_answer
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judgments.builders import evaluation_with_slots
 
@@ -289,9 +289,7 @@ def test_a_lane_counts_only_the_calls_it_makes_when_paused_with_batches_claimed_
     """A lane of several calls claims a round ahead of them. The run paused while its first
     call is out: the batch claimed behind it goes back unasked, and nothing of it stays
     counted (reserving at the claim left its 1.00 in the run's and the team's spend)."""
-    from django.db import connection
-
-    from judges import batches, calls, tasks
+    from judges import tasks
 
     evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2)
     monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
@@ -300,18 +298,8 @@ def test_a_lane_counts_only_the_calls_it_makes_when_paused_with_batches_claimed_
         judge.max_concurrent_requests = 4
         judge.save(update_fields=["max_concurrent_requests"])
         run = start(judge, evaluation, budget=Decimal("10.00"))
-        answer = grade_all()
-
-        def pause_then_answer(prompt, request):
-            runs.run_pause(run=run)
-            connection.close()
-            return answer(prompt, request)
-
-        provider.default = pause_then_answer
-        with calls.new_client(judge) as client:
-            assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
-                                    seconds=60, width=4) is False
-        asked = len(provider.received)
+        asked = lane_paused_by_first_answer(run=run, judge=judge, provider=provider,
+                                            answer=grade_all())
     run.refresh_from_db()
     assert (asked, run.status, run.call_count, run.done_count) == (1, "paused", 1, 2)
     assert run.spend == Decimal("1.0000")
