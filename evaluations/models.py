@@ -336,6 +336,12 @@ class Keyword(models.Model):
     def normalize(text: str) -> str:
         return text.strip().casefold()
 
+    @staticmethod
+    def search_q(search: str, *, through: str = "") -> Q:
+        """The keywords a search finds (its normalized text within theirs), as a filter on
+        Keyword, or on a model that reaches it `through` a relation ("keyword__")."""
+        return Q(**{f"{through}normalized_text__contains": Keyword.normalize(search)})
+
 
 class Snapshot(models.Model):
     """One result the endpoint returned for a keyword, at its position (1-based)."""

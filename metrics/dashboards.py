@@ -483,7 +483,7 @@ def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     first metric when sorting by position or text) and puts the lowest first."""
     keywords = Keyword.objects.filter(evaluation=evaluation)
     if search:
-        keywords = keywords.filter(normalized_text__contains=Keyword.normalize(search))
+        keywords = keywords.filter(Keyword.search_q(search))
     if show == "failed":
         keywords = keywords.filter(fetch_status=Keyword.FetchStatus.FAILED)
     elif show == "ungraded":
@@ -545,7 +545,7 @@ class MetricOrder:
                  descending: bool, values_only: bool, search: str = "") -> None:
         self.evaluation, self.config = evaluation, config
         self.descending, self.values_only = descending, values_only
-        self.search = Keyword.normalize(search) if search else ""
+        self.search = search
         self._value_count: int | None = None if self.search else (config.keyword_count or 0)
         self._count: int | None = None
 
@@ -562,14 +562,13 @@ class MetricOrder:
 
     def _all(self) -> QuerySet[Keyword]:
         keywords = Keyword.objects.filter(evaluation=self.evaluation)
-        return keywords.filter(normalized_text__contains=self.search) if self.search \
-            else keywords
+        return keywords.filter(Keyword.search_q(self.search)) if self.search else keywords
 
     def _values(self) -> QuerySet[KeywordMetricValue]:
         values = KeywordMetricValue.objects.filter(metric_id=self.config.pk,
                                                    value__isnull=False)
-        return values.filter(keyword__normalized_text__contains=self.search) if self.search \
-            else values
+        return values.filter(Keyword.search_q(self.search, through="keyword__")) \
+            if self.search else values
 
     def _missing(self) -> QuerySet[Keyword]:
         return self._all().exclude(Exists(KeywordMetricValue.objects.filter(

@@ -287,5 +287,5 @@ def keywords_filtered(
     if status:
         keywords = keywords.filter(fetch_status=status)
     if search:
-        keywords = keywords.filter(normalized_text__contains=Keyword.normalize(search))
+        keywords = keywords.filter(Keyword.search_q(search))
     return keywords
