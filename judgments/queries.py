@@ -101,7 +101,7 @@ RETURNING {{returning}}
 """
 CLAIM_PICK = f"""(
     SELECT s."id" FROM {SLOTS} s{{join}}
-    WHERE {{where}} AND s."grade" IS NULL AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
+    WHERE {{where}} AND {{ungraded}} AND (s."user_id" IS NULL OR s."lease_expires_at" < %s)
       AND NOT EXISTS (SELECT 1 FROM {SLOTS} o
                       WHERE o."snapshot_id" = s."snapshot_id" AND o."user_id" = %s
                         AND o."id" <> s."id"{{probe}})
@@ -113,6 +113,13 @@ CLAIM_PICK = f"""(
 # the grader holds about no slots, and which then scanned all the grader's slots on every
 # claim: each grade they gave made their next claim slower.
 PROBE = " LIMIT 1 OFFSET 0"
+# An evaluation's pick walks its queue: slot_queue_idx, whose rows are the ungraded slots.
+UNGRADED = 's."grade" IS NULL'
+# A pick among one snapshot's few slots must take them by snapshot (slot_index_unique).
+# Written as UNGRADED, the test matched slot_queue_idx's condition, and under statistics
+# from before a large fetch PostgreSQL ANDed that whole index into every judge's pick.
+# "+ 0" keeps the meaning and hides the index.
+UNGRADED_BY_SNAPSHOT = '(s."grade" + 0) IS NULL'
 NOT_SKIPPED = f"""AND NOT EXISTS (SELECT 1 FROM {SKIPS} k
                       WHERE k."snapshot_id" = s."snapshot_id" AND k."user_id" = %s{{probe}})"""
 # The first slot the grader holds ungraded among some evaluations, its lease renewed.
@@ -280,7 +287,8 @@ def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list,
               include_skipped: bool, guard: str = "",
               returning: str = '"id", "keyword_id"',
               order_params: list | None = None,
-              decisive: DecisiveOrder | None = None) -> tuple[str, list]:
+              decisive: DecisiveOrder | None = None,
+              ungraded: str = UNGRADED) -> tuple[str, list]:
     """CLAIM_SQL for the first free slot (alias s) matching `where`, and its parameters;
     `guard` is a condition (ending in AND) that must hold for anything to be claimed. With
     `decisive`, its pick first and `order`'s when that finds nothing: still one statement
@@ -294,7 +302,7 @@ def claim_sql(*, user_id: int, now, lease_until, where: str, where_params: list,
         lock = " FOR UPDATE OF s SKIP LOCKED" if join and sql.is_postgresql() \
             else sql.skip_locked()
         return CLAIM_PICK.format(
-            where=where, order=order, lock=lock, join=join, probe=PROBE,
+            where=where, order=order, lock=lock, join=join, probe=PROBE, ungraded=ungraded,
             skips="" if include_skipped else NOT_SKIPPED.format(probe=PROBE),
             candidates=candidates)
 
@@ -355,7 +363,7 @@ def snapshot_claim_sql(*, user_id: int, now, lease_until, snapshot_id: int
     """claim_sql for a free slot of one snapshot, skipped or not: id and keyword_id."""
     return claim_sql(user_id=user_id, now=now, lease_until=lease_until,
                      where='s."snapshot_id" = %s', where_params=[snapshot_id],
-                     order='s."index"', include_skipped=True)
+                     order='s."index"', include_skipped=True, ungraded=UNGRADED_BY_SNAPSHOT)
 
 
 def snapshots_claim_sql(*, user_id: int, now, lease_until, snapshot_ids: list[int]
@@ -365,7 +373,7 @@ def snapshots_claim_sql(*, user_id: int, now, lease_until, snapshot_ids: list[in
     the slots they found; returns id and snapshot_id of each claimed slot."""
     pick = CLAIM_PICK.format(where='s."snapshot_id" = %s', order='s."index"',
                              lock=sql.skip_locked(), join="", probe=PROBE, skips="",
-                             candidates="")
+                             candidates="", ungraded=UNGRADED_BY_SNAPSHOT)
     statement = CLAIM_SQL.format(guard="", returning='"id", "snapshot_id"', pick="ANY").replace(
         '"id" = ANY', '"id" IN (' + ", ".join([pick] * len(snapshot_ids)) + ")")
     params = [user_id, sql.time_param(now), sql.time_param(lease_until), False]

@@ -293,6 +293,39 @@ def test_a_position_order_claim_probes_held_and_skipped_slots_by_index(personas)
     assert {"judgments_feedbackslot", "judgments_slotskip"} <= probes, probes
 
 
+def test_a_claim_of_one_snapshots_slot_reads_that_snapshot_alone_under_stale_statistics(
+        personas):
+    # Statistics from before a large fetch (here: an empty table) had PostgreSQL AND the
+    # partial queue index of every ungraded slot into a judge's pick of one snapshot's
+    # slot: each pick read the whole queue (126,060 rows, 3.9 ms, at 100,000 pairs).
+    if connection.vendor != "postgresql":
+        skip_or_fail("a PostgreSQL plan: set DATABASE_URL")
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {FeedbackSlot._meta.db_table}")
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=2)
+    crowded, claimed = Snapshot.objects.filter(keyword__evaluation=evaluation).order_by("pk")[:2]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {FeedbackSlot._meta.db_table} (index, unsure, note, reason,"
+            " opened_because, evaluation_id, keyword_id, snapshot_id, keyword_position,"
+            " position) SELECT i, false, '', '', '', %s, %s, %s, 1, 1"
+            " FROM generate_series(10, 30009) i",
+            [evaluation.pk, crowded.keyword_id, crowded.pk])
+    now = timezone.now()
+    statements = [
+        queries.snapshots_claim_sql(user_id=personas.grader.pk, now=now, lease_until=now,
+                                    snapshot_ids=[claimed.pk, crowded.pk]),
+        queries.snapshot_claim_sql(user_id=personas.grader.pk, now=now, lease_until=now,
+                                   snapshot_id=claimed.pk)]
+    for statement, params in statements:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", params)
+            plan = cursor.fetchone()[0]
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        indexes = {n.get("Index Name") for n in _plan_nodes(plan[0]["Plan"])}
+        assert "slot_queue_idx" not in indexes, indexes
+        assert "slot_index_unique" in indexes, indexes
+
 
 def _claim_plans_run() -> dict[str, tuple[int, int]]:
     """(generic plans, custom plans) PostgreSQL has run of each claim statement this
