@@ -10,12 +10,12 @@ N x L / C (the "limit": 1,000 x 50 ms / 16 = 3.1 s); every keyword must be store
 1.3 x that (4 s for 1,000 keywords at 50 ms, 163 s for 100,000 at 20 ms), and the
 progress page stays responsive meanwhile.
 
-It serves a search endpoint on a free 127.0.0.1 port (ThreadingHTTPServer, 10 results per
-query after an L ms sleep), creates a throw-away PostgreSQL database named after
-BENCH_DATABASE_PREFIX (or a SQLite file, or uses --database-url), migrates it, creates an
-evaluation of N keywords and starts it. Loopback is opened in the outbound policy
-(OUTBOUND_DENY_NETWORKS: the production list without 127.0.0.0/8), so every request still
-goes through searchtweak/outbound's checks, as in production. "worker" mode sends the
+It serves a search endpoint on a free 127.0.0.1 port (ThreadingHTTPServer in a process of
+its own, 10 results per query after an L ms sleep), creates a throw-away PostgreSQL
+database named after BENCH_DATABASE_PREFIX (or a SQLite file, or uses --database-url),
+migrates it, creates an evaluation of N keywords and starts it. Loopback is opened in the
+outbound policy (OUTBOUND_DENY_NETWORKS: the production list without 127.0.0.0/8), so every
+request still goes through searchtweak/outbound's checks, as in production. "worker" mode sends the
 fetch tasks through Redis to a real `celery worker` process (--pool=solo, as
 tests/workers.py); "eager" mode runs them in this process, as the embedded default does
 without a broker. While it fetches, this process polls the evaluation's progress page
@@ -57,7 +57,11 @@ DENY_BUT_LOOPBACK = [
     "ff00::/8"]
 
 
-def serve(latency: float) -> ThreadingHTTPServer:
+def engine_serve(latency: float) -> None:
+    """The engine's process: prints its port, then answers until killed. GET /stats
+    answers how many connections it accepted."""
+    connections = 0
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         # Headers and body leave in two writes: with Nagle's algorithm on, the body waits
@@ -68,22 +72,54 @@ def serve(latency: float) -> ThreadingHTTPServer:
         def log_message(self, *args) -> None:
             pass
 
+        def setup(self) -> None:
+            nonlocal connections
+            super().setup()
+            connections += 1
+
         def do_GET(self) -> None:
-            query = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
-            time.sleep(latency)
-            body = json.dumps({"hits": [{"id": f"{query}-{n}", "title": f"{query} #{n}"}
-                                        for n in range(1, 11)]}).encode()
+            if self.path == "/stats":
+                body = json.dumps({"connections": connections}).encode()
+            else:
+                query = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
+                time.sleep(latency)
+                body = json.dumps({"hits": [{"id": f"{query}-{n}", "title": f"{query} #{n}"}
+                                            for n in range(1, 11)]}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.request_queue_size = 128
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        # listen()'s backlog, read as the server is made: at the default 5, connections
+        # opened at once beyond it lost their SYN and retried a second later.
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+class Engine:
+    """The search engine in a process of its own, as a real one is: in this process its
+    threads waited for the GIL while the progress page was polled, which no engine does."""
+
+    def __init__(self, latency: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--engine", "--latency-ms", str(round(latency * 1000))],
+            stdout=subprocess.PIPE, text=True)
+        self.host, self.port = "127.0.0.1", int(self.process.stdout.readline())
+
+    def connections(self) -> int:
+        import httpx
+
+        return httpx.get(f"http://{self.host}:{self.port}/stats").json()["connections"]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
 
 
 def floor_seconds(url: str, requests: int, concurrency: int) -> float:
@@ -160,7 +196,11 @@ def main() -> None:
                              "0 skips it)")
     parser.add_argument("--redis-url", default=bench_redis(
         os.environ.get("CELERY_BROKER_URL") or DEFAULT_REDIS))
+    parser.add_argument("--engine", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.engine:
+        engine_serve(args.latency_ms / 1000)
+        return
 
     mode = args.mode
     if mode == "auto":
@@ -214,8 +254,8 @@ def main() -> None:
     from searchtweak.models import Membership, Role, Team, User
 
     call_command("migrate", verbosity=0)
-    server = serve(args.latency_ms / 1000)
-    host, port = server.server_address[:2]
+    engine = Engine(args.latency_ms / 1000)
+    host, port = engine.host, engine.port
     team = Team.objects.create(name="Bench")
     user = User.objects.create_user("bench-lead", password="x", current_team=team)
     Membership.objects.create(team=team, user=user, role=Role.LEAD)
@@ -272,6 +312,7 @@ def main() -> None:
         floor *= args.keywords / floor_requests
         print(f"floor: a bare httpx client with {concurrency} threads, {floor_requests} "
               f"requests: {floor:.2f} s for {args.keywords} ({floor / limit:.2f} x the limit)")
+    connections_before = engine.connections()
     began = time.monotonic()
     thread = threading.Thread(target=start)
     thread.start()
@@ -295,7 +336,8 @@ def main() -> None:
     finally:
         if worker is not None:
             stop_worker(worker)
-        server.shutdown()
+        connections = engine.connections() - connections_before
+        engine.stop()
     if errors:
         raise errors[0]
     fetched = Keyword.objects.filter(evaluation=evaluation, fetch_status="fetched").count()
@@ -316,6 +358,9 @@ def main() -> None:
            {f"{args.keywords / 1000:g}k": total},
            target=f"<= {target:.1f} s (1.3 x the limit {limit:.1f} s)",
            note=f"floor here {floor:.1f} s, ratio to it {total / floor:.2f}" if floor else "")
+    # Requests of one fetch share their connections (keep-alive): about one per request
+    # thread, not one per keyword.
+    print(f"connections the fetch opened to the engine: {connections}")
     if latencies:
         print(f"progress page while fetching: {len(latencies)} requests, p50 "
               f"{statistics.median(latencies):.0f} ms, max {max(latencies):.0f} ms")

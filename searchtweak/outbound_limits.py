@@ -21,6 +21,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
 
@@ -155,6 +156,52 @@ def limiter() -> Limiter:
     return _redis_limiter(url) if url else _local
 
 
+# How long a thread inside turns_kept may keep a turn it took before giving it back and
+# asking again (the others' chance at it). Far below any lease (an attempt's length
+# + 10 s), so a turn kept and used again cannot expire mid-request.
+KEEP_TURN_SECONDS = 1.0
+
+
+@dataclass
+class _Kept:
+    limiter: Limiter
+    token: str
+    taken_at: float
+
+
+_kept_turns = threading.local()
+
+
+@contextmanager
+def turns_kept(*, hold_seconds: float = KEEP_TURN_SECONDS) -> Iterator[None]:
+    """Within the block, this thread keeps each concurrency turn it takes between requests
+    (up to `hold_seconds` after taking it) instead of giving it back and asking again for
+    the next: a fetch thread sends request after request, and two Redis round trips for
+    each were a third of its work. A kept turn still counts as in flight, so the limit
+    holds; per-minute limits count every start and are never kept. Every kept turn is
+    given back when the block ends."""
+    outer = getattr(_kept_turns, "turns", None), getattr(_kept_turns, "hold", None)
+    _kept_turns.turns, _kept_turns.hold = {}, hold_seconds
+    try:
+        yield
+    finally:
+        kept: dict[str, _Kept] = _kept_turns.turns
+        _kept_turns.turns, _kept_turns.hold = outer
+        for key, held in kept.items():
+            held.limiter.release(key, held.token)
+
+
+def _kept_turn(key: str, backend: Limiter, now: float) -> _Kept | None:
+    """The turn of `key` this thread kept, when it may still use it; one it may not is
+    given back."""
+    held = _kept_turns.turns.pop(key, None)
+    if held is not None and (held.limiter is not backend
+                             or now - held.taken_at >= _kept_turns.hold):
+        held.limiter.release(key, held.token)
+        return None
+    return held
+
+
 @contextmanager
 def turn(key: str, *, max_concurrent: int | None, per_minute: int | None,
          wait_seconds: float, lease_seconds: float, limiter_: Limiter | None = None,
@@ -166,18 +213,25 @@ def turn(key: str, *, max_concurrent: int | None, per_minute: int | None,
         yield
         return
     backend = limiter_ or limiter()
-    token = uuid.uuid4().hex
-    give_up_at = clock() + wait_seconds
-    while not backend.try_acquire(key, token, max_concurrent=max_concurrent,
-                                  per_minute=per_minute, now=clock(),
-                                  lease_seconds=lease_seconds):
-        if clock() >= give_up_at:
-            raise LimitWaitExceeded(_wait_message(max_concurrent, per_minute, wait_seconds))
-        sleep(POLL_SECONDS)
+    keeping = getattr(_kept_turns, "turns", None) is not None and not per_minute
+    held = _kept_turn(key, backend, clock()) if keeping else None
+    if held is None:
+        token = uuid.uuid4().hex
+        give_up_at = clock() + wait_seconds
+        while not backend.try_acquire(key, token, max_concurrent=max_concurrent,
+                                      per_minute=per_minute, now=clock(),
+                                      lease_seconds=lease_seconds):
+            if clock() >= give_up_at:
+                raise LimitWaitExceeded(_wait_message(max_concurrent, per_minute, wait_seconds))
+            sleep(POLL_SECONDS)
+        held = _Kept(backend, token, clock())
     try:
         yield
     finally:
-        backend.release(key, token)
+        if keeping:
+            _kept_turns.turns[key] = held
+        else:
+            backend.release(key, held.token)
 
 
 def _wait_message(max_concurrent: int | None, per_minute: int | None, waited: float) -> str:

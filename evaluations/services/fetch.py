@@ -34,6 +34,7 @@ from evaluations.fetching import (
 )
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
+from searchtweak import outbound_limits
 from searchtweak.bulk_insert import bulk_insert, bulk_update
 
 logger = logging.getLogger(__name__)
@@ -168,7 +169,7 @@ def keywords_fetch_store(*, claimed_at: datetime,
                   .values_list("keyword_id", flat=True).distinct()) if fetched else set()
     fresh = [keyword for keyword in fetched if keyword.pk not in holding]
     snapshots_by_keyword = {keyword: [
-        Snapshot(keyword=keyword, position=position, doc_id=doc.doc_id, name=doc.name,
+        Snapshot(keyword_id=keyword.pk, position=position, doc_id=doc.doc_id, name=doc.name,
                  image=doc.image, fields=doc.fields)
         for position, doc in enumerate(by_id[keyword.pk].documents, start=1)
     ] for keyword in fresh}
@@ -352,9 +353,27 @@ def _results(spec, keywords: dict[int, str], *, client: httpx.Client,
         finally:
             done.put((keyword_id, result))
 
+    todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+    for item in keywords.items():
+        todo.put(item)
+
+    def work() -> None:
+        # One loop per thread, not a task per keyword, so the thread keeps its turn of the
+        # endpoint's limit from one request to the next (outbound_limits.turns_kept).
+        with outbound_limits.turns_kept():
+            while True:
+                try:
+                    keyword_id, text = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    run(keyword_id, text)
+                except BaseException:  # run has handed in its result; go on with the rest
+                    logger.exception("a request thread's keyword %s stopped", keyword_id)
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fetch") as pool:
-        for keyword_id, text in keywords.items():
-            pool.submit(run, keyword_id, text)
+        for _ in range(min(workers, len(keywords))):
+            pool.submit(work)
         left = len(keywords)
         ready: list[tuple[int, FetchResult]] = []
         flushed = time.monotonic()

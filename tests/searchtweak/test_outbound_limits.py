@@ -154,6 +154,101 @@ def test_an_unreachable_redis_falls_back_to_counting_in_this_process():
         pass
 
 
+# --- a fetch thread keeps its turn between requests (turns_kept) ----------------------------
+
+
+class CountingLimiter:
+    """A limiter that counts the calls reaching it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.acquired, self.released = inner, 0, 0
+
+    def try_acquire(self, *args, **kwargs) -> bool:
+        self.acquired += 1
+        return self.inner.try_acquire(*args, **kwargs)
+
+    def release(self, *args) -> None:
+        self.released += 1
+        self.inner.release(*args)
+
+
+def test_a_thread_keeping_turns_asks_once_per_hold_and_gives_back_at_the_end(backend):
+    limiter, clock, endpoint = CountingLimiter(backend()), FakeClock(), key()
+    limits = {"max_concurrent": 2, "per_minute": None, "lease_seconds": 30,
+              "limiter_": limiter, "clock": clock, "sleep": clock.sleep, "wait_seconds": 0}
+    with outbound_limits.turns_kept(hold_seconds=1.0):
+        for _ in range(5):
+            with turn(endpoint, **limits):
+                clock.now += 0.15
+        assert (limiter.acquired, limiter.released) == (1, 0)
+        clock.now += 0.5  # 1.25 s after it was taken: given back, taken anew
+        with turn(endpoint, **limits):
+            pass
+        assert (limiter.acquired, limiter.released) == (2, 1)
+    assert (limiter.acquired, limiter.released) == (2, 2)
+    # Given back for real: both turns are free for another worker.
+    other = backend()
+    with turn(endpoint, **{**limits, "limiter_": other}), \
+            turn(endpoint, **{**limits, "limiter_": other}):
+        pass
+
+
+def test_a_kept_turn_still_counts_as_in_flight(backend):
+    clock, endpoint = FakeClock(), key()
+    limits = {"max_concurrent": 1, "per_minute": None, "lease_seconds": 30, "clock": clock,
+              "sleep": clock.sleep, "wait_seconds": 0}
+    keeper, other = backend(), backend()
+
+    def other_worker_sends() -> bool:
+        try:
+            with turn(endpoint, limiter_=other, **limits):
+                return True
+        except LimitWaitExceeded:
+            return False
+
+    with ThreadPoolExecutor(max_workers=1) as elsewhere, outbound_limits.turns_kept():
+        with turn(endpoint, limiter_=keeper, **limits):
+            pass
+        # Between two of the keeper's requests its turn is still taken.
+        assert elsewhere.submit(other_worker_sends).result() is False
+    assert other_worker_sends() is True
+
+
+def test_per_minute_limits_count_every_request_even_when_turns_are_kept(backend):
+    limiter, clock, endpoint = CountingLimiter(backend()), FakeClock(), key()
+    limits = {"max_concurrent": 5, "per_minute": 3, "lease_seconds": 30, "limiter_": limiter,
+              "clock": clock, "sleep": clock.sleep, "wait_seconds": 0}
+    with outbound_limits.turns_kept():
+        for _ in range(3):
+            with turn(endpoint, **limits):
+                pass
+        with pytest.raises(LimitWaitExceeded, match="3 a minute"), turn(endpoint, **limits):
+            pass
+    assert (limiter.acquired, limiter.released) == (4, 3)
+
+
+@pytest.mark.django_db
+def test_a_fetchs_threads_keep_their_turns_and_stay_within_the_limit(
+        backend, settings, monkeypatch):
+    from evaluations import services
+    from tests.evaluations.factories import fetchable_evaluation
+
+    settings.FETCH_CONCURRENCY_PER_ENDPOINT = 3
+    counting = CountingLimiter(backend())
+    monkeypatch.setattr(outbound_limits, "limiter", lambda: counting)
+    with running_server() as server:
+        in_flight = CountingServer(server)
+        evaluation = fetchable_evaluation(url=server.url, keywords=[f"k{n}" for n in range(12)],
+                                          max_concurrent_requests=3)
+        services.evaluation_start(evaluation=evaluation)
+        ids = list(evaluation.keywords.values_list("pk", flat=True))
+        assert services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 12
+    assert in_flight.most == 3
+    # Three threads, four requests each within a second: a turn each, not one a request.
+    assert 3 <= counting.acquired <= 6, counting.acquired
+    assert counting.released == counting.acquired
+
+
 # --- a team's Tests at once (team_test_turn) -------------------------------------------------
 
 
