@@ -1,7 +1,8 @@
+import gc
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "searchtweak.settings")
 
@@ -19,3 +20,13 @@ def _close_old_database_connections(task, **kwargs) -> None:
 
     if not getattr(task.request, "is_eager", False):
         close_old_connections()
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def _freeze_start_up_objects(**kwargs) -> None:
+    """Leave the objects of start-up (Django, Celery, every module: most of the heap) out
+    of garbage collection: each full collection walked them all, 100-170 ms with the GIL
+    held, and a fetch's sixteen request threads sent nothing meanwhile. Once the worker is
+    ready (its solo or thread pool runs tasks here) and in each forked pool process."""
+    gc.freeze()

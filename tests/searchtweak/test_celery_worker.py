@@ -30,3 +30,21 @@ def test_a_lost_message_returns_only_after_its_task_could_have_ended(settings):
     assert app.tasks["evaluations.fetch_keywords"].reject_on_worker_lost
     visibility = app.conf.broker_transport_options["visibility_timeout"]
     assert visibility == max(limits.values()) + 60
+
+
+@pytest.mark.parametrize("signal_name", ["worker_ready", "worker_process_init"])
+def test_a_ready_worker_leaves_its_start_up_objects_out_of_garbage_collection(signal_name):
+    # A full collection walked the whole start-up heap with the GIL held: 100-170 ms
+    # in which a fetch's request threads sent nothing (searchtweak.celery).
+    import gc
+
+    from celery import signals
+
+    import searchtweak.celery  # noqa: F401  (connects the receivers)
+
+    assert gc.get_freeze_count() == 0
+    try:
+        getattr(signals, signal_name).send(sender=None)
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
