@@ -328,6 +328,12 @@ class Keyword(models.Model):
                 fields=["evaluation", "position"], name="keyword_position_unique"
             ),
         ]
+        indexes = [
+            # "Is any keyword still waiting?" after every fetch task: without it the answer
+            # walked the evaluation's fetched keywords first, all 100,000 near the end.
+            models.Index(fields=["evaluation"], condition=Q(fetch_status="pending"),
+                         name="keyword_pending_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.text
