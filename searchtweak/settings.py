@@ -110,18 +110,22 @@ if _database_url:
                                                   conn_health_checks=True)}
     if _database_url.startswith("sqlite"):
         DATABASES["default"]["OPTIONS"] = dict(_SQLITE_OPTIONS)
-    # The grading hot path's statements (searchtweak.sql) bind on the server and are
-    # prepared once a connection has run them twice; Django's own client-binding cursors
-    # never prepare. Turn off behind a pooler in transaction mode that cannot keep them.
-    if env_bool("DATABASE_PREPARED_STATEMENTS", True) and _database_url.startswith("postgres"):
-        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 2
-    # PostgreSQL compiles a statement to machine code (JIT) when its estimated cost passes
-    # jit_above_cost. Ours are short; a judge's claim of 40 results, estimated by statistics
-    # from before a large fetch, crossed it and spent 0.9 s compiling for 1 ms of work, on
-    # every claim. Turn it back on with DATABASE_JIT; behind PgBouncer, which refuses the
-    # startup option unless told to ignore it, turn JIT off in the server's settings instead.
-    if not env_bool("DATABASE_JIT", False) and _database_url.startswith("postgres"):
-        DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c jit=off"
+    if _database_url.startswith("postgres"):
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        # The grading hot path's statements (searchtweak.sql) bind on the server and are
+        # prepared once a connection has run them twice; Django's own client-binding
+        # cursors never prepare. Turn off behind a pooler in transaction mode that cannot
+        # keep them.
+        if env_bool("DATABASE_PREPARED_STATEMENTS", True):
+            options["prepare_threshold"] = 2
+        # PostgreSQL compiles a statement to machine code (JIT) when its estimated cost
+        # passes jit_above_cost. Ours are short; a judge's claim of 40 results, estimated by
+        # statistics from before a large fetch, crossed it and spent 0.9 s compiling for
+        # 1 ms of work, on every claim. Turn it back on with DATABASE_JIT; behind PgBouncer,
+        # which refuses the startup option unless told to ignore it, turn JIT off in the
+        # server's settings instead.
+        if not env_bool("DATABASE_JIT", False):
+            options["options"] = "-c jit=off"
 else:
     DATABASES = {
         "default": {
