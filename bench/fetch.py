@@ -25,6 +25,11 @@ from the start request to the evaluation becoming active with every keyword stor
 worker is stopped with a warm shutdown once the fetch is over; any traceback in its log is
 printed and fails the run.
 
+--processes N runs the worker as a prefork pool of N processes sharing the 16 requests in
+flight (FETCH_CONCURRENCY_PER_ENDPOINT = 16 / N each), as a production fetch worker does:
+one process is bound by its GIL near 500 keywords/s at 20 ms (httpx's own ~1 ms of CPU
+a request, then the store), two on this 2-CPU machine are not.
+
 BENCH_ROOT runs another checkout's code (the worker too), for old-vs-new comparisons:
     cd /work/main && BENCH_ROOT=$PWD .venv/bin/python /path/to/new/bench/fetch.py
 """
@@ -158,10 +163,13 @@ def redis_reachable(url: str) -> bool:
         return False
 
 
-def start_worker(env: dict[str, str], queue: str, log_path: Path) -> subprocess.Popen:
+def start_worker(env: dict[str, str], queue: str, log_path: Path,
+                 processes: int = 1) -> subprocess.Popen:
     log = open(log_path, "w")  # noqa: SIM115 (closed with the process)
+    pool = ["--pool=solo"] if processes == 1 else ["--pool=prefork",
+                                                   f"--concurrency={processes}"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", "--pool=solo",
+        [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", *pool,
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-Q", queue,
          "--loglevel=WARNING", "-n", f"{queue}@%h"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -202,6 +210,9 @@ def main() -> None:
                              "0 skips it)")
     parser.add_argument("--redis-url", default=bench_redis(
         os.environ.get("CELERY_BROKER_URL") or DEFAULT_REDIS))
+    parser.add_argument("--processes", type=int, default=1,
+                        help="worker processes (prefork); the 16 requests in flight are "
+                             "shared among them (FETCH_CONCURRENCY_PER_ENDPOINT = 16 / N)")
     parser.add_argument("--engine", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine:
@@ -237,6 +248,10 @@ def main() -> None:
            # so the requests still pass the outbound policy's checks.
            "OUTBOUND_DENY_NETWORKS": ",".join(DENY_BUT_LOOPBACK),
            "PYTHONPATH": str(ROOT)}
+    if args.processes > 1:
+        # The endpoint sees at most 16 requests at once however many processes fetch.
+        total = int(os.environ.get("FETCH_CONCURRENCY_PER_ENDPOINT", "16"))
+        env["FETCH_CONCURRENCY_PER_ENDPOINT"] = str(max(1, total // args.processes))
     if mode == "worker":
         env.update(CELERY_BROKER_URL=args.redis_url, CELERY_RESULT_BACKEND=args.redis_url,
                    CELERY_TASK_DEFAULT_QUEUE=queue)
@@ -283,7 +298,7 @@ def main() -> None:
 
     worker = None
     if mode == "worker":
-        worker = start_worker(env, queue, Path(tmp.name) / "worker.log")
+        worker = start_worker(env, queue, Path(tmp.name) / "worker.log", args.processes)
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
     progress_url = f"/evaluations/{evaluation.pk}/progress/"
@@ -305,8 +320,9 @@ def main() -> None:
     database = "SQLite" if database_url.startswith("sqlite") else "PostgreSQL"
     print(f"fetching {args.keywords} keywords, endpoint latency {args.latency_ms} ms, "
           f"concurrency {settings.FETCH_CONCURRENCY_PER_ENDPOINT} per endpoint, batches of "
-          f"{settings.FETCH_BATCH_SIZE}, mode: {mode} ({how}), database: {database}")
-    concurrency = settings.FETCH_CONCURRENCY_PER_ENDPOINT
+          f"{settings.FETCH_BATCH_SIZE}, mode: {mode} ({how}, {args.processes} process(es)), "
+          f"database: {database}")
+    concurrency = settings.FETCH_CONCURRENCY_PER_ENDPOINT * args.processes
     limit = args.keywords * args.latency_ms / 1000 / concurrency
     target = 1.3 * limit
     # The floor of this machine, measured now (a loaded machine is slower than the limit):
