@@ -41,7 +41,14 @@ forwarded_allow_ips = "*" if env_behind_tls_proxy() else ""
 
 def post_worker_init(worker) -> None:
     """Import the URL configuration, and with it every view, before the worker accepts:
-    otherwise the first request each worker serves waits about half a second for it."""
+    otherwise the first request each worker serves waits about half a second for it.
+    Then leave what start-up made out of garbage collection, as the Celery workers do
+    (searchtweak.celery): a full collection walked those ~145,000 objects, about 70 ms
+    inside whichever request set it off (a dashboard of 100,000 keywords allocates
+    enough to set off several)."""
+    import gc
+
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 - the import is the point
+    gc.freeze()

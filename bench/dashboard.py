@@ -124,6 +124,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--reuse", action="store_true",
                         help="use the database a --keep run left (migrated, not reseeded)")
+    parser.add_argument("--no-gc-freeze", action="store_true",
+                        help="as a web server before gunicorn.conf.py froze its start-up "
+                             "objects out of garbage collection")
     args = parser.parse_args()
     if args.reuse:
         migrate_database(ENV)
@@ -165,6 +168,12 @@ def main() -> None:
               f"3 slots, {len(METRICS)} metrics ...", flush=True)
         evaluations = {size: seed(size, team=team, graders=graders, name=f"bench{size}")
                        for size in sizes}
+    if not args.no_gc_freeze:
+        # As gunicorn.conf.py's post_worker_init does once the views are loaded.
+        import gc
+
+        reverse("metrics:evaluation_dashboard", args=[evaluations[10].pk])
+        gc.freeze()
     client = Client()
     client.force_login(lead)
     print()

@@ -12,15 +12,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 # A fresh interpreter: the test process has imported every view already.
 PROBE = """
-import os, runpy, sys
+import gc, os, runpy, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "searchtweak.settings")
 import django
 django.setup()
 config = runpy.run_path("gunicorn.conf.py")
-before = "judgments.api" in sys.modules
+before = "judgments.api" in sys.modules, gc.get_freeze_count()
 config["post_worker_init"](None)
-print(config["workers"], config["worker_class"], config["bind"], before,
-      "judgments.api" in sys.modules)
+print(config["workers"], config["worker_class"], config["bind"], *before,
+      "judgments.api" in sys.modules, gc.get_freeze_count() > 100_000)
 """
 
 
@@ -28,7 +28,8 @@ def test_workers_come_from_the_environment_and_load_every_view_before_the_first_
     environment = {"WEB_CONCURRENCY": "3", "WEB_BIND": "127.0.0.1:9001", "PATH": "/usr/bin"}
     output = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=environment,
                             capture_output=True, text=True, check=True, timeout=60).stdout
-    assert output.split() == ["3", "sync", "127.0.0.1:9001", "False", "True"]
+    # Every view loaded, and what start-up made frozen out of garbage collection.
+    assert output.split() == ["3", "sync", "127.0.0.1:9001", "False", "0", "True", "True"]
 
 
 def test_without_web_concurrency_two_workers_per_cpu_the_process_may_use():
