@@ -42,7 +42,7 @@ def keyword_values_write(*, evaluation_id: int,
             metric_ids = sorted({row.metric_id for row in chunk})
             sums = queries.metric_sums_read(metric_ids=metric_ids)
             if not sums:  # none known (recompute_metrics drops them): nothing to move
-                queries.keyword_values_upsert(list(chunk), now=now)
+                queries.keyword_values_upsert_count(list(chunk), now=now)
                 continue
             old = {(row.keyword_id, row.metric_id): row for row in queries.keyword_values_read(
                 keyword_ids=sorted({row.keyword_id for row in chunk}), metric_ids=metric_ids)}

@@ -149,17 +149,27 @@ def test_slot_rows_give_every_slot_and_mark_the_ungraded(evaluation):
         keyword_id=keyword_ids[0])
 
 
-def test_keyword_values_upsert(evaluation):
+@pytest.mark.parametrize("returning", [True, False])
+def test_keyword_values_upsert(evaluation, returning):
+    """keyword_values_upsert sends the rows written back, keyword_values_upsert_count
+    their number (for recompute_metrics, which moves no running sum); both write alike."""
     keywords = list(Keyword.objects.filter(evaluation=evaluation).order_by("position"))
     config = EvaluationMetric.objects.get(evaluation=evaluation, code="precision")
     now = timezone.now()
     KeywordMetricValue.objects.filter(keyword=keywords[2]).delete()
     row = queries.KeywordValueRow
-    queries.keyword_values_upsert([
+    rows = [
         row(keywords[0].pk, config.pk, 0.9, 0.5, 1.0, False, 2),  # newer: replaces
         row(keywords[1].pk, config.pk, 0.1, 0.1, 0.1, True, 0),  # older than version 1: dropped
         row(keywords[2].pk, config.pk, None, None, None, True, 5),  # new row
-    ], now=now)
+    ]
+    if returning:
+        written = queries.keyword_values_upsert(rows, now=now)
+        assert sorted(written) == sorted(
+            [row(keywords[0].pk, config.pk, 0.9, 0.5, 1.0, False),
+             row(keywords[2].pk, config.pk, None, None, None, True)])
+    else:
+        assert queries.keyword_values_upsert_count(rows, now=now) == 2
     assert dict(KeywordMetricValue.objects.filter(metric=config).values_list(
         "keyword_id", "value")) == {keywords[0].pk: 0.9, keywords[1].pk: 0.25,
                                     keywords[2].pk: None}
