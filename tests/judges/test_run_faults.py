@@ -83,7 +83,9 @@ def test_a_worker_killed_mid_batch_strands_no_pair_and_grades_none_twice(persona
     assert slots.count() == 18 and not slots.filter(grade__isnull=True).exists()
     per_snapshot = slots.values("snapshot_id").annotate(n=Count("pk")).filter(n__gt=1)
     assert not per_snapshot.exists()
-    # Only the batches in flight when the worker died were asked twice: the one held, and
-    # at most one beside it (a lane holds up to the judge's 2 concurrent calls).
+    # Only the batches the dead worker had not committed were asked twice: the one held,
+    # at most one beside it in flight (a lane holds up to the judge's 2 concurrent calls),
+    # and at most one answered but still in its store's transaction (a lane sends the next
+    # call before storing an answer: batches.lane_run), so at most three of six.
     twice = {doc_id.split("-")[0] for doc_id in asked if asked.count(doc_id) > 1}
-    assert "query 3" in twice and len(twice) <= 2, twice
+    assert "query 3" in twice and len(twice) <= 3, twice
