@@ -76,10 +76,18 @@ def mark_fetched_dirty(keyword_id: int, evaluation_id: int, has_results: bool = 
 @shared_task(name="metrics.mark_fetched_dirty_many", time_limit=300, soft_time_limit=280,
              ignore_result=True)
 def mark_fetched_dirty_many(evaluation_id: int, keywords: list[list]) -> int:
-    """mark_fetched_dirty for each (keyword id, has results) a fetch stored together: one
-    message per stored group. How many were marked."""
-    return sum(mark_fetched_dirty(keyword_id, evaluation_id, bool(has_results))
-               for keyword_id, has_results in keywords)
+    """A fetch stored this group of (keyword id, has results) together
+    (scheduling.keywords_fetched_mark_dirty): mark them dirty at once and queue one run.
+    How many were marked."""
+    keywords = [(keyword_id, bool(has_results)) for keyword_id, has_results in keywords]
+    marked = scheduling.keywords_fetched_mark_dirty(evaluation_id=evaluation_id,
+                                                    keywords=keywords)
+    if marked is None:
+        return 0
+    for run_evaluation_id, run_keyword_id in marked.runs.items():
+        transaction.on_commit(
+            lambda run=(run_keyword_id, run_evaluation_id): _send_after_mark(*run))
+    return marked.marked_count
 
 
 @shared_task(name="metrics.mark_empty_results_dirty", time_limit=60, soft_time_limit=50,

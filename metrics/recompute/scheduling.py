@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword
@@ -32,22 +32,45 @@ logger = logging.getLogger(__name__)
 
 def keyword_fetched_mark_dirty(*, keyword_id: int, evaluation_id: int, has_results: bool
                                ) -> dict[int, int] | None:
-    """A fetch stored the keyword's results, which no grade has asked about yet: its
-    values' bounds are known now (every completion of its ungraded slots), so it is marked
-    dirty like a graded one. A fetch that returned nothing matters only with a pool metric
-    (recall and best give 0 when the pool knows documents the search missed).
+    """keywords_fetched_mark_dirty for one keyword."""
+    marked = keywords_fetched_mark_dirty(evaluation_id=evaluation_id,
+                                         keywords=[(keyword_id, has_results)])
+    return None if marked is None else marked.runs
 
-    Runs after the fetch committed (metrics.tasks.mark_fetched_dirty). Returns None when
-    nothing is marked, else the runs to queue as grades_changed_runs says (evaluation id ->
-    keyword; none when a run is due already). The keyword has no grades, so no pool
-    sibling changes.
+
+@dataclass(frozen=True)
+class FetchedMarked:
+    marked_count: int
+    # The runs to queue: evaluation id -> the keyword its task names.
+    runs: dict[int, int]
+
+
+def keywords_fetched_mark_dirty(*, evaluation_id: int, keywords: Iterable[tuple[int, bool]]
+                                ) -> FetchedMarked | None:
+    """A fetch stored these keywords' results (keyword id, whether it returned any), which
+    no grade has asked about yet: their values' bounds are known now (every completion of
+    their ungraded slots), so each is marked dirty like a graded one. A fetch that returned
+    nothing matters only with a pool metric (recall and best give 0 when the pool knows
+    documents the search missed).
+
+    Runs after the fetch committed (metrics.tasks.mark_fetched_dirty_many), for a whole
+    stored group at once: the configuration is read once, the marks take two statements,
+    and at most one run is queued for the group. Returns None when nothing is marked, else
+    how many were and the runs to queue as grades_changed_runs says (none when a run is due
+    already). The keywords have no grades, so no pool sibling changes.
     """
     configs = evaluation_metric_configs(evaluation_id=evaluation_id)
-    if not (configs if has_results else
-            any(core.config_reads_pool(config.code, config.params) for config in configs)):
+    if not configs:
         return None
-    newly_dirty = marks.keywords_version_bump(keyword_ids=[keyword_id])
-    return grades_changed_runs(keyword_ids=[keyword_id], newly_dirty_ids=newly_dirty).runs
+    marks_empty = any(core.config_reads_pool(config.code, config.params) for config in configs)
+    keyword_ids = [keyword_id for keyword_id, has_results in keywords
+                   if has_results or marks_empty]
+    if not keyword_ids:
+        return None
+    with transaction.atomic():
+        newly_dirty = marks.keywords_version_bump(keyword_ids=keyword_ids)
+    runs = grades_changed_runs(keyword_ids=keyword_ids, newly_dirty_ids=newly_dirty).runs
+    return FetchedMarked(len(keyword_ids), runs)
 
 
 @dataclass(frozen=True)

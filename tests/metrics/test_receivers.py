@@ -96,6 +96,58 @@ def test_fetched_results_mark_their_keyword_for_its_bounds_when_a_metric_is_conf
     assert (mark.version, mark.dirty_since is not None) == (int(marked), marked)
 
 
+@pytest.mark.parametrize(("metric", "marked_texts"), [
+    ("cg", {"tent", "boots"}),  # the empty "stove" has no value to bound
+    ("recall", {"tent", "boots", "stove"}),  # the pool gives the empty one its 0
+])
+def test_a_fetched_group_is_marked_at_once_and_queues_one_run(
+        sent, metric, marked_texts, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"tent": ["d1"], "boots": ["d2"], "stove": []},
+                                  metrics=[(metric, 1, {})])
+    keywords = {keyword.text: keyword for keyword in Keyword.objects.filter(
+        evaluation=evaluation)}
+    group = [[keyword.pk, keyword.text != "stove"] for keyword in keywords.values()]
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.mark_fetched_dirty_many.run(evaluation.pk, group) == len(marked_texts)
+    assert {text for text, keyword in keywords.items()
+            if mark_of(keyword).dirty_since is not None} == marked_texts
+    assert {mark_of(keyword).version for keyword in keywords.values()} == (
+        {1} if len(marked_texts) == 3 else {0, 1})
+    first = min(keywords[text].pk for text in marked_texts)
+    assert sent == [("metrics.recompute_keyword", (first,), {"evaluation_id": evaluation.pk})]
+
+
+def test_marking_a_fetched_group_costs_the_same_queries_at_any_size(
+        sent, django_capture_on_commit_callbacks):
+    counts = []
+    for size in (2, 40):
+        evaluation = build_evaluation(
+            keywords={f"k{index}": ["d1"] for index in range(size)}, metrics=[("cg", 1, {})])
+        group = [[pk, True] for pk in Keyword.objects.filter(
+            evaluation=evaluation).values_list("pk", flat=True)]
+        with CaptureQueriesContext(connection) as queries, \
+                django_capture_on_commit_callbacks(execute=True):
+            assert tasks.mark_fetched_dirty_many.run(evaluation.pk, group) == size
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1]
+    assert [name for name, _, _ in sent] == ["metrics.recompute_keyword"] * 2
+
+
+def test_a_fetched_group_of_keywords_already_dirty_queues_no_run(
+        sent, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(keywords={"tent": ["d1"], "boots": ["d2"]},
+                                  metrics=[("cg", 1, {})])
+    group = [[pk, True] for pk in Keyword.objects.filter(
+        evaluation=evaluation).values_list("pk", flat=True)]
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.mark_fetched_dirty_many.run(evaluation.pk, group)
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.mark_fetched_dirty_many.run(evaluation.pk, group) == 2
+    assert sent == []
+    assert {mark_of(pk).version for pk, _ in group} == {2}
+
+
 def test_a_message_queued_under_the_old_name_still_marks_an_empty_fetch(
         django_capture_on_commit_callbacks):
     evaluation = build_evaluation(keywords={"tent": []}, metrics=[("recall", 1, {})])
