@@ -498,9 +498,9 @@ def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
         if show == "worst":
             keywords = keywords.filter(sort_value__isnull=False)
             descending = False
-        order = F("sort_value").desc(nulls_last=True) if descending else F(
-            "sort_value").asc(nulls_last=True)
-        return keywords.order_by(order, "position")
+        fields, _ = keyword_sort_fields(configs=configs, sort=sort, descending=descending,
+                                        show=show)
+        return keywords.order_by(*_order(fields, reverse=False, nullable_first=True))
     # Position breaks ties of text so a keyset page (keyword_table) has one order to follow.
     fields, _ = keyword_sort_fields(configs=configs, sort=sort, descending=descending, show=show)
     return keywords.order_by(*_order(fields, reverse=False, nullable_first=False))
@@ -519,11 +519,13 @@ def _sort_metric(*, configs: list[EvaluationMetric], sort: str, descending: bool
 def keyword_sort_fields(*, configs: list[EvaluationMetric], sort: str, descending: bool,
                         show: str) -> tuple[list[tuple[str, bool]], bool]:
     """The (field, descending) pairs keyword_queryset orders by, and whether the first is
-    the metric value that may be null (sorted last in both directions)."""
+    the metric value that may be null (sorted last in both directions). Ties go in
+    position order, reversed with the sort: a descending table is the ascending one read
+    backwards but for the keywords without a value, still last."""
     metric_id, descending = _sort_metric(configs=configs, sort=sort, descending=descending,
                                          show=show)
     if metric_id is not None:
-        return [("sort_value", descending), ("position", False)], True
+        return [("sort_value", descending), ("position", descending)], True
     if sort == "text":
         return [("normalized_text", descending), ("position", descending)], False
     return [("position", descending)], False
@@ -531,9 +533,10 @@ def keyword_sort_fields(*, configs: list[EvaluationMetric], sort: str, descendin
 
 class MetricOrder:
     """The evaluation's keywords in the order of one metric's stored values, for the
-    Paginator: the keywords with a value, walked along kmv_metric_value_kw_idx (or its
-    descending twin) from the page's offset, ties in keyword order; then, unless
-    `values_only` ("worst"), those without a value in position order. How many have a
+    Paginator: the keywords with a value, walked along kmv_metric_value_kw_idx (backwards
+    when descending) from the page's offset, ties in keyword order (reversed when
+    descending); then, unless `values_only` ("worst"), those without a value in position
+    order (reversed likewise), as keyword_sort_fields says. How many have a
     value is the metric's stored keyword count (MetricMean), so neither the count nor a
     page sorts every keyword.
 
@@ -574,6 +577,16 @@ class MetricOrder:
         return self._all().exclude(Exists(KeywordMetricValue.objects.filter(
             keyword_id=OuterRef("pk"), metric_id=self.config.pk, value__isnull=False)))
 
+    @property
+    def _value_order(self) -> list:
+        # One index in both directions: a second, descending one cost every value write.
+        return _order([("value", self.descending), ("keyword_id", self.descending)],
+                      reverse=False, nullable_first=False)
+
+    @property
+    def _missing_order(self) -> list:
+        return _order([("position", self.descending)], reverse=False, nullable_first=False)
+
     def __len__(self) -> int:
         return self.count()
 
@@ -581,14 +594,14 @@ class MetricOrder:
         start, stop = window.start or 0, window.stop if window.stop is not None else self.count()
         ids: list[int] = []
         if self._value_count is None or start < self._value_count:
-            ids += list(self._values().order_by(
-                "-value" if self.descending else "value", "keyword_id").values_list(
+            ids += list(self._values().order_by(*self._value_order).values_list(
                 "keyword_id", flat=True)[start:stop])
         if len(ids) < stop - start and not self.values_only:
             # The values ran out on this page (so they number start + what it holds), or
             # before it (a search counts them then).
             value_count = start + len(ids) if ids else self.value_count
-            ids += list(self._missing().order_by("position").values_list("pk", flat=True)[
+            ids += list(self._missing().order_by(*self._missing_order).values_list(
+                "pk", flat=True)[
                 max(0, start - value_count):stop - value_count])
         return self._keywords(ids)
 
@@ -605,9 +618,9 @@ class MetricOrder:
         # The walk's two sources in forward order: keywords with a value, then those
         # without. A page starts in the cursor's source, from its key, and goes on into
         # the next one (backward: the previous one) from that source's end.
-        sources = [(values, [("value", self.descending), ("keyword_id", False)],
+        sources = [(values, [("value", self.descending), ("keyword_id", self.descending)],
                     (cursor.sort_value, cursor.pk) if cursor is not None and in_values else None),
-                   (missing, [("position", False)],
+                   (missing, [("position", self.descending)],
                     None if in_values else (cursor.position,))]
         first = 0 if in_values else 1
         walk = sources[first::-1] if backward else sources[first:]

@@ -136,12 +136,11 @@ class KeywordMetricValue(models.Model):
                 fields=["keyword", "metric"], name="keyword_metric_value_unique"
             ),
         ]
-        # The per-keyword table sorted by a metric walks one of these (its ties in keyword
-        # order) instead of sorting every keyword (metrics.dashboards.keyword_table).
+        # The per-keyword table sorted by a metric walks this, forwards or backwards (ties
+        # in keyword order, reversed when descending), instead of sorting every keyword
+        # (metrics.dashboards.MetricOrder). No descending twin: it cost every value write.
         indexes = [models.Index(fields=["metric", "value", "keyword"],
-                                name="kmv_metric_value_kw_idx"),
-                   models.Index(fields=["metric", "-value", "keyword"],
-                                name="kmv_metric_value_desc_idx")]
+                                name="kmv_metric_value_kw_idx")]
 
     def __str__(self) -> str:
         return f"{self.metric} of {self.keyword_id} = {self.value}"

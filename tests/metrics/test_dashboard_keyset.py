@@ -2,15 +2,19 @@
 walked forward by `after` and back by `before`, they give the full ORM order, ties, nulls
 and search included, and a page costs the same queries at any size."""
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evaluations.models import Keyword
 from metrics import dashboards
 from metrics.models import KeywordMetricValue
 from metrics.recompute.means import evaluation_means_refresh
 from searchtweak.access import GradeVisibility
+from tests.conftest import skip_or_fail
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
 
 PER_PAGE = 4
@@ -71,13 +75,20 @@ def test_keyset_pages_concatenated_are_the_orm_order(evaluation, params):
     assert backward == expected
 
 
-def test_a_metric_keyset_puts_the_keywords_without_a_value_last_both_ways(evaluation):
+def test_a_descending_metric_order_is_the_ascending_one_reversed_but_for_missing_values(
+        evaluation):
+    """Ties (here seven keywords at 0.5) go in keyword order, reversed when descending, so
+    one index serves both directions; the keywords without a value stay last."""
     configs = dashboards.metric_configs(evaluation.pk)
     ap = configs[1]
-    keywords = list(evaluation.keywords.order_by("position"))
-    for descending in (False, True):
-        forward, _ = _walk(evaluation, configs, sort=f"m{ap.pk}", descending=descending)
-        assert forward[-2:] == [keywords[4].pk, keywords[11].pk]
+    keywords = [keyword.pk for keyword in evaluation.keywords.order_by("position")]
+    ascending, _ = _walk(evaluation, configs, sort=f"m{ap.pk}", descending=False)
+    descending, _ = _walk(evaluation, configs, sort=f"m{ap.pk}", descending=True)
+    assert ascending[-2:] == [keywords[4], keywords[11]]
+    assert descending[-2:] == [keywords[11], keywords[4]]
+    assert descending[:-2] == ascending[:-2][::-1]
+    ties = [pk for pk in ascending if pk in keywords[2:9] and pk != keywords[4]]
+    assert ties == [keywords[2], keywords[3], *keywords[5:9]]
 
 
 def test_a_malformed_cursor_answers_400_and_an_unknown_one_page_1(client, personas,
@@ -184,3 +195,52 @@ def test_a_searched_metric_order_pages_by_number_as_the_orm_orders(evaluation, p
     assert table.page.count == len(expected)
     if params.get("search") == "1":
         assert 0 < len(expected) < evaluation.keywords.count()
+
+
+def _plan_nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_both_directions_page_along_the_one_value_index(personas, descending):
+    """The descending table reads kmv_metric_value_kw_idx backwards: no sort of every
+    value, at a page number or from a cursor."""
+    if connection.vendor != "postgresql":
+        skip_or_fail("a PostgreSQL plan: set DATABASE_URL")
+    evaluation = bulk_evaluation(team=personas.team, graders=graders_of(personas.team),
+                                 keyword_count=2, seed=3)
+    config = dashboards.metric_configs(evaluation.pk)[0]
+    keywords, values = Keyword._meta.db_table, KeywordMetricValue._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH k AS (INSERT INTO {keywords} (position, text, normalized_text,"
+            " fetch_status, fetch_error, evaluation_id) SELECT n, 'k' || n, 'k' || n,"
+            " 'fetched', '', %s FROM generate_series(3, 20002) n RETURNING id, position)"
+            f" INSERT INTO {values} (keyword_id, metric_id, value, bounds_exact,"
+            " computed_version, updated_at) SELECT id, %s, (position %% 97) / 97.0, true, 0,"
+            " now() FROM k", [evaluation.pk, config.pk])
+        cursor.execute(f"ANALYZE {keywords}")
+        cursor.execute(f"ANALYZE {values}")
+    evaluation_means_refresh(evaluation_id=evaluation.pk, rebuild=True)
+    configs = dashboards.metric_configs(evaluation.pk)
+    with CaptureQueriesContext(connection) as captured:
+        page = _table(evaluation, configs, sort=f"m{config.pk}", descending=descending,
+                      page_number=40)
+        _table(evaluation, configs, sort=f"m{config.pk}", descending=descending,
+               after=page.page.last_id)
+    walks = [query["sql"] for query in captured.captured_queries
+             if query["sql"].startswith(f'SELECT "{values}"') and "ORDER BY" in query["sql"]]
+    assert len(walks) >= 2, walks  # the numbered page, then the keyset page(s)
+    for statement in walks:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}")
+            plan = cursor.fetchone()[0]
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        nodes = list(_plan_nodes(plan[0]["Plan"]))
+        assert not [node for node in nodes if "Sort" in node["Node Type"]], statement
+        walked = [(node["Index Name"], node["Scan Direction"]) for node in nodes
+                  if node.get("Index Name", "").startswith("kmv_")]
+        assert walked == [("kmv_metric_value_kw_idx",
+                           "Backward" if descending else "Forward")], statement
