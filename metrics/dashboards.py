@@ -578,14 +578,13 @@ class MetricOrder:
             keyword_id=OuterRef("pk"), metric_id=self.config.pk, value__isnull=False)))
 
     @property
-    def _value_order(self) -> list:
+    def _value_fields(self) -> list[tuple[str, bool]]:
         # One index in both directions: a second, descending one cost every value write.
-        return _order([("value", self.descending), ("keyword_id", self.descending)],
-                      reverse=False, nullable_first=False)
+        return [("value", self.descending), ("keyword_id", self.descending)]
 
     @property
-    def _missing_order(self) -> list:
-        return _order([("position", self.descending)], reverse=False, nullable_first=False)
+    def _missing_fields(self) -> list[tuple[str, bool]]:
+        return [("position", self.descending)]
 
     def __len__(self) -> int:
         return self.count()
@@ -594,13 +593,15 @@ class MetricOrder:
         start, stop = window.start or 0, window.stop if window.stop is not None else self.count()
         ids: list[int] = []
         if self._value_count is None or start < self._value_count:
-            ids += list(self._values().order_by(*self._value_order).values_list(
+            ids += list(self._values().order_by(*_order(self._value_fields, reverse=False,
+                                                            nullable_first=False)).values_list(
                 "keyword_id", flat=True)[start:stop])
         if len(ids) < stop - start and not self.values_only:
             # The values ran out on this page (so they number start + what it holds), or
             # before it (a search counts them then).
             value_count = start + len(ids) if ids else self.value_count
-            ids += list(self._missing().order_by(*self._missing_order).values_list(
+            ids += list(self._missing().order_by(*_order(self._missing_fields, reverse=False,
+                                                              nullable_first=False)).values_list(
                 "pk", flat=True)[
                 max(0, start - value_count):stop - value_count])
         return self._keywords(ids)
@@ -618,9 +619,9 @@ class MetricOrder:
         # The walk's two sources in forward order: keywords with a value, then those
         # without. A page starts in the cursor's source, from its key, and goes on into
         # the next one (backward: the previous one) from that source's end.
-        sources = [(values, [("value", self.descending), ("keyword_id", self.descending)],
+        sources = [(values, self._value_fields,
                     (cursor.sort_value, cursor.pk) if cursor is not None and in_values else None),
-                   (missing, [("position", self.descending)],
+                   (missing, self._missing_fields,
                     None if in_values else (cursor.position,))]
         first = 0 if in_values else 1
         walk = sources[first::-1] if backward else sources[first:]

@@ -63,14 +63,8 @@ def mark_pool_siblings_dirty(keyword_ids: list[int]) -> int:
 @shared_task(name="metrics.mark_fetched_dirty", time_limit=60, soft_time_limit=50,
              ignore_result=True)
 def mark_fetched_dirty(keyword_id: int, evaluation_id: int, has_results: bool = True) -> bool:
-    """A fetch stored the keyword's results (scheduling.keyword_fetched_mark_dirty): mark it
-    dirty when its values or bounds are known now, and queue its run."""
-    runs = scheduling.keyword_fetched_mark_dirty(
-        keyword_id=keyword_id, evaluation_id=evaluation_id, has_results=has_results)
-    for run_evaluation_id, run_keyword_id in (runs or {}).items():
-        transaction.on_commit(
-            lambda run=(run_keyword_id, run_evaluation_id): _send_after_mark(*run))
-    return runs is not None
+    """mark_fetched_dirty_many for one keyword (messages queued before groups were)."""
+    return mark_fetched_dirty_many(evaluation_id, [[keyword_id, has_results]]) > 0
 
 
 @shared_task(name="metrics.mark_fetched_dirty_many", time_limit=300, soft_time_limit=280,

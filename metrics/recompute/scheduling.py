@@ -30,14 +30,6 @@ from metrics.selectors import (
 logger = logging.getLogger(__name__)
 
 
-def keyword_fetched_mark_dirty(*, keyword_id: int, evaluation_id: int, has_results: bool
-                               ) -> dict[int, int] | None:
-    """keywords_fetched_mark_dirty for one keyword."""
-    marked = keywords_fetched_mark_dirty(evaluation_id=evaluation_id,
-                                         keywords=[(keyword_id, has_results)])
-    return None if marked is None else marked.runs
-
-
 @dataclass(frozen=True)
 class FetchedMarked:
     marked_count: int
