@@ -146,22 +146,21 @@ UNGRADED = -(1 << 20)
 
 
 def slot_rows(*, keyword_ids: list[int] | None = None, evaluation_id: int | None = None,
-              positions: int) -> list[tuple[int, int, int, int]]:
-    """(keyword_id, position, index, grade) of every slot at a position up to `positions`,
-    of the given keywords or else of the whole evaluation; an ungraded slot's grade is
-    UNGRADED (the bounds need to know which slots exist)."""
+              positions: int | None) -> list[tuple[int, int, int, int]]:
+    """(keyword_id, position, index, grade) of every slot at a position up to `positions`
+    (None: at any), of the given keywords or else of the whole evaluation; an ungraded
+    slot's grade is UNGRADED (the bounds need to know which slots exist)."""
     if keyword_ids is not None:
         where, params = f"keyword_id IN ({_marks(keyword_ids)})", list(keyword_ids)
     else:
         where, params = "evaluation_id = %s", [evaluation_id]
     # FeedbackSlot.position repeats the snapshot's, so this reads one table, no join.
+    if positions is not None:
+        where, params = f"{where} AND position <= %s", [*params, positions]
     return _rows(
         f"SELECT keyword_id, position, {connection.ops.quote_name('index')},"
         f" COALESCE(grade, {UNGRADED})"
-        f" FROM {_table(FeedbackSlot)}"
-        f" WHERE {where} AND position <= %s",
-        [*params, positions],
-    )
+        f" FROM {_table(FeedbackSlot)} WHERE {where}", params)
 
 
 # --- the recompute's writes (metrics.recompute) ---

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from django.db import connections, models, router
 from django.db.models import Model
+from django.db.models.fields import AutoFieldMixin
 
 M = TypeVar("M", bound=Model)
 
@@ -43,8 +44,9 @@ def _prepared(field: models.Field, connection, obj: Model):
 
 
 def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
-    """Insert `objs` (all of one model, pks unset) and return them; with `with_ids` their
-    pks are set, as bulk_create sets them. Model defaults apply as in bulk_create (the
+    """Insert `objs` (all of one model, pks unset unless the pk is not generated, as a
+    one-to-one primary key) and return them; with `with_ids` their pks are set, as
+    bulk_create sets them. Model defaults apply as in bulk_create (the
     instances carry them); auto_now fields are filled by pre_save."""
     if not objs:
         return objs
@@ -54,7 +56,8 @@ def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
     if connection.vendor != "postgresql":
         return model.objects.using(using).bulk_create(objs, batch_size=SQLITE_BATCH_SIZE)
     opts = model._meta
-    fields = [field for field in opts.concrete_fields if with_ids or not field.primary_key]
+    fields = [field for field in opts.concrete_fields
+              if with_ids or not (field.primary_key and isinstance(field, AutoFieldMixin))]
     with connection.cursor() as cursor:
         if with_ids:
             cursor.execute(
@@ -87,9 +90,10 @@ def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
 def bulk_insert_rows(template: M, attnames: Sequence[str],
                      rows: Iterable[Sequence[Any]]) -> int:
     """Insert one row of `template`'s model per item of `rows`: the values of `attnames`
-    from the item, every other column `template`'s (its defaults and auto_now fields
-    prepared once); how many rows. For rows nobody reads back (a fetch's feedback slots,
-    ten to thirty a keyword): building a model instance per row cost more than its COPY.
+    (a one-to-one primary key among them) from the item, every other column `template`'s
+    (its defaults and auto_now fields prepared once); how many rows. For rows nobody reads
+    back (a fetch's feedback slots, ten to thirty a keyword): building a model instance
+    per row cost more than its COPY.
     Without PostgreSQL, instances through bulk_insert."""
     model = type(template)
     using = router.db_for_write(model)
@@ -107,6 +111,13 @@ def bulk_insert_rows(template: M, attnames: Sequence[str],
              if not field.primary_key and field.attname not in varying]
     fixed_values = [_prepared(field, connection, template) for field in fixed]
     by_attname = {field.attname: field for field in opts.concrete_fields}
+    # A varying value psycopg cannot copy as it is (a JSON field's dict) is prepared.
+    preparers = [None if _copied_as_is(by_attname[name]) else
+                 partial(by_attname[name].get_db_prep_save, connection=connection)
+                 for name in varying]
+    if any(preparers):
+        rows = ([value if prepare is None else prepare(value)
+                 for prepare, value in zip(preparers, row, strict=True)] for row in rows)
     quote = connection.ops.quote_name
     columns = [by_attname[name].column for name in varying] + [f.column for f in fixed]
     sql = (f"COPY {quote(opts.db_table)} ({', '.join(quote(c) for c in columns)}) "

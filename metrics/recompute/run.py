@@ -14,8 +14,6 @@ from typing import NamedTuple
 
 import numpy as np
 from django.db import IntegrityError, OperationalError
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments import scales
@@ -25,7 +23,9 @@ from metrics.recompute.means import evaluation_means_refresh, keyword_values_wri
 from metrics.selectors import (
     evaluation_dirty_keywords,
     evaluation_grade_array,
+    evaluation_keyword_versions,
     evaluation_metric_configs,
+    evaluation_slot_table,
     evaluation_with_metric_configs,
     keyword_pool_others,
     keyword_results,
@@ -209,9 +209,7 @@ _EVALUATION_ATTEMPTS = 3
 
 
 def _recompute_evaluation(evaluation_id: int, progress) -> int:
-    keywords = list(Keyword.objects.filter(evaluation_id=evaluation_id)
-                    .annotate(read_version=Coalesce(F("recompute_mark__version"), Value(0)))
-                    .order_by("position").values_list("pk", "read_version"))
+    keywords = evaluation_keyword_versions(evaluation_id=evaluation_id)
     evaluation = Evaluation.objects.select_related("team").filter(pk=evaluation_id).first()
     if evaluation is None:
         return 0
@@ -226,8 +224,11 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         if progress is not None:
             progress(len(keyword_ids))
         return len(keyword_ids)
+    # Read once: the metrics and the dashboard's counts both come from it.
+    slot_table = evaluation_slot_table(evaluation_id=evaluation_id)
     try:
-        values_by_config = _batch_values(evaluation, configs, keyword_ids)
+        values_by_config = _batch_values(evaluation, configs, keyword_ids,
+                                         slot_table=slot_table)
     except core.MetricInputError as error:
         _record_error(evaluation, error)
         marks.keywords_mark_computed(keywords)
@@ -249,9 +250,14 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         # the values table by its old statistics, and a search sorted by a metric walked
         # the metric's whole index once per keyword (47 s a request at 100,000 keywords).
         queries.keyword_values_analyze()
-    # From scratch: the counts and sums too, from every slot and stored value (the repair
-    # path); the counts first, since the refresh reads its progress from them.
-    aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
+    # From scratch: the counts and sums too (the repair path); the counts first, since the
+    # refresh reads its progress from them.
+    counted = aggregates.shares_count(
+        slot_table=slot_table, keyword_ids=keyword_ids,
+        metric_values=[(config.pk, computed.values)
+                       for config, computed in zip(configs, values_by_config, strict=True)])
+    aggregates.dashboard_aggregates_rebuild(
+        evaluation_id=evaluation_id, counted=aggregates.CountedShares(versions, counted))
     evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True, rebuild=True)
     marks.keywords_mark_computed(keywords)
     return len(keyword_ids)
@@ -266,7 +272,8 @@ class _Computed:
 
 
 def _batch_values(
-    evaluation: Evaluation, configs: list[EvaluationMetric], keyword_ids: list[int]
+    evaluation: Evaluation, configs: list[EvaluationMetric], keyword_ids: list[int], *,
+    slot_table: np.ndarray | None = None,
 ) -> list[_Computed]:
     scale = evaluation_scale(evaluation)
     transformers = evaluation_transformers(evaluation)
@@ -274,7 +281,8 @@ def _batch_values(
     # MetricInputError (recorded on the evaluation).
     pooled = [core.config_reads_pool(c.code, c.params) for c in configs]
     slots = evaluation_grade_array(
-        evaluation=evaluation, keyword_ids=keyword_ids, positions=max(c.k for c in configs)
+        evaluation=evaluation, keyword_ids=keyword_ids, positions=max(c.k for c in configs),
+        slot_table=slot_table,
     )
     plain_configs = [c for c, uses_pool in zip(configs, pooled, strict=True) if not uses_pool]
     plain_values = core.evaluate_batch_many(

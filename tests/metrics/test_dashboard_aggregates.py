@@ -2,6 +2,8 @@
 computation over every slot and value: after a full recompute, after incremental runs,
 and after recompute_metrics rebuilds counts that drifted."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from django.core.management import call_command
@@ -11,7 +13,7 @@ from django.urls import reverse
 
 from evaluations.models import Evaluation, Snapshot
 from judgments.models import FeedbackSlot
-from metrics import charts, dashboards, queries
+from metrics import charts, dashboards, queries, selectors
 from metrics.core import statistics
 from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
 from metrics.recompute import aggregates
@@ -298,3 +300,93 @@ def test_an_evaluation_without_metrics_keeps_no_counts_and_counts_its_slots(pers
                                     index=index).update(grade=1, user=grader)
     evaluation_means_refresh(evaluation_id=evaluation.pk)
     assert _stored_progress(evaluation) == 100.0
+
+
+def _shares_from_the_database(keyword_ids):
+    return {pk: dict(share) for pk, share in aggregates.keyword_shares(keyword_ids).items()}
+
+
+def test_shares_counted_from_the_run_equal_the_databases(personas):
+    """recompute_metrics counts the shares from the slots and values it holds
+    (aggregates.shares_count); they are the SQL's (queries._share_parts) key for key:
+    results past every metric's k, snapshots with some or no grade, a keyword without
+    slots, and values on the bins' edges, at 1.0, outside [0, 1] and missing."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=14,
+                                 scale="graded", positions=5, graded_share=0.6,
+                                 metrics=[("precision", 3, {}), ("ndcg", 2, {})])
+    keyword_ids = list(evaluation.keywords.order_by("position").values_list("pk", flat=True))
+    # A result with one slot of three and a keyword whose results are gone.
+    FeedbackSlot.objects.filter(keyword_id=keyword_ids[0], position=2, index__gt=0).delete()
+    Snapshot.objects.filter(keyword_id=keyword_ids[1]).delete()
+    FeedbackSlot.objects.filter(keyword_id=keyword_ids[2]).update(grade=None, user=None)
+    configs = dashboards.metric_configs(evaluation.pk)
+    edge_values = [*EDGE_VALUES, 1.5, -0.1]
+    for keyword_id, value in zip(keyword_ids, edge_values, strict=True):
+        KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric=configs[0]).update(
+            value=value)
+    KeywordMetricValue.objects.filter(keyword_id=keyword_ids[3], metric=configs[1]).update(
+        value=None)
+    stored = {(keyword_id, metric_id): value for keyword_id, metric_id, value in
+              KeywordMetricValue.objects.filter(keyword_id__in=keyword_ids).values_list(
+                  "keyword_id", "metric_id", "value")}
+    metric_values = [(config.pk, np.array(
+        [np.nan if stored.get((pk, config.pk)) is None else stored[(pk, config.pk)]
+         for pk in keyword_ids])) for config in configs]
+
+    counted = aggregates.shares_count(
+        slot_table=selectors.evaluation_slot_table(evaluation_id=evaluation.pk),
+        keyword_ids=keyword_ids, metric_values=metric_values)
+
+    expected = _shares_from_the_database(keyword_ids)
+    assert {pk: dict(share) for pk, share in counted.items()} == expected
+    assert sum(n for key, n in expected[keyword_ids[0]].items() if key.startswith("p:1:")) == 1
+    assert not any(key.startswith("p:") for key in expected[keyword_ids[1]])
+    assert expected[keyword_ids[2]]["p:3:0:::"] == 5
+    assert f"b:{configs[1].pk}:" not in "".join(expected[keyword_ids[3]])
+
+
+def test_recompute_metrics_counts_a_keyword_graded_meanwhile_from_the_database(personas):
+    """What the run counted stands only for keywords whose version has not moved since it
+    read them; a keyword graded meanwhile gets the database's share."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
+                                 graded_share=0.7)
+    versions = dict(selectors.evaluation_keyword_versions(evaluation_id=evaluation.pk))
+    keyword_ids = sorted(versions)
+    truth = _shares_from_the_database(keyword_ids)
+    # Counted as the run read them: one stale share for a keyword that then moved, and
+    # one odd share for a keyword that did not (so it shows whose share is stored).
+    counted = {pk: Counter(share) for pk, share in truth.items()}
+    counted[keyword_ids[0]] = Counter({"p:3:3:1:1:3": 99})
+    counted[keyword_ids[1]] = Counter({"p:3:3:0:0:0": 7})
+    _regrade(evaluation, keyword_ids[:1], np.random.default_rng(8), graders)
+
+    aggregates.dashboard_aggregates_rebuild(
+        evaluation_id=evaluation.pk, counted=aggregates.CountedShares(versions, counted))
+
+    stored = dict(KeywordDashboardShare.objects.filter(evaluation=evaluation)
+                  .values_list("keyword_id", "counts"))
+    assert stored[keyword_ids[0]] == _shares_from_the_database(keyword_ids[:1])[keyword_ids[0]]
+    assert stored[keyword_ids[0]] != truth[keyword_ids[0]]  # the regrade changed it
+    assert stored[keyword_ids[1]] == {"p:3:3:0:0:0": 7}
+    assert {pk: stored[pk] for pk in keyword_ids[2:]} == {pk: truth[pk] for pk in keyword_ids[2:]}
+    totals = Counter()
+    for share in stored.values():
+        totals.update(share)
+    assert dict(DashboardCount.objects.filter(evaluation=evaluation).exclude(
+        key=aggregates.BUILT).values_list("key", "count")) == dict(totals)
+
+
+def test_recompute_metrics_counts_results_past_every_metrics_k(personas):
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=9,
+                                 scale="graded", positions=6, graded_share=0.6,
+                                 metrics=[("precision", 2, {}), ("ndcg", 3, {})])
+    DashboardCount.objects.filter(evaluation=evaluation).delete()
+    KeywordDashboardShare.objects.filter(evaluation=evaluation).delete()
+    call_command("recompute_metrics", evaluation=evaluation.pk, quiet=True)
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    assert sum(count * aggregates.parse_pattern(key)[0] for key, count in
+               DashboardCount.objects.filter(evaluation=evaluation, key__startswith="p:")
+               .values_list("key", "count")) == 9 * 6 * 3

@@ -147,6 +147,9 @@ def test_slot_rows_give_every_slot_and_mark_the_ungraded(evaluation):
         assert Counter(queries.slot_rows(evaluation_id=evaluation.pk, positions=positions)) == want
     assert Counter(queries.slot_rows(keyword_ids=keyword_ids[:1], positions=3)) == expected(
         keyword_id=keyword_ids[0])
+    assert Counter(queries.slot_rows(evaluation_id=evaluation.pk, positions=None)) == expected(
+        evaluation=evaluation)
+    assert expected(evaluation=evaluation) != expected(evaluation=evaluation, position__lte=1)
 
 
 @pytest.mark.parametrize("returning", [True, False])

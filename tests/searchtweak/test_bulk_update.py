@@ -66,3 +66,21 @@ def test_bulk_insert_rows_fills_the_other_columns_from_the_template():
         "note", "unsure", "grade", "user_id", "reason")) == [
         (position, keyword.pk, index, 4, position, AWKWARD, True, None, None, "")
         for position in (1, 2) for index in range(3)]
+
+
+def test_bulk_insert_rows_writes_a_json_field_and_a_one_to_one_key():
+    """A JSON value is prepared (psycopg copies no dict as it is) and a one-to-one primary
+    key given with the rows is written: the recompute's dashboard shares."""
+    from metrics.models import KeywordDashboardShare
+
+    evaluation = fetchable_evaluation(url="http://127.0.0.1:9", keywords=["a", "b"])
+    first, second = Keyword.objects.filter(evaluation=evaluation).order_by("position")
+    shares = {first.pk: {"p:3:3:0:1:1": 2, AWKWARD: 1}, second.pk: {}}
+    with CaptureQueriesContext(connection) as queries:
+        written = bulk_insert_rows(KeywordDashboardShare(evaluation=evaluation),
+                                   ["keyword_id", "counts"], shares.items())
+    assert written == 2
+    if connection.vendor == "postgresql":
+        assert [query["sql"].split(" ")[0] for query in queries] == ["COPY"]
+    assert dict(KeywordDashboardShare.objects.filter(evaluation=evaluation)
+                .values_list("keyword_id", "counts")) == shares
