@@ -10,6 +10,7 @@ Each statement has a test against the same question asked through the ORM
 (tests/metrics/test_queries.py).
 """
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
@@ -179,6 +180,37 @@ class KeywordValueRow(NamedTuple):
     version: int | None = None
 
 
+class KeywordValueColumns(NamedTuple):
+    """Rows to write (KeywordValueRow with a version) as one list per field: what
+    recompute_metrics builds for 600,000 rows without a tuple per row, and what the
+    statement binds (one array per column)."""
+
+    keyword_ids: list[int]
+    metric_ids: list[int]
+    values: list[float | None]
+    lowers: list[float | None]
+    uppers: list[float | None]
+    exacts: list[bool]
+    versions: list[int]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[KeywordValueRow]) -> "KeywordValueColumns":
+        rows = list(rows)
+        if not rows:
+            return cls([], [], [], [], [], [], [])
+        return cls(*(list(column) for column in zip(*rows, strict=True)))
+
+    @property
+    def row_count(self) -> int:
+        return len(self.keyword_ids)
+
+    def part(self, start: int, stop: int) -> "KeywordValueColumns":
+        return KeywordValueColumns(*(column[start:stop] for column in self))
+
+    def rows(self) -> list[KeywordValueRow]:
+        return [KeywordValueRow(*row) for row in zip(*self, strict=True)]
+
+
 def keyword_values_read(*, keyword_ids: list[int], metric_ids: list[int]
                         ) -> list[KeywordValueRow]:
     """The stored values of these keywords for these metrics (every pair that has one)."""
@@ -193,41 +225,38 @@ def keyword_values_upsert(rows: list[KeywordValueRow], *, now) -> list[KeywordVa
     older keyword version than the stored one is dropped, so late runs cannot overwrite.
     (bulk_create's update_conflicts has no condition on the conflict.) Returns the rows
     written, not those dropped."""
-    statement, params = _keyword_values_upsert_sql(rows, now=now)
+    statement, params = _keyword_values_upsert_sql(KeywordValueColumns.from_rows(rows), now=now)
     return [KeywordValueRow(*row) for row in _rows(
         f"{statement} RETURNING keyword_id, metric_id, value, lower, upper, bounds_exact",
         params, binary=True)]
 
 
-def keyword_values_upsert_count(rows: list[KeywordValueRow], *, now) -> int:
+def keyword_values_upsert_count(columns: KeywordValueColumns, *, now) -> int:
     """keyword_values_upsert for a caller that moves no running sum (recompute_metrics,
     which rebuilds them after): how many rows were written, without sending them back
     (600,000 rows at 100,000 keywords x 6 metrics, each decoded into a tuple)."""
-    statement, params = _keyword_values_upsert_sql(rows, now=now)
+    statement, params = _keyword_values_upsert_sql(columns, now=now)
     return sql.execute(statement, params)
 
 
-def _keyword_values_upsert_sql(rows: list[KeywordValueRow], *, now) -> tuple[str, list]:
+def _keyword_values_upsert_sql(columns: KeywordValueColumns, *, now) -> tuple[str, list]:
     table = _table(KeywordMetricValue)
     if sql.is_postgresql():
         # One array per column: a statement with a placeholder per cell (16,000 for a
         # chunk) cost the driver more to parse than PostgreSQL to run it (recompute_metrics
         # spent half its time splitting the query text: bench/recompute.py --large). The
         # arrays go bound in binary (%b), not quoted into the text: a third of the time.
-        columns = list(zip(*rows, strict=True))
         source = ("SELECT r.keyword_id, r.metric_id, r.value, r.lower, r.upper, r.exact,"
                   " r.version, CAST(%b AS TIMESTAMP WITH TIME ZONE) FROM UNNEST("
                   "CAST(%b AS BIGINT[]), CAST(%b AS BIGINT[]), CAST(%b AS DOUBLE PRECISION[]),"
                   " CAST(%b AS DOUBLE PRECISION[]), CAST(%b AS DOUBLE PRECISION[]),"
                   " CAST(%b AS BOOLEAN[]), CAST(%b AS INTEGER[]))"
                   " AS r (keyword_id, metric_id, value, lower, upper, exact, version)")
-        params = [now, *(list(column) for column in columns)]
+        params = [now, *columns]
     else:
-        params = []
-        for row in rows:
-            params += [row.keyword_id, row.metric_id, row.value, row.lower, row.upper,
-                       row.bounds_exact, row.version, now]
-        source = f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(rows))}"
+        params = [value for row in zip(*columns, strict=True) for value in (*row, now)]
+        source = ("VALUES "
+                  f"{', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * columns.row_count)}")
     return (
         f"INSERT INTO {table} (keyword_id, metric_id, value, lower, upper, bounds_exact,"
         f" computed_version, updated_at) {source}"

@@ -4,6 +4,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -198,8 +199,13 @@ def evaluation_slot_table(*, evaluation_id: int) -> np.ndarray:
     grade) each, int64; an ungraded slot's grade is queries.UNGRADED. What a from-scratch
     run reads once for both the metrics (evaluation_grade_array) and the dashboard's
     counts (metrics.recompute.aggregates)."""
-    rows = queries.slot_rows(evaluation_id=evaluation_id, positions=None)
-    return np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return _slot_table(queries.slot_rows(evaluation_id=evaluation_id, positions=None))
+
+
+def _slot_table(rows: list[tuple[int, int, int, int]]) -> np.ndarray:
+    # Flattened first: numpy.array over a list of 3M tuples took twice as long.
+    return np.fromiter(chain.from_iterable(rows), dtype=np.int64,
+                       count=4 * len(rows)).reshape(-1, 4)
 
 
 def evaluation_grade_array(
@@ -219,7 +225,7 @@ def evaluation_grade_array(
             rows = queries.slot_rows(keyword_ids=keyword_ids, positions=positions)
         else:
             rows = queries.slot_rows(evaluation_id=evaluation.pk, positions=positions)
-        table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        table = _slot_table(rows)
     if len(table) and keyword_ids:
         # Each slot's keyword row by binary search: a dict lookup per slot cost 0.9 s at
         # 3M slots.

@@ -6,7 +6,6 @@ keeps, in the write's own transaction (keyword_values_write), so a refresh reads
 per metric instead of every keyword's value.
 """
 
-from collections.abc import Sequence
 from datetime import timedelta
 
 from django.conf import settings
@@ -23,8 +22,7 @@ from metrics.recompute import aggregates
 WRITE_CHUNK = 2000
 
 
-def keyword_values_write(*, evaluation_id: int,
-                         rows: Sequence[queries.KeywordValueRow]) -> None:
+def keyword_values_write(*, evaluation_id: int, columns: queries.KeywordValueColumns) -> None:
     """Upsert keyword values of one evaluation (queries.keyword_values_upsert: an older
     version never overwrites) and move its metrics' running sums by each written row's
     old -> new value, in one transaction per chunk. The one writer of KeywordMetricValue.
@@ -34,19 +32,19 @@ def keyword_values_write(*, evaluation_id: int,
     committed: the old values read here are the ones the upsert replaces.
     """
     now = timezone.now()
-    for start in range(0, len(rows), WRITE_CHUNK):
-        chunk = rows[start:start + WRITE_CHUNK]
+    for start in range(0, columns.row_count, WRITE_CHUNK):
+        chunk = columns.part(start, start + WRITE_CHUNK)
         with transaction.atomic():
             if not queries.evaluation_lock(evaluation_id=evaluation_id):
                 return  # deleted since
-            metric_ids = sorted({row.metric_id for row in chunk})
+            metric_ids = sorted(set(chunk.metric_ids))
             sums = queries.metric_sums_read(metric_ids=metric_ids)
             if not sums:  # none known (recompute_metrics drops them): nothing to move
-                queries.keyword_values_upsert_count(list(chunk), now=now)
+                queries.keyword_values_upsert_count(chunk, now=now)
                 continue
             old = {(row.keyword_id, row.metric_id): row for row in queries.keyword_values_read(
-                keyword_ids=sorted({row.keyword_id for row in chunk}), metric_ids=metric_ids)}
-            written = queries.keyword_values_upsert(list(chunk), now=now)
+                keyword_ids=sorted(set(chunk.keyword_ids)), metric_ids=metric_ids)}
+            written = queries.keyword_values_upsert(chunk.rows(), now=now)
             moved, broken = sums_move(sums, [(old.get((row.keyword_id, row.metric_id)), row)
                                              for row in written])
             queries.metric_sums_store(moved)

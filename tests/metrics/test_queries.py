@@ -172,7 +172,8 @@ def test_keyword_values_upsert(evaluation, returning):
             [row(keywords[0].pk, config.pk, 0.9, 0.5, 1.0, False),
              row(keywords[2].pk, config.pk, None, None, None, True)])
     else:
-        assert queries.keyword_values_upsert_count(rows, now=now) == 2
+        assert queries.keyword_values_upsert_count(
+            queries.KeywordValueColumns.from_rows(rows), now=now) == 2
     assert dict(KeywordMetricValue.objects.filter(metric=config).values_list(
         "keyword_id", "value")) == {keywords[0].pk: 0.9, keywords[1].pk: 0.25,
                                     keywords[2].pk: None}
