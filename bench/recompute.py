@@ -115,7 +115,7 @@ def main_large(grade_count: int) -> None:
     for user in graders:
         Membership.objects.create(team=team, user=user, role=Role.GRADER)
     sizes = (10_000, 100_000)
-    evaluations, seconds = {}, {}
+    evaluations, seconds, again = {}, {}, {}
     for size in sizes:
         started = time.perf_counter()
         evaluations[size] = sql_seed_evaluation(size, team=team, graders=graders,
@@ -123,6 +123,12 @@ def main_large(grade_count: int) -> None:
         print(f"seeded {size:,} keywords in {time.perf_counter() - started:.1f} s", flush=True)
         seconds[size] = timed_recompute(evaluations[size])
         print(f"recompute_metrics {size:,}: {seconds[size]:.2f} s", flush=True)
+        # Run again over the values it stored: the repair path on a live evaluation, whose
+        # rows are updated in place rather than inserted (each insert checks two foreign
+        # keys), after a VACUUM as autovacuum would have run.
+        vacuum()
+        again[size] = timed_recompute(evaluations[size])
+        print(f"recompute_metrics {size:,} again: {again[size]:.2f} s", flush=True)
     port = free_port()
     redis_db = BROKER_URL.rsplit("/", 1)[-1]
     subprocess.run(["redis-cli", "-n", redis_db, "flushdb"], check=True, capture_output=True)
@@ -162,7 +168,8 @@ def main_large(grade_count: int) -> None:
           " (goal <= 1.5)")
     for size in sizes:
         print(f"recompute_metrics, {size:,} keywords x 10 x 3 slots (graded),"
-              f" {len(SIX_METRICS)} metrics: {seconds[size]:.2f} s")
+              f" {len(SIX_METRICS)} metrics: {seconds[size]:.2f} s;"
+              f" again, values stored: {again[size]:.2f} s")
     drop_database(DB_NAME)
     latencies = dict(rows)
     report("grade POST -> mean stored, p50", "ms",
@@ -172,6 +179,15 @@ def main_large(grade_count: int) -> None:
            target="ratio <= 1.5")
     report("recompute_metrics (x 10 results x 3 slots, 6 metrics)", "s",
            {_size(size): seconds[size] for size in sizes}, target="100k <= 30 s")
+    report("recompute_metrics again, values stored", "s",
+           {_size(size): again[size] for size in sizes}, target="100k <= 30 s")
+
+
+def vacuum() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # autocommit: VACUUM refuses a transaction
+        cursor.execute("VACUUM ANALYZE")
 
 
 def _size(keywords: int) -> str:
