@@ -19,7 +19,7 @@ a from-scratch recompute (recompute_metrics) rebuilds them.
 """
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,10 +89,12 @@ def dashboard_aggregates_update(*, keyword_ids: Iterable[int]) -> None:
 @dataclass(frozen=True)
 class CountedShares:
     """Shares a from-scratch run counted (shares_count) and the keyword versions it read
-    its slots and computed its values at: {keyword id: version}, {keyword id: share}."""
+    its slots and computed its values at: {keyword id: version}, {keyword id: share} and
+    the sum of those shares, {key: count}."""
 
     versions: dict[int, int]
-    shares: dict[int, Counter]
+    shares: dict[int, dict[str, int]]
+    totals: dict[str, int]
 
 
 def dashboard_aggregates_rebuild(*, evaluation_id: int,
@@ -106,35 +108,56 @@ def dashboard_aggregates_rebuild(*, evaluation_id: int,
         if counted is None:
             _rebuild(evaluation_id)
         else:
-            _store(evaluation_id, _settled(evaluation_id, counted))
+            _store(evaluation_id, *_settled(evaluation_id, counted))
 
 
 def shares_count(*, slot_table: np.ndarray, keyword_ids: Sequence[int],
-                 metric_values: Sequence[tuple[int, np.ndarray]]) -> dict[int, Counter]:
+                 metric_values: Sequence[tuple[int, np.ndarray]], versions: dict[int, int]
+                 ) -> CountedShares:
     """The shares of `keyword_ids`, as queries._share_parts counts them, from rows of
     `slot_table` (selectors.evaluation_slot_table) and each metric's values for the
-    keywords, (metric id, values in keyword order, NaN for none). A keyword with neither
-    slots nor values has an empty share."""
-    shares: dict[int, Counter] = {pk: Counter() for pk in keyword_ids}
-    table = slot_table[np.isin(slot_table[:, 0], np.asarray(keyword_ids, dtype=np.int64))]
-    if len(table):
-        for keyword_id, key, count in _pattern_counts(table):
-            shares[keyword_id][key] = count
+    keywords, (metric id, values in keyword order, NaN for none), counted at `versions`.
+    A keyword with neither slots nor values has an empty share.
+
+    Counted as arrays of (keyword, key, count) entries, a dict built per keyword at the
+    end: 1.4M entries at 100,000 keywords, too many to add one by one in Python."""
+    ids = np.asarray(keyword_ids, dtype=np.int64)
+    table = slot_table[np.isin(slot_table[:, 0], ids)]
+    entry_keywords, entry_keys, entry_counts, names = _pattern_entries(table)
     edges = np.asarray(_INNER_EDGES)
     for metric_id, values in metric_values:
         values = np.asarray(values, dtype=float)
         present = ~np.isnan(values)
-        bins = np.searchsorted(edges, values, side="right")
-        bins[(values < 0) | (values > 1)] = -1
-        keys = {b: f"b:{metric_id}:{b}" for b in range(-1, BINS)}
-        for row in np.flatnonzero(present).tolist():
-            shares[keyword_ids[row]][keys[int(bins[row])]] += 1
-    return shares
+        bins = np.searchsorted(edges, values[present], side="right")
+        bins[(values[present] < 0) | (values[present] > 1)] = -1
+        entry_keywords.append(ids[present])
+        entry_keys.append(len(names) + bins + 1)
+        entry_counts.append(np.ones(len(bins), dtype=np.int64))
+        names += [f"b:{metric_id}:{b}" for b in range(-1, BINS)]
+    keyword_of = np.concatenate(entry_keywords)
+    key_of, count_of = np.concatenate(entry_keys), np.concatenate(entry_counts)
+    order = np.argsort(keyword_of, kind="stable")
+    keyword_of, key_of, count_of = keyword_of[order], key_of[order], count_of[order]
+    firsts = np.flatnonzero(np.r_[True, keyword_of[1:] != keyword_of[:-1]]) \
+        if len(order) else np.zeros(0, dtype=np.int64)
+    ends = np.r_[firsts[1:], len(order)]
+    key_names = [names[key] for key in key_of.tolist()]
+    counts = count_of.tolist()
+    shares: dict[int, dict[str, int]] = {pk: {} for pk in keyword_ids}
+    for keyword_id, first, end in zip(keyword_of[firsts].tolist(), firsts.tolist(),
+                                      ends.tolist(), strict=True):
+        shares[keyword_id] = dict(zip(key_names[first:end], counts[first:end], strict=True))
+    totals = np.bincount(key_of, weights=count_of, minlength=len(names))
+    return CountedShares(versions, shares, {names[key]: int(totals[key])
+                                            for key in np.flatnonzero(totals).tolist()})
 
 
-def _pattern_counts(table: np.ndarray) -> Iterable[tuple[int, str, int]]:
-    """(keyword id, pattern key, snapshots) for every grade pattern of each keyword: its
-    slots grouped by (keyword, position), one snapshot each."""
+def _pattern_entries(table: np.ndarray
+                     ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[str]]:
+    """Each keyword's grade patterns in `table`'s slots (grouped by (keyword, position),
+    one snapshot each) as ([keyword ids], [key numbers], [snapshot counts], key names)."""
+    if not len(table):
+        return [], [], [], []
     order = np.lexsort((table[:, 1], table[:, 0]))
     keyword_of, position_of, grade = table[order, 0], table[order, 1], table[order, 3]
     graded_slot = grade != queries.UNGRADED
@@ -149,23 +172,28 @@ def _pattern_counts(table: np.ndarray) -> Iterable[tuple[int, str, int]]:
     highest = np.maximum.reduceat(np.where(graded_slot, grade, np.iinfo(np.int64).min), starts)
     # Grouped by sorting on the columns themselves: numpy.unique(axis=0) sorts the rows as
     # opaque bytes, 4 s for a million snapshots.
-    columns = (keyword_of[starts], total, graded, lowest, highest, grade_sum)
-    order = np.lexsort(columns[::-1])
-    columns = [column[order] for column in columns]
-    changed = np.zeros(len(order), dtype=bool)
-    changed[0] = True
+    pattern = (total, graded, lowest, highest, grade_sum)
+    by_pattern = np.lexsort(pattern[::-1])
+    sorted_pattern = [column[by_pattern] for column in pattern]
+    new_pattern = _changes(sorted_pattern)
+    pattern_of = np.empty(len(total), dtype=np.int64)
+    pattern_of[by_pattern] = np.cumsum(new_pattern) - 1
+    names = [_pattern_key(*row) for row in zip(
+        *(column[new_pattern].tolist() for column in sorted_pattern), strict=True)]
+    pairs = np.lexsort((pattern_of, keyword_of[starts]))
+    keyword_sorted, pattern_sorted = keyword_of[starts][pairs], pattern_of[pairs]
+    firsts = np.flatnonzero(_changes([keyword_sorted, pattern_sorted]))
+    return ([keyword_sorted[firsts]], [pattern_sorted[firsts]],
+            [np.diff(np.r_[firsts, len(pairs)])], names)
+
+
+def _changes(columns: list[np.ndarray]) -> np.ndarray:
+    """True where a row of the sorted `columns` differs from the one before (and first)."""
+    changed = np.zeros(len(columns[0]), dtype=bool)
+    changed[:1] = True
     for column in columns:
         changed[1:] |= column[1:] != column[:-1]
-    firsts = np.flatnonzero(changed)
-    counts = np.diff(np.r_[firsts, len(order)])
-    keys: dict[tuple, str] = {}
-    for *group, count in zip(*(column[firsts].tolist() for column in columns),
-                             counts.tolist(), strict=True):
-        pattern = tuple(group[1:])
-        key = keys.get(pattern)
-        if key is None:
-            key = keys[pattern] = _pattern_key(*pattern)
-        yield group[0], key, count
+    return changed
 
 
 def _pattern_key(total: int, graded: int, lowest: int, highest: int, grade_sum: int) -> str:
@@ -174,23 +202,29 @@ def _pattern_key(total: int, graded: int, lowest: int, highest: int, grade_sum: 
     return f"p:{total}:{graded}:{lowest}:{highest}:{grade_sum}"
 
 
-def _settled(evaluation_id: int, counted: CountedShares) -> dict[int, Counter]:
-    """The shares to store: what was counted for each keyword of the evaluation whose
-    version has not moved since, the database's for the others (graded, fetched or added
-    meanwhile); a keyword deleted meanwhile has none."""
+def _settled(evaluation_id: int, counted: CountedShares
+             ) -> tuple[dict[int, Mapping[str, int]], Counter]:
+    """The shares to store and their sum: what was counted for each keyword of the
+    evaluation whose version has not moved since, the database's for the others (graded,
+    fetched or added meanwhile); a keyword deleted meanwhile has none."""
     current = dict(evaluation_keyword_versions(evaluation_id=evaluation_id))
     moved = sorted(pk for pk, version in current.items()
                    if counted.versions.get(pk) != version or pk not in counted.shares)
-    shares = {pk: counted.shares[pk] for pk in current if pk not in moved}
-    shares.update(keyword_shares(moved))
-    return shares
-
-
-def _store(evaluation_id: int, shares: dict[int, Counter]) -> None:
-    """Replace the evaluation's shares and counts by `shares` (under its lock)."""
-    totals: Counter = Counter()
-    for share in shares.values():
+    shares: dict[int, Mapping[str, int]] = {
+        pk: counted.shares[pk] for pk in current if pk not in moved}
+    totals = Counter(counted.totals)
+    for pk in {*moved, *(counted.shares.keys() - current.keys())}:
+        totals.subtract(counted.shares.get(pk, {}))
+    fresh = keyword_shares(moved)
+    for share in fresh.values():
         totals.update(share)
+    shares.update(fresh)
+    return shares, totals
+
+
+def _store(evaluation_id: int, shares: dict[int, Mapping[str, int]], totals: Counter) -> None:
+    """Replace the evaluation's shares and counts by `shares` and their sum `totals` (under
+    its lock)."""
     KeywordDashboardShare.objects.filter(evaluation_id=evaluation_id).delete()
     # Rows, not model instances: building 100,000 of them cost more than their COPY.
     bulk_insert_rows(KeywordDashboardShare(evaluation_id=evaluation_id),
@@ -198,7 +232,7 @@ def _store(evaluation_id: int, shares: dict[int, Counter]) -> None:
                      ((pk, share) for pk, share in sorted(shares.items()) if share))
     DashboardCount.objects.filter(evaluation_id=evaluation_id).delete()
     bulk_insert([DashboardCount(evaluation_id=evaluation_id, key=key, count=count)
-                 for key, count in sorted(totals.items())]
+                 for key, count in sorted(totals.items()) if count]
                 + [DashboardCount(evaluation_id=evaluation_id, key=BUILT, count=1)])
 
 

@@ -259,12 +259,11 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
         queries.keyword_values_analyze()
     # From scratch: the counts and sums too (the repair path); the counts first, since the
     # refresh reads its progress from them.
-    counted = aggregates.shares_count(
-        slot_table=slot_table, keyword_ids=keyword_ids,
-        metric_values=[(config.pk, computed.values)
-                       for config, computed in zip(configs, values_by_config, strict=True)])
     aggregates.dashboard_aggregates_rebuild(
-        evaluation_id=evaluation_id, counted=aggregates.CountedShares(versions, counted))
+        evaluation_id=evaluation_id, counted=aggregates.shares_count(
+            slot_table=slot_table, keyword_ids=keyword_ids, versions=versions,
+            metric_values=[(config.pk, computed.values)
+                           for config, computed in zip(configs, values_by_config, strict=True)]))
     evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True, rebuild=True)
     marks.keywords_mark_computed(keywords)
     return len(keyword_ids)

@@ -336,10 +336,14 @@ def test_shares_counted_from_the_run_equal_the_databases(personas):
 
     counted = aggregates.shares_count(
         slot_table=selectors.evaluation_slot_table(evaluation_id=evaluation.pk),
-        keyword_ids=keyword_ids, metric_values=metric_values)
+        keyword_ids=keyword_ids, metric_values=metric_values, versions={})
 
     expected = _shares_from_the_database(keyword_ids)
-    assert {pk: dict(share) for pk, share in counted.items()} == expected
+    assert counted.shares == expected
+    totals = Counter()
+    for share in expected.values():
+        totals.update(share)
+    assert counted.totals == dict(totals)
     assert sum(n for key, n in expected[keyword_ids[0]].items() if key.startswith("p:1:")) == 1
     assert not any(key.startswith("p:") for key in expected[keyword_ids[1]])
     assert expected[keyword_ids[2]]["p:3:0:::"] == 5
@@ -348,7 +352,8 @@ def test_shares_counted_from_the_run_equal_the_databases(personas):
 
 def test_recompute_metrics_counts_a_keyword_graded_meanwhile_from_the_database(personas):
     """What the run counted stands only for keywords whose version has not moved since it
-    read them; a keyword graded meanwhile gets the database's share."""
+    read them; a keyword graded meanwhile gets the database's share, one deleted meanwhile
+    none, and the counts are the sum of what is stored."""
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
                                  graded_share=0.7)
@@ -357,20 +362,26 @@ def test_recompute_metrics_counts_a_keyword_graded_meanwhile_from_the_database(p
     truth = _shares_from_the_database(keyword_ids)
     # Counted as the run read them: one stale share for a keyword that then moved, and
     # one odd share for a keyword that did not (so it shows whose share is stored).
-    counted = {pk: Counter(share) for pk, share in truth.items()}
-    counted[keyword_ids[0]] = Counter({"p:3:3:1:1:3": 99})
-    counted[keyword_ids[1]] = Counter({"p:3:3:0:0:0": 7})
+    counted = dict(truth)
+    counted[keyword_ids[0]] = {"p:3:3:1:1:3": 99}
+    counted[keyword_ids[1]] = {"p:3:3:0:0:0": 7}
     _regrade(evaluation, keyword_ids[:1], np.random.default_rng(8), graders)
+    evaluation.keywords.filter(pk=keyword_ids[-1]).delete()  # deleted meanwhile: no share
 
-    aggregates.dashboard_aggregates_rebuild(
-        evaluation_id=evaluation.pk, counted=aggregates.CountedShares(versions, counted))
+    counted_totals = Counter()
+    for share in counted.values():
+        counted_totals.update(share)
+    aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation.pk, counted=(
+        aggregates.CountedShares(versions, counted, dict(counted_totals))))
 
     stored = dict(KeywordDashboardShare.objects.filter(evaluation=evaluation)
                   .values_list("keyword_id", "counts"))
     assert stored[keyword_ids[0]] == _shares_from_the_database(keyword_ids[:1])[keyword_ids[0]]
     assert stored[keyword_ids[0]] != truth[keyword_ids[0]]  # the regrade changed it
     assert stored[keyword_ids[1]] == {"p:3:3:0:0:0": 7}
-    assert {pk: stored[pk] for pk in keyword_ids[2:]} == {pk: truth[pk] for pk in keyword_ids[2:]}
+    assert {pk: stored[pk] for pk in keyword_ids[2:-1]} == {
+        pk: truth[pk] for pk in keyword_ids[2:-1]}
+    assert keyword_ids[-1] not in stored
     totals = Counter()
     for share in stored.values():
         totals.update(share)
