@@ -138,9 +138,8 @@ def shares_count(*, slot_table: np.ndarray, keyword_ids: Sequence[int],
     key_of, count_of = np.concatenate(entry_keys), np.concatenate(entry_counts)
     order = np.argsort(keyword_of, kind="stable")
     keyword_of, key_of, count_of = keyword_of[order], key_of[order], count_of[order]
-    firsts = np.flatnonzero(np.r_[True, keyword_of[1:] != keyword_of[:-1]]) \
-        if len(order) else np.zeros(0, dtype=np.int64)
-    ends = np.r_[firsts[1:], len(order)]
+    firsts = np.flatnonzero(_changes([keyword_of]))
+    ends = np.r_[firsts[1:], len(order)][:len(firsts)]  # none when nothing was counted
     key_names = [names[key] for key in key_of.tolist()]
     counts = count_of.tolist()
     shares: dict[int, dict[str, int]] = {pk: {} for pk in keyword_ids}

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from evaluations.models import Evaluation, Snapshot
+from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics import charts, dashboards, queries, selectors
 from metrics.core import statistics
@@ -401,3 +401,15 @@ def test_recompute_metrics_counts_results_past_every_metrics_k(personas):
     assert sum(count * aggregates.parse_pattern(key)[0] for key, count in
                DashboardCount.objects.filter(evaluation=evaluation, key__startswith="p:")
                .values_list("key", "count")) == 9 * 6 * 3
+
+
+def test_recompute_metrics_of_keywords_with_nothing_to_count_stores_no_share(personas):
+    """Keywords not fetched yet: no slot, no value, so no share and no count but "built"."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=3,
+                                 positions=0)
+    evaluation.keywords.update(fetch_status=Keyword.FetchStatus.PENDING)
+    call_command("recompute_metrics", evaluation=evaluation.pk, quiet=True)
+    assert not KeywordDashboardShare.objects.filter(evaluation=evaluation).exists()
+    assert list(DashboardCount.objects.filter(evaluation=evaluation).values_list(
+        "key", "count")) == [(aggregates.BUILT, 1)]
