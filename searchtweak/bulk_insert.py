@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 from django.db import connections, models, router
 from django.db.models import Model
-from django.db.models.fields import AutoFieldMixin
 
 M = TypeVar("M", bound=Model)
 
@@ -44,9 +43,8 @@ def _prepared(field: models.Field, connection, obj: Model):
 
 
 def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
-    """Insert `objs` (all of one model, pks unset unless the pk is not generated, as a
-    one-to-one primary key) and return them; with `with_ids` their pks are set, as
-    bulk_create sets them. Model defaults apply as in bulk_create (the
+    """Insert `objs` (all of one model, pks unset) and return them; with `with_ids` their
+    pks are set, as bulk_create sets them. Model defaults apply as in bulk_create (the
     instances carry them); auto_now fields are filled by pre_save."""
     if not objs:
         return objs
@@ -56,8 +54,7 @@ def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
     if connection.vendor != "postgresql":
         return model.objects.using(using).bulk_create(objs, batch_size=SQLITE_BATCH_SIZE)
     opts = model._meta
-    fields = [field for field in opts.concrete_fields
-              if with_ids or not (field.primary_key and isinstance(field, AutoFieldMixin))]
+    fields = [field for field in opts.concrete_fields if with_ids or not field.primary_key]
     with connection.cursor() as cursor:
         if with_ids:
             cursor.execute(
