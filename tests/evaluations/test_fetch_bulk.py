@@ -137,6 +137,25 @@ def test_a_group_that_crashed_left_nothing_and_a_retry_stores_it_once():
         "snapshot_id", "index").distinct().count() == 36
 
 
+def test_a_pending_keyword_that_already_has_snapshots_keeps_them_and_the_group_stores():
+    # Impossible unless rows were edited by hand: its snapshots stay as they are (no
+    # second set, no unique-position error rolling back the whole group).
+    evaluation = fetching(["edited", "fresh"], strategy=1)
+    claimed_at, claimed = claim_all(evaluation)
+    ids = {text: pk for pk, text in claimed.items()}
+    Snapshot.objects.create(keyword_id=ids["edited"], position=1, doc_id="by-hand",
+                            name="kept")
+    stored = services.keywords_fetch_store(claimed_at=claimed_at, results=[
+        (ids["edited"], result("edited")), (ids["fresh"], result("fresh"))])
+    assert sorted(keyword.text for keyword in stored) == ["edited", "fresh"]
+    assert sorted(Snapshot.objects.filter(keyword__evaluation=evaluation).values_list(
+        "keyword__text", "doc_id")) == [("edited", "by-hand"), ("fresh", "fresh-1"),
+                                        ("fresh", "fresh-2"), ("fresh", "fresh-3")]
+    assert sorted(Keyword.objects.filter(evaluation=evaluation).values_list(
+        "text", "fetch_status")) == [("edited", "fetched"), ("fresh", "fetched")]
+    assert FeedbackSlot.objects.filter(evaluation=evaluation).count() == 3
+
+
 def _store_statements(keywords: int) -> list[str]:
     evaluation = fetching([f"k{n}" for n in range(keywords)])
     claimed_at, claimed = claim_all(evaluation)
