@@ -67,11 +67,12 @@ def keywords_fetch_dispatcher_register(dispatcher: FetchDispatcher) -> None:
 
 
 def keywords_fetch_enqueue(*, evaluation_id: int, keyword_ids: list[int]) -> None:
-    """Send the keywords' fetch tasks, FETCH_BATCH_SIZE a task, after commit."""
+    """Send the keywords' fetch tasks after commit: FETCH_BATCH_SIZE a task, or more, to
+    send at most FETCH_MAX_BATCHES tasks."""
     dispatch = _dispatcher
     if dispatch is None:
         raise RuntimeError("no fetch dispatcher: EvaluationsConfig.ready registers it")
-    size = settings.FETCH_BATCH_SIZE
+    size = max(settings.FETCH_BATCH_SIZE, -(-len(keyword_ids) // settings.FETCH_MAX_BATCHES))
     for start in range(0, len(keyword_ids), size):
         batch = keyword_ids[start:start + size]
         transaction.on_commit(lambda batch=batch: dispatch(evaluation_id, batch))
