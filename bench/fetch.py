@@ -324,8 +324,9 @@ def main() -> None:
     how = ("real celery worker on Redis" if mode == "worker"
            else "no broker: tasks run eagerly in this process")
     database = "SQLite" if database_url.startswith("sqlite") else "PostgreSQL"
-    # As services.keywords_fetch_enqueue cuts the fetch into tasks.
-    batch = max(settings.FETCH_BATCH_SIZE, -(-args.keywords // settings.FETCH_MAX_BATCHES))
+    from evaluations.services.fetch import fetch_batch_size
+
+    batch = fetch_batch_size(evaluation_id=evaluation.pk, keywords=args.keywords)
     print(f"fetching {args.keywords} keywords, endpoint latency {args.latency_ms} ms, "
           f"concurrency {settings.FETCH_CONCURRENCY_PER_ENDPOINT} per endpoint, batches of "
           f"{batch}, mode: {mode} ({how}, {args.processes} process(es)), "

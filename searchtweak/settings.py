@@ -407,10 +407,11 @@ FETCH_CONCURRENCY_PER_ENDPOINT = env_int("FETCH_CONCURRENCY_PER_ENDPOINT", 16, m
 # pays its own setup, which cost a third of the time at 1,000 keywords (bench/fetch.py);
 # a crash still loses only the keywords in flight (their claims lapse, the sweep re-queues).
 FETCH_BATCH_SIZE = env_int("FETCH_BATCH_SIZE", 500, minimum=1)
-# A larger fetch is cut into at most this many tasks, each then above FETCH_BATCH_SIZE:
-# a task's fixed cost (its claim, its last requests alone in flight, its last store) was
-# 5-10 % of a 500-keyword task at 20 ms, paid 200 times at 100,000 keywords. 64 tasks
-# still keep 32 worker processes busy to the end (bench/fetch.py --processes).
+# A larger fetch is cut into at most this many tasks, each then above FETCH_BATCH_SIZE
+# (up to 4 times; services.fetch.fetch_batch_size): a task's fixed cost (its claim, its
+# last requests alone in flight, its last store) was 5-10 % of a 500-keyword task at
+# 20 ms, paid 200 times at 100,000 keywords. 64 tasks still keep 32 worker processes
+# busy to the end (bench/fetch.py --processes).
 FETCH_MAX_BATCHES = env_int("FETCH_MAX_BATCHES", 64, minimum=1)
 FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, minimum=1024)
 FETCH_RETRIES = env_int("FETCH_RETRIES", 3, minimum=0)

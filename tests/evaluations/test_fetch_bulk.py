@@ -205,24 +205,29 @@ def test_a_request_thread_ended_by_a_base_exception_still_hands_in_a_result(monk
     assert [d.doc_id for d in by_keyword[1].documents] == ["shoes-1", "shoes-2", "shoes-3"]
 
 
-@pytest.mark.parametrize(("keywords", "batches"), [
-    (5, [3, 2]),          # FETCH_BATCH_SIZE a task while that makes few enough
-    (10, [5, 5]),         # larger tasks beyond FETCH_MAX_BATCHES of them
-    (11, [6, 5]),
+@pytest.mark.parametrize(("keywords", "limits", "batches"), [
+    (5, {}, [3, 2]),            # FETCH_BATCH_SIZE a task while that makes few enough
+    (10, {}, [5, 5]),           # larger tasks beyond FETCH_MAX_BATCHES of them
+    (11, {}, [6, 5]),
+    (30, {}, [12, 12, 6]),      # at most MAX_BATCH_GROWTH times FETCH_BATCH_SIZE
+    (10, {"requests_per_minute": 60}, [3, 3, 3, 1]),   # limits set the pace: not larger
+    (10, {"max_concurrent_requests": 1}, [3, 3, 3, 1]),
 ])
 def test_a_fetch_is_cut_into_batch_size_tasks_or_into_at_most_max_batches(
-        settings, django_capture_on_commit_callbacks, keywords, batches):
+        settings, django_capture_on_commit_callbacks, keywords, limits, batches):
     from evaluations.services import fetch
 
     settings.FETCH_BATCH_SIZE, settings.FETCH_MAX_BATCHES = 3, 2
+    evaluation = fetchable_evaluation(url="http://127.0.0.1:9", keywords=["k"], **limits)
     sent: list[tuple[int, list[int]]] = []
     registered = fetch._dispatcher
     fetch.keywords_fetch_dispatcher_register(lambda *task: sent.append(task))
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            fetch.keywords_fetch_enqueue(evaluation_id=7, keyword_ids=list(range(keywords)))
+            fetch.keywords_fetch_enqueue(evaluation_id=evaluation.pk,
+                                         keyword_ids=list(range(keywords)))
     finally:
         fetch.keywords_fetch_dispatcher_register(registered)
     assert [len(ids) for _, ids in sent] == batches
     assert [pk for _, ids in sent for pk in ids] == list(range(keywords))
-    assert {evaluation_id for evaluation_id, _ in sent} == {7}
+    assert {evaluation_id for evaluation_id, _ in sent} == {evaluation.pk}
