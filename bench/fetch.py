@@ -26,9 +26,22 @@ worker is stopped with a warm shutdown once the fetch is over; any traceback in 
 printed and fails the run.
 
 --processes N runs the worker as a prefork pool of N processes sharing the 16 requests in
-flight (FETCH_CONCURRENCY_PER_ENDPOINT = 16 / N each), as a production fetch worker does:
-one process is bound by its GIL near 500 keywords/s at 20 ms (httpx's own ~1 ms of CPU
-a request, then the store), two on this 2-CPU machine are not.
+flight (FETCH_CONCURRENCY_PER_ENDPOINT = 16 / N each), as a production fetch worker does
+(docker-compose.yml's worker-fetch runs four): one process is bound by its GIL near 500
+keywords/s at 20 ms (httpx's own ~0.5 ms of CPU a request, then the store). For the same
+16 in flight, more processes with fewer threads each are faster: a thread whose answer
+has arrived waits for its process's GIL while the store's Python or another request
+thread runs, and fewer threads a process wait less. 100,000 keywords on this 2-CPU
+machine, alternated: four processes of 4 took 149.25 to 161.15 s (median 156.0), two of
+8 took 157.46 to 172.26 s (median 158.8), eight of 2 took 155.4 s.
+
+--shared-limit gives each process the full FETCH_CONCURRENCY_PER_ENDPOINT (16) and lets
+the endpoint's own "16 at once" (outbound_limits, on Redis) hold them all to 16, as a
+worker with the default settings does: four processes then took 177.0 to 177.6 s. The
+turns can fall to whichever threads ask first, up to 16 in one process (the GIL-bound
+shape), and the threads left waiting poll Redis; which of the two costs more is not
+measured. So for one endpoint's large fetches, set
+FETCH_CONCURRENCY_PER_ENDPOINT x the worker's processes to the endpoint's limit.
 
 BENCH_ROOT runs another checkout's code (the worker too), for old-vs-new comparisons:
     cd /work/main && BENCH_ROOT=$PWD .venv/bin/python /path/to/new/bench/fetch.py
@@ -219,6 +232,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1,
                         help="worker processes (prefork); the 16 requests in flight are "
                              "shared among them (FETCH_CONCURRENCY_PER_ENDPOINT = 16 / N)")
+    parser.add_argument("--shared-limit", action="store_true",
+                        help="each process keeps FETCH_CONCURRENCY_PER_ENDPOINT requests in "
+                             "flight; the endpoint's own limit (16 at once) holds them all")
     parser.add_argument("--engine", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine:
@@ -254,7 +270,7 @@ def main() -> None:
            # so the requests still pass the outbound policy's checks.
            "OUTBOUND_DENY_NETWORKS": ",".join(DENY_BUT_LOOPBACK),
            "PYTHONPATH": str(ROOT)}
-    if args.processes > 1:
+    if args.processes > 1 and not args.shared_limit:
         # The endpoint sees at most 16 requests at once however many processes fetch.
         total = int(os.environ.get("FETCH_CONCURRENCY_PER_ENDPOINT", "16"))
         env["FETCH_CONCURRENCY_PER_ENDPOINT"] = str(max(1, total // args.processes))
@@ -288,7 +304,8 @@ def main() -> None:
     Membership.objects.create(team=team, user=user, role=Role.LEAD)
     endpoint = services.endpoint_create(
         team=team, created_by=user, name="Local 50 ms", url=f"http://{host}:{port}/search",
-        mapper={"documents": "hits", "id": "id", "name": "title"})
+        mapper={"documents": "hits", "id": "id", "name": "title"},
+        max_concurrent_requests=16)
     model = services.search_model_create(team=team, created_by=user, endpoint=endpoint,
                                          name="m", params={"q": "#query#"})
     evaluation = services.evaluation_create(
@@ -332,6 +349,8 @@ def main() -> None:
           f"{batch}, mode: {mode} ({how}, {args.processes} process(es)), "
           f"database: {database}")
     concurrency = settings.FETCH_CONCURRENCY_PER_ENDPOINT * args.processes
+    if args.shared_limit:
+        concurrency = min(concurrency, endpoint.max_concurrent_requests)
     limit = args.keywords * args.latency_ms / 1000 / concurrency
     target = 1.3 * limit
     # The floor of this machine, measured now (a loaded machine is slower than the limit):
