@@ -32,16 +32,18 @@ keywords/s at 20 ms (httpx's own ~0.5 ms of CPU a request, then the store). For 
 16 in flight, more processes with fewer threads each are faster: a thread whose answer
 has arrived waits for its process's GIL while the store's Python or another request
 thread runs, and fewer threads a process wait less. 100,000 keywords on this 2-CPU
-machine, alternated: four processes of 4 took 149.25 to 161.15 s (median 156.0), two of
+machine, alternated: four processes of 4 took 149.25 to 163.74 s (median 157.2), two of
 8 took 157.46 to 172.26 s (median 158.8), eight of 2 took 155.4 s.
 
 --shared-limit gives each process the full FETCH_CONCURRENCY_PER_ENDPOINT (16) and lets
 the endpoint's own "16 at once" (outbound_limits, on Redis) hold them all to 16, as a
-worker with the default settings does: four processes then took 177.0 to 177.6 s. The
-turns can fall to whichever threads ask first, up to 16 in one process (the GIL-bound
-shape), and the threads left waiting poll Redis; which of the two costs more is not
-measured. So for one endpoint's large fetches, set
-FETCH_CONCURRENCY_PER_ENDPOINT x the worker's processes to the endpoint's limit.
+worker with the default settings does. When the turns went to whichever thread asked
+first, 10 to 13 of the 16 gathered in one process (sampled every 0.1 s), and four
+processes took 177.0 to 214.9 s (1.21 to 1.34 x that run's floor); shared fairly between
+processes (outbound_limits), at most 4 to 6 in one, they took 166.7 to 200.0 s (1.10 to
+1.23 x the floor). The threads left waiting still poll Redis, so for one endpoint's large
+fetches, FETCH_CONCURRENCY_PER_ENDPOINT x the worker's processes = the endpoint's limit
+stays the fastest.
 
 BENCH_ROOT runs another checkout's code (the worker too), for old-vs-new comparisons:
     cd /work/main && BENCH_ROOT=$PWD .venv/bin/python /path/to/new/bench/fetch.py

@@ -82,6 +82,59 @@ def test_a_turn_never_released_frees_itself_when_its_lease_ends(backend):
         assert 1_000_030.0 <= clock.now < 1_000_030.1
 
 
+# --- turns shared fairly between processes (Redis) --------------------------------------
+
+
+def test_a_process_gets_no_more_than_its_share_of_turns_while_another_asks():
+    limiter, clock, endpoint = RedisLimiter(require_redis()), FakeClock(), key()
+
+    def ask(group: str, n: int) -> bool:
+        return limiter.try_acquire(endpoint, f"{group}|{n}", max_concurrent=4,
+                                   per_minute=None, now=clock.now, lease_seconds=30,
+                                   group=group)
+
+    # Alone, a process may take every turn.
+    assert [ask("a", n) for n in range(4)] == [True] * 4
+    # Another asks: refused (all 4 are taken), but it now counts as asking.
+    assert ask("b", 0) is False
+    # The first gives one back and asks again: over its share (4 / 2), so refused, and
+    # the turn goes to the other, up to its own share.
+    limiter.release(endpoint, "a|3")
+    assert ask("a", 4) is False
+    assert ask("b", 1) is True
+    limiter.release(endpoint, "a|2")
+    assert [ask("b", 2), ask("b", 3)] == [True, False]
+    # A third process takes the turn left free; the limit still holds for all three.
+    limiter.release(endpoint, "b|1")
+    assert [ask("c", 0), ask("c", 1)] == [True, False]
+    # Once the others stop asking (ASKING_SECONDS), the one left may take every turn.
+    for token in ("a|0", "a|1", "b|2", "c|0"):
+        limiter.release(endpoint, token)
+    clock.now += outbound_limits.ASKING_SECONDS + 0.1
+    assert [ask("a", n) for n in range(5, 9)] == [True] * 4
+
+
+def test_a_turn_is_taken_in_the_name_of_this_process(settings):
+    import redis
+
+    url = require_redis()
+    settings.OUTBOUND_LIMITS_REDIS_URL = url
+    clock, endpoint = FakeClock(), key()
+    limits = {"max_concurrent": 4, "per_minute": None, "lease_seconds": 30, "clock": clock,
+              "sleep": clock.sleep, "wait_seconds": 0}
+    # Another process holds one turn of 4: this one's share is 2, though a third is free.
+    assert RedisLimiter(url).try_acquire(endpoint, "elsewhere|1", max_concurrent=4,
+                                         per_minute=None, now=clock.now, lease_seconds=30,
+                                         group="elsewhere")
+    with turn(endpoint, **limits), turn(endpoint, **limits):
+        held = redis.Redis.from_url(url).zrange(
+            f"searchtweak:outbound:{endpoint}:in-flight", 0, -1)
+        with pytest.raises(LimitWaitExceeded), turn(endpoint, **limits):
+            pass
+    assert sorted(token.decode().split("|")[0] for token in held) == sorted(
+        ["elsewhere", outbound_limits.process_group(), outbound_limits.process_group()])
+
+
 class CountingServer:
     """Counts the requests it is answering at once."""
 
