@@ -111,24 +111,23 @@ local per_minute = tonumber(ARGV[4])
 local window = tonumber(ARGV[6])
 local group = ARGV[7]
 local asking_window = tonumber(ARGV[8])
+local sharing = max_concurrent > 0 and group ~= ''
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if max_concurrent > 0 and group ~= '' then
+-- Counted as asking before any refusal: a process that waits is one to share with.
+if sharing then
   redis.call('ZADD', KEYS[3], now, group)
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - asking_window)
   redis.call('EXPIRE', KEYS[3], math.ceil(asking_window) + 60)
 end
-local in_flight = redis.call('ZCARD', KEYS[1])
-if max_concurrent > 0 and in_flight >= max_concurrent then return 0 end
-if max_concurrent > 0 and group ~= '' then
-  local groups = redis.call('ZCARD', KEYS[3])
-  if groups > 1 then
-    local prefix = group .. '|'
-    local held = 0
-    for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-      if string.sub(member, 1, #prefix) == prefix then held = held + 1 end
-    end
-    if held >= math.ceil(max_concurrent / groups) then return 0 end
+if max_concurrent > 0 and redis.call('ZCARD', KEYS[1]) >= max_concurrent then return 0 end
+local groups = sharing and redis.call('ZCARD', KEYS[3]) or 0
+if groups > 1 then
+  local prefix = group .. '|'
+  local held = 0
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    if string.sub(member, 1, #prefix) == prefix then held = held + 1 end
   end
+  if held >= math.ceil(max_concurrent / groups) then return 0 end
 end
 if per_minute > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
