@@ -10,7 +10,12 @@ PORT ?= 8000
 # Where the demo endpoint fetches from: this server unless set (a base address or full URL).
 DEMO_SEARCH_URL ?= http://$(HOST):$(PORT)
 
-.PHONY: run test lint bench install install-dev migrate worker beat clean
+# Test processes: one per core by default (pytest-xdist); at most 14, one Redis database
+# each (tests/startup.py). `make test TEST_WORKERS=0` runs in this process, one at a time.
+TEST_WORKERS ?= auto
+TEST_ARGS := -n $(TEST_WORKERS) --maxprocesses=14 --dist loadgroup
+
+.PHONY: run test test-fast lint bench install install-dev migrate worker beat clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "SearchTweak needs Python 3.11 or newer"'
@@ -38,12 +43,17 @@ run: migrate
 	@echo "Serving SearchTweak on http://$(HOST):$(PORT)/ (Ctrl+C to stop)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-## make test: install the test extras and run the whole suite
+## make test: install the test extras and run the whole suite on every core
 test: $(DEV_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(TEST_ARGS) --slowest=15
+
+## make test-fast: the inner loop, without the browser and real-worker tests
+test-fast: $(DEV_STAMP)
+	$(PY) -m pytest $(TEST_ARGS) -m "not browser and not worker"
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) scripts/architecture_graph.py --check
 
 bench: $(DEV_STAMP)

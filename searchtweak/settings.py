@@ -6,6 +6,7 @@ secret. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, DEBUG=false
 ALLOWED_HOSTS (see docker-compose.yml).
 """
 
+import hashlib
 import os
 import tempfile
 from datetime import timedelta
@@ -132,10 +133,11 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": BASE_DIR / "db.sqlite3",
             # A file, not memory, so a worker process started by a test sees the same rows;
-            # one per test process, so two test runs on one machine do not collide.
-            "TEST": {
-                "NAME": Path(tempfile.gettempdir()) / f"searchtweak-test-{os.getpid()}.sqlite3"
-            },
+            # named after the checkout, so `pytest --reuse-db` finds it again next run and
+            # two checkouts on one machine do not share one (xdist adds `_gw0`, ...).
+            "TEST": {"NAME": Path(tempfile.gettempdir()) / (
+                f"searchtweak-test-{hashlib.sha1(str(BASE_DIR).encode()).hexdigest()[:10]}"
+                ".sqlite3")},
             "OPTIONS": dict(_SQLITE_OPTIONS),
         }
     }

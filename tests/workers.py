@@ -15,7 +15,8 @@ import redis
 from tests.conftest import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TEST_REDIS = "redis://127.0.0.1:6379/15"
+# tests.startup gives each xdist worker a database of its own.
+DEFAULT_TEST_REDIS = os.environ.get("SEARCHTWEAK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def redis_url() -> str:
