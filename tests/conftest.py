@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from searchtweak.models import Team, User
 
 
+from tests import loop_report
+
 CHROMIUM = "/usr/bin/chromium"
 # CI sets this so a missing Redis or Chromium fails the run instead of skipping tests.
 REQUIRE_SERVICES = os.environ.get("SEARCHTWEAK_REQUIRE_SERVICES", "") == "1"
@@ -32,6 +34,80 @@ def import_or_skip(name: str, *, reason: str) -> ModuleType:
     except ImportError as error:
         skip_or_fail(f"{name} cannot be imported ({error}); {reason}")
         raise  # unreachable: skip_or_fail always raises
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slowest", type=int, default=0, metavar="N",
+                     help="after the run, list the N slowest tests (setup, call and "
+                          "teardown together) and the total")
+
+
+_phase_reports: list = []
+
+
+def pytest_runtest_logreport(report):
+    # Under xdist the controller sees every worker's reports here too.
+    _phase_reports.append(report)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", f"{loop_report.SLOW_MARKER}(why): this test takes over "
+        f"{loop_report.SLOW_SECONDS:g} s, and why (docs/dev/testing.md)")
+
+
+def pytest_collection_modifyitems(config, items):
+    # A reason of "" would pass the slow-test check while saying nothing.
+    for item in items:
+        for marker in item.iter_markers("slow_reason"):
+            if not (marker.args and isinstance(marker.args[0], str) and marker.args[0].strip()):
+                raise pytest.UsageError(f"{item.nodeid}: slow_reason needs the reason")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker, request):
+    """With --reuse-db, a run stopped inside a transactional test (which empties the tables
+    only at its end) leaves its rows to the next run: empty them once, when there are any.
+    No migration seeds rows, so an empty database is what migrating makes."""
+    if request.config.getoption("create_db") or not request.config.getoption("reuse_db"):
+        return
+    from django.apps import apps
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+    from django.core.management import call_command
+
+    kept = {Permission, ContentType}
+    with django_db_blocker.unblock():
+        if any(model._default_manager.exists() for model in apps.get_models()
+               if model not in kept and model._meta.managed and not model._meta.proxy):
+            call_command("flush", interactive=False, verbosity=0)
+
+
+# Long enough for a slow page's last request; a connection left open by the browser is
+# closed with its context, so waiting longer would only hide a hang.
+LIVE_REQUESTS_DRAIN_SECONDS = 30
+
+
+@pytest.fixture(autouse=True)
+def _live_requests_drained(request):
+    """A test on the live server ends with no request left in it: set up after the test
+    database (whose flush runs after this teardown) and before `page` (whose context
+    closes before it)."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    from tests.live_requests import count_connections
+
+    server = request.getfixturevalue("live_server").thread.httpd
+    in_flight = count_connections(server)
+    yield
+    if "browser" in request.fixturenames:
+        # `page`'s context is closed already; one a test opened itself would poll on.
+        for context in request.getfixturevalue("browser").contexts:
+            context.close()
+    if not in_flight.wait_for_none(LIVE_REQUESTS_DRAIN_SECONDS):
+        pytest.fail(f"the live server still served a request {LIVE_REQUESTS_DRAIN_SECONDS} s "
+                    "after the test ended")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -154,6 +230,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     quietly; say so just above pytest's own closing line (which CI parses, and stays
     last): after the short summary, which the outermost wrapper follows."""
     yield
+    times = loop_report.times_per_test(_phase_reports)
+    slowest_count = config.getoption("slowest")
+    if slowest_count:
+        for line in loop_report.summary_lines(times, slowest_count):
+            terminalreporter.write_line(line)
+    else:
+        unmarked = loop_report.slow_without_reason(times)
+        if unmarked:
+            terminalreporter.write_line(
+                f"Over {loop_report.SLOW_SECONDS:g} s without a slow_reason: {len(unmarked)} "
+                "(--slowest=15 lists them)", yellow=True)
     reasons = []
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = report.longrepr
