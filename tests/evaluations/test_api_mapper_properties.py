@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from evaluations.mapper import validate_mapper
 from evaluations.models import Endpoint
 from tests.evaluations.factories import EndpointFactory
+from tests.property_depth import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +45,7 @@ mappers = st.one_of(
               st.dictionaries(st.text(st.sampled_from("Pr ice\x00\t"), max_size=10),
                               expressions, max_size=3)),
 )
-SETTINGS = settings(max_examples=80, deadline=None,
+SETTINGS = settings(max_examples=examples(80), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from evaluations.models import Evaluation, Keyword
 from tests.evaluations.factories import EvaluationFactory, SearchModelFactory
+from tests.property_depth import examples
 
 pytestmark = pytest.mark.django_db
 
-HOSTILE = settings(max_examples=40, deadline=None, derandomize=True,
+HOSTILE = settings(max_examples=examples(40), deadline=None, derandomize=True,
                    suppress_health_check=[HealthCheck.function_scoped_fixture,
                                           HealthCheck.too_slow])
 VALID_TXT = "red shoes\nblue hat\ncafé au lait\n".encode()

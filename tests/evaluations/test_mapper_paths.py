@@ -5,11 +5,12 @@ import functools
 
 import jmespath
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluations import mapper
 from evaluations.mapper import MapperError, map_documents
+from tests.property_depth import examples
 
 names = st.sampled_from(["a", "b", "_id", "a-b", "héllo", ""])
 json_values = st.recursive(
@@ -24,6 +25,7 @@ def quoted(name: str) -> str:
     return '"' + name + '"'
 
 
+@settings(max_examples=examples(100))
 @given(path=st.lists(names, min_size=1, max_size=4), value=json_values)
 def test_a_plain_path_finds_what_jmespath_finds(path, value):
     expression = ".".join(map(quoted, path))
@@ -32,6 +34,7 @@ def test_a_plain_path_finds_what_jmespath_finds(path, value):
     assert search(value) == jmespath.search(expression, value)
 
 
+@settings(max_examples=examples(100))
 @given(value=json_values)
 def test_the_current_node_is_the_value_itself(value):
     assert mapper._search_of("@")(value) == jmespath.search("@", value)

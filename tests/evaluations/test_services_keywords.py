@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from evaluations import services
 from evaluations.models import Evaluation, Keyword
 from tests.evaluations.factories import EvaluationFactory, KeywordFactory, SearchModelFactory
+from tests.property_depth import examples
 
 pytestmark = pytest.mark.django_db
 
@@ -199,7 +200,7 @@ def expected_keywords(lines: list[str]) -> list[str] | None:
 
 
 @given(keywords=st.lists(keyword_text, max_size=6))
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_keyword_list_gives_a_clean_evaluation_or_a_400_naming_keywords(
         personas, keywords):

@@ -20,11 +20,12 @@ from judgments import imports
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
 from tests.judgments.builders import evaluation_with_slots
+from tests.property_depth import examples
 
 pytestmark = pytest.mark.django_db
 
 # Fixtures are built once per test, not per example: each example restores what it checks.
-HOSTILE = settings(max_examples=40, deadline=None, derandomize=True,
+HOSTILE = settings(max_examples=examples(40), deadline=None, derandomize=True,
                    suppress_health_check=[HealthCheck.function_scoped_fixture,
                                           HealthCheck.too_slow])
 

@@ -16,6 +16,7 @@ from metrics.models import KeywordMetricValue, KeywordRecomputeMark, MetricHisto
 from metrics.recompute import run as recompute_run
 from metrics.recompute import scheduling
 from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.property_depth import examples
 from tests.recompute_state import dirty_marks, mark_of, marks_set, state_of
 from tests.searchtweak.factories import UserFactory
 
@@ -303,7 +304,7 @@ def property_evaluation(graders):
               st.one_of(st.none(), st.integers(0, 3))),
     min_size=1, max_size=12,
 ))
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_stored_values_always_equal_a_from_scratch_recompute(
     property_evaluation, grade, changes

@@ -219,7 +219,9 @@ class Visitor:
         """The page at both sizes; the current size first, so each page loads once."""
         sizes = [PHONE, LAPTOP] if self.page.viewport_size == PHONE else [LAPTOP, PHONE]
         self.page.goto(f"{self.base}{url}")
-        self.page.wait_for_load_state("networkidle")
+        # Settled: loaded, and no htmx fragment still on its way (one can widen the page).
+        # An event, not networkidle's half second of quiet, which cost ~60 s a persona.
+        self.page.wait_for_function(SETTLED)
         problems = []
         for viewport in sizes:
             self.page.set_viewport_size(viewport)
@@ -233,6 +235,9 @@ class Visitor:
     def shot(self, name: str) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+SETTLED = '() => document.readyState === "complete" && !document.querySelector(".htmx-request")'
 
 
 # For the failure message: the innermost elements that stick out on the right, leaving out

@@ -12,6 +12,7 @@ from searchtweak.services import api_token_create
 from tests.conftest import import_or_skip
 from tests.evaluations.factories import EndpointFactory, EvaluationMetricFactory, SearchModelFactory
 from tests.judgments.builders import evaluation_with_slots
+from tests.property_depth import examples
 from tests.searchtweak.factories import TeamFactory, member
 
 schemathesis = import_or_skip("schemathesis", reason="schemathesis is in the dev extra")
@@ -24,7 +25,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 
 # The work is bounded by the example count, not by a clock: how long it takes depends on
 # the machine, and a wall-clock budget failed on busy ones (timings belong in bench/).
-EXAMPLES = 25
+EXAMPLES = examples(25)
 # Deletions run last, so the seeded objects live while the other operations are explored.
 LAST = ("DELETE",)
 

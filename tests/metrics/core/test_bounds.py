@@ -1,7 +1,6 @@
 """metrics.core.bounds against the worked cases and against brute-force enumeration."""
 
 import math
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from metrics.core import (
 )
 from metrics.core.bounds import KeywordBounds, bounds_mean, keyword_bounds
 from metrics.core.registry import metric_scale
+from tests.property_depth import examples
 
 
 def _bounds_of(case: dict[str, Any], results: list[dict], pool: list[dict]) -> KeywordBounds:
@@ -60,9 +60,9 @@ def test_the_monotone_path_fills_ten_positions_without_enumerating(monkeypatch):
 
     monkeypatch.setattr(bounds_module, "_distinct_outcomes", no_enumeration)
     results = [[None]] * 10
-    started = time.perf_counter()
+    # No timing: with enumeration patched to fail, finishing at all is the proof (a timed
+    # assertion only measured the machine's load).
     got = keyword_bounds("dcg", results, k=10, scale="graded")
-    assert time.perf_counter() - started < 0.5
     assert got == (
         evaluate_keyword("dcg", [[0]] * 10, k=10, scale="graded"),
         evaluate_keyword("dcg", [[3]] * 10, k=10, scale="graded"),
@@ -233,7 +233,7 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 @pytest.mark.parametrize("code", sorted(METRICS))
 def test_bounds_equal_brute_force(code: str) -> None:
-    @settings(max_examples=100, deadline=None, suppress_health_check=_HEALTH)
+    @settings(max_examples=examples(100), deadline=None, suppress_health_check=_HEALTH)
     @given(_keywords(code))
     def check(case: dict[str, Any]) -> None:
         _check(case)
@@ -246,7 +246,7 @@ def test_wider_bounds_contain_brute_force(code: str, monkeypatch) -> None:
     # With no room to enumerate, every metric off the monotone path takes path 3.
     monkeypatch.setattr(bounds_module, "MAX_COMPLETIONS", 1)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=_HEALTH)
+    @settings(max_examples=examples(40), deadline=None, suppress_health_check=_HEALTH)
     @given(_keywords(code))
     def check(case: dict[str, Any]) -> None:
         _check(case)

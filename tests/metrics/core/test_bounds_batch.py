@@ -14,6 +14,7 @@ from metrics.core import METRICS, SCALES, MetricInputError, Scale, evaluate_keyw
 from metrics.core.batch import evaluate_batch_many
 from metrics.core.bounds_batch import bounds_batch, bounds_batch_many
 from metrics.core.registry import metric_scale, needs_pool, resolve_params
+from tests.property_depth import examples
 
 _SCALES = (*SCALES.values(), Scale("signed", -1, 3))
 _MAX_HOLES = {"binary": 8, "graded": 5, "detail": 3, "signed": 5}
@@ -108,7 +109,7 @@ def _check(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("code", _CODES)
 def test_batch_bounds_equal_brute_force_keyword_by_keyword(code: str) -> None:
-    @settings(max_examples=60, deadline=None,
+    @settings(max_examples=examples(60), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(_batches(code))
     def check(case: dict[str, Any]) -> None:
@@ -175,7 +176,7 @@ def _several(draw: Any) -> dict[str, Any]:
     return {**case, "requests": requests, "transformers": None}
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_several())
 def test_many_metrics_bounded_together_equal_each_bounded_alone(case: dict[str, Any]) -> None:

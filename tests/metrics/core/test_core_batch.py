@@ -25,6 +25,7 @@ from metrics.core import (
     grade_lists_to_array,
     positions_present,
 )
+from tests.property_depth import examples
 
 
 def reference_aggregate(grades, transformer, majority):
@@ -153,7 +154,7 @@ def same(left, right, tolerance):
     return right is not None and not math.isnan(right) and abs(left - right) <= tolerance
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(evaluations())
 def test_batch_equals_per_keyword_path_and_reference(case):
     scale, keywords, pools, metric, params, k = case
@@ -173,7 +174,7 @@ def test_batch_equals_per_keyword_path_and_reference(case):
         assert same(single, float(batch[index]), 1e-12), (index, single, batch[index])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(evaluations())
 def test_many_metrics_at_once_equal_one_at_a_time(case):
     scale, keywords, pools, _, params, k = case

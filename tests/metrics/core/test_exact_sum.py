@@ -17,6 +17,7 @@ from metrics.core.exact_sum import (
     total_decode,
     total_encode,
 )
+from tests.property_depth import examples
 
 # Metric-like values and the extremes: subnormals, huge magnitudes, both signs.
 values = st.one_of(
@@ -28,7 +29,7 @@ values = st.one_of(
 updates = st.lists(st.tuples(st.integers(0, 30), st.one_of(st.none(), values)), max_size=120)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(updates)
 def test_a_running_sum_gives_the_mean_over_keywords_of_the_values_stored(changes):
     stored: dict[int, float | None] = {}
@@ -47,7 +48,7 @@ def test_a_running_sum_gives_the_mean_over_keywords_of_the_values_stored(changes
         assert total_decode(total_encode(total)) == total
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(values, max_size=200))
 def test_the_vector_total_is_the_sum_of_each_values_units(numbers):
     assert exact_total(np.array(numbers, dtype=np.float64)) == sum(map(exact_units, numbers))
