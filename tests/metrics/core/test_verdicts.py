@@ -119,6 +119,19 @@ def test_a_drop_within_the_threshold_is_no_change():
                            VerdictRule(threshold=0.01)).verdict == Verdict.REGRESSED
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_the_threshold_holds_both_ways(sign):
+    # Each move is significant (p = 0.002); only one larger than the threshold counts, and
+    # the threshold itself is not larger than itself. Binary fractions: no rounding at 0.25.
+    rule = VerdictRule(threshold=0.25)
+    verdicts = [verdicts_decide([measure(delta=sign * size, deltas={"q": sign * size})],
+                                rule).metrics[0] for size in (0.125, 0.25, 0.375)]
+    moved = Verdict.IMPROVED if sign > 0 else Verdict.REGRESSED
+    assert [m.verdict for m in verdicts] == [Verdict.NO_CHANGE, Verdict.NO_CHANGE, moved]
+    for within in verdicts[:2]:
+        assert within.reason.endswith("no change, within the threshold 0.250.")
+
+
 def test_identical_rankings_are_never_regressed():
     outcome = verdicts_decide([measure()], VerdictRule(), identical_rankings=True)
     assert outcome.verdict == Verdict.NO_CHANGE
