@@ -70,6 +70,31 @@ def test_a_bad_field_is_a_400_that_names_it_and_nothing_is_saved(personas, chang
     assert Schedule.objects.count() == 0
 
 
+@pytest.mark.parametrize(("timing", "when"), [
+    ({"interval_minutes": 15}, "every 15 minutes"),
+    ({"interval_minutes": None, "cron": "*/15 * * * *"}, "cron “*/15 * * * *” (UTC)"),
+])
+def test_a_schedule_every_15_minutes_exactly_is_created(personas, timing, when):
+    model, query_set = model_and_set(personas.team, personas.lead)
+    response = api_for(personas.lead).post(LIST, body(model, query_set, **timing),
+                                           format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["when"] == when
+
+
+@pytest.mark.parametrize(("timing", "errors"), [
+    ({"interval_minutes": 14}, {"interval_minutes": ["The minimum interval is 15 minutes."]}),
+    ({"interval_minutes": None, "cron": "*/14 * * * *"}, {"cron": [
+        "“*/14 * * * *” fires 14 minutes apart at times; the minimum is 15 minutes."]}),
+])
+def test_a_schedule_every_14_minutes_is_a_400(personas, timing, errors):
+    model, query_set = model_and_set(personas.team, personas.lead)
+    response = api_for(personas.lead).post(LIST, body(model, query_set, **timing),
+                                           format="json")
+    assert (response.status_code, response.json()) == (400, errors)
+    assert Schedule.objects.count() == 0
+
+
 def test_an_archived_query_set_is_a_400_on_query_set(personas):
     model, query_set = model_and_set(personas.team, personas.lead)
     services.query_set_archive(query_set=query_set)

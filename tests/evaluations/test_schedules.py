@@ -365,6 +365,30 @@ def test_a_bad_field_is_refused_by_name_and_nothing_is_saved(setup, fields, fiel
     assert not Schedule.objects.exists()
 
 
+def test_an_interval_of_exactly_the_minimum_is_accepted_and_one_less_refused(setup):
+    # "At least 15 minutes": 15 itself is allowed.
+    assert make(setup, interval_minutes=15).interval_minutes == 15
+    with pytest.raises(ValidationError) as excinfo:
+        make(setup, name="Hasty", interval_minutes=14)
+    assert field_errors(excinfo) == {
+        "interval_minutes": ["The minimum interval is 15 minutes."]}
+    assert list(Schedule.objects.values_list("interval_minutes", flat=True)) == [15]
+
+
+def test_a_cron_firing_every_15_minutes_is_accepted_and_every_14_refused():
+    assert schedule_services.cron_check(" */15  * * * * ", "UTC") == "*/15 * * * *"
+    with pytest.raises(ValidationError) as excinfo:
+        schedule_services.cron_check("*/14 * * * *", "UTC")
+    # Minutes 0, 14, 28, 42, 56: the first gap met is 14 (the 4 across the hour comes later).
+    assert field_errors(excinfo) == {"cron": [
+        "“*/14 * * * *” fires 14 minutes apart at times; the minimum is 15 minutes."]}
+
+
+def test_a_schedule_on_a_cron_every_15_minutes_is_saved(setup):
+    schedule = make(setup, interval_minutes=None, cron="*/15 * * * *")
+    assert (schedule.interval_minutes, schedule.cron) == (None, "*/15 * * * *")
+
+
 def test_a_team_baseline_on_another_scale_is_refused(setup):
     personas, model, _ = setup
     other = Evaluation.objects.create(team=personas.team, model=model, name="Binary base",

@@ -3,6 +3,7 @@ team's bar), or an admin's override with a reason kept beside the judge. Pages a
 alike. The example's figures (6 pairs, quadratic κ 20/23 = 0.870) are worked out in
 tests/judges/test_calibration.py."""
 
+import math
 import re
 from decimal import Decimal
 
@@ -14,7 +15,14 @@ from rest_framework.test import APIClient
 from judges.models import Judge, JudgeTrustPolicy
 from judges.trust import judge_mark_counts
 from searchtweak.services import api_token_create
-from tests.judges.calibration_data import bar, graded_example, make_judge
+from tests.judges.calibration_data import (
+    bar,
+    give,
+    graded_example,
+    make_judge,
+    run_with_answers,
+)
+from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +83,47 @@ def test_figures_that_clear_the_bar_count_and_are_kept(example, personas):
     assert evidence["kappa"] == pytest.approx(20 / 23)
     assert evidence["exact_match_rate"] == pytest.approx(4 / 6)
     assert evidence["shortfalls"] == []
+
+
+def half_kappa_judge(personas) -> Judge:
+    """A judge whose κ against the people is exactly 1/2 over 4 pairs (person, judge):
+    (1,1) (1,0) (0,0) (0,0). Observed disagreement 1/4; chance disagreement
+    (2/4)(1/4) + (2/4)(3/4) = 1/2; κ = 1 - (1/4)/(1/2) = 1/2, exact in binary floating point."""
+    evaluation = build_evaluation(team=personas.team, scale="binary",
+                                  keywords={"q": ["a", "b", "c", "d"]}, metrics=[])
+    judge = make_judge(personas.team)
+    for position, grade in enumerate([1, 1, 0, 0], start=1):
+        give(evaluation, "q", position, 0, personas.grader, grade)
+    run_with_answers(judge, evaluation, {("q", 1): 1, ("q", 2): 0, ("q", 3): 0, ("q", 4): 0})
+    return judge
+
+
+def test_a_kappa_exactly_at_the_bar_counts_without_override(personas):
+    # "A weighted κ of at least min_kappa": the bar itself clears it.
+    bar(personas.team, min_pairs=4, min_kappa=0.5)
+    judge = judge_mark_counts(judge=half_kappa_judge(personas), counts=True, by=personas.admin)
+    counts, _, reason, evidence = stored(judge)
+    assert (counts, reason, evidence["kappa"], evidence["shortfalls"]) == (True, "", 0.5, [])
+
+
+def test_a_kappa_just_below_the_bar_needs_an_override(personas):
+    bar(personas.team, min_pairs=4, min_kappa=math.nextafter(0.5, 1))
+    judge = half_kappa_judge(personas)
+    with pytest.raises(ValidationError) as refused:
+        judge_mark_counts(judge=judge, counts=True, by=personas.admin)
+    assert "is 0.500" in refused.value.message_dict["override_reason"][0]
+    assert stored(judge) == (False, None, "", {})
+
+
+def test_the_api_lets_a_kappa_at_the_bar_count_without_override(personas):
+    bar(personas.team, min_pairs=4, min_kappa=0.5)
+    judge = half_kappa_judge(personas)
+    response = api_client(personas.admin).post(f"/api/v1/judges/{judge.pk}/counts/",
+                                               {"counts": True}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["counts"], body["counts_override_reason"]) == (True, "")
+    assert body["counts_evidence"]["shortfalls"] == []
 
 
 def test_an_override_needs_a_reason_and_keeps_it_with_the_figures(example, personas):

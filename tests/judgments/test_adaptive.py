@@ -172,6 +172,39 @@ def test_a_top_result_of_a_keyword_still_wide_opens_the_second(personas):
     assert len(slots_of(result(evaluation, 1))) == 2
 
 
+def wide_keyword(personas, *, lower: float, upper: float) -> Evaluation:
+    """An adaptive evaluation whose first metric (nDCG@2) has these stored bounds."""
+    evaluation = adaptive_evaluation(personas.team)
+    metric = EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=2, position=0)
+    KeywordMetricValue.objects.update_or_create(
+        keyword=evaluation.keywords.get(), metric=metric,
+        defaults={"value": None, "lower": lower, "upper": upper})
+    return evaluation
+
+
+def test_bounds_exactly_as_wide_as_the_bar_open_no_second_slot(personas):
+    # Width 0.75 - 0.25 = 0.5 = WIDE_BOUNDS: "wider than" the bar is needed to open.
+    evaluation = wide_keyword(personas, lower=0.25, upper=0.75)
+    grade(personas.grader, result(evaluation, 1), 2)
+    assert slots_of(result(evaluation, 1)) == [(0, 2, "")]
+
+
+def test_bounds_just_wider_than_the_bar_open_the_second_slot(personas):
+    # Width 0.76 - 0.25 = 0.51 > 0.5.
+    evaluation = wide_keyword(personas, lower=0.25, upper=0.76)
+    grade(personas.grader, result(evaluation, 1), 2)
+    assert slots_of(result(evaluation, 1)) == [(0, 2, ""), (1, None, "bounds")]
+
+
+def test_a_result_exactly_at_position_k_of_a_wide_keyword_opens_the_second(personas):
+    # nDCG@2 reads positions 1 and 2: the result at 2 weighs on it, the one at 3 does not.
+    evaluation = wide_keyword(personas, lower=0.2, upper=0.9)
+    grade(personas.grader, result(evaluation, 2), 1)
+    grade(personas.grader, result(evaluation, 3), 1)
+    assert slots_of(result(evaluation, 2)) == [(0, 1, ""), (1, None, "bounds")]
+    assert slots_of(result(evaluation, 3)) == [(0, 1, "")]
+
+
 def test_bounds_not_stored_yet_count_as_wide(personas):
     evaluation = adaptive_evaluation(personas.team)
     EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=2, position=0)

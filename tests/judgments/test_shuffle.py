@@ -55,6 +55,18 @@ def test_the_sql_key_is_the_python_key(personas):
             position=position)
 
 
+def test_the_key_of_small_ids_worked_by_hand():
+    # M = 2^31 - 1. Evaluation 1, keyword 2, grader 3, position 4:
+    # A = 1000003·1 + 7919·2 + 2654435·3 + 40503·4 + 0 = 9141158
+    # B = 69069·1 + 1103515·2 + 48271·3 + 16807·4 + 12345 = 2500485
+    # A·B = 22857328461630 ≡ 1660006609 (mod M). Position 5: A = 9181661, B = 2517292,
+    # A·B ≡ 1702772998, so position 4 sorts first for this grader.
+    assert queries.shuffle_key(evaluation_id=1, keyword_id=2, user_id=3, position=4) == (
+        1660006609)
+    assert queries.shuffle_key(evaluation_id=1, keyword_id=2, user_id=3, position=5) == (
+        1702772998)
+
+
 def test_the_key_stays_inside_64_bits_for_the_largest_ids():
     # Every id below 2**63 is reduced first; the product of two reduced terms fits.
     key = queries.shuffle_key(evaluation_id=2**63 - 1, keyword_id=2**63 - 1,

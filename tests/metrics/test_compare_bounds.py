@@ -6,6 +6,8 @@ from django.urls import reverse
 
 from evaluations.models import Keyword
 from metrics import comparisons
+from metrics.models import KeywordMetricValue
+from metrics.recompute.means import evaluation_means_refresh
 from metrics.tasks import mark_fetched_dirty
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.searchtweak.factories import UserFactory
@@ -62,8 +64,6 @@ def test_overlapping_bounds_say_how_many_grades_at_most_remain(
 
 def test_a_keyword_without_bounds_yet_never_decides(pair):
     a, b, _ = pair
-    from metrics.models import KeywordMetricValue
-
     KeywordMetricValue.objects.filter(keyword__evaluation=b, keyword__text="k2").delete()
     decision = comparisons.evaluation_comparison(a=a, b=b).metrics[0].decision
     assert decision.pending and decision.winner == 0
@@ -102,6 +102,31 @@ def test_the_dashboard_cards_table_and_apis_carry_the_bounds(client, personas, p
         ("k1", 0.0, 0.0, True), ("k2", 0.0, 0.5, True)]
     metric = client.get(f"/api/v1/evaluations/{a.pk}/").json()["metrics"][0]
     assert (metric["lower"], metric["upper"], metric["bounds_exact"]) == (0.0, 0.25, True)
+
+
+def test_wider_bounds_are_labelled_or_narrower_on_every_page_that_shows_them(
+        client, personas, pair):
+    a, b, _ = pair
+    # As the sound range (bounds path 3) stores A's k2: containing the exact 0 .. 0.5.
+    KeywordMetricValue.objects.filter(keyword__evaluation=a, keyword__text="k2").update(
+        bounds_exact=False)
+    evaluation_means_refresh(evaluation_id=a.pk, rebuild=True)
+    client.force_login(personas.lead)
+    wider = ('<span class="bounds wider" data-testid="bounds" title="Exact bounds would cost '
+             'too much to compute here: these contain them">({} or narrower)</span>')
+    # A's mean is wider as soon as one keyword's is; B's (all exact) stays unlabelled.
+    compare = client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert wider.format("0.000\u20130.250") in compare
+    assert "(0.500\u20131.000)</span>" in compare
+    assert compare.count(" or narrower)") == 1
+    many = client.get(reverse("metrics:compare_many"),
+                      {"evaluation": [a.pk, b.pk], "reference": a.pk}).content.decode()
+    assert wider.format("0.000\u20130.250") in many and many.count(" or narrower)") == 1
+    live = client.get(reverse("metrics:evaluation_dashboard_live", args=[a.pk])).content
+    assert "Once every result is graded: " + wider.format("0.0000\u20130.2500") in (
+        live.decode())
+    table = client.get(reverse("metrics:evaluation_dashboard_table", args=[a.pk])).content
+    assert wider.format("0.000\u20130.500") in table.decode()
 
 
 def test_the_n_way_compare_decides_against_the_reference(client, personas, pair):

@@ -2,6 +2,7 @@
 computation over every slot and value: after a full recompute, after incremental runs,
 and after recompute_metrics rebuilds counts that drifted."""
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -20,8 +21,11 @@ from metrics.recompute import aggregates
 from metrics.recompute.marks import keywords_version_bump
 from metrics.recompute.means import evaluation_means_refresh
 from metrics.services import keyword_metrics_recompute
+from metrics.tasks import mark_fetched_dirty
 from searchtweak.access import GradeVisibility
+from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
+from tests.searchtweak.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -156,17 +160,35 @@ def test_values_outside_the_unit_range_keep_the_page_on_the_values(personas):
     assert evaluation.keywords.count() == 6
 
 
-def test_the_page_draws_the_stored_histogram_as_it_drew_the_values(client, personas):
-    graders = graders_of(personas.team)
-    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=25,
-                                 graded_share=0.8)
-    config = dashboards.metric_configs(evaluation.pk)[0]
+def test_the_page_draws_the_stored_histogram_of_hand_counted_values(
+        client, personas, django_capture_on_commit_callbacks):
+    evaluation = build_evaluation(
+        team=personas.team, scale="binary", metrics=[("precision", 2, {})],
+        keywords={text: ["d1", "d2"] for text in ("k1", "k2", "k3", "k4", "k5")})
+    grader = UserFactory(username="histogram-grader")
+    # P@2 (relevant of the top 2 judged): k1 [1, 1] = 1, k2 [1, 0] = 0.5, k3 [0, 0] = 0,
+    # k4 [1, 1] = 1, k5 [0, null] = 0/1 = 0. Ten bins of 0.1 over 0..1, the last holding 1:
+    # 0 to 0.1 holds 2, 0.5 to 0.6 holds 1, 0.9 to 1 holds 2.
+    grades = {"k1": [1, 1], "k2": [1, 0], "k3": [0, 0], "k4": [1, 1], "k5": [0]}
+    with django_capture_on_commit_callbacks(execute=True):
+        for keyword in Keyword.objects.filter(evaluation=evaluation):
+            mark_fetched_dirty(keyword.pk, evaluation.pk, True)
+        set_grades([grader], [(slot(evaluation, text, position), grade)
+                              for text, row in grades.items()
+                              for position, grade in enumerate(row, start=1)])
     client.force_login(personas.lead)
-    response = client.get(reverse("metrics:evaluation_dashboard", args=[evaluation.pk]))
-    values = dashboards.metric_distribution(config=config)
-    expected = charts.histogram(values, bins=10, lo=0.0, hi=1.0,
-                                label=f"{dashboards.metric_label(config)} over keywords")
-    assert expected in response.content.decode()
+    expected = [
+        "0 to 0.1: 2", "0.1 to 0.2: 0", "0.2 to 0.3: 0", "0.3 to 0.4: 0", "0.4 to 0.5: 0",
+        "0.5 to 0.6: 1", "0.6 to 0.7: 0", "0.7 to 0.8: 0", "0.8 to 0.9: 0", "0.9 to 1: 2"]
+    # Counted as the grades came in, then rebuilt by the full recompute: the same bars.
+    for rebuilt in (False, True):
+        if rebuilt:
+            call_command("recompute_metrics", evaluation=evaluation.pk, quiet=True)
+        html = client.get(reverse("metrics:evaluation_dashboard", args=[evaluation.pk])
+                          ).content.decode()
+        chart = re.search(r'<svg [^>]*class="chart histogram"[^>]*'
+                          r'aria-label="P@2 over keywords".*?</svg>', html, re.S).group(0)
+        assert re.findall(r"<title>([^<]*: \d+)</title>", chart) == expected
 
 
 def _pages(evaluation, configs, **params) -> list[int]:

@@ -2,8 +2,8 @@
 the gate API and `manage.py evaluate --evaluation` (issue 27, items 3 and 6)."""
 
 import io
+from fractions import Fraction
 
-import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
@@ -12,13 +12,13 @@ from rest_framework.test import APIClient
 from evaluations import services as evaluation_services
 from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from metrics.core.statistics import bootstrap_ci, randomization_test
 from metrics.core.verdicts import VerdictRule
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics.verdicts import regression_verdict_compute, regression_verdict_create
 from searchtweak.notification_models import Notification
 from searchtweak.services import api_token_create
 from tests.metrics.builders import build_evaluation
+from tests.metrics.core.exact_bootstrap import bootstrap_interval_atoms
 
 pytestmark = pytest.mark.django_db
 
@@ -72,20 +72,24 @@ def test_a_worse_run_is_regressed_with_hand_computed_numbers(personas, baseline)
                                         source=RegressionVerdict.Source.GATE)
     assert verdict.verdict == RegressionVerdict.Verdict.REGRESSED
     [metric] = verdict.metrics
-    deltas = [w - b for w, b in zip(worse(), BASE, strict=True)]
     assert metric["mean_delta"] == pytest.approx(-sum(DROPS) / 10)  # -0.16
-    assert (metric["ci_low"], metric["ci_high"]) == bootstrap_ci(deltas, seed=0)
-    # One metric: Holm leaves p alone. Ten drops of one sign: 2 of 2^10 flips as extreme.
-    assert metric["p"] == metric["p_adjusted"] == randomization_test(np.array(deltas), seed=0)
-    assert metric["p"] == pytest.approx(2 / 1024, abs=0.002)
+    # The drops in tenths are {1 x6, 2 x3, 4}: the exact bootstrap distribution of the mean
+    # of ten draws has 0.6 % at 0.10 and 3.6 % up to 0.11, 95.9 % up to 0.21 and 97.8 % up
+    # to 0.22, so the 95 % interval runs between those atoms.
+    assert bootstrap_interval_atoms([-Fraction(d) / 10 for d in (1, 2, 1, 4, 1, 2, 1, 1, 2, 1)]
+                                    ) == (Fraction(-22, 100), Fraction(-11, 100))
+    assert (metric["ci_low"], metric["ci_high"]) == (pytest.approx(-0.22), pytest.approx(-0.11))
+    # One metric: Holm leaves p alone. Ten drops of one sign: 2 of 2^10 flips as extreme,
+    # estimated from 10,000 draws (standard error 0.0004).
+    assert metric["p"] == metric["p_adjusted"]
+    assert metric["p"] == pytest.approx(2 / 1024, abs=0.0015)
     assert (metric["covered_count"], metric["shared_count"], metric["coverage"]) == (10, 10, 1.0)
     assert metric["worst"][0] == {"keyword": "keyword 4", "delta": pytest.approx(-0.4)}
-    low, high = (f"{v:+.3f}".replace("-", "\u2212") for v in bootstrap_ci(deltas, seed=0))
     assert verdict.reasons == [
         "Regressed: 1 of 1 metric got worse.",
-        f"nDCG@10 fell 0.160 (95 % CI {low}\u2026{high}, p = {metric['p']:.3f} after Holm) "
-        "over 10 of 10 "
-        "keywords; worst: 'Keyword 4' \u22120.40.",
+        "nDCG@10 fell 0.160 (95 % CI \u22120.220\u2026\u22120.110, "
+        f"p = {metric['p']:.3f} after Holm) over 10 of 10 keywords; worst: 'Keyword 4' "
+        "\u22120.40.",
     ]
     assert verdict.baseline == baseline and verdict.baseline_name == baseline.name
     assert verdict.rule == {"min_coverage": 0.9, "min_shared_keywords": 5, "threshold": None,

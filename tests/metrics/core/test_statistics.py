@@ -87,6 +87,16 @@ def test_randomization_test_equals_the_exact_test_on_a_small_sample():
     assert estimate == pytest.approx(exact, abs=0.01)
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_deltas_all_of_one_sign_give_exactly_one_over_resamples_plus_one(sign):
+    # Forty deltas of one sign: only the all-plus and all-minus flips (2 of 2^40) reach the
+    # observed |mean|, and R draws meet one with chance R · 2^-39 (about 2e-8 for 10,000).
+    # None is drawn, so p counts the observed arrangement alone: 1 / (R + 1), never 0.
+    deltas = sign * np.linspace(0.01, 0.4, 40)
+    assert randomization_test(deltas, resamples=10_000, seed=0) == 1 / 10_001
+    assert randomization_test(deltas, resamples=999, seed=7) == 1 / 1000
+
+
 def test_bootstrap_ci_brackets_the_mean_and_is_reproducible():
     values = [0.1, 0.4, None, 0.35, 0.8, 0.2, math.nan, 0.6]
     low, high = bootstrap_ci(values, resamples=5000, seed=11)

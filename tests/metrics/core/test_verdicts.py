@@ -1,9 +1,9 @@
 """metrics.core.verdicts: the paired statistics, Holm across metrics and the words."""
 
-import numpy as np
+from fractions import Fraction
+
 import pytest
 
-from metrics.core.statistics import bootstrap_ci, randomization_test
 from metrics.core.verdicts import (
     MetricMeasure,
     Verdict,
@@ -12,6 +12,7 @@ from metrics.core.verdicts import (
     overall_verdict,
     verdicts_decide,
 )
+from tests.metrics.core.exact_bootstrap import bootstrap_interval_atoms
 
 BASELINE = {"a": 0.5, "b": 0.6, "c": 0.7, "d": 0.8, "e": 0.9, "f": 1.0}
 DROPS = {"a": 0.1, "b": 0.2, "c": 0.1, "d": 0.3, "e": 0.1, "f": 0.2}
@@ -32,13 +33,31 @@ def test_it_measures_the_paired_deltas_by_hand():
     assert result.mean_delta == pytest.approx(-1.0 / 6)
     deltas = [run[key] - BASELINE[key] for key in "abcdef"]
     assert deltas == pytest.approx([-DROPS[key] for key in "abcdef"])
-    assert result.ci == bootstrap_ci(deltas, seed=0)
-    assert result.ci[0] >= -0.3 and result.ci[1] <= -0.1
-    assert result.p == randomization_test(np.array(deltas), seed=0)
-    # Six deltas of one sign: only the two all-same-sign flips of 2^6 are as extreme.
+    # Drops in tenths {1, 2, 1, 3, 1, 2}: the exact bootstrap distribution of the mean of six
+    # draws has 1.6 % at 1/10 and 7.8 % up to 7/60, 96.7 % up to 13/60 and 99.1 % up to
+    # 14/60; the 2.5 % and 97.5 % points are the atoms 7/60 and 14/60.
+    assert bootstrap_interval_atoms([-Fraction(d) / 10 for d in (1, 2, 1, 3, 1, 2)]) == (
+        Fraction(-14, 60), Fraction(-7, 60))
+    assert result.ci == (pytest.approx(-14 / 60), pytest.approx(-7 / 60))
+    # Six deltas of one sign: only the two all-same-sign flips of 2^6 are as extreme, an
+    # exact p of 2/64; 10,000 draws estimate it within 0.005 (three standard errors).
     assert result.p == pytest.approx(2 / 64, abs=0.005)
     assert result.extremes(worst=True, count=2) == [("d", pytest.approx(-0.3)),
                                                     ("b", pytest.approx(-0.2))]
+
+
+def test_forty_equal_drops_have_a_point_interval_and_the_smallest_p_not_zero():
+    # Exact binary fractions: every delta is -0.25 to the bit, so every bootstrap mean is
+    # too. 40 deltas of one sign: the two extreme flips of 2^40 are never drawn in 10,000
+    # (chance about 2e-8), leaving the observed arrangement alone: p = 1 / (10,000 + 1).
+    baseline = {f"q{n}": 0.5 + (n % 4) / 8 for n in range(40)}
+    run = {key: value - 0.25 for key, value in baseline.items()}
+    result = metric_measure("P@5", baseline, run)
+    assert (result.mean_delta, result.ci, result.p) == (-0.25, (-0.25, -0.25), 1 / 10_001)
+    outcome = verdicts_decide([result], VerdictRule())
+    assert outcome.verdict == Verdict.REGRESSED
+    assert outcome.metrics[0].reason.startswith(
+        "P@5 fell 0.250 (95 % CI \u22120.250\u2026\u22120.250, p < 0.001 after Holm) over 40 of 40")
 
 
 def test_the_reason_reads_like_the_issue():
@@ -98,6 +117,19 @@ def test_a_drop_within_the_threshold_is_no_change():
     assert outcome.metrics[0].reason.endswith("no change, within the threshold 0.010.")
     assert verdicts_decide([measure(delta=-0.011)],
                            VerdictRule(threshold=0.01)).verdict == Verdict.REGRESSED
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_the_threshold_holds_both_ways(sign):
+    # Each move is significant (p = 0.002); only one larger than the threshold counts, and
+    # the threshold itself is not larger than itself. Binary fractions: no rounding at 0.25.
+    rule = VerdictRule(threshold=0.25)
+    verdicts = [verdicts_decide([measure(delta=sign * size, deltas={"q": sign * size})],
+                                rule).metrics[0] for size in (0.125, 0.25, 0.375)]
+    moved = Verdict.IMPROVED if sign > 0 else Verdict.REGRESSED
+    assert [m.verdict for m in verdicts] == [Verdict.NO_CHANGE, Verdict.NO_CHANGE, moved]
+    for within in verdicts[:2]:
+        assert within.reason.endswith("no change, within the threshold 0.250.")
 
 
 def test_identical_rankings_are_never_regressed():
