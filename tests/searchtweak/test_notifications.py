@@ -176,6 +176,51 @@ def test_improved_runs_are_not_mailed_by_default(team_people, django_capture_on_
     assert Notification.objects.count() == 4
 
 
+def test_with_mail_turned_off_nothing_is_mailed_and_the_app_still_tells_them(
+        team_people, django_capture_on_commit_callbacks):
+    team, people = team_people
+    for user in people.values():
+        notifications.preference_set(user_id=user.pk, event=Event.RUN_REGRESSED,
+                                     channel=Channel.MAIL, enabled=False)
+    mail.outbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG fell")
+    assert mail.outbox == []
+    assert sorted(Notification.objects.values_list("user__username", "text")) == [
+        ("admin", "nDCG fell"), ("grader", "nDCG fell"), ("lead", "nDCG fell"),
+        ("owner", "nDCG fell")]
+
+
+def test_a_mail_queued_before_the_user_turned_mail_off_is_not_sent(team_people):
+    _, people = team_people
+    owner = people[Role.OWNER]
+    notifications.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
+                                 channel=Channel.MAIL, enabled=False)
+    mail.outbox.clear()
+    assert notification_delivery.notification_mail_send(
+        user_id=owner.pk, event=Event.RUN_REGRESSED, text="nDCG fell") is False
+    assert mail.outbox == []
+
+
+def test_turning_off_one_event_leaves_the_other_events_on(team_people,
+                                                          django_capture_on_commit_callbacks):
+    team, people = team_people
+    owner = people[Role.OWNER]
+    for channel in Channel.values:
+        notifications.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
+                                     channel=channel, enabled=False)
+    mail.outbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications.notify(team_id=team.pk, event=Event.SCHEDULE_PAUSED, text="paused")
+    assert sorted(m.to[0] for m in mail.outbox) == [
+        "admin@example.test", "grader@example.test", "lead@example.test", "owner@example.test"]
+    assert Notification.objects.filter(user=owner, event=Event.SCHEDULE_PAUSED).count() == 1
+    # The mail task asks again when it sends: the other event's choice does not stop it.
+    assert notification_delivery.notification_mail_send(
+        user_id=owner.pk, event=Event.SCHEDULE_PAUSED, text="paused again") is True
+    assert mail.outbox[-1].to == ["owner@example.test"]
+
+
 # --- webhooks -----------------------------------------------------------------------------------
 
 def _webhook(team, url, events=(Event.EVALUATION_FINISHED,)):
