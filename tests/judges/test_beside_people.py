@@ -35,7 +35,9 @@ def test_the_leaderboard_ranks_judges_beside_people_by_their_judge_name(example,
     assert (standings["lead"].kind, standings["lead"].grades_given) == ("person", 5)
     assert {s.kind for s in standings.values() if s.label in ("owner", "admin", "grader")} == {
         "person"}
-    html = page_client(personas.grader).get("/leaderboards/").content.decode()
+    response = page_client(personas.grader).get("/leaderboards/")
+    assert response.status_code == 200
+    html = response.content.decode()
     board = html[html.index('data-testid="grader-leaderboard"'):]
     sage_row = board[board.index('<tr data-kind="judge"'):]
     assert "<td>Sage</td>" in sage_row[:sage_row.index("</tr>")]
@@ -49,7 +51,9 @@ def test_the_leaderboard_does_not_list_another_teams_judges(example, personas):
 
 def test_the_keyword_page_shows_the_lead_who_graded_and_the_judges_reason(example, personas):
     keyword_id = slot_of(example.evaluation, "alpha", 3, 0).keyword_id
-    html = page_client(personas.lead).get(f"/keywords/{keyword_id}/").content.decode()
+    response = page_client(personas.lead).get(f"/keywords/{keyword_id}/")
+    assert response.status_code == 200
+    html = response.content.decode()
     third = html[html.index('<td data-testid="grades">', html.index("<td>3</td>")):]
     third = third[:third.index("</td>")]
     assert re.search(r'data-kind="judge"><strong>3</strong>\s*Sage <span class="badge">judge',
@@ -61,7 +65,9 @@ def test_the_keyword_page_shows_the_lead_who_graded_and_the_judges_reason(exampl
 def test_the_keyword_page_shows_a_grader_their_own_grades_only(example, personas):
     # alpha 1: the lead gave 3, the grader 2; alpha 3: the lead 0, the judge 3 with a reason.
     keyword_id = slot_of(example.evaluation, "alpha", 3, 0).keyword_id
-    html = page_client(personas.grader).get(f"/keywords/{keyword_id}/").content.decode()
+    response = page_client(personas.grader).get(f"/keywords/{keyword_id}/")
+    assert response.status_code == 200
+    html = response.content.decode()
     cells = re.findall(r'<td data-testid="grades">(.*?)</td>', html, re.S)
     assert len(cells) == 3
     assert re.search(r'data-kind="person"><strong>2</strong>\s*grader\b', cells[0])
@@ -75,15 +81,17 @@ def test_the_keyword_page_reads_grades_in_a_fixed_number_of_queries(
         example, personas, django_assert_max_num_queries):
     keyword_id = slot_of(example.evaluation, "alpha", 3, 0).keyword_id
     client = page_client(personas.lead)
-    client.get(f"/keywords/{keyword_id}/")
+    assert client.get(f"/keywords/{keyword_id}/").status_code == 200
     with django_assert_max_num_queries(12):
-        client.get(f"/keywords/{keyword_id}/")
+        response = client.get(f"/keywords/{keyword_id}/")
+    assert response.status_code == 200
 
 
 def test_the_feedback_list_marks_a_judges_grade_and_shows_its_reason(example, personas):
     judge_slot = slot_of(example.evaluation, "alpha", 3, 1)
-    html = page_client(personas.lead).get(
-        f"/feedback/evaluations/{example.evaluation.pk}/").content.decode()
+    response = page_client(personas.lead).get(f"/feedback/evaluations/{example.evaluation.pk}/")
+    assert response.status_code == 200
+    html = response.content.decode()
     row = html[html.index(f'data-slot-id="{judge_slot.pk}"'):]
     row = row[:row.index("</tr>")]
     assert "<td>Sage" in row

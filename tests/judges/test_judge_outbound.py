@@ -10,6 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from judges import calls, runs
+from judges.core.answers import Rejected, Rejection, Verdict
 from judges.core.prompts import Document
 from judges.core.sending import MAX_RESPONSE_BYTES
 from judges.models import Judge, JudgeCall, JudgeRun, JudgeRunItem
@@ -150,9 +151,17 @@ def test_a_deeply_nested_answer_is_a_failed_call_not_a_crash(personas, where):
         judge = judge_for(personas.team, provider, max_retries=2)
         result = ask(judge)
         assert len(provider.received) == 1  # an unreadable answer is not asked again
-    assert result.error_kind == "malformed" or not result.verdict.accepted
-    text = result.error or result.verdict.rejected[0].detail
-    assert "nests its JSON too deeply" in text
+    if where == "body":
+        # The provider's own JSON cannot be read: no verdict, the call failed.
+        assert (result.error_kind, result.error, result.verdict) == (
+            "malformed", "the provider's answer nests its JSON too deeply to read", None)
+    else:
+        # The provider answered; the model's text is what cannot be read: every pair of
+        # the batch is rejected with the reason, none accepted.
+        assert (result.error_kind, result.error) == ("", "")
+        assert result.verdict == Verdict((), tuple(
+            Rejected(doc_id, Rejection.MALFORMED, "the answer nests its JSON too deeply to read")
+            for doc_id in ("a", "b")))
     assert JudgeCall.objects.get().status == "malformed"
 
 

@@ -27,11 +27,15 @@ def test_the_evaluation_page_loads_the_panel_for_leads_only(client, personas, ev
     url = reverse("evaluations:evaluation_detail", args=[evaluation.pk])
     panel = reverse("judges:evaluation_runs", args=[evaluation.pk])
     client.force_login(personas.lead)
-    html = client.get(url).content.decode()
+    response = client.get(url)
+    assert response.status_code == 200
+    html = response.content.decode()
     assert f'hx-get="{panel}"' in html and 'hx-trigger="load"' in html
     assert "htmx-2.min.js" in html
     client.force_login(personas.grader)
-    html = client.get(url).content.decode()
+    response = client.get(url)
+    assert response.status_code == 200
+    html = response.content.decode()
     assert panel not in html and "htmx" not in html
 
 
@@ -58,6 +62,7 @@ def test_the_panel_lists_the_runs_with_their_counts(client, personas, evaluation
 def test_without_htmx_the_panel_is_a_page_of_its_own(client, personas, evaluation):
     client.force_login(personas.lead)
     response = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]))
+    assert response.status_code == 200
     assert response.templates[0].name == "judges/evaluation_runs.html"
     assert "<html" in response.content.decode()
 
@@ -68,8 +73,9 @@ def test_the_start_form_offers_active_judges_and_disables_counting_modes(client,
     judge_of(personas.team, name="Asleep", is_active=False)
     judge_of(personas.other_team, name="Foreign")
     client.force_login(personas.lead)
-    html = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]),
-                      **HTMX).content.decode()
+    response = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]), **HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
     assert "Shadowy" in html and "Asleep" not in html and "Foreign" not in html
     # No judge counts yet: only shadow can be picked, and the panel says why.
     assert re.search(r'<option value="ungraded"[^>]*disabled', html)
@@ -82,8 +88,9 @@ def test_a_counting_judge_enables_the_counting_modes_for_itself(client, personas
     trusted = judge_of(personas.team, name="Trusted", counts=True)
     untried = judge_of(personas.team, name="Untried")
     client.force_login(personas.lead)
-    html = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]),
-                      **HTMX).content.decode()
+    response = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]), **HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
     assert not re.search(r'<option value="fill"[^>]*disabled', html)
     assert f'<option value="{trusted.pk}" data-counts="1"' in html
     assert f'<option value="{untried.pk}" data-counts="0"' in html
@@ -92,8 +99,9 @@ def test_a_counting_judge_enables_the_counting_modes_for_itself(client, personas
 
 def test_a_team_without_judges_is_told_so(client, personas, evaluation):
     client.force_login(personas.lead)
-    html = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]),
-                      **HTMX).content.decode()
+    response = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]), **HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
     assert 'data-testid="no-judges"' in html and "<form" not in html
 
 
@@ -149,12 +157,15 @@ def test_a_running_run_polls_every_two_seconds_a_stopped_one_does_not(client, pe
     client.force_login(personas.lead)
     url = reverse("judges:run_detail", args=[run.pk])
     partial = client.get(url, **HTMX)
+    assert partial.status_code == 200
     assert [template.name for template in partial.templates] == [
         "judges/_run_live.html", "judges/_run_progress.html"]
     assert f'hx-get="{url}" hx-trigger="every 2s" hx-swap="outerHTML"' in \
         partial.content.decode()
     JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.DONE)
-    stopped = client.get(url, **HTMX).content.decode()
+    response = client.get(url, **HTMX)
+    assert response.status_code == 200
+    stopped = response.content.decode()
     assert "hx-trigger" not in stopped and 'data-status="done"' in stopped
 
 
@@ -168,7 +179,9 @@ def test_the_run_page_offers_the_actions_its_status_allows(client, personas, run
                                                            buttons):
     JudgeRun.objects.filter(pk=run.pk).update(status=status)
     client.force_login(personas.lead)
-    html = client.get(reverse("judges:run_detail", args=[run.pk])).content.decode()
+    response = client.get(reverse("judges:run_detail", args=[run.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
     offered = re.findall(rf'action="/judge-runs/{run.pk}/(\w+)/"', html)
     assert offered == buttons
 
@@ -186,6 +199,7 @@ def test_the_run_page_lists_failed_pairs_with_their_call(client, personas, run):
                                 status=JudgeRunItem.Status.DONE, grade=1)
     client.force_login(personas.lead)
     response = client.get(reverse("judges:run_detail", args=[run.pk]))
+    assert response.status_code == 200
     items = response.context["failed_items"]
     assert [(item.keyword, item.doc_id, item.failure, item.call_id) for item in items] == [
         ("query 1", doc_id, "missing", call.pk)]
@@ -196,7 +210,9 @@ def test_the_run_page_lists_failed_pairs_with_their_call(client, personas, run):
 
 def test_the_run_page_links_the_runs_calls(client, personas, run):
     client.force_login(personas.lead)
-    html = client.get(reverse("judges:run_detail", args=[run.pk])).content.decode()
+    response = client.get(reverse("judges:run_detail", args=[run.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
     assert f'{reverse("judges:judge_calls", args=[run.judge_id])}?run={run.pk}' in html
 
 
@@ -237,6 +253,7 @@ def test_the_panel_and_the_run_page_read_in_a_constant_number_of_queries(
         run_of(judge_of(personas.team), evaluation, status=JudgeRun.Status.DONE)
     client.force_login(personas.lead)
     with django_assert_max_num_queries(10):
-        client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]), **HTMX)
+        panel = client.get(reverse("judges:evaluation_runs", args=[evaluation.pk]), **HTMX)
     with django_assert_max_num_queries(10):
-        client.get(reverse("judges:run_detail", args=[run.pk]))
+        page = client.get(reverse("judges:run_detail", args=[run.pk]))
+    assert (panel.status_code, page.status_code) == (200, 200)

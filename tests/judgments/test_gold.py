@@ -5,6 +5,7 @@ metrics."""
 import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
@@ -171,6 +172,30 @@ def test_the_queue_slips_in_each_gold_item_once_and_metrics_never_see_it(persona
     twin_values = sorted(KeywordMetricValue.objects.filter(keyword__evaluation=twin)
                          .values_list("keyword__position", "value"))
     assert values == twin_values and len(values) == 4
+
+
+def test_a_grader_shown_all_but_one_gold_item_is_shown_the_last_one_next(personas):
+    source = _finished_with_gold(personas.team, items=20)
+    *shown, last = GoldItem.objects.filter(snapshot__keyword__evaluation=source).order_by("pk")
+    earlier = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    GoldProbe.objects.bulk_create([
+        GoldProbe(gold=item, user=personas.grader, evaluation=earlier, expected=item.grade,
+                  grade=item.grade) for item in shown])
+    grader = personas.grader
+    # The grader's first claim in it must be due a probe; which one is, a hash decides.
+    evaluation = next(
+        candidate for candidate in (evaluation_with_slots(personas.team, keywords=1,
+                                                          positions=5, gold_rate=0.5)
+                                    for _ in range(30))
+        if gold.probe_due(user_id=grader.pk, evaluation_id=candidate.pk, claim_number=0,
+                          rate=0.5))
+    # The items are tried in a random order, a few at a time: asked several times, a rule
+    # that let shown items back in would miss the last one at least once.
+    for _ in range(5):
+        probe = gold.probe_claim(user=grader, evaluation=evaluation, now=timezone.now())
+        assert (probe.gold_id, probe.user_id, probe.evaluation_id) == (
+            last.pk, grader.pk, evaluation.pk)
+        probe.delete()
 
 
 def test_no_probe_without_a_rate_or_from_an_unfinished_evaluation(personas):

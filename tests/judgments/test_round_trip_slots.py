@@ -3,9 +3,10 @@ back losslessly: evaluation export → pool import → pool export gives the sam
 
 import csv
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
@@ -168,6 +169,26 @@ def test_a_previewed_file_is_imported_without_choosing_it_again_once(client, per
                                              "import": "1", "upload": token})
     assert response.status_code == 400
     assert response.context["form"].errors["file"] == ["Choose a file."]
+
+
+@pytest.mark.parametrize(("minutes", "imported"), [(59, True), (60, True), (61, False)])
+def test_a_previewed_file_is_kept_for_an_hour(client, personas, minutes, imported):
+    previewed_at = datetime(2025, 3, 1, 9, 0, 0, 250_000, tzinfo=UTC)
+    client.force_login(personas.lead)
+    with time_machine.travel(previewed_at, tick=False):
+        token = client.post("/pool/import/", {
+            "scale": "graded", "format": "csv", "preview": "1",
+            "file": SimpleUploadedFile("kept.csv", b"laptop,d1,3\n")}).context["upload_token"]
+    with time_machine.travel(previewed_at + timedelta(minutes=minutes), tick=False):
+        response = client.post("/pool/import/", {"scale": "graded", "format": "csv",
+                                                 "import": "1", "upload": token})
+    if imported:
+        assert response.status_code == 302
+        assert list(PoolJudgment.objects.values_list("doc_id", "grade")) == [("d1", 3)]
+    else:
+        assert response.status_code == 400
+        assert response.context["form"].errors["file"] == ["Choose a file."]
+        assert not PoolJudgment.objects.exists()
 
 
 def test_a_kept_file_is_only_its_uploaders(client, personas):

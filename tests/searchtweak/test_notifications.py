@@ -6,11 +6,14 @@ import hashlib
 import hmac
 import json
 import re
+import socket
 import time
 from urllib.parse import urlsplit
 
 import pytest
+import time_machine
 from django.core import mail
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -173,6 +176,51 @@ def test_improved_runs_are_not_mailed_by_default(team_people, django_capture_on_
     assert Notification.objects.count() == 4
 
 
+def test_with_mail_turned_off_nothing_is_mailed_and_the_app_still_tells_them(
+        team_people, django_capture_on_commit_callbacks):
+    team, people = team_people
+    for user in people.values():
+        notifications.preference_set(user_id=user.pk, event=Event.RUN_REGRESSED,
+                                     channel=Channel.MAIL, enabled=False)
+    mail.outbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG fell")
+    assert mail.outbox == []
+    assert sorted(Notification.objects.values_list("user__username", "text")) == [
+        ("admin", "nDCG fell"), ("grader", "nDCG fell"), ("lead", "nDCG fell"),
+        ("owner", "nDCG fell")]
+
+
+def test_a_mail_queued_before_the_user_turned_mail_off_is_not_sent(team_people):
+    _, people = team_people
+    owner = people[Role.OWNER]
+    notifications.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
+                                 channel=Channel.MAIL, enabled=False)
+    mail.outbox.clear()
+    assert notification_delivery.notification_mail_send(
+        user_id=owner.pk, event=Event.RUN_REGRESSED, text="nDCG fell") is False
+    assert mail.outbox == []
+
+
+def test_turning_off_one_event_leaves_the_other_events_on(team_people,
+                                                          django_capture_on_commit_callbacks):
+    team, people = team_people
+    owner = people[Role.OWNER]
+    for channel in Channel.values:
+        notifications.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
+                                     channel=channel, enabled=False)
+    mail.outbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications.notify(team_id=team.pk, event=Event.SCHEDULE_PAUSED, text="paused")
+    assert sorted(m.to[0] for m in mail.outbox) == [
+        "admin@example.test", "grader@example.test", "lead@example.test", "owner@example.test"]
+    assert Notification.objects.filter(user=owner, event=Event.SCHEDULE_PAUSED).count() == 1
+    # The mail task asks again when it sends: the other event's choice does not stop it.
+    assert notification_delivery.notification_mail_send(
+        user_id=owner.pk, event=Event.SCHEDULE_PAUSED, text="paused again") is True
+    assert mail.outbox[-1].to == ["owner@example.test"]
+
+
 # --- webhooks -----------------------------------------------------------------------------------
 
 def _webhook(team, url, events=(Event.EVALUATION_FINISHED,)):
@@ -255,6 +303,89 @@ def test_only_webhooks_that_asked_for_the_event_get_it(team_people, fast_retries
         (wanted.pk, "sent")]
 
 
+def _pending_delivery(webhook, *, event=Event.RUN_REGRESSED):
+    return WebhookDelivery.objects.create(
+        webhook=webhook, event=event, body=notification_delivery.webhook_body(
+            event=event, team_id=webhook.team_id, text="nDCG fell"))
+
+
+def _answers_of(server, replies):
+    answers = iter(replies)
+    server.handler = lambda request: next(answers)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_retry_after_of_7_seconds_makes_the_next_wait_at_least_7(team_people, fast_retries,
+                                                                   status):
+    team, _ = team_people
+    with running_server() as server:
+        _answers_of(server, [Reply(status=status, body={}, headers={"Retry-After": "7"}),
+                             Reply(status=status, body={})])
+        webhook, _ = _webhook(team, f"{server.url}/hook", events=[Event.RUN_REGRESSED])
+        delivery = _pending_delivery(webhook)
+        waits = [notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk)
+                 for _ in range(2)]
+    # Without the header the wait is the backoff alone: 10 ms, then 20 ms.
+    assert waits == [7.0, 0.02]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempt_count, delivery.status_code) == (
+        "pending", 2, status)
+
+
+def test_the_backoff_between_webhook_attempts_stops_growing_at_5_minutes(team_people,
+                                                                        fast_retries):
+    fast_retries.WEBHOOK_RETRY_BACKOFF_MS = 200_000
+    fast_retries.WEBHOOK_MAX_ATTEMPTS = 4
+    team, _ = team_people
+    with running_server() as server:
+        server.handler = lambda request: Reply(status=500, body={})
+        webhook, _ = _webhook(team, f"{server.url}/hook", events=[Event.RUN_REGRESSED])
+        delivery = _pending_delivery(webhook)
+        waits = [notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk)
+                 for _ in range(4)]
+    # 200 s, then 400 s and 800 s held to 300 s; the fourth attempt is the last.
+    assert waits == [200.0, 300.0, 300.0, None]
+    assert WebhookDelivery.objects.get().status == "failed"
+
+
+@pytest.mark.parametrize(("retry_after", "wait", "status"), [
+    ("300", 300.0, "pending"), ("301", None, "failed")])
+def test_a_receiver_may_ask_for_5_minutes_at_most_and_asking_more_ends_the_delivery(
+        team_people, fast_retries, retry_after, wait, status):
+    team, _ = team_people
+    with running_server() as server:
+        server.handler = lambda request: Reply(status=429, body={},
+                                               headers={"Retry-After": retry_after})
+        webhook, _ = _webhook(team, f"{server.url}/hook", events=[Event.RUN_REGRESSED])
+        delivery = _pending_delivery(webhook)
+        assert notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk) == wait
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempt_count, delivery.error) == (
+        status, 1, "the receiver answered 429")
+
+
+def test_an_attempt_a_second_later_still_sends_the_bodys_timestamp(team_people, fast_retries):
+    team, _ = team_people
+    made_at = 1_750_000_000
+    with running_server() as server:
+        _answers_of(server, [Reply(status=500, body={}), Reply(status=204, body=b"")])
+        webhook, secret = _webhook(team, f"{server.url}/hook", events=[Event.RUN_REGRESSED])
+        with time_machine.travel(made_at, tick=False):
+            delivery = _pending_delivery(webhook)
+        for later in (1, 2):
+            with time_machine.travel(made_at + later, tick=False):
+                notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk)
+    assert WebhookDelivery.objects.get().status == "sent"
+    # The signature covers the body, not the header: the header repeats the signed
+    # timestamp so a receiver can judge the body's age, whichever attempt brought it.
+    for request in server.received:
+        assert json.loads(request.body)["timestamp"] == made_at
+        assert request.headers["x-searchtweak-timestamp"] == str(made_at)
+        assert request.headers["x-searchtweak-signature"] == "sha256=" + hmac.new(
+            secret.encode(), request.body, hashlib.sha256).hexdigest()
+    assert len(server.received) == 2
+
+
 def test_the_secret_is_stored_encrypted(team_people):
     team, _ = team_people
     webhook, secret = _webhook(team, "http://127.0.0.1:9/a")
@@ -262,7 +393,8 @@ def test_the_secret_is_stored_encrypted(team_people):
     assert notification_delivery.secret_decrypt(webhook.secret_encrypted) == secret
 
 
-@pytest.mark.parametrize("url", ["http://10.0.0.1/hook", "http://169.254.169.254/latest"])
+@pytest.mark.parametrize("url", ["http://10.0.0.1/hook", "http://169.254.169.254/latest",
+                                 "http://localhost:9/hook"])
 def test_a_denied_url_is_refused_on_the_form_and_the_api(team_people, settings, client, url):
     settings.OUTBOUND_DENY_NETWORKS = list(settings.OUTBOUND_PRODUCTION_DENY_NETWORKS)
     team, people = team_people
@@ -280,6 +412,24 @@ def test_a_denied_url_is_refused_on_the_form_and_the_api(team_people, settings, 
     assert "url" in json.dumps(answer.json())
     assert "OUTBOUND_DENY_NETWORKS" in json.dumps(answer.json())
     assert not Webhook.objects.exists()
+
+
+def test_a_host_name_is_judged_by_the_addresses_it_resolves_to(team_people, settings):
+    team, _ = team_people
+    # The suite runs with DEBUG's policy, which opens loopback for the tests' servers.
+    webhook, _ = _webhook(team, "http://localhost:9/hook")
+    settings.OUTBOUND_DENY_NETWORKS = list(settings.OUTBOUND_PRODUCTION_DENY_NETWORKS)
+    first = socket.getaddrinfo("localhost", 9, type=socket.SOCK_STREAM)[0][4][0]
+    network = "::1/128" if ":" in first else "127.0.0.0/8"
+    refusal = (f"The outbound policy refuses this address: {first} is in a denied network "
+               f"({network}, OUTBOUND_DENY_NETWORKS).")
+    with pytest.raises(ValidationError) as created:
+        _webhook(team, "http://localhost:9/other")
+    assert created.value.message_dict == {"url": [refusal]}
+    with pytest.raises(ValidationError) as updated:
+        notifications.webhook_update(webhook=webhook, url="http://localhost:8/hook")
+    assert updated.value.message_dict == {"url": [refusal]}
+    assert list(Webhook.objects.values_list("url", flat=True)) == ["http://localhost:9/hook"]
 
 
 def test_the_webhooks_page_shows_the_secret_once_and_sends_a_test(

@@ -114,6 +114,25 @@ def test_a_process_gets_no_more_than_its_share_of_turns_while_another_asks():
     assert [ask("a", n) for n in range(5, 9)] == [True] * 4
 
 
+@pytest.mark.parametrize(("asked_ago", "turns"), [
+    (1.0, [True, True, False]), (1.49, [True, True, False]), (1.5, [True, True, True, True])])
+def test_a_process_that_asked_under_1_5_seconds_ago_still_halves_the_others_share(
+        asked_ago, turns):
+    limiter, clock, endpoint = RedisLimiter(require_redis()), FakeClock(), key()
+
+    def ask(group: str, n: int) -> bool:
+        return limiter.try_acquire(endpoint, f"{group}|{n}", max_concurrent=4,
+                                   per_minute=None, now=clock.now, lease_seconds=30,
+                                   group=group)
+
+    assert ask("b", 0) is True
+    limiter.release(endpoint, "b|0")
+    clock.now += asked_ago
+    # Longer than a kept turn (1 s): a process whose threads all keep their turns asks
+    # only when one expires, and still counts until then.
+    assert [ask("a", n) for n in range(len(turns))] == turns
+
+
 def test_a_turn_is_taken_in_the_name_of_this_process(settings):
     import redis
 
