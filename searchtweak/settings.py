@@ -7,7 +7,6 @@ ALLOWED_HOSTS (see docker-compose.yml).
 """
 
 import hashlib
-import os
 import tempfile
 from datetime import timedelta
 from pathlib import Path
