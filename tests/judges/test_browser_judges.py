@@ -17,6 +17,7 @@ from evaluations.models import Evaluation, EvaluationMetric
 from judges.models import Judge, JudgeRun
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue
+from tests.demo_seed import seeded_demo
 from tests.judges.calibration_data import bar
 from tests.judges.fake_providers import OPENAI, ModelAnswer, document_ids, fake_provider
 
@@ -56,10 +57,9 @@ def metric_state(evaluation) -> tuple[dict, dict]:
     return values, means
 
 
-def test_a_judge_grades_the_demo_beside_people(browser, live_server, capsys):
+def test_a_judge_grades_the_demo_beside_people(browser, live_server):
     ARTIFACTS.mkdir(exist_ok=True)
-    call_command("seed_demo")
-    capsys.readouterr()
+    seeded_demo()
     evaluation = Evaluation.objects.get(name=DEMO_EVALUATION)
     errors: list[str] = []
 

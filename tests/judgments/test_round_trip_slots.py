@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from judgments import exports, imports, services
 from judgments.models import FeedbackSlot, PoolImportUpload, PoolJudgment
 from judgments.scales import builtin_scale
-from searchtweak.models import User
+from searchtweak.models import Membership, Role, User
 from tests.metrics.builders import build_evaluation, set_grades, slot
 
 pytestmark = pytest.mark.django_db
@@ -197,6 +197,20 @@ def test_a_kept_file_is_only_its_uploaders(client, personas):
         "scale": "graded", "format": "csv", "preview": "1",
         "file": SimpleUploadedFile("kept.csv", b"laptop,d1,3\n")}).context["upload_token"]
     client.force_login(personas.owner)
+    response = client.post("/pool/import/", {"scale": "graded", "format": "csv",
+                                             "import": "1", "upload": token})
+    assert response.status_code == 400 and not PoolJudgment.objects.exists()
+    assert PoolImportUpload.objects.count() == 1
+
+
+def test_a_kept_file_imports_only_into_the_team_it_was_previewed_in(client, personas):
+    # The same uploader, now in another team of theirs: the kept file stays with its team.
+    Membership.objects.create(team=personas.other_team, user=personas.lead, role=Role.LEAD)
+    client.force_login(personas.lead)
+    token = client.post("/pool/import/", {
+        "scale": "graded", "format": "csv", "preview": "1",
+        "file": SimpleUploadedFile("kept.csv", b"laptop,d1,3\n")}).context["upload_token"]
+    User.objects.filter(pk=personas.lead.pk).update(current_team=personas.other_team)
     response = client.post("/pool/import/", {"scale": "graded", "format": "csv",
                                              "import": "1", "upload": token})
     assert response.status_code == 400 and not PoolJudgment.objects.exists()

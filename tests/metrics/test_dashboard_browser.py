@@ -4,7 +4,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -12,7 +11,9 @@ from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics.services import evaluation_metrics_recompute
 from searchtweak.models import User
+from tests.demo_seed import seeded_demo
 from tests.metrics.builders import build_evaluation
+from tests.table_copies import build_once
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -31,11 +32,8 @@ def _grade_all(evaluation: Evaluation, graders: list[User], *, seed: int, share:
     evaluation_metrics_recompute(evaluation_id=evaluation.pk)
 
 
-@pytest.fixture
-def demo():
-    """The demo evaluation mostly graded, and an earlier finished evaluation of the same
-    model on the same keywords (results reversed) to compare it with."""
-    call_command("seed_demo", verbosity=0)
+def _build_demo() -> tuple[int, int]:
+    seeded_demo()
     current = Evaluation.objects.get(name="Demo: product search relevance")
     graders = [User.objects.get(username=f"grader{i}") for i in (1, 2, 3)]
     _grade_all(current, graders, seed=1, share=0.7)
@@ -51,7 +49,16 @@ def demo():
     Evaluation.objects.filter(pk=earlier.pk).update(
         model=current.model, name="Demo: last month", finished_at=timezone.now())
     _grade_all(earlier, graders, seed=2, share=1.0)
-    return current, earlier
+    return current.pk, earlier.pk
+
+
+@pytest.fixture
+def demo():
+    """The demo evaluation mostly graded, and an earlier finished evaluation of the same
+    model on the same keywords (results reversed) to compare it with; built once per test
+    process (tests.table_copies)."""
+    current, earlier = build_once("dashboard browser demo", _build_demo)
+    return Evaluation.objects.get(pk=current), Evaluation.objects.get(pk=earlier)
 
 
 def _login(page, live_server, username: str = "lead") -> None:

@@ -6,12 +6,12 @@ script (run by Playwright outside the page's policy) records. Both must stay emp
 """
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
 from judgments.models import FeedbackSlot
 from searchtweak.models import Membership, Role, Team, User
+from tests.demo_seed import seeded_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,9 +25,8 @@ document.addEventListener("securitypolicyviolation", (event) => {
 
 
 @pytest.fixture
-def demo(capsys) -> Evaluation:
-    call_command("seed_demo")
-    capsys.readouterr()
+def demo() -> Evaluation:
+    seeded_demo()
     # A second team, so the team switcher shows for both users.
     second = Team.objects.create(name="Second team")
     for username in ("admin", "grader1"):

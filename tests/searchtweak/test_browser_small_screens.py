@@ -17,7 +17,6 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -31,8 +30,10 @@ from searchtweak.models import Notification, Role, User
 from searchtweak.notification_delivery import unsubscribe_token
 from searchtweak.notifications import webhook_create
 from searchtweak.services import api_token_create, invitation_create
+from tests.demo_seed import seeded_demo
 from tests.judges.run_builders import call_of, judge_of, run_of
 from tests.metrics.builders import build_evaluation
+from tests.table_copies import build_once
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 PHONE = {"width": 390, "height": 844}
@@ -53,11 +54,11 @@ class Ids:
     values: dict[str, object]
 
 
-def _demo() -> Ids:
+def _demo() -> tuple[int, int, int, int, dict[str, object]]:
     """The seeded demo, half graded, with one of everything a page shows: an earlier
     evaluation to compare with, a team scale and transformer, an invitation, a token,
     a judge with a run and a logged call."""
-    call_command("seed_demo", verbosity=0)
+    seeded_demo()
     evaluation = Evaluation.objects.get(name=DEMO_EVALUATION)
     team = evaluation.team
     users = {user.username: user for user in User.objects.filter(memberships__team=team)}
@@ -130,7 +131,7 @@ def _demo() -> Ids:
         "item:token": item_token(ITEM_SLOT, held.pk),
         "item_skip:token": item_token(ITEM_SLOT, held.pk),
     }
-    return Ids(evaluation, earlier, keyword, held, values)
+    return evaluation.pk, earlier.pk, keyword.pk, held.pk, values
 
 
 def _queries(ids: Ids) -> dict[str, dict]:
@@ -221,7 +222,8 @@ class Visitor:
         self.page.goto(f"{self.base}{url}")
         # Settled: loaded, and no htmx fragment still on its way (one can widen the page).
         # An event, not networkidle's half second of quiet, which cost ~60 s a persona.
-        self.page.wait_for_function(SETTLED)
+        if not self.page.evaluate(SETTLED):
+            self.page.wait_for_function(SETTLED)
         problems = []
         for viewport in sizes:
             self.page.set_viewport_size(viewport)
@@ -256,10 +258,14 @@ WIDEST_ELEMENT = """(limit) => {
 
 @pytest.fixture
 def demo() -> Ids:
-    return _demo()
+    # Built once per test process (tests.table_copies): every key is the same each time.
+    evaluation, earlier, keyword, slot, values = build_once("small screens demo", _demo)
+    return Ids(Evaluation.objects.get(pk=evaluation), Evaluation.objects.get(pk=earlier),
+               Keyword.objects.get(pk=keyword), FeedbackSlot.objects.get(pk=slot), values)
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow_reason("walks every page of the URL conf as one persona, at two sizes")
 @pytest.mark.parametrize("username", ["admin", "lead", "grader1", None])
 def test_no_page_is_wider_than_a_phone_or_a_laptop(browser, live_server, demo, username):
     visitor = Visitor(browser, live_server, username)
