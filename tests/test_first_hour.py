@@ -65,6 +65,7 @@ def image_loaded(page) -> bool:
         "image => image.complete && image.naturalWidth > 0")
 
 
+@pytest.mark.slow_reason("a grader's and a lead's first hour on the demo, in Chromium")
 def test_a_grader_and_a_lead_get_through_the_first_hour(demo, offline, live_server):
     ARTIFACTS.mkdir(exist_ok=True)
     new_page, blocked = offline

@@ -50,6 +50,7 @@ def test_the_summary_counts_skips_by_what_they_need():
            "1 taskset (util-linux) is not installed")
 
 
+@pytest.mark.slow_reason("runs pytest in a subprocess to read its closing lines")
 def test_a_run_with_skips_says_so_above_pytests_own_closing_line():
     import os
     import subprocess

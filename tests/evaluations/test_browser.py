@@ -21,6 +21,8 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"evaluations-{name}.png"), full_page=True)
 
 
+@pytest.mark.slow_reason("a whole setup story in Chromium: endpoint, model, "
+                        "evaluation, a real fetch")
 def test_a_team_configures_the_demo_engine_and_fetches_an_evaluation(page, live_server,
                                                                       personas):
     # Admins configure endpoints and models, and may lead evaluations (ROLE_RANK).

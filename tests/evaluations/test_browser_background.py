@@ -22,6 +22,7 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"evaluations-{name}.png"), full_page=True)
 
 
+@pytest.mark.slow_reason("watches a background fetch's progress bar move in Chromium")
 def test_the_progress_bar_moves_while_the_web_process_fetches(page, live_server, personas,
                                                               settings):
     settings.EMBEDDED_TASKS_IN_BACKGROUND = True

@@ -21,6 +21,7 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"evaluations-{name}.png"), full_page=True)
 
 
+@pytest.mark.slow_reason("fetches against a failing engine, then retries, in Chromium")
 def test_a_lead_sees_every_keyword_failed_and_retries_them(page, live_server, personas,
                                                             settings):
     settings.FETCH_RETRY_BACKOFF_MS = 1

@@ -28,6 +28,7 @@ def log_in(page, base: str) -> None:
     page.wait_for_url(f"{base}/")
 
 
+@pytest.mark.slow_reason("tests an endpoint against the live demo engine from the form in Chromium")
 def test_the_demo_preset_is_tested_before_saving_then_saved(page, live_server, personas):
     log_in(page, live_server.url)
     page.goto(f"{live_server.url}/endpoints/new/")
@@ -95,6 +96,7 @@ def test_the_form_names_every_bad_field_at_once(page, live_server, personas):
     assert not Endpoint.objects.exists()
 
 
+@pytest.mark.slow_reason("a form story in Chromium: archive, confirm, restore")
 def test_an_evaluation_is_archived_after_asking_and_restored(page, live_server, personas):
     from tests.evaluations.factories import EvaluationFactory, KeywordFactory
 

@@ -46,6 +46,7 @@ def fill_evaluation(page, live_server, model) -> None:
 
 
 @pytest.mark.parametrize("username", ["admin", "lead"])
+@pytest.mark.slow_reason("a form story in Chromium across the evaluation and transformer pages")
 def test_saving_refuses_a_metric_without_a_transformer_in_words(page, live_server, personas,
                                                                five, username):
     model = SearchModelFactory(endpoint__team=personas.team, name="BM25")
@@ -83,6 +84,7 @@ def test_saving_refuses_a_metric_without_a_transformer_in_words(page, live_serve
         "ndcg", "ndcg_d"]
 
 
+@pytest.mark.slow_reason("switches three scales in Chromium and reads every row")
 def test_switching_the_source_scale_shows_that_scales_mapping_only(page, live_server,
                                                                    personas, five):
     errors = []

@@ -28,6 +28,7 @@ def fits_the_phone(page) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
 
 
+@pytest.mark.slow_reason("a query set story in Chromium ending in a fetched evaluation")
 def test_a_lead_creates_a_query_set_and_an_evaluation_from_it(page, live_server, personas):
     SearchModelFactory(endpoint__team=personas.team, name="BM25")
     page.goto(f"{live_server.url}/login/")

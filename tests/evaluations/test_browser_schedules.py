@@ -32,6 +32,7 @@ def fits_the_phone(page) -> None:
     page.set_viewport_size(DESKTOP)
 
 
+@pytest.mark.slow_reason("a schedule story in Chromium: create, pause, resume")
 def test_a_lead_schedules_a_query_set_then_pauses_and_resumes_it(page, live_server,
                                                                   personas):
     SearchModelFactory(endpoint__team=personas.team, name="BM25")

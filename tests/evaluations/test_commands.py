@@ -150,6 +150,7 @@ def test_seed_demo_prints_the_failures_and_the_first_error(capsys):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow_reason("runs seed_demo against a live server over HTTP")
 def test_the_demo_model_fetches_over_http_from_a_base_demo_address(live_server, capsys):
     from evaluations import services
 

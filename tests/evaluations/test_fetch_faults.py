@@ -41,6 +41,7 @@ def assert_each_keyword_stored_once(evaluation, per_keyword: int = 3) -> None:
     assert len(set(positions)) == len(positions)
 
 
+@pytest.mark.slow_reason("starts real Celery workers and kills one mid-fetch")
 def test_a_worker_killed_mid_fetch_leaves_nothing_stranded(settings):
     """The defect's probe, kept: SIGKILL while a request is in flight, restart. The dead
     task's claims lapse (backdated here: the worker died long ago) and the sweep hands them
@@ -84,6 +85,7 @@ def test_a_worker_killed_mid_fetch_leaves_nothing_stranded(settings):
     assert sorted(set(server.queries())) == KEYWORDS
 
 
+@pytest.mark.slow_reason("starts two real Celery workers on one fetch")
 def test_two_workers_given_every_batch_twice_store_each_keyword_once(settings):
     """Duplicated messages (a redelivery, a sweep racing a slow task) reach two workers at
     once: the per-keyword claim lets one of them fetch and store each keyword."""

@@ -64,6 +64,7 @@ def test_a_csv_upload_in_chunks_keeps_a_quoted_field_across_a_chunk_boundary():
 # --- 100,000 keywords --------------------------------------------------------------------
 
 
+@pytest.mark.slow_reason("stores 100,000 keywords through the page: the limit is the behaviour")
 def test_the_evaluation_page_stores_a_100000_line_file(client, personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     client.force_login(personas.lead)

@@ -24,6 +24,7 @@ def wait_for_status(evaluation, status: str, timeout: float = 90.0) -> Evaluatio
     raise AssertionError(f"still {evaluation.status} after {timeout}s: {counts[:5]}…")
 
 
+@pytest.mark.slow_reason("a real Celery worker fetches 200 keywords over HTTP")
 def test_a_real_worker_fetches_200_keywords_once_each():
     broker_url = require_redis()
     keywords = [f"keyword {n:03d}" for n in range(200)]

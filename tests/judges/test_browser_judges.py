@@ -57,6 +57,8 @@ def metric_state(evaluation) -> tuple[dict, dict]:
     return values, means
 
 
+@pytest.mark.slow_reason("a judge grades the whole demo through the real lane, twice, "
+                        "watched in Chromium")
 def test_a_judge_grades_the_demo_beside_people(browser, live_server):
     ARTIFACTS.mkdir(exist_ok=True)
     seeded_demo()

@@ -30,6 +30,7 @@ def run_status(run) -> str:
     return run.status
 
 
+@pytest.mark.slow_reason("starts real Celery workers and kills one mid-batch")
 def test_a_worker_killed_mid_batch_strands_no_pair_and_grades_none_twice(personas):
     broker_url = require_redis()
     evaluation = evaluation_with_slots(personas.team, keywords=6, positions=3)

@@ -21,6 +21,7 @@ def shot(page, name: str, *, full_page: bool = True) -> None:
     page.screenshot(path=str(ARTIFACTS / f"judgments-feedback-{name}.png"), full_page=full_page)
 
 
+@pytest.mark.slow_reason("pages through a keyword's judgments in Chromium")
 def test_a_lead_opens_the_judgments_and_pages_through_one_keyword(page, live_server, personas):
     # 3 graders per result: the second keyword alone holds 40 x 3 = 120 slots.
     evaluation = evaluation_with_slots(personas.team, keywords=2, positions=40, strategy=3,

@@ -39,6 +39,7 @@ def expect_document(page, keyword: int, position: int) -> None:
         f"Result {position} for query {keyword}")
 
 
+@pytest.mark.slow_reason("grades, goes back and skips by keyboard in Chromium")
 def test_a_grader_grades_by_keyboard_goes_back_and_skips(page, live_server, personas):
     evaluation = evaluation_with_slots(
         personas.team, keywords=2, positions=6, guidelines="Grade **3** for an exact match.")
@@ -193,6 +194,7 @@ IMAGE_LOADED = """() => {
 }"""
 
 
+@pytest.mark.slow_reason("grades by keyboard in Chromium with images loaded")
 def test_a_grader_sees_images_and_the_key_panel_and_grades_by_keyboard(
         page, live_server, personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=4,

@@ -22,6 +22,7 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"judgments-pool-{name}.png"), full_page=True)
 
 
+@pytest.mark.slow_reason("exports, previews and imports a file in Chromium")
 def test_a_lead_exports_per_slot_previews_and_imports_without_a_second_upload(
         page, live_server, personas):
     # Three graders a result: the first result's three grades are one pair on three lines.

@@ -79,6 +79,8 @@ def _at_a_probe(personas, *, items: int = 2, keywords: int = 2):
     return client, evaluation, page, _held_probe(personas.grader)
 
 
+@pytest.mark.slow_reason("grades a whole queue through the page to see every probe "
+                        "the rule hands out")
 def test_the_page_hands_out_probes_exactly_when_the_rule_says(personas):
     _gold_source(personas.team, items=30)
     evaluation = evaluation_with_slots(personas.team, keywords=5, positions=10, gold_rate=0.2)

@@ -37,6 +37,7 @@ def fetched_evaluation(team):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow_reason("a lead and a grader in two Chromium contexts until the compare decides")
 def test_a_lead_watches_bounds_narrow_and_the_compare_decide(browser, live_server, personas):
     before = fetched_evaluation(personas.team)
     after = fetched_evaluation(personas.team)

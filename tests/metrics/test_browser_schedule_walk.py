@@ -52,6 +52,7 @@ def fire_and_grade(at: datetime) -> Evaluation:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow_reason("seeds the demo over HTTP and walks a schedule's runs in Chromium")
 def test_a_lead_watches_the_demo_model_and_hears_of_its_regression(page, live_server,
                                                                    settings):
     settings.FETCH_RETRIES = 0

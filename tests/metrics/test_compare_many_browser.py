@@ -10,6 +10,7 @@ from tests.metrics.test_compare_many import trio  # noqa: F401 - the fixture
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.mark.slow_reason("compares several evaluations in Chromium at two sizes")
 def test_the_page_fits_a_phone_and_its_tables_scroll_inside(page, live_server, personas,
                                                             trio):  # noqa: F811
     a, b, c = trio

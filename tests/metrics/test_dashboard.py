@@ -166,6 +166,7 @@ def _queries(function) -> int:
 
 
 @pytest.mark.parametrize("keyword_count", [10, 1000])
+@pytest.mark.slow_reason("builds and recomputes 1,000 keywords x 5 results x 3 graders in bulk")
 def test_dashboard_selectors_run_the_same_queries_at_any_size(
         personas, keyword_count, django_assert_num_queries):
     graders = graders_of(personas.team)
@@ -187,6 +188,7 @@ def test_dashboard_selectors_run_the_same_queries_at_any_size(
 
 
 @pytest.mark.parametrize("keyword_count", [10, 1000])
+@pytest.mark.slow_reason("builds and recomputes 1,000 keywords x 5 results x 3 graders in bulk")
 def test_the_dashboard_page_runs_the_same_queries_at_any_size(
         client, personas, keyword_count, django_assert_num_queries):
     graders = graders_of(personas.team)

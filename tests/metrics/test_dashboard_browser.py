@@ -74,6 +74,7 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
+@pytest.mark.slow_reason("the graded demo's dashboard in Chromium, every row expanded")
 def test_the_evaluation_dashboard_renders_cards_charts_and_expanding_rows(
         page, live_server, demo):
     current, _earlier = demo
@@ -98,6 +99,7 @@ def test_the_evaluation_dashboard_renders_cards_charts_and_expanding_rows(
         "document.querySelector('#live [data-live-state]') !== null", timeout=10_000)
 
 
+@pytest.mark.slow_reason("the graded demo's dashboards in Chromium")
 def test_team_dashboard_model_history_and_leaderboards_render(page, live_server, demo):
     current, _ = demo
     _login(page, live_server)
@@ -117,6 +119,7 @@ def test_team_dashboard_model_history_and_leaderboards_render(page, live_server,
     _shot(page, "metrics-leaderboards.png")
 
 
+@pytest.mark.slow_reason("the graded demo and its comparison in Chromium")
 def test_compare_two_evaluations_and_open_one_keyword_side_by_side(page, live_server, demo):
     current, earlier = demo
     _login(page, live_server)
@@ -133,6 +136,7 @@ def test_compare_two_evaluations_and_open_one_keyword_side_by_side(page, live_se
     _shot(page, "metrics-compare-keyword.png")
 
 
+@pytest.mark.slow_reason("the graded demo and its comparison in Chromium")
 def test_compare_warns_when_only_the_grades_differ(page, live_server, demo):
     current, _ = demo
     graders = [User.objects.get(username=f"grader{i}") for i in (1, 2, 3)]

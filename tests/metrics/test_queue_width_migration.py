@@ -19,6 +19,7 @@ def migrate(targets) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow_reason("migrates the database back over a data migration and forward again")
 def test_it_fills_the_widths_of_decisive_evaluations_only():
     decisive = build_evaluation(keywords={"a": ["d1", "d2"], "b": ["d3"], "c": ["d4"]},
                                 metrics=[("precision", 2, {}), ("ndcg", 2, {})])

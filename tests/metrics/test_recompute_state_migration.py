@@ -34,6 +34,7 @@ def migrate(targets) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow_reason("migrates the database back over two migrations and forward again")
 def test_the_move_keeps_every_mark_mean_and_progress_and_recomputes_bit_for_bit():
     graders = [UserFactory()]
     evaluation = build_evaluation(

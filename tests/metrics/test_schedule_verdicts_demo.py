@@ -75,6 +75,7 @@ def run_at(hour: int, capture, *, transport=None) -> RegressionVerdict:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow_reason("seeds the demo and fetches and grades several schedule runs")
 def test_a_schedule_regresses_on_the_worse_model_and_says_so_once_per_channel(
         django_capture_on_commit_callbacks, settings):
     settings.FETCH_RETRIES = 0

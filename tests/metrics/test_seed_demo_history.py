@@ -66,6 +66,7 @@ def _means(evaluation: Evaluation) -> dict[str, float]:
     return {config.code: config.value for config in evaluation.metric_configs.with_stored_mean()}
 
 
+@pytest.mark.slow_reason("runs seed_demo and seed_demo_history, the commands under test")
 def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline(capsys):
     call_command("seed_demo")
     call_command("seed_demo_history")

@@ -57,6 +57,7 @@ def graded_run(team, lead, model, name, capture, *,
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow_reason("seeds the demo and fetches and grades three evaluations")
 def test_the_worse_demo_model_regresses_the_same_model_does_not(
         django_capture_on_commit_callbacks):
     call_command("seed_demo", verbosity=0)

@@ -145,6 +145,7 @@ def test_every_json_route_is_in_the_hostile_walk():
             ("POST", "/api/v1/evaluations/{evaluation_id}/next/")} <= routes
 
 
+@pytest.mark.slow_reason("sends hostile bodies to every API route")
 def test_deep_nesting_lone_surrogates_and_nul_are_400s_naming_the_field_on_every_route(
         personas, world, caplog):
     client = client_for(personas.owner)

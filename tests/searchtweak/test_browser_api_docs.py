@@ -40,6 +40,7 @@ def test_swagger_ui_renders_offline(offline_context, live_server):
     assert offline_context.blocked == []
 
 
+@pytest.mark.slow_reason("Redoc renders the whole schema in Chromium")
 def test_redoc_renders_offline(offline_context, live_server):
     page = offline_context.new_page()
     page.goto(f"{live_server.url}/api/redoc/")

@@ -89,6 +89,8 @@ def _main_paths(evaluation: Evaluation) -> list[str]:
     ]
 
 
+@pytest.mark.slow_reason("visits every main page in Chromium until the network is "
+                        "idle, to catch late violations")
 def test_every_main_page_keeps_the_policy_as_admin(demo, browser, live_server):
     admin = Visitor(browser, live_server, "admin")
     for path in _main_paths(demo):
@@ -109,6 +111,8 @@ def test_every_main_page_keeps_the_policy_as_admin(demo, browser, live_server):
     assert admin.elsewhere == []
 
 
+@pytest.mark.slow_reason("visits every main page in Chromium until the network is "
+                         "idle, to catch late violations")
 def test_every_main_page_keeps_the_policy_as_a_grader_who_grades_by_keyboard(
         demo, browser, live_server):
     grader = Visitor(browser, live_server, "grader1")

@@ -26,6 +26,7 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"notifications-{name}.png"), full_page=True)
 
 
+@pytest.mark.slow_reason("a notifications story on a phone in Chromium")
 def test_notifications_and_webhooks_on_a_phone(browser, live_server, personas, settings):
     settings.WEBHOOK_RETRY_BACKOFF_MS = 1
     for n in range(3):

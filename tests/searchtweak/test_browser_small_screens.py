@@ -316,6 +316,7 @@ def test_the_nav_collapses_into_a_menu_on_a_phone(browser, live_server, demo):
     visitor.shot("small-nav-1366.png")
 
 
+@pytest.mark.slow_reason("grades by touch on three phone sizes in Chromium")
 def test_a_grader_grades_by_touch_on_a_phone(browser, live_server, demo):
     visitor = Visitor(browser, live_server, "grader1")
     page = visitor.page

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +89,7 @@ def _status_of_a_forged_https_request(extra_env: dict[str, str]) -> int:
         server.wait(timeout=30)
 
 
+@pytest.mark.slow_reason("starts gunicorn with the production configuration")
 def test_gunicorn_trusts_x_forwarded_proto_only_when_django_does():
     # gunicorn's default trusted 127.0.0.1: the forged header passed for HTTPS (200).
     assert _status_of_a_forged_https_request({}) == 301

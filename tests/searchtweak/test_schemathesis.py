@@ -66,6 +66,8 @@ def _explore(operation, mode, base_url: str, headers: dict) -> None:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(1200)  # a hang guard only; a busy machine took ~105 s
+@pytest.mark.slow_reason("fuzzes every API operation over HTTP, valid and invalid "
+                        "(depth: tests/property_depth.py)")
 def test_no_server_errors_and_no_schema_violations(live_server, seeded):
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/")
     headers = {"Authorization": f"Token {seeded['key']}"}

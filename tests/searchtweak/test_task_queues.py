@@ -38,6 +38,7 @@ def routes_with(env: dict[str, str]) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow_reason("starts a real Celery worker per queue setting")
 def test_each_queue_setting_routes_its_tasks_and_none_routes_nothing():
     assert routes_with({}) == {}
     assert routes_with({"FETCH_QUEUE": "fetch", "JUDGES_QUEUE": "judges",
@@ -74,6 +75,7 @@ def test_compose_runs_a_worker_for_every_queue_it_routes_to():
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow_reason("starts two real Celery workers on two queues")
 def test_a_fetch_worker_and_a_default_worker_share_an_evaluation():
     broker_url = require_redis()
     tag = uuid.uuid4().hex[:8]

@@ -81,6 +81,7 @@ def trec_scores(qrels, run, measure, key):
         ("ndcg", {"ideal": "pool", "gain": "exponential"}, "ndcg_burges@10", "pooled"),
     ],
 )
+@pytest.mark.slow_reason("ranx loads (first run: compiles) its numba kernels per metric")
 def test_it_agrees_with_ranx(judged_runs, metric, params, ranx_metric, qrels_kind):
     _, _, retrieved, pooled, run = judged_runs
     qrels = retrieved if qrels_kind == "retrieved" else pooled
