@@ -21,9 +21,9 @@ was not caught, 2 when it refuses to run (a bad entry, a dirty file).
         [--baseline] [-- extra pytest args]
 
 It refuses a file with uncommitted changes (the restore would be ambiguous) and an entry
-whose `old` text is missing from its file or appears there more than once. Test runs do
-not write bytecode, so a mutant never leaves a .pyc that could outlive it. Standard
-library only.
+whose `old` text is missing from its file or appears there more than once. A mutant's
+file carries a time of its own, so no cached bytecode of another version is taken for it.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -175,9 +176,12 @@ def mutate_and_test(mutation: Mutation, python: str, extra: list[str]) -> Outcom
     mutated = original.replace(mutation.old.encode("utf-8"), mutation.new.encode("utf-8"), 1)
     try:
         path.write_bytes(mutated)
-        # A time no cached bytecode of the original carries: Python never takes the
-        # original's .pyc for the mutant, even when both have the same size.
-        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns + 2_000_000_000))
+        # A time no cached bytecode of the original or of another mutant carries (a .pyc
+        # keeps whole seconds and the size; the test run may write bytecode whatever
+        # PYTHONDONTWRITEBYTECODE says, tests/startup.py): Python never takes another
+        # version's .pyc for this mutant, even when both have the same size.
+        offset_seconds = 2 + zlib.crc32(mutated) % 100_000
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns + offset_seconds * 10**9))
         code, output, seconds = run_tests(python, mutation.tests, extra)
     finally:
         path.write_bytes(original)
