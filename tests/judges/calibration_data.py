@@ -98,3 +98,16 @@ def graded_example(team: Team, first: User, second: User) -> Example:
     run_with_answers(judge, evaluation, {("alpha", 1): 3, ("alpha", 2): 1, ("alpha", 3): 1,
                                          ("beta", 1): 2, ("beta", 2): 0})
     return Example(judge=judge, evaluation=evaluation, first=first, second=second)
+
+
+def half_kappa_example(team: Team, grader: User) -> tuple[Judge, Evaluation]:
+    """A judge whose κ against `grader` is exactly 1/2 over 4 binary pairs (person, judge):
+    (1,1) (1,0) (0,0) (0,0). p_o = 3/4; rows [2, 2], columns [3, 1]: p_e = (2·3 + 2·1) / 16
+    = 1/2, κ = (3/4 - 1/2) / (1/2) = 1/2, exact in binary floating point."""
+    evaluation = build_evaluation(team=team, scale="binary",
+                                  keywords={"q": ["a", "b", "c", "d"]}, metrics=[])
+    judge = make_judge(team)
+    for position, grade in enumerate([1, 1, 0, 0], start=1):
+        give(evaluation, "q", position, 0, grader, grade)
+    run_with_answers(judge, evaluation, {("q", 1): 1, ("q", 2): 0, ("q", 3): 0, ("q", 4): 0})
+    return judge, evaluation

@@ -31,7 +31,13 @@ import pytest
 from judges.calibration import calibration_evaluations, grade_pairs, judge_calibration
 from judges.models import JudgeRun
 from metrics import core
-from tests.judges.calibration_data import give, graded_example, make_judge, run_with_answers
+from tests.judges.calibration_data import (
+    give,
+    graded_example,
+    half_kappa_example,
+    make_judge,
+    run_with_answers,
+)
 from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db
@@ -73,14 +79,8 @@ def test_metric_deltas_and_rank_correlations_match_the_hand_computation(example)
 
 
 def test_binary_scale_gets_unweighted_kappa(personas):
-    # Pairs (person, judge): (1,1) (1,0) (0,0) (0,0). p_o = 3/4; rows [2, 2], columns [3, 1]:
-    # p_e = (2·3 + 2·1) / 16 = 1/2, κ = (3/4 - 1/2) / (1/2) = 1/2.
-    evaluation = build_evaluation(team=personas.team, scale="binary",
-                                  keywords={"q": ["a", "b", "c", "d"]}, metrics=[])
-    judge = make_judge(personas.team)
-    for position, grade in enumerate([1, 1, 0, 0], start=1):
-        give(evaluation, "q", position, 0, personas.grader, grade)
-    run_with_answers(judge, evaluation, {("q", 1): 1, ("q", 2): 0, ("q", 3): 0, ("q", 4): 0})
+    # κ = 1/2 by hand: tests.judges.calibration_data.half_kappa_example.
+    judge, evaluation = half_kappa_example(personas.team, personas.grader)
     result = judge_calibration(judge=judge, evaluation=evaluation)
     assert (result.kappa_weighting, result.kappa) == ("none", pytest.approx(0.5))
     assert result.exact_match_rate == pytest.approx(0.75)

@@ -17,12 +17,10 @@ from judges.trust import judge_mark_counts
 from searchtweak.services import api_token_create
 from tests.judges.calibration_data import (
     bar,
-    give,
     graded_example,
+    half_kappa_example,
     make_judge,
-    run_with_answers,
 )
-from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db
 
@@ -86,16 +84,7 @@ def test_figures_that_clear_the_bar_count_and_are_kept(example, personas):
 
 
 def half_kappa_judge(personas) -> Judge:
-    """A judge whose κ against the people is exactly 1/2 over 4 pairs (person, judge):
-    (1,1) (1,0) (0,0) (0,0). Observed disagreement 1/4; chance disagreement
-    (2/4)(1/4) + (2/4)(3/4) = 1/2; κ = 1 - (1/4)/(1/2) = 1/2, exact in binary floating point."""
-    evaluation = build_evaluation(team=personas.team, scale="binary",
-                                  keywords={"q": ["a", "b", "c", "d"]}, metrics=[])
-    judge = make_judge(personas.team)
-    for position, grade in enumerate([1, 1, 0, 0], start=1):
-        give(evaluation, "q", position, 0, personas.grader, grade)
-    run_with_answers(judge, evaluation, {("q", 1): 1, ("q", 2): 0, ("q", 3): 0, ("q", 4): 0})
-    return judge
+    return half_kappa_example(personas.team, personas.grader)[0]
 
 
 def test_a_kappa_exactly_at_the_bar_counts_without_override(personas):
