@@ -2,10 +2,13 @@
 
 Reads one JSON object per line on stdin and writes, in order and flushed line by line,
 ``{"id", "value"}`` (a full-precision float or null) or ``{"id", "error"}`` (a message that
-names the field). A line with ``"bounds": true`` also gets ``"lower"`` and ``"upper"``: the
-exact extremes over every completion of its ungraded slots (docs/METRICS.md, "Bounds under
-missing grades"). Exits 0 even when lines are errors, malformed JSON included. Unknown
-keys (``why``, ``expect``, ...) are ignored. No Django: this runs on the core alone.
+names the field). ``"weights"`` beside ``keywords`` makes the mean weighted; a line with
+``"segments": "traffic"`` gets each keyword's traffic segment instead of a value
+(docs/METRICS.md, "Weighted means and segments"). A line with ``"bounds": true`` also gets
+``"lower"`` and ``"upper"``: the exact extremes over every completion of its ungraded
+slots (docs/METRICS.md, "Bounds under missing grades"). Exits 0 even when lines are errors,
+malformed JSON included. Unknown keys (``why``, ``expect``, ...) are ignored. No Django:
+this runs on the core alone.
 """
 
 from __future__ import annotations
@@ -23,10 +26,16 @@ from metrics.core import (
     MetricInputError,
     Scale,
     evaluate_keywords,
-    mean_over_keywords,
     metric_spec,
     rbo,
     resolve_scale,
+)
+from metrics.core.weighted import (
+    DEFAULT_CUTS,
+    traffic_segments,
+    validate_cuts,
+    validate_weights,
+    weighted_mean,
 )
 
 _ID_PATTERN = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)')
@@ -55,6 +64,11 @@ def evaluate_line(line: str) -> dict[str, Any]:
     if not isinstance(case, dict):
         return {"id": None, "error": "line: must be a JSON object"}
     case_id = case.get("id")
+    if "segments" in case:
+        try:
+            return {"id": case_id, "segments": _segments_case(case)}
+        except MetricInputError as error:
+            return {"id": case_id, "error": str(error)}
     try:
         answer = evaluate_case_with_bounds(case)
     except MetricInputError as error:
@@ -102,7 +116,10 @@ def evaluate_case_with_bounds(case: dict[str, Any]) -> Answer:
         keywords = _list(case["keywords"], "keywords")
         parsed = [_results(results, "keywords") for results in keywords]
         pools = None
+        weights = validate_weights(case.get("weights", [1] * len(parsed)), len(parsed))
     else:
+        if "weights" in case:
+            raise MetricInputError("weights", "weights a mean: give keywords")
         parsed = [_results(case["results"], "results")]
         pools = [_results(_list(case.get("pool", []), "pool"), "pool")]
     def evaluate(
@@ -121,7 +138,7 @@ def evaluate_case_with_bounds(case: dict[str, Any]) -> Answer:
         )
 
     values = evaluate(parsed, pools)
-    value = mean_over_keywords(values)[0] if has_keywords else _null(float(values[0]))
+    value = weighted_mean(values, weights) if has_keywords else _null(float(values[0]))
     if not wants_bounds:
         return Answer(value)
     keyword_bounds = [
@@ -130,9 +147,16 @@ def evaluate_case_with_bounds(case: dict[str, Any]) -> Answer:
     ]
     if not has_keywords:
         return Answer(value, *keyword_bounds[0])
-    lowers = [lower for lower, _upper in keyword_bounds if lower is not None]
-    uppers = [upper for _lower, upper in keyword_bounds if upper is not None]
-    return Answer(value, mean_over_keywords(lowers)[0], mean_over_keywords(uppers)[0])
+    return Answer(value, weighted_mean([lower for lower, _upper in keyword_bounds], weights),
+                  weighted_mean([upper for _lower, upper in keyword_bounds], weights))
+
+
+def _segments_case(case: dict[str, Any]) -> list[str]:
+    if case["segments"] != "traffic":
+        raise MetricInputError("segments", "the one kind is \"traffic\"")
+    weights = _list(case.get("weights"), "weights")
+    cuts = validate_cuts(case.get("cuts", list(DEFAULT_CUTS)))
+    return traffic_segments(validate_weights(weights, len(weights)), cuts)
 
 
 def _keyword_bounds(
