@@ -50,12 +50,6 @@ def pytest_runtest_logreport(report):
     _phase_reports.append(report)
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", f"{loop_report.SLOW_MARKER}(why): this test takes over "
-        f"{loop_report.SLOW_SECONDS:g} s, and why (docs/dev/testing.md)")
-
-
 def pytest_collection_modifyitems(config, items):
     # A reason of "" would pass the slow-test check while saying nothing.
     for item in items:

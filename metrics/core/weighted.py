@@ -12,25 +12,21 @@ import numpy as np
 
 from metrics.core.errors import MetricInputError
 from metrics.core.exact_sum import exact_units, sum_to_float
+from metrics.core.scales import is_integer
 
 DEFAULT_CUTS = (50, 80)
 HEAD, TORSO, TAIL = "head", "torso", "tail"
 
 
-def _is_count(value: object) -> bool:
-    # bool is an int to Python, and 1.0 is not an integer weight to the spec.
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
-
-
 def validate_weights(weights: object, count: int) -> list[int]:
-    """The weights as ints, one non-negative integer per keyword; else an error naming
-    `weights`."""
+    """The weights as ints, one non-negative integer per keyword (an integer as grades and k
+    read it: `3.0` is 3, `true` and `"3"` are not); else an error naming `weights`."""
     if not isinstance(weights, list | tuple):
         raise MetricInputError("weights", "must be a list of non-negative integers")
     if len(weights) != count:
         raise MetricInputError("weights", f"has {len(weights)} weights for {count} keywords")
     for index, weight in enumerate(weights):
-        if not _is_count(weight) or weight < 0:
+        if not is_integer(weight) or weight < 0:
             raise MetricInputError(
                 "weights", f"item {index}: {weight!r} is not a non-negative integer")
     return [int(weight) for weight in weights]
@@ -52,7 +48,7 @@ def validate_cuts(cuts: object) -> tuple[int, int]:
     """Cut points a < b in percent, integers with 0 ≤ a < b ≤ 100; else an error naming
     `cuts`."""
     if (not isinstance(cuts, list | tuple) or len(cuts) != 2
-            or not all(_is_count(cut) for cut in cuts)
+            or not all(is_integer(cut) for cut in cuts)
             or not 0 <= cuts[0] < cuts[1] <= 100):
         raise MetricInputError("cuts", "must be two integers a < b with 0 ≤ a < b ≤ 100")
     return int(cuts[0]), int(cuts[1])

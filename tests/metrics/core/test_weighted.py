@@ -30,6 +30,10 @@ def test_each_product_is_exact_and_the_sum_rounded_once():
     assert weighted_mean([0.1], [3]) == math.fsum([0.1, 0.1, 0.1]) / 3
 
 
+def test_an_integral_float_weight_is_that_integer_as_k_and_grades_read_it():
+    assert validate_weights([3.0, 1], 2) == [3, 1]
+
+
 def test_a_zero_weight_or_a_null_value_leaves_the_keyword_out():
     assert weighted_mean([1.0, 0.0, None], [0, 4, 1000]) == 0.0
     assert weighted_mean([1.0, None], [0, 5]) is None
@@ -62,7 +66,8 @@ def test_ties_keep_their_order_and_no_traffic_is_all_tail():
     assert traffic_segments([0, 0]) == ["tail", "tail"]
 
 
-@pytest.mark.parametrize("cuts", [[80, 50], [50, 50], [-1, 50], [50, 101], [50.0, 80], [50]])
+@pytest.mark.parametrize("cuts", [
+    [80, 50], [50, 50], [-1, 50], [50, 101], [50.5, 80], [True, 80], [50]])
 def test_cuts_must_be_integers_a_below_b_within_0_and_100(cuts):
     with pytest.raises(MetricInputError, match=r"^cuts: "):
         validate_cuts(cuts)
