@@ -65,15 +65,12 @@ def django_db_setup(django_db_setup, django_db_blocker, request):
     No migration seeds rows, so an empty database is what migrating makes."""
     if request.config.getoption("create_db") or not request.config.getoption("reuse_db"):
         return
-    from django.apps import apps
-    from django.contrib.auth.models import Permission
-    from django.contrib.contenttypes.models import ContentType
     from django.core.management import call_command
 
-    kept = {Permission, ContentType}
+    from tests.table_copies import tables_with_rows
+
     with django_db_blocker.unblock():
-        if any(model._default_manager.exists() for model in apps.get_models()
-               if model not in kept and model._meta.managed and not model._meta.proxy):
+        if tables_with_rows():
             call_command("flush", interactive=False, verbosity=0)
 
 
