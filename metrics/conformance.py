@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from metrics.core import (
+    KeywordBounds,
     MetricInputError,
     Scale,
+    bounds_mean,
     evaluate_keywords,
     metric_spec,
     rbo,
@@ -147,8 +149,9 @@ def evaluate_case_with_bounds(case: dict[str, Any]) -> Answer:
     ]
     if not has_keywords:
         return Answer(value, *keyword_bounds[0])
-    return Answer(value, weighted_mean([lower for lower, _upper in keyword_bounds], weights),
-                  weighted_mean([upper for _lower, upper in keyword_bounds], weights))
+    mean = bounds_mean((KeywordBounds(lower, upper, True) for lower, upper in keyword_bounds),
+                       weights)
+    return Answer(value, mean.lower, mean.upper)
 
 
 def _segments_case(case: dict[str, Any]) -> list[str]:

@@ -61,6 +61,7 @@ from metrics.core.registry import (
 )
 from metrics.core.scales import Scale, resolve_scale
 from metrics.core.transform import resolve_transformer
+from metrics.core.weighted import weighted_mean
 
 MAX_COMPLETIONS = 4096
 """Most completions path 2 evaluates for one keyword; past it, path 3."""
@@ -145,12 +146,18 @@ def keyword_bounds(
                         entries, units, m, low_grade, high_grade)
 
 
-def bounds_mean(bounds: Iterable[KeywordBounds]) -> KeywordBounds:
+def bounds_mean(bounds: Iterable[KeywordBounds],
+                weights: Sequence[int] | None = None) -> KeywordBounds:
     """A mean over keywords: the mean of their non-null lowers and of their non-null uppers
-    (docs/METRICS.md), exact when every keyword's bounds are."""
+    (docs/METRICS.md), weighted when `weights` are given (one per keyword, "Weighted means
+    and segments"), exact when every keyword's bounds are."""
     bounds = list(bounds)
-    lower = mean_over_keywords([b.lower for b in bounds])[0]
-    upper = mean_over_keywords([b.upper for b in bounds])[0]
+    if weights is None:
+        lower = mean_over_keywords([b.lower for b in bounds])[0]
+        upper = mean_over_keywords([b.upper for b in bounds])[0]
+    else:
+        lower = weighted_mean([b.lower for b in bounds], weights)
+        upper = weighted_mean([b.upper for b in bounds], weights)
     return KeywordBounds(lower, upper, all(b.exact for b in bounds))
 
 

@@ -33,10 +33,11 @@ def _bounds_of(case: dict[str, Any], results: list[dict], pool: list[dict]) -> K
 
 def test_every_worked_bounds_case(public_cases):
     cases = [case for case in public_cases if case.get("bounds") is True]
-    assert [case["id"] for case in cases] == [f"b{n:02d}" for n in range(1, 13)]
+    assert [case["id"] for case in cases] == [f"b{n:02d}" for n in range(1, 13)] + ["w05"]
     for case in cases:
         if "keywords" in case:
-            got = bounds_mean(_bounds_of(case, results, []) for results in case["keywords"])
+            got = bounds_mean((_bounds_of(case, results, []) for results in case["keywords"]),
+                              case.get("weights"))
         else:
             got = _bounds_of(case, case["results"], case.get("pool", []))
         assert got.exact, case["id"]

@@ -14,9 +14,20 @@ from metrics.core import (
     mean_over_keywords,
     rbo,
 )
+from metrics.core.weighted import (
+    DEFAULT_CUTS,
+    traffic_segments,
+    validate_cuts,
+    validate_weights,
+    weighted_mean,
+)
 
 
-def evaluate_with_api(case: dict[str, Any]) -> float | None:
+def evaluate_with_api(case: dict[str, Any]) -> float | list[str] | None:
+    if "segments" in case:
+        weights = case["weights"]
+        return traffic_segments(validate_weights(weights, len(weights)),
+                                validate_cuts(case.get("cuts", list(DEFAULT_CUTS))))
     if case["metric"] == "rbo":
         return rbo(case["a"], case["b"], k=case["k"], p=case.get("p", 0.9))
     options = {
@@ -30,6 +41,8 @@ def evaluate_with_api(case: dict[str, Any]) -> float | None:
             doc_ids=[[entry["doc"] for entry in results] for results in case["keywords"]],
             **options,
         )
+        if "weights" in case:
+            return weighted_mean(values, validate_weights(case["weights"], len(values)))
         return mean_over_keywords(values)[0]
     return evaluate_keyword(
         case["metric"],
@@ -47,9 +60,9 @@ CASES = [
 ]
 
 
-def test_the_repo_carries_all_75_public_cases():
-    assert [case["id"] for case in CASES][-3:] == ["b10", "b11", "b12"]
-    assert len(CASES) == 75
+def test_the_repo_carries_all_88_public_cases():
+    assert [case["id"] for case in CASES][-3:] == ["s02", "s03", "s04"]
+    assert len(CASES) == 88
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
@@ -61,7 +74,9 @@ def test_public_case_through_the_python_api(case):
         assert str(raised.value).startswith(raised.value.field + ": "), case["why"]
         return
     value = evaluate_with_api(case)
-    if expected["value"] is None:
+    if "segments" in expected:
+        assert value == expected["segments"], case["why"]
+    elif expected["value"] is None:
         assert value is None, case["why"]
     else:
         assert value is not None and not math.isnan(value), case["why"]
