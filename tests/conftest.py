@@ -102,6 +102,13 @@ def _live_requests_drained(request):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _static_files_scanned_once():
+    from tests import static_files_once
+
+    static_files_once.install()
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _fast_password_hashing():
     """MD5 for every password the suite makes. Django's PBKDF2 costs about half a second a
     hash here, and `personas` makes six users per test: with it, hashing took nine tenths of

@@ -19,8 +19,10 @@ requested again by the grader against an evaluation graded independently by anot
 grader and a judge (tests/judgments/visibility_data.py), and their markers must not appear.
 """
 
+import copy
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 import pytest
@@ -84,6 +86,9 @@ class Dataset:
     webhook_id: int = 0
     notification_id: int = 0  # the grader's
     unsubscribe_token: str = ""  # the grader's, for run_regressed
+    # One signed-in Client per persona and the cookies it signed in with (_client).
+    clients: dict[str, Client] = field(default_factory=dict)
+    cookies: dict[str, SimpleCookie] = field(default_factory=dict)
 
 
 def _build() -> Dataset:
@@ -150,7 +155,16 @@ def _build() -> Dataset:
 def dataset(django_db_setup, django_db_blocker):
     # One dataset for every row; each request rolls back what it changed.
     with django_db_blocker.unblock(), transaction.atomic():
-        yield _build()
+        built = _build()
+        # Signed in once, inside the module's transaction, so every request's rollback
+        # keeps the sessions: six logins per row were a fifth of the matrix's time.
+        for persona, user in built.users.items():
+            client = Client()
+            if user is not None:
+                client.force_login(user)
+            built.clients[persona] = client
+            built.cookies[persona] = copy.deepcopy(client.cookies)
+        yield built
         transaction.set_rollback(True)
 
 
@@ -841,10 +855,12 @@ def _url(dataset: Dataset, key: str) -> str:
     return url + "?" + urlencode(query, doseq=True) if query else url
 
 
-def _client(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
+def _client(dataset: Dataset, persona: str) -> Client:
+    """The persona's Client with the cookies it signed in with: a request that signed out,
+    rotated the session or set a cookie leaves nothing for the next (its rows were rolled
+    back with it)."""
+    client = dataset.clients[persona]
+    client.cookies = copy.deepcopy(dataset.cookies[persona])
     return client
 
 
@@ -860,7 +876,7 @@ def _answers(dataset: Dataset, key: str, method: str) -> tuple:
     api = url.startswith("/api/v1/")
     outcomes = []
     for persona in PERSONAS:
-        client = _client(dataset.users[persona])
+        client = _client(dataset, persona)
         with transaction.atomic():
             outcomes.append(_outcome(_request(client, method, url, api=api)))
             transaction.set_rollback(True)
@@ -932,7 +948,7 @@ def test_the_html_method_check_covers_the_pages():
 def test_an_html_page_refuses_every_method_it_has_no_column_for(dataset, key, method):
     # API views are checked by test_every_method_an_api_view_handles_has_a_column.
     persona = _admitted(TABLE[key])
-    client = _client(dataset.users[persona])
+    client = _client(dataset, persona)
     with transaction.atomic():
         answer = _outcome(_request(client, method, _url(dataset, key), api=False))
         transaction.set_rollback(True)
@@ -971,7 +987,7 @@ def test_a_grader_sees_no_other_graders_grade(dataset, key, method):
     graded = _graded_dataset(dataset)
     url = _url(graded, key)
     with transaction.atomic():
-        response = _request(_client(dataset.users["grader"]), method, url,
+        response = _request(_client(dataset, "grader"), method, url,
                             api=url.startswith("/api/v1/"))
         body = _body(response)
         transaction.set_rollback(True)
@@ -987,7 +1003,7 @@ def test_each_page_that_may_name_people_does(dataset):
     graded = _graded_dataset(dataset)
     for key in NAMES_PEOPLE:
         url = _url(graded, key)
-        assert SECOND_GRADER in _body(_client(dataset.users["grader"]).get(url)), key
+        assert SECOND_GRADER in _body(_client(dataset, "grader").get(url)), key
 
 
 def test_the_grade_check_reaches_the_pages_that_show_grades(dataset):
@@ -998,5 +1014,5 @@ def test_the_grade_check_reaches_the_pages_that_show_grades(dataset):
                 "metrics:compare_keyword", "evaluations:keyword_detail",
                 "judgments_api:snapshots"):
         url = _url(graded, key)
-        assert _client(dataset.users["grader"]).get(url).status_code == 200, key
-        assert SECOND_GRADER in _body(_client(dataset.users["lead"]).get(url)), key
+        assert _client(dataset, "grader").get(url).status_code == 200, key
+        assert SECOND_GRADER in _body(_client(dataset, "lead").get(url)), key
