@@ -65,13 +65,10 @@ def django_db_setup(django_db_setup, django_db_blocker, request):
     No migration seeds rows, so an empty database is what migrating makes."""
     if request.config.getoption("create_db") or not request.config.getoption("reuse_db"):
         return
-    from django.core.management import call_command
-
-    from tests.table_copies import tables_with_rows
+    from tests import emptied_tables
 
     with django_db_blocker.unblock():
-        if tables_with_rows():
-            call_command("flush", interactive=False, verbosity=0)
+        emptied_tables.empty()
 
 
 # Long enough for a slow page's last request; a connection left open by the browser is
@@ -106,6 +103,13 @@ def _static_files_scanned_once():
     from tests import static_files_once
 
     static_files_once.install()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _transactional_tests_emptied_by_delete():
+    from tests import emptied_tables
+
+    emptied_tables.install()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -7,8 +7,8 @@ memory; each later one inserts the copy back, with the same primary keys, in a f
 of that. Only for transactional tests: their tables are empty at the start (the last one
 emptied them), as they were when the copy was built.
 
-Content types and permissions are left out: every flush makes them anew, and the copied
-rows must not refer to them.
+Content types, permissions and migrations are left out: migrating made them, and no test
+changes them (tests.emptied_tables).
 """
 
 from collections.abc import Callable
@@ -18,7 +18,7 @@ from typing import TypeVar
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
-LEFT_OUT = {"django_content_type", "auth_permission", "django_migrations"}
+from tests.emptied_tables import project_tables, tables_with_rows
 
 
 @dataclass(frozen=True)
@@ -31,23 +31,6 @@ class TableRows:
 Built = TypeVar("Built")
 
 _copies: dict[str, tuple[list[TableRows], object]] = {}
-
-
-def _tables() -> list[str]:
-    return sorted(set(connection.introspection.django_table_names(only_existing=True))
-                  - LEFT_OUT)
-
-
-def tables_with_rows() -> list[str]:
-    """The project's tables that hold rows, but for those every flush makes anew."""
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        found = []
-        for table in _tables():
-            cursor.execute(f"SELECT 1 FROM {quote(table)} LIMIT 1")
-            if cursor.fetchone():
-                found.append(table)
-    return found
 
 
 def _read(tables: list[str]) -> list[TableRows]:
@@ -107,5 +90,5 @@ def build_once(name: str, build: Callable[[], Built]) -> Built:
         raise AssertionError(f"build_once({name!r}) needs an empty database; rows in "
                              f"{already}")
     answer = build()
-    _copies[name] = (_read(_tables()), answer)
+    _copies[name] = (_read(project_tables()), answer)
     return answer
