@@ -33,6 +33,7 @@ from evaluations.fetching import (
     request_spec_for,
 )
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services.completion import evaluation_finish_if_complete
 from evaluations.signals import snapshots_created
 from searchtweak import outbound_limits
 from searchtweak.bulk_insert import bulk_insert, bulk_update
@@ -247,7 +248,9 @@ def keyword_fetch_fail(*, keyword_ids: list[int], claimed_at: datetime, error: s
 def evaluation_fetch_complete(*, evaluation_id: int) -> bool:
     """fetching → active once no keyword waits; safe to call from every task: the one
     whose conditional UPDATE moves the evaluation announces `fetched`, or `failed` when
-    no keyword of the evaluation is fetched (nothing to grade); the others nothing."""
+    no keyword of the evaluation is fetched (nothing to grade); the others nothing. The
+    one that announces `fetched` then asks the lifecycle's finish rule, whose
+    `finished` follows `fetched`."""
     waiting = Keyword.objects.filter(evaluation_id=evaluation_id,
                                      fetch_status=Keyword.FetchStatus.PENDING).exists()
     if waiting:
@@ -264,6 +267,11 @@ def evaluation_fetch_complete(*, evaluation_id: int) -> bool:
             transition=Transition.FETCHED if any_fetched else Transition.FAILED,
             previous_status=Evaluation.Status.FETCHING, status=Evaluation.Status.ACTIVE,
             by=By.SYSTEM)
+        if any_fetched:
+            # Reuse and the pool may have filled every new slot as it was stored: the
+            # recomputes of those keywords asked while it was still fetching, and no grade
+            # will come to ask again (a schedule's run of an unchanged model).
+            evaluation_finish_if_complete(evaluation_id=evaluation_id)
     return moved
 
 

@@ -28,6 +28,7 @@ from evaluations.models import (
     QuerySetVersion,
     SearchModel,
 )
+from evaluations.services.completion import evaluation_finish_if_complete
 from evaluations.services.fetch import keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
@@ -39,10 +40,6 @@ from evaluations.services.keywords import (
 from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
 from metrics import core
 from searchtweak.models import Team, User
-
-# Stored progress at which every slot holds a grade (metrics.queries.evaluation_progress_store
-# divides graded slots by all of them, so equal counts give exactly 100.0).
-COMPLETE_PROGRESS = 100.0
 
 
 def _team_scale(team: Team, code: str) -> core.Scale:
@@ -340,6 +337,9 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
         _query_set_version_unlink_if_changed(evaluation)
     if "metrics" in changes:
         _replace_metrics(evaluation, changes["metrics"])
+    if changes.get("auto_finish") is True:
+        # Turned on over an evaluation already complete: no grade will come to ask.
+        evaluation_finish_if_complete(evaluation_id=evaluation.pk)
     return evaluation
 
 
@@ -462,6 +462,10 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = B
               user=user)
     if to_fetch and enqueue:
         keywords_fetch_enqueue(evaluation_id=evaluation.pk, keyword_ids=to_fetch)
+    elif not to_fetch:
+        # Active at once, perhaps complete already (graded before a pause): no grade will
+        # come to ask.
+        evaluation_finish_if_complete(evaluation_id=evaluation.pk)
     return evaluation
 
 
@@ -518,7 +522,7 @@ def evaluation_pause(*, evaluation: Evaluation, by: By = By.SYSTEM,
 def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
                       user: User | None = None) -> Evaluation:
     """By hand; finishing twice is a no-op. The rule that finishes an evaluation by itself
-    is evaluation_finish_if_complete."""
+    is evaluation_finish_if_complete (services.completion)."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status == Evaluation.Status.FINISHED:
         return evaluation
@@ -533,38 +537,6 @@ def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
     _announce(evaluation, Transition.FINISHED, previous_status=previous_status, by=by,
               user=user, at=evaluation.finished_at)
     return evaluation
-
-
-def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None = None) -> bool:
-    """Finish an active evaluation whose auto_finish is on once every slot holds a grade
-    (its stored progress, written by the metrics recompute, is 100 %); whether it did.
-
-    One conditional UPDATE: of two refreshes (or a refresh and a lead's finish) racing,
-    one changes the row and announces `finished` by="auto"; the other matches no row and
-    announces nothing. `progress` is the share the caller has just stored, if it knows it:
-    below 100 % the statement is spared (the recompute asks after every run).
-    """
-    if progress is not None and progress < COMPLETE_PROGRESS:
-        return False
-    if progress is None:
-        row = Evaluation.objects.with_recompute_state().filter(pk=evaluation_id).values_list(
-            "progress", "status", "auto_finish").first()
-        if row is None or row[0] < COMPLETE_PROGRESS or not (
-                row[1] == Evaluation.Status.ACTIVE and row[2]):
-            return False
-    now = timezone.now()
-    # The conditions on the row's own columns only: PostgreSQL rechecks them on the row a
-    # racing finish just wrote (a join to the progress, a subquery, would not be).
-    finished = Evaluation.objects.filter(
-        pk=evaluation_id, status=Evaluation.Status.ACTIVE, auto_finish=True,
-    ).update(status=Evaluation.Status.FINISHED, finished_at=now) == 1
-    if finished:
-        team_id = Evaluation.objects.values_list("team_id", flat=True).get(pk=evaluation_id)
-        transition_announce(
-            evaluation_id=evaluation_id, team_id=team_id, transition=Transition.FINISHED,
-            previous_status=Evaluation.Status.ACTIVE, status=Evaluation.Status.FINISHED,
-            by=By.AUTO, at=now)
-    return finished
 
 
 @transaction.atomic
