@@ -31,6 +31,7 @@ from evaluations.services.endpoints import (
 )
 from evaluations.services.fetch import (
     DEFAULT_SNAPSHOT_DEPTH,
+    FetchNotSent,
     evaluation_fetch_complete,
     keyword_fetch_claim,
     keyword_fetch_claims_renew,
@@ -101,6 +102,7 @@ __all__ = [
     "MAX_KEYWORD_LENGTH",
     "MAX_TIMEOUT_SECONDS",
     "MAX_UPLOAD_ERRORS",
+    "FetchNotSent",
     "KeywordList",
     "MissingTransformerError",
     "endpoint_create",

@@ -55,7 +55,13 @@ def snapshot_depth(*, evaluation: Evaluation) -> int:
 
 
 FetchDispatcher = Callable[[int, list[int]], None]
-"""Sends (evaluation id, keyword ids) to a fetch task: evaluations.tasks.fetch_keywords_dispatch."""
+"""Sends (evaluation id, keyword ids) to a fetch task: evaluations.tasks.fetch_keywords_dispatch;
+raises FetchNotSent when the broker does not take it."""
+
+
+class FetchNotSent(Exception):
+    """The broker could not be reached to take a fetch task (it is down, or its address is
+    wrong): the keywords it carried wait for nobody."""
 _dispatcher: FetchDispatcher | None = None
 
 
@@ -73,7 +79,9 @@ MAX_BATCH_GROWTH = 4
 
 
 def keywords_fetch_enqueue(*, evaluation_id: int, keyword_ids: list[int]) -> None:
-    """Send the keywords' fetch tasks after commit, fetch_batch_size keywords a task."""
+    """Send the keywords' fetch tasks after commit, fetch_batch_size keywords a task. A
+    send the broker refuses raises FetchNotSent from the commit (the outermost atomic
+    block's end), after the writes committed and before the later batches are sent."""
     dispatch = _dispatcher
     if dispatch is None:
         raise RuntimeError("no fetch dispatcher: EvaluationsConfig.ready registers it")

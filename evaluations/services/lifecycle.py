@@ -8,7 +8,9 @@ anyone. The end of a fetch is announced by evaluations.services.fetch, which thi
 imports (it cannot import this one back).
 """
 
+import contextlib
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,7 +31,7 @@ from evaluations.models import (
     SearchModel,
 )
 from evaluations.services.completion import evaluation_finish_if_complete
-from evaluations.services.fetch import keywords_fetch_enqueue
+from evaluations.services.fetch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
     keyword_rows,
@@ -40,6 +42,8 @@ from evaluations.services.keywords import (
 from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
 from metrics import core
 from searchtweak.models import Team, User
+
+logger = logging.getLogger(__name__)
 
 
 def _team_scale(team: Team, code: str) -> core.Scale:
@@ -416,14 +420,40 @@ def _announce(evaluation: Evaluation, transition: Transition, *, previous_status
         user_id=user.pk if user is not None else None, at=at)
 
 
-@transaction.atomic
 def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = By.SYSTEM,
                      user: User | None = None) -> Evaluation:
     """pending → fetching; fetch tasks for keywords never fetched (or failed) go out after
     commit. With nothing left to fetch the evaluation goes straight to active.
 
+    When the broker does not take the fetch tasks the evaluation is paused again (pending,
+    startable) and a ValidationError on `status` says why; called inside an outer atomic
+    block the tasks go out at its commit, and the caller meets FetchNotSent there.
+
     enqueue=False leaves the fetching to the caller (seed_demo fetches in-process).
     """
+    try:
+        return _evaluation_start(evaluation=evaluation, enqueue=enqueue, by=by, user=user)
+    except FetchNotSent as error:
+        raise _fetch_not_sent(evaluation, error, doing="started") from error
+
+
+def _fetch_not_sent(evaluation: Evaluation, error: FetchNotSent, *, doing: str
+                    ) -> ValidationError:
+    """The start or retry committed, its fetch tasks did not go out (not all of them): put
+    the evaluation back to pending, so nothing waits for tasks that will never come and it
+    can be started again; the error that says so."""
+    logger.warning("evaluation %s not %s: %s", evaluation.pk, doing, error)
+    # No longer fetching (a task that did go out has ended it): nothing to put back.
+    with contextlib.suppress(ValidationError):
+        evaluation_pause(evaluation=evaluation, by=By.SYSTEM)
+    return ValidationError({"status": (
+        "The task queue (the broker) cannot be reached, so no fetch could be sent: the "
+        f"evaluation was not {doing} and is paused. Start it again once the queue is back.")})
+
+
+@transaction.atomic
+def _evaluation_start(*, evaluation: Evaluation, enqueue: bool, by: By,
+                      user: User | None) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().select_related(
         "model__endpoint", "team").get(pk=evaluation.pk)
     if evaluation.status != Evaluation.Status.PENDING:
@@ -469,14 +499,24 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = B
     return evaluation
 
 
-@transaction.atomic
 def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True,
                             by: By = By.SYSTEM, user: User | None = None) -> Evaluation:
     """Fetch the failed keywords of a started evaluation again: they go back to pending,
     the evaluation to fetching, and their fetch tasks out after commit. Without failed
-    keywords nothing changes, so a repeated request is harmless.
+    keywords nothing changes, so a repeated request is harmless. When the broker does not
+    take the tasks, as evaluation_start.
 
     enqueue=False leaves the fetching to the caller (seed_demo fetches in-process)."""
+    try:
+        return _evaluation_retry_failed(evaluation=evaluation, enqueue=enqueue, by=by,
+                                        user=user)
+    except FetchNotSent as error:
+        raise _fetch_not_sent(evaluation, error, doing="retried") from error
+
+
+@transaction.atomic
+def _evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool, by: By,
+                             user: User | None) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status not in (Evaluation.Status.ACTIVE, Evaluation.Status.FETCHING):
         state = evaluation.get_status_display().lower()
