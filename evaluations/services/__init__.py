@@ -42,6 +42,7 @@ from evaluations.services.fetch import (
     keywords_fetch_claim,
     keywords_fetch_enqueue,
     keywords_fetch_requeue_lapsed,
+    keywords_fetch_resend_unsent,
     keywords_fetch_store,
     snapshot_depth,
 )
@@ -142,6 +143,7 @@ __all__ = [
     "keywords_fetch_claim",
     "keywords_fetch_enqueue",
     "keywords_fetch_requeue_lapsed",
+    "keywords_fetch_resend_unsent",
     "keywords_fetch_store",
     "keywords_from_upload",
     "keywords_validate",

@@ -197,7 +197,7 @@ def evaluations_create_started(*, specs: list[StartedEvaluationSpec], by: By = B
                    name=spec.name.strip(), description=spec.description, scale=spec.scale,
                    strategy=spec.strategy, reuse_grades=spec.reuse_grades, auto_finish=True,
                    query_set_version=spec.query_set_version,
-                   status=Evaluation.Status.FETCHING, started_at=now)
+                   status=Evaluation.Status.FETCHING, started_at=now, fetch_sent_at=now)
         for spec in specs])
     keywords = Keyword.objects.bulk_create(
         [row for evaluation, spec in zip(evaluations, specs, strict=True)
@@ -213,7 +213,7 @@ def evaluations_create_started(*, specs: list[StartedEvaluationSpec], by: By = B
         _announce(evaluation, Transition.STARTED, previous_status=Evaluation.Status.PENDING,
                   by=by, user=None, at=now)
         keywords_fetch_enqueue(evaluation_id=evaluation.pk,
-                               keyword_ids=keyword_ids.get(evaluation.pk, []))
+                               keyword_ids=keyword_ids.get(evaluation.pk, []), stamped=True)
     return evaluations
 
 
