@@ -9,10 +9,11 @@ start with nothing left to fetch and auto finish turned on (services.lifecycle).
 from lifecycle so that fetch, which lifecycle imports, can call it too.
 """
 
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from evaluations.events import By, Transition, transition_announce
-from evaluations.models import Evaluation, Keyword
+from evaluations.models import Evaluation, Keyword, Snapshot
 
 # Stored progress at which every slot holds a grade (metrics.queries.evaluation_progress_store
 # divides graded slots by all of them, so equal counts give exactly 100.0).
@@ -34,8 +35,10 @@ def evaluation_complete(*, evaluation_id: int) -> bool:
     keywords = Keyword.objects.filter(evaluation_id=evaluation_id)
     if keywords.filter(recompute_mark__dirty_since__isnull=False).exists():
         return False
+    # Results as EXISTS, not a join: a keyword's ten or a hundred snapshots are one row.
+    with_results = Exists(Snapshot.objects.filter(keyword_id=OuterRef("pk")))
     return not (evaluation.metric_configs.exists() and keywords.filter(
-        snapshots__isnull=False, metric_values__isnull=True).exists())
+        with_results, metric_values__isnull=True).exists())
 
 
 def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None = None) -> bool:
