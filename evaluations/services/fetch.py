@@ -62,6 +62,8 @@ raises FetchNotSent when the broker does not take it."""
 class FetchNotSent(Exception):
     """The broker could not be reached to take a fetch task (it is down, or its address is
     wrong): the keywords it carried wait for nobody."""
+
+
 _dispatcher: FetchDispatcher | None = None
 
 
