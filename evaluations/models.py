@@ -211,6 +211,10 @@ class Evaluation(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # When fetch tasks for its keywords were last handed to the broker (or tried to be):
+    # the sweep sends again the pending keywords no task has claimed long after it
+    # (services.fetch.keywords_fetch_requeue_lapsed), as after a send the broker refused.
+    fetch_sent_at = models.DateTimeField(null=True, blank=True)
     # --- query sets (issue 27) ---
     # The query set version whose keywords this evaluation was created with (null: typed or
     # uploaded keywords). PROTECT: an evaluation keeps saying which version it ran, so a

@@ -3,6 +3,7 @@
 import logging
 from functools import partial
 
+import kombu.exceptions
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -25,6 +26,10 @@ logger = logging.getLogger(__name__)
     time_limit=settings.FETCH_TASK_TIME_LIMIT,
     # HTTP retries happen per keyword inside the task; these cover a database hiccup.
     autoretry_for=(DatabaseError,), retry_backoff=2, retry_backoff_max=60, max_retries=3,
+    # What it did is in the database; nobody reads its result. Sending one also touched
+    # the result store (the broker's Redis by default), whose reconnecting held a start
+    # for a minute when Redis was down and then failed with a RuntimeError.
+    ignore_result=True,
 )
 def fetch_keywords(evaluation_id: int, keyword_ids: list[int]) -> int:
     """Fetch a batch of keywords. Idempotent: each keyword is claimed with a conditional
@@ -53,8 +58,13 @@ def fetch_keywords_dispatch(evaluation_id: int, keyword_ids: list[int]) -> None:
     thread (searchtweak.background), so the request that started it answers at once rather
     than after the whole fetch. services.keywords_fetch_enqueue calls it after commit
     (registered in EvaluationsConfig.ready)."""
-    _background.send(fetch_keywords, evaluation_id, keyword_ids, background=partial(
-        fetch_keywords_in_background, evaluation_id, keyword_ids))
+    try:
+        _background.send(fetch_keywords, evaluation_id, keyword_ids, background=partial(
+            fetch_keywords_in_background, evaluation_id, keyword_ids))
+    except kombu.exceptions.OperationalError as error:
+        # Celery has tried (task_publish_retry) and gives up: the caller decides what the
+        # evaluation becomes (services.lifecycle puts a start back to pending).
+        raise services.FetchNotSent(f"the task broker cannot be reached: {error}") from error
 
 
 def fetch_keywords_in_background(evaluation_id: int, keyword_ids: list[int]) -> int:

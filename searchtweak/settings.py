@@ -421,6 +421,11 @@ FETCH_MAX_RESULTS = env_int("FETCH_MAX_RESULTS", 100, minimum=1)
 # A keyword's fetch claim lapses once its task has gone this much longer than the endpoint's
 # requests can take (evaluations.fetching.fetch_claim_lease_seconds): its worker died.
 FETCH_CLAIM_MARGIN_SECONDS = env_int("FETCH_CLAIM_MARGIN_SECONDS", 30, minimum=0)
+# A fetching evaluation whose pending keywords no task has claimed this long after their
+# tasks were sent gets them sent again by the sweep: the broker refused the send (it was
+# down) or the process died between its commit and the send. A task still queued behind
+# others then finds them claimed or done and stops: a copy costs one UPDATE.
+FETCH_RESEND_AFTER_SECONDS = env_int("FETCH_RESEND_AFTER_SECONDS", 300, minimum=1)
 # A fetch task stops (soft limit: the keywords it has not stored are recorded as failed)
 # and is killed a minute later.
 FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)

@@ -31,6 +31,7 @@ from evaluations.services.endpoints import (
 )
 from evaluations.services.fetch import (
     DEFAULT_SNAPSHOT_DEPTH,
+    FetchNotSent,
     evaluation_fetch_complete,
     keyword_fetch_claim,
     keyword_fetch_claims_renew,
@@ -41,6 +42,7 @@ from evaluations.services.fetch import (
     keywords_fetch_claim,
     keywords_fetch_enqueue,
     keywords_fetch_requeue_lapsed,
+    keywords_fetch_resend_unsent,
     keywords_fetch_store,
     snapshot_depth,
 )
@@ -101,6 +103,7 @@ __all__ = [
     "MAX_KEYWORD_LENGTH",
     "MAX_TIMEOUT_SECONDS",
     "MAX_UPLOAD_ERRORS",
+    "FetchNotSent",
     "KeywordList",
     "MissingTransformerError",
     "endpoint_create",
@@ -140,6 +143,7 @@ __all__ = [
     "keywords_fetch_claim",
     "keywords_fetch_enqueue",
     "keywords_fetch_requeue_lapsed",
+    "keywords_fetch_resend_unsent",
     "keywords_fetch_store",
     "keywords_from_upload",
     "keywords_validate",

@@ -33,6 +33,7 @@ from evaluations.fetching import (
     request_spec_for,
 )
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services.completion import evaluation_finish_if_complete
 from evaluations.signals import snapshots_created
 from searchtweak import outbound_limits
 from searchtweak.bulk_insert import bulk_insert, bulk_update
@@ -54,7 +55,15 @@ def snapshot_depth(*, evaluation: Evaluation) -> int:
 
 
 FetchDispatcher = Callable[[int, list[int]], None]
-"""Sends (evaluation id, keyword ids) to a fetch task: evaluations.tasks.fetch_keywords_dispatch."""
+"""Sends (evaluation id, keyword ids) to a fetch task: evaluations.tasks.fetch_keywords_dispatch;
+raises FetchNotSent when the broker does not take it."""
+
+
+class FetchNotSent(Exception):
+    """The broker could not be reached to take a fetch task (it is down, or its address is
+    wrong): the keywords it carried wait for nobody."""
+
+
 _dispatcher: FetchDispatcher | None = None
 
 
@@ -71,11 +80,19 @@ def keywords_fetch_dispatcher_register(dispatcher: FetchDispatcher) -> None:
 MAX_BATCH_GROWTH = 4
 
 
-def keywords_fetch_enqueue(*, evaluation_id: int, keyword_ids: list[int]) -> None:
-    """Send the keywords' fetch tasks after commit, fetch_batch_size keywords a task."""
+def keywords_fetch_enqueue(*, evaluation_id: int, keyword_ids: list[int],
+                           stamped: bool = False) -> None:
+    """Send the keywords' fetch tasks after commit, fetch_batch_size keywords a task, and
+    stamp the evaluation's fetch_sent_at (unless the caller wrote it: `stamped`). A send
+    the broker refuses raises FetchNotSent from the commit (the outermost atomic block's
+    end), after the writes committed and before the later batches are sent."""
     dispatch = _dispatcher
     if dispatch is None:
         raise RuntimeError("no fetch dispatcher: EvaluationsConfig.ready registers it")
+    # Stamped as sent before the send: a send the broker refuses leaves keywords no task
+    # will claim, which the sweep sends again FETCH_RESEND_AFTER_SECONDS after this.
+    if not stamped:
+        Evaluation.objects.filter(pk=evaluation_id).update(fetch_sent_at=timezone.now())
     size = fetch_batch_size(evaluation_id=evaluation_id, keywords=len(keyword_ids))
     for start in range(0, len(keyword_ids), size):
         batch = keyword_ids[start:start + size]
@@ -247,7 +264,9 @@ def keyword_fetch_fail(*, keyword_ids: list[int], claimed_at: datetime, error: s
 def evaluation_fetch_complete(*, evaluation_id: int) -> bool:
     """fetching → active once no keyword waits; safe to call from every task: the one
     whose conditional UPDATE moves the evaluation announces `fetched`, or `failed` when
-    no keyword of the evaluation is fetched (nothing to grade); the others nothing."""
+    no keyword of the evaluation is fetched (nothing to grade); the others nothing. The
+    one that announces `fetched` then asks the lifecycle's finish rule, whose
+    `finished` follows `fetched`."""
     waiting = Keyword.objects.filter(evaluation_id=evaluation_id,
                                      fetch_status=Keyword.FetchStatus.PENDING).exists()
     if waiting:
@@ -264,14 +283,22 @@ def evaluation_fetch_complete(*, evaluation_id: int) -> bool:
             transition=Transition.FETCHED if any_fetched else Transition.FAILED,
             previous_status=Evaluation.Status.FETCHING, status=Evaluation.Status.ACTIVE,
             by=By.SYSTEM)
+        if any_fetched:
+            # Reuse and the pool may have filled every new slot as it was stored: the
+            # recomputes of those keywords asked while it was still fetching, and no grade
+            # will come to ask again (a schedule's run of an unchanged model).
+            evaluation_finish_if_complete(evaluation_id=evaluation_id)
     return moved
 
 
 def keywords_fetch_requeue_lapsed() -> int:
-    """Send fetch tasks for the keywords of fetching evaluations whose claim lapsed (the
-    worker of their task died mid-fetch); how many. The tasks claim them again, so a
-    keyword another task took meanwhile is not fetched twice."""
+    """Send fetch tasks for the pending keywords of fetching evaluations that no live task
+    holds; how many. Those whose claim lapsed (the worker of their task died mid-fetch),
+    and those never claimed long after their tasks were sent (keywords_fetch_resend_unsent).
+    The tasks claim them again, so a keyword another task took meanwhile is not fetched
+    twice."""
     now = timezone.now()
+    resent = keywords_fetch_resend_unsent(now=now)
     claims = Keyword.objects.filter(
         fetch_status=Keyword.FetchStatus.PENDING, fetch_claimed_at__isnull=False,
         evaluation__status=Evaluation.Status.FETCHING,
@@ -290,7 +317,37 @@ def keywords_fetch_requeue_lapsed() -> int:
         logger.warning("re-queueing %d keywords of evaluation %s: their fetch task was lost",
                        len(keyword_ids), evaluation_id)
         keywords_fetch_enqueue(evaluation_id=evaluation_id, keyword_ids=keyword_ids)
-    return sum(len(keyword_ids) for keyword_ids in lapsed.values())
+    return resent + sum(len(keyword_ids) for keyword_ids in lapsed.values())
+
+
+def keywords_fetch_resend_unsent(*, now: datetime) -> int:
+    """Send again the unclaimed pending keywords of each fetching evaluation whose tasks
+    were sent over FETCH_RESEND_AFTER_SECONDS ago (or never stamped) and of which no
+    keyword is claimed now: the broker refused the send, or the process that committed
+    the start died before sending. An evaluation with a claimed keyword has a task at
+    work and is left alone. Each send stamps the evaluation again, so a fetch queued
+    behind other work gets at most one copy of its tasks per FETCH_RESEND_AFTER_SECONDS;
+    how many keywords were sent."""
+    due = now - timedelta(seconds=settings.FETCH_RESEND_AFTER_SECONDS)
+    claimed = Keyword.objects.filter(evaluation_id=OuterRef("pk"),
+                                     fetch_status=Keyword.FetchStatus.PENDING,
+                                     fetch_claimed_at__isnull=False)
+    stalled = Evaluation.objects.filter(
+        Q(fetch_sent_at__lt=due) | Q(fetch_sent_at__isnull=True),
+        status=Evaluation.Status.FETCHING,
+    ).exclude(Exists(claimed)).values_list("pk", flat=True)
+    sent = 0
+    for evaluation_id in stalled:
+        keyword_ids = list(Keyword.objects.filter(
+            evaluation_id=evaluation_id, fetch_status=Keyword.FetchStatus.PENDING,
+            fetch_claimed_at__isnull=True).order_by("position").values_list("pk", flat=True))
+        if not keyword_ids:
+            continue
+        logger.warning("sending again %d keywords of evaluation %s: no task claimed them "
+                       "since they were sent", len(keyword_ids), evaluation_id)
+        keywords_fetch_enqueue(evaluation_id=evaluation_id, keyword_ids=keyword_ids)
+        sent += len(keyword_ids)
+    return sent
 
 
 def keywords_fetch(

@@ -8,7 +8,9 @@ anyone. The end of a fetch is announced by evaluations.services.fetch, which thi
 imports (it cannot import this one back).
 """
 
+import contextlib
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,7 +30,8 @@ from evaluations.models import (
     QuerySetVersion,
     SearchModel,
 )
-from evaluations.services.fetch import keywords_fetch_enqueue
+from evaluations.services.completion import evaluation_finish_if_complete
+from evaluations.services.fetch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
     keyword_rows,
@@ -40,9 +43,7 @@ from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
 from metrics import core
 from searchtweak.models import Team, User
 
-# Stored progress at which every slot holds a grade (metrics.queries.evaluation_progress_store
-# divides graded slots by all of them, so equal counts give exactly 100.0).
-COMPLETE_PROGRESS = 100.0
+logger = logging.getLogger(__name__)
 
 
 def _team_scale(team: Team, code: str) -> core.Scale:
@@ -196,7 +197,7 @@ def evaluations_create_started(*, specs: list[StartedEvaluationSpec], by: By = B
                    name=spec.name.strip(), description=spec.description, scale=spec.scale,
                    strategy=spec.strategy, reuse_grades=spec.reuse_grades, auto_finish=True,
                    query_set_version=spec.query_set_version,
-                   status=Evaluation.Status.FETCHING, started_at=now)
+                   status=Evaluation.Status.FETCHING, started_at=now, fetch_sent_at=now)
         for spec in specs])
     keywords = Keyword.objects.bulk_create(
         [row for evaluation, spec in zip(evaluations, specs, strict=True)
@@ -212,7 +213,7 @@ def evaluations_create_started(*, specs: list[StartedEvaluationSpec], by: By = B
         _announce(evaluation, Transition.STARTED, previous_status=Evaluation.Status.PENDING,
                   by=by, user=None, at=now)
         keywords_fetch_enqueue(evaluation_id=evaluation.pk,
-                               keyword_ids=keyword_ids.get(evaluation.pk, []))
+                               keyword_ids=keyword_ids.get(evaluation.pk, []), stamped=True)
     return evaluations
 
 
@@ -340,6 +341,9 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
         _query_set_version_unlink_if_changed(evaluation)
     if "metrics" in changes:
         _replace_metrics(evaluation, changes["metrics"])
+    if changes.get("auto_finish") is True:
+        # Turned on over an evaluation already complete: no grade will come to ask.
+        evaluation_finish_if_complete(evaluation_id=evaluation.pk)
     return evaluation
 
 
@@ -416,14 +420,40 @@ def _announce(evaluation: Evaluation, transition: Transition, *, previous_status
         user_id=user.pk if user is not None else None, at=at)
 
 
-@transaction.atomic
 def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = By.SYSTEM,
                      user: User | None = None) -> Evaluation:
     """pending → fetching; fetch tasks for keywords never fetched (or failed) go out after
     commit. With nothing left to fetch the evaluation goes straight to active.
 
+    When the broker does not take the fetch tasks the evaluation is paused again (pending,
+    startable) and a ValidationError on `status` says why; called inside an outer atomic
+    block the tasks go out at its commit, and the caller meets FetchNotSent there.
+
     enqueue=False leaves the fetching to the caller (seed_demo fetches in-process).
     """
+    try:
+        return _evaluation_start(evaluation=evaluation, enqueue=enqueue, by=by, user=user)
+    except FetchNotSent as error:
+        raise _fetch_not_sent(evaluation, error, doing="started") from error
+
+
+def _fetch_not_sent(evaluation: Evaluation, error: FetchNotSent, *, doing: str
+                    ) -> ValidationError:
+    """The start or retry committed, its fetch tasks did not go out (not all of them): put
+    the evaluation back to pending, so nothing waits for tasks that will never come and it
+    can be started again; the error that says so."""
+    logger.warning("evaluation %s not %s: %s", evaluation.pk, doing, error)
+    # No longer fetching (a task that did go out has ended it): nothing to put back.
+    with contextlib.suppress(ValidationError):
+        evaluation_pause(evaluation=evaluation, by=By.SYSTEM)
+    return ValidationError({"status": (
+        "The task queue (the broker) cannot be reached, so no fetch could be sent: the "
+        f"evaluation was not {doing} and is paused. Start it again once the queue is back.")})
+
+
+@transaction.atomic
+def _evaluation_start(*, evaluation: Evaluation, enqueue: bool, by: By,
+                      user: User | None) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().select_related(
         "model__endpoint", "team").get(pk=evaluation.pk)
     if evaluation.status != Evaluation.Status.PENDING:
@@ -462,17 +492,31 @@ def evaluation_start(*, evaluation: Evaluation, enqueue: bool = True, by: By = B
               user=user)
     if to_fetch and enqueue:
         keywords_fetch_enqueue(evaluation_id=evaluation.pk, keyword_ids=to_fetch)
+    elif not to_fetch:
+        # Active at once, perhaps complete already (graded before a pause): no grade will
+        # come to ask.
+        evaluation_finish_if_complete(evaluation_id=evaluation.pk)
     return evaluation
 
 
-@transaction.atomic
 def evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool = True,
                             by: By = By.SYSTEM, user: User | None = None) -> Evaluation:
     """Fetch the failed keywords of a started evaluation again: they go back to pending,
     the evaluation to fetching, and their fetch tasks out after commit. Without failed
-    keywords nothing changes, so a repeated request is harmless.
+    keywords nothing changes, so a repeated request is harmless. When the broker does not
+    take the tasks, as evaluation_start.
 
     enqueue=False leaves the fetching to the caller (seed_demo fetches in-process)."""
+    try:
+        return _evaluation_retry_failed(evaluation=evaluation, enqueue=enqueue, by=by,
+                                        user=user)
+    except FetchNotSent as error:
+        raise _fetch_not_sent(evaluation, error, doing="retried") from error
+
+
+@transaction.atomic
+def _evaluation_retry_failed(*, evaluation: Evaluation, enqueue: bool, by: By,
+                             user: User | None) -> Evaluation:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status not in (Evaluation.Status.ACTIVE, Evaluation.Status.FETCHING):
         state = evaluation.get_status_display().lower()
@@ -518,7 +562,7 @@ def evaluation_pause(*, evaluation: Evaluation, by: By = By.SYSTEM,
 def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
                       user: User | None = None) -> Evaluation:
     """By hand; finishing twice is a no-op. The rule that finishes an evaluation by itself
-    is evaluation_finish_if_complete."""
+    is evaluation_finish_if_complete (services.completion)."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status == Evaluation.Status.FINISHED:
         return evaluation
@@ -533,38 +577,6 @@ def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
     _announce(evaluation, Transition.FINISHED, previous_status=previous_status, by=by,
               user=user, at=evaluation.finished_at)
     return evaluation
-
-
-def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None = None) -> bool:
-    """Finish an active evaluation whose auto_finish is on once every slot holds a grade
-    (its stored progress, written by the metrics recompute, is 100 %); whether it did.
-
-    One conditional UPDATE: of two refreshes (or a refresh and a lead's finish) racing,
-    one changes the row and announces `finished` by="auto"; the other matches no row and
-    announces nothing. `progress` is the share the caller has just stored, if it knows it:
-    below 100 % the statement is spared (the recompute asks after every run).
-    """
-    if progress is not None and progress < COMPLETE_PROGRESS:
-        return False
-    if progress is None:
-        row = Evaluation.objects.with_recompute_state().filter(pk=evaluation_id).values_list(
-            "progress", "status", "auto_finish").first()
-        if row is None or row[0] < COMPLETE_PROGRESS or not (
-                row[1] == Evaluation.Status.ACTIVE and row[2]):
-            return False
-    now = timezone.now()
-    # The conditions on the row's own columns only: PostgreSQL rechecks them on the row a
-    # racing finish just wrote (a join to the progress, a subquery, would not be).
-    finished = Evaluation.objects.filter(
-        pk=evaluation_id, status=Evaluation.Status.ACTIVE, auto_finish=True,
-    ).update(status=Evaluation.Status.FINISHED, finished_at=now) == 1
-    if finished:
-        team_id = Evaluation.objects.values_list("team_id", flat=True).get(pk=evaluation_id)
-        transition_announce(
-            evaluation_id=evaluation_id, team_id=team_id, transition=Transition.FINISHED,
-            previous_status=Evaluation.Status.ACTIVE, status=Evaluation.Status.FINISHED,
-            by=By.AUTO, at=now)
-    return finished
 
 
 @transaction.atomic

@@ -1,5 +1,5 @@
-"""After each run: an evaluation's means, keyword counts, history and progress; then it asks
-the evaluation's lifecycle to finish it if it is complete (the rule is the lifecycle's).
+"""After each run: an evaluation's means, keyword counts, history and progress (the run
+then asks the evaluation's lifecycle to finish it if it is complete: metrics.recompute.run).
 
 The means come from exact running sums (MetricSums) that every write of keyword values
 keeps, in the write's own transaction (keyword_values_write), so a refresh reads one row
@@ -12,7 +12,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from evaluations.services import evaluation_finish_if_complete
 from metrics import queries
 from metrics.core.exact_sum import exact_total, exact_units, mean_from_total
 from metrics.models import MetricHistoryPoint
@@ -87,10 +86,10 @@ def _sums_from_values(config: queries.ConfigValues) -> queries.Sums:
 
 
 def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
-                             rebuild: bool = False) -> None:
+                             rebuild: bool = False) -> float | None:
     """Means over non-null keywords, keyword counts, a throttled history point and
-    progress; then evaluations' lifecycle finishes the evaluation if that progress makes it
-    complete (evaluation_finish_if_complete decides, changes the status and announces it).
+    progress; returns the progress stored (None when the evaluation is gone), which the
+    run hands to the lifecycle's finish rule once its marks are cleared.
 
     The means are each metric's exact running sum over its count: bit for bit the float
     core.mean_over_keywords gives over the stored values (fsum / count), the rule a
@@ -103,7 +102,7 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
         # Serialise refreshes and value writes of one evaluation: each reads after the
         # previous wrote, so the last refresh sees every value committed before it.
         if not queries.evaluation_lock(evaluation_id=evaluation_id):
-            return
+            return None
         configs = queries.metric_config_means(evaluation_id=evaluation_id)
         sums = {config.pk: config.sums for config in configs
                 if config.sums is not None and not rebuild}
@@ -136,8 +135,7 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
                        if configs else None)
         progress = queries.evaluation_progress_store(evaluation_id=evaluation_id,
                                                      slot_counts=slot_counts)
-    # After the commit above: the finish reads the progress this refresh stored.
-    evaluation_finish_if_complete(evaluation_id=evaluation_id, progress=progress)
+    return progress
 
 
 def _sums_rebuild(evaluation_id: int, metric_ids: list[int]) -> dict[int, queries.Sums]:

@@ -15,6 +15,7 @@ import numpy as np
 from django.db import IntegrityError, OperationalError
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from evaluations.services import evaluation_finish_if_complete
 from judgments import scales
 from metrics import core, queries
 from metrics.recompute import aggregates, marks
@@ -166,10 +167,12 @@ def _recompute_dirty(keyword_id: int) -> RecomputeRun:
                 for row in rows
                 for config, column in zip(configs, columns, strict=True)
             ))
-    if outcome == "ok":
-        evaluation_means_refresh(evaluation_id=evaluation_id)
+    progress = evaluation_means_refresh(evaluation_id=evaluation_id) if outcome == "ok" else None
     # Last, so a clean keyword's values are in the means as well.
     left_dirty = marks.keywords_mark_computed(dirty.versions)
+    # After the marks: the rule waits for clean keywords, and of this run and a fetch's end
+    # (the evaluation turning active) whichever asks second sees both.
+    _finish_if_complete(evaluation_id, progress)
     return RecomputeRun(outcome, evaluation_id, tuple(keyword_ids), tuple(left_dirty),
                         dirty.more)
 
@@ -218,8 +221,9 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     if not configs or not keyword_ids:
         # Without metrics fetches mark no keyword dirty, so no run would keep the counts.
         aggregates.dashboard_aggregates_forget(evaluation_id=evaluation_id)
-        evaluation_means_refresh(evaluation_id=evaluation_id, rebuild=True)
+        stored = evaluation_means_refresh(evaluation_id=evaluation_id, rebuild=True)
         marks.keywords_mark_computed(keywords)
+        _finish_if_complete(evaluation_id, stored)
         if progress is not None:
             progress(len(keyword_ids))
         return len(keyword_ids)
@@ -264,9 +268,18 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
             slot_table=slot_table, keyword_ids=keyword_ids, versions=versions,
             metric_values=[(config.pk, computed.values)
                            for config, computed in zip(configs, values_by_config, strict=True)]))
-    evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True, rebuild=True)
+    stored = evaluation_means_refresh(evaluation_id=evaluation_id, force_history=True,
+                                      rebuild=True)
     marks.keywords_mark_computed(keywords)
+    _finish_if_complete(evaluation_id, stored)
     return len(keyword_ids)
+
+
+def _finish_if_complete(evaluation_id: int, progress: float | None) -> None:
+    """Ask the lifecycle's finish rule after a run's marks are cleared (it waits for clean
+    keywords); not when the refresh found the evaluation gone."""
+    if progress is not None:
+        evaluation_finish_if_complete(evaluation_id=evaluation_id, progress=progress)
 
 
 @dataclass(frozen=True)

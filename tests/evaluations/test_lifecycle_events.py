@@ -7,6 +7,7 @@ from datetime import datetime
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations import services
@@ -14,8 +15,8 @@ from evaluations.events import By, EvaluationTransitioned, evaluation_transition
 from evaluations.models import Evaluation, Keyword
 from judgments import services as judgments_services
 from judgments.models import FeedbackSlot
-from metrics.models import EvaluationRecomputeState
-from metrics.recompute import means
+from metrics.models import EvaluationRecomputeState, KeywordRecomputeMark
+from metrics.recompute import means, run
 from tests.conftest import skip_or_fail
 from tests.evaluations.factories import (
     EndpointFactory,
@@ -240,8 +241,10 @@ def test_a_failing_listener_neither_undoes_the_transition_nor_silences_others(
 
 
 def complete(personas, **fields) -> Evaluation:
-    evaluation = EvaluationFactory(model__endpoint__team=personas.team, status="active",
-                                   started_at="2026-01-01T00:00:00Z", **fields)
+    """An active evaluation of 2 keywords x 2 results, every slot graded (written
+    directly) and no metric configured: complete by the rule, which reads the slots."""
+    evaluation = evaluation_with_slots(personas.team, keywords=2, positions=2, **fields)
+    FeedbackSlot.objects.filter(evaluation=evaluation).update(grade=1, user=personas.lead)
     EvaluationRecomputeState.objects.create(evaluation=evaluation, progress=100.0)
     return evaluation
 
@@ -258,21 +261,29 @@ def test_finish_if_complete_finishes_by_auto_once(personas, events, committed):
     assert (evaluation.status, evaluation.finished_at) == ("finished", events[0].at)
 
 
-@pytest.mark.parametrize(("changes", "progress"), [
-    ({"auto_finish": False}, None),  # the lead finishes it by hand
-    ({"recompute_state__progress": 99.9}, None),  # a slot is still empty
-    ({"status": "pending"}, None),  # paused
-    ({}, 99.9),  # the caller's progress says it is not complete: no statement at all
+@pytest.mark.parametrize(("changes", "progress", "queries"), [
+    ({"auto_finish": False}, None, 1),  # the lead finishes it by hand
+    ({"slot": None}, None, 3),  # a slot is still empty
+    ({"dirty": True}, None, 4),  # graded, and a keyword's values not yet recomputed
+    ({"metric": True}, None, 6),  # a keyword fetched, its values not yet computed
+    ({"status": "pending"}, None, 1),  # paused
+    ({}, 99.9, 0),  # the caller's progress says it is not complete: no statement at all
 ])
 def test_finish_if_complete_leaves_an_incomplete_evaluation_alone(
-        personas, events, committed, changes, progress, django_assert_num_queries):
+        personas, events, committed, changes, progress, queries, django_assert_num_queries):
     evaluation = complete(personas, auto_finish=True)
-    if "recompute_state__progress" in changes:
-        EvaluationRecomputeState.objects.filter(evaluation=evaluation).update(
-            progress=changes["recompute_state__progress"])
+    keyword = evaluation.keywords.order_by("position").last()
+    if "slot" in changes:
+        FeedbackSlot.objects.filter(keyword=keyword, position=2).update(grade=None,
+                                                                         user=None)
+    elif "dirty" in changes:
+        KeywordRecomputeMark.objects.create(keyword=keyword, evaluation=evaluation, version=1,
+                                            dirty_since=timezone.now())
+    elif "metric" in changes:
+        EvaluationMetricFactory(evaluation=evaluation, code="precision", k=2)
     else:
         Evaluation.objects.filter(pk=evaluation.pk).update(**changes)
-    with committed(), django_assert_num_queries(0 if progress is not None else 1):
+    with committed(), django_assert_num_queries(queries):
         assert services.evaluation_finish_if_complete(
             evaluation_id=evaluation.pk, progress=progress) is False
     assert events == []
@@ -309,7 +320,7 @@ def test_grading_the_last_slot_finishes_the_evaluation_by_auto_once(personas, ev
 def test_the_recompute_asks_the_lifecycle_and_does_not_finish_by_itself(
         personas, events, committed, monkeypatch):
     asked = []
-    monkeypatch.setattr(means, "evaluation_finish_if_complete",
+    monkeypatch.setattr(run, "evaluation_finish_if_complete",
                         lambda **kwargs: asked.append(kwargs) or False)
     evaluation, slots = graded_to_the_last_slot(personas, committed)
     with committed():
@@ -334,7 +345,8 @@ STATUS_WRITES = [
 def test_only_the_services_that_announce_write_an_evaluations_status():
     # A write elsewhere (the recompute finishing by itself, say) would go unannounced.
     assert set(matching_lines(STATUS_WRITES)) == {
-        "evaluations/services/lifecycle.py", "evaluations/services/fetch.py"}
+        "evaluations/services/lifecycle.py", "evaluations/services/fetch.py",
+        "evaluations/services/completion.py"}
 
 
 # --- races, on PostgreSQL ---------------------------------------------------------------
