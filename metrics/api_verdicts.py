@@ -45,6 +45,15 @@ class VerdictMetricSerializer(serializers.Serializer):
     run_keyword_count = serializers.IntegerField()
     worst = WorstSerializer(many=True, help_text="The keywords that fell most.")
     reason = serializers.CharField()
+    decided_by = serializers.ChoiceField(
+        choices=["same_results", "bounds", "statistics", ""], default="",
+        help_text="What decided the metric: identical rankings (same results: cannot "
+                  "differ), the bounds under missing grades (at any coverage), or the "
+                  "statistics; empty when undecided.")
+    delta_range = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, default=None,
+        help_text="[low, high]: where the mean change over the keywords both have can still "
+                  "end once every result is graded; null when a side has no bounds yet.")
 
     class Meta:
         ref_name = "RegressionVerdictMetric"

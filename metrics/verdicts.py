@@ -63,6 +63,8 @@ class VerdictComputation:
                 "worst": [{"keyword": key, "delta": delta}
                           for key, delta in measure.extremes(worst=True)],
                 "reason": result.reason,
+                "decided_by": str(result.decided_by),
+                "delta_range": list(measure.delta_range) if measure.delta_range else None,
             })
         return rows
 
@@ -160,21 +162,26 @@ def regression_verdict_compute(
                         .values_list("pk", "normalized_text", "text", "fetch_status"))
     base_keywords = dict(Keyword.objects.filter(evaluation=baseline)
                          .values_list("normalized_text", "pk"))
-    stored: dict[tuple[int, int], float | None] = {
-        (keyword_id, metric_id): value
-        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
+    stored: dict[tuple[int, int], tuple[float | None, core.KeywordBounds]] = {
+        (keyword_id, metric_id): (value, core.KeywordBounds(lower, upper, exact))
+        for keyword_id, metric_id, value, lower, upper, exact in
+        KeywordMetricValue.objects.filter(
             metric_id__in=[c.pk for pair in pairs for c in pair]
-        ).values_list("keyword_id", "metric_id", "value")
+        ).values_list("keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact")
     }
     names = {normalized: text for _, normalized, text, _ in run_keywords}
     measures = []
     for run_config, base_config in pairs:
-        run_values = {normalized: stored.get((pk, run_config.pk))
-                      for pk, normalized, _, _ in run_keywords}
-        base_values = {normalized: stored.get((pk, base_config.pk))
-                       for normalized, pk in base_keywords.items()}
-        measures.append(core_verdicts.metric_measure(metric_label(run_config), base_values,
-                                                     run_values))
+        run_side = {normalized: stored.get((pk, run_config.pk))
+                    for pk, normalized, _, _ in run_keywords}
+        base_side = {normalized: stored.get((pk, base_config.pk))
+                     for normalized, pk in base_keywords.items()}
+        measures.append(core_verdicts.metric_measure(
+            metric_label(run_config),
+            {key: row[0] if row else None for key, row in base_side.items()},
+            {key: row[0] if row else None for key, row in run_side.items()},
+            baseline_bounds={key: row[1] for key, row in base_side.items() if row},
+            run_bounds={key: row[1] for key, row in run_side.items() if row}))
 
     failed = sum(1 for *_, status in run_keywords if status == Keyword.FetchStatus.FAILED)
     if failed:
