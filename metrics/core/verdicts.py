@@ -92,6 +92,16 @@ class VerdictRule:
                 "min_shared_keywords": self.min_shared_keywords,
                 "threshold": self.threshold, "alpha": self.alpha}
 
+    @property
+    def text(self) -> str:
+        """The rule in words: "coverage ≥ 90 %, ≥ 5 shared keywords, alpha 0.05, any change"."""
+        threshold = ("any change" if self.threshold is None
+                     else f"changes beyond {_number(self.threshold)}")
+        return (f"coverage \u2265 {_percent(self.min_coverage)}, \u2265 "
+                f"{self.min_shared_keywords} shared keyword"
+                f"{'s' if self.min_shared_keywords != 1 else ''}, \u03b1 {self.alpha:g}, "
+                f"{threshold}")
+
 
 @dataclass(frozen=True)
 class MetricMeasure:
