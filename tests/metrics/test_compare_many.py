@@ -178,8 +178,8 @@ def test_query_count_is_the_same_for_2_and_10_evaluations(personas, client):
             assert client.get(f"/api/v1/compare/?{query}").status_code == 200
         counts[count] = (len(selector), len(page), len(api))
     assert counts[2] == counts[10]
-    # configs, keywords, values, keyword bounds, snapshots.
-    assert counts[2][0] == 5
+    # configs, keywords, values, keyword bounds, the verdicts' snapshots, the rows' snapshots.
+    assert counts[2][0] == 6
 
 
 def test_the_page_shows_the_comparison(client, personas, trio):
