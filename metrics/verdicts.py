@@ -359,13 +359,29 @@ def regression_verdicts(*, evaluation: Evaluation) -> QuerySet[RegressionVerdict
             .order_by("-created_at", "-id"))
 
 
-def latest_regression_verdict(*, evaluation: Evaluation) -> RegressionVerdict | None:
-    return regression_verdicts(evaluation=evaluation).first()
+def standing_regression_verdict(*, evaluation: Evaluation) -> RegressionVerdict | None:
+    """The newest verdict of the rule that stands for the evaluation (the schedule's for a
+    schedule's run, else the team's: RegressionVerdict.STANDING_SOURCES); a gate call or
+    the command never replaces it."""
+    return regression_verdicts(evaluation=evaluation).filter(
+        source__in=RegressionVerdict.STANDING_SOURCES).first()
+
+
+AD_HOC_SHOWN = 5
+
+
+def ad_hoc_regression_verdicts(*, evaluation: Evaluation) -> list[RegressionVerdict]:
+    """The newest verdicts of ad-hoc rules (gate calls, the command), each to be shown with
+    the rule that produced it; at most AD_HOC_SHOWN, the API lists them all."""
+    return list(regression_verdicts(evaluation=evaluation).exclude(
+        source__in=RegressionVerdict.STANDING_SOURCES)[:AD_HOC_SHOWN])
 
 
 def model_regressed_evaluation_ids(*, model_id: int) -> set[int]:
-    """The search model's evaluations whose latest verdict is *regressed*, in one query."""
-    latest = (RegressionVerdict.objects.filter(evaluation_id=OuterRef("evaluation_id"))
+    """The search model's evaluations whose standing verdict (see
+    standing_regression_verdict) is *regressed*, in one query."""
+    latest = (RegressionVerdict.objects.filter(evaluation_id=OuterRef("evaluation_id"),
+                                               source__in=RegressionVerdict.STANDING_SOURCES)
               .order_by("-created_at", "-id").values("verdict")[:1])
     return set(RegressionVerdict.objects.filter(evaluation__model_id=model_id)
                .annotate(latest=Subquery(latest))
