@@ -55,7 +55,10 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
     data = form.cleaned_data if form.is_valid() else {}
     reference = dashboards.evaluation_reference(evaluation=evaluation,
                                                 against=data.get("against") or "")
-    cards = dashboards.metric_cards(evaluation=evaluation, reference=reference, configs=configs)
+    cards = dashboards.metric_cards(
+        evaluation=evaluation, reference=reference, configs=configs,
+        verdict=standing_regression_verdict(evaluation=evaluation)
+        if reference.evaluation is not None else None)
     dist_config = next((c for c in configs if c.pk == data.get("dist")),
                        configs[0] if configs else None)
     distribution = None

@@ -44,6 +44,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from metrics.core.batch import mean_over_keywords
 from metrics.core.bounds import KeywordBounds, bounds_mean
 from metrics.core.statistics import bootstrap_ci, holm_adjust, randomization_test
 
@@ -169,6 +170,22 @@ def _present(value: float | None) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def shared_deltas(baseline: Mapping[Hashable, float | None],
+                  run: Mapping[Hashable, float | None]) -> dict[Hashable, float]:
+    """run - baseline per keyword both have a value for, in the run's order."""
+    return {key: float(run[key]) - float(baseline[key]) for key in run
+            if _present(run[key]) and _present(baseline.get(key))}
+
+
+def shared_mean_delta(baseline: Mapping[Hashable, float | None],
+                      run: Mapping[Hashable, float | None]) -> tuple[float | None, int]:
+    """The one delta every surface shows for a pair (the verdict, the gate, the compare
+    pages, the dashboard's cards): the mean of run - baseline over the keywords both have
+    a value for, and how many those are; (None, 0) when none. Summed as every mean over
+    keywords is (batch.mean_over_keywords): the same float whatever the keywords' order."""
+    return mean_over_keywords(list(shared_deltas(baseline, run).values()))
+
+
 def metric_measure(
     label: str,
     baseline: Mapping[Hashable, float | None],
@@ -184,8 +201,7 @@ def metric_measure(
     every keyword of the baseline likewise. With both `*_bounds` (per keyword, as stored;
     a keyword missing from them has none yet) the measure carries each side's mean bounds
     over the keywords both sides have."""
-    shared = [key for key in run if _present(run[key]) and _present(baseline.get(key))]
-    deltas = {key: float(run[key]) - float(baseline[key]) for key in shared}
+    deltas = shared_deltas(baseline, run)
     values = np.array(list(deltas.values()), dtype=np.float64)
     covered = sum(1 for value in run.values() if _present(value))
     bounds: dict = {}
@@ -200,9 +216,10 @@ def metric_measure(
         }
     if values.size == 0:
         return MetricMeasure(label, len(run), covered, 0, None, None, None, {}, **bounds)
+    mean_delta, shared_count = shared_mean_delta(baseline, run)
     return MetricMeasure(
         label=label, run_keyword_count=len(run), covered_count=covered,
-        shared_count=int(values.size), mean_delta=float(values.mean()),
+        shared_count=shared_count, mean_delta=mean_delta,
         ci=bootstrap_ci(list(values), resamples=resamples, seed=seed),
         p=randomization_test(values, resamples=resamples, seed=seed),
         deltas=deltas, **bounds,
