@@ -66,9 +66,9 @@ def test_the_lead_sees_the_figures_of_the_newest_calibrated_evaluation(example, 
     # Two keywords: both rank correlations carry the warning.
     warnings = re.findall(r'data-testid="correlation-warning">([^<]*)<', html)
     assert warnings == [
-        "⚠ CG@3: Over only 2 keywords (fewer than 5): Spearman and Kendall say little; "
+        "⚠ Over only 2 keywords (fewer than 5): Spearman and Kendall say little; "
         "chance alone often gives a high value.",
-        "⚠ P@3: Over only 2 keywords (fewer than 5): Spearman and Kendall say little; "
+        "⚠ Over only 2 keywords (fewer than 5): Spearman and Kendall say little; "
         "chance alone often gives a high value."]
     # A lead reads; only an admin may change whether the judge counts.
     assert 'data-testid="counts"' not in html
