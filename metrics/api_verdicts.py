@@ -69,6 +69,10 @@ class VerdictOutputSerializer(serializers.Serializer):
     metrics = VerdictMetricSerializer(many=True)
     rule = serializers.DictField()
     source = serializers.ChoiceField(choices=RegressionVerdict.Source.choices)
+    standing = serializers.BooleanField(
+        help_text="The verdict of the team's rule (on finish) or the schedule's: what the "
+                  "dashboard shows. A gate call's or the command's is not.")
+    rule_text = serializers.CharField(help_text="Who decided and by which rule, in words.")
     created_at = serializers.DateTimeField()
 
     class Meta:

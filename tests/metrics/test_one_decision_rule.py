@@ -169,6 +169,13 @@ def test_a_gate_with_another_rule_does_not_replace_the_schedules_verdict(pair, p
     gate = api_as(personas.lead).post(f"/api/v1/evaluations/{b.pk}/gate/",
                                       {"threshold": 0.6}, format="json").json()
     assert (gate["verdict"], gate["metrics"][0]["decided_by"]) == ("no_change", "bounds")
+    assert (gate["standing"], gate["rule_text"]) == (
+        False, "an ad-hoc gate call: coverage \u2265 90 %, \u2265 5 shared keywords, "
+               "\u03b1 0.05, changes beyond 0.600")
+    listed = api_as(personas.grader).get(
+        f"/api/v1/evaluations/{b.pk}/verdicts/").json()["results"]
+    assert [(row["source"], row["standing"]) for row in listed] == [
+        ("gate", False), ("schedule", True)]
     assert standing_regression_verdict(evaluation=b) == stored
     runs = with_latest_verdicts(list(schedule_runs(schedule_id=schedule.pk)))
     assert runs[0].verdict == stored
