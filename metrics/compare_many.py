@@ -369,7 +369,10 @@ def _with_verdicts(row: MetricRow,
         if found is not None:
             outcome, keys = found
             verdict = dict(zip(keys, outcome.metrics, strict=True)).get(row.key)
-        stats.append(dataclasses.replace(stat, rule_verdict=verdict))
+        same = verdict is not None and verdict.decided_by == core_verdicts.DecidedBy.SAME_RESULTS
+        # Identical rankings cannot differ: their bounds decide nothing either.
+        stats.append(dataclasses.replace(stat, rule_verdict=verdict,
+                                         decision=0 if same else stat.decision))
     return dataclasses.replace(row, stats=stats)
 
 

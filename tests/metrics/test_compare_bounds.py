@@ -180,3 +180,11 @@ def test_identical_rankings_cannot_differ_however_many_grades_are_missing(
     client.force_login(personas.lead)
     html = client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk}).content.decode()
     assert "Same results: cannot differ." in html and "more grades to a decision" not in html
+    # The N-way compare, page and API, says the same.
+    many = client.get(reverse("metrics:compare_many"),
+                      {"evaluation": [a.pk, b.pk], "reference": a.pk}).content.decode()
+    assert "Same results: cannot differ" in many
+    row = client.get(f"/api/v1/compare/?evaluation={a.pk}&evaluation={b.pk}"
+                     f"&reference={a.pk}").json()["metrics"][0]["evaluations"][1]
+    assert (row["decided"], row["rule_verdict"]["verdict"],
+            row["rule_verdict"]["decided_by"]) == (None, "no_change", "same_results")
