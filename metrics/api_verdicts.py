@@ -31,7 +31,9 @@ class VerdictMetricSerializer(serializers.Serializer):
     k = serializers.IntegerField()
     params = serializers.DictField()
     verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
-    mean_delta = serializers.FloatField(allow_null=True, help_text="mean(run - baseline).")
+    mean_delta = serializers.FloatField(
+        allow_null=True, help_text="mean(run - baseline) over the keywords both have a value "
+                                   "for (shared_count): the delta every page shows.")
     ci_low = serializers.FloatField(allow_null=True, help_text="95 % bootstrap interval.")
     ci_high = serializers.FloatField(allow_null=True)
     p = serializers.FloatField(allow_null=True, help_text="Randomization test p.")
