@@ -224,7 +224,9 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
     keywords_b = {normalized: pk for normalized, pk, _ in rows_b}
     texts_b = {normalized: text for normalized, _, text in rows_b}
     texts = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "text"))
-    shared = [text for text in keywords_a if text in keywords_b]
+    # In B's position order, as the verdict reads its run: the paired statistics below see
+    # the deltas in the verdict's sequence, so their seeded numbers are the verdict's.
+    shared = [text for text in keywords_b if text in keywords_a]
     all_a, all_b = metric_configs(a.pk), metric_configs(b.pk)
     configs_b = {metric_key(c): c for c in all_b}
     pairs = [(c, configs_b[metric_key(c)]) for c in all_a if metric_key(c) in configs_b]
@@ -271,7 +273,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         result = statistics.paired_comparison(values_a, values_b, resamples=resamples)
         both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
         deltas = [values_b[t] - values_a[t] for t in both]
-        ci = statistics.bootstrap_ci(deltas, resamples=resamples) if deltas else None
+        ci = rule_verdict.measure.ci  # the bootstrap of these deltas, in this order
         verdict, direction = comparison_verdict(result, ci)
         grading_only = sum(1 for t, delta in zip(both, deltas, strict=True)
                            if same_ranking[t] and delta != 0)

@@ -114,6 +114,9 @@ def test_every_surface_says_regressed_by_the_bounds_with_one_delta(pair, persona
     assert two_way.outcome.reasons[:2] == stored.reasons[:2]
     assert (two_way.metrics[0].rule_verdict.verdict, two_way.metrics[0].result.mean_delta,
             two_way.metrics[0].both_count) == ("regressed", DELTA, 8)
+    # The same seeded statistics as the stored verdict, to the bit.
+    assert (two_way.metrics[0].result.randomization_p, two_way.metrics[0].ci) == (
+        metric["p"], (metric["ci_low"], metric["ci_high"]))
     client.force_login(personas.lead)
     page = html.unescape(client.get(reverse("metrics:compare"),
                                     {"a": a.pk, "b": b.pk}).content.decode())
