@@ -229,6 +229,7 @@ class ScheduleRunsApi(APIView):
                                             help_text="The overall reason first.")
             baseline_name = serializers.CharField()
             created_at = serializers.DateTimeField()
+            rule = serializers.DictField(help_text="The schedule's rule that decided it.")
 
             class Meta:
                 ref_name = "ScheduleRunVerdict"
@@ -241,14 +242,15 @@ class ScheduleRunsApi(APIView):
         fetch_failed = serializers.BooleanField()
         archived = serializers.BooleanField(help_text="Beyond keep_runs: archived.")
         verdict = VerdictSerializer(allow_null=True,
-                                    help_text="The latest regression verdict, or null.")
+                                    help_text="The newest verdict of the schedule's rule (a gate "
+                                              "call never replaces it), or null.")
 
         class Meta:
             ref_name = "ScheduleRun"
 
     @extend_schema(responses=OutputSerializer(many=True), operation_id="schedules_runs_list",
                    description="The schedule's runs, newest due time first, each with its "
-                               "latest regression verdict.")
+                               "newest verdict of the schedule's rule.")
     def get(self, request: Request, schedule_id: int) -> Response:
         schedule = schedule_selectors.schedule_get_for_user(user=request.user,
                                                             schedule_id=schedule_id)

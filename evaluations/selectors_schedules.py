@@ -5,7 +5,8 @@ evaluations every member sees anyway); leads and above create, change, pause, re
 delete them, as they create evaluations (searchtweak.access decides, WRITE_ROLE says).
 
 A run's regression verdicts belong to the metrics app, which evaluations may not import:
-they are read by relation name (`regression_verdicts`) and the newest picked here.
+they are read by relation name (`regression_verdicts`) and the newest of the schedule's
+rule picked here.
 """
 
 from typing import Any
@@ -47,10 +48,16 @@ def schedule_runs(*, schedule_id: int) -> QuerySet[ScheduleRun]:
             .order_by("-due_at", "-id"))
 
 
+# metrics.models.RegressionVerdict.STANDING_SOURCES: the schedule's rule (or the team's).
+STANDING_SOURCES = ("schedule", "finished")
+
+
 def latest_verdict(run: ScheduleRun) -> Any | None:
-    """The newest of the run's evaluation's verdicts (metrics.RegressionVerdict), or None;
-    reads the prefetched rows, so a page of runs costs no query per run."""
-    verdicts = run.evaluation.regression_verdicts.all()
+    """The newest verdict of the schedule's rule for the run's evaluation
+    (metrics.RegressionVerdict), or None: an ad-hoc gate call never replaces it. Reads the
+    prefetched rows, so a page of runs costs no query per run."""
+    verdicts = [verdict for verdict in run.evaluation.regression_verdicts.all()
+                if verdict.source in STANDING_SOURCES]
     return max(verdicts, key=lambda verdict: (verdict.created_at, verdict.pk), default=None)
 
 

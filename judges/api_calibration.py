@@ -52,6 +52,9 @@ class JudgeCalibrationApi(APIView):
                                                 help_text="Mean of judge - people.")
             spearman = serializers.FloatField(allow_null=True)
             kendall = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b.")
+            correlation_warning = serializers.CharField(
+                help_text="Not empty when fewer than 5 keywords make Spearman and Kendall "
+                          "mostly chance.")
             error = serializers.CharField(help_text="Why the metric could not be computed; "
                                                     "empty when it was.")
 

@@ -41,7 +41,7 @@ from evaluations.models import Evaluation, Keyword, Snapshot
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from metrics import core
-from metrics.core.agreement import grade_agreement, metric_agreement
+from metrics.core.agreement import correlation_warning, grade_agreement, metric_agreement
 from metrics.dashboards import metric_configs
 from metrics.recompute.run import evaluation_scale, evaluation_transformers
 from metrics.selectors import keyword_pool_others
@@ -60,6 +60,11 @@ class MetricCalibration:
     spearman: float | None
     kendall: float | None
     error: str = ""  # the metric could not be computed (a missing transformer...)
+
+    @property
+    def correlation_warning(self) -> str:
+        """Set when too few keywords make Spearman and Kendall mostly chance."""
+        return correlation_warning(self.keyword_count)
 
 
 # Shown positions 1..POSITION_ROWS get a row each; later ones share "POSITION_ROWS+1 +".

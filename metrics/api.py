@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from evaluations.models import Keyword
 from evaluations.selectors import evaluation_get_for_user
+from metrics.models import RegressionVerdict
 from metrics.selectors import evaluation_metric_configs, keyword_rows, keywords_filtered
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 
@@ -92,6 +93,18 @@ class BoundsDecisionSerializer(serializers.Serializer):
     pending = serializers.BooleanField(
         help_text="Some shared keyword's bounds are not computed yet: never decided then.")
     text = serializers.CharField()
+    same_results = serializers.BooleanField(
+        help_text="Every shared keyword has the same results on both sides: they cannot "
+                  "differ.")
+
+
+class RuleVerdictSerializer(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
+    decided_by = serializers.ChoiceField(
+        choices=["same_results", "bounds", "statistics", ""],
+        help_text="What decided: identical rankings, the bounds, the statistics; empty "
+                  "when undecided.")
+    reason = serializers.CharField()
 
 
 class EvaluationCompareApi(APIView):
@@ -140,6 +153,9 @@ class EvaluationCompareApi(APIView):
             bounds = BoundsDecisionSerializer(
                 help_text="Each side's mean bounds over the shared keywords (docs/METRICS.md) "
                           "and whether they decide the comparison.")
+            rule_verdict = RuleVerdictSerializer(
+                help_text="B against A by the team's rule, as B's stored verdict and a gate "
+                          "decide: bounds first (at any coverage), then the statistics.")
 
         class KeywordSerializer(serializers.Serializer):
             text = serializers.CharField()
@@ -161,6 +177,12 @@ class EvaluationCompareApi(APIView):
         mean_rbo = serializers.FloatField(allow_null=True)
         identical_rankings = serializers.BooleanField(
             help_text="Every shared keyword has the same results in A and B (RBO 1).")
+        verdict = serializers.ChoiceField(
+            choices=RegressionVerdict.Verdict.choices,
+            help_text="B against A over every compared metric by `rule`.")
+        reasons = serializers.ListField(child=serializers.CharField(),
+                                        help_text="The overall reason first, then per metric.")
+        rule = serializers.DictField(help_text="The team's rule the verdict follows.")
         metrics = MetricSerializer(many=True)
         only_a_metrics = serializers.ListField(
             child=serializers.CharField(),
@@ -192,6 +214,8 @@ class EvaluationCompareApi(APIView):
             "only_a_count": comparison.only_a_count, "only_b_count": comparison.only_b_count,
             "rbo_k": comparison.rbo_k, "mean_rbo": comparison.mean_rbo,
             "identical_rankings": comparison.identical_rankings,
+            "verdict": str(comparison.outcome.verdict), "reasons": comparison.outcome.reasons,
+            "rule": comparison.rule.as_dict(),
             "metrics": [{
                 "code": m.config_a.code, "k": m.config_a.k, "params": m.config_a.params,
                 "keyword_count": m.result.keyword_count, "mean_a": m.result.mean_a,
@@ -208,7 +232,11 @@ class EvaluationCompareApi(APIView):
                     "decided": {1: "b", -1: "a"}.get(m.decision.winner),
                     "open_slot_count": m.decision.open_slot_count,
                     "pending": m.decision.pending, "text": m.decision.text,
+                    "same_results": m.decision.same_results,
                 },
+                "rule_verdict": {"verdict": str(m.rule_verdict.verdict),
+                                 "decided_by": str(m.rule_verdict.decided_by),
+                                 "reason": m.rule_verdict.reason},
             } for m in comparison.metrics],
             "only_a_metrics": comparison.only_a_metrics,
             "only_b_metrics": comparison.only_b_metrics,

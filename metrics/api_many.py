@@ -38,9 +38,12 @@ class ManyStatsSerializer(serializers.Serializer):
     coverage = serializers.FloatField(allow_null=True)
     delta = serializers.FloatField(
         allow_null=True, help_text="Mean of (this - reference) over the keywords "
-                                   "both have a value for; null for the reference.")
-    paired_count = serializers.IntegerField(allow_null=True)
-    p = serializers.FloatField(allow_null=True)
+                                   "both have a value for (the verdict's delta); null for the "
+                                   "reference.")
+    paired_count = serializers.IntegerField(
+        allow_null=True, help_text="The keywords `delta` covers.")
+    p = serializers.FloatField(allow_null=True,
+                               help_text="Over the keywords every evaluation has.")
     p_adjusted = serializers.FloatField(allow_null=True, help_text="Holm-adjusted.")
     significant = serializers.BooleanField()
     lower = serializers.FloatField(
@@ -52,6 +55,10 @@ class ManyStatsSerializer(serializers.Serializer):
         choices=["better", "worse"], allow_null=True,
         help_text="Against the reference whatever the ungraded results are; null while "
                   "open, for the reference, or while some keyword's bounds are pending.")
+    rule_verdict = serializers.DictField(
+        allow_null=True,
+        help_text="Against the reference by the team's rule, as its verdict and a gate "
+                  "decide: {verdict, decided_by, reason}; null for the reference.")
 
 
 class ManyPairSerializer(serializers.Serializer):
@@ -179,8 +186,8 @@ def _payload(comparison: compare_many.ManyComparison, rows, page: int,
                 "ci_low": s.summary.ci[0] if s.summary.ci else None,
                 "ci_high": s.summary.ci[1] if s.summary.ci else None,
                 "present_count": s.summary.present_count, "coverage": s.summary.coverage,
-                "delta": s.test.mean_delta if s.test else None,
-                "paired_count": s.test.keyword_count if s.test else None,
+                "delta": s.rule_verdict.measure.mean_delta if s.rule_verdict else None,
+                "paired_count": s.rule_verdict.measure.shared_count if s.rule_verdict else None,
                 "p": s.test.p if s.test else None,
                 "p_adjusted": s.test.p_adjusted if s.test else None,
                 "significant": s.significant,
@@ -188,6 +195,9 @@ def _payload(comparison: compare_many.ManyComparison, rows, page: int,
                 "upper": s.bounds.upper if s.bounds else None,
                 "bounds_exact": s.bounds.exact if s.bounds else True,
                 "decided": {1: "better", -1: "worse"}.get(s.decision),
+                "rule_verdict": {"verdict": str(s.rule_verdict.verdict),
+                                 "decided_by": str(s.rule_verdict.decided_by),
+                                 "reason": s.rule_verdict.reason} if s.rule_verdict else None,
             } for s in m.stats],
             "complete_count": m.complete_count,
             "pairs": [{"first": first.pk, "second": second.pk, "delta": pair.mean_delta,

@@ -31,7 +31,9 @@ class VerdictMetricSerializer(serializers.Serializer):
     k = serializers.IntegerField()
     params = serializers.DictField()
     verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
-    mean_delta = serializers.FloatField(allow_null=True, help_text="mean(run - baseline).")
+    mean_delta = serializers.FloatField(
+        allow_null=True, help_text="mean(run - baseline) over the keywords both have a value "
+                                   "for (shared_count): the delta every page shows.")
     ci_low = serializers.FloatField(allow_null=True, help_text="95 % bootstrap interval.")
     ci_high = serializers.FloatField(allow_null=True)
     p = serializers.FloatField(allow_null=True, help_text="Randomization test p.")
@@ -45,6 +47,15 @@ class VerdictMetricSerializer(serializers.Serializer):
     run_keyword_count = serializers.IntegerField()
     worst = WorstSerializer(many=True, help_text="The keywords that fell most.")
     reason = serializers.CharField()
+    decided_by = serializers.ChoiceField(
+        choices=["same_results", "bounds", "statistics", ""], default="",
+        help_text="What decided the metric: identical rankings (same results: cannot "
+                  "differ), the bounds under missing grades (at any coverage), or the "
+                  "statistics; empty when undecided.")
+    delta_range = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, default=None,
+        help_text="[low, high]: where the mean change over the keywords both have can still "
+                  "end once every result is graded; null when a side has no bounds yet.")
 
     class Meta:
         ref_name = "RegressionVerdictMetric"
@@ -60,6 +71,10 @@ class VerdictOutputSerializer(serializers.Serializer):
     metrics = VerdictMetricSerializer(many=True)
     rule = serializers.DictField()
     source = serializers.ChoiceField(choices=RegressionVerdict.Source.choices)
+    standing = serializers.BooleanField(
+        help_text="The verdict of the team's rule (on finish) or the schedule's: what the "
+                  "dashboard shows. A gate call's or the command's is not.")
+    rule_text = serializers.CharField(help_text="Who decided and by which rule, in words.")
     created_at = serializers.DateTimeField()
 
     class Meta:

@@ -8,6 +8,8 @@ A fixed number of queries whatever N: the metric configs, the keywords and the s
 values of all N evaluations are one query each, and the snapshots of the keywords shown
 (a page, or all of them for the CSV) one more. The statistics are seeded, so the same
 values give the same numbers; they are cached under a digest of the values they read.
+Each evaluation's verdict against the reference (by the team's rule, metrics.core.verdicts)
+reads one more query, the snapshots to the deepest k (identical rankings).
 """
 
 import dataclasses
@@ -24,10 +26,12 @@ from django.core.exceptions import ValidationError
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics import core
 from metrics.core import multi_compare
+from metrics.core import verdicts as core_verdicts
 from metrics.core.multi_compare import MetricSummary, PairTest, ReferenceTest
 from metrics.core.statistics import bootstrap_ci
+from metrics.core.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from metrics.dashboards import MetricKey, metric_key, metric_label
-from metrics.models import KeywordMetricValue
+from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import stored_bounds_mean
 
 MIN_EVALUATIONS = 2
@@ -56,6 +60,15 @@ class EvaluationMetricStats:
     bounds: core.KeywordBounds | None = None
     decision: int = 0
     pending: bool = False
+    # The evaluation against the reference by the team's rule (metrics.core.verdicts), as
+    # its stored verdict and a gate against the reference decide; None for the reference.
+    rule_verdict: MetricVerdict | None = None
+
+    @property
+    def rule_verdict_label(self) -> str:
+        if self.rule_verdict is None:
+            return ""
+        return RegressionVerdict.Verdict(self.rule_verdict.verdict).label
 
     @property
     def significant(self) -> bool:
@@ -140,6 +153,10 @@ class ManyComparison:
     descending: bool
     show: str
     resamples: int
+    # Per evaluation (None for the reference): its verdict against the reference by `rule`
+    # over every metric both have, as its stored verdict and a gate decide.
+    outcomes: list[RegressionOutcome | None] = field(default_factory=list)
+    rule: VerdictRule = field(default_factory=VerdictRule)
 
     @property
     def reference_index(self) -> int:
@@ -201,11 +218,15 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
 
     columns: list[dict[str, int]] = [{} for _ in ids]
     texts: dict[str, str] = {}
+    texts_of: dict[int, dict[str, str]] = {pk: {} for pk in ids}
     column_of = {pk: columns[i] for i, pk in enumerate(ids)}
     reference_id = reference.pk
+    # In position order: the verdicts resample each run's keywords in that order.
     for evaluation_id, normalized, pk, text in Keyword.objects.filter(
-            evaluation_id__in=ids).values_list("evaluation_id", "normalized_text", "pk", "text"):
+            evaluation_id__in=ids).order_by("evaluation_id", "position").values_list(
+            "evaluation_id", "normalized_text", "pk", "text"):
         column_of[evaluation_id][normalized] = pk
+        texts_of[evaluation_id][normalized] = text
         if evaluation_id == reference_id:
             texts[normalized] = text
     shared_set = set(columns[0]).intersection(*columns[1:])
@@ -217,7 +238,10 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
 
     # [metric, keyword, evaluation], NaN = no value.
     data = np.full((len(keys), len(shared), len(ids)), np.nan)
-    stored = _config_values([c for row in chosen for c in row]) if keys and shared else {}
+    # Every config of every evaluation: the verdicts against the reference read the
+    # metrics only some of them share too.
+    all_configs = [c for pk in ids for c in configs[pk]]
+    stored = _config_values(all_configs) if all_configs else {}
     for m, row in enumerate(chosen):
         for e, config in enumerate(row):
             keyword_array, value_array = stored[config.pk]
@@ -228,14 +252,19 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
             inside[inside] = column_ids[order][found[inside]] == keyword_array[inside]
             data[m, order[found[inside]], e] = value_array[inside]
 
-    bounds = _config_bounds([c for row in chosen for c in row]) if keys and shared else {}
+    bounds = _config_bounds(all_configs) if all_configs else {}
+    rule = VerdictRule()
+    outcomes = _rule_outcomes(evaluations=evaluations, ref_index=ref_index,
+                              configs=[configs[pk] for pk in ids], columns=columns,
+                              texts=[texts_of[pk] for pk in ids], rule=rule,
+                              values=stored, bounds=bounds)
     metrics = [
-        _with_bounds(
+        _with_verdicts(_with_bounds(
             _metric_row(key=key, configs=row, matrix=data[m], evaluations=evaluations,
                         ref_index=ref_index, mode=mode, resamples=resamples),
             [stored_bounds_mean(bounds[config.pk], id_matrix[:, e].tolist())
              for e, config in enumerate(row)],
-            ref_index)
+            ref_index), outcomes)
         for m, (key, row) in enumerate(zip(keys, chosen, strict=True))
     ]
     # |Δ| to the reference per metric and keyword (the largest over evaluations), -1: none.
@@ -268,7 +297,83 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
         keywords=rows, shared_count=len(shared), changed_count=int(changed.sum()),
         not_shared_count=all_count - len(shared), unshared_metrics=unshared,
         rbo_k=rbo_k, sort=sort, descending=descending, show=show, resamples=resamples,
+        outcomes=[found[0] if found else None for found in outcomes], rule=rule,
     )
+
+
+def _rule_outcomes(*, evaluations: list[Evaluation], ref_index: int,
+                   configs: list[list[EvaluationMetric]], columns: list[dict[str, int]],
+                   texts: list[dict[str, str]], rule: VerdictRule,
+                   values: dict[int, tuple[np.ndarray, np.ndarray]],
+                   bounds: dict[int, dict[int, core.KeywordBounds]],
+                   ) -> list[tuple[RegressionOutcome, list[MetricKey]] | None]:
+    """Each evaluation against the reference by `rule`, exactly as its verdict against the
+    reference would be (metrics.verdicts): every metric both configure, every keyword of
+    each (coverage), the bounds over the keywords both have, identical rankings to the
+    deepest k, the verdict's resamples. Cached under the configs' `updated_at`, which every
+    recompute moves. Each outcome comes with its metrics' keys, in its order. `values` and
+    `bounds` are every config's stored ones (_config_values, _config_bounds)."""
+    all_configs = [c for row in configs for c in row]
+    reference_keys = {metric_key(c): c for c in configs[ref_index]}
+    key = "metrics:many:verdicts:" + hashlib.blake2b(repr((
+        ref_index, rule.as_dict(),
+        [(c.pk, c.updated_at.isoformat() if c.updated_at else None) for c in all_configs],
+        [sorted(column.items()) for column in columns],
+    )).encode(), digest_size=16).hexdigest()
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    by_keyword = {pk: dict(zip(keyword_ids.tolist(), found.tolist(), strict=True))
+                  for pk, (keyword_ids, found) in values.items()}
+    depth = max((c.k for c in configs[ref_index]), default=10)
+    doc_ids: dict[int, list[str]] = defaultdict(list)
+    for keyword_id, doc_id in Snapshot.objects.filter(
+            keyword__evaluation_id__in=[e.pk for e in evaluations], position__lte=depth,
+    ).order_by("keyword_id", "position").values_list("keyword_id", "doc_id"):
+        doc_ids[keyword_id].append(doc_id)
+    reference = columns[ref_index]
+    outcomes: list[tuple[RegressionOutcome, list[MetricKey]] | None] = []
+    for e, column in enumerate(columns):
+        if e == ref_index:
+            outcomes.append(None)
+            continue
+        pairs = [(c, reference_keys[metric_key(c)]) for c in configs[e]
+                 if metric_key(c) in reference_keys]
+        both = [t for t in column if t in reference]
+        run_depth = max((c.k for c, _ in pairs), default=10)
+        identical = bool(both) and all(
+            doc_ids[column[t]][:run_depth] == doc_ids[reference[t]][:run_depth] for t in both)
+        measures = [core_verdicts.metric_measure(
+            metric_label(run),
+            {t: by_keyword[base.pk].get(pk) for t, pk in reference.items()},
+            {t: by_keyword[run.pk].get(pk) for t, pk in column.items()},
+            baseline_bounds={t: bounds[base.pk][pk] for t, pk in reference.items()
+                             if pk in bounds[base.pk]},
+            run_bounds={t: bounds[run.pk][pk] for t, pk in column.items()
+                        if pk in bounds[run.pk]},
+        ) for run, base in pairs]
+        outcomes.append((core_verdicts.verdicts_decide(
+            measures, rule, identical_rankings=identical, names=texts[e]),
+            [metric_key(run) for run, _ in pairs]))
+    cache.set(key, outcomes, timeout=STATS_CACHE_SECONDS)
+    return outcomes
+
+
+def _with_verdicts(row: MetricRow,
+                   outcomes: list[tuple[RegressionOutcome, list[MetricKey]] | None]
+                   ) -> MetricRow:
+    """Each evaluation's verdict of this metric, from its outcome."""
+    stats = []
+    for stat, found in zip(row.stats, outcomes, strict=True):
+        verdict = None
+        if found is not None:
+            outcome, keys = found
+            verdict = dict(zip(keys, outcome.metrics, strict=True)).get(row.key)
+        same = verdict is not None and verdict.decided_by == core_verdicts.DecidedBy.SAME_RESULTS
+        # Identical rankings cannot differ: their bounds decide nothing either.
+        stats.append(dataclasses.replace(stat, rule_verdict=verdict,
+                                         decision=0 if same else stat.decision))
+    return dataclasses.replace(row, stats=stats)
 
 
 def _value(value: float) -> float | None:

@@ -6,7 +6,7 @@ metrics.core over the stored values.
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
@@ -14,6 +14,8 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics import core
 from metrics.core import statistics
+from metrics.core import verdicts as core_verdicts
+from metrics.core.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from metrics.dashboards import (
     MetricKey,
     SnapshotDetail,
@@ -23,7 +25,7 @@ from metrics.dashboards import (
     snapshot_details,
     value_delta,
 )
-from metrics.models import KeywordMetricValue
+from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import stored_bounds_mean
 from searchtweak.access import GradeVisibility
 
@@ -47,11 +49,20 @@ class MetricComparison:
     grading_only_count: int = 0
     ranking_note: str | None = None
     decision: "BoundsDecision | None" = None
+    # B against A by the team's rule (metrics.core.verdicts): what the stored verdict, the
+    # gate and the N-way compare say for the same pair.
+    rule_verdict: MetricVerdict | None = None
 
     @property
     def both_count(self) -> int:
         """Shared keywords with a value on both sides: what every statistic here covers."""
         return self.result.keyword_count
+
+    @property
+    def rule_verdict_label(self) -> str:
+        if self.rule_verdict is None:
+            return ""
+        return RegressionVerdict.Verdict(self.rule_verdict.verdict).label
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,13 @@ class BoundsDecision:
     open_slot_count: int
     # Some shared keyword has no stored bounds yet (its first recompute is due).
     pending: bool = False
+    # Every shared keyword has the same results on both sides: they cannot differ.
+    same_results: bool = False
 
     @property
     def text(self) -> str:
+        if self.same_results:
+            return "Same results: cannot differ."
         if self.winner:
             better, worse = ("B", "A") if self.winner > 0 else ("A", "B")
             ungraded = (f" whatever the {self.open_slot_count} ungraded result"
@@ -135,6 +150,10 @@ class Comparison:
     # Metrics configured on one side only (labels): not compared, but named, not dropped.
     only_a_metrics: tuple[str, ...] = ()
     only_b_metrics: tuple[str, ...] = ()
+    # B against A by `rule` over every compared metric (Holm across them), as a run against
+    # its baseline: the verdict a gate of B against A with that rule stores.
+    rule: VerdictRule = field(default_factory=VerdictRule)
+    outcome: RegressionOutcome | None = None
 
     @property
     def sort_label(self) -> str | None:
@@ -198,9 +217,16 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
     (an index past them falls back to all), then by the largest change of any, then by
     lowest RBO."""
     keywords_a = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "pk"))
-    keywords_b = dict(Keyword.objects.filter(evaluation=b).values_list("normalized_text", "pk"))
+    # In position order, as the verdict reads a run: the seeded resampling sees the same
+    # sequence, so the numbers match the stored verdict's to the bit.
+    rows_b = list(Keyword.objects.filter(evaluation=b).order_by("position")
+                  .values_list("normalized_text", "pk", "text"))
+    keywords_b = {normalized: pk for normalized, pk, _ in rows_b}
+    texts_b = {normalized: text for normalized, _, text in rows_b}
     texts = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "text"))
-    shared = [text for text in keywords_a if text in keywords_b]
+    # In B's position order, as the verdict reads its run: the paired statistics below see
+    # the deltas in the verdict's sequence, so their seeded numbers are the verdict's.
+    shared = [text for text in keywords_b if text in keywords_a]
     all_a, all_b = metric_configs(a.pk), metric_configs(b.pk)
     configs_b = {metric_key(c): c for c in all_b}
     pairs = [(c, configs_b[metric_key(c)]) for c in all_a if metric_key(c) in configs_b]
@@ -214,30 +240,48 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         stored_bounds[metric_id][keyword_id] = core.KeywordBounds(lower, upper, exact)
     open_slots = _open_slot_positions(
         [keywords_a[t] for t in shared] + [keywords_b[t] for t in shared])
+    # The depth at which the verdict calls two rankings identical (metrics.verdicts).
+    depth = max((pair[0].k for pair in pairs), default=10)
     if rbo_k is None:
-        rbo_k = max((pair[0].k for pair in pairs), default=10)
+        rbo_k = depth
     doc_ids: dict[int, list[str]] = defaultdict(list)
     for keyword_id, doc_id in Snapshot.objects.filter(
-            keyword__evaluation_id__in=[a.pk, b.pk], position__lte=rbo_k,
+            keyword__evaluation_id__in=[a.pk, b.pk], position__lte=max(rbo_k, depth),
     ).order_by("keyword_id", "position").values_list("keyword_id", "doc_id"):
         doc_ids[keyword_id].append(doc_id)
 
-    same_ranking = {t: doc_ids[keywords_a[t]] == doc_ids[keywords_b[t]] for t in shared}
+    same_ranking = {t: doc_ids[keywords_a[t]][:rbo_k] == doc_ids[keywords_b[t]][:rbo_k]
+                    for t in shared}
+    identical = bool(shared) and all(
+        doc_ids[keywords_a[t]][:depth] == doc_ids[keywords_b[t]][:depth] for t in shared)
+    rule = VerdictRule()
+    measures = [core_verdicts.metric_measure(
+        metric_label(config_a),
+        {t: stored.get((pk, config_a.pk)) for t, pk in keywords_a.items()},
+        {t: stored.get((pk, config_b.pk)) for t, pk in keywords_b.items()},
+        baseline_bounds={t: stored_bounds[config_a.pk][pk] for t, pk in keywords_a.items()
+                         if pk in stored_bounds[config_a.pk]},
+        run_bounds={t: stored_bounds[config_b.pk][pk] for t, pk in keywords_b.items()
+                    if pk in stored_bounds[config_b.pk]},
+        resamples=resamples) for config_a, config_b in pairs]
+    outcome = core_verdicts.verdicts_decide(measures, rule, identical_rankings=identical,
+                                            names=texts_b)
     metrics = []
-    for config_a, config_b in pairs:
+    for (config_a, config_b), rule_verdict in zip(pairs, outcome.metrics, strict=True):
         values_a = {t: stored.get((keywords_a[t], config_a.pk)) for t in shared}
         values_b = {t: stored.get((keywords_b[t], config_b.pk)) for t in shared}
         result = statistics.paired_comparison(values_a, values_b, resamples=resamples)
         both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
         deltas = [values_b[t] - values_a[t] for t in both]
-        ci = statistics.bootstrap_ci(deltas, resamples=resamples) if deltas else None
+        ci = rule_verdict.measure.ci  # the bootstrap of these deltas, in this order
         verdict, direction = comparison_verdict(result, ci)
         grading_only = sum(1 for t, delta in zip(both, deltas, strict=True)
                            if same_ranking[t] and delta != 0)
         label = metric_label(config_a)
         decision = _bounds_decision(
             ([keywords_a[t] for t in shared], config_a),
-            ([keywords_b[t] for t in shared], config_b), stored_bounds, open_slots)
+            ([keywords_b[t] for t in shared], config_b), stored_bounds, open_slots,
+            same_results=identical)
         metrics.append(MetricComparison(
             key=metric_key(config_a), label=label, config_a=config_a,
             config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
@@ -246,7 +290,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
                 label=label, both_count=len(both), grading_only_count=grading_only,
                 same_count=sum(1 for t in both if same_ranking[t]),
                 mean_delta=result.mean_delta),
-            decision=decision,
+            decision=decision, rule_verdict=rule_verdict,
         ))
 
     rows = []
@@ -274,6 +318,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         rbo_k=rbo_k, mean_rbo=core.mean_over_keywords(rbos)[0], sort_index=index,
         only_a_metrics=tuple(metric_label(c) for c in all_a if metric_key(c) not in configs_b),
         only_b_metrics=tuple(metric_label(c) for c in all_b if metric_key(c) not in keys_a),
+        rule=rule, outcome=outcome,
     )
 
 
@@ -289,7 +334,8 @@ def _open_slot_positions(keyword_ids: list[int]) -> dict[int, list[int]]:
 def _bounds_decision(side_a: tuple[list[int], EvaluationMetric],
                      side_b: tuple[list[int], EvaluationMetric],
                      stored_bounds: dict[int, dict[int, core.KeywordBounds]],
-                     open_slots: dict[int, list[int]]) -> BoundsDecision:
+                     open_slots: dict[int, list[int]], *,
+                     same_results: bool = False) -> BoundsDecision:
     """Each side: its shared keywords' ids and its config of the metric."""
     (mean_a, pending_a), (mean_b, pending_b) = (
         stored_bounds_mean(stored_bounds.get(config.pk, {}), keyword_ids)
@@ -300,9 +346,9 @@ def _bounds_decision(side_a: tuple[list[int], EvaluationMetric],
         for position in open_slots.get(keyword_id, ())
         if core.config_reads_pool(config.code, config.params) or position <= config.k)
     pending = pending_a or pending_b
-    winner = 0 if pending else core.bounds_decision(mean_a, mean_b)
+    winner = 0 if pending or same_results else core.bounds_decision(mean_a, mean_b)
     return BoundsDecision(a=mean_a, b=mean_b, winner=winner, open_slot_count=open_count,
-                          pending=pending)
+                          pending=pending, same_results=same_results)
 
 
 @dataclass(frozen=True)

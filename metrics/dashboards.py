@@ -23,7 +23,14 @@ from judgments.models import FeedbackSlot
 from judgments.queue_selectors import grader_queue_size
 from metrics import core, queries
 from metrics.core import statistics
-from metrics.models import DashboardCount, KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.core import verdicts as core_verdicts
+from metrics.models import (
+    DashboardCount,
+    KeywordMetricValue,
+    MetricHistoryPoint,
+    RegressionVerdict,
+    TeamBaseline,
+)
 from metrics.recompute import aggregates
 from metrics.selectors import KeywordRow, keyword_rows
 from searchtweak.access import GradeVisibility
@@ -95,7 +102,22 @@ class MetricCard:
     description: str
     reference_value: float | None
     delta: float | None
+    """Mean of (this - reference) over the keywords both have a value for
+    (core.verdicts.shared_mean_delta): the delta every surface shows."""
     history: list[float | None]
+    shared_count: int = 0
+    """The keywords `delta` covers."""
+    verdict: str = ""
+    """This metric's word in the standing verdict against the reference (RegressionVerdict
+    value), "" when there is none against it."""
+    verdict_reason: str = ""
+    verdict_rule: str = ""
+    in_reference: bool = False
+    """The reference configures this metric too."""
+
+    @property
+    def verdict_label(self) -> str:
+        return RegressionVerdict.Verdict(self.verdict).label if self.verdict else ""
 
     @property
     def value(self) -> float | None:
@@ -135,25 +157,51 @@ def evaluation_reference(*, evaluation: Evaluation, against: str = "") -> Refere
 
 
 def metric_cards(*, evaluation: Evaluation, reference: Reference,
-                 configs: list[EvaluationMetric] | None = None) -> list[MetricCard]:
+                 configs: list[EvaluationMetric] | None = None,
+                 verdict: RegressionVerdict | None = None) -> list[MetricCard]:
+    """One card per configured metric: its mean, history and, against the reference, the
+    delta over the keywords both have a value for (two more queries: the reference's
+    configs and the values of both); `verdict` (the standing one) gives each card its
+    metric's word when it was judged against this reference."""
     configs = metric_configs(evaluation.pk) if configs is None else configs
     history: dict[int, list[float | None]] = defaultdict(list)
     for metric_id, value in MetricHistoryPoint.objects.filter(metric__in=configs).order_by(
             "recorded_at", "id").values_list("metric_id", "value"):
         history[metric_id].append(value)
-    reference_values: dict[MetricKey, float | None] = {}
+    reference_configs: dict[MetricKey, EvaluationMetric] = {}
+    shared: dict[int, tuple[float | None, int]] = {}
     if reference.evaluation is not None:
-        reference_values = {metric_key(c): c.value
-                            for c in metric_configs(reference.evaluation.pk)}
+        reference_configs = {metric_key(c): c for c in metric_configs(reference.evaluation.pk)}
+        pairs = {c.pk: reference_configs[metric_key(c)].pk for c in configs
+                 if metric_key(c) in reference_configs}
+        values: dict[int, dict[str, float]] = defaultdict(dict)
+        if pairs:
+            for metric_id, normalized, value in KeywordMetricValue.objects.filter(
+                    metric_id__in=[*pairs, *pairs.values()], value__isnull=False,
+            ).values_list("metric_id", "keyword__normalized_text", "value"):
+                values[metric_id][normalized] = value
+        shared = {pk: core_verdicts.shared_mean_delta(values[base_pk], values[pk])
+                  for pk, base_pk in pairs.items()}
+    judged: dict[MetricKey, dict] = {}
+    if (verdict is not None and reference.evaluation is not None
+            and verdict.baseline_id == reference.evaluation.pk):
+        judged = {core.metric_key(m["code"], m["k"], m.get("params") or {}): m
+                  for m in verdict.metrics if "code" in m and "k" in m}
     cards = []
     for config in configs:
-        reference_value = reference_values.get(metric_key(config))
+        key = metric_key(config)
+        reference_config = reference_configs.get(key)
+        delta, shared_count = shared.get(config.pk, (None, 0))
         spec = core.METRICS.get(config.code)
+        word = judged.get(key, {})
         cards.append(MetricCard(
             config=config, label=metric_label(config),
             description=spec.description if spec else "",
-            reference_value=reference_value, delta=value_delta(config.value, reference_value),
+            reference_value=reference_config.value if reference_config else None,
+            delta=delta, shared_count=shared_count, in_reference=reference_config is not None,
             history=history[config.pk][-SPARKLINE_POINTS:],
+            verdict=word.get("verdict", ""), verdict_reason=word.get("reason", ""),
+            verdict_rule=verdict.rule_text if word and verdict else "",
         ))
     return cards
 

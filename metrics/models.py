@@ -243,6 +243,14 @@ class RegressionVerdict(models.Model):
         COMMAND = "command", "manage.py evaluate"
         SCHEDULE = "schedule", "Scheduled run finished"
 
+    # The sources whose rule stands for the evaluation: the team's rule when it finished,
+    # or its schedule's for a schedule's run (which gets no other on finish). A gate or a
+    # command is someone's ad-hoc rule: listed, never shown as the evaluation's verdict.
+    # evaluations.selectors_schedules spells these values (it may not import metrics).
+    STANDING_SOURCES = (Source.SCHEDULE, Source.FINISHED)
+    RULE_OWNERS = {Source.FINISHED: "the team's rule", Source.SCHEDULE: "the schedule's rule",
+                   Source.GATE: "an ad-hoc gate call", Source.COMMAND: "manage.py evaluate --gate"}
+
     evaluation = models.ForeignKey(
         "evaluations.Evaluation", on_delete=models.CASCADE, related_name="regression_verdicts"
     )
@@ -271,6 +279,28 @@ class RegressionVerdict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.evaluation_id} vs {self.baseline_id}: {self.verdict}"
+
+    @property
+    def standing(self) -> bool:
+        return self.source in self.STANDING_SOURCES
+
+    @property
+    def rule_text(self) -> str:
+        """Who decided and by which rule, in words: "the schedule's rule: coverage ≥ 70 %,
+        ≥ 5 shared keywords, alpha 0.05, any change"."""
+        from metrics.core.verdicts import VerdictRule
+
+        owner = self.RULE_OWNERS.get(self.source, self.source)
+        fields = {name: self.rule[name] for name in VerdictRule().as_dict()
+                  if isinstance(self.rule, dict) and name in self.rule}
+        try:
+            text = f"{owner}: {VerdictRule(**fields).text}"
+        except (TypeError, ValueError):
+            text = owner
+        metrics = self.rule.get("metrics") if isinstance(self.rule, dict) else None
+        if metrics:
+            text += f"; metrics {', '.join(str(name) for name in metrics)}"
+        return text
 
 
 class KeywordDashboardShare(models.Model):

@@ -63,6 +63,8 @@ class VerdictComputation:
                 "worst": [{"keyword": key, "delta": delta}
                           for key, delta in measure.extremes(worst=True)],
                 "reason": result.reason,
+                "decided_by": str(result.decided_by),
+                "delta_range": list(measure.delta_range) if measure.delta_range else None,
             })
         return rows
 
@@ -160,21 +162,26 @@ def regression_verdict_compute(
                         .values_list("pk", "normalized_text", "text", "fetch_status"))
     base_keywords = dict(Keyword.objects.filter(evaluation=baseline)
                          .values_list("normalized_text", "pk"))
-    stored: dict[tuple[int, int], float | None] = {
-        (keyword_id, metric_id): value
-        for keyword_id, metric_id, value in KeywordMetricValue.objects.filter(
+    stored: dict[tuple[int, int], tuple[float | None, core.KeywordBounds]] = {
+        (keyword_id, metric_id): (value, core.KeywordBounds(lower, upper, exact))
+        for keyword_id, metric_id, value, lower, upper, exact in
+        KeywordMetricValue.objects.filter(
             metric_id__in=[c.pk for pair in pairs for c in pair]
-        ).values_list("keyword_id", "metric_id", "value")
+        ).values_list("keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact")
     }
     names = {normalized: text for _, normalized, text, _ in run_keywords}
     measures = []
     for run_config, base_config in pairs:
-        run_values = {normalized: stored.get((pk, run_config.pk))
-                      for pk, normalized, _, _ in run_keywords}
-        base_values = {normalized: stored.get((pk, base_config.pk))
-                       for normalized, pk in base_keywords.items()}
-        measures.append(core_verdicts.metric_measure(metric_label(run_config), base_values,
-                                                     run_values))
+        run_side = {normalized: stored.get((pk, run_config.pk))
+                    for pk, normalized, _, _ in run_keywords}
+        base_side = {normalized: stored.get((pk, base_config.pk))
+                     for normalized, pk in base_keywords.items()}
+        measures.append(core_verdicts.metric_measure(
+            metric_label(run_config),
+            {key: row[0] if row else None for key, row in base_side.items()},
+            {key: row[0] if row else None for key, row in run_side.items()},
+            baseline_bounds={key: row[1] for key, row in base_side.items() if row},
+            run_bounds={key: row[1] for key, row in run_side.items() if row}))
 
     failed = sum(1 for *_, status in run_keywords if status == Keyword.FetchStatus.FAILED)
     if failed:
@@ -352,13 +359,29 @@ def regression_verdicts(*, evaluation: Evaluation) -> QuerySet[RegressionVerdict
             .order_by("-created_at", "-id"))
 
 
-def latest_regression_verdict(*, evaluation: Evaluation) -> RegressionVerdict | None:
-    return regression_verdicts(evaluation=evaluation).first()
+def standing_regression_verdict(*, evaluation: Evaluation) -> RegressionVerdict | None:
+    """The newest verdict of the rule that stands for the evaluation (the schedule's for a
+    schedule's run, else the team's: RegressionVerdict.STANDING_SOURCES); a gate call or
+    the command never replaces it."""
+    return regression_verdicts(evaluation=evaluation).filter(
+        source__in=RegressionVerdict.STANDING_SOURCES).first()
+
+
+AD_HOC_SHOWN = 5
+
+
+def ad_hoc_regression_verdicts(*, evaluation: Evaluation) -> list[RegressionVerdict]:
+    """The newest verdicts of ad-hoc rules (gate calls, the command), each to be shown with
+    the rule that produced it; at most AD_HOC_SHOWN, the API lists them all."""
+    return list(regression_verdicts(evaluation=evaluation).exclude(
+        source__in=RegressionVerdict.STANDING_SOURCES)[:AD_HOC_SHOWN])
 
 
 def model_regressed_evaluation_ids(*, model_id: int) -> set[int]:
-    """The search model's evaluations whose latest verdict is *regressed*, in one query."""
-    latest = (RegressionVerdict.objects.filter(evaluation_id=OuterRef("evaluation_id"))
+    """The search model's evaluations whose standing verdict (see
+    standing_regression_verdict) is *regressed*, in one query."""
+    latest = (RegressionVerdict.objects.filter(evaluation_id=OuterRef("evaluation_id"),
+                                               source__in=RegressionVerdict.STANDING_SOURCES)
               .order_by("-created_at", "-id").values("verdict")[:1])
     return set(RegressionVerdict.objects.filter(evaluation__model_id=model_id)
                .annotate(latest=Subquery(latest))

@@ -28,7 +28,11 @@ from metrics.forms import (
     KeywordTableForm,
     LeaderboardForm,
 )
-from metrics.verdicts import latest_regression_verdict, model_regressed_evaluation_ids
+from metrics.verdicts import (
+    ad_hoc_regression_verdicts,
+    model_regressed_evaluation_ids,
+    standing_regression_verdict,
+)
 from searchtweak import access
 from searchtweak.models import Role, role_at_least
 from searchtweak.views_shared import service_step_response
@@ -51,7 +55,10 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
     data = form.cleaned_data if form.is_valid() else {}
     reference = dashboards.evaluation_reference(evaluation=evaluation,
                                                 against=data.get("against") or "")
-    cards = dashboards.metric_cards(evaluation=evaluation, reference=reference, configs=configs)
+    cards = dashboards.metric_cards(
+        evaluation=evaluation, reference=reference, configs=configs,
+        verdict=standing_regression_verdict(evaluation=evaluation)
+        if reference.evaluation is not None else None)
     dist_config = next((c for c in configs if c.pk == data.get("dist")),
                        configs[0] if configs else None)
     distribution = None
@@ -148,9 +155,11 @@ def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpRespon
 
 def _verdict_context(request: HttpRequest, evaluation: Evaluation,
                      configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
-    """The latest regression verdict (one query; the page only, it changes when a run
-    finishes or a gate is called, not while grades arrive)."""
-    return {"verdict": latest_regression_verdict(evaluation=evaluation)}
+    """The standing regression verdict and the newest ad-hoc ones, each with its rule (two
+    queries; the page only, they change when a run finishes or a gate is called, not while
+    grades arrive)."""
+    return {"verdict": standing_regression_verdict(evaluation=evaluation),
+            "ad_hoc_verdicts": ad_hoc_regression_verdicts(evaluation=evaluation)}
 
 
 @require_GET

@@ -171,6 +171,26 @@ class MetricAgreement:
     spearman: float | None
     kendall: float | None
 
+    @property
+    def correlation_warning(self) -> str:
+        """Why the rank correlations say little, or "": see correlation_warning."""
+        return correlation_warning(self.keyword_count)
+
+
+MIN_CORRELATION_KEYWORDS = 5
+"""Fewer keywords than this and a rank correlation is mostly chance: with 4 keywords a
+random order gives |Kendall's τ| ≥ 2/3 one time in 3 (8 of the 24 orders)."""
+
+
+def correlation_warning(keyword_count: int) -> str:
+    """A warning for Spearman's and Kendall's over `keyword_count` keywords: "" from
+    MIN_CORRELATION_KEYWORDS on (and for none, where both are null anyway)."""
+    if 0 < keyword_count < MIN_CORRELATION_KEYWORDS:
+        return (f"Over only {keyword_count} keyword{'s' if keyword_count != 1 else ''} "
+                f"(fewer than {MIN_CORRELATION_KEYWORDS}): Spearman and Kendall say "
+                "little; chance alone often gives a high value.")
+    return ""
+
 
 def metric_agreement(first: Mapping[Hashable, float | None],
                      second: Mapping[Hashable, float | None]) -> MetricAgreement:

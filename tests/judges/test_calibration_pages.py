@@ -63,6 +63,13 @@ def test_the_lead_sees_the_figures_of_the_newest_calibrated_evaluation(example, 
     cg_row = cg_row[:cg_row.index("</tr>")]
     assert re.findall(r'<td class="num">([^<]*)</td>', cg_row) == [
         "2.7500", "4.5000", "+1.7500", "1.000", "1.000", "2"]
+    # Two keywords: both rank correlations carry the warning.
+    warnings = re.findall(r'data-testid="correlation-warning">([^<]*)<', html)
+    assert warnings == [
+        "⚠ Over only 2 keywords (fewer than 5): Spearman and Kendall say little; "
+        "chance alone often gives a high value.",
+        "⚠ Over only 2 keywords (fewer than 5): Spearman and Kendall say little; "
+        "chance alone often gives a high value."]
     # A lead reads; only an admin may change whether the judge counts.
     assert 'data-testid="counts"' not in html
 
@@ -181,6 +188,9 @@ def test_the_api_answers_the_same_figures(example, personas):
     assert body["confusion"] == [[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1]]
     cg, precision = body["metrics"]
     assert (cg["label"], cg["mean_delta"], cg["keyword_count"]) == ("CG@3", 1.75, 2)
+    assert cg["correlation_warning"] == (
+        "Over only 2 keywords (fewer than 5): Spearman and Kendall say little; chance alone "
+        "often gives a high value.")
     assert precision["mean_delta"] == pytest.approx(0.25)
 
 

@@ -26,10 +26,11 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"bounds-walk-{name}.png"), full_page=True)
 
 
-def fetched_evaluation(team):
+def fetched_evaluation(team, doc_ids=None):
     """Graded scale, one slot, P@3 (graded -> binary: 0 -> 0, 1..3 -> 1), its keywords
     announced as fetched (their bounds computed before any grade, as after a real fetch)."""
-    evaluation = evaluation_with_slots(team, keywords=2, positions=3, texts=TEXTS)
+    evaluation = evaluation_with_slots(team, keywords=2, positions=3, texts=TEXTS,
+                                       doc_ids=doc_ids)
     EvaluationMetric.objects.create(evaluation=evaluation, code="precision", k=3, position=0)
     for keyword in Keyword.objects.filter(evaluation=evaluation):
         mark_fetched_dirty(keyword.pk, evaluation.pk, True)
@@ -39,7 +40,8 @@ def fetched_evaluation(team):
 @pytest.mark.timeout(300)
 @pytest.mark.slow_reason("a lead and a grader in two Chromium contexts until the compare decides")
 def test_a_lead_watches_bounds_narrow_and_the_compare_decide(browser, live_server, personas):
-    before = fetched_evaluation(personas.team)
+    # Other documents than after's: identical rankings could not differ.
+    before = fetched_evaluation(personas.team, doc_ids=["old-1", "old-2", "old-3"])
     after = fetched_evaluation(personas.team)
     set_grades([personas.lead], [(slot(before, text, position), 0)
                                  for text in TEXTS for position in (1, 2, 3)])

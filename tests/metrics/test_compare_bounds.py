@@ -83,7 +83,16 @@ def test_the_page_and_the_api_show_the_decision(client, personas, pair):
     bounds = api.json()["metrics"][0]["bounds"]
     assert bounds == {"lower_a": 0.0, "upper_a": 0.25, "lower_b": 0.5, "upper_b": 1.0,
                       "exact": True, "decided": "b", "open_slot_count": 3, "pending": False,
-                      "text": bounds["text"]}
+                      "text": bounds["text"], "same_results": False}
+    # B has a value for 1 of its 2 keywords (50 %, below the team rule's 90 %), yet the
+    # bounds decide: improved, by the same rule as its verdict and the gate.
+    rule_verdict = api.json()["metrics"][0]["rule_verdict"]
+    assert (rule_verdict["verdict"], rule_verdict["decided_by"]) == ("improved", "bounds")
+    assert rule_verdict["reason"].endswith(
+        "better whatever the ungraded results turn out to be, decided by the bounds: the mean "
+        "change over the keywords both have can only end between +0.250 and +1.000.")
+    assert api.json()["verdict"] == "improved"
+    assert '<strong data-testid="rule-verdict">Improved</strong>' in html
 
 
 def test_the_dashboard_cards_table_and_apis_carry_the_bounds(client, personas, pair):
@@ -149,3 +158,33 @@ def test_the_n_way_compare_decides_against_the_reference(client, personas, pair)
     rows = api["metrics"][0]["evaluations"]
     assert [(r["lower"], r["upper"], r["decided"]) for r in rows] == [
         (0.0, 0.25, None), (0.5, 1.0, "better")]
+
+
+def test_identical_rankings_cannot_differ_however_many_grades_are_missing(
+        personas, django_capture_on_commit_callbacks, client):
+    """The same documents in the same order for every keyword, nothing graded: not "at most
+    4 more grades to a decision" but same results, no change."""
+    a = build_evaluation(team=personas.team, scale="binary",
+                         keywords={"k1": ["d1", "d2"]}, metrics=[P2])
+    b = build_evaluation(team=personas.team, scale="binary",
+                         keywords={"k1": ["d1", "d2"]}, metrics=[P2])
+    with django_capture_on_commit_callbacks(execute=True):
+        for evaluation in (a, b):
+            for keyword in Keyword.objects.filter(evaluation=evaluation):
+                mark_fetched_dirty(keyword.pk, evaluation.pk, True)
+    metric = comparisons.evaluation_comparison(a=a, b=b).metrics[0]
+    assert metric.decision.open_slot_count == 4
+    assert metric.decision.text == "Same results: cannot differ."
+    assert (metric.rule_verdict.verdict, metric.rule_verdict.decided_by) == (
+        "no_change", "same_results")
+    client.force_login(personas.lead)
+    html = client.get(reverse("metrics:compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert "Same results: cannot differ." in html and "more grades to a decision" not in html
+    # The N-way compare, page and API, says the same.
+    many = client.get(reverse("metrics:compare_many"),
+                      {"evaluation": [a.pk, b.pk], "reference": a.pk}).content.decode()
+    assert "Same results: cannot differ" in many
+    row = client.get(f"/api/v1/compare/?evaluation={a.pk}&evaluation={b.pk}"
+                     f"&reference={a.pk}").json()["metrics"][0]["evaluations"][1]
+    assert (row["decided"], row["rule_verdict"]["verdict"],
+            row["rule_verdict"]["decided_by"]) == (None, "no_change", "same_results")

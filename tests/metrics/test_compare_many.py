@@ -178,8 +178,8 @@ def test_query_count_is_the_same_for_2_and_10_evaluations(personas, client):
             assert client.get(f"/api/v1/compare/?{query}").status_code == 200
         counts[count] = (len(selector), len(page), len(api))
     assert counts[2] == counts[10]
-    # configs, keywords, values, keyword bounds, snapshots.
-    assert counts[2][0] == 5
+    # configs, keywords, values, keyword bounds, the verdicts' snapshots, the rows' snapshots.
+    assert counts[2][0] == 6
 
 
 def test_the_page_shows_the_comparison(client, personas, trio):
@@ -327,11 +327,17 @@ def test_the_model_history_draws_each_run_with_its_interval(client, personas, tr
     # P@2's chart: both runs with whiskers; nDCG@10 (A only, no values) none.
     assert body.count('class="interval"') == 2
     assert 'class="marker"' not in body and 'data-testid="regressed"' not in body
-    # B's latest verdict against A says regressed: its point is ringed; an older verdict
-    # that a newer one overrides does not count.
-    RegressionVerdict.objects.create(evaluation=a, baseline=b, verdict="regressed")
-    RegressionVerdict.objects.create(evaluation=a, baseline=b, verdict="no_change")
-    RegressionVerdict.objects.create(evaluation=b, baseline=a, verdict="regressed")
+    # B's latest verdict against A by the team's rule says regressed: its point is ringed;
+    # an older verdict that a newer one overrides does not count, nor a gate call's.
+    finished = RegressionVerdict.Source.FINISHED
+    RegressionVerdict.objects.create(evaluation=a, baseline=b, verdict="regressed",
+                                     source=finished)
+    RegressionVerdict.objects.create(evaluation=a, baseline=b, verdict="no_change",
+                                     source=finished)
+    RegressionVerdict.objects.create(evaluation=a, baseline=b, verdict="regressed",
+                                     source=RegressionVerdict.Source.GATE)
+    RegressionVerdict.objects.create(evaluation=b, baseline=a, verdict="regressed",
+                                     source=finished)
     body = client.get(reverse("metrics:model_history", args=[a.model_id])).content.decode()
     assert body.count('class="marker"') == 1
 

@@ -99,22 +99,43 @@ def test_bad_arguments_create_nothing(model, keywords_file, args, message):
     assert Evaluation.objects.count() == count
 
 
-def test_gate_judges_the_new_evaluation_against_a_baseline(model, keywords_file):
+def test_gate_against_the_same_results_is_no_change_at_any_coverage(model, keywords_file):
     """`--gate`: the new evaluation (shoes reused from the earlier one, boots ungraded: half
-    the keywords with a value) against the earlier evaluation: undecided, which passes
-    unless --undecided fail, then exit 3."""
+    the keywords with a value) against the earlier evaluation, which returned the same
+    documents for the one keyword they share: same results, cannot differ; no change, which
+    passes even with --undecided fail."""
     from metrics.models import RegressionVerdict
 
     earlier = Evaluation.objects.get(keywords__text="Shoes")
     out, _ = _run("--model", str(model.pk), "--keywords", str(keywords_file),
-                  "--metric", "ndcg@3", "--gate", "--baseline", str(earlier.pk))
-    assert f"against '{earlier.name}' ({earlier.pk}): Undecided" in out
+                  "--metric", "ndcg@3", "--gate", "--baseline", str(earlier.pk),
+                  "--undecided", "fail")
+    assert f"against '{earlier.name}' ({earlier.pk}): No change" in out
+    assert ("nDCG@3: same results, cannot differ (the rankings are identical, RBO 1, on every "
+            "shared keyword).") in out
+    assert out.splitlines()[-1].startswith("Gate passed (verdict ")
+    assert list(RegressionVerdict.objects.values_list("source", "verdict")) == [
+        ("command", "no_change")]
+
+
+def test_gate_undecided_passes_unless_told_to_fail(model, keywords_file, personas):
+    """Against an ungraded evaluation of "boots" with other documents: the bounds overlap
+    and only 1 of 2 keywords has a value (50 %): undecided, which passes unless
+    --undecided fail, then exit 3."""
+    from metrics.models import RegressionVerdict
+
+    other = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                             keywords={"Boots": ["other-1", "other-2", "other-3"]},
+                             metrics=[("ndcg", 3, {})])
+    out, _ = _run("--model", str(model.pk), "--keywords", str(keywords_file),
+                  "--metric", "ndcg@3", "--gate", "--baseline", str(other.pk))
+    assert f"against '{other.name}' ({other.pk}): Undecided" in out
     assert ("Undecided: nDCG@3: only 1 of 2 keywords have a value (50 %), below the minimum "
             "90 %.") in out
     assert out.splitlines()[-1].startswith("Gate passed (verdict ")
     with pytest.raises(CommandError) as failure:
         _run("--model", str(model.pk), "--keywords", str(keywords_file),
-             "--metric", "ndcg@3", "--gate", "--baseline", str(earlier.pk),
+             "--metric", "ndcg@3", "--gate", "--baseline", str(other.pk),
              "--undecided", "fail")
     assert failure.value.returncode == 3
     assert "GATE FAILED: undecided" in str(failure.value)

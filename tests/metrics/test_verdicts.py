@@ -1,6 +1,7 @@
 """Regression verdicts over stored keyword values: the service, the listener on `finished`,
 the gate API and `manage.py evaluate --evaluation` (issue 27, items 3 and 6)."""
 
+import html
 import io
 from fractions import Fraction
 
@@ -139,7 +140,7 @@ def test_identical_rankings_are_never_regressed(personas, baseline):
     run = evaluation_with_values(personas.team, worse(), docs="abc")
     result = regression_verdict_compute(evaluation=run, baseline=baseline, rule=VerdictRule())
     assert result.verdict == "no_change"
-    assert "the rankings are identical (RBO 1) on every keyword" in result.outcome.reasons[1]
+    assert "same results, cannot differ" in result.outcome.reasons[1]
     assert result.outcome.reasons[-1] == (
         "The rankings are identical (RBO 1) on every shared keyword.")
 
@@ -406,7 +407,7 @@ def test_the_command_names_a_bad_baseline(personas, baseline):
 # --- the dashboard -------------------------------------------------------------------------
 
 
-def test_the_dashboard_shows_the_latest_verdict(client, personas, baseline):
+def test_the_dashboard_shows_the_standing_verdict(client, personas, baseline):
     from django.urls import reverse
 
     run = evaluation_with_values(personas.team, worse(), docs="cba")
@@ -417,11 +418,46 @@ def test_the_dashboard_shows_the_latest_verdict(client, personas, baseline):
                               source=RegressionVerdict.Source.GATE)
     latest = regression_verdict_create(evaluation=run, baseline=baseline, rule=VerdictRule(),
                                        source=RegressionVerdict.Source.FINISHED)
-    page = client.get(url).content.decode()
+    page = html.unescape(client.get(url).content.decode())
     assert '<span class="verdict-badge" data-testid="verdict-badge">Regressed</span>' in page
     assert f"?a={baseline.pk}&b={run.pk}\">{baseline.name}</a>" in page
     assert "nDCG@10 fell 0.160" in page and latest.reasons[0] in page
     assert "Evaluation finished" in page
+    # The gate call before it is listed with its rule, not shown as the verdict.
+    assert "by an ad-hoc gate call: coverage \u2265 90 %, \u2265 5 shared keywords, \u03b1 " \
+           "0.05, changes beyond 1.000" in page
+
+
+def test_an_ad_hoc_gate_never_replaces_the_standing_verdict(client, personas, baseline):
+    """8 of 10 keywords with a value (80 %): undecided by the team's rule (90 %); a gate
+    call with min_coverage 0.7 says regressed. The dashboard keeps the team's verdict and
+    lists the gate's with the rule that produced it; the model's history does not mark it."""
+    from django.urls import reverse
+
+    from metrics.verdicts import model_regressed_evaluation_ids
+
+    run = evaluation_with_values(personas.team, worse()[:8] + [None] * 2, docs="cba")
+    standing = regression_verdict_create(evaluation=run, baseline=baseline,
+                                         rule=VerdictRule(),
+                                         source=RegressionVerdict.Source.FINISHED)
+    assert standing.verdict == "undecided"
+    body = api_as(personas.lead).post(gate_url(run), {"baseline": baseline.pk,
+                                                      "min_coverage": 0.7},
+                                      format="json").json()
+    assert (body["verdict"], body["source"], body["rule"]["min_coverage"]) == (
+        "regressed", "gate", 0.7)
+    client.force_login(personas.grader)
+    page = html.unescape(client.get(reverse("metrics:evaluation_dashboard",
+                                            args=[run.pk])).content.decode())
+    assert '<span class="verdict-badge" data-testid="verdict-badge">Undecided</span>' in page
+    assert ("By the team's rule: coverage \u2265 90 %, \u2265 5 shared keywords, \u03b1 0.05, "
+            "any change. Evaluation finished") in page
+    ad_hoc = page[page.index('data-testid="ad-hoc-verdicts"'):]
+    ad_hoc = ad_hoc[:ad_hoc.index("</ul>")]
+    assert (f'<span class="verdict-badge">Regressed</span> against {baseline.name} by an '
+            "ad-hoc gate call: coverage \u2265 70 %, \u2265 5 shared keywords, \u03b1 0.05, "
+            f"any change ({personas.lead})") in ad_hoc
+    assert model_regressed_evaluation_ids(model_id=run.model_id) == set()
 
 
 def test_the_command_gates_an_existing_evaluation_only(personas, baseline):

@@ -1,6 +1,7 @@
 """The issue's scenario on the demo: the demo engine's deliberately worse ranking
 (ranking=cheap-first) is *regressed* against a BM25 baseline with p < 0.05, the same model
-again is *no change*, and a run with half its keywords graded is *undecided*.
+again is *no change*, and a run with half its keywords graded is *regressed* by its bounds
+although its coverage is below the rule's.
 
 The demo's own notion of relevance (evaluations.demo.relevance) grades every result, so
 the values are the engine's truth, not a grader's habits; the verdicts come from the
@@ -87,6 +88,9 @@ def test_the_worse_demo_model_regresses_the_same_model_does_not(
 
     half = graded_run(team, lead, cheap, "Half graded", capture,
                       graded_keywords=len(DEMO_KEYWORDS) // 2)
-    assert half.verdict == RegressionVerdict.Verdict.UNDECIDED
-    assert half.reasons[1] == ("Undecided: nDCG@10: only 25 of 50 keywords have a value "
-                               "(50 %), below the minimum 90 %.")
+    # 50 % coverage is below the rule's 90 %, but the bounds prove it worse: regressed.
+    assert half.verdict == RegressionVerdict.Verdict.REGRESSED, half.reasons
+    assert half.metrics[0]["coverage"] == 0.5
+    assert half.metrics[0]["decided_by"] == "bounds", half.reasons
+    assert "worse whatever the ungraded results turn out to be, decided by the bounds" in (
+        half.reasons[1])

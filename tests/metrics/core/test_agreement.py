@@ -6,6 +6,7 @@ from metrics.core import statistics
 from metrics.core.agreement import (
     cohen_kappa,
     confusion_matrix,
+    correlation_warning,
     exact_match_rate,
     grade_agreement,
     kendall_tau,
@@ -160,3 +161,15 @@ def test_metric_agreement_without_common_keywords_is_all_none():
     result = metric_agreement({"q1": 0.5}, {"q2": 0.5})
     assert (result.keyword_count, result.mean_delta, result.spearman, result.kendall) == (
         0, None, None, None)
+
+
+def test_rank_correlations_over_fewer_than_five_keywords_carry_a_warning():
+    # 4 keywords: the warning, naming the count; 5: none (the threshold); 0: none, the
+    # correlations are null already.
+    four = metric_agreement({f"q{i}": i for i in range(4)}, {f"q{i}": i for i in range(4)})
+    five = metric_agreement({f"q{i}": i for i in range(5)}, {f"q{i}": i for i in range(5)})
+    assert (four.keyword_count, four.spearman, four.kendall) == (4, 1.0, 1.0)
+    assert four.correlation_warning.startswith("Over only 4 keywords (fewer than 5)")
+    assert (five.keyword_count, five.correlation_warning) == (5, "")
+    assert correlation_warning(1).startswith("Over only 1 keyword (")
+    assert correlation_warning(0) == ""

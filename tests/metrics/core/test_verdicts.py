@@ -4,7 +4,9 @@ from fractions import Fraction
 
 import pytest
 
+from metrics.core.bounds import KeywordBounds
 from metrics.core.verdicts import (
+    DecidedBy,
     MetricMeasure,
     Verdict,
     VerdictRule,
@@ -132,13 +134,118 @@ def test_the_threshold_holds_both_ways(sign):
         assert within.reason.endswith("no change, within the threshold 0.250.")
 
 
-def test_identical_rankings_are_never_regressed():
+def test_identical_rankings_are_no_change_whatever_moved_same_results_cannot_differ():
     outcome = verdicts_decide([measure()], VerdictRule(), identical_rankings=True)
     assert outcome.verdict == Verdict.NO_CHANGE
-    assert "the rankings are identical (RBO 1) on every keyword" in outcome.metrics[0].reason
-    # An improvement is still one.
+    assert outcome.metrics[0].decided_by == DecidedBy.SAME_RESULTS
+    assert outcome.metrics[0].reason == (
+        "nDCG@10: same results, cannot differ (the rankings are identical, RBO 1, on every "
+        "shared keyword); nDCG@10 moved \u22120.031 over the 48 shared keywords: the grades "
+        "moved, not the ranking.")
+    # Up or down, graded or not, at any coverage: the same ranking cannot be better.
     assert verdicts_decide([measure(delta=0.02, ci=(0.01, 0.03))], VerdictRule(),
-                           identical_rankings=True).verdict == Verdict.IMPROVED
+                           identical_rankings=True).verdict == Verdict.NO_CHANGE
+    nothing_graded = MetricMeasure("P@5", 10, 0, 0, None, None, None, {})
+    outcome = verdicts_decide([nothing_graded], VerdictRule(), identical_rankings=True)
+    assert outcome.verdict == Verdict.NO_CHANGE
+    assert outcome.metrics[0].reason == (
+        "P@5: same results, cannot differ (the rankings are identical, RBO 1, on every "
+        "shared keyword).")
+
+
+# The demo's case, by hand: ten keywords; the baseline is fully graded at 1.0 on each; the
+# run has eight keywords graded at 0.5 and two not graded at all (value null, bounds 0..1).
+# Coverage 8/10 = 80 %, below the default 90 %. Over the ten keywords both have:
+#   baseline bounds [1, 1]; run lower (8 x 0.5 + 0 + 0) / 10 = 0.4, upper (8 x 0.5 + 1 + 1)
+#   / 10 = 0.6; the mean change can only end in [0.4 - 1, 0.6 - 1] = [-0.6, -0.4].
+DEMO_KEYS = [f"q{n}" for n in range(10)]
+DEMO_BASE = {key: 1.0 for key in DEMO_KEYS}
+DEMO_RUN = {key: (0.5 if n < 8 else None) for n, key in enumerate(DEMO_KEYS)}
+DEMO_BASE_BOUNDS = {key: KeywordBounds(1.0, 1.0, True) for key in DEMO_KEYS}
+DEMO_RUN_BOUNDS = {key: (KeywordBounds(0.5, 0.5, True) if n < 8 else KeywordBounds(0.0, 1.0, True))
+                   for n, key in enumerate(DEMO_KEYS)}
+
+
+def demo_measure(**changes) -> MetricMeasure:
+    arguments = {"baseline_bounds": DEMO_BASE_BOUNDS, "run_bounds": DEMO_RUN_BOUNDS} | changes
+    return metric_measure("P@5", DEMO_BASE, DEMO_RUN, resamples=200, **arguments)
+
+
+def test_a_regression_proven_by_the_bounds_is_regressed_below_the_coverage():
+    result = demo_measure()
+    assert (result.coverage, result.shared_count, result.mean_delta) == (0.8, 8, -0.5)
+    assert result.baseline_bounds == KeywordBounds(1.0, 1.0, True)
+    assert (result.run_bounds.lower, result.run_bounds.upper) == (
+        pytest.approx(0.4), pytest.approx(0.6))
+    assert result.delta_range == (pytest.approx(-0.6), pytest.approx(-0.4))
+    outcome = verdicts_decide([result], VerdictRule())
+    assert outcome.verdict == Verdict.REGRESSED
+    assert outcome.metrics[0].decided_by == DecidedBy.BOUNDS
+    # Not measurable by the statistics (80 % < 90 %): no p after Holm, the interval stays.
+    assert outcome.metrics[0].reason == (
+        "P@5 fell 0.500 (95 % CI \u22120.500\u2026\u22120.500) over 8 of 10 keywords; "
+        "worst: 'q0' \u22120.50: worse whatever the ungraded results turn out to be, decided "
+        "by the bounds: the mean change over the keywords both have can only end between "
+        "\u22120.600 and \u22120.400.")
+    # Without the bounds, only the statistics speak: 80 % < 90 %, undecided.
+    plain = metric_measure("P@5", DEMO_BASE, DEMO_RUN, resamples=200)
+    assert verdicts_decide([plain], VerdictRule()).verdict == Verdict.UNDECIDED
+
+
+def test_the_threshold_holds_for_the_bounds_too():
+    # [-0.6, -0.4]: beyond a threshold of 0.39 (regressed), not beyond 0.4 (the range
+    # touches -0.4) nor 0.5; within neither, so the statistics decide: undecided at 80 %.
+    verdict = {t: verdicts_decide([demo_measure()], VerdictRule(threshold=t)).verdict
+               for t in (0.39, 0.4, 0.5)}
+    assert verdict == {0.39: Verdict.REGRESSED, 0.4: Verdict.UNDECIDED,
+                       0.5: Verdict.UNDECIDED}
+    # Within [-0.6, 0.6] whatever the grades: no change, decided by the bounds.
+    within = verdicts_decide([demo_measure()], VerdictRule(threshold=0.6)).metrics[0]
+    assert (within.verdict, within.decided_by) == (Verdict.NO_CHANGE, DecidedBy.BOUNDS)
+
+
+def test_an_improvement_proven_by_the_bounds_is_improved():
+    # Sides swapped: baseline [0.4, 0.6], run [1, 1]; the change ends in [0.4, 0.6].
+    swapped = metric_measure("P@5", DEMO_RUN, DEMO_BASE, baseline_bounds=DEMO_RUN_BOUNDS,
+                             run_bounds=DEMO_BASE_BOUNDS, resamples=200)
+    assert swapped.delta_range == (pytest.approx(0.4), pytest.approx(0.6))
+    outcome = verdicts_decide([swapped], VerdictRule())
+    assert (outcome.verdict, outcome.metrics[0].decided_by) == (Verdict.IMPROVED,
+                                                                DecidedBy.BOUNDS)
+
+
+def test_final_equal_means_are_no_change_by_the_bounds():
+    # Every slot graded on both sides and equal values: the change is exactly 0.
+    bounds = {key: KeywordBounds(0.5, 0.5, True) for key in DEMO_KEYS}
+    values = dict.fromkeys(DEMO_KEYS, 0.5)
+    result = metric_measure("P@5", values, values, baseline_bounds=bounds, run_bounds=bounds,
+                            resamples=200)
+    assert result.delta_range == (0.0, 0.0)
+    metric = verdicts_decide([result], VerdictRule()).metrics[0]
+    assert (metric.verdict, metric.decided_by) == (Verdict.NO_CHANGE, DecidedBy.BOUNDS)
+    assert metric.reason.startswith("P@5 did not move (95 % CI +0.000\u2026+0.000, p ")
+    assert metric.reason.endswith(
+        "over 10 of 10 keywords: no change, decided by the bounds: every result it reads is "
+        "graded, so the change +0.000 is final.")
+
+
+def test_bounds_not_stored_yet_decide_nothing():
+    partial = {key: value for key, value in DEMO_RUN_BOUNDS.items() if key != "q9"}
+    result = demo_measure(run_bounds=partial)
+    assert result.bounds_pending and result.delta_range is None
+    assert verdicts_decide([result], VerdictRule()).verdict == Verdict.UNDECIDED
+
+
+def test_bounds_that_overlap_leave_it_to_the_statistics():
+    # Baseline 0.5 on every keyword (final); the run's two ungraded keywords span 0..1 and
+    # its eight graded ones are 0.5: the change can end in [-0.1, +0.1], open.
+    base = {key: KeywordBounds(0.5, 0.5, True) for key in DEMO_KEYS}
+    result = metric_measure("P@5", dict.fromkeys(DEMO_KEYS, 0.5), DEMO_RUN,
+                            baseline_bounds=base, run_bounds=DEMO_RUN_BOUNDS, resamples=200)
+    assert result.delta_range == (pytest.approx(-0.1), pytest.approx(0.1))
+    metric = verdicts_decide([result], VerdictRule()).metrics[0]
+    assert (metric.verdict, metric.decided_by) == (Verdict.UNDECIDED, DecidedBy.NOTHING)
+    assert metric.reason.startswith("Undecided: P@5: only 8 of 10 keywords have a value (80 %)")
 
 
 def test_the_overall_verdict_orders_regressed_undecided_improved_no_change():
