@@ -53,7 +53,8 @@
         taken[rowIndex] = taken[rowIndex] || [];
         Array.prototype.forEach.call(row.cells, function (cell) {
           while (taken[rowIndex][column]) { column += 1; }
-          var text = cell.textContent.replace(/\s+/g, " ").trim();
+          // innerText: a <br> in a heading is a space, not words run together.
+          var text = (cell.innerText || cell.textContent).replace(/\s+/g, " ").trim();
           for (var c = column; c < column + cell.colSpan; c += 1) {
             for (var r = rowIndex; r < rowIndex + cell.rowSpan; r += 1) {
               taken[r] = taken[r] || [];
