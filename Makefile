@@ -9,6 +9,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Where the demo endpoint fetches from: this server unless set (a base address or full URL).
 DEMO_SEARCH_URL ?= http://$(HOST):$(PORT)
+# The address people open the app at, for the links in mails and webhook bodies: this
+# server unless set (searchtweak/settings.py reads it; exported to every command below).
+SITE_URL ?= http://$(HOST):$(PORT)
+export SITE_URL
 
 # Test processes: one per core by default (pytest-xdist); at most 14, one Redis database
 # each (tests/startup.py). `make test TEST_WORKERS=0` runs in this process, one at a time.
@@ -37,11 +41,12 @@ migrate: $(RUN_STAMP)
 	$(PY) manage.py migrate --noinput
 
 ## make run: install, migrate, load the demo data, serve on http://$(HOST):$(PORT)
+## (the last lines it prints, once the server is up, are the demo's logins)
 run: migrate
 	$(PY) manage.py seed_demo --demo-url "$(DEMO_SEARCH_URL)"
 	$(PY) manage.py seed_demo_history
 	@echo "Serving SearchTweak on http://$(HOST):$(PORT)/ (Ctrl+C to stop)"
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@$(PY) manage.py serve_demo $(HOST):$(PORT)
 
 ## make test: install the test extras and run the whole suite on every core
 test: $(DEV_STAMP)

@@ -17,6 +17,11 @@ from searchtweak import access
 class EvaluationTriageApi(APIView):
     class OutputSerializer(serializers.Serializer):
         class RowSerializer(serializers.Serializer):
+            class ShadowSerializer(serializers.Serializer):
+                judge = serializers.IntegerField(source="judge_id")
+                judge_name = serializers.CharField(source="judge")
+                grade = serializers.IntegerField()
+
             snapshot = serializers.IntegerField(source="snapshot_id")
             keyword = serializers.CharField()
             keyword_id = serializers.IntegerField()
@@ -27,10 +32,14 @@ class EvaluationTriageApi(APIView):
             people_grades = serializers.ListField(
                 child=serializers.IntegerField(),
                 help_text="Every other graded slot's grade (people, imported judgments).")
+            shadow_grades = ShadowSerializer(
+                many=True, read_only=True,
+                help_text="Shadow runs' answers (each judge's newest), which count nowhere.")
             impact = serializers.FloatField(
                 allow_null=True,
-                help_text="|keyword value with the judge's answer - with the people's| of "
-                          "the first metric; null when either is null or there is no metric.")
+                help_text="|keyword value with the judges' answers (counting and shadow) - "
+                          "with the people's| of the first metric; null when either is null "
+                          "or there is no metric.")
             adjudicated_grade = serializers.IntegerField(
                 allow_null=True, help_text="A lead's earlier decision here, if any.")
             adjudicated_gold = serializers.BooleanField()

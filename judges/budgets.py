@@ -47,8 +47,17 @@ def currency_code(value: object) -> str | None:
     return None
 
 
+# Money is counted to four decimals (JudgeRun.budget, .spend, JudgeTeamSpend.spend).
+MONEY_PLACES = 4
+
+
 def money(amount: Decimal, currency: str) -> str:
-    return f"{amount.quantize(Decimal('0.01'))} {currency}"
+    """`amount currency` with the digits the amount needs: two decimals, more (up to the
+    four it is counted to) when they are not zero, so a budget of 0.002 reads "0.002 USD",
+    never "0.00 USD", and 5 reads "5.00 USD"."""
+    counted = Decimal(amount).quantize(Decimal(1).scaleb(-MONEY_PLACES))
+    places = min(MONEY_PLACES, max(2, -counted.normalize().as_tuple().exponent))
+    return f"{counted:.{places}f} {currency}".strip()
 
 
 @transaction.atomic

@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, imports, selectors, services
 from judgments import scales as scale_lookup
 from judgments.forms import GraderTagsForm, PoolImportForm, ScaleForm, TransformerForm
@@ -219,7 +220,8 @@ def pool_import(request: HttpRequest) -> HttpResponse:
     token = request.POST.get("upload", "")
     kept = selectors.pool_upload_get(team=team, user=request.user, token=token)
     form = PoolImportForm(request.POST or None, request.FILES or None, kept=kept is not None,
-                          scale_choices=scale_lookup.provider_choices(team))
+                          scale_choices=scale_lookup.provider_choices(team),
+                          initial=_pool_import_initial(request, team))
     preview = None
     status = 200
     if request.method == "POST" and form.is_valid():
@@ -235,12 +237,17 @@ def pool_import(request: HttpRequest) -> HttpResponse:
         if "preview" in request.POST or not parsed.ok:
             preview = imports.preview(parsed)
             status = 200 if parsed.ok else 400
-            if parsed.ok and data["file"]:
+            kept_name = name
+            # Kept even when lines fail: another scale, format or duplicates choice may be
+            # all it needs, and a browser cannot fill a file field again. Not a file over
+            # the size limit (it was read only to the limit).
+            if data["file"] and _within_limit(content, mapping):
                 token = services.pool_upload_keep(
                     team=team, user=request.user, name=name, content=content,
                     mapping_name=data["mapping"].name if data.get("mapping") else "",
                     mapping=mapping)
-            kept_name = name if parsed.ok else ""
+            elif data["file"]:
+                token, kept_name = "", ""
         else:
             counts = services.pool_judgments_import(
                 team=team, scale=scale.code, judgments=parsed.judgments,
@@ -268,6 +275,21 @@ def pool_import(request: HttpRequest) -> HttpResponse:
         # The kept file, when there is one to import without choosing it again.
         "upload_token": token if kept_name else "", "kept_name": kept_name,
     }, status=status)
+
+
+def _pool_import_initial(request: HttpRequest, team: Team) -> dict:
+    """Reached from an evaluation (?evaluation=<id>, one of the current team's that the
+    user may open): its scale is the one chosen at first."""
+    evaluation_id = request.GET.get("evaluation", "")
+    if request.method != "GET" or not evaluation_id.isdigit():
+        return {}
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=int(evaluation_id))
+    return {"scale": evaluation.scale} if evaluation.team_id == team.pk else {}
+
+
+def _within_limit(content: bytes, mapping: bytes | None) -> bool:
+    return len(content) <= imports.MAX_FILE_BYTES and (
+        mapping is None or len(mapping) <= imports.MAX_FILE_BYTES)
 
 
 def _read_pool_files(data: dict) -> tuple[str, bytes, bytes | None]:

@@ -65,14 +65,13 @@ class _Scope:
                 user=request.user, team=self.team, evaluation=self.evaluation)
             if self.team else []
         )
-        # Progress also covers work that just ended (an evaluation finishes on its last grade).
+        # The team's progress counts the evaluations that take grades (the queue's): a
+        # finished one, however recently graded, has no work left to count towards. When the
+        # last of them finishes, the empty queue's thank-you says what was graded.
         if self.evaluation is not None:
             self.progress_ids = [self.evaluation.pk]
-        elif self.team is not None:
-            self.progress_ids = sorted(set(self.evaluation_ids) | set(
-                queue_selectors.recently_graded_evaluation_ids(user=request.user, team=self.team)))
         else:
-            self.progress_ids = []
+            self.progress_ids = list(self.evaluation_ids)
 
     @property
     def query(self) -> str:

@@ -93,6 +93,8 @@ class Reference:
 
     evaluation: Evaluation | None
     kind: str  # "baseline", "previous" or "" (nothing to compare with)
+    # The evaluation compared is itself the team's baseline (read with it, no query more).
+    is_team_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,17 +145,18 @@ class MetricCard:
 def evaluation_reference(*, evaluation: Evaluation, against: str = "") -> Reference:
     """The team's baseline unless `against` is "previous" or the evaluation is the baseline
     itself; otherwise the latest evaluation of the same search model finished before it."""
+    baseline = team_baseline(team_id=evaluation.team_id)
+    is_baseline = baseline is not None and baseline.pk == evaluation.pk
     if against != "previous":
-        baseline = team_baseline(team_id=evaluation.team_id)
-        if baseline is not None and baseline.pk != evaluation.pk:
+        if baseline is not None and not is_baseline:
             return Reference(baseline, "baseline")
         if against == "baseline":
-            return Reference(None, "")
+            return Reference(None, "", is_baseline)
     previous = Evaluation.objects.filter(
         model_id=evaluation.model_id, status=Evaluation.Status.FINISHED,
         finished_at__lt=evaluation.finished_at or timezone.now(),
     ).exclude(pk=evaluation.pk).order_by("-finished_at", "-id").first()
-    return Reference(previous, "previous") if previous else Reference(None, "")
+    return Reference(previous, "previous" if previous else "", is_baseline)
 
 
 def metric_cards(*, evaluation: Evaluation, reference: Reference,

@@ -307,7 +307,8 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", schemes=("redis", "rediss", "memory"))
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == ""
 if CELERY_TASK_ALWAYS_EAGER:
-    CELERY_BROKER_URL = "memory://"
+    # With its host named: kombu warns "No hostname was supplied" on every command else.
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or (
     "" if CELERY_TASK_ALWAYS_EAGER else CELERY_BROKER_URL
 )

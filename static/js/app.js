@@ -37,8 +37,56 @@
     });
   }
 
+  // A table marked "stack" becomes one card per row on a phone (static/css/app.css): each
+  // cell is labelled with its column's heading (the headings of every header row above
+  // it, for a two-row header with spans), so the cards read without the header row.
+  function labelStackedTables(root) {
+    var tables = root instanceof HTMLTableElement ? [root] : root.querySelectorAll("table.stack");
+    Array.prototype.forEach.call(tables, function (table) {
+      if (!table.classList.contains("stack") || !table.tHead) {
+        return;
+      }
+      var labels = [];
+      var taken = [];  // taken[row][column]: covered by a cell spanning rows from above
+      Array.prototype.forEach.call(table.tHead.rows, function (row, rowIndex) {
+        var column = 0;
+        taken[rowIndex] = taken[rowIndex] || [];
+        Array.prototype.forEach.call(row.cells, function (cell) {
+          while (taken[rowIndex][column]) { column += 1; }
+          // innerText: a <br> in a heading is a space, not words run together.
+          var text = (cell.innerText || cell.textContent).replace(/\s+/g, " ").trim();
+          for (var c = column; c < column + cell.colSpan; c += 1) {
+            for (var r = rowIndex; r < rowIndex + cell.rowSpan; r += 1) {
+              taken[r] = taken[r] || [];
+              taken[r][c] = true;
+            }
+            if (text && labels[c] !== undefined && labels[c].indexOf(text) === -1) {
+              labels[c] = labels[c] + " · " + text;
+            } else if (text && labels[c] === undefined) {
+              labels[c] = text;
+            }
+          }
+          column += cell.colSpan;
+        });
+      });
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (row) {
+          var column = 0;
+          Array.prototype.forEach.call(row.cells, function (cell) {
+            if (cell.colSpan === 1 && labels[column] && !cell.hasAttribute("data-label")) {
+              cell.setAttribute("data-label", labels[column]);
+            }
+            column += cell.colSpan;
+          });
+        });
+      });
+      table.setAttribute("data-stacked", "");
+    });
+  }
+
   applyStyles(document);
   wrapTables(document);
+  labelStackedTables(document);
   // Pages replace parts of themselves (the grading panel, the live dashboard figures).
   new MutationObserver(function (mutations) {
     mutations.forEach(function (mutation) {
@@ -46,6 +94,7 @@
         if (node.nodeType === Node.ELEMENT_NODE) {
           applyStyles(node.parentNode || node);
           wrapTables(node);
+          labelStackedTables(node);
         }
       });
     });

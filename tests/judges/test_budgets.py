@@ -202,7 +202,7 @@ def test_the_run_page_shows_the_budget_and_the_reason(client, personas):
                               "its budget of 5.00 USD.")
     client.force_login(personas.lead)
     html = client.get(f"/judge-runs/{run.pk}/").content.decode()
-    assert "4.5000 of 5.0000 USD" in html
+    assert "4.50 USD of 5.00 USD" in html
     assert "to 5.02 USD, over its budget of 5.00 USD." in html
 
 
@@ -306,3 +306,25 @@ def test_a_lane_counts_only_the_calls_it_makes_when_paused_with_batches_claimed_
     assert JudgeTeamSpend.objects.get(team=personas.team).spend == Decimal("1.0000")
     assert set(JudgeRunItem.objects.filter(run=run).exclude(status="done").values_list(
         "status", "lease_expires_at")) == {("pending", None)}
+
+
+@pytest.mark.parametrize(("amount", "text"), [
+    ("0.002", "0.002 USD"), ("0.0283", "0.0283 USD"), ("5", "5.00 USD"), ("12.5", "12.50 USD"),
+    ("0", "0.00 USD"), ("1234.5678", "1234.5678 USD"),
+])
+def test_money_is_shown_with_the_digits_it_needs(amount, text):
+    from judges.budgets import money
+
+    assert money(Decimal(amount), "USD") == text
+
+
+def test_a_budget_of_a_fraction_of_a_cent_never_reads_zero(client, personas):
+    from tests.judges.run_builders import judge_of, priced, run_of
+
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
+    run = run_of(priced(judge_of(personas.team, name="Sage")), evaluation,
+                 status=JudgeRun.Status.PAUSED, budget=Decimal("0.002"),
+                 spend=Decimal("0.0015"))
+    client.force_login(personas.lead)
+    html = client.get(f"/judge-runs/{run.pk}/").content.decode()
+    assert 'data-field="budget">0.0015 USD of 0.002 USD <' in html

@@ -105,7 +105,7 @@ def test_the_start_form_shows_the_estimate(client, personas):
     assert response.status_code == 200
     # One call of 100 tokens out at 1000 per million.
     assert "2 pairs to ask about" in html and "1 call," in html
-    assert 'data-testid="estimate-cost">0.1000 USD<' in html
+    assert 'data-testid="estimate-cost">0.10 USD<' in html
     whole = client.get(url, {"judge": judge.pk, "mode": "shadow"})
     assert whole.status_code == 200 and "<html" in whole.content.decode()
     assert client.get(url, {"mode": "shadow"}).status_code == 400
@@ -126,3 +126,43 @@ def test_the_api_gives_the_estimate(personas):
     assert body["tokens_in"] > math.ceil(len(system_prompt()) / 4) + 2 * DOC
     bad = api.get(url, {"judge": 999_999, "mode": "shadow"})
     assert bad.status_code == 400 and set(bad.json()) == {"judge"}
+
+
+def test_the_page_and_the_api_give_one_estimate_ticked_or_not(client, personas, shoes_answered):
+    # "shoes" is in the cache (3 pairs), "boots" is not: the figures move with "ask again".
+    evaluation = evaluation_with_slots(personas.team, texts=["shoes", "boots"], positions=3)
+    client.force_login(personas.lead)
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    url = reverse("judges:run_estimate", args=[evaluation.pk])
+    api_url = f"/api/v1/evaluations/{evaluation.pk}/judge-runs/estimate/"
+    seen = []
+    for ticked in (False, True):
+        query = {"judge": shoes_answered.pk, "mode": "shadow"}
+        html = " ".join(client.get(
+            url, {**query, **({"refresh_cache": "on"} if ticked else {})}, **HTMX,
+        ).content.decode().split())
+        body = api.get(api_url, {**query, "refresh_cache": str(ticked).lower()}).json()
+        cost = Decimal(body["cost"])
+        assert (f'{body["pair_count"]} pairs to ask about, {body["cached_count"]} answered by '
+                f"the judge's cache;") in html
+        assert f'{body["call_count"]} calls,' in html
+        assert (f'about {body["tokens_in"]} tokens in and {body["tokens_out"]} out') in html
+        assert f'data-testid="estimate-cost">{cost.normalize():f}' in html
+        seen.append((body["cached_count"], body["call_count"]))
+    assert seen == [(3, 2), (0, 4)]
+
+
+def test_an_estimate_with_no_call_says_so_without_an_empty_tokens_out(client, personas,
+                                                                     shoes_answered):
+    # Every pair of "shoes" is in the cache: nothing to send, nothing to measure.
+    evaluation = evaluation_with_slots(personas.team, texts=["shoes"], positions=3)
+    client.force_login(personas.lead)
+    response = client.get(reverse("judges:run_estimate", args=[evaluation.pk]),
+                          {"judge": shoes_answered.pk, "mode": "shadow"}, **HTMX)
+    assert response.status_code == 200
+    html = " ".join(response.content.decode().split())
+    assert "3 pairs to ask about, 3 answered by the judge's cache;" in html
+    assert 'data-testid="no-calls">no call to make: the cache answers every pair, ' in html
+    assert 'data-testid="estimate-cost">0.00 USD<' in html
+    assert "tokens out ." not in html and "0 calls" not in html

@@ -2,9 +2,12 @@
 (judgments.adjudication): hand-computed impacts, their order, and adjudicated values that
 equal what `recompute_metrics` computes."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
+from django.utils import timezone
 
 from evaluations.models import EvaluationMetric
 from judges import triage
@@ -12,7 +15,7 @@ from judgments.adjudication import snapshot_adjudicate
 from judgments.models import AdjudicatedAnswer, FeedbackSlot
 from metrics.models import KeywordMetricValue
 from searchtweak import access
-from tests.judges.calibration_data import slot_of
+from tests.judges.calibration_data import make_judge, run_with_answers, slot_of
 from tests.judges.triage_data import binary_example, graded_example
 
 pytestmark = pytest.mark.django_db
@@ -144,3 +147,45 @@ def test_a_reused_grade_nobody_holds_is_settled_beside_the_leads_own_slot(
     # hats CG@3 = mean(0, 0, 0) + 2 (position 2) + nothing at 3 = 2.
     cg = EvaluationMetric.objects.get(evaluation=evaluation, code="cg").pk
     assert _stored(evaluation)[("hats", cg)] == pytest.approx(2.0)
+
+
+def _with_shadow_judge(example):
+    """graded_example plus a shadow judge, "Shade", whose answers count nowhere:
+
+        socks 1: 3 (an hour ago), then 1   people 0, 3; no counting judge
+        hats 2:  0                          judge 2, people 2 (they agreed)
+        shoes 1: 2                          people 2 (all agree: not listed)
+    and the counting judge's own shadow answer 0 for shoes 2, where its slot says 3.
+
+    socks 1: the judges' way [1] -> CG@3 = 1 + 3 (socks 2) = 4; the people's mean(0, 3)
+    = 1.5 -> 4.5; impact 0.5. hats 2: the judges' way mean(2, 0) = 1 -> mean(1, 2, 3) + 1
+    = 3; the people's [2] -> 2 + 2 = 4; impact 1."""
+    evaluation = example.evaluation
+    shade = make_judge(evaluation.team, "Shade")
+    run_with_answers(shade, evaluation, {("socks", 1): 3},
+                     answered_at=timezone.now() - timedelta(hours=1))
+    run_with_answers(shade, evaluation, {("socks", 1): 1, ("hats", 2): 0, ("shoes", 1): 2})
+    run_with_answers(example.judge, evaluation, {("shoes", 2): 0})
+    return shade
+
+
+def test_shadow_judges_disagreements_are_listed_apart_with_their_impact(personas):
+    example = graded_example(personas.team, personas.lead, personas.grader)
+    shade = _with_shadow_judge(example)
+    found = _triage(example, personas.lead)
+    assert [(row.keyword, row.position, row.judge_grades, row.people_grades,
+             [(shadow.judge, shadow.judge_id, shadow.grade) for shadow in row.shadow_grades],
+             row.impact) for row in found.rows] == [
+        ("shoes", 2, [3], [0], [], pytest.approx(3.0)),
+        ("hats", 1, [1], [2, 3], [], pytest.approx(1.5)),
+        ("hats", 2, [2], [2], [("Shade", shade.pk, 0)], pytest.approx(1.0)),
+        ("socks", 1, [], [0, 3], [("Shade", shade.pk, 1)], pytest.approx(0.5)),
+        ("shoes", 4, [0], [1], [], pytest.approx(0.0)),
+    ]
+
+
+def test_a_grader_reads_no_shadow_answer(personas):
+    # The grader sees their own slots only: no judge's answer, shadow or not, beside them.
+    example = graded_example(personas.team, personas.lead, personas.grader)
+    _with_shadow_judge(example)
+    assert _triage(example, personas.grader).rows == []

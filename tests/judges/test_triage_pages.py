@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from judgments.models import AdjudicatedAnswer, FeedbackSlot
 from metrics.models import KeywordMetricValue
 from searchtweak.services import api_token_create
-from tests.judges.calibration_data import slot_of
+from tests.judges.calibration_data import make_judge, run_with_answers, slot_of
 from tests.judges.triage_data import binary_example, graded_example
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +71,29 @@ def test_the_lead_sees_the_disagreements_largest_impact_first(example, personas)
     assert _cells(html, "people-grades") == ["0", "2, 3", "1"]
     assert _cells(html, "impact") == ["3.0000", "1.5000", "0.0000"]
     # The table scrolls inside its own box on a phone.
-    assert '<div class="table-scroll">\n  <table class="table" data-testid="triage">' in html
+    # The table scrolls inside its own box, or is a card per row on a phone.
+    assert '<div class="table-scroll">\n  <table class="table stack" data-testid="triage">' in html
+
+
+def test_the_lead_sees_a_shadow_judges_disagreement_and_the_api_lists_it(example, personas):
+    # Shade's shadow answer says 0 where the counting judge and the people agreed on 2:
+    # hats 2 -> the judges' way mean(2, 0) = 1: CG@3 3 against the people's 4, impact 1.
+    shade = make_judge(personas.team, "Shade")
+    run_with_answers(shade, example.evaluation, {("hats", 2): 0})
+    response = page_client(personas.lead).get(_page(example))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert _cells(html, "shadow-grades") == ["", "", "Shade: 0", ""]
+    assert _cells(html, "judge-grades") == ["3", "1", "2", "0"]
+    assert _cells(html, "impact") == ["3.0000", "1.5000", "1.0000", "0.0000"]
+    body = api_client(personas.lead).get(
+        f"/api/v1/evaluations/{example.evaluation.pk}/triage/").json()
+    assert [(row["keyword"], row["position"], row["shadow_grades"])
+            for row in body["results"]] == [
+        ("shoes", 2, []), ("hats", 1, []),
+        ("hats", 2, [{"judge": shade.pk, "judge_name": "Shade", "grade": 0}]),
+        ("shoes", 4, []),
+    ]
 
 
 def test_the_page_is_the_leads_a_grader_is_refused_and_an_outsider_finds_nothing(

@@ -366,3 +366,27 @@ def test_admin_pages_need_an_admin(personas):
         for url in ("/scales/", "/scales/new/", "/transformers/edit/", "/grader-tags/"):
             assert client.get(url).status_code == 403
     assert client_for(personas.admin).post("/scales/").status_code == 405
+
+
+def test_the_grading_progress_counts_only_evaluations_that_take_grades(personas):
+    # The demo's walk: a finished evaluation the grader graded today (3 of 4 slots) was
+    # counted beside the active one, "3 of 10 results graded (30%)" for no work left there.
+    active = evaluation_with_slots(personas.team, keywords=2, positions=3)
+    finished = evaluation_with_slots(personas.team, keywords=1, positions=4)
+    graded = list(FeedbackSlot.objects.filter(evaluation=finished).order_by("pk")[:3])
+    for slot in graded:
+        slot.user, slot.grade, slot.graded_at = personas.grader, 2, timezone.now()
+    FeedbackSlot.objects.bulk_update(graded, ["user", "grade", "graded_at"])
+    Evaluation.objects.filter(pk=finished.pk).update(status=Evaluation.Status.FINISHED)
+    response = client_for(personas.grader).get("/grade/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert FeedbackSlot.objects.get(user=personas.grader, grade__isnull=True).evaluation == active
+    assert re.search(r'data-testid="mine-count">0<.*data-testid="graded-count">0</span> of\s*'
+                     r'<span data-testid="total-count">6</span> results graded \(0%\)', html,
+                     re.S), html[html.find('data-testid="progress"'):][:400]
+    # One evaluation's own page still shows its progress, finished or not.
+    html = client_for(personas.grader).get(
+        f"/grade/?evaluation={finished.pk}").content.decode()
+    assert re.search(r'data-testid="graded-count">3</span> of\s*'
+                     r'<span data-testid="total-count">4</span>', html)

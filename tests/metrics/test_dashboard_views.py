@@ -199,3 +199,21 @@ def test_pages_write_each_metric_by_its_registry_label_or_its_code_at_k(client, 
     assert re.search(r"ndcg@10=0\.\d{3} precision@5=[01]\.\d{3}", listing)
     team = client.get(reverse("metrics:team_dashboard")).content.decode()
     assert '<span class="mono">ndcg@10</span>' in team
+
+
+def test_the_baseline_itself_is_not_offered_as_the_team_baseline(client, personas, finished):
+    first, second = finished
+    TeamBaseline.objects.create(team=personas.team, evaluation=first, set_by=personas.lead)
+    client.force_login(personas.lead)
+    for query in ("", "?against=previous"):
+        url = reverse("metrics:evaluation_dashboard", args=[first.pk]) + query
+        response = client.get(url)
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert 'data-testid="set-baseline"' not in html
+        assert 'data-testid="is-baseline">the team\'s baseline<' in html
+        assert 'data-testid="clear-baseline"' in html
+    # Another finished evaluation is still offered.
+    html = client.get(reverse("metrics:evaluation_dashboard", args=[second.pk])).content.decode()
+    assert 'data-testid="set-baseline">Make team baseline<' in html
+    assert 'data-testid="is-baseline"' not in html

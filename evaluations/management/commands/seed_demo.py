@@ -6,15 +6,24 @@ server answers /demo/search yet. The fetch goes through the same code path as an
 the snapshots_created signal), with an httpx transport that calls the demo engine's search
 function directly instead of opening a socket (evaluations.demo.in_process_transport).
 
+Seeding is quiet (seeding_quietly): no eager task's log line and no notification mail on the
+console, so `make run` (which serves through serve_demo) ends with the logins.
+
 The demo evaluation carries no grader routing tag: every grader of the Demo team gets its
 work at once (an evaluations command may not set judgments' grader tags, and a tag nobody
 carries left the graders with nothing to grade). Re-running the command repairs a database
 seeded before: it drops the old "demo" tag and points the endpoint at the current address.
 """
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, OutputWrapper
+from django.core.management.color import Style
 from django.db import transaction
+from django.test.utils import override_settings
 
 from evaluations import demo, services
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
@@ -51,6 +60,27 @@ METRICS = [{"code": "precision", "k": 10, "params": {}}, {"code": "ap", "k": 10,
            {"code": "ndcg", "k": 10, "params": {}}]
 
 
+@contextmanager
+def seeding_quietly() -> Iterator[None]:
+    """Build the demo without noise: embedded Celery logs every eager task (thousands of
+    grades), and the console mail backend would print each notification the seeding
+    triggers to the demo's users (their in-app notifications are still stored)."""
+    trace = logging.getLogger("celery.app.trace")
+    level = trace.level
+    trace.setLevel(logging.WARNING)
+    try:
+        with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
+            yield
+    finally:
+        trace.setLevel(level)
+
+
+def write_logins(stdout: OutputWrapper, style: Style, password: str) -> None:
+    stdout.write(style.SUCCESS("Demo team ready. Log in with:"))
+    for username, role in DEMO_USERS:
+        stdout.write(f"  {username} / {password}  ({role.label})")
+
+
 def fetch_now(evaluation: Evaluation) -> list[int]:
     """Start the evaluation (or retry its failed keywords) and fetch what waits from the demo
     engine, synchronously and in-process; the keywords tried."""
@@ -81,17 +111,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, password: str, demo_url: str, **options) -> None:
         demo_url = demo.search_url(demo_url)
-        team, lead = self._team_and_users(password)
-        product_count = demo.catalog_ensure()
-        evaluation = self._demo_evaluation(team, lead, demo_url)
-        attempted = fetch_now(evaluation)
+        with seeding_quietly():
+            team, lead = self._team_and_users(password)
+            product_count = demo.catalog_ensure()
+            evaluation = self._demo_evaluation(team, lead, demo_url)
+            attempted = fetch_now(evaluation)
         evaluation.refresh_from_db()
         self.stdout.write(self.style.SUCCESS(
             f"Demo catalog: {product_count} products, served at {demo_url}?q=…"))
         self._report_fetch(evaluation, attempted)
-        self.stdout.write(self.style.SUCCESS("Demo team ready. Log in with:"))
-        for username, role in DEMO_USERS:
-            self.stdout.write(f"  {username} / {password}  ({role.label})")
+        write_logins(self.stdout, self.style, password)
 
     @transaction.atomic
     def _team_and_users(self, password: str) -> tuple[Team, User]:

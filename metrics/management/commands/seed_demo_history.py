@@ -12,12 +12,13 @@ Safe to run twice: what exists is left as it is.
 """
 
 import io
-import logging
 import random
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.urls import reverse
 
 from evaluations import demo, services
 from evaluations.management.commands.seed_demo import (
@@ -25,6 +26,7 @@ from evaluations.management.commands.seed_demo import (
     METRICS,
     MODEL_NAME,
     fetch_now,
+    seeding_quietly,
 )
 from evaluations.models import DemoProduct, Evaluation, SearchModel, Snapshot
 from judgments.grading import snapshot_grade
@@ -51,11 +53,19 @@ class Command(BaseCommand):
             "one of a worse model, for compare, agreement and dashboards. Run after seed_demo.")
 
     def handle(self, *args, **options) -> None:
-        # Embedded Celery logs every eager task; thousands of grades would bury the logins.
-        logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
         team = Team.objects.filter(name="Demo").order_by("id").first()
         if team is None:
             raise CommandError("No Demo team: run `manage.py seed_demo` first.")
+        with seeding_quietly():
+            baseline, candidate = self._history(team)
+        compare = (f"{settings.SITE_URL}{reverse('metrics:compare')}"
+                   f"?a={baseline.pk}&b={candidate.pk}")
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo history: '{baseline.name}' ({baseline.status}, the team's baseline) and "
+            f"'{candidate.name}' ({candidate.status}, partly graded); compare them under "
+            f"Compare in the top menu: {compare}"))
+
+    def _history(self, team: Team) -> tuple[Evaluation, Evaluation]:
         lead = User.objects.get(username="lead")
         graders = {user.username: user for user in User.objects.filter(
             username__in=GRADER_HABITS)}
@@ -76,10 +86,8 @@ class Command(BaseCommand):
         if baseline.status == Evaluation.Status.FINISHED and not TeamBaseline.objects.filter(
                 team=team).exists():
             team_baseline_set(team=team, evaluation=baseline, user=lead)
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo history: '{baseline.name}' ({baseline.status}, the team's baseline) and "
-            f"'{candidate.name}' ({candidate.status}, partly graded); compare them under "
-            "Dashboards → Compare."))
+        candidate.refresh_from_db()
+        return baseline, candidate
 
     def _cheap_model(self, team: Team, bm25: SearchModel) -> SearchModel:
         model = SearchModel.objects.filter(team=team, name=CHEAP_MODEL_NAME).first()
