@@ -23,12 +23,15 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+# The address gunicorn listens on.
 bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")
+# gunicorn sync workers; set it under a CPU quota (docker --cpus), which usable_cpus cannot see.
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * usable_cpus())
 worker_class = "sync"
 # Nothing a view does waits on the search engine (fetching runs in Celery), so a request
 # still running after this long is stuck, and the worker is better recycled.
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+# gunicorn's access log file: - for stdout, empty for none.
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 # gunicorn sets the request's scheme from X-Forwarded-Proto when the peer is in this list
 # (127.0.0.1 by default), and Django's is_secure() believes it even when
