@@ -1,4 +1,4 @@
-"""Benchmark of the decisive grading order (Evaluation.grading_order, issue 28 item 3).
+"""Benchmark of the decisive grading order (Evaluation.grading_order).
 
 (a) Claim throughput on PostgreSQL: two copies of one evaluation (N keywords x 10 results x
     3 slots, 30 % graded at random, ndcg@10 first of 3 metrics, bounds stored by

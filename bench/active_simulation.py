@@ -1,4 +1,4 @@
-"""Simulation of the decisive grading order on the demo (issue 28 item 3): does grading "what
+"""Simulation of the decisive grading order on the demo: does grading "what
 decides first" settle which of two demo models is better, where position order does not?
 
 The demo catalog and its two rankings (evaluations.demo: "relevance", the demo's BM25

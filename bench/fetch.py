@@ -4,7 +4,7 @@
     .venv/bin/python bench/fetch.py --keywords 100000 --latency-ms 20
     .venv/bin/python bench/fetch.py --database sqlite --mode eager
 
-Target (issue 29): the fetch runs at the concurrency limit. With C requests in flight per
+Target: the fetch runs at the concurrency limit. With C requests in flight per
 endpoint (FETCH_CONCURRENCY_PER_ENDPOINT, 16) the fastest possible fetch takes
 N x L / C (the "limit": 1,000 x 50 ms / 16 = 3.1 s); every keyword must be stored within
 1.3 x that (4 s for 1,000 keywords at 50 ms, 163 s for 100,000 at 20 ms), and the

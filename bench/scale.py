@@ -1,4 +1,4 @@
-"""Issue 29's figures in one table: every scale benchmark at 10,000 and 100,000 keywords,
+"""The scale figures in one table: every scale benchmark at 10,000 and 100,000 keywords,
 side by side, with the ratio 100k/10k (per-request paths: goal <= 1.5) and the limits.
 
     .venv/bin/python bench/scale.py                     # everything, about an hour

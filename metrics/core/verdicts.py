@@ -1,5 +1,5 @@
 """Regression verdicts: is a run worse than its baseline, by how much, on which keywords,
-and is it real or noise (issue 27, item 3).
+and is it real or noise.
 
 Pure Python + numpy like the rest of the core. The caller hands each metric's per-keyword
 values of the baseline and of the run (keyed by anything hashable, e.g. the normalized
