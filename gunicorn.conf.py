@@ -2,9 +2,8 @@
 bench/grading.py so the benchmark measures the server that ships.
 
 Sync workers, two per CPU: grading requests are short (a few milliseconds of CPU and
-two or three PostgreSQL round trips), and on a 2-core machine four sync workers served
-243 grades/s at p95 50 ms where gthread (3 workers x 4 threads) served 154-175 grades/s,
-its thread hand-offs costing ~1.5-2 ms of CPU a request (bench/grading.py, README).
+two or three PostgreSQL round trips), and sync workers served more grades per second than
+gthread workers, whose thread hand-offs cost CPU on every request (bench/RESULTS.md).
 Sync workers hold one connection each and have no keep-alive, so a slow client ties up
 a worker: put a buffering proxy (nginx, a cloud load balancer) in front in production.
 """
