@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "judgments",
     "metrics",
     "judges",
+    "guide",
 ]
 
 MIDDLEWARE = [
