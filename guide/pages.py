@@ -4,9 +4,10 @@ The same files are read on GitHub and served at /help/, so they are written as p
 CommonMark with relative links between them (`metrics.md#bounds`). Rendering rewrites a link
 to another guide page into its /help/ address; a relative link that leaves the guide (to the
 operations docs or the repository's files, which the app does not serve) keeps its text and
-loses its link. Raw HTML in the Markdown is shown as text, never passed through (markdown-it's
-`html` option off), and markdown-it refuses javascript: and similar link schemes, so a page
-is only what Markdown can say. docs/decisions/0011-the-user-guide-at-help.md has the why.
+loses its link, and a picture from the repository shows its alt text. Raw HTML in the
+Markdown is shown as text, never passed through (markdown-it's `html` option off), and
+markdown-it refuses javascript: and similar link schemes, so a page is only what Markdown
+can say. docs/decisions/0011-the-user-guide-at-help.md has the why.
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ def _rewrite(tokens: list[Token], names: set[str]) -> str:
             kept: list[Token] = []
             dropped: list[bool] = []
             for child in token.children:
+                if child.type == "image" and not _EXTERNAL.match(
+                        str(child.attrGet("src") or "")):
+                    # The repository's pictures are not served: the alt text stands in.
+                    kept.append(Token("text", "", 0, content=child.content))
+                    continue
                 if child.type == "link_open":
                     href = _link_href(str(child.attrGet("href") or ""), names)
                     dropped.append(href is None)

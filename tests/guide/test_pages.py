@@ -76,7 +76,8 @@ def test_raw_html_in_the_markdown_is_shown_as_text(tmp_path):
     guide.mkdir(parents=True)
     (guide / "index.md").write_text(
         "# Home\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(1)>\n\n"
-        "A [trap](javascript:alert(1)) and <b>bold</b>.\n\n[Next](next.md#part)\n")
+        "A [trap](javascript:alert(1)) and <b>bold</b>.\n\n[Next](next.md#part)\n\n"
+        "![A picture](../img/a.png)\n")
     (guide / "next.md").write_text("# Next\n\n## Part\n")
     with override_settings(BASE_DIR=tmp_path):
         html = str(pages.render("index").html)
@@ -86,6 +87,7 @@ def test_raw_html_in_the_markdown_is_shown_as_text(tmp_path):
     assert "&lt;b&gt;bold&lt;/b&gt;" in html
     assert "href=\"javascript" not in html.lower()
     assert '<a href="/help/next/#part">Next</a>' in html
+    assert "<p>A picture</p>" in html
 
 
 def test_the_main_pages_link_their_section_of_the_guide():
