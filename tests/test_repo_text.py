@@ -101,3 +101,20 @@ def test_the_issue_pattern_matches_the_forms_it_should():
         f"({word} 27)", f"{word.title()} #5", f"see {word}28", f"the {word}s 3",
         f"t{word} 4", f"an {word}: none",
     )] == [True, True, True, False, False, False]
+
+
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_in_the_docs_reaches_a_file():
+    broken = []
+    for path in _tracked_text_files():
+        if path.suffix != ".md" or not path.exists():
+            continue
+        text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+        for target in MARKDOWN_LINK.findall(text):
+            if re.match(r"^(?:[a-z][a-z0-9+.-]*:|#|/)", target):
+                continue
+            if not (path.parent / target.split("#", 1)[0]).exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert broken == []
