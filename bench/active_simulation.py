@@ -254,7 +254,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--budget", type=float, nargs="+", default=[0.3],
-                        help="shares of each evaluation's slots graded (the issue's: 0.3)")
+                        help="shares of each evaluation's slots graded (default 0.3)")
     parser.add_argument("--keywords", type=int, default=20,
                         help="demo keywords sampled per seed (of 50)")
     parser.add_argument("--until-decided", action="store_true",

@@ -30,7 +30,7 @@ from _support import REPORT_ENV
 
 BENCH = Path(__file__).resolve().parent
 
-# name: (full-size arguments, --quick arguments). The sizes are the issue's.
+# name: (full-size arguments, --quick arguments). The sizes are the scale targets'.
 BENCHES: dict[str, tuple[list[str], list[str]]] = {
     "recompute": (["recompute.py", "--large", "--grades", "60"],
                   ["recompute.py", "--quick", "--grades", "20"]),
