@@ -9,6 +9,7 @@ COPY evaluations ./evaluations
 COPY judgments ./judgments
 COPY judges ./judges
 COPY metrics ./metrics
+COPY guide ./guide
 RUN pip install .
 
 COPY . .

@@ -2,9 +2,8 @@
 bench/grading.py so the benchmark measures the server that ships.
 
 Sync workers, two per CPU: grading requests are short (a few milliseconds of CPU and
-two or three PostgreSQL round trips), and on a 2-core machine four sync workers served
-243 grades/s at p95 50 ms where gthread (3 workers x 4 threads) served 154-175 grades/s,
-its thread hand-offs costing ~1.5-2 ms of CPU a request (bench/grading.py, README).
+two or three PostgreSQL round trips), and sync workers served more grades per second than
+gthread workers, whose thread hand-offs cost CPU on every request (bench/RESULTS.md).
 Sync workers hold one connection each and have no keep-alive, so a slow client ties up
 a worker: put a buffering proxy (nginx, a cloud load balancer) in front in production.
 """
@@ -23,12 +22,15 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+# The address gunicorn listens on.
 bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")
+# gunicorn sync workers; set it under a CPU quota (docker --cpus), which usable_cpus cannot see.
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * usable_cpus())
 worker_class = "sync"
 # Nothing a view does waits on the search engine (fetching runs in Celery), so a request
 # still running after this long is stuck, and the worker is better recycled.
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+# gunicorn's access log file: - for stdout, empty for none.
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 # gunicorn sets the request's scheme from X-Forwarded-Proto when the peer is in this list
 # (127.0.0.1 by default), and Django's is_secure() believes it even when

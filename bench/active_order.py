@@ -1,4 +1,4 @@
-"""Benchmark of the decisive grading order (Evaluation.grading_order, issue 28 item 3).
+"""Benchmark of the decisive grading order (Evaluation.grading_order).
 
 (a) Claim throughput on PostgreSQL: two copies of one evaluation (N keywords x 10 results x
     3 slots, 30 % graded at random, ndcg@10 first of 3 metrics, bounds stored by
@@ -11,7 +11,7 @@
     The grading queue, has the figures and what dominates them).
 (b) The simulation, in pure metrics.core (no database): two rankings (A, B) of the same
     keywords (20 x 10 results) with hidden true grades (seeded, synthetic: B's results a
-    little likelier relevant), grading budgets of 30 % (the issue's), 50 and 70 % of each
+    little likelier relevant), grading budgets of 30, 50 and 70 % of each
     ranking's slots, 20 seeds. Each step grades, with its true grade, the next result the
     order hands out and recomputes that keyword's nDCG@10 bounds (core.keyword_bounds); the
     two rankings take turns, each with its own queue; the decisive order mirrors the
@@ -211,7 +211,7 @@ def main() -> None:
     parser.add_argument("--sim-keywords", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--budget", type=float, nargs="+", default=[0.3, 0.5, 0.7],
-                        help="shares of the slots graded (the issue asks for 0.3)")
+                        help="shares of the slots graded")
     parser.add_argument("--edge", type=float, default=0.3,
                         help="B's edge over A in each result's relevance probability")
     parser.add_argument("--simulation-only", action="store_true")

@@ -1,4 +1,4 @@
-"""Simulation of the decisive grading order on the demo (issue 28 item 3): does grading "what
+"""Simulation of the decisive grading order on the demo: does grading "what
 decides first" settle which of two demo models is better, where position order does not?
 
 The demo catalog and its two rankings (evaluations.demo: "relevance", the demo's BM25
@@ -254,7 +254,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--budget", type=float, nargs="+", default=[0.3],
-                        help="shares of each evaluation's slots graded (the issue's: 0.3)")
+                        help="shares of each evaluation's slots graded (default 0.3)")
     parser.add_argument("--keywords", type=int, default=20,
                         help="demo keywords sampled per seed (of 50)")
     parser.add_argument("--until-decided", action="store_true",

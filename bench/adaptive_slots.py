@@ -1,4 +1,4 @@
-"""Benchmark of adaptive slots (strategy "1 → 3", issue 28 item 4) against always-3.
+"""Benchmark of adaptive slots (strategy "1 → 3") against always-3.
 
 A simulated demo on the app itself (a throw-away PostgreSQL database, the real queue, the
 real grade writer and the eager recompute, so the bounds condition reads stored bounds as

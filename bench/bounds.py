@@ -1,4 +1,4 @@
-"""Benchmark of bounds under missing grades inside `recompute_metrics` (issue 28).
+"""Benchmark of bounds under missing grades inside `recompute_metrics`.
 
 For an evaluation of 10,000 keywords x 10 results x 3 slots with 6 metrics (P, AP, RR,
 nDCG, ERR, CG @10), fully graded and with 30 % of its slots ungraded at random, it times

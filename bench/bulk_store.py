@@ -2,7 +2,7 @@
 
     BENCH_DATABASE_PREFIX=me .venv/bin/python bench/bulk_store.py --keywords 100000
 
-Target (issue 29, item 2): a million snapshots and their slots (100,000 keywords) are
+Target: a million snapshots and their slots (100,000 keywords) are
 written in bulk (COPY on PostgreSQL), a group of keywords a transaction, never one
 transaction for all of them and never a statement a row.
 

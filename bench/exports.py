@@ -1,4 +1,4 @@
-"""Exports in constant memory (issue 29): time and peak RSS of downloading an evaluation's
+"""Exports in constant memory: time and peak RSS of downloading an evaluation's
 judgments as CSV, per-grader CSV, TREC qrels, TREC run, JSON Lines and JSON (and the metric
 table) at 100,000 and 1,000,000 judgments (10,000 and 100,000 keywords x 10 results, one
 graded slot each). Memory is flat when the 1M export's peak is about the 100k export's.

@@ -4,7 +4,7 @@
     .venv/bin/python bench/fetch.py --keywords 100000 --latency-ms 20
     .venv/bin/python bench/fetch.py --database sqlite --mode eager
 
-Target (issue 29): the fetch runs at the concurrency limit. With C requests in flight per
+Target: the fetch runs at the concurrency limit. With C requests in flight per
 endpoint (FETCH_CONCURRENCY_PER_ENDPOINT, 16) the fastest possible fetch takes
 N x L / C (the "limit": 1,000 x 50 ms / 16 = 3.1 s); every keyword must be stored within
 1.3 x that (4 s for 1,000 keywords at 50 ms, 163 s for 100,000 at 20 ms), and the
@@ -27,23 +27,17 @@ printed and fails the run.
 
 --processes N runs the worker as a prefork pool of N processes sharing the 16 requests in
 flight (FETCH_CONCURRENCY_PER_ENDPOINT = 16 / N each), as a production fetch worker does
-(docker-compose.yml's worker-fetch runs four): one process is bound by its GIL near 500
-keywords/s at 20 ms (httpx's own ~0.5 ms of CPU a request, then the store). For the same
-16 in flight, more processes with fewer threads each are faster: a thread whose answer
+(docker-compose.yml's worker-fetch runs four): one process is bound by its GIL. For the
+same 16 in flight, more processes with fewer threads each are faster: a thread whose answer
 has arrived waits for its process's GIL while the store's Python or another request
-thread runs, and fewer threads a process wait less. 100,000 keywords on this 2-CPU
-machine, alternated: four processes of 4 took 149.25 to 163.74 s (median 157.2), two of
-8 took 157.46 to 172.26 s (median 158.8), eight of 2 took 155.4 s.
+thread runs, and fewer threads a process wait less (figures: bench/RESULTS.md).
 
 --shared-limit gives each process the full FETCH_CONCURRENCY_PER_ENDPOINT (16) and lets
 the endpoint's own "16 at once" (outbound_limits, on Redis) hold them all to 16, as a
-worker with the default settings does. When the turns went to whichever thread asked
-first, 10 to 13 of the 16 gathered in one process (sampled every 0.1 s), and four
-processes took 177.0 to 214.9 s (1.21 to 1.34 x that run's floor); shared fairly between
-processes (outbound_limits), at most 4 to 6 in one, they took 166.7 to 200.0 s (1.10 to
-1.23 x the floor). The threads left waiting still poll Redis, so for one endpoint's large
-fetches, FETCH_CONCURRENCY_PER_ENDPOINT x the worker's processes = the endpoint's limit
-stays the fastest.
+worker with the default settings does; it reports how the turns gathered in the
+processes (bench/RESULTS.md). The threads left waiting still poll Redis, so for one
+endpoint's large fetches, FETCH_CONCURRENCY_PER_ENDPOINT x the worker's processes = the
+endpoint's limit stays the fastest.
 
 BENCH_ROOT runs another checkout's code (the worker too), for old-vs-new comparisons:
     cd /work/main && BENCH_ROOT=$PWD .venv/bin/python /path/to/new/bench/fetch.py
@@ -88,8 +82,8 @@ def engine_serve(latency: float) -> None:
 
     One asyncio loop reading HTTP/1.1 requests by hand (keep-alive, Content-Length), not
     http.server's thread per connection: that one parsed each request's headers with the
-    email package and took 0.3 ms of CPU a request, 29 s of the two CPUs at 100,000
-    keywords, which a real engine spends on a machine of its own. asyncio's transports
+    email package, CPU that a real engine spends on a machine of its own
+    (bench/RESULTS.md). asyncio's transports
     set TCP_NODELAY, as real engines do."""
     import asyncio
 

@@ -223,7 +223,8 @@ def wait_for(url: str, timeout: float = 120.0) -> None:
 
 class Session:
     """One grader's keep-alive HTTP/1.1 connection. http.client rather than httpx: the
-    client shares the 2 cores with the server, and httpx spent ~3 ms of CPU per cycle."""
+    client shares the cores with the server, and httpx costs more CPU per cycle
+    (bench/RESULTS.md)."""
 
     def __init__(self, base: str, key: str) -> None:
         host, port = base.removeprefix("http://").split(":")

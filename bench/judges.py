@@ -1,4 +1,4 @@
-"""An LLM judge grading 10,000 pairs through a local fake provider (issue 18's benchmark).
+"""An LLM judge grading 10,000 pairs through a local fake provider.
 
     .venv/bin/python bench/judges.py                   # 10,000 pairs, 200 ms, batch 5, 16
     .venv/bin/python bench/judges.py --pairs 2000 --json

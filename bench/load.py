@@ -1,4 +1,4 @@
-"""Many graders on one strategy-3 evaluation in the production shape (issue 17's load proof).
+"""Many graders on one strategy-3 evaluation in the production shape (a load proof).
 
     .venv/bin/python bench/load.py                 # 20 graders, 20 s
     .venv/bin/python bench/load.py --graders 20 --seconds 30 --json

@@ -4,7 +4,7 @@ For an evaluation of 5,000 keywords x 10 results x 3 slots (90 % graded) with 6 
 its stored values: the agreement's grouped count of slot patterns (metrics.queries,
 written out) against the same count through the ORM and Python; and the means refresh's
 read of keyword values for core.mean_over_keywords against the SQL AVG it replaced (which
-is not exact: it sums in row order, issue 17 defect 9).
+is not exact: it sums in row order).
 
     .venv/bin/python bench/queries.py [--keywords 5000] [--repeat 15]
 

@@ -1,4 +1,4 @@
-"""What the recompute costs per grade under sustained grading load (issue #5).
+"""What the recompute costs per grade under sustained grading load.
 
     .venv/bin/python bench/recompute_load.py [--rate 200] [--seconds 10] [--compare-head]
         [--preclaim] [--worker-keeps-connection]

@@ -1,4 +1,4 @@
-"""Issue 29's figures in one table: every scale benchmark at 10,000 and 100,000 keywords,
+"""The scale figures in one table: every scale benchmark at 10,000 and 100,000 keywords,
 side by side, with the ratio 100k/10k (per-request paths: goal <= 1.5) and the limits.
 
     .venv/bin/python bench/scale.py                     # everything, about an hour
@@ -30,7 +30,7 @@ from _support import REPORT_ENV
 
 BENCH = Path(__file__).resolve().parent
 
-# name: (full-size arguments, --quick arguments). The sizes are the issue's.
+# name: (full-size arguments, --quick arguments). The sizes are the scale targets'.
 BENCHES: dict[str, tuple[list[str], list[str]]] = {
     "recompute": (["recompute.py", "--large", "--grades", "60"],
                   ["recompute.py", "--quick", "--grades", "20"]),

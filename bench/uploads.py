@@ -1,5 +1,5 @@
 """How soon a keyword file far over the limits is refused (part of `make bench`), and what
-a 100,000-keyword upload costs through the evaluation page (issue 29).
+a 100,000-keyword upload costs through the evaluation page.
 
     .venv/bin/python bench/uploads.py
     BENCH_DATABASE_PREFIX=st_io .venv/bin/python bench/uploads.py --pages   # PostgreSQL

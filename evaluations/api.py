@@ -109,7 +109,7 @@ class EvaluationOutputSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     archived_at = serializers.DateTimeField(allow_null=True)
-    # --- query sets (issue 27) ---
+    # --- query sets ---
     class QuerySetVersionSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         query_set = serializers.IntegerField(source="query_set_id")
@@ -155,7 +155,7 @@ class EvaluationInputSerializer(serializers.Serializer):
                   "zero-width characters dropped; duplicates (ignoring case) and blanks are "
                   "removed. A control character, or no keyword left, is a 400 on keywords. "
                   "Required unless query_set is given.")
-    # --- query sets (issue 27) ---
+    # --- query sets ---
     query_set = serializers.IntegerField(
         required=False, help_text="On create, instead of keywords: the id of a query set of "
                                   "the team, whose current version's keywords are used and "

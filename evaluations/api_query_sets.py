@@ -1,4 +1,4 @@
-"""REST API of query sets (issue 27): list, create, detail with versions, rename, a new
+"""REST API of query sets: list, create, detail with versions, rename, a new
 version, a version's keywords, archive and restore. Every member reads; leads and above
 write (selectors_query_sets.WRITE_ROLE), as on the pages."""
 

@@ -1,4 +1,4 @@
-"""REST API of schedules (issue 27, "watches"): list, create, detail, change, delete,
+"""REST API of schedules ("watches"): list, create, detail, change, delete,
 pause, resume, and the runs with their latest regression verdicts. Every member reads;
 leads and above write (selectors_schedules.WRITE_ROLE), as on the pages. The services'
 ValidationError names the field; the API's exception handler answers it as a 400."""

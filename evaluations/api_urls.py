@@ -32,7 +32,7 @@ urlpatterns = [
          name="evaluation_finish"),
     path("evaluations/<int:evaluation_id>/retry-failed/", api.EvaluationRetryFailedApi.as_view(),
          name="evaluation_retry_failed"),
-    # --- query sets (issue 27) ---
+    # --- query sets ---
     path("query-sets/", api_query_sets.QuerySetListApi.as_view(), name="query_sets"),
     path("query-sets/<int:query_set_id>/", api_query_sets.QuerySetDetailApi.as_view(),
          name="query_set"),
@@ -44,7 +44,7 @@ urlpatterns = [
          name="query_set_archive"),
     path("query-sets/<int:query_set_id>/restore/", api_query_sets.QuerySetRestoreApi.as_view(),
          name="query_set_restore"),
-    # --- schedules (issue 27) ---
+    # --- schedules ---
     path("schedules/", api_schedules.ScheduleListApi.as_view(), name="schedules"),
     path("schedules/<int:schedule_id>/", api_schedules.ScheduleDetailApi.as_view(),
          name="schedule"),

@@ -314,7 +314,7 @@ class EvaluationForm(forms.Form):
                   "graders who answer the team's gold items badly gets another grader.")
     auto_finish = forms.BooleanField(
         required=False, initial=True, label="Finish when every result is graded")
-    # --- query sets (issue 27): on the create page only (with_query_sets) ---
+    # --- query sets: on the create page only (with_query_sets) ---
     query_set = forms.ModelChoiceField(
         queryset=QuerySet.objects.none(), required=False, label="…or use a query set",
         help_text="Its current version's keywords, instead of typing or uploading them.")

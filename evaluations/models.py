@@ -190,14 +190,14 @@ class Evaluation(models.Model):
     auto_finish = models.BooleanField(default=True)
     show_position = models.BooleanField(default=False)
     # Hand each grader a keyword's results in their own random order (stable for them) and
-    # hide the engine's rank, so calibration can tell position bias (issue 28, item 8).
+    # hide the engine's rank, so calibration can tell position bias.
     shuffle_results = models.BooleanField(default=False)
     # "decisive": the queue hands out first the slots whose grade can narrow the widest
-    # metric bounds most (issue 28, item 3; judgments.queries.decisive order).
+    # metric bounds most (judgments.queries, decisive order).
     grading_order = models.CharField(max_length=10, choices=GradingOrder.choices,
                                      default=GradingOrder.POSITION)
-    # The share of a grader's claims that hand out a gold item instead of a slot (issue 28
-    # item 5, judgments.gold): their grades measure the grader and never enter metrics.
+    # The share of a grader's claims that hand out a gold item instead of a slot
+    # (judgments.gold): their grades measure the grader and never enter metrics.
     gold_rate = models.FloatField(default=0.05)
     # Under "1 → 3": a result whose every grade so far comes from graders below the team's
     # gold bar opens a further slot (judgments.adaptive, reason LOW_GOLD), so a grader who
@@ -215,7 +215,7 @@ class Evaluation(models.Model):
     # the sweep sends again the pending keywords no task has claimed long after it
     # (services.fetch.keywords_fetch_requeue_lapsed), as after a send the broker refused.
     fetch_sent_at = models.DateTimeField(null=True, blank=True)
-    # --- query sets (issue 27) ---
+    # --- query sets ---
     # The query set version whose keywords this evaluation was created with (null: typed or
     # uploaded keywords). PROTECT: an evaluation keeps saying which version it ran, so a
     # version is never deleted while an evaluation refers to it.
@@ -394,7 +394,7 @@ class DemoProduct(models.Model):
         return self.title
 
 
-# --- query sets (issue 27): a team's named, versioned keyword lists -------------------------
+# --- query sets: a team's named, versioned keyword lists -------------------------
 
 
 class QuerySet(models.Model):

@@ -1,6 +1,6 @@
 """How many graders a result gets (Evaluation.strategy, Schedule.strategy)."""
 
-# How many graders a result gets: 1, 3, or ADAPTIVE_STRATEGY ("1 → 3", issue 28 item 4): one
+# How many graders a result gets: 1, 3, or ADAPTIVE_STRATEGY ("1 → 3"): one
 # slot per result first, a second and third only where it matters
 # (judgments.adaptive.slots_open_where_it_matters).
 ADAPTIVE_STRATEGY = 13

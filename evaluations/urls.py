@@ -34,7 +34,7 @@ urlpatterns = [
          name="evaluation_restore"),
     path("evaluations/<int:evaluation_id>/<str:action>/", views.evaluation_action,
          name="evaluation_action"),
-    # --- query sets (issue 27) ---
+    # --- query sets ---
     path("query-sets/", views_query_sets.query_set_list, name="query_set_list"),
     path("query-sets/new/", views_query_sets.query_set_create, name="query_set_create"),
     path("query-sets/from-evaluation/<int:evaluation_id>/",
@@ -47,7 +47,7 @@ urlpatterns = [
          name="query_set_archive"),
     path("query-sets/<int:query_set_id>/restore/", views_query_sets.query_set_restore,
          name="query_set_restore"),
-    # --- schedules (issue 27) ---
+    # --- schedules ---
     path("schedules/", views_schedules.schedule_list, name="schedule_list"),
     path("schedules/new/", views_schedules.schedule_create, name="schedule_create"),
     path("schedules/<int:schedule_id>/", views_schedules.schedule_detail,

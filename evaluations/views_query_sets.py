@@ -1,4 +1,4 @@
-"""Pages for query sets (issue 27): list, detail with versions, create (typed or uploaded),
+"""Pages for query sets: list, detail with versions, create (typed or uploaded),
 edit (a changed list is a new version), save an evaluation's keywords as one, archive and
 restore. Every member reads; leads and above write (selectors_query_sets.WRITE_ROLE)."""
 

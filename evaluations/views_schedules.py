@@ -1,4 +1,4 @@
-"""Pages for schedules (issue 27, "watches"): list, detail with the runs and their
+"""Pages for schedules ("watches"): list, detail with the runs and their
 verdicts, create, edit, pause, resume and delete. Every member reads; leads and above
 write (selectors_schedules.WRITE_ROLE)."""
 

@@ -1,1 +1,1 @@
-"""LLM judges: models that grade beside people, in the same slots (issue 18)."""
+"""LLM judges: models that grade beside people, in the same slots."""

@@ -1,4 +1,4 @@
-"""Adaptive slots: strategy "1 → 3" (evaluations.models.ADAPTIVE_STRATEGY, issue 28 item 4).
+"""Adaptive slots: strategy "1 → 3" (evaluations.models.ADAPTIVE_STRATEGY).
 
 Each result gets one slot when fetched (services.slots_create_for_snapshots). After every
 grade, judgments.grading asks `slots_open_where_it_matters` whether the result needs another
@@ -17,7 +17,7 @@ is judged on complete evidence and a result never waits on two open slots at onc
   third: the second opinion on a heavy result is taken, and the third is for a split.
 A single grade is never at the cut-off and never has a judge beside a person, so DISAGREE
 and CUTOFF only ever open the third slot.
-- with the evaluation's second_grader_below_gold_bar on (issue 28 item 5), the second or
+- with the evaluation's second_grader_below_gold_bar on, the second or
   third opens when every grade of the result so far comes from people below the team's
   gold bar (LOW_GOLD, judgments.gold_accuracy.graders_below_bar): such a grader never
   decides a result alone, and two of them not without a third. It comes after UNSURE,

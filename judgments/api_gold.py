@@ -1,4 +1,4 @@
-"""The gold items API (issue 28 item 5): GET /api/v1/evaluations/{id}/gold/ (the
+"""The gold items API: GET /api/v1/evaluations/{id}/gold/ (the
 evaluation's results that are gold items), POST the same (make a result gold) and POST
 .../gold/import/ (a file of `keyword,doc_id,grade` lines or JSON lines). Leads and above
 (access.GRADES_ROLE: gold answers are grades everyone is measured against)."""

@@ -1,4 +1,4 @@
-"""Gold items (issue 28 item 5): results with a known answer, slipped into graders' queues
+"""Gold items: results with a known answer, slipped into graders' queues
 as probes that measure each grader and never enter metrics.
 
 - A gold item (GoldItem) is one result (Snapshot) of the team with its answer: from an

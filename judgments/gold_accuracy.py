@@ -1,4 +1,4 @@
-"""How well each grader and judge answers gold items (issue 28 item 5): accuracy, mean
+"""How well each grader and judge answers gold items: accuracy, mean
 absolute error and drift, read for the grader leaderboard (metrics.leaderboards), and the
 lead's notice when a grader falls below the bar.
 

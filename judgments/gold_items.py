@@ -1,4 +1,4 @@
-"""Gold items (issue 28 item 5, judgments.gold): making them from a graded result
+"""Gold items (judgments.gold): making them from a graded result
 ("make gold"), an adjudicated answer (judgments.adjudication) or an import of
 `keyword,doc_id,grade` lines (CSV or JSON lines). Grades are checked by
 judgments.grading's rule; the queue's side is judgments.gold."""

@@ -56,7 +56,7 @@ class Transformer(models.Model):
 
 
 class OpenedBecause(models.TextChoices):
-    """Why judgments.adaptive opened a further slot on a result (issue 28 item 4)."""
+    """Why judgments.adaptive opened a further slot on a result."""
 
     UNSURE = "unsure", "A grade of the result was marked unsure"
     DISAGREE = "disagree", "A counting judge and a person disagree"
@@ -288,7 +288,7 @@ class AdjudicatedAnswer(models.Model):
 
 
 class GoldItem(models.Model):
-    """A result of the team with a known answer (issue 28 item 5, judgments.gold): the
+    """A result of the team with a known answer (judgments.gold): the
     queue slips it into graders' work as a GoldProbe to measure them. Its snapshot is the
     result shown; probes use it only once its evaluation is finished (nothing can grade
     that snapshot's own slots any more, so a grade sent for it can only be the probe's)."""

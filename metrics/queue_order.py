@@ -1,5 +1,5 @@
-"""The grading queue's "grade what decides first" key (Evaluation.grading_order "decisive",
-issue 28 item 3), registered into judgments.queries at start-up (metrics.apps): the
+"""The grading queue's "grade what decides first" key (Evaluation.grading_order
+"decisive"), registered into judgments.queries at start-up (metrics.apps): the
 bounds it reads are this app's tables, and judgments never imports metrics.
 
 A slot's key is its keyword's width (KeywordQueueWidth: upper - lower of the stored bounds

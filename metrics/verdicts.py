@@ -1,5 +1,5 @@
 """Regression verdicts: a run (any evaluation) against a baseline evaluation, per metric
-and overall, stored as RegressionVerdict (issue 27, items 3 and 6).
+and overall, stored as RegressionVerdict.
 
 The math and the words are metrics.core.verdicts'; this module reads the stored keyword
 values of both evaluations (keywords matched by normalized text, metrics by identity:

@@ -26,6 +26,7 @@ OUTPUT = ROOT / "docs" / "architecture.svg"
 
 # Top to bottom: a part may import the parts below it.
 PARTS: list[tuple[str, str, str]] = [
+    ("guide", "guide/", "the user guide at /help/, from docs/guide (imports no app)"),
     ("judges", "judges/", "LLM judges: runs, calls, calibration, counts"),
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),
     ("metrics", "metrics/", "stored values, recompute pipeline, dashboards, compare"),

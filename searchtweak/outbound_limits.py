@@ -14,10 +14,10 @@ frees its turn when the lease runs out instead of holding it for ever.
 
 Concurrency turns are shared fairly between the processes asking for them (`turn`, in
 Redis): while several ask, none holds more than its share (the limit divided among them,
-rounded up). Taken by whichever thread asked first, a limit of 16 gathered 10 to 13 turns
-in one of four fetch processes, whose requests then waited for its GIL: 100,000 keywords
-took 1.21 to 1.34 x a bare client's floor, 1.10 to 1.23 x shared fairly
-(bench/fetch.py --shared-limit).
+rounded up). Taken by whichever thread asked first, most of a limit's turns gathered in
+one of several fetch processes, whose requests then waited for its GIL; shared fairly, a
+large fetch ran closer to a bare client's floor (bench/fetch.py --shared-limit, figures in
+bench/RESULTS.md).
 """
 
 import contextlib

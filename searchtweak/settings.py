@@ -27,14 +27,20 @@ from searchtweak.envvars import (
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# Development mode: error pages with tracebacks, plain HTTP, loopback engines reachable; off
+# in production.
 DEBUG = env_bool("DEBUG", default=True)
 _DEV_SECRET = "dev-only-secret-key-not-for-production-0123456789abcdefghijklmnop"
+# Django's signing secret, from which endpoint and judge secrets' encryption key is derived;
+# required when DEBUG is off (a development key otherwise).
 SECRET_KEY = env_str("SECRET_KEY") or ("" if not DEBUG else _DEV_SECRET)
 if not SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY: must be set when DEBUG is false")
+# The host names this server answers to.
 ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"]
 )
+# Origins (https://host) allowed to post forms when a TLS proxy sits in front.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "searchtweak.errors.csrf_failure"
 
@@ -56,6 +62,7 @@ INSTALLED_APPS = [
     "judgments",
     "metrics",
     "judges",
+    "guide",
 ]
 
 MIDDLEWARE = [
@@ -101,6 +108,7 @@ TEMPLATES = [
 # the dev server's threads and a worker process share one file.
 _SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 
+# The database, postgres://user:password@host:5432/name; unset: the SQLite file db.sqlite3.
 _database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "sqlite"))
 if _database_url:
     # Health checks: a connection kept for reuse is tested (cheaply, only when reused)
@@ -116,6 +124,7 @@ if _database_url:
         # prepared once a connection has run them twice; Django's own client-binding
         # cursors never prepare. Turn off behind a pooler in transaction mode that cannot
         # keep them.
+        # DATABASE_PREPARED_STATEMENTS: prepare them; false behind a transaction-mode pooler.
         if env_bool("DATABASE_PREPARED_STATEMENTS", True):
             options["prepare_threshold"] = 2
         # PostgreSQL compiles a statement to machine code (JIT) when its estimated cost
@@ -124,6 +133,7 @@ if _database_url:
         # 1 ms of work, on every claim. Turn it back on with DATABASE_JIT; behind PgBouncer,
         # which refuses the startup option unless told to ignore it, turn JIT off in the
         # server's settings instead.
+        # DATABASE_JIT: let PostgreSQL JIT-compile statements (off: connections set jit=off).
         if not env_bool("DATABASE_JIT", False):
             options["options"] = "-c jit=off"
 else:
@@ -154,8 +164,11 @@ LOGOUT_REDIRECT_URL = "login"
 # Login throttling (searchtweak.login_throttle, django-axes): failures within the last
 # LOGIN_LOCKOUT_MINUTES, counted per username + client address and per client address.
 # `manage.py axes_reset` (or axes_reset_ip / axes_reset_username) lifts a lock at once.
+# LOGIN_FAILURE_LIMIT: failed logins for one username from one client address that lock it out.
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+# Failed logins from one client address, whatever the usernames, that lock it out.
 LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20, minimum=1)
+# How long failures count and a lock lasts, in minutes.
 LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 10, minimum=1)
 # Reverse proxies in front of the app that append to X-Forwarded-For; 0 trusts none and
 # takes the connection's address (behind a proxy that would be the proxy's, for everyone).
@@ -182,6 +195,7 @@ AXES_VERBOSE = False
 # Mail (password reset links, invitations): EMAIL_URL names the server, e.g.
 # smtp://user:pass@mail.example.com:587?tls=true (see searchtweak.envvars.env_email_url).
 # Without it mail is printed on the console, where a developer finds a reset link.
+# EMAIL_URL: the mail server, smtp://…, smtps://… or console://; unset prints mails.
 _email = env_email_url("EMAIL_URL")
 EMAIL_BACKEND = (_email.backend if _email else
                  "django.core.mail.backends.console.EmailBackend")
@@ -194,10 +208,12 @@ if _email:
     EMAIL_USE_SSL = _email.use_ssl
 # A web request waits for the mail server this long at most.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+# The sender of password resets, invitations and notification mails.
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "SearchTweak <searchtweak@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 LANGUAGE_CODE = "en-us"
+# The server's time zone for logs and dates shown without a team's zone (stored times are UTC).
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -217,6 +233,7 @@ STORAGES = {
 }
 
 if not DEBUG:
+    # Session and CSRF cookies only over HTTPS (with DEBUG off).
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
@@ -225,12 +242,16 @@ if not DEBUG:
 # and SECURE_HSTS_SECONDS=0; a proxy that only terminates TLS must then send
 # X-Forwarded-Proto, or the redirect would loop. /healthz answers over plain HTTP for the
 # load balancer's and docker-compose's checks.
+# SECURE_SSL_REDIRECT: redirect plain HTTP to HTTPS (not /healthz).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# HSTS max-age in seconds; 0 sends no HSTS header (a TLS proxy that sends its own).
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+# HSTS's includeSubDomains: the browser uses HTTPS for every subdomain too.
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 # Only allows a submission to the browsers' preload list; nothing is submitted by itself.
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
+# Trust a TLS proxy's X-Forwarded-Proto: https (gunicorn's forwarded_allow_ips follows it).
 if env_behind_tls_proxy():
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -304,11 +325,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: without a broker the tasks run eagerly in the calling process, after commit.
+# CELERY_BROKER_URL: the broker, redis://host:6379/0; unset runs tasks eagerly.
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", schemes=("redis", "rediss", "memory"))
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == ""
 if CELERY_TASK_ALWAYS_EAGER:
     # With its host named: kombu warns "No hostname was supplied" on every command else.
     CELERY_BROKER_URL = "memory://localhost/"
+# Where Celery stores task results; by default the broker.
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or (
     "" if CELERY_TASK_ALWAYS_EAGER else CELERY_BROKER_URL
 )
@@ -316,11 +339,14 @@ CELERY_TASK_EAGER_PROPAGATES = True
 # Without a broker, the fetch or judge run a request starts runs on a background thread of
 # the web process (searchtweak.background): the page answers at once and the
 # progress bar moves. Tests turn it off to fetch synchronously (tests/conftest.py).
+# EMBEDDED_TASKS_IN_BACKGROUND: without a broker, fetch on a thread instead of in the request.
 EMBEDDED_TASKS_IN_BACKGROUND = env_bool("EMBEDDED_TASKS_IN_BACKGROUND",
                                         default=CELERY_TASK_ALWAYS_EAGER)
+# The Celery queue of every task not routed to FETCH_QUEUE, JUDGES_QUEUE or NOTIFICATIONS_QUEUE.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Hard time limit of a task in seconds, unless the task sets its own.
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
 # No global soft limit: Celery refuses to send a task whose own time_limit is below it.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -337,9 +363,11 @@ RECOMPUTE_EVALUATION_TIME_LIMIT = 1800
 RECOMPUTE_SWEEP_AFTER_SECONDS = env_int("RECOMPUTE_SWEEP_AFTER_SECONDS", 5, minimum=1)
 # Delay before a keyword's recompute runs, so a burst of grades is read by one run; 0 (the
 # default) runs at once: grades that land while a run is queued or running join it anyway.
+# RECOMPUTE_DEBOUNCE_MS: milliseconds a keyword's recompute waits after a grade.
 RECOMPUTE_DEBOUNCE_SECONDS = float(env_int("RECOMPUTE_DEBOUNCE_MS", 0, minimum=0)) / 1000
 # While an evaluation is being graded, a worker starts its next run this long after the
 # previous one ended (or after the debounce, if longer), so each run reads many grades.
+# RECOMPUTE_BUSY_INTERVAL_MS: milliseconds between an evaluation's recompute runs.
 RECOMPUTE_BUSY_INTERVAL_SECONDS = (
     float(env_int("RECOMPUTE_BUSY_INTERVAL_MS", 100, minimum=0)) / 1000)
 # One history point per metric per this many seconds, however many grades arrive.
@@ -347,18 +375,22 @@ METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60,
 # How often schedules are looked at: by celery beat, or without a broker by a thread of the
 # web server, which runs the bodies registered with searchtweak.background.periodic_register
 # (PERIODIC_IN_WEB_PROCESS; started by searchtweak.wsgi, so by runserver and gunicorn).
+# SCHEDULE_TICK_SECONDS: seconds between two looks at the schedules that are due.
 SCHEDULE_TICK_SECONDS = env_int("SCHEDULE_TICK_SECONDS", 30, minimum=1)
+# Run the periodic bodies (schedules' tick) on a thread of the web process; on without a broker.
 PERIODIC_IN_WEB_PROCESS = env_bool("PERIODIC_IN_WEB_PROCESS",
                                     default=CELERY_TASK_ALWAYS_EAGER)
 CELERY_BEAT_SCHEDULE = {
     "sweep-dirty-keywords": {
         "task": "metrics.sweep_dirty_keywords",
+        # How often the sweep re-enqueues keywords left dirty (RECOMPUTE_SWEEP_AFTER_SECONDS).
         "schedule": float(env_int("RECOMPUTE_SWEEP_EVERY_SECONDS", 5, minimum=1)),
     },
     # Re-queues keywords whose fetch claim lapsed (FETCH_CLAIM_MARGIN_SECONDS), so a
     # killed worker delays a fetch by about a lease, not by the broker's timeout.
     "sweep-stalled-fetches": {
         "task": "evaluations.sweep_stalled_fetches",
+        # How often the sweep looks for lapsed fetch claims, in seconds.
         "schedule": float(env_int("FETCH_SWEEP_EVERY_SECONDS", 15, minimum=1)),
     },
     # Fires due schedules (one run per due time, whoever else ticks) and finishes runs
@@ -370,6 +402,7 @@ CELERY_BEAT_SCHEDULE = {
     # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
     "sweep-stalled-judge-runs": {
         "task": "judges.sweep_stalled_runs",
+        # How often the sweep looks for stalled judge runs, in seconds.
         "schedule": float(env_int("JUDGE_SWEEP_EVERY_SECONDS", 15, minimum=1)),
     },
 }
@@ -377,11 +410,14 @@ CELERY_BEAT_SCHEDULE = {
 # over to a new message; its hard limit must outlast a lane plus its last call
 # (judges.calls.call_deadline_seconds). A run with work pending and nothing claimed for
 # JUDGE_STALL_SECONDS gets a new lane from the sweep.
+# JUDGE_LANE_SECONDS: seconds a judge lane works before handing over to a new message.
 JUDGE_LANE_SECONDS = env_int("JUDGE_LANE_SECONDS", 50, minimum=1)
 # Calls one lane holds in flight at once (threads of its worker process); a judge allowed
 # more concurrent requests gets more lanes (judges.runs.lane_count).
 JUDGE_LANE_CALLS = env_int("JUDGE_LANE_CALLS", 8, minimum=1)
+# Hard time limit of a judge lane's task in seconds: a lane plus its last call.
 JUDGE_LANE_TIME_LIMIT = env_int("JUDGE_LANE_TIME_LIMIT", 1800, minimum=120)
+# A judge run with work pending and nothing claimed this long gets a new lane from the sweep.
 JUDGE_STALL_SECONDS = env_int("JUDGE_STALL_SECONDS", 120, minimum=1)
 # Lane crashes in a row (no batch ending well between them) that pause a judge run.
 JUDGE_MAX_CRASH_STREAK = env_int("JUDGE_MAX_CRASH_STREAK", 3, minimum=1)
@@ -390,7 +426,9 @@ JUDGE_MAX_CRASH_STREAK = env_int("JUDGE_MAX_CRASH_STREAK", 3, minimum=1)
 # uploaded, API). A keyword file (TXT/CSV) bigger than MAX_KEYWORDS keywords of 500
 # characters (Keyword.text's max_length) plus their line ends cannot be a valid list, so it
 # is refused before it is read: 100,000 keywords make about 48 MB.
+# MAX_KEYWORDS: the most keywords an evaluation or query set version holds.
 MAX_KEYWORDS = env_int("MAX_KEYWORDS", 100_000, minimum=1)
+# A keyword file larger than this many bytes is refused before it is read.
 KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", MAX_KEYWORDS * 501,
                                    minimum=1024)
 # The largest body Django reads into memory (a JSON body, a form): Django's 2.5 MB refused
@@ -398,29 +436,38 @@ KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", MAX_KEYWORDS * 50
 # largest keyword file's text (UTF-8, unescaped) plus 1 MB for the rest of the request
 # fits; a bigger one answers 413 naming this setting (searchtweak.errors.bad_request,
 # pages and API alike).
+# DATA_UPLOAD_MAX_MEMORY_SIZE: the largest request body read, in bytes.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE",
                                       KEYWORD_UPLOAD_MAX_BYTES + 2**20, minimum=2_621_440)
 
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
 # endpoint per worker process (the endpoint's own limits hold over all workers),
 # keywords per task, and the limits of one response.
+# FETCH_CONCURRENCY_PER_ENDPOINT: requests in flight to one endpoint per worker process.
 FETCH_CONCURRENCY_PER_ENDPOINT = env_int("FETCH_CONCURRENCY_PER_ENDPOINT", 16, minimum=1)
 # 500 keywords a task, not 100: each task ends with its last requests alone in flight and
 # pays its own setup, which cost a third of the time at 1,000 keywords (bench/fetch.py);
 # a crash still loses only the keywords in flight (their claims lapse, the sweep re-queues).
+# FETCH_BATCH_SIZE: keywords one fetch task takes.
 FETCH_BATCH_SIZE = env_int("FETCH_BATCH_SIZE", 500, minimum=1)
 # A larger fetch is cut into at most this many tasks, each then above FETCH_BATCH_SIZE
 # (up to 4 times; services.fetch.fetch_batch_size): a task's fixed cost (its claim, its
 # last requests alone in flight, its last store) was 5-10 % of a 500-keyword task at
 # 20 ms, paid 200 times at 100,000 keywords. 64 tasks still keep 32 worker processes
 # busy to the end (bench/fetch.py --processes).
+# FETCH_MAX_BATCHES: the most tasks one fetch is cut into.
 FETCH_MAX_BATCHES = env_int("FETCH_MAX_BATCHES", 64, minimum=1)
+# The largest search response read, in bytes; a larger one fails the keyword.
 FETCH_MAX_RESPONSE_BYTES = env_int("FETCH_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, minimum=1024)
+# Retries of a search request after a connection error or a 5xx answer.
 FETCH_RETRIES = env_int("FETCH_RETRIES", 3, minimum=0)
+# The first retry's wait in milliseconds, doubling with each retry.
 FETCH_RETRY_BACKOFF_MS = env_int("FETCH_RETRY_BACKOFF_MS", 500, minimum=0)
+# The most results stored per keyword (the top of the engine's answer).
 FETCH_MAX_RESULTS = env_int("FETCH_MAX_RESULTS", 100, minimum=1)
 # A keyword's fetch claim lapses once its task has gone this much longer than the endpoint's
 # requests can take (evaluations.fetching.fetch_claim_lease_seconds): its worker died.
+# FETCH_CLAIM_MARGIN_SECONDS: seconds past the requests' longest time before a claim lapses.
 FETCH_CLAIM_MARGIN_SECONDS = env_int("FETCH_CLAIM_MARGIN_SECONDS", 30, minimum=0)
 # A fetching evaluation whose pending keywords no task has claimed this long after their
 # tasks were sent gets them sent again by the sweep: the broker refused the send (it was
@@ -429,6 +476,7 @@ FETCH_CLAIM_MARGIN_SECONDS = env_int("FETCH_CLAIM_MARGIN_SECONDS", 30, minimum=0
 FETCH_RESEND_AFTER_SECONDS = env_int("FETCH_RESEND_AFTER_SECONDS", 300, minimum=1)
 # A fetch task stops (soft limit: the keywords it has not stored are recorded as failed)
 # and is killed a minute later.
+# FETCH_TASK_TIME_LIMIT: a fetch task's soft time limit, in seconds.
 FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)
 # Tasks are acknowledged late (CELERY_TASK_ACKS_LATE): Redis hands a message whose worker
 # vanished to another one after this timeout. It must outlast the longest task, or a task
@@ -451,36 +499,47 @@ OUTBOUND_PRODUCTION_DENY_NETWORKS = [
     "127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128", "10.0.0.0/8", "172.16.0.0/12",
     "192.168.0.0/16", "fc00::/7", "169.254.0.0/16", "fe80::/10", "100.64.0.0/10",
     "240.0.0.0/4", "224.0.0.0/4", "ff00::/8"]
+# Networks no outbound request may connect to (the list above; loopback open with DEBUG on).
 OUTBOUND_DENY_NETWORKS = env_networks("OUTBOUND_DENY_NETWORKS", [
     network for network in OUTBOUND_PRODUCTION_DENY_NETWORKS
     if not (DEBUG and network in ("127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128"))])
+# When set, the only networks outbound requests may reach (denied ones still win).
 OUTBOUND_ALLOW_NETWORKS = env_networks("OUTBOUND_ALLOW_NETWORKS", [])
+# Redirects followed per outbound request.
 OUTBOUND_MAX_REDIRECTS = env_int("OUTBOUND_MAX_REDIRECTS", 5, minimum=0)
 # gunicorn.conf.py kills a web request after WEB_TIMEOUT seconds; Test runs in the request,
 # so its whole deadline (connect, redirects, read) ends this margin earlier, leaving time
 # to render the answer.
+# WEB_TIMEOUT: seconds a web request may take before gunicorn kills its worker.
 WEB_TIMEOUT_SECONDS = env_int("WEB_TIMEOUT", 30, minimum=2)
 OUTBOUND_TEST_DEADLINE_SECONDS = float(max(1, WEB_TIMEOUT_SECONDS - min(
     5, WEB_TIMEOUT_SECONDS // 4)))
 # Per-endpoint limits (Endpoint.max_concurrent_requests, requests_per_minute) are shared
 # by all processes through this Redis (default: the broker's, when it is Redis); with
 # none, they hold within each process. A request waits at most this long for its turn.
+# OUTBOUND_LIMITS_REDIS_URL: the Redis that shares endpoints' request limits between workers.
 OUTBOUND_LIMITS_REDIS_URL = env_url("OUTBOUND_LIMITS_REDIS_URL", schemes=("redis", "rediss")) or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# How long a fetch request waits for its turn under an endpoint's limits before failing.
 OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimum=1)
 # A Test (search model, endpoint form, judge) holds a web worker while the engine answers:
 # at most this many run at once per team (counted like the limits above), so a hanging
 # engine cannot take every worker and stall the site.
+# OUTBOUND_TESTS_PER_TEAM: Tests one team may run at once over all web processes.
 OUTBOUND_TESTS_PER_TEAM = env_int("OUTBOUND_TESTS_PER_TEAM", 2, minimum=1)
 # LLM judges (judges.calls): the first retry's backoff (doubling, with jitter), and the
 # longest Retry-After a call waits for before giving its pairs back to the queue.
+# JUDGE_RETRY_BACKOFF_MS: a judge call's first retry wait, in milliseconds.
 JUDGE_RETRY_BACKOFF_MS = env_int("JUDGE_RETRY_BACKOFF_MS", 1000, minimum=0)
+# The longest Retry-After a judge call waits for before giving its pairs back to the queue.
 JUDGE_MAX_RETRY_AFTER_SECONDS = env_int("JUDGE_MAX_RETRY_AFTER_SECONDS", 120, minimum=0)
 # The largest result image fetched for a judge that takes images inline (Ollama; the
 # others fetch an image's URL themselves): judges.images.
+# JUDGE_IMAGE_MAX_BYTES: the largest image fetched for a judge, in bytes.
 JUDGE_IMAGE_MAX_BYTES = env_int("JUDGE_IMAGE_MAX_BYTES", 5 * 1024 * 1024, minimum=1)
 # Who may create a team (and so own its endpoints and judges): "anyone" signed in, or
 # only "staff" (User.is_staff), who then invite the others.
+# TEAM_CREATION: who may create a team, anyone or staff.
 TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
 if TEAM_CREATION not in ("anyone", "staff"):
     raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
@@ -488,19 +547,27 @@ if TEAM_CREATION not in ("anyone", "staff"):
 # webhook delivery is tried up to WEBHOOK_MAX_ATTEMPTS times, the first retry after
 # WEBHOOK_RETRY_BACKOFF_MS (doubling, at most 5 minutes), each attempt bounded by
 # WEBHOOK_TIMEOUT_SECONDS.
+# SITE_URL: the address people open the app at, for links in mails and webhook bodies.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
+# Attempts of one webhook delivery (connection failure, timeout, 408/425/429/5xx retry).
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+# A webhook's first retry wait in milliseconds (doubling, at most 5 minutes, never less
+# than Retry-After).
 WEBHOOK_RETRY_BACKOFF_MS = env_int("WEBHOOK_RETRY_BACKOFF_MS", 2000, minimum=0)
+# Each webhook attempt's timeout in seconds.
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 # With NOTIFICATIONS_QUEUE set, webhook deliveries and notification mails go to that Celery
 # queue (run a worker for it: `celery -A searchtweak worker -Q <queue>`), so receivers
 # that time out never hold the workers that recompute; unset, they share the default one
 # (a retry waits as a countdown, holding no worker, but each attempt holds one).
+# NOTIFICATIONS_QUEUE: the Celery queue of webhook deliveries and notification mails.
 NOTIFICATIONS_QUEUE = env_str("NOTIFICATIONS_QUEUE")
 # With FETCH_QUEUE / JUDGES_QUEUE set, fetching and judge lanes go to their own queues, so
 # each kind of work scales with its own workers (docker-compose.yml: worker-fetch,
 # worker-judges) and a slow engine or LLM provider never holds the workers that recompute.
+# FETCH_QUEUE: the Celery queue of fetching.
 FETCH_QUEUE = env_str("FETCH_QUEUE")
+# JUDGES_QUEUE: the Celery queue of judge lanes.
 JUDGES_QUEUE = env_str("JUDGES_QUEUE")
 TASK_QUEUES = {
     "searchtweak.webhook_deliver": NOTIFICATIONS_QUEUE,
@@ -516,6 +583,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # The log level of everything printed: DEBUG, INFO, WARNING, ERROR.
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
     # Django's own "django" logger has a console handler in DEBUG and also propagates to
     # the root's: every line came out twice. Only the root prints. ("django.server", the

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "scripts")
+APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "guide", "scripts")
 
 
 def source_files() -> list[Path]:

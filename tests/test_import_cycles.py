@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("searchtweak", "evaluations", "judgments", "metrics", "judges")
+PACKAGES = ("searchtweak", "evaluations", "judgments", "metrics", "judges", "guide")
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:

@@ -348,7 +348,7 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
 
 
 def _query_set_version_unlink_if_changed(evaluation: Evaluation) -> None:
-    """An evaluation names the query set version it ran (issue 27) only while its keywords
+    """An evaluation names the query set version it ran only while its keywords
     are still that version's, in its order."""
     if evaluation.query_set_version_id is None:
         return

@@ -1,4 +1,4 @@
-"""Writes for query sets: a team's named, versioned keyword lists (issue 27).
+"""Writes for query sets: a team's named, versioned keyword lists.
 
 A list arrives typed, uploaded (parsed by services.keywords, the one parser) or taken from
 an evaluation, and is cleaned and limited by the same rules as an evaluation's keywords

@@ -261,6 +261,8 @@ def thread_count() -> int:
     """The threads that evaluate blocks (see ``threads``)."""
     if threads is not None:
         return max(1, threads)
+    # SEARCHTWEAK_METRIC_THREADS: threads that evaluate metric blocks, a positive integer;
+    # unset, one per CPU.
     raw = os.environ.get(THREADS_ENV, "").strip()
     if not raw:
         return os.cpu_count() or 1

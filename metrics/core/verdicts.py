@@ -395,7 +395,7 @@ def _number(value: float) -> str:
 
 
 def _signed(value: float, digits: int = 3) -> str:
-    # The style: a real minus sign.
+    # A real minus sign, as printed figures use.
     text = f"{value:+.{digits}f}"
     return text.replace("-", "\u2212")
 

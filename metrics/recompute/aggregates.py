@@ -8,7 +8,8 @@ A run replaces its keywords' shares old -> new and adds the difference to the co
 the page reads a few dozen rows at any number of keywords.
 
 A from-scratch run counts the shares itself from the slots and values it already holds
-(shares_count): at 100,000 keywords regrouping 3M slots in SQL took 8-12 s of its ~35 s.
+(shares_count): regrouping every slot in SQL was a large part of such a run at 100,000
+keywords (bench/RESULTS.md).
 What it counted is kept only for keywords whose version has not moved since it read them
 (checked under the evaluation's lock); the others are counted again from the database.
 

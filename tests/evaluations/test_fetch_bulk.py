@@ -1,7 +1,7 @@
 """A fetch stores a group of keywords in a constant number of statements: snapshots and
-their feedback slots by COPY on PostgreSQL, multi-row INSERTs on SQLite (issue 29, item
-2); the rows are the ones a keyword-at-a-time store wrote, and a group that crashed
-leaves nothing half-stored and is stored once by a retry.
+their feedback slots by COPY on PostgreSQL, multi-row INSERTs on SQLite; the rows are the ones a
+keyword-at-a-time store wrote, and a group that crashed leaves nothing half-stored and is
+stored once by a retry.
 
 Runs on the database of the run: SQLite by default, PostgreSQL with DATABASE_URL."""
 

@@ -1,6 +1,6 @@
 """A fetch claim lasts as long as the endpoint's requests can take, no longer: a dead
 worker's keywords come back through the sweep or a restart, and a keyword's snapshots are
-stored once, whoever fetched it (issue 17, defect 1)."""
+stored once, whoever fetched it."""
 
 from datetime import timedelta
 

@@ -1,5 +1,5 @@
 """Fetching through real Celery workers that die: the evaluation still finishes, and no
-keyword's results are stored twice (issue 17, defect 1 and its fault proofs)."""
+keyword's results are stored twice (with its fault proofs)."""
 
 import threading
 from datetime import timedelta

@@ -1,6 +1,6 @@
 """The fetch progress the evaluation page polls every second while fetching
 (selectors.fetch_progress): its counts, and a plan that does not depend on statistics
-PostgreSQL gathered before the evaluation's keywords existed (issue 29: autovacuum
+PostgreSQL gathered before the evaluation's keywords existed (autovacuum
 refreshes them a minute later at best, the page polls meanwhile)."""
 
 import json

@@ -1,4 +1,4 @@
-"""The evaluation option "gold rate" (issue 28, item 5): set on the form (as a
+"""The evaluation option "gold rate": set on the form (as a
 percentage) and the API (as a share), kept by clones, refused outside 0..0.5."""
 
 import pytest

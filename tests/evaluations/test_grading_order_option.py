@@ -1,4 +1,4 @@
-"""The evaluation option "grading order" (issue 28, item 3): set on the form and the API,
+"""The evaluation option "grading order": set on the form and the API,
 kept by clones, shown on the evaluation's page, refused with shuffled results."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Hostile keyword files (issue 17) uploaded through the evaluation create and edit pages.
+"""Hostile keyword files uploaded through the evaluation create and edit pages.
 
 Random bytes, truncated and re-encoded files, BOMs, NULs, 100 KB lines: the page either
 saves the evaluation with the file's keywords or answers 400 with a form error that names
@@ -119,7 +119,7 @@ def test_a_nul_byte_in_a_keyword_file_is_named_by_its_line(client, personas):
     assert not Evaluation.objects.exists() and not Keyword.objects.exists()
 
 
-# --- JSON typed in forms (issue 24): nesting, lone surrogates, NUL ---------------------------
+# --- JSON typed in forms: nesting, lone surrogates, NUL ---------------------------
 # Each refused with the field's error and nothing stored; before, the nesting was a
 # RecursionError (a 500) and the escapes were stored (PostgreSQL refuses both).
 

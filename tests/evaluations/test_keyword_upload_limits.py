@@ -1,6 +1,6 @@
 """A keyword file is refused early: over KEYWORD_UPLOAD_MAX_BYTES before a byte is parsed, and
 at the first line past the keyword limit, with the error under the file field and what the
-user typed kept (issue 25, item 2)."""
+user typed kept."""
 
 import pytest
 from django.core.exceptions import ValidationError

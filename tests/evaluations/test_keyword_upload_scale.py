@@ -1,4 +1,4 @@
-"""Keyword lists at the scale issue 29 asks for: up to settings.MAX_KEYWORDS (100,000) keywords,
+"""Keyword lists at scale: up to settings.MAX_KEYWORDS (100,000) keywords,
 an upload read a chunk at a time, and one bad line among 100,000 named alone with nothing
 stored (the evaluation page, the query set page and the API)."""
 

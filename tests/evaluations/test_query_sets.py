@@ -1,4 +1,4 @@
-"""Query sets (issue 27): a team's named, versioned keyword lists; evaluations created from
+"""Query sets: a team's named, versioned keyword lists; evaluations created from
 them record the version they ran. Services, pages and API."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The schedules API (issue 27): create (a 400 names the field, nothing saved), read,
+"""The schedules API: create (a 400 names the field, nothing saved), read,
 change, pause and resume, delete, the runs with their latest verdicts, and who may."""
 
 import pytest

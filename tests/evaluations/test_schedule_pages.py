@@ -1,4 +1,4 @@
-"""Schedule pages (issue 27, "watches"): create and edit through the form (each error on
+"""Schedule pages ("watches"): create and edit through the form (each error on
 its field, nothing saved), the detail page's settings, state and runs with their verdicts,
 pause and resume, delete, and who may do what."""
 

@@ -1,6 +1,6 @@
 """One keyword rule for the form, the upload and the API, on create and update: whitespace
 normalised, zero-width characters dropped, control characters refused naming the line, an
-empty list refused (issue 17, defect 8)."""
+empty list refused."""
 
 import unicodedata
 

@@ -1,4 +1,4 @@
-"""The evaluation option "shuffle results" (issue 28, position bias): set on the form and
+"""The evaluation option "shuffle results" (position bias): set on the form and
 the API, kept by clones, shown on the evaluation's page, refused with "show position"."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Calibration's agreement by the people's shown position (issue 28, position bias).
+"""Calibration's agreement by the people's shown position (position bias).
 
 The graded example (tests/judges/calibration_data.graded_example) gives six judge x person
 pairs (person, judge). Here each person's grade is given the position it was shown at:

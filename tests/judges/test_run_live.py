@@ -1,5 +1,5 @@
 """The run page's polled part carries everything that changes, Test shows latency, tokens
-and cost, and every cost names its currency (issue 25, item 5)."""
+and cost, and every cost names its currency."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Adaptive slots, strategy "1 → 3" (judgments.adaptive, issue 28 item 4): one slot per
+"""Adaptive slots, strategy "1 → 3" (judgments.adaptive): one slot per
 result, a second and third opened only on the named conditions. Grades go through the real
 grade writers (the page's feedback_submit, a judge's judge_grades_write), which call the
 service in the grade's transaction. SQLite by default; PostgreSQL with DATABASE_URL."""
@@ -330,7 +330,7 @@ def test_an_adjudicated_result_opens_nothing(personas):
     assert slots_of(snapshot) == [(0, 0, ""), (1, 0, "bounds")]
 
 
-# --- a second grader where a grader is below the gold bar (issue 28 item 5) ---
+# --- a second grader where a grader is below the gold bar ---
 
 
 def gold_answers(team, user, *, right: int, wrong: int) -> None:

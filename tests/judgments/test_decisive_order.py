@@ -1,4 +1,4 @@
-"""Decisive evaluations (Evaluation.grading_order "decisive", issue 28 item 3): the queue
+"""Decisive evaluations (Evaluation.grading_order "decisive"): the queue
 hands out first the slots whose grade can narrow the widest bounds most, key
 width / ln(position + 1) of the first metric, 0 past its k (metrics.queue_order); the
 recomputes (eager here) narrow the bounds as grades come. SQLite by default; PostgreSQL

@@ -329,7 +329,7 @@ def test_mapping_errors_name_the_mapping_line():
     assert result.errors == ["mapping line 2: expected `qid<TAB>keyword`"]
 
 
-# --- formula injection (issue 24) ---
+# --- formula injection ---
 
 FORMULAS = {'=HYPERLINK("http://x.test","a")': ["=d1"], "+cmd|' /C calc'!A0": ["@d2"],
             "@sum(1)": ["\td3"], "-2+3": ["-1", "-d5"], "plain": ["4.5"]}
@@ -393,7 +393,7 @@ def test_a_cell_is_protected_only_where_a_spreadsheet_would_run_it(typed, writte
         assert csv_cell_read(csv_cell(typed)) == typed
 
 
-# --- limits: repeated lines and the file's size (issue 24) ---
+# --- limits: repeated lines and the file's size ---
 
 
 def test_a_qrels_file_of_one_repeated_line_stores_one_judgment(personas, pool_evaluation):

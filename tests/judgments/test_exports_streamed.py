@@ -1,4 +1,4 @@
-"""Streamed exports (issue 29): the bytes a download streams are the bytes the string-building
+"""Streamed exports: the bytes a download streams are the bytes the string-building
 exports wrote before streaming (their code is kept below, verbatim, as the reference), read a
 few rows at a time so that every chunk and piece boundary is crossed; and JSON Lines, the one
 new format, answers each persona as the other exports do."""

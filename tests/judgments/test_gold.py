@@ -1,4 +1,4 @@
-"""Gold items (issue 28 item 5): made from adjudicated answers, by hand and by import;
+"""Gold items: made from adjudicated answers, by hand and by import;
 slipped into the queue as probes that look like slots, graded on the probe, never in
 metrics."""
 

@@ -1,5 +1,5 @@
 """Twenty graders claiming through the grading API at once while the queue slips gold
-probes in, on real PostgreSQL rows (issue 28 item 5)."""
+probes in, on real PostgreSQL rows."""
 
 import threading
 

@@ -1,4 +1,4 @@
-"""Hostile input (issue 17): random bytes as judgment imports, wrong types as grades.
+"""Hostile input: random bytes as judgment imports, wrong types as grades.
 
 Every answer is a success or a 400 (a form error on pages) whose message names the problem
 (a line number for line-based files); never a 500; and a refused request writes nothing.

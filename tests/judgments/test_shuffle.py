@@ -1,4 +1,4 @@
-"""Shuffled evaluations (issue 28, position bias): each grader gets a keyword's results in
+"""Shuffled evaluations (position bias): each grader gets a keyword's results in
 their own stable order, never sees the engine's position, and every person's grade records
 where its result was shown (SQLite by default; PostgreSQL with DATABASE_URL)."""
 

@@ -1,4 +1,4 @@
-"""Issue 28's walk in a real Chromium: a lead watches an evaluation's bounds narrow as a
+"""A walk through bounds in a real Chromium: a lead watches an evaluation's bounds narrow as a
 grader grades by keyboard, and the compare with a worse evaluation turns decided before
 every result is graded. Screenshots in tests/artifacts/bounds-walk-*.png."""
 

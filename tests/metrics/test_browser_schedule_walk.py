@@ -1,4 +1,4 @@
-"""The issue's walk in a real browser, on the demo: the lead creates a query set and a
+"""Schedules walked in a real browser, on the demo: the lead creates a query set and a
 schedule on the demo model; the clock moves (time-machine, in the test and the live
 server alike) and the ticks fire the runs; the demo engine's ranking is made worse between
 two runs (a bad deploy); the bell shows the regression, the schedule's page lists every

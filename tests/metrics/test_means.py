@@ -1,4 +1,4 @@
-"""Means over keywords: one exact rule on every path (issue 17, defect 9).
+"""Means over keywords: one exact rule on every path.
 
 The stored mean after grading must be the float `recompute_metrics` stores, bit for bit,
 whatever order the database hands the keyword values over in.

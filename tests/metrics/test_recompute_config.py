@@ -1,5 +1,5 @@
 """A change of an evaluation's metric configuration is recomputed even when its message is
-lost (issue 24, defect 2): the change marks the evaluation's keywords dirty in its own
+lost: the change marks the evaluation's keywords dirty in its own
 transaction, so the sweep finds them, and the run that reads them clears the marks."""
 
 from collections.abc import Iterator
@@ -103,7 +103,7 @@ def test_reordering_metrics_marks_nothing(personas):
 def test_a_run_whose_keywords_are_replaced_under_it_retries_and_converges(
         personas, monkeypatch):
     """Keywords deleted after the run read them, before it writes their values: its rows
-    would point at nothing (the IntegrityError of issue 24). The run gives way and its
+    would point at nothing (an IntegrityError). The run gives way and its
     retry reads the keywords that remain."""
     evaluation = build_evaluation(
         team=personas.team, keywords={"lamp": ["a"], "desk": ["b"], "sofa": ["c"]},

@@ -1,6 +1,6 @@
 """The recompute pipeline through real processes that fail: a worker killed mid-run, a
 database connection dropped under a request. Values always converge to what
-`recompute_metrics` writes (issue 17, fault proofs)."""
+`recompute_metrics` writes (fault proofs)."""
 
 import io
 import json
@@ -159,7 +159,7 @@ def test_a_dropped_database_connection_fails_one_request_cleanly_and_the_retry_s
 
 def test_a_worker_killed_mid_recompute_of_a_new_metric_converges_through_the_sweep():
     """A metric is added; the worker running recompute_evaluation dies after writing the
-    keyword values, before the means (issue 24, defect 2). The keywords the change marked
+    keyword values, before the means. The keywords the change marked
     stay dirty, so the sweep (not the broker's redelivery, half an hour later) repairs it."""
     require_postgresql()
     broker_url = require_redis()

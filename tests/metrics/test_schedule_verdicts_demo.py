@@ -1,4 +1,4 @@
-"""The issue's schedule scenario on the demo, with a clock the test moves: a schedule that
+"""A schedule scenario on the demo, with a clock the test moves: a schedule that
 compares each run with the previous one. Its first run (BM25) has nothing to compare with;
 switched to the deliberately worse demo model (ranking=cheap-first) the next run is
 *regressed* with p < 0.05 and the team hears of it once per channel (in the app, by mail,

@@ -1,5 +1,5 @@
 """seed_demo_history: two demo models that differ, a finished baseline and a partly graded
-candidate, graded by people who disagree (issue 25, item 8)."""
+candidate, graded by people who disagree."""
 
 from base64 import b64decode
 from collections import defaultdict

@@ -1,5 +1,5 @@
 """Regression verdicts over stored keyword values: the service, the listener on `finished`,
-the gate API and `manage.py evaluate --evaluation` (issue 27, items 3 and 6)."""
+the gate API and `manage.py evaluate --evaluation`."""
 
 import html
 import io

@@ -1,4 +1,4 @@
-"""The issue's scenario on the demo: the demo engine's deliberately worse ranking
+"""A regression scenario on the demo: the demo engine's deliberately worse ranking
 (ranking=cheap-first) is *regressed* against a BM25 baseline with p < 0.05, the same model
 again is *no change*, and a run with half its keywords graded is *regressed* by its bounds
 although its coverage is below the rule's.

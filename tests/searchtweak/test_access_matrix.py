@@ -551,6 +551,10 @@ TABLE: dict[str, Row] = {
     # A token is its owner's (the grader's) alone.
     "api_token_revoke": row(_api_token, POST=(404, 404, 404, 302, 404, LOGIN)),
     "healthz": row(GET=(200, 200, 200, 200, 200, 200)),
+    # The user guide is for anyone, signed in or not
+    # (docs/decisions/0011-the-user-guide-at-help.md).
+    "guide:index": row(GET=(200, 200, 200, 200, 200, 200)),
+    "guide:page": row(lambda d: {"name": "metrics"}, GET=(200, 200, 200, 200, 200, 200)),
     "notification_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "notification_bell": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "notification_read_all": row(POST=(302, 302, 302, 302, 302, LOGIN)),

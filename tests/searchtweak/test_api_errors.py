@@ -45,7 +45,7 @@ def test_unrouted_api_urls_answer_json_404(personas):
     assert response.json() == {"detail": "Not found."}
 
 
-# --- hostile JSON bodies and query strings (issue 24) ---------------------------------------
+# --- hostile JSON bodies and query strings ---------------------------------------
 # Every JSON route of the schema, with the ids of objects that exist (a missing object would
 # answer 404 before the body is read).
 

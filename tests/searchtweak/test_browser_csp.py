@@ -85,6 +85,8 @@ def _main_paths(evaluation: Evaluation) -> list[str]:
         "/dashboard/", f"/dashboard/evaluations/{evaluation.pk}/", "/grade/",
         f"/feedback/evaluations/{evaluation.pk}/", "/scales/", "/endpoints/",
         f"/endpoints/{endpoint_id}/", "/models/", "/compare/", "/leaderboards/", "/account/",
+        "/help/", "/help/verdicts/",
+        # Redoc last: the test looks for its page after the loop.
         "/api/docs/", "/api/redoc/",
     ]
 

@@ -122,6 +122,8 @@ def _demo() -> tuple[int, int, int, int, dict[str, object]]:
         "endpoint_id": evaluation.model.endpoint_id, "model_id": evaluation.model_id,
         "action": "start", "query_set_id": query_set.pk, "schedule_id": schedule.pk,
         "webhook_id": webhook.pk,
+        # The guide's page with the widest content: code blocks of CI configuration.
+        "page:name": "verdicts",
         "notification_id": Notification.objects.filter(user=users["admin"]).first().pk,
         "notification_unsubscribe:token": unsubscribe_token(user_id=users["admin"].pk,
                                                             event="run_regressed"),
@@ -191,7 +193,7 @@ def test_every_page_pattern_can_be_filled(db):
     known = {"evaluation_id", "other_id", "keyword_id", "snapshot_id", "slot_id", "scale_id",
              "transformer_id", "user_id", "team_id", "membership_id", "token_id", "judge_id",
              "run_id", "call_id", "endpoint_id", "model_id", "action", "token", "uidb64",
-             "query_set_id", "webhook_id", "notification_id", "schedule_id"}
+             "query_set_id", "webhook_id", "notification_id", "schedule_id", "name"}
     assert arguments <= known, f"page arguments this test cannot fill: {arguments - known}"
 
 

@@ -1,5 +1,5 @@
 """searchtweak.bulk_insert's bulk_update and bulk_insert_rows write what Django's
-bulk_update and one instance per row would (issue 29, item 6: a fetch's store spent most
+bulk_update and one instance per row would (a fetch's store spent most
 of its Python time building CASE WHEN expressions and FeedbackSlot instances).
 
 Runs on the database of the run: SQLite by default, PostgreSQL with DATABASE_URL."""

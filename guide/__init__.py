@@ -1,0 +1,1 @@
+"""The user guide at /help/: docs/guide/*.md rendered as pages of the app."""
