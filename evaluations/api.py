@@ -24,7 +24,7 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
-from searchtweak.integers import api_integer, bounded
+from searchtweak.integers import api_id, api_integer, bounded
 from searchtweak.models import Role, Team
 
 # --- evaluations -------------------------------------------------------------------------
@@ -153,12 +153,12 @@ def _evaluation_data(evaluation: Evaluation, *, counted: bool = False) -> dict:
 
 
 class EvaluationInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    model = serializers.IntegerField()
+    model = api_id()
     scale = serializers.CharField(max_length=50)
-    strategy = serializers.IntegerField(
+    strategy = api_integer(
         help_text="1 or 3 graders per result, or 13: 1 grader, up to 3 where it matters.")
     keywords = serializers.ListField(
         child=serializers.CharField(max_length=500, allow_blank=True), required=False,
@@ -167,7 +167,7 @@ class EvaluationInputSerializer(serializers.Serializer):
                   "removed. A control character, or no keyword left, is a 400 on keywords. "
                   "Required unless query_set is given.")
     # --- query sets (issue 27) ---
-    query_set = serializers.IntegerField(
+    query_set = api_id(
         required=False, help_text="On create, instead of keywords: the id of a query set of "
                                   "the team, whose current version's keywords are used and "
                                   "recorded as query_set_version.")

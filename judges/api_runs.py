@@ -19,6 +19,7 @@ from judges import call_export, estimates, run_selectors, runs
 from judges.models import Judge, JudgeRun
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import row_step_api
+from searchtweak.integers import BoundedPrimaryKeyRelatedField
 
 # --- runs --------------------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class EvaluationJudgeRunsApi(APIView):
     pagination_class = PageNumberPagination
 
     class InputSerializer(serializers.Serializer):
-        judge = serializers.PrimaryKeyRelatedField(
+        judge = BoundedPrimaryKeyRelatedField(
             queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
         mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
         refresh_cache = serializers.BooleanField(
@@ -129,7 +130,7 @@ class EvaluationJudgeRunsApi(APIView):
 
 class EvaluationJudgeRunEstimateApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        judge = serializers.PrimaryKeyRelatedField(
+        judge = BoundedPrimaryKeyRelatedField(
             queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
         mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
         refresh_cache = serializers.BooleanField(default=False)

@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 # PostgreSQL `integer` (and `serial`): every integer column but the bigint ids is one.
@@ -55,3 +56,14 @@ def bounded(value: Any, *, field: str, min_value: int = 0, max_value: int = INT_
         raise ValidationError({field: f"{label} must be between {min_value} and "
                                       f"{max_value} (got {shown})."})
     return value
+
+
+@extend_schema_field({"type": "integer", "format": "int64", "minimum": 1, "maximum": ID_MAX})
+class BoundedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
+    """A row named by its id in a body: an id beyond ID_MAX (or below 1) names no row, and
+    is said as DRF says any id that does not exist, on the field."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, int) and not isinstance(data, bool) and not 1 <= data <= ID_MAX:
+            self.fail("does_not_exist", pk_value=data)
+        return super().to_internal_value(data)
