@@ -347,6 +347,8 @@ METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60,
 # web server, which runs the bodies registered with searchtweak.background.periodic_register
 # (PERIODIC_IN_WEB_PROCESS; started by searchtweak.wsgi, so by runserver and gunicorn).
 SCHEDULE_TICK_SECONDS = env_int("SCHEDULE_TICK_SECONDS", 30, minimum=1)
+# Schedules a team may have: each one is a run per due time for the tick to make.
+SCHEDULES_PER_TEAM = env_int("SCHEDULES_PER_TEAM", 200, minimum=1)
 PERIODIC_IN_WEB_PROCESS = env_bool("PERIODIC_IN_WEB_PROCESS",
                                     default=CELERY_TASK_ALWAYS_EAGER)
 CELERY_BEAT_SCHEDULE = {

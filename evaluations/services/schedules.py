@@ -24,6 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, OuterRef, Subquery
@@ -251,13 +252,19 @@ def _defaults() -> dict[str, Any]:
 
 @transaction.atomic
 def schedule_create(*, team: Team, created_by: User | None, **fields: Any) -> Schedule:
-    """A schedule, checked whole (a ValidationError names each bad field; nothing saved).
-    An interval schedule is due at once, so its first run is the reference a lead sees;
-    a cron schedule at its first time from now."""
+    """A schedule, checked whole (a ValidationError names each bad field; nothing saved),
+    within the team's SCHEDULES_PER_TEAM. An interval schedule is due at once, so its
+    first run is the reference a lead sees; a cron schedule at its first time from now."""
     unknown = set(fields) - set(SCHEDULE_FIELDS)
     if unknown:
         raise TypeError(f"unknown schedule fields: {sorted(unknown)}")
     clean = _check(team=team, fields={**_defaults(), **fields})
+    # The team's row, locked: two creates at the cap cannot both pass the count.
+    Team.objects.select_for_update().filter(pk=team.pk).first()
+    if Schedule.objects.filter(team=team).count() >= settings.SCHEDULES_PER_TEAM:
+        raise ValidationError({"name": (
+            f"The team has {settings.SCHEDULES_PER_TEAM} schedules, the most it may have "
+            "(SCHEDULES_PER_TEAM): delete one it no longer needs first.")})
     schedule = Schedule(team=team, created_by=created_by, **clean)
     now = timezone.now()
     schedule.next_due_at = now if schedule.interval_minutes else next_due_after(schedule, now)

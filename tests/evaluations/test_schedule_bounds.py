@@ -237,3 +237,54 @@ def test_resuming_a_schedule_whose_due_time_cannot_be_computed_is_refused(person
         excinfo.value.message_dict["interval_minutes"][0])
     schedule.refresh_from_db()
     assert schedule.is_paused
+
+
+# --- how many: a page at a time, and at most SCHEDULES_PER_TEAM a team ------------------------
+
+
+def test_the_list_page_shows_fifty_schedules_a_page(client, personas,
+                                                    django_assert_max_num_queries):
+    first = schedule_of(personas.team, personas.lead, name="s00")
+    Schedule.objects.bulk_create([
+        Schedule(team=personas.team, model=first.model, query_set=first.query_set,
+                 name=f"s{number:02}", scale="graded", strategy=1, metrics=first.metrics,
+                 interval_minutes=60) for number in range(1, 60)])
+    client.force_login(personas.grader)
+    with django_assert_max_num_queries(12):
+        page = client.get(reverse("evaluations:schedule_list"))
+    rows = page.content.decode().count('href="/schedules/')
+    assert page.context["schedules"].paginator.count == 60
+    assert [s.name for s in page.context["schedules"]][:2] == ["s00", "s01"]
+    assert len(page.context["schedules"]) == 50
+    assert "Page 1 of 2" in page.content.decode() and rows >= 50
+    second = client.get(reverse("evaluations:schedule_list"), {"page": "2"})
+    assert [s.name for s in second.context["schedules"]] == [f"s{n}" for n in range(50, 60)]
+    # A page past the end or not a number shows the nearest page, never an error.
+    assert client.get(reverse("evaluations:schedule_list"), {"page": str(HUGE)}).status_code == 200
+
+
+def test_the_api_lists_schedules_a_page_at_a_time(personas):
+    first = schedule_of(personas.team, personas.lead, name="s00")
+    Schedule.objects.bulk_create([
+        Schedule(team=personas.team, model=first.model, query_set=first.query_set,
+                 name=f"s{number:02}", scale="graded", strategy=1, metrics=first.metrics,
+                 interval_minutes=60) for number in range(1, 60)])
+    data = api_for(personas.grader).get(LIST, {"page_size": 25, "page": 3}).json()
+    assert data["count"] == 60
+    assert [row["name"] for row in data["results"]] == [f"s{n}" for n in range(50, 60)]
+
+
+def test_a_team_may_have_schedules_up_to_the_cap_and_not_one_more(personas, settings):
+    settings.SCHEDULES_PER_TEAM = 2
+    first, second = two_schedules(personas, "One", "Two")
+    model, query_set = first.model, first.query_set
+    response = api_for(personas.lead).post(LIST, body(model, query_set, name="Three"),
+                                           format="json")
+    assert response.status_code == 400
+    assert response.json() == {"name": [
+        "The team has 2 schedules, the most it may have (SCHEDULES_PER_TEAM): delete one it "
+        "no longer needs first."]}
+    assert Schedule.objects.count() == 2
+    services.schedule_delete(schedule=second)
+    assert api_for(personas.lead).post(LIST, body(model, query_set, name="Three"),
+                                       format="json").status_code == 201
