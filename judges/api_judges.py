@@ -24,7 +24,7 @@ from searchtweak.api_shared import (
     create_in_team_response,
     delete_or_keep_response,
 )
-from searchtweak.integers import api_id, api_integer
+from searchtweak.integers import ID_MAX, api_id, api_integer, bounded
 
 CONFIGURATION_HELP = "Shown to admins of the team; the list leaves it out for leads."
 
@@ -150,7 +150,7 @@ def team_id_param(value: Any) -> int | None:
         return None
     if not str(value).isdigit():
         raise ValidationError({"team": "must be a team id"})
-    return int(value)
+    return bounded(value, field="team", min_value=1, max_value=ID_MAX, what="a team id")
 
 
 class JudgeListApi(APIView):

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -157,12 +158,20 @@ def two_schedules(personas, *names: str) -> list[Schedule]:
         interval_minutes=60, baseline=Schedule.Baseline.FIRST) for name in names[1:])]
 
 
+def store_unfollowable_interval(schedule: Schedule) -> None:
+    """Ten billion minutes, stored before the bound existed: beyond the calendar. Only
+    SQLite's column holds it (PostgreSQL's integer refuses it, and its largest, 2^31 - 1
+    minutes, still lands before the year 9999)."""
+    if connection.vendor == "postgresql":
+        pytest.skip("PostgreSQL's integer column cannot hold an interval beyond the calendar")
+    Schedule.objects.filter(pk=schedule.pk).update(interval_minutes=10_000_000_000)
+
+
 def test_a_schedule_whose_due_time_cannot_be_computed_is_paused_and_the_others_fire(
         personas, django_capture_on_commit_callbacks):
     with time_machine.travel(START, tick=False):
         good, bad = two_schedules(personas, "Good", "Bad")
-    # Stored before the bound existed: ten billion minutes is beyond the calendar.
-    Schedule.objects.filter(pk=bad.pk).update(interval_minutes=10_000_000_000)
+    store_unfollowable_interval(bad)
 
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
@@ -185,6 +194,21 @@ def test_a_schedule_whose_due_time_cannot_be_computed_is_paused_and_the_others_f
             django_capture_on_commit_callbacks(execute=True):
         assert services.schedules_tick().fired == 1
     assert Evaluation.objects.count() == 2
+
+
+def test_a_stored_cron_that_no_longer_reads_pauses_only_its_schedule(
+        personas, django_capture_on_commit_callbacks):
+    with time_machine.travel(START, tick=False):
+        good, bad = two_schedules(personas, "Good", "Bad")
+    Schedule.objects.filter(pk=bad.pk).update(interval_minutes=None, cron="99 * * * *")
+    with time_machine.travel(START + timedelta(seconds=5), tick=False), \
+            django_capture_on_commit_callbacks(execute=True):
+        report = services.schedules_tick()
+    assert (report.fired, report.skipped) == (1, 1)
+    assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [good.pk]
+    bad.refresh_from_db()
+    assert bad.is_paused and bad.paused_reason.startswith(
+        "its next due time cannot be computed (CronSimError: ")
 
 
 def test_the_paused_reason_is_shown_on_the_schedules_page(client, personas):
@@ -229,7 +253,7 @@ def test_a_schedule_that_raises_anything_else_does_not_stop_the_others(
 def test_resuming_a_schedule_whose_due_time_cannot_be_computed_is_refused(personas):
     schedule = schedule_of(personas.team, personas.lead)
     services.schedule_pause(schedule=schedule, reason="x")
-    Schedule.objects.filter(pk=schedule.pk).update(interval_minutes=10_000_000_000)
+    store_unfollowable_interval(schedule)
     with pytest.raises(ValidationError) as excinfo:
         services.schedule_resume(schedule=schedule)
     assert list(excinfo.value.message_dict) == ["interval_minutes"]
