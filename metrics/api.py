@@ -8,6 +8,7 @@ from evaluations.models import Keyword
 from evaluations.selectors import evaluation_get_for_user
 from metrics.selectors import evaluation_metric_configs, keyword_rows, keywords_filtered
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.integers import api_integer
 
 
 class KeywordListApi(APIView):
@@ -98,8 +99,8 @@ class EvaluationCompareApi(APIView):
     """B against A over their shared keywords: GET /evaluations/{a}/compare/{b}/."""
 
     class FilterSerializer(serializers.Serializer):
-        metric = serializers.IntegerField(
-            required=False, min_value=0, default=None, allow_null=True,
+        metric = api_integer(
+            required=False, default=None, allow_null=True,
             help_text="Index of the shared metric whose absolute change orders the "
                       "keywords; absent: the largest absolute change of any shared metric.")
         k = serializers.IntegerField(required=False, min_value=1, max_value=1000,
