@@ -48,6 +48,11 @@ def pages(world: dict) -> list[tuple[str, str, dict]]:
                                      "deadline_hours": "24", "baseline": "first",
                                      "min_coverage": "90", "keep_runs": "10"}),
         ("get", "/leaderboards/", {"page": HUGE}),
+        ("post", "/judges/new/", {"name": "j", "provider": "ollama", "model": "m",
+                                  "base_url": "http://127.0.0.1:9/", "max_retries": "3",
+                                  "timeout_seconds": "60", "batch_size": "5",
+                                  "max_concurrent_requests": HUGE,
+                                  "requests_per_minute": f"-{HUGE}"}),
     ]
 
 
