@@ -351,13 +351,17 @@ def _pause_and_announce(schedule_id: int, reason: str) -> None:
                minimum_role=Role.LEAD)
 
 
-def _due_time_claim(schedule: Schedule, *, due_at: datetime, now: datetime) -> bool:
+def _due_time_claim(schedule: Schedule, *, due_at: datetime, now: datetime,
+                    next_due: datetime | None = None) -> bool:
     """Claim the due time `due_at` read from the schedule: one conditional UPDATE moving
-    next_due_at from it to the next due time after `now`; whether this process won. The
-    one rule behind "each due time fires once", for both ways of firing."""
+    next_due_at from it to the next due time after `now` (`next_due` when the caller
+    computed it already); whether this process won. The one rule behind "each due time
+    fires once", for both ways of firing."""
+    if next_due is None:
+        next_due = next_due_after(schedule, now, last_due=due_at)
     return Schedule.objects.filter(
         pk=schedule.pk, next_due_at=due_at, paused_at__isnull=True,
-    ).update(next_due_at=next_due_after(schedule, now, last_due=due_at)) == 1
+    ).update(next_due_at=next_due) == 1
 
 
 def schedule_fire(*, schedule_id: int, due_at: datetime, now: datetime | None = None
@@ -481,12 +485,13 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
                 continue  # deleted since the read
             version = versions.get(schedule.query_set_id)
             metrics = _config_checked(schedule, checked)
+            next_due = _next_due_or_none(schedule, due_at=due_at, now=now)
             if (metrics is None or version is None or schedule.query_set.archived_at
                     or schedule.model.archived_at or schedule.model.endpoint.archived_at
-                    or not _due_times_compute(schedule, due_at=due_at, now=now)):
+                    or next_due is None):
                 one_by_one.append((schedule_id, due_at))
                 continue
-            if _due_time_claim(schedule, due_at=due_at, now=now):
+            if _due_time_claim(schedule, due_at=due_at, now=now, next_due=next_due):
                 if version.pk not in keywords:
                     keywords[version.pk] = version_keywords(version)
                 ready.append((schedule, due_at, version, metrics))
@@ -505,15 +510,15 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
     return runs, one_by_one
 
 
-def _due_times_compute(schedule: Schedule, *, due_at: datetime, now: datetime) -> bool:
-    """Whether the schedule's next due time and run name can be computed; the one-by-one
-    path pauses a schedule where they cannot, with the reason."""
+def _next_due_or_none(schedule: Schedule, *, due_at: datetime, now: datetime
+                      ) -> datetime | None:
+    """The schedule's next due time, or None when it (or the run's name, in the schedule's
+    zone) cannot be computed; the one-by-one path pauses such a schedule with the reason."""
     try:
-        next_due_after(schedule, now, last_due=due_at)
         _run_name(schedule, due_at)
+        return next_due_after(schedule, now, last_due=due_at)
     except DueTimeUnknown:
-        return False
-    return True
+        return None
 
 
 def _config_checked(schedule: Schedule, checked: dict) -> list[dict[str, Any]] | None:
