@@ -24,18 +24,25 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
+from searchtweak.integers import api_id, api_integer, bounded
 from searchtweak.models import Role, Team
 
 # --- evaluations -------------------------------------------------------------------------
 
 
 class MetricConfigSerializer(serializers.Serializer):
+    """One metric: an object, or its name alone as a string ("ndcg@10" is
+    {"code": "ndcg@10"})."""
+
     code = serializers.CharField(
         max_length=50, help_text="A metric code, or a name people use for it (P@10, map, "
                                  "ndcg_cut_10), stored as the code.")
-    k = serializers.IntegerField(required=False,
-                                 help_text="Required unless the code carries it (ndcg@10).")
+    k = api_integer(min_value=1, max_value=EvaluationMetric.K_MAX, required=False,
+                    help_text="Required unless the code carries it (ndcg@10).")
     params = serializers.JSONField(required=False, default=dict)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        return super().to_internal_value({"code": data} if isinstance(data, str) else data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -46,6 +53,10 @@ class MetricConfigSerializer(serializers.Serializer):
         if k is None:
             raise serializers.ValidationError(
                 {"k": "This field is required unless the code carries it (e.g. ndcg@10)."})
+        try:
+            bounded(k, field="k", min_value=1, max_value=EvaluationMetric.K_MAX)
+        except ValidationError as error:
+            raise serializers.ValidationError(error.message_dict) from None
         if named_k is not None and k != named_k:
             raise serializers.ValidationError(
                 {"k": f"{k} differs from the cutoff in code {attrs['code']!r}."})
@@ -142,12 +153,12 @@ def _evaluation_data(evaluation: Evaluation, *, counted: bool = False) -> dict:
 
 
 class EvaluationInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    model = serializers.IntegerField()
+    model = api_id()
     scale = serializers.CharField(max_length=50)
-    strategy = serializers.IntegerField(
+    strategy = api_integer(
         help_text="1 or 3 graders per result, or 13: 1 grader, up to 3 where it matters.")
     keywords = serializers.ListField(
         child=serializers.CharField(max_length=500, allow_blank=True), required=False,
@@ -156,7 +167,7 @@ class EvaluationInputSerializer(serializers.Serializer):
                   "removed. A control character, or no keyword left, is a 400 on keywords. "
                   "Required unless query_set is given.")
     # --- query sets ---
-    query_set = serializers.IntegerField(
+    query_set = api_id(
         required=False, help_text="On create, instead of keywords: the id of a query set of "
                                   "the team, whose current version's keywords are used and "
                                   "recorded as query_set_version.")

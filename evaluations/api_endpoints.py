@@ -22,6 +22,7 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
+from searchtweak.integers import api_id
 from searchtweak.models import Role
 from searchtweak.outbound_limits import TestsBusy
 
@@ -109,7 +110,7 @@ class EndpointOutputSerializer(_ConfigurationHidingSerializer):
 
 
 class EndpointInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     name = serializers.CharField(max_length=100)
     url = serializers.CharField(max_length=2000)
     method = serializers.ChoiceField(choices=Endpoint.Method.choices, default="GET")
@@ -236,8 +237,8 @@ class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
 
 
 class SearchModelInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
-    endpoint = serializers.IntegerField()
+    team = api_id(required=False)
+    endpoint = api_id()
     name = serializers.CharField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     params = serializers.JSONField(required=False, default=dict)

@@ -24,6 +24,7 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
+from searchtweak.integers import api_id
 
 
 class QuerySetVersionSerializer(serializers.Serializer):
@@ -97,7 +98,7 @@ class KeywordsInputSerializer(serializers.Serializer):
 
 
 class QuerySetInputSerializer(KeywordsInputSerializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
 

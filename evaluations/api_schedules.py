@@ -25,6 +25,7 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
+from searchtweak.integers import api_id, api_integer
 
 
 class ScheduleOutputSerializer(serializers.Serializer):
@@ -67,16 +68,16 @@ class ScheduleOutputSerializer(serializers.Serializer):
 
 
 class ScheduleInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     name = serializers.CharField(max_length=200)
-    model = serializers.IntegerField(help_text="A search model of the team.")
-    query_set = serializers.IntegerField(
+    model = api_id(help_text="A search model of the team.")
+    query_set = api_id(
         help_text="A query set of the team; each run evaluates its current version.")
     scale = serializers.CharField(max_length=50)
-    strategy = serializers.IntegerField(
+    strategy = api_integer(
         help_text="1 or 3 graders per result, or 13: 1 grader, up to 3 where it matters.")
     metrics = MetricConfigSerializer(many=True)
-    interval_minutes = serializers.IntegerField(
+    interval_minutes = api_integer(
         required=False, allow_null=True,
         help_text="Every this many minutes (at least 15). Give this or cron.")
     cron = serializers.CharField(
@@ -84,8 +85,8 @@ class ScheduleInputSerializer(serializers.Serializer):
         help_text="A five-field cron expression read in time_zone, e.g. \"0 6 * * 1-5\".")
     time_zone = serializers.CharField(required=False, max_length=64,
                                       help_text="An IANA name; default UTC.")
-    deadline_hours = serializers.IntegerField(required=False, help_text="Default 24.")
-    judge_ids = serializers.ListField(child=serializers.IntegerField(), required=False,
+    deadline_hours = api_integer(required=False, help_text="Default 24.")
+    judge_ids = serializers.ListField(child=api_id(), required=False, max_length=100,
                                       help_text="Counting judges of the team.")
     baseline = serializers.ChoiceField(choices=Schedule.Baseline.choices, required=False,
                                        help_text="Default: the team's baseline.")
@@ -94,7 +95,7 @@ class ScheduleInputSerializer(serializers.Serializer):
     threshold = serializers.FloatField(required=False, allow_null=True,
                                        help_text="An absolute change, or null for any "
                                                  "significant change.")
-    keep_runs = serializers.IntegerField(required=False, help_text="Default 10.")
+    keep_runs = api_integer(required=False, help_text="Default 10.")
 
     class Meta:
         ref_name = "ScheduleInput"

@@ -10,11 +10,12 @@ from django.utils.functional import lazy
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
-from evaluations.models import Endpoint, Evaluation, QuerySet, SearchModel
+from evaluations.models import Endpoint, Evaluation, EvaluationMetric, QuerySet, SearchModel
 from evaluations.services import is_http_url, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from metrics import core
+from searchtweak.integers import bounded
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team
 
@@ -61,6 +62,10 @@ def parse_metrics(text: str) -> list[dict[str, Any]]:
             raise forms.ValidationError(f"Line {number}: {error.problem}") from None
         if k is None:
             raise forms.ValidationError(f"Line {number}: write code@k, e.g. ndcg@10.")
+        try:
+            bounded(k, field="k", min_value=1, max_value=EvaluationMetric.K_MAX)
+        except forms.ValidationError as error:
+            raise forms.ValidationError(f"Line {number}: {error.messages[0]}") from None
         params: dict[str, Any] = {}
         for word in words[1:]:
             name, equals, value = word.partition("=")

@@ -11,6 +11,7 @@ from evaluations.hooks import counting_judges, scale_provider
 from evaluations.models import QuerySet, Schedule, SearchModel
 from evaluations.services.schedules import MIN_INTERVAL_MINUTES, SCHEDULE_FIELDS
 from metrics import core
+from searchtweak.integers import form_integer
 from searchtweak.models import Team
 
 
@@ -27,7 +28,7 @@ class ScheduleForm(forms.Form):
         widget=forms.Textarea(attrs={**MONO, "rows": 3}),
         initial=EvaluationForm.base_fields["metrics"].initial,
         help_text=EvaluationForm.base_fields["metrics"].help_text)
-    interval_minutes = forms.IntegerField(
+    interval_minutes = form_integer(
         required=False, min_value=1, label="Every N minutes",
         help_text=f"At least {MIN_INTERVAL_MINUTES}. Or leave empty and give a cron "
                   "expression below.")
@@ -38,7 +39,7 @@ class ScheduleForm(forms.Form):
         help_text="Five fields: minute hour day month weekday, read in the time zone "
                   "below.")
     time_zone = forms.CharField(max_length=64, help_text="An IANA name: UTC, Europe/Berlin…")
-    deadline_hours = forms.IntegerField(
+    deadline_hours = form_integer(
         initial=24, label="Grading deadline (hours)",
         help_text="A run finishes when every result is graded, or this long after it "
                   "started with what is graded by then.")
@@ -54,7 +55,7 @@ class ScheduleForm(forms.Form):
         required=False, label="Threshold (optional)",
         help_text="The absolute change of a mean that counts, e.g. 0.01; empty: any "
                   "significant change.")
-    keep_runs = forms.IntegerField(
+    keep_runs = form_integer(
         initial=10, label="Runs to keep",
         help_text="Older finished runs are archived (never deleted).")
 

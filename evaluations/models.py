@@ -278,6 +278,9 @@ class Evaluation(models.Model):
 class EvaluationMetric(models.Model):
     """One configured metric of an evaluation: code + k + params (see docs/METRICS.md)."""
 
+    # The k column's range (a small integer); every path that configures metrics checks it.
+    K_MAX = 32_767
+
     evaluation = models.ForeignKey(
         Evaluation, on_delete=models.CASCADE, related_name="metric_configs"
     )

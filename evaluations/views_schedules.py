@@ -29,6 +29,7 @@ from searchtweak.views_shared import (
 )
 
 RUNS_PER_PAGE = 50
+SCHEDULES_PER_PAGE = 50
 
 
 def _detail_url(schedule: Schedule) -> str:
@@ -45,7 +46,8 @@ def _int_param(request: HttpRequest, name: str) -> int | None:
 def schedule_list(request: HttpRequest) -> HttpResponse:
     team = current_team(request)
     return render(request, "evaluations/schedule_list.html", {
-        "schedules": schedule_selectors.schedules_of_team(team_id=team.pk),
+        "schedules": Paginator(schedule_selectors.schedules_of_team(team_id=team.pk),
+                               SCHEDULES_PER_PAGE).get_page(request.GET.get("page")),
         "can_edit": current_team_can(request, team.pk, WRITE_ROLE),
     })
 

@@ -14,6 +14,7 @@ from judges.access import judge_evaluation_get_for_user, judge_get_for_user
 from judges.api_judges import team_id_param
 from searchtweak import access
 from searchtweak.api_shared import TEAM_PARAM
+from searchtweak.integers import api_id
 from searchtweak.models import Role, Team
 
 
@@ -35,8 +36,7 @@ class CountsRecordSerializer(serializers.Serializer):
 
 class JudgeCalibrationApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        evaluation = serializers.IntegerField(
-            min_value=1, help_text="An evaluation of the judge's team.")
+        evaluation = api_id(help_text="An evaluation of the judge's team.")
 
     class OutputSerializer(serializers.Serializer):
         class MetricSerializer(serializers.Serializer):
@@ -121,8 +121,8 @@ class JudgeCountsApi(APIView):
             help_text="true: the judge's grades fill slots (needs a finished shadow run "
                       "whose figures clear the team's bar, or an override_reason); false: "
                       "it may only shadow.")
-        evaluation = serializers.IntegerField(
-            min_value=1, required=False, allow_null=True, default=None,
+        evaluation = api_id(
+            required=False, allow_null=True, default=None,
             help_text="The evaluation whose shadow run is the evidence; default the "
                       "judge's newest finished shadow run's.")
         override_reason = serializers.CharField(

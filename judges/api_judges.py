@@ -24,6 +24,7 @@ from searchtweak.api_shared import (
     create_in_team_response,
     delete_or_keep_response,
 )
+from searchtweak.integers import ID_MAX, api_id, api_integer, bounded
 
 CONFIGURATION_HELP = "Shown to admins of the team; the list leaves it out for leads."
 
@@ -101,7 +102,7 @@ class JudgeOutputSerializer(serializers.Serializer):
 
 
 class JudgeInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     name = serializers.CharField(max_length=100)
     provider = serializers.ChoiceField(choices=Judge.Provider.choices)
     model = serializers.CharField(max_length=200)
@@ -130,9 +131,9 @@ class JudgeInputSerializer(serializers.Serializer):
     timeout_seconds = serializers.FloatField(default=60.0, min_value=0.1,
                                              max_value=services.MAX_TIMEOUT_SECONDS)
     max_retries = serializers.IntegerField(default=3, min_value=0, max_value=MAX_RETRIES)
-    max_concurrent_requests = serializers.IntegerField(default=16, min_value=1)
-    requests_per_minute = serializers.IntegerField(min_value=1, allow_null=True,
-                                                   required=False, default=None)
+    max_concurrent_requests = api_integer(default=16, min_value=1)
+    requests_per_minute = api_integer(min_value=1, allow_null=True, required=False,
+                                      default=None)
     price_in_per_million = serializers.DecimalField(
         max_digits=10, decimal_places=4, min_value=0, allow_null=True, required=False,
         default=None)
@@ -149,7 +150,7 @@ def team_id_param(value: Any) -> int | None:
         return None
     if not str(value).isdigit():
         raise ValidationError({"team": "must be a team id"})
-    return int(value)
+    return bounded(value, field="team", min_value=1, max_value=ID_MAX, what="a team id")
 
 
 class JudgeListApi(APIView):

@@ -19,6 +19,7 @@ from judges import call_export, estimates, run_selectors, runs
 from judges.models import Judge, JudgeRun
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import row_step_api
+from searchtweak.integers import BoundedPrimaryKeyRelatedField, api_id
 
 # --- runs --------------------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class EvaluationJudgeRunsApi(APIView):
     pagination_class = PageNumberPagination
 
     class InputSerializer(serializers.Serializer):
-        judge = serializers.PrimaryKeyRelatedField(
+        judge = BoundedPrimaryKeyRelatedField(
             queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
         mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
         refresh_cache = serializers.BooleanField(
@@ -129,7 +130,7 @@ class EvaluationJudgeRunsApi(APIView):
 
 class EvaluationJudgeRunEstimateApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        judge = serializers.PrimaryKeyRelatedField(
+        judge = BoundedPrimaryKeyRelatedField(
             queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
         mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
         refresh_cache = serializers.BooleanField(default=False)
@@ -256,7 +257,7 @@ class JudgeRunFailedApi(APIView):
 
 
 class CallFilterSerializer(serializers.Serializer):
-    run = serializers.IntegerField(required=False, min_value=1, help_text="Only this run's.")
+    run = api_id(required=False, help_text="Only this run's.")
     status = serializers.ChoiceField(choices=run_selectors.CALL_STATUSES, required=False)
     is_test = serializers.BooleanField(required=False, allow_null=True, default=None,
                                        help_text="true: Test calls only; false: run calls.")

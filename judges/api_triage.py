@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from evaluations.selectors import evaluation_get_for_user
 from judges import triage
 from judgments.adjudication import snapshot_adjudicate
+from judgments.api import GradeField
 from searchtweak import access
 
 
@@ -66,7 +67,7 @@ class EvaluationTriageApi(APIView):
 
 class SnapshotAdjudicateApi(APIView):
     class InputSerializer(serializers.Serializer):
-        grade = serializers.IntegerField(help_text="A grade of the evaluation's scale.")
+        grade = GradeField(help_text="A grade of the evaluation's scale.")
         gold = serializers.BooleanField(required=False, default=False,
                                         help_text="Mark the answer gold.")
 

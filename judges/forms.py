@@ -12,6 +12,7 @@ from judges.samples import MAX_TEST_DOCUMENTS
 from judges.services import DEFAULT_BASE_URLS
 from judgments import scales as scale_lookup
 from judgments.scales import GradeScale
+from searchtweak.integers import form_integer
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team
 
@@ -63,9 +64,9 @@ class JudgeForm(forms.Form):
                   "here and sent inline to Ollama.")
     timeout_seconds = forms.FloatField(initial=60.0, min_value=0.1, label="Timeout (seconds)")
     max_retries = forms.IntegerField(initial=3, min_value=0, max_value=10)
-    max_concurrent_requests = forms.IntegerField(
+    max_concurrent_requests = form_integer(
         initial=16, min_value=1, help_text="Calls at once, over all workers together.")
-    requests_per_minute = forms.IntegerField(
+    requests_per_minute = form_integer(
         required=False, min_value=1, help_text="Calls started per minute; empty: no limit.")
     price_in_per_million = forms.DecimalField(
         required=False, min_value=0, max_digits=10, decimal_places=4,

@@ -16,17 +16,18 @@ from judges import calibration, trust
 from judges.access import judge_evaluation_get_for_user, judge_get_for_user
 from judges.models import Judge
 from searchtweak import access
+from searchtweak.integers import ID_MAX, form_integer
 from searchtweak.models import Role
 
 
 class CalibrationForm(forms.Form):
-    evaluation = forms.IntegerField(min_value=1, required=False)
+    evaluation = form_integer(min_value=1, max_value=ID_MAX, required=False)
 
 
 class CountsForm(forms.Form):
     counts = forms.TypedChoiceField(choices=[("true", "yes"), ("false", "no")],
                                     coerce=lambda value: value == "true")
-    evaluation = forms.IntegerField(min_value=1, required=False)
+    evaluation = form_integer(min_value=1, max_value=ID_MAX, required=False)
     override_reason = forms.CharField(required=False, strip=True)
 
 

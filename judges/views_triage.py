@@ -15,10 +15,11 @@ from judges import triage
 from judgments import scales as scale_lookup
 from judgments.adjudication import snapshot_adjudicate
 from searchtweak import access
+from searchtweak.integers import form_integer
 
 
 class AdjudicateForm(forms.Form):
-    grade = forms.IntegerField()  # the evaluation's scale is the service's to check
+    grade = form_integer()  # the evaluation's scale is the service's to check
     gold = forms.BooleanField(required=False)
 
 

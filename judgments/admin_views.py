@@ -253,7 +253,7 @@ def pool_import(request: HttpRequest) -> HttpResponse:
                 team=team, scale=scale.code, judgments=parsed.judgments,
                 source=f"{data['format']}: {name}", user=request.user)
             if token:
-                services.pool_upload_discard(token=token)
+                services.pool_upload_discard(team=team, user=request.user, token=token)
             messages.success(request, (
                 f"Imported {counts['imported']} judgments for {counts['keywords']} keywords "
                 f"({counts['replaced']} earlier ones replaced"

@@ -21,18 +21,23 @@ from metrics.core.scales import is_integer
 from searchtweak import access
 from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.integers import INT_MAX, api_id
 from searchtweak.models import Role, User
 
 
-@extend_schema_field(OpenApiTypes.INT)
+@extend_schema_field({"type": "integer", "minimum": 0, "maximum": INT_MAX})
 class GradeField(serializers.Field):
-    """A JSON integer: "3", 1.5 and true are not grades (docs/METRICS.md, Invalid input)."""
+    """A JSON integer: "3", 1.5 and true are not grades (docs/METRICS.md, Invalid input).
+    Within 0..INT_MAX here; whether it is on the evaluation's scale is the service's."""
 
-    default_error_messages = {"invalid": "A grade must be a JSON integer, not {value!r}."}
+    default_error_messages = {"invalid": "A grade must be a JSON integer, not {value!r}.",
+                              "range": "A grade is between 0 and {maximum}."}
 
     def to_internal_value(self, data):
         if not is_integer(data):
             self.fail("invalid", value=data)
+        if not 0 <= data <= INT_MAX:
+            self.fail("range", maximum=INT_MAX)
         return int(data)
 
     def to_representation(self, value):
@@ -96,8 +101,8 @@ def _claim_next(user: User, target: selectors.GradingTarget) -> dict | None:
 
 class EvaluationNextApi(APIView):
     class InputSerializer(GradeInputSerializer):
-        snapshot = serializers.IntegerField(
-            min_value=1, help_text="Grade this snapshot of the evaluation first (with `grade`).")
+        snapshot = api_id(
+            help_text="Grade this snapshot of the evaluation first (with `grade`).")
 
     @extend_schema(
         request=InputSerializer, responses={

@@ -14,6 +14,7 @@ from evaluations.selectors import evaluation_get_for_user
 from judgments import gold_items
 from judgments.api import GradeField
 from searchtweak import access
+from searchtweak.integers import api_id
 
 
 class GoldItemOutputSerializer(serializers.Serializer):
@@ -29,7 +30,7 @@ class GoldItemOutputSerializer(serializers.Serializer):
 
 class EvaluationGoldApi(APIView):
     class InputSerializer(serializers.Serializer):
-        snapshot = serializers.IntegerField(min_value=1, help_text="A result of the evaluation.")
+        snapshot = api_id(help_text="A result of the evaluation.")
         grade = GradeField(required=False, allow_null=True, default=None,
                            help_text="The answer; without it the result's adjudicated grade, "
                                      "else the one grade all its graders gave.")

@@ -21,6 +21,7 @@ from judgments.models import Scale, Transformer
 from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import create_in_team_response
+from searchtweak.integers import ID_MAX, api_id, api_integer, bounded
 from searchtweak.models import Role, Team, User
 
 _INTEGER = re.compile(r"-?\d+")
@@ -36,12 +37,12 @@ def _team_for_admin(*, user: User, team_id: Any) -> Team:
     if team_id == "":
         team_id = None
     if team_id is not None:
-        # An id from the query string or the JSON body; true, 1.5 or "a" name no team.
-        named = isinstance(team_id, int | str) and not isinstance(team_id, bool)
-        text = str(team_id) if named else ""
-        if not text.isdigit():
-            raise ValidationError({"team": "must be a team id"})
-        team_id = int(text)
+        # An id from the query string or the JSON body; true, 1.5, "a" or an id beyond
+        # any row's name no team.
+        try:
+            team_id = bounded(team_id, field="team", min_value=1, max_value=ID_MAX)
+        except ValidationError:
+            raise ValidationError({"team": "must be a team id"}) from None
     return access.team_or_current_access(user=user, team_id=team_id, minimum_role=Role.ADMIN,
                                          reason=selectors.ADMIN_REASON).team
 
@@ -82,7 +83,7 @@ class ScaleOutputSerializer(serializers.Serializer):
 
 
 class ScaleInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     code = serializers.SlugField(max_length=50)
     name = serializers.CharField(max_length=100)
     lo = serializers.IntegerField(min_value=0, max_value=10)
@@ -173,13 +174,13 @@ class TransformerOutputSerializer(serializers.Serializer):
     team = serializers.IntegerField(source="team_id")
     source = serializers.CharField(help_text="The code of the scale grades come from.")
     target = serializers.CharField(help_text="The code of the scale they become grades of.")
-    mapping = serializers.DictField(child=serializers.IntegerField(),
+    mapping = serializers.DictField(child=api_integer(),
                                     help_text="Every source grade → a target grade.")
     updated_at = serializers.DateTimeField()
 
 
 class TransformerInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False)
+    team = api_id(required=False)
     source = serializers.CharField(max_length=50)
     target = serializers.CharField(max_length=50)
     mapping = serializers.DictField(

@@ -77,6 +77,10 @@ class GoldImport:
     errors: list[str] = field(default_factory=list)
 
 
+class _NotCsv(Exception):
+    """A line csv cannot read; the message names it."""
+
+
 def _import_lines(content: bytes) -> list[tuple[int, dict | list | None]]:
     """(line number, the line's cells) of a CSV `keyword,doc_id,grade` (a header line of
     those names is skipped) or of JSON lines `{"keyword", "doc_id", "grade"}`."""
@@ -91,8 +95,16 @@ def _import_lines(content: bytes) -> list[tuple[int, dict | list | None]]:
             except ValueError:
                 lines.append((number, None))
         return lines
-    rows = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text)), start=1)
-            if any(cell.strip() for cell in row)]
+    reader = csv.reader(io.StringIO(text))
+    rows, start = [], 1
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append((start, row))
+            # A quoted cell may span lines: the next row starts after this one's last.
+            start = reader.line_num + 1
+    except csv.Error as error:  # a cell beyond csv's size limit, a NUL…
+        raise _NotCsv(f"line {start}: not a CSV row ({error}).") from None
     if rows and [cell.strip().lower() for cell in rows[0][1]] == ["keyword", "doc_id", "grade"]:
         rows = rows[1:]
     return rows
@@ -108,6 +120,9 @@ def gold_items_parse(*, evaluation: Evaluation, content: bytes) -> GoldImport:
     except UnicodeDecodeError:
         parsed.errors.append("The file is not UTF-8 text.")
         return parsed
+    except _NotCsv as error:
+        parsed.errors.append(str(error))
+        return parsed
     if len(lines) > GOLD_IMPORT_MAX_LINES:
         parsed.errors.append(f"At most {GOLD_IMPORT_MAX_LINES} lines a file.")
         return parsed
@@ -122,7 +137,13 @@ def gold_items_parse(*, evaluation: Evaluation, content: bytes) -> GoldImport:
             continue
         keyword, doc_id, grade = cells
         if isinstance(grade, str):
-            grade = int(grade.strip()) if grade.strip().lstrip("-").isdigit() else grade
+            text = grade.strip()
+            # A grade is a few digits; a longer run stays text, which grade_checked refuses
+            # (int() of thousands of digits raises rather than answer).
+            if text.lstrip("-").isdigit() and len(text) <= 12:
+                grade = int(text)
+            elif len(grade) > 40:
+                grade = f"{grade[:40]}…"  # quoted in the error as far as needed
         snapshot = snapshots.get((Keyword.normalize(str(keyword or "")), str(doc_id or "")))
         if snapshot is None:
             parsed.errors.append(

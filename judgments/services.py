@@ -295,6 +295,8 @@ def pool_upload_keep(*, team: Team, user: User, name: str, content: bytes,
     return token
 
 
-def pool_upload_discard(*, token: str) -> None:
-    PoolImportUpload.objects.filter(token=token).delete()
+def pool_upload_discard(*, team: Team, user: User, token: str) -> None:
+    """Delete the file this person kept for this team under `token`: a token alone (one
+    of another person's, sent with a form) deletes nothing of theirs."""
+    PoolImportUpload.objects.filter(token=token, team=team, user=user).delete()
 

@@ -9,6 +9,7 @@ from evaluations.selectors import evaluation_get_for_user
 from metrics.models import RegressionVerdict
 from metrics.selectors import evaluation_metric_configs, keyword_rows, keywords_filtered
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.integers import api_integer
 
 
 class KeywordListApi(APIView):
@@ -111,8 +112,8 @@ class EvaluationCompareApi(APIView):
     """B against A over their shared keywords: GET /evaluations/{a}/compare/{b}/."""
 
     class FilterSerializer(serializers.Serializer):
-        metric = serializers.IntegerField(
-            required=False, min_value=0, default=None, allow_null=True,
+        metric = api_integer(
+            required=False, default=None, allow_null=True,
             help_text="Index of the shared metric whose absolute change orders the "
                       "keywords; absent: the largest absolute change of any shared metric.")
         k = serializers.IntegerField(required=False, min_value=1, max_value=1000,

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from evaluations.selectors import evaluations_get_for_user
 from metrics import compare_many
+from searchtweak.integers import api_id
 
 
 @extend_schema_field({"type": "array", "items": {
@@ -82,12 +83,12 @@ class EvaluationCompareManyApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         evaluation = serializers.ListField(
-            child=serializers.IntegerField(min_value=1), min_length=1,
+            child=api_id(), min_length=1,
             max_length=compare_many.MAX_EVALUATIONS * 2,
             help_text="The evaluations to compare (repeat the parameter), 2 to 10, "
                       "one team, one scale.")
-        reference = serializers.IntegerField(
-            required=False, min_value=1,
+        reference = api_id(
+            required=False,
             help_text="The evaluation the others are measured against (default: the first).")
         mode = serializers.ChoiceField(
             choices=list(compare_many.MODES), default="reference",

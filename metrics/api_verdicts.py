@@ -15,6 +15,7 @@ from metrics.verdicts import (
     regression_verdicts,
 )
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.integers import api_id
 from searchtweak.models import Role
 
 # Storing a verdict is a write about the team's evaluations: the role that changes them.
@@ -86,7 +87,7 @@ class EvaluationGateApi(APIView):
     verdict and answer pass/fail."""
 
     class InputSerializer(serializers.Serializer):
-        baseline = serializers.IntegerField(
+        baseline = api_id(
             required=False, help_text="The baseline evaluation's id; default: for a "
             "schedule's run the baseline its schedule chose, else the team's.")
         undecided = serializers.ChoiceField(

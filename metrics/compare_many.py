@@ -195,7 +195,8 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
                              rbo_k: int | None = None,
                              resamples: int = RESAMPLES) -> ManyComparison:
     """Every metric all the evaluations have (same code, k and parameters) over the keywords
-    they all have (matched by normalized text). Keywords come sorted by `sort` ("change":
+    they all have (matched by normalized text; none in common is a ValidationError on
+    `evaluations`). Keywords come sorted by `sort` ("change":
     the largest |Δ| to the reference of any metric; "m<i>": of the i-th metric; "text"),
     `show="changed"` keeps those with some Δ ≠ 0. Churn is left for `keyword_overlaps`."""
     evaluations = list(evaluations)
@@ -230,6 +231,10 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
         if evaluation_id == reference_id:
             texts[normalized] = text
     shared_set = set(columns[0]).intersection(*columns[1:])
+    if not shared_set:
+        raise ValidationError({"evaluations": (
+            "These evaluations have no keyword in common: a comparison is made over the "
+            "keywords all of them have. Pick evaluations of the same keywords (or query set).")})
     shared = sorted(shared_set)
     all_count = len(set().union(*columns))
     # [keyword, evaluation] -> keyword id, rows in text order.

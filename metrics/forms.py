@@ -4,6 +4,7 @@ from django import forms
 
 from evaluations.models import EvaluationMetric
 from metrics.dashboards import FILTERS
+from searchtweak.integers import ID_MAX, bounded, form_integer
 
 
 class KeywordTableForm(forms.Form):
@@ -15,10 +16,10 @@ class KeywordTableForm(forms.Form):
                             required=False)
     show = forms.ChoiceField(choices=list(FILTERS.items()), required=False)
     q = forms.CharField(required=False, max_length=500, label="Search")
-    page = forms.IntegerField(required=False, min_value=1)
+    page = form_integer(required=False, min_value=1)
     # Keyset cursors: the page starts after (Next) or ends before (Previous) this keyword.
-    after = forms.IntegerField(required=False, min_value=1)
-    before = forms.IntegerField(required=False, min_value=1)
+    after = form_integer(required=False, min_value=1, max_value=ID_MAX)
+    before = form_integer(required=False, min_value=1, max_value=ID_MAX)
     dist = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
     against = forms.ChoiceField(choices=[("", "Baseline, else previous"),
                                          ("baseline", "Team baseline"),
@@ -35,12 +36,12 @@ class KeywordTableForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    a = forms.IntegerField(min_value=1, label="Evaluation A (before)")
-    b = forms.IntegerField(min_value=1, label="Evaluation B (after)")
-    metric = forms.IntegerField(required=False, min_value=0,
+    a = form_integer(min_value=1, max_value=ID_MAX, label="Evaluation A (before)")
+    b = form_integer(min_value=1, max_value=ID_MAX, label="Evaluation B (after)")
+    metric = form_integer(required=False, min_value=0,
                                 help_text="Sort keywords by the change of this shared metric "
                                           "(empty: the largest change of any).")
-    page = forms.IntegerField(required=False, min_value=1)
+    page = form_integer(required=False, min_value=1)
 
     def clean(self):
         cleaned = super().clean()
@@ -50,8 +51,8 @@ class CompareForm(forms.Form):
 
 
 class CompareKeywordForm(forms.Form):
-    a = forms.IntegerField(min_value=1)
-    b = forms.IntegerField(min_value=1)
+    a = form_integer(min_value=1, max_value=ID_MAX)
+    b = form_integer(min_value=1, max_value=ID_MAX)
     keyword = forms.CharField(max_length=500)
 
 
@@ -72,8 +73,9 @@ class IntegerListField(forms.Field):
         if not value:
             return []
         try:
-            return [int(item) for item in value]
-        except (TypeError, ValueError):
+            return [bounded(item, field="evaluation", min_value=1, max_value=ID_MAX)
+                    for item in value]
+        except forms.ValidationError:
             raise forms.ValidationError("Evaluation ids are whole numbers.") from None
 
 
@@ -82,7 +84,7 @@ class CompareManyForm(forms.Form):
     rest of the rules are the selector's (metrics.compare_many)."""
 
     evaluation = IntegerListField(required=False)
-    reference = forms.IntegerField(required=False, min_value=1)
+    reference = form_integer(required=False, min_value=1, max_value=ID_MAX)
     mode = forms.ChoiceField(choices=[("reference", "Against the reference"),
                                       ("tukey", "All pairs (Tukey HSD)")], required=False)
     sort = forms.RegexField(regex=r"^(change|text|m\d{1,3})$", required=False)
@@ -90,4 +92,4 @@ class CompareManyForm(forms.Form):
                             required=False)
     show = forms.ChoiceField(choices=[("", "All"), ("changed", "Changed only")],
                              required=False)
-    page = forms.IntegerField(required=False, min_value=1)
+    page = form_integer(required=False, min_value=1)

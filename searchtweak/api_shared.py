@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from searchtweak import access
+from searchtweak.integers import ID_MAX, bounded
 from searchtweak.models import Team, User
 
 T = TypeVar("T")
@@ -32,8 +33,8 @@ def team_for_create(*, user: User, team_id: Any, minimum_role: str) -> Team:
     input so a caller without the role learns nothing from validation errors."""
     if team_id is not None:
         try:
-            team_id = int(team_id)
-        except (TypeError, ValueError):
+            team_id = bounded(team_id, field="team", min_value=1, max_value=ID_MAX)
+        except ValidationError:
             raise ValidationError({"team": "must be a team id"}) from None
     return access.team_or_current_access(user=user, team_id=team_id,
                                          minimum_role=minimum_role).team

@@ -9,20 +9,27 @@ A URL that matches no route still gets the technical page under DEBUG, which lis
 routes: that one is a developer's typo, not a page a user follows. A body over
 DATA_UPLOAD_MAX_MEMORY_SIZE reaches handler400 (bad_request) from pages and the API alike
 (DRF passes the error on) and answers 413 naming the limit; with DEBUG on Django shows its
-technical page instead, as for any SuspiciousOperation.
+technical page instead, as for any SuspiciousOperation. A lost database connection
+(a restart, a terminated backend) reaches handler500 (server_error), which answers 503 with
+a plain body saying to retry: the request either committed or changed nothing.
 """
 
+import sys
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.log import log_response
 from django.views.defaults import bad_request as django_bad_request
+from django.views.defaults import server_error as django_server_error
 
 FORBIDDEN_REASON = "You do not have permission to open this page."
 NOT_FOUND_REASON = "There is nothing here, or it belongs to a team you are not in."
+DATABASE_LOST = ("The database connection was lost while answering. Each change is one "
+                 "transaction: it was either saved whole or not at all. Retry the request.")
 
 
 def _is_api(request: HttpRequest) -> bool:
@@ -120,3 +127,18 @@ class NotFoundPageMiddleware:
             return not_found(request, exception)
         return None
 
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: a lost database connection is a 503 to retry (with Retry-After), in the
+    API's JSON shape under /api/, plain text on pages (the layout would query the database
+    again); any other error is Django's 500."""
+    if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
+        if _is_api(request):
+            response = JsonResponse({"detail": DATABASE_LOST}, status=503)
+        else:
+            response = HttpResponse(DATABASE_LOST, status=503,
+                                    content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = "1"
+        return response
+    return django_server_error(request)

@@ -3,6 +3,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxLengthValidator
 
+from searchtweak.integers import ID_MAX, form_integer
 from searchtweak.models import Role
 
 
@@ -23,7 +24,7 @@ class RoleForm(forms.Form):
 
 
 class SwitchTeamForm(forms.Form):
-    team = forms.IntegerField(min_value=1)
+    team = form_integer(min_value=1, max_value=ID_MAX)
     next = forms.CharField(required=False)
 
 

@@ -377,6 +377,8 @@ METRIC_HISTORY_INTERVAL_SECONDS = env_int("METRIC_HISTORY_INTERVAL_SECONDS", 60,
 # (PERIODIC_IN_WEB_PROCESS; started by searchtweak.wsgi, so by runserver and gunicorn).
 # SCHEDULE_TICK_SECONDS: seconds between two looks at the schedules that are due.
 SCHEDULE_TICK_SECONDS = env_int("SCHEDULE_TICK_SECONDS", 30, minimum=1)
+# SCHEDULES_PER_TEAM: the schedules one team may have (each makes a run per due time).
+SCHEDULES_PER_TEAM = env_int("SCHEDULES_PER_TEAM", 200, minimum=1)
 # Run the periodic bodies (schedules' tick) on a thread of the web process; on without a broker.
 PERIODIC_IN_WEB_PROCESS = env_bool("PERIODIC_IN_WEB_PROCESS",
                                     default=CELERY_TASK_ALWAYS_EAGER)

@@ -14,6 +14,7 @@ from searchtweak import api, forms, notification_urls, views
 handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
 handler404 = "searchtweak.errors.not_found"
+handler500 = "searchtweak.errors.server_error"
 
 # Django's form views take PUT as POST, and the login and reset-link views answer before
 # they look at the method: a form page of ours takes GET and POST, like the function views.

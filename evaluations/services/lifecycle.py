@@ -67,6 +67,9 @@ def _validate_metrics(metrics: Any) -> list[dict[str, Any]]:
             core.resolve_params(params)
         except core.MetricInputError as error:
             raise ValidationError({"metrics": f"item {index + 1}: {error}"}) from None
+        if k > EvaluationMetric.K_MAX:
+            raise ValidationError({"metrics": f"item {index + 1}: k must be at most "
+                                              f"{EvaluationMetric.K_MAX}."})
         key = (item["code"], k, json.dumps(params, sort_keys=True))
         if key in seen:
             raise ValidationError({"metrics": f"item {index + 1}: "

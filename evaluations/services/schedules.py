@@ -24,6 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, OuterRef, Subquery
@@ -50,16 +51,20 @@ from evaluations.services.lifecycle import (
     evaluations_create_started,
 )
 from evaluations.services.query_sets import evaluation_create_from_query_set, version_keywords
-from searchtweak.models import Team, User
+from searchtweak.models import Role, Team, User
 from searchtweak.notification_models import Event
 from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 
 MIN_INTERVAL_MINUTES = 15
+MAX_INTERVAL_MINUTES = 365 * 24 * 60  # one year
 SCHEDULE_FAILED_RUNS_TO_PAUSE = 3
 MAX_DEADLINE_HOURS = 24 * 30
 MAX_KEEP_RUNS = 1000
+# Names the zone database holds that are not zones a person chooses: `localtime` is the
+# machine's own (it differs between the web and the beat host), `Factory` a placeholder.
+_NOT_ZONES = frozenset({"localtime", "Factory", "posixrules"})
 # Gaps between a cron expression's next firings checked against the minimum interval: a
 # day of every-minute hours, or a year of weekly ones, shows any gap it will ever have.
 _CRON_GAPS_CHECKED = 400
@@ -70,7 +75,7 @@ _CRON_GAPS_CHECKED = 400
 
 def _zone(name: str) -> ZoneInfo:
     try:
-        if name not in available_timezones():
+        if name in _NOT_ZONES or name not in available_timezones():
             raise ZoneInfoNotFoundError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -83,6 +88,12 @@ def cron_check(expression: str, time_zone: str) -> str:
     cronsim reads, or firing more often than every MIN_INTERVAL_MINUTES."""
     expression = " ".join(expression.split())
     zone = _zone(time_zone)
+    if len(expression.split()) != 5:
+        # cronsim reads six fields as seconds first: a different expression from the one
+        # the lead meant, and one that may fire every minute.
+        raise ValidationError({"cron": (
+            f"Not a cron expression: “{expression}” has {len(expression.split())} fields; "
+            "write five: minute hour day month weekday (e.g. “0 6 * * 1-5”).")})
     try:
         firings = CronSim(expression, datetime(2026, 1, 1, tzinfo=zone))
         previous = next(firings)
@@ -103,21 +114,41 @@ def cron_check(expression: str, time_zone: str) -> str:
     return expression
 
 
+class DueTimeUnknown(Exception):
+    """A stored schedule whose next due time cannot be computed (an interval beyond the
+    calendar, a cron expression or zone that no longer reads): it must be paused, not
+    retried every tick. The message says why, for a lead."""
+
+
+def _stored_zone(schedule: Schedule) -> ZoneInfo:
+    try:
+        return ZoneInfo(schedule.time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise DueTimeUnknown(f"unknown time zone {schedule.time_zone!r}") from None
+
+
 def next_due_after(schedule: Schedule, moment: datetime, *, last_due: datetime | None = None
                    ) -> datetime:
     """The schedule's first due time strictly after `moment`. An interval keeps its phase
-    from `last_due` (the due time just claimed), so a late tick does not shift it."""
-    if schedule.interval_minutes:
-        step = timedelta(minutes=schedule.interval_minutes)
-        if last_due is None:
-            return moment + step
-        missed = max(0, int((moment - last_due) / step))
-        due = last_due + step * missed
-        while due <= moment:
-            due += step
-        return due
-    # cronsim reads the hours and days in the zone of the moment it starts from.
-    return next(CronSim(schedule.cron, moment.astimezone(ZoneInfo(schedule.time_zone))))
+    from `last_due` (the due time just claimed), so a late tick does not shift it. Raises
+    DueTimeUnknown when the stored timing gives no due time (the checks at save refuse
+    such timings; a row stored before them, or written around them, may hold one)."""
+    try:
+        if schedule.interval_minutes:
+            step = timedelta(minutes=schedule.interval_minutes)
+            if last_due is None:
+                return moment + step
+            missed = max(0, int((moment - last_due) / step))
+            due = last_due + step * missed
+            while due <= moment:
+                due += step
+            return due
+        # cronsim reads the hours and days in the zone of the moment it starts from.
+        return next(CronSim(schedule.cron, moment.astimezone(_stored_zone(schedule))))
+    except (OverflowError, ValueError, CronSimError, StopIteration) as error:
+        raise DueTimeUnknown(f"its next due time cannot be computed "
+                             f"({type(error).__name__}: {error or 'no next time'}); "
+                             "change its timing, then resume") from None
 
 
 # --- create, change, pause ----------------------------------------------------------------
@@ -164,6 +195,9 @@ def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
     elif interval:
         if interval < MIN_INTERVAL_MINUTES:
             fail("interval_minutes", f"The minimum interval is {MIN_INTERVAL_MINUTES} minutes.")
+        elif interval > MAX_INTERVAL_MINUTES:
+            fail("interval_minutes", f"The maximum interval is {MAX_INTERVAL_MINUTES} minutes "
+                                     "(one year).")
         clean["interval_minutes"], clean["cron"] = interval, ""
     else:
         # Read in a zone the schedule may not have: its error is on time_zone already.
@@ -218,13 +252,19 @@ def _defaults() -> dict[str, Any]:
 
 @transaction.atomic
 def schedule_create(*, team: Team, created_by: User | None, **fields: Any) -> Schedule:
-    """A schedule, checked whole (a ValidationError names each bad field; nothing saved).
-    An interval schedule is due at once, so its first run is the reference a lead sees;
-    a cron schedule at its first time from now."""
+    """A schedule, checked whole (a ValidationError names each bad field; nothing saved),
+    within the team's SCHEDULES_PER_TEAM. An interval schedule is due at once, so its
+    first run is the reference a lead sees; a cron schedule at its first time from now."""
     unknown = set(fields) - set(SCHEDULE_FIELDS)
     if unknown:
         raise TypeError(f"unknown schedule fields: {sorted(unknown)}")
     clean = _check(team=team, fields={**_defaults(), **fields})
+    # The team's row, locked: two creates at the cap cannot both pass the count.
+    Team.objects.select_for_update().filter(pk=team.pk).first()
+    if Schedule.objects.filter(team=team).count() >= settings.SCHEDULES_PER_TEAM:
+        raise ValidationError({"name": (
+            f"The team has {settings.SCHEDULES_PER_TEAM} schedules, the most it may have "
+            "(SCHEDULES_PER_TEAM): delete one it no longer needs first.")})
     schedule = Schedule(team=team, created_by=created_by, **clean)
     now = timezone.now()
     schedule.next_due_at = now if schedule.interval_minutes else next_due_after(schedule, now)
@@ -265,13 +305,19 @@ def schedule_pause(*, schedule: Schedule, reason: str = "") -> Schedule:
 @transaction.atomic
 def schedule_resume(*, schedule: Schedule) -> Schedule:
     """Fire again from the next due time after now (what was missed while paused is not
-    made up), with the failure streak reset."""
+    made up), with the failure streak reset. A timing that gives no due time is a
+    ValidationError on its field: it must be changed first."""
     schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
     if schedule.paused_at is not None:
+        try:
+            next_due_at = next_due_after(schedule, timezone.now(),
+                                         last_due=schedule.next_due_at)
+        except DueTimeUnknown as error:
+            field = "interval_minutes" if schedule.interval_minutes else "cron"
+            raise ValidationError({field: f"Cannot resume: {error}."}) from None
         schedule.paused_at, schedule.paused_reason = None, ""
         schedule.failed_run_streak = 0
-        schedule.next_due_at = next_due_after(schedule, timezone.now(),
-                                              last_due=schedule.next_due_at)
+        schedule.next_due_at = next_due_at
         schedule.save(update_fields=["paused_at", "paused_reason", "failed_run_streak",
                                      "next_due_at"])
     return schedule
@@ -287,7 +333,7 @@ def schedule_delete(*, schedule: Schedule) -> None:
 
 
 def _run_name(schedule: Schedule, due_at: datetime) -> str:
-    local = due_at.astimezone(ZoneInfo(schedule.time_zone))
+    local = due_at.astimezone(_stored_zone(schedule))
     return f"{schedule.name[:150]} · {local:%Y-%m-%d %H:%M}"
 
 
@@ -297,19 +343,25 @@ def _pause_and_announce(schedule_id: int, reason: str) -> None:
         paused_at=timezone.now(), paused_reason=reason[:300])
     if paused:
         schedule = Schedule.objects.get(pk=schedule_id)
+        # Leads resume or change a schedule; graders could do nothing with the news.
         notify(team_id=schedule.team_id, event=Event.SCHEDULE_PAUSED,
                text=f"Schedule “{schedule.name}” paused: {reason}",
                url=reverse("evaluations:schedule_detail", args=[schedule_id]),
-               payload={"schedule_id": schedule_id, "reason": reason})
+               payload={"schedule_id": schedule_id, "reason": reason},
+               minimum_role=Role.LEAD)
 
 
-def _due_time_claim(schedule: Schedule, *, due_at: datetime, now: datetime) -> bool:
+def _due_time_claim(schedule: Schedule, *, due_at: datetime, now: datetime,
+                    next_due: datetime | None = None) -> bool:
     """Claim the due time `due_at` read from the schedule: one conditional UPDATE moving
-    next_due_at from it to the next due time after `now`; whether this process won. The
-    one rule behind "each due time fires once", for both ways of firing."""
+    next_due_at from it to the next due time after `now` (`next_due` when the caller
+    computed it already); whether this process won. The one rule behind "each due time
+    fires once", for both ways of firing."""
+    if next_due is None:
+        next_due = next_due_after(schedule, now, last_due=due_at)
     return Schedule.objects.filter(
         pk=schedule.pk, next_due_at=due_at, paused_at__isnull=True,
-    ).update(next_due_at=next_due_after(schedule, now, last_due=due_at)) == 1
+    ).update(next_due_at=next_due) == 1
 
 
 def schedule_fire(*, schedule_id: int, due_at: datetime, now: datetime | None = None
@@ -322,7 +374,14 @@ def schedule_fire(*, schedule_id: int, due_at: datetime, now: datetime | None = 
     with transaction.atomic():
         schedule = Schedule.objects.select_related("team", "model", "query_set").get(
             pk=schedule_id)
-        if not _due_time_claim(schedule, due_at=due_at, now=now):
+        try:
+            claimed = _due_time_claim(schedule, due_at=due_at, now=now)
+            _run_name(schedule, due_at)
+        except DueTimeUnknown as error:
+            logger.warning("schedule %s: %s", schedule_id, error)
+            _pause_and_announce(schedule_id, str(error))
+            return None
+        if not claimed:
             return None
         try:
             with transaction.atomic():
@@ -426,11 +485,13 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
                 continue  # deleted since the read
             version = versions.get(schedule.query_set_id)
             metrics = _config_checked(schedule, checked)
+            next_due = _next_due_or_none(schedule, due_at=due_at, now=now)
             if (metrics is None or version is None or schedule.query_set.archived_at
-                    or schedule.model.archived_at or schedule.model.endpoint.archived_at):
+                    or schedule.model.archived_at or schedule.model.endpoint.archived_at
+                    or next_due is None):
                 one_by_one.append((schedule_id, due_at))
                 continue
-            if _due_time_claim(schedule, due_at=due_at, now=now):
+            if _due_time_claim(schedule, due_at=due_at, now=now, next_due=next_due):
                 if version.pk not in keywords:
                     keywords[version.pk] = version_keywords(version)
                 ready.append((schedule, due_at, version, metrics))
@@ -447,6 +508,17 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
                         deadline_at=now + timedelta(hours=schedule.deadline_hours))
             for (schedule, due_at, _, _), evaluation in zip(ready, evaluations, strict=True)])
     return runs, one_by_one
+
+
+def _next_due_or_none(schedule: Schedule, *, due_at: datetime, now: datetime
+                      ) -> datetime | None:
+    """The schedule's next due time, or None when it (or the run's name, in the schedule's
+    zone) cannot be computed; the one-by-one path pauses such a schedule with the reason."""
+    try:
+        _run_name(schedule, due_at)
+        return next_due_after(schedule, now, last_due=due_at)
+    except DueTimeUnknown:
+        return None
 
 
 def _config_checked(schedule: Schedule, checked: dict) -> list[dict[str, Any]] | None:
@@ -485,9 +557,12 @@ def schedules_tick(now: datetime | None = None) -> TickReport:
         batch = due[start:start + FIRE_BATCH_SIZE]
         try:
             runs, one_by_one = schedules_fire_batch(batch, now=now)
-        except IntegrityError:
-            # A run for one of these due times exists (the unique guard behind the claim):
-            # the batch rolled back whole; one by one, the others still fire.
+        except Exception:
+            # A run for one of these due times exists (the unique guard behind the claim),
+            # or one schedule's run could not be made in bulk: the batch rolled back whole;
+            # one by one, each in its own guard, the others still fire.
+            logger.exception("a batch of %s due schedules fell back to one by one",
+                             len(batch))
             runs, one_by_one = [], batch
         fired += len(runs)
         fired_schedules.update(run.schedule_id for run in runs)
@@ -496,6 +571,11 @@ def schedules_tick(now: datetime | None = None) -> TickReport:
                 run = schedule_fire(schedule_id=schedule_id, due_at=due_at, now=now)
             except Schedule.DoesNotExist:
                 run = None  # deleted since the read
+            except Exception:
+                # Each schedule in its own guard: whatever one schedule raises, the others
+                # still fire. Its due time stays due, so the next tick tries it again.
+                logger.exception("schedule %s could not fire", schedule_id)
+                run = None
             fired += run is not None
     _runs_trim_where_needed(fired_schedules)
     return TickReport(fired=fired, skipped=len(due) - fired,

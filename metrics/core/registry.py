@@ -265,7 +265,7 @@ forms, the API and commands; the engine and ``metrics.conformance`` take the cod
 (docs/METRICS.md: an unknown metric code is an error)."""
 
 # "ndcg_cut_10", "P_10", "ndcg10", "map_cut.10": a trailing cutoff after the name.
-_TRAILING_K = re.compile(r"^(?P<name>[a-z](?:[a-z0-9_.]*?[a-z])?)[_.]?(?P<k>[0-9]+)$")
+_TRAILING_K = re.compile(r"^(?P<name>[a-z](?:[a-z0-9_.]*?[a-z])?)[_.]?(?P<k>[0-9]{1,100})$")
 
 
 def resolve_metric_name(text: Any, field: str = "code") -> tuple[str, int | None]:
@@ -284,6 +284,10 @@ def resolve_metric_name(text: Any, field: str = "code") -> tuple[str, int | None
         if not (cutoff.isascii() and cutoff.isdigit()):
             raise MetricInputError(field, f"write code@k with a whole k, e.g. ndcg@10, not "
                                           f"{text.strip()!r}")
+        if len(cutoff.lstrip("0")) > 100:
+            # int() refuses past 4,300 digits; no k anyone stores is near 100.
+            raise MetricInputError(field, f"k has {len(cutoff)} digits: write code@k with a "
+                                          "k of a few digits, e.g. ndcg@10")
         k = int(cutoff)
     name = name.strip()
     code = _known_code(name)
@@ -303,7 +307,8 @@ def _known_code(name: str) -> str | None:
 
 
 def _unknown_code_problem(name: str) -> str:
-    problem = f"unknown metric code {name!r}"
+    # A name of thousands of characters is quoted as far as a reader needs it.
+    problem = f"unknown metric code {name if len(name) <= 40 else name[:40] + '…'!r}"
     nearest = difflib.get_close_matches(name, [*METRICS, *ALIASES], n=1, cutoff=0.6)
     if not nearest:
         return f"{problem} (known: {', '.join(METRICS)})"

@@ -251,7 +251,8 @@ def test_evaluation_bad_input_is_400_and_stores_nothing(personas):
                "keywords": ["a"], "metrics": [{"code": "ndcg", "k": 0}]}
     response = client_for(personas.lead).post("/api/v1/evaluations/", payload, format="json")
     assert response.status_code == 400
-    assert response.json() == {"metrics": ["item 1: k: must be an integer >= 1, not 0"]}
+    assert response.json() == {
+        "metrics": {"0": {"k": ["Ensure this value is greater than or equal to 1."]}}}
     assert not Evaluation.objects.exists() and not Keyword.objects.exists()
 
 
