@@ -8,7 +8,11 @@ of that. Only for transactional tests: their tables are empty at the start (the 
 emptied them), as they were when the copy was built.
 
 Content types, permissions and migrations are left out: migrating made them, and no test
-changes them (tests.emptied_tables).
+changes them (tests.emptied_tables). SQLite's virtual tables are copied too, though no model
+names them: the demo catalog's full-text index (evaluations.demo) holds a row per product,
+keyed by the product's key, and a copy of the products without it would be searched through
+the index of whichever catalog was made last (other keys: deleting rows resets no sequence),
+finding nothing.
 """
 
 from collections.abc import Callable
@@ -26,6 +30,8 @@ class TableRows:
     table: str
     columns: tuple[str, ...]
     rows: list[tuple]
+    # A virtual table: its rows replace those a test left, which no emptying deleted.
+    replaces: bool = False
 
 
 Built = TypeVar("Built")
@@ -33,7 +39,18 @@ Built = TypeVar("Built")
 _copies: dict[str, tuple[list[TableRows], object]] = {}
 
 
-def _read(tables: list[str]) -> list[TableRows]:
+def _virtual_tables() -> list[str]:
+    """SQLite's virtual tables (FTS5 indexes): the emptied tables leave their rows, and a
+    copy puts them back whole, its rows replacing those left (empty ones too)."""
+    if connection.vendor != "sqlite":
+        return []  # PostgreSQL's full-text index is an index of the products' own table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                       "AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name")
+        return [name for (name,) in cursor.fetchall()]
+
+
+def _read(tables: list[str], virtual: list[str]) -> list[TableRows]:
     copied = []
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
@@ -43,6 +60,11 @@ def _read(tables: list[str]) -> list[TableRows]:
             if rows:
                 copied.append(TableRows(table, tuple(col[0] for col in cursor.description),
                                         rows))
+        for table in virtual:
+            # The rowid is the key the index shares with its table's rows; * leaves it out.
+            cursor.execute(f"SELECT rowid, * FROM {quote(table)}")
+            copied.append(TableRows(table, tuple(col[0] for col in cursor.description),
+                                    cursor.fetchall(), replaces=True))
     return copied
 
 
@@ -54,6 +76,8 @@ def _write(copied: list[TableRows]) -> None:
         if connection.vendor == "sqlite":
             cursor.execute("PRAGMA defer_foreign_keys = ON")
         for copy in copied:
+            if copy.replaces:
+                cursor.execute(f"DELETE FROM {quote(copy.table)}")
             columns = ", ".join(quote(column) for column in copy.columns)
             marks = ", ".join(["%s"] * len(copy.columns))
             cursor.executemany(
@@ -90,5 +114,5 @@ def build_once(name: str, build: Callable[[], Built]) -> Built:
         raise AssertionError(f"build_once({name!r}) needs an empty database; rows in "
                              f"{already}")
     answer = build()
-    _copies[name] = (_read(project_tables()), answer)
+    _copies[name] = (_read(project_tables(), _virtual_tables()), answer)
     return answer
