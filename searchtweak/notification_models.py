@@ -19,6 +19,7 @@ class Event(models.TextChoices):
     JUDGE_RUN_PAUSED = "judge_run_paused", "Judge run paused at its budget"
     SCHEDULE_PAUSED = "schedule_paused", "Schedule paused after repeated failures"
     GOLD_ACCURACY_LOW = "gold_accuracy_low", "A grader's accuracy on gold items fell low"
+    RECOMPUTE_FAILED = "recompute_failed", "An evaluation's metrics could not be computed"
 
 
 class Channel(models.TextChoices):
@@ -31,7 +32,8 @@ class Channel(models.TextChoices):
 # that a run improved or stayed undecided.
 MAIL_BY_DEFAULT = frozenset({Event.EVALUATION_FINISHED, Event.RUN_REGRESSED,
                              Event.JUDGE_RUN_FAILED, Event.JUDGE_RUN_PAUSED,
-                             Event.SCHEDULE_PAUSED, Event.GOLD_ACCURACY_LOW})
+                             Event.SCHEDULE_PAUSED, Event.GOLD_ACCURACY_LOW,
+                             Event.RECOMPUTE_FAILED})
 
 
 def enabled_by_default(event: str, channel: str) -> bool:
