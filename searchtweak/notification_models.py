@@ -114,9 +114,18 @@ class WebhookDelivery(models.Model):
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     # An event of the catalogue, or "test" (the Send test button).
     event = models.CharField(max_length=40)
-    # The exact bytes sent (and signed), so every attempt sends the same body.
+    # The body of the latest attempt, as sent and signed: each attempt stamps its own time
+    # in `timestamp` (notification_delivery.webhook_delivery_attempt).
     body = models.TextField()
+    # Attempts claimed so far; an attempt is claimed (counted, stamped) before it is sent,
+    # so no attempt number is sent twice.
     attempt_count = models.PositiveIntegerField(default=0)
+    # The claim of the attempt in flight (its lease, notification_delivery.lease_seconds);
+    # None between attempts. A worker that dies mid-attempt leaves it to lapse.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the next attempt is due (creation, then after each retry's backoff): the sweep
+    # sends what is overdue and unclaimed, so a lost message only delays a delivery.
+    next_attempt_at = models.DateTimeField(default=timezone.now)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     status_code = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -130,6 +139,8 @@ class WebhookDelivery(models.Model):
             models.CheckConstraint(condition=Q(status__in=["pending", "sent", "failed"]),
                                    name="webhook_delivery_status_valid"),
         ]
+        indexes = [models.Index(fields=["next_attempt_at"], condition=Q(status="pending"),
+                                name="webhook_delivery_pending_idx")]
 
     def __str__(self) -> str:
         return f"{self.event} to webhook {self.webhook_id}: {self.status}"

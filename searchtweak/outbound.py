@@ -255,6 +255,20 @@ def deadline(seconds: float | None) -> typing.Iterator[float | None]:
         _deadline.reset(token)
 
 
+def url_problem(url: str) -> str:
+    """Why `url` cannot be sent through `send`, or "" when it can: read by the parser every
+    request is built with (httpx.URL), so what a form accepts a send can parse. urllib takes
+    hosts httpx refuses (`0177.0.0.1`, an octal IPv4 address), which then failed only when
+    sent."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as error:
+        return f"The HTTP client cannot read this URL: {error}."
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return "Enter an http:// or https:// URL."
+    return ""
+
+
 def origin(url: httpx.URL) -> tuple[str, str, int | None]:
     default_port = {"http": 80, "https": 443}.get(url.scheme)
     return url.scheme, url.host, url.port or default_port

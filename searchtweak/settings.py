@@ -366,6 +366,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evaluations.schedules_tick",
         "schedule": float(SCHEDULE_TICK_SECONDS),
     },
+    # Sends on webhook deliveries whose attempt's worker died or whose message was lost
+    # (searchtweak.notification_delivery.webhook_deliveries_stalled).
+    "sweep-stalled-webhook-deliveries": {
+        "task": "searchtweak.sweep_stalled_webhook_deliveries",
+        "schedule": float(env_int("WEBHOOK_SWEEP_EVERY_SECONDS", 30, minimum=1)),
+    },
     # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
     "sweep-stalled-judge-runs": {
         "task": "judges.sweep_stalled_runs",
@@ -486,6 +492,10 @@ SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 WEBHOOK_RETRY_BACKOFF_MS = env_int("WEBHOOK_RETRY_BACKOFF_MS", 2000, minimum=0)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# A due attempt no worker has taken this long after its time is sent on by the sweep (its
+# message was lost); an attempt whose worker died is, once its claim lapses (about
+# 2 x WEBHOOK_TIMEOUT_SECONDS + 30 s).
+WEBHOOK_SWEEP_AFTER_SECONDS = env_int("WEBHOOK_SWEEP_AFTER_SECONDS", 120, minimum=1)
 # With NOTIFICATIONS_QUEUE set, webhook deliveries and notification mails go to that Celery
 # queue (run a worker for it: `celery -A searchtweak worker -Q <queue>`), so receivers
 # that time out never hold the workers that recompute; unset, they share the default one

@@ -29,6 +29,15 @@ def webhook_deliver(delivery_id: int) -> None:
         time.sleep(wait)
 
 
+@shared_task(name="searchtweak.sweep_stalled_webhook_deliveries", time_limit=60)
+def sweep_stalled_webhook_deliveries() -> int:
+    """Re-send the deliveries whose attempt's worker died or whose message was lost (beat);
+    how many were sent on."""
+    stalled = notification_delivery.webhook_deliveries_stalled()
+    webhook_deliveries_dispatch(stalled)
+    return len(stalled)
+
+
 @shared_task(name="searchtweak.notification_mail", time_limit=60)
 def notification_mail(user_id: int, event: str, text: str, url: str) -> bool:
     return notification_delivery.notification_mail_send(user_id=user_id, event=event,
