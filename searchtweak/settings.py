@@ -7,6 +7,7 @@ ALLOWED_HOSTS (see docker-compose.yml).
 """
 
 import hashlib
+import os
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -472,6 +473,13 @@ OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimu
 # at most this many run at once per team (counted like the limits above), so a hanging
 # engine cannot take every worker and stall the site.
 OUTBOUND_TESTS_PER_TEAM = env_int("OUTBOUND_TESTS_PER_TEAM", 2, minimum=1)
+# And at most this many over the whole site, since anyone may create teams: by default
+# half of gunicorn's workers (WEB_CONCURRENCY, else two per CPU, as gunicorn.conf.py
+# counts them), so Tests against silent engines leave the other half serving pages.
+_WEB_WORKERS = env_int("WEB_CONCURRENCY", 0, minimum=0) or 2 * (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+OUTBOUND_TESTS_SITE_WIDE = env_int("OUTBOUND_TESTS_SITE_WIDE", max(1, _WEB_WORKERS // 2),
+                                   minimum=1)
 # LLM judges (judges.calls): the first retry's backoff (doubling, with jitter), and the
 # longest Retry-After a call waits for before giving its pairs back to the queue.
 JUDGE_RETRY_BACKOFF_MS = env_int("JUDGE_RETRY_BACKOFF_MS", 1000, minimum=0)
@@ -482,6 +490,9 @@ JUDGE_IMAGE_MAX_BYTES = env_int("JUDGE_IMAGE_MAX_BYTES", 5 * 1024 * 1024, minimu
 # Who may create a team (and so own its endpoints and judges): "anyone" signed in, or
 # only "staff" (User.is_staff), who then invite the others.
 TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
+# The teams one person (not staff) may own: each team has its own caps (Tests, schedules),
+# so teams without end would be caps without end.
+TEAMS_PER_USER = env_int("TEAMS_PER_USER", 10, minimum=1)
 if TEAM_CREATION not in ("anyone", "staff"):
     raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
 # Notifications (searchtweak.notifications): links in mails start with SITE_URL; a
