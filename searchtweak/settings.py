@@ -324,6 +324,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
 # No global soft limit: Celery refuses to send a task whose own time_limit is below it.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker outage of any length is waited out: the default gives up after 100 tries.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# The worker's consumer reconnects even when closing the lost connection fails (a message
+# was unacknowledged when Redis went away): see searchtweak.celery.Consumer.
+CELERY_WORKER_CONSUMER = "searchtweak.celery:Consumer"
 # Celery's Django fixup closes the database connection before and after every task unless
 # this is set: each recompute run then opened a new PostgreSQL connection (about 5 a
 # second under grading) and planned every statement afresh. It closes them every this
@@ -437,6 +442,11 @@ FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": max(FETCH_TASK_TIME_LIMIT, CELERY_TASK_TIME_LIMIT,
                               RECOMPUTE_EVALUATION_TIME_LIMIT, JUDGE_LANE_TIME_LIMIT) + 60,
+    # A connection idle this long is checked before use, and TCP keepalive finds one the
+    # network dropped without a word: a Redis restart is seen as a lost connection and
+    # reconnected, not waited on.
+    "health_check_interval": 25,
+    "socket_keepalive": True,
 }
 # Every outbound request (fetching, Test, judges) goes through searchtweak.outbound, which
 # checks the address each connection actually reaches, redirect hops included. Denied
@@ -524,6 +534,26 @@ TASK_QUEUES = {
     "judges.run_lane": JUDGES_QUEUE,
 }
 CELERY_TASK_ROUTES = {task: {"queue": queue} for task, queue in TASK_QUEUES.items() if queue}
+# Every queue some worker must consume. Beat sends each a heartbeat task every
+# WORKER_HEARTBEAT_SECONDS; the worker that runs it stamps the queue in Redis, and
+# /healthz reports a queue whose stamp is older than WORKER_HEARTBEAT_STALE_SECONDS: its
+# workers stopped consuming (searchtweak.healthz).
+WORKER_QUEUES = [CELERY_TASK_DEFAULT_QUEUE,
+                 *sorted({queue for queue in TASK_QUEUES.values() if queue}
+                         - {CELERY_TASK_DEFAULT_QUEUE})]
+WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=1)
+WORKER_HEARTBEAT_STALE_SECONDS = env_int("WORKER_HEARTBEAT_STALE_SECONDS",
+                                         4 * WORKER_HEARTBEAT_SECONDS, minimum=1)
+CELERY_BEAT_SCHEDULE.update({
+    f"worker-heartbeat-{queue}": {
+        "task": "searchtweak.worker_heartbeat", "args": (queue,),
+        "schedule": float(WORKER_HEARTBEAT_SECONDS),
+        # A heartbeat no worker took before the next one is worth nothing: the queue of a
+        # stopped worker does not fill with them.
+        "options": {"queue": queue, "expires": float(WORKER_HEARTBEAT_SECONDS)},
+    }
+    for queue in WORKER_QUEUES
+})
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

@@ -3,7 +3,7 @@ from functools import partial
 
 from celery import shared_task
 
-from searchtweak import notification_delivery
+from searchtweak import healthz, notification_delivery
 from searchtweak.background import BackgroundThreads, background_run
 from searchtweak.celery import app
 
@@ -12,6 +12,13 @@ from searchtweak.celery import app
 def ping(payload: str) -> str:
     """Echo for health checks and the real-worker test: proves a worker consumed a message."""
     return f"pong:{payload}"
+
+
+@shared_task(name="searchtweak.worker_heartbeat", time_limit=10, ignore_result=True)
+def worker_heartbeat(queue: str) -> None:
+    """Beat sends one to each queue (settings.WORKER_QUEUES): running it is the proof that
+    a worker consumes that queue, which /healthz reads."""
+    healthz.heartbeat_store(queue=queue)
 
 
 @shared_task(name="searchtweak.webhook_deliver", time_limit=120, soft_time_limit=100)
