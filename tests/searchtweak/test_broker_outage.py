@@ -122,12 +122,16 @@ def compose_worker(*, broker_url: str, queue: str) -> Iterator[tuple[subprocess.
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow_reason("stops its own Redis for 30 s under a real worker")
-def test_a_worker_consumes_again_after_its_redis_was_down_for_30_seconds():
+def test_a_worker_consumes_again_after_its_redis_was_down_for_30_seconds(monkeypatch):
     require_redis()  # the real-worker tests run where Redis is installed
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed: this test starts a Redis of its own")
     port = _free_port()
     broker_url = f"redis://127.0.0.1:{port}/0"
+    # Celery reads these variables before its configuration (CI exports the first): this
+    # process publishes to the test's own Redis only without them.
+    monkeypatch.setenv("CELERY_BROKER_URL", broker_url)
+    monkeypatch.setenv("CELERY_RESULT_BACKEND", broker_url)
     queue = f"outage-{uuid.uuid4().hex[:10]}"
     with own_redis(port) as redis_process, \
             compose_worker(broker_url=broker_url, queue=queue) as (worker, log_path), \

@@ -177,3 +177,67 @@ def test_a_new_webhooks_secret_is_not_kept_in_the_session_row(team_admin, client
     shown = client.get(reverse("team_webhooks", args=[team.pk])).content.decode()
     assert f'data-testid="webhook-secret">{secret}<' in shown
     assert secret not in client.get(reverse("team_webhooks", args=[team.pk])).content.decode()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow_reason("starts real Celery workers and kills one mid-delivery")
+def test_a_notify_worker_killed_mid_delivery_leaves_it_to_the_sweep(team_admin):
+    import threading
+
+    from django.db import connection
+
+    from tests.workers import (
+        celery_worker_process,
+        database_url_for_workers,
+        require_redis,
+        tasks_sent_to,
+        wait_until,
+    )
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL-only (set DATABASE_URL=postgres://...): workers on one database")
+    broker_url = require_redis()
+    team, _ = team_admin
+    released = threading.Event()
+    with running_server() as server:
+        def answer(request):
+            if len(server.received) == 1:
+                released.wait(timeout=60)  # attempt 1 is with the receiver when it dies
+            return Reply(status=204, body=b"")
+
+        server.handler = answer
+        webhook = _webhook_to(server, team)
+        database_url = database_url_for_workers()
+        try:
+            with celery_worker_process(broker_url=broker_url, database_url=database_url) \
+                    as first, tasks_sent_to(broker_url=broker_url, queue=first.queue):
+                delivery = _delivery(webhook)
+                tasks.webhook_deliveries_dispatch([delivery.pk])
+                wait_until(lambda: len(server.received) == 1, "attempt 1 at the receiver")
+                first.kill()
+        finally:
+            released.set()
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempt_count) == ("pending", 1)
+        assert delivery.claimed_at is not None
+        # Its claim is still held: a new message for it sends nothing.
+        assert notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk) is None
+        # The worker died long ago: its claim lapsed.
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            claimed_at=delivery.claimed_at - timedelta(
+                seconds=notification_delivery.lease_seconds() + 1))
+        with celery_worker_process(broker_url=broker_url, database_url=database_url,
+                                   queue=first.queue), \
+                tasks_sent_to(broker_url=broker_url, queue=first.queue):
+            # What beat does every WEBHOOK_SWEEP_EVERY_SECONDS, through the new worker
+            # (the dead one's message, acked late, waits for the visibility timeout).
+            tasks.sweep_stalled_webhook_deliveries.delay()
+            wait_until(lambda: WebhookDelivery.objects.get(pk=delivery.pk).status == "sent",
+                       "sent by attempt 2")
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempt_count, delivery.claimed_at) == ("sent", 2, None)
+    first_time, second_time = (json.loads(request.body)["timestamp"]
+                               for request in server.received)
+    assert len(server.received) == 2 and second_time >= first_time
+    assert server.received[1].headers["x-searchtweak-timestamp"] == str(second_time)
