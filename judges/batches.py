@@ -35,7 +35,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.models import Snapshot
-from judges import budgets, calls, token_counts
+from judges import budgets, calls, queries, token_counts
 from judges.core.cache import cache_key
 from judges.core.prompts import Document, PromptError, build_prompt, images_to_send
 from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
@@ -719,10 +719,7 @@ def _judge_counts_now(judge_id: int) -> bool:
     back mid-run stops the next batch's grades, not only the next run. On PostgreSQL the
     row is read FOR SHARE, so a withdrawal waits for a write that read it still trusted
     (those grades were written while it counted) and every later write sees it."""
-    table = Judge._meta.db_table
-    row = sql.fetch_row(f"SELECT counts FROM {table} WHERE id = %s"
-                        f"{' FOR SHARE' if sql.is_postgresql() else ''}", [judge_id])
-    return bool(row and row[0])
+    return queries.judge_counts_locked(judge_id=judge_id)
 
 
 def _items_give_back(*, run: JudgeRun, items: list[JudgeRunItem], reason: str = "") -> None:
