@@ -76,7 +76,8 @@ bench: $(DEV_STAMP)
 	$(PY) bench/active_simulation.py
 
 worker: $(RUN_STAMP)
-	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO
+	$(VENV)/bin/celery -A searchtweak worker --loglevel=INFO --without-gossip --without-mingle \
+		--without-heartbeat
 
 beat: $(RUN_STAMP)
 	$(VENV)/bin/celery -A searchtweak beat --loglevel=INFO

@@ -270,6 +270,10 @@ def _attempt(spec: RequestSpec, keyword: str, *, client: httpx.Client,
             return result
         finally:
             response.close()
+    except httpx.InvalidURL as error:
+        # A URL stored before its save was checked by the same parser (outbound.url_problem).
+        result.error = f"the HTTP client cannot read the endpoint's URL: {error}"
+        return result
     except outbound.RedirectRefused as error:
         result.status_code = error.response.status_code
         result.error = str(error)

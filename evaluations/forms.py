@@ -11,7 +11,7 @@ from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
 from evaluations.models import Endpoint, Evaluation, EvaluationMetric, QuerySet, SearchModel
-from evaluations.services import is_http_url, keyword_upload_size_problem
+from evaluations.services import http_url_problem, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from metrics import core
@@ -166,8 +166,8 @@ class EndpointForm(forms.Form):
         if "url" in data:
             if not data["url"]:
                 self.add_error("url", "This field is required.")
-            elif not is_http_url(data["url"]):
-                self.add_error("url", "Enter an http:// or https:// URL.")
+            elif http_url_problem(data["url"]):
+                self.add_error("url", http_url_problem(data["url"]))
         mapper = {"documents": data.get("mapper_documents", ""), "id": data.get("mapper_id", ""),
                   "name": data.get("mapper_name", ""), "image": data.get("mapper_image") or None,
                   "fields": data.get("mapper_fields", {})}

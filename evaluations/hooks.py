@@ -60,6 +60,12 @@ def team_scale(team: Team, code: str) -> core.Scale | None:
     return core.Scale(code, bounds[0], bounds[1])
 
 
+def team_scales(team: Team) -> dict[str, core.Scale]:
+    """Every scale ``team`` grades on, by code: the built-ins and the team's own."""
+    found = {code: team_scale(team, code) for code, _ in _provider.choices(team)}
+    return {code: scale for code, scale in found.items() if scale is not None}
+
+
 # --- judges a schedule may send its runs' new pairs to ---
 
 # (id, name) of a team's judges whose grades count; judges registers the answer at

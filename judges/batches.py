@@ -35,7 +35,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.models import Snapshot
-from judges import budgets, calls, token_counts
+from judges import budgets, calls, queries, token_counts
 from judges.core.cache import cache_key
 from judges.core.prompts import Document, PromptError, build_prompt, images_to_send
 from judges.models import Judge, JudgeAnswer, JudgeRun, JudgeRunItem
@@ -699,17 +699,38 @@ def _grades_write(*, run: JudgeRun, items: list[JudgeRunItem], outcomes: dict[in
               for item in items if not outcomes[item.pk].failure]
     if run.mode not in COUNTING_MODES or not grades:
         return set()
+    if not _judge_counts_now(run.judge_id):
+        _items_give_back(run=run, items=items, reason=(
+            f"{run.judge.name} no longer counts (an admin took its trust back): its answers "
+            "fill no counting slots. The grades it wrote while it counted stay (this run's "
+            "done pairs). Run it in shadow mode, or let it count again, to go on."))
+        return None
     try:
         # Its own atomic block is a savepoint here: a refusal leaves this transaction usable.
         return grading.judge_grades_write(judge_user=run.judge.user, evaluation=run.evaluation,
                                           grades=grades, now=now)
     except ValidationError:
-        JudgeRunItem.objects.filter(pk__in=[item.pk for item in items]).update(
-            status=ItemStatus.PENDING, lease_expires_at=None)
-        grading.judge_slots_release(judge_user=run.judge.user,
-                                    snapshot_ids=[item.snapshot_id for item in items])
-        JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(status=Status.PAUSED)
+        _items_give_back(run=run, items=items)
         return None
+
+
+def _judge_counts_now(judge_id: int) -> bool:
+    """Whether the judge counts, read in the write's transaction: the trust an admin takes
+    back mid-run stops the next batch's grades, not only the next run. On PostgreSQL the
+    row is read FOR SHARE, so a withdrawal waits for a write that read it still trusted
+    (those grades were written while it counted) and every later write sees it."""
+    return queries.judge_counts_locked(judge_id=judge_id)
+
+
+def _items_give_back(*, run: JudgeRun, items: list[JudgeRunItem], reason: str = "") -> None:
+    """The items wait again, their slots go back to the queue, and the run pauses (with
+    `reason`, when given): their answers are not stored."""
+    JudgeRunItem.objects.filter(pk__in=[item.pk for item in items]).update(
+        status=ItemStatus.PENDING, lease_expires_at=None)
+    grading.judge_slots_release(judge_user=run.judge.user,
+                                snapshot_ids=[item.snapshot_id for item in items])
+    JudgeRun.objects.filter(pk=run.pk, status=Status.RUNNING).update(
+        status=Status.PAUSED, **({"pause_reason": reason} if reason else {}))
 
 
 def crash_text(error: BaseException) -> str:

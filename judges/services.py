@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from evaluations.services.endpoints import LIMIT_MAXIMUMS, is_http_url
+from evaluations.services.endpoints import HTTP_URL_PROBLEM, LIMIT_MAXIMUMS, http_url_problem
 from judges import budgets, calls, runs
 from judges.core import providers
 from judges.core.prompts import MAX_BATCH_SIZE, PromptError, check_template, default_template
@@ -128,7 +128,10 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
         else None
     if base_url == "" and provider in DEFAULT_BASE_URLS:
         base_url = DEFAULT_BASE_URLS[provider]
-    if base_url is None or not is_http_url(base_url) or len(base_url) > 500 \
+    problem = http_url_problem(base_url) if isinstance(base_url, str) else HTTP_URL_PROBLEM
+    if problem and problem != HTTP_URL_PROBLEM:
+        problems["base_url"] = problem  # what the HTTP client cannot parse, said as it is
+    elif base_url is None or problem or len(base_url) > 500 \
             or any(ord(char) < 32 or ord(char) == 127 for char in base_url):
         problems["base_url"] = "Enter an http:// or https:// URL (or leave it empty for the " \
                                "provider's own)."

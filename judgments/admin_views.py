@@ -174,9 +174,10 @@ def _known_mappings(
 def transformer_delete(request: HttpRequest, transformer_id: int) -> HttpResponse:
     transformer = selectors.transformer_get_for_user(
         user=request.user, transformer_id=transformer_id)
-    services.transformer_delete(transformer=transformer)
-    messages.success(request, f"Transformer {transformer} removed; the default applies again.")
-    return redirect("judgments:scales")
+    return service_step_response(
+        request, lambda: services.transformer_delete(transformer=transformer),
+        done=f"Transformer {transformer} removed; the default applies again.",
+        next_url="judgments:scales")
 
 
 @require_GET

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from evaluations.services.lifecycle import MissingTransformerError, metrics_transformers_check
 from evaluations.strategies import strategy_slot_counts
 from judgments import scales as scale_lookup
 from judgments.grading import (  # noqa: F401  re-exported
@@ -125,6 +126,13 @@ def scale_update(*, scale: Scale, name: str, lo: int, hi: int, labels: dict[str,
     _check_scale(team=scale.team, code=scale.code, lo=lo, hi=hi, labels=labels)
     if (lo, hi) != (scale.lo, scale.hi) and _scale_codes_in_use(scale.team, scale.code):
         raise ValidationError({"hi": "Evaluations use this scale: its range cannot change."})
+    if (lo, hi) != (scale.lo, scale.hi):
+        # Their mappings name the old grades; a recompute would read them as they stand.
+        naming = Transformer.objects.filter(team=scale.team).filter(
+            Q(source=scale.code) | Q(target=scale.code)).first()
+        if naming is not None:
+            raise ValidationError({"hi": f"The transformer {naming} maps this scale's grades: "
+                                   "delete it before changing the range."})
     scale.name, scale.lo, scale.hi, scale.labels = name, lo, hi, labels
     scale.save(update_fields=["name", "lo", "hi", "labels"])
     return scale
@@ -167,7 +175,27 @@ def transformer_save(
 
 @transaction.atomic
 def transformer_delete(*, transformer: Transformer) -> None:
+    """Delete a transformer no metric needs: the default (if any) applies again. One that
+    an evaluation's metric reads with no default behind it is refused (on `transformer`),
+    since every recompute of that evaluation would fail without it."""
     transformer.delete()
+    source = scale_lookup.scale_for_team(team_id=transformer.team_id, code=transformer.source)
+    if source is None or source.builtin:
+        return  # the built-ins map to each other by default
+    evaluations = Evaluation.objects.filter(
+        team_id=transformer.team_id, scale=transformer.source).prefetch_related("metric_configs")
+    for evaluation in evaluations:
+        try:
+            metrics_transformers_check(
+                team=transformer.team, scale=source.core_scale(),
+                metrics=[{"code": m.code, "k": m.k, "params": m.params}
+                         for m in evaluation.metric_configs.all()],
+                transformers=evaluation.transformers)
+        except MissingTransformerError:
+            raise ValidationError({"transformer": (
+                f"Evaluation “{evaluation.name}” reads grades through {transformer}, and "
+                f"{transformer.target} has no default from {source.name}: its metrics "
+                "could not be computed without it.")}) from None
 
 
 def normalize_tags(tags: Iterable[str]) -> list[str]:

@@ -539,14 +539,18 @@ def evaluation_progress_store(*, evaluation_id: int,
     return rows[0][0] if rows else 0.0
 
 
-def evaluation_recompute_error_store(*, evaluation_id: int, error: str) -> None:
-    """Record why the evaluation's last recompute failed (a row of its own if it has none)."""
+def evaluation_recompute_error_store(*, evaluation_id: int, error: str) -> bool:
+    """Record why the evaluation's last recompute failed (a row of its own if it has none).
+    True when that is news: the evaluation had no error stored, or another one."""
+    previous = EvaluationRecomputeState.objects.filter(evaluation_id=evaluation_id).values_list(
+        "recompute_error", flat=True).first()
     _run(
         f"INSERT INTO {_table(EvaluationRecomputeState)} (evaluation_id, recompute_error,"
         f" progress) SELECT id, %s, 0 FROM {_table(Evaluation)} WHERE id = %s"
         " ON CONFLICT (evaluation_id) DO UPDATE SET recompute_error = excluded.recompute_error",
         [error, evaluation_id],
     )
+    return previous != error
 
 
 # --- the keywords' recompute marks (metrics.recompute.marks, their one writer) ---

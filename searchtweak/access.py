@@ -178,6 +178,12 @@ def team_creation_refusal(*, user: User) -> str:
     if settings.TEAM_CREATION == "staff" and not user.is_staff:
         return ("Only staff may create teams here (TEAM_CREATION=staff): ask an "
                 "administrator for a team, or a team admin for an invitation.")
+    if not user.is_staff:
+        owned = Membership.objects.filter(user=user, role=Role.OWNER).count()
+        if owned >= settings.TEAMS_PER_USER:
+            return (f"You own {owned} teams, the most one person may create here "
+                    "(TEAMS_PER_USER): delete one you no longer use, or ask an "
+                    "administrator.")
     return ""
 
 

@@ -1,8 +1,10 @@
 import gc
+import logging
 import os
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
+from celery.worker.consumer import Consumer as CeleryConsumer
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "searchtweak.settings")
 
@@ -30,3 +32,28 @@ def _freeze_start_up_objects(**kwargs) -> None:
     held, and a fetch's sixteen request threads sent nothing meanwhile. Once the worker is
     ready (its solo or thread pool runs tasks here) and in each forked pool process."""
     gc.freeze()
+
+
+class Consumer(CeleryConsumer):
+    """The worker's consumer (settings.CELERY_WORKER_CONSUMER), which survives closing a
+    connection the broker already dropped.
+
+    After a connection loss Celery closes the old connection before reconnecting. With a
+    message delivered and not yet acknowledged (tasks ack late: one running, or one whose
+    ack the outage refused), kombu's Redis channel tries to put it back on its queue while
+    closing, on a connection it has already let go of, and raises AttributeError
+    ('NoneType' object has no attribute 'hostname'), which Celery does not expect there:
+    the worker stopped for good ("Unrecoverable error"). The connection is being thrown
+    away either way, so a failure to close it is logged and the consumer reconnects. The
+    message stays in Redis's unacknowledged set, which hands it out again after the
+    visibility timeout; every task is idempotent, and the sweeps repair sooner.
+    """
+
+    def on_connection_error_after_connected(self, exc: Exception) -> None:
+        try:
+            super().on_connection_error_after_connected(exc)
+        except Exception:  # closing a dead connection: whatever it raises, reconnect
+            logging.getLogger(__name__).warning(
+                "closing the lost broker connection failed; reconnecting anyway",
+                exc_info=True)
+            self.connection = None

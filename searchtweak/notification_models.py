@@ -19,6 +19,7 @@ class Event(models.TextChoices):
     JUDGE_RUN_PAUSED = "judge_run_paused", "Judge run paused at its budget"
     SCHEDULE_PAUSED = "schedule_paused", "Schedule paused after repeated failures"
     GOLD_ACCURACY_LOW = "gold_accuracy_low", "A grader's accuracy on gold items fell low"
+    RECOMPUTE_FAILED = "recompute_failed", "An evaluation's metrics could not be computed"
 
 
 class Channel(models.TextChoices):
@@ -31,7 +32,8 @@ class Channel(models.TextChoices):
 # that a run improved or stayed undecided.
 MAIL_BY_DEFAULT = frozenset({Event.EVALUATION_FINISHED, Event.RUN_REGRESSED,
                              Event.JUDGE_RUN_FAILED, Event.JUDGE_RUN_PAUSED,
-                             Event.SCHEDULE_PAUSED, Event.GOLD_ACCURACY_LOW})
+                             Event.SCHEDULE_PAUSED, Event.GOLD_ACCURACY_LOW,
+                             Event.RECOMPUTE_FAILED})
 
 
 def enabled_by_default(event: str, channel: str) -> bool:
@@ -112,9 +114,18 @@ class WebhookDelivery(models.Model):
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     # An event of the catalogue, or "test" (the Send test button).
     event = models.CharField(max_length=40)
-    # The exact bytes sent (and signed), so every attempt sends the same body.
+    # The body of the latest attempt, as sent and signed: each attempt stamps its own time
+    # in `timestamp` (notification_delivery.webhook_delivery_attempt).
     body = models.TextField()
+    # Attempts claimed so far; an attempt is claimed (counted, stamped) before it is sent,
+    # so no attempt number is sent twice.
     attempt_count = models.PositiveIntegerField(default=0)
+    # The claim of the attempt in flight (its lease, notification_delivery.lease_seconds);
+    # None between attempts. A worker that dies mid-attempt leaves it to lapse.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the next attempt is due (creation, then after each retry's backoff): the sweep
+    # sends what is overdue and unclaimed, so a lost message only delays a delivery.
+    next_attempt_at = models.DateTimeField(default=timezone.now)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     status_code = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -128,6 +139,8 @@ class WebhookDelivery(models.Model):
             models.CheckConstraint(condition=Q(status__in=["pending", "sent", "failed"]),
                                    name="webhook_delivery_status_valid"),
         ]
+        indexes = [models.Index(fields=["next_attempt_at"], condition=Q(status="pending"),
+                                name="webhook_delivery_pending_idx")]
 
     def __str__(self) -> str:
         return f"{self.event} to webhook {self.webhook_id}: {self.status}"

@@ -13,8 +13,8 @@ import ipaddress
 import logging
 import secrets
 import socket
-from urllib.parse import urlsplit
 
+import httpx
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
@@ -169,23 +169,22 @@ def unsubscribe_target(*, token: str) -> tuple[User, str] | None:
 # --- webhooks ------------------------------------------------------------------------------------
 
 def webhook_url_refusal(url: str) -> str:
-    """Why `url` cannot be a webhook ("" when it can): not http(s) with a host, or a host
-    the outbound policy denies (checked on the addresses it resolves to now; every send
-    checks again on the address it really reaches)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
+    """Why `url` cannot be a webhook ("" when it can): not an http(s) URL with a host as the
+    HTTP client that sends it reads it (outbound.url_problem), or a host the outbound
+    policy denies (checked on the addresses it resolves to now; every send checks again on
+    the address it really reaches)."""
+    if any(char.isspace() for char in url):
         return "Enter an http:// or https:// URL."
-    if parts.scheme not in ("http", "https") or not parts.hostname \
-            or any(char.isspace() for char in url):
-        return "Enter an http:// or https:// URL."
-    host = parts.hostname
+    problem = outbound.url_problem(url)
+    if problem:
+        return problem
+    parsed = httpx.URL(url)
+    host = parsed.host
     try:
         addresses = [ipaddress.ip_address(host)]
     except ValueError:
         try:
-            infos = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(host, parsed.port or 443, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError, ValueError):
             return ""  # not resolvable now: each send checks the address it reaches
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
@@ -219,6 +218,16 @@ def webhook_create(*, team: Team, created_by: User | None, url: str,
         team=team, created_by=created_by, url=url, events=events,
         secret_encrypted=notification_delivery.secret_encrypt(secret))
     return webhook, secret
+
+
+def webhook_new_secret(*, team: Team, webhook_id: int) -> dict | None:
+    """{"id", "secret"} of the team's webhook `webhook_id`, for the one page that shows a
+    new webhook's secret; None when the team has no such webhook (deleted since)."""
+    webhook = Webhook.objects.filter(team=team, pk=webhook_id).first()
+    if webhook is None:
+        return None
+    return {"id": webhook.pk,
+            "secret": notification_delivery.secret_decrypt(webhook.secret_encrypted)}
 
 
 @transaction.atomic

@@ -65,24 +65,34 @@ def refusal(error: BaseException) -> OutboundRefused | None:
 
 
 _THIS_HOST_V4 = ipaddress.IPv4Network("0.0.0.0/8")
+# IPv6 forms that carry an IPv4 address in their last 32 bits, besides the mapped one:
+# behind the NAT64 prefix, IPv4-translated (RFC 2765) and IPv4-compatible (RFC 4291,
+# deprecated; `::` and `::1` in it are IPv6's own unspecified and loopback addresses).
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_IPV6_OWN = (ipaddress.IPv6Address("::"), ipaddress.IPv6Address("::1"))
 
 
 def reached_addresses(address: IPAddress) -> list[IPAddress]:
     """The addresses a connection to `address` really reaches, as the policy must judge
-    them: an IPv4 address written as IPv6 (mapped, or behind the NAT64 prefix) is that IPv4
-    address, and the unspecified addresses (0.0.0.0/8, ::) connect to this host's
+    them: an IPv4 address written as IPv6 (mapped) is that IPv4 address; one embedded in
+    another IPv6 form (NAT64, IPv4-translated, IPv4-compatible) is judged as itself and as
+    that IPv4 address; the unspecified addresses (0.0.0.0/8, ::) connect to this host's
     loopback, so they are judged as themselves and as 127.0.0.1 or ::1."""
+    reached: list[IPAddress] = []
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             address = address.ipv4_mapped
-        elif address in _NAT64:
-            return [address, ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)]
+        elif address in _NAT64 or address in _IPV4_TRANSLATED or (
+                address in _IPV4_COMPATIBLE and address not in _IPV6_OWN):
+            reached = [address]
+            address = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if isinstance(address, ipaddress.IPv4Address) and address in _THIS_HOST_V4:
-        return [address, ipaddress.IPv4Address("127.0.0.1")]
+        return [*reached, address, ipaddress.IPv4Address("127.0.0.1")]
     if address == ipaddress.IPv6Address("::"):
         return [address, ipaddress.IPv6Address("::1")]
-    return [address]
+    return [*reached, address]
 
 
 def address_refusal(address: IPAddress) -> str:
@@ -253,6 +263,20 @@ def deadline(seconds: float | None) -> typing.Iterator[float | None]:
         yield at
     finally:
         _deadline.reset(token)
+
+
+def url_problem(url: str) -> str:
+    """Why `url` cannot be sent through `send`, or "" when it can: read by the parser every
+    request is built with (httpx.URL), so what a form accepts a send can parse. urllib takes
+    hosts httpx refuses (`0177.0.0.1`, an octal IPv4 address), which then failed only when
+    sent."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as error:
+        return f"The HTTP client cannot read this URL: {error}."
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return "Enter an http:// or https:// URL."
+    return ""
 
 
 def origin(url: httpx.URL) -> tuple[str, str, int | None]:

@@ -288,19 +288,34 @@ def _wait_message(max_concurrent: int | None, per_minute: int | None, waited: fl
 
 @contextmanager
 def team_test_turn(*, team_id: int, limiter_: Limiter | None = None) -> Iterator[None]:
-    """Hold one of the team's OUTBOUND_TESTS_PER_TEAM Test turns for the block, counted over
-    all web processes (Redis) or in this one. Raises TestsBusy at once when none is free:
-    waiting would hold the web worker the cap is there to spare."""
-    cap = settings.OUTBOUND_TESTS_PER_TEAM
+    """Hold one of the team's OUTBOUND_TESTS_PER_TEAM Test turns and one of the site's
+    OUTBOUND_TESTS_SITE_WIDE for the block, counted over all web processes (Redis) or in
+    this one. Raises TestsBusy at once when either has none free: waiting would hold the
+    web worker the caps are there to spare. The team's cap keeps one team from taking the
+    site's turns; the site's keeps many teams (anyone may create one) from taking every
+    web worker."""
     backend = limiter_ or limiter()
-    key, token = f"tests:team:{team_id}", uuid.uuid4().hex
-    # A process killed mid-Test frees its turn once the Test could no longer be running.
+    # A process killed mid-Test frees its turns once the Test could no longer be running.
     lease = settings.OUTBOUND_TEST_DEADLINE_SECONDS + 30
+    team_cap, site_cap = settings.OUTBOUND_TESTS_PER_TEAM, settings.OUTBOUND_TESTS_SITE_WIDE
+    with _test_turn(backend, f"tests:team:{team_id}", team_cap, lease, (
+            f"This team already runs {team_cap} Test{'s' if team_cap != 1 else ''} at once "
+            "(OUTBOUND_TESTS_PER_TEAM), waiting for an engine or a judge to answer; try "
+            "again when one has finished.")), \
+            _test_turn(backend, "tests:site", site_cap, lease, (
+                f"The site already runs {site_cap} Test{'s' if site_cap != 1 else ''} at "
+                "once (OUTBOUND_TESTS_SITE_WIDE), waiting for engines or judges to answer; "
+                "try again in a moment.")):
+        yield
+
+
+@contextmanager
+def _test_turn(backend: Limiter, key: str, cap: int, lease: float,
+               busy: str) -> Iterator[None]:
+    token = uuid.uuid4().hex
     if not backend.try_acquire(key, token, max_concurrent=cap, per_minute=None,
                                now=time.time(), lease_seconds=lease):
-        raise TestsBusy(f"This team already runs {cap} Test{'s' if cap != 1 else ''} at once "
-                        "(OUTBOUND_TESTS_PER_TEAM), waiting for an engine or a judge to "
-                        "answer; try again when one has finished.")
+        raise TestsBusy(busy)
     try:
         yield
     finally:

@@ -7,6 +7,7 @@ ALLOWED_HOSTS (see docker-compose.yml).
 """
 
 import hashlib
+import os
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -350,6 +351,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
 # No global soft limit: Celery refuses to send a task whose own time_limit is below it.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker outage of any length is waited out: the default gives up after 100 tries.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# The worker's consumer reconnects even when closing the lost connection fails (a message
+# was unacknowledged when Redis went away): see searchtweak.celery.Consumer.
+CELERY_WORKER_CONSUMER = "searchtweak.celery:Consumer"
 # Celery's Django fixup closes the database connection before and after every task unless
 # this is set: each recompute run then opened a new PostgreSQL connection (about 5 a
 # second under grading) and planned every statement afresh. It closes them every this
@@ -400,6 +406,13 @@ CELERY_BEAT_SCHEDULE = {
     "tick-schedules": {
         "task": "evaluations.schedules_tick",
         "schedule": float(SCHEDULE_TICK_SECONDS),
+    },
+    # Sends on webhook deliveries whose attempt's worker died or whose message was lost
+    # (searchtweak.notification_delivery.webhook_deliveries_stalled).
+    "sweep-stalled-webhook-deliveries": {
+        "task": "searchtweak.sweep_stalled_webhook_deliveries",
+        # WEBHOOK_SWEEP_EVERY_SECONDS: seconds between two looks for stalled deliveries.
+        "schedule": float(env_int("WEBHOOK_SWEEP_EVERY_SECONDS", 30, minimum=1)),
     },
     # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
     "sweep-stalled-judge-runs": {
@@ -486,6 +499,11 @@ FETCH_TASK_TIME_LIMIT = env_int("FETCH_TASK_TIME_LIMIT", 1800, minimum=60)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": max(FETCH_TASK_TIME_LIMIT, CELERY_TASK_TIME_LIMIT,
                               RECOMPUTE_EVALUATION_TIME_LIMIT, JUDGE_LANE_TIME_LIMIT) + 60,
+    # A connection idle this long is checked before use, and TCP keepalive finds one the
+    # network dropped without a word: a Redis restart is seen as a lost connection and
+    # reconnected, not waited on.
+    "health_check_interval": 25,
+    "socket_keepalive": True,
 }
 # Every outbound request (fetching, Test, judges) goes through searchtweak.outbound, which
 # checks the address each connection actually reaches, redirect hops included. Denied
@@ -529,6 +547,14 @@ OUTBOUND_LIMIT_WAIT_SECONDS = env_int("OUTBOUND_LIMIT_WAIT_SECONDS", 300, minimu
 # engine cannot take every worker and stall the site.
 # OUTBOUND_TESTS_PER_TEAM: Tests one team may run at once over all web processes.
 OUTBOUND_TESTS_PER_TEAM = env_int("OUTBOUND_TESTS_PER_TEAM", 2, minimum=1)
+# And at most this many over the whole site, since anyone may create teams: by default
+# half of gunicorn's workers (WEB_CONCURRENCY, else two per CPU, as gunicorn.conf.py
+# counts them), so Tests against silent engines leave the other half serving pages.
+_WEB_WORKERS = env_int("WEB_CONCURRENCY", 0, minimum=0) or 2 * (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+# OUTBOUND_TESTS_SITE_WIDE: Tests the whole site may run at once (default half the workers).
+OUTBOUND_TESTS_SITE_WIDE = env_int("OUTBOUND_TESTS_SITE_WIDE", max(1, _WEB_WORKERS // 2),
+                                   minimum=1)
 # LLM judges (judges.calls): the first retry's backoff (doubling, with jitter), and the
 # longest Retry-After a call waits for before giving its pairs back to the queue.
 # JUDGE_RETRY_BACKOFF_MS: a judge call's first retry wait, in milliseconds.
@@ -543,6 +569,9 @@ JUDGE_IMAGE_MAX_BYTES = env_int("JUDGE_IMAGE_MAX_BYTES", 5 * 1024 * 1024, minimu
 # only "staff" (User.is_staff), who then invite the others.
 # TEAM_CREATION: who may create a team, anyone or staff.
 TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
+# The teams one person (not staff) may own: each team has its own caps (Tests, schedules),
+# so teams without end would be caps without end.
+TEAMS_PER_USER = env_int("TEAMS_PER_USER", 10, minimum=1)
 if TEAM_CREATION not in ("anyone", "staff"):
     raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
 # Notifications (searchtweak.notifications): links in mails start with SITE_URL; a
@@ -558,6 +587,10 @@ WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 WEBHOOK_RETRY_BACKOFF_MS = env_int("WEBHOOK_RETRY_BACKOFF_MS", 2000, minimum=0)
 # Each webhook attempt's timeout in seconds.
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# A due attempt no worker has taken this long after its time is sent on by the sweep (its
+# message was lost); an attempt whose worker died is, once its claim lapses (about
+# 2 x WEBHOOK_TIMEOUT_SECONDS + 30 s).
+WEBHOOK_SWEEP_AFTER_SECONDS = env_int("WEBHOOK_SWEEP_AFTER_SECONDS", 120, minimum=1)
 # With NOTIFICATIONS_QUEUE set, webhook deliveries and notification mails go to that Celery
 # queue (run a worker for it: `celery -A searchtweak worker -Q <queue>`), so receivers
 # that time out never hold the workers that recompute; unset, they share the default one
@@ -578,6 +611,28 @@ TASK_QUEUES = {
     "judges.run_lane": JUDGES_QUEUE,
 }
 CELERY_TASK_ROUTES = {task: {"queue": queue} for task, queue in TASK_QUEUES.items() if queue}
+# Every queue some worker must consume. Beat sends each a heartbeat task every
+# WORKER_HEARTBEAT_SECONDS; the worker that runs it stamps the queue in Redis, and
+# /healthz reports a queue whose stamp is older than WORKER_HEARTBEAT_STALE_SECONDS: its
+# workers stopped consuming (searchtweak.healthz).
+WORKER_QUEUES = [CELERY_TASK_DEFAULT_QUEUE,
+                 *sorted({queue for queue in TASK_QUEUES.values() if queue}
+                         - {CELERY_TASK_DEFAULT_QUEUE})]
+# WORKER_HEARTBEAT_SECONDS: seconds between two heartbeats beat sends each queue.
+WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=1)
+# WORKER_HEARTBEAT_STALE_SECONDS: age of a queue's last heartbeat at which /healthz fails.
+WORKER_HEARTBEAT_STALE_SECONDS = env_int("WORKER_HEARTBEAT_STALE_SECONDS",
+                                         4 * WORKER_HEARTBEAT_SECONDS, minimum=1)
+CELERY_BEAT_SCHEDULE.update({
+    f"worker-heartbeat-{queue}": {
+        "task": "searchtweak.worker_heartbeat", "args": (queue,),
+        "schedule": float(WORKER_HEARTBEAT_SECONDS),
+        # A heartbeat no worker took before the next one is worth nothing: the queue of a
+        # stopped worker does not fill with them.
+        "options": {"queue": queue, "expires": float(WORKER_HEARTBEAT_SECONDS)},
+    }
+    for queue in WORKER_QUEUES
+})
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

@@ -3,7 +3,7 @@ from functools import partial
 
 from celery import shared_task
 
-from searchtweak import notification_delivery
+from searchtweak import healthz, notification_delivery
 from searchtweak.background import BackgroundThreads, background_run
 from searchtweak.celery import app
 
@@ -12,6 +12,13 @@ from searchtweak.celery import app
 def ping(payload: str) -> str:
     """Echo for health checks and the real-worker test: proves a worker consumed a message."""
     return f"pong:{payload}"
+
+
+@shared_task(name="searchtweak.worker_heartbeat", time_limit=10, ignore_result=True)
+def worker_heartbeat(queue: str) -> None:
+    """Beat sends one to each queue (settings.WORKER_QUEUES): running it is the proof that
+    a worker consumes that queue, which /healthz reads."""
+    healthz.heartbeat_store(queue=queue)
 
 
 @shared_task(name="searchtweak.webhook_deliver", time_limit=120, soft_time_limit=100)
@@ -27,6 +34,15 @@ def webhook_deliver(delivery_id: int) -> None:
             webhook_deliver.apply_async((delivery_id,), countdown=wait)
             return
         time.sleep(wait)
+
+
+@shared_task(name="searchtweak.sweep_stalled_webhook_deliveries", time_limit=60)
+def sweep_stalled_webhook_deliveries() -> int:
+    """Re-send the deliveries whose attempt's worker died or whose message was lost (beat);
+    how many were sent on."""
+    stalled = notification_delivery.webhook_deliveries_stalled()
+    webhook_deliveries_dispatch(stalled)
+    return len(stalled)
 
 
 @shared_task(name="searchtweak.notification_mail", time_limit=60)

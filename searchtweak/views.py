@@ -213,8 +213,10 @@ def invitation_detail(request: HttpRequest, token: str) -> HttpResponse:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    report = {"database": health.database_status(), "broker": health.broker_status()}
-    healthy = all(status in ("ok", "eager") for status in report.values())
+    report = {"database": health.database_status(), "broker": health.broker_status(),
+              "workers": health.workers_status()}
+    healthy = all(status in ("ok", "eager") for value in report.values()
+                  for status in (value.values() if isinstance(value, dict) else [value]))
     report["status"] = "ok" if healthy else "error"
     return JsonResponse(report, status=200 if healthy else 503)
 

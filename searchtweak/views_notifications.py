@@ -107,21 +107,25 @@ _NEW_SECRET_KEY = "searchtweak_new_webhook_secret"
 @login_required
 def team_webhooks(request: HttpRequest, team_id: int) -> HttpResponse:
     """The team's webhooks and a form for a new one; its secret is shown once, on the page
-    after creation (kept in the session for one GET)."""
+    after creation. The session keeps only the new webhook's id for that one GET, never
+    the secret (a session row is readable by whoever reads the database): the page reads
+    it from the webhook's encrypted column."""
     team = notifications.team_for_webhooks(user=request.user, team_id=team_id)
     form = WebhookForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            webhook, secret = notifications.webhook_create(
+            webhook, _ = notifications.webhook_create(
                 team=team, created_by=request.user, **form.cleaned_data)
         except ValidationError as error:
             add_service_errors(form, error)
         else:
-            request.session[_NEW_SECRET_KEY] = {"id": webhook.pk, "secret": secret}
+            request.session[_NEW_SECRET_KEY] = webhook.pk
             return redirect("team_webhooks", team_id=team.pk)
+    new_id = request.session.pop(_NEW_SECRET_KEY, None)
     return render(request, "searchtweak/notifications/webhooks.html", {
         "team": team, "form": form, "webhooks": notifications.webhooks_of_team(team=team),
-        "new_secret": request.session.pop(_NEW_SECRET_KEY, None),
+        "new_secret": notifications.webhook_new_secret(team=team, webhook_id=new_id)
+        if isinstance(new_id, int) else None,
     }, status=400 if form.errors else 200)
 
 

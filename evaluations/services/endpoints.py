@@ -24,7 +24,7 @@ from evaluations.fetching import (
 )
 from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import Endpoint, SearchModel
-from searchtweak import outbound_limits
+from searchtweak import outbound, outbound_limits
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team, User
 
@@ -80,15 +80,29 @@ _HOST = re.compile(rf"^(?:{_HOST_LABEL}\.)*{_HOST_LABEL}\.?$|^[0-9A-Fa-f.]*:[0-9
 def is_http_url(url: str) -> bool:
     """An http(s) URL with a host. Unlike URLValidator, a host without a dot passes: search
     engines often sit at http://elasticsearch:9200 or http://solr:8983 beside the app."""
-    if any(char.isspace() for char in url):
-        return False
+    return not http_url_problem(url)
+
+
+def http_url_problem(url: str) -> str:
+    """Why `url` is no http(s) URL that requests can be sent to ("" when it is), as
+    is_http_url judges it; the HTTP client's own reading says what it cannot parse."""
+    unreadable = outbound.url_problem(url)
+    if unreadable.startswith("The HTTP client"):
+        return unreadable
+    if any(char.isspace() for char in url) or unreadable:
+        return HTTP_URL_PROBLEM
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname) and \
-        bool(_HOST.match(parts.hostname))
+        return HTTP_URL_PROBLEM
+    if parts.scheme in ("http", "https") and bool(parts.hostname) and \
+            bool(_HOST.match(parts.hostname)):
+        return ""
+    return HTTP_URL_PROBLEM
+
+
+HTTP_URL_PROBLEM = "Enter an http:// or https:// URL."
 
 
 def _validate_endpoint_fields(*, name: str, url: str, method: str, timeout_seconds: float,
@@ -104,8 +118,8 @@ def _validate_endpoint_fields(*, name: str, url: str, method: str, timeout_secon
                                "for no limit.")
     if not name.strip():
         problems["name"] = "An endpoint needs a name."
-    if not is_http_url(url):
-        problems["url"] = "Enter an http:// or https:// URL."
+    if http_url_problem(url):
+        problems["url"] = http_url_problem(url)
     if method not in Endpoint.Method.values:
         problems["method"] = f"Use one of {', '.join(Endpoint.Method.values)}."
     if not 0 < timeout_seconds <= MAX_TIMEOUT_SECONDS:

@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluations.events import By, Transition, transition_announce
-from evaluations.hooks import scale_provider, team_scale
+from evaluations.hooks import scale_provider, team_scale, team_scales
 from evaluations.models import (
     Evaluation,
     EvaluationMetric,
@@ -82,7 +82,7 @@ def _validate_metrics(metrics: Any) -> list[dict[str, Any]]:
 def _validate_transformers(team: Team, scale: core.Scale, transformers: Any) -> dict:
     transformers = transformers or {}
     try:
-        core.validate_transformers(transformers, scale)
+        core.validate_transformers(transformers, scale, team_scales(team))
     except core.MetricInputError as error:
         raise ValidationError({"transformers": str(error)}) from None
     return transformers

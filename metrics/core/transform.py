@@ -98,16 +98,18 @@ def resolve_transformer(
     return default
 
 
-def validate_transformers(transformers: Mapping[str, Any] | None, evaluation_scale: Scale) -> None:
+def validate_transformers(transformers: Mapping[str, Any] | None, evaluation_scale: Scale,
+                          scales: Mapping[str, Scale] | None = None) -> None:
     """Validate every transformer of an evaluation, used or not (rejected when saved).
 
-    Keys are ``"<src>-><dst>"`` where each side is a built-in scale or the evaluation's own.
+    Keys are ``"<src>-><dst>"`` where each side is a built-in scale, the evaluation's own or
+    one of ``scales`` (the other scales its team owns).
     """
     if transformers is None:
         return
     if not isinstance(transformers, Mapping):
         raise MetricInputError("transformers", "must be an object keyed by '<src>-><dst>'")
-    known = {**SCALES, evaluation_scale.code: evaluation_scale}
+    known = {**(scales or {}), **SCALES, evaluation_scale.code: evaluation_scale}
     for key, mapping in transformers.items():
         parts = key.split("->") if isinstance(key, str) else []
         if len(parts) != 2:

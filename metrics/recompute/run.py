@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 from django.db import IntegrityError, OperationalError
+from django.urls import reverse
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.services import evaluation_finish_if_complete
@@ -30,6 +31,9 @@ from metrics.selectors import (
     keyword_pool_others,
     keyword_results,
 )
+from searchtweak.models import Role
+from searchtweak.notification_models import Event
+from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 
@@ -71,14 +75,26 @@ def evaluation_scale(evaluation: Evaluation) -> core.Scale | str:
 
 
 def evaluation_transformers(evaluation: Evaluation) -> dict:
-    """The transformers from the evaluation's scale: the team's, overridden by the
-    evaluation's own (docs/METRICS.md stage 0). Team transformers between other scales are left
-    out; they are not this evaluation's to validate."""
+    """The transformers a metric of the evaluation may read (docs/METRICS.md stage 0): the
+    team's from the evaluation's scale, overridden by the evaluation's own, each between
+    built-in scales and the evaluation's own.
+
+    A metric reads a built-in scale or the evaluation's, so a transformer naming another of
+    the team's scales (graded -> a team's 1..5) feeds none: it was checked against that
+    scale when it was saved, and is left out here rather than handed to metrics.core, which
+    knows no team's scales. Team transformers between other scales are not this
+    evaluation's either."""
     prefix = f"{evaluation.scale}->"
     team_transformers = scales.provider_transformers(evaluation.team)
+    readable = {*core.SCALES, evaluation.scale}
     return {
-        **{key: mapping for key, mapping in team_transformers.items() if key.startswith(prefix)},
-        **evaluation.transformers,
+        key: mapping
+        for key, mapping in {
+            **{key: mapping for key, mapping in team_transformers.items()
+               if key.startswith(prefix)},
+            **evaluation.transformers,
+        }.items()
+        if not isinstance(key, str) or "->" not in key or set(key.split("->")) <= readable
     }
 
 
@@ -404,7 +420,16 @@ def _upsert_values(evaluation_id: int, columns: queries.KeywordValueColumns, *,
 
 
 def _record_error(evaluation: Evaluation, error: Exception) -> None:
+    """Store why the run could not compute (the dashboard shows it) and tell the team's
+    leads when the reason is new: a failing configuration fails every run, and one message
+    per run would bury them."""
     logger.warning("recompute of evaluation %s failed: %s", evaluation.pk, error)
-    queries.evaluation_recompute_error_store(evaluation_id=evaluation.pk, error=str(error))
+    if queries.evaluation_recompute_error_store(evaluation_id=evaluation.pk, error=str(error)):
+        # The run's evaluation carries only what a recompute reads (no name).
+        name = Evaluation.objects.filter(pk=evaluation.pk).values_list("name", flat=True).first()
+        notify(team_id=evaluation.team_id, event=Event.RECOMPUTE_FAILED, minimum_role=Role.LEAD,
+               text=f"The metrics of “{name}” could not be computed: {error}",
+               url=reverse("metrics:evaluation_dashboard", args=[evaluation.pk]),
+               payload={"evaluation": evaluation.pk, "error": str(error)})
 
 

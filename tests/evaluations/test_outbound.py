@@ -391,6 +391,7 @@ BUSY = ("This team already runs 2 Tests at once (OUTBOUND_TESTS_PER_TEAM), waiti
 def test_a_team_runs_at_most_its_cap_of_tests_against_a_hanging_engine(
         personas, silent, settings):
     settings.OUTBOUND_TESTS_PER_TEAM = 2
+    settings.OUTBOUND_TESTS_SITE_WIDE = 4  # the team's cap is tried here, not the site's
     settings.OUTBOUND_TEST_DEADLINE_SECONDS = 30
     model = SearchModel.objects.select_related("endpoint").get(
         pk=secured_model(personas, f"{silent.url}/search").pk)

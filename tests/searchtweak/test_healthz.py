@@ -8,7 +8,8 @@ pytestmark = pytest.mark.django_db
 def test_healthz_reports_database_and_eager_broker(client):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"database": "ok", "broker": "eager", "status": "ok"}
+    assert response.json() == {"database": "ok", "broker": "eager", "workers": "eager",
+                               "status": "ok"}
 
 
 # Port 9 (discard) on loopback has no listener here: a real refused connection.

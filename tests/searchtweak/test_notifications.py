@@ -15,6 +15,7 @@ import time_machine
 from django.core import mail
 from django.core.exceptions import ValidationError
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations import services as evaluation_services
@@ -239,8 +240,9 @@ def test_a_webhook_is_signed_and_retried_until_the_receiver_answers(
         _finish(evaluation, people[Role.LEAD], django_capture_on_commit_callbacks)
 
     assert len(server.received) == 3
-    bodies = {request.body for request in server.received}
-    assert len(bodies) == 1  # every attempt sends the same signed body
+    # Every attempt sends the same body but for its own time, signed.
+    assert len({json.dumps({**json.loads(request.body), "timestamp": 0})
+                for request in server.received}) == 1
     for request in server.received:
         expected = "sha256=" + hmac.new(secret.encode(), request.body,
                                         hashlib.sha256).hexdigest()
@@ -309,6 +311,17 @@ def _pending_delivery(webhook, *, event=Event.RUN_REGRESSED):
             event=event, team_id=webhook.team_id, text="nDCG fell"))
 
 
+def _attempts_when_due(delivery, count):
+    """`count` attempts of the delivery, each made at the time the one before said."""
+    waits = []
+    for _ in range(count):
+        delivery.refresh_from_db()
+        with time_machine.travel(max(delivery.next_attempt_at, timezone.now()), tick=False):
+            waits.append(notification_delivery.webhook_delivery_attempt(
+                delivery_id=delivery.pk))
+    return waits
+
+
 def _answers_of(server, replies):
     answers = iter(replies)
     server.handler = lambda request: next(answers)
@@ -323,8 +336,7 @@ def test_a_retry_after_of_7_seconds_makes_the_next_wait_at_least_7(team_people, 
                              Reply(status=status, body={})])
         webhook, _ = _webhook(team, f"{server.url}/hook", events=[Event.RUN_REGRESSED])
         delivery = _pending_delivery(webhook)
-        waits = [notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk)
-                 for _ in range(2)]
+        waits = _attempts_when_due(delivery, 2)
     # Without the header the wait is the backoff alone: 10 ms, then 20 ms.
     assert waits == [7.0, 0.02]
     delivery.refresh_from_db()
@@ -341,8 +353,7 @@ def test_the_backoff_between_webhook_attempts_stops_growing_at_5_minutes(team_pe
         server.handler = lambda request: Reply(status=500, body={})
         webhook, _ = _webhook(team, f"{server.url}/hook", events=[Event.RUN_REGRESSED])
         delivery = _pending_delivery(webhook)
-        waits = [notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk)
-                 for _ in range(4)]
+        waits = _attempts_when_due(delivery, 4)
     # 200 s, then 400 s and 800 s held to 300 s; the fourth attempt is the last.
     assert waits == [200.0, 300.0, 300.0, None]
     assert WebhookDelivery.objects.get().status == "failed"
@@ -364,7 +375,7 @@ def test_a_receiver_may_ask_for_5_minutes_at_most_and_asking_more_ends_the_deliv
         status, 1, "the receiver answered 429")
 
 
-def test_an_attempt_a_second_later_still_sends_the_bodys_timestamp(team_people, fast_retries):
+def test_each_attempt_sends_and_signs_its_own_time(team_people, fast_retries):
     team, _ = team_people
     made_at = 1_750_000_000
     with running_server() as server:
@@ -376,14 +387,15 @@ def test_an_attempt_a_second_later_still_sends_the_bodys_timestamp(team_people, 
             with time_machine.travel(made_at + later, tick=False):
                 notification_delivery.webhook_delivery_attempt(delivery_id=delivery.pk)
     assert WebhookDelivery.objects.get().status == "sent"
-    # The signature covers the body, not the header: the header repeats the signed
-    # timestamp so a receiver can judge the body's age, whichever attempt brought it.
+    # A receiver judges a body's age by its time: a retry's is the retry's, not the first
+    # attempt's, and the header repeats the signed one.
+    assert [json.loads(request.body)["timestamp"] for request in server.received] == [
+        made_at + 1, made_at + 2]
     for request in server.received:
-        assert json.loads(request.body)["timestamp"] == made_at
-        assert request.headers["x-searchtweak-timestamp"] == str(made_at)
+        assert request.headers["x-searchtweak-timestamp"] == str(
+            json.loads(request.body)["timestamp"])
         assert request.headers["x-searchtweak-signature"] == "sha256=" + hmac.new(
             secret.encode(), request.body, hashlib.sha256).hexdigest()
-    assert len(server.received) == 2
 
 
 def test_the_secret_is_stored_encrypted(team_people):

@@ -326,6 +326,7 @@ def test_a_fetchs_threads_keep_their_turns_and_stay_within_the_limit(
 
 def test_a_teams_test_turns_are_shared_by_every_process(backend, settings):
     settings.OUTBOUND_TESTS_PER_TEAM = 2
+    settings.OUTBOUND_TESTS_SITE_WIDE = 10  # the team's cap, not the site's, is tried here
     team_id = uuid.uuid4().int % 10**9  # a team no other run of this test uses
     first, second, third = backend(), backend(), backend()
     with team_test_turn(team_id=team_id, limiter_=first), \
@@ -338,6 +339,24 @@ def test_a_teams_test_turns_are_shared_by_every_process(backend, settings):
             pass  # another team's turns are its own
     with team_test_turn(team_id=team_id, limiter_=third):
         pass  # given back when the blocks ended
+
+
+def test_the_sites_test_turns_are_shared_by_every_process_and_team(backend, settings):
+    settings.OUTBOUND_TESTS_PER_TEAM = 2
+    settings.OUTBOUND_TESTS_SITE_WIDE = 2
+    team_id = uuid.uuid4().int % 10**9
+    first, second, third = backend(), backend(), backend()
+    busy = r"^\{'__all__': \['The site already runs 2 Tests at once \(OUTBOUND_TESTS_SITE_WIDE\)"
+    with team_test_turn(team_id=team_id, limiter_=first), \
+            team_test_turn(team_id=team_id + 1, limiter_=second), \
+            pytest.raises(TestsBusy, match=busy), \
+            team_test_turn(team_id=team_id + 2, limiter_=third):
+        pass
+    # Given back when the blocks ended, and the refused Test gave back the team turn it
+    # had taken first: its team holds both of its turns again.
+    with team_test_turn(team_id=team_id + 2, limiter_=third), \
+            team_test_turn(team_id=team_id + 2, limiter_=first):
+        pass
 
 
 @pytest.mark.django_db

@@ -89,7 +89,7 @@ def test_raw_rows_have_one_json_decoder():
 # bulk_insert.py's COPY); the grade-writing statements in the one module that writes grades;
 # the queue's claims (their text in judgments.queries); the demo engine's full-text search.
 RAW_SQL_RUNS = [r"cursor\(\)", r"\.raw\(", r"\bsql\.(fetch_one|fetch_all|fetch_row|execute)\("]
-RAW_SQL_PLACES = {"judgments/queries.py", "metrics/queries.py",
+RAW_SQL_PLACES = {"judgments/queries.py", "metrics/queries.py", "judges/queries.py",
                   "searchtweak/queries.py", "searchtweak/sql.py", "searchtweak/bulk_insert.py",
                   "judgments/grading.py",
                   "judgments/queue.py", "evaluations/demo.py"}

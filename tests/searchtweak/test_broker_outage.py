@@ -1,0 +1,224 @@
+"""Workers outlive a broker outage and /healthz names a queue no worker consumes: a real
+worker started as docker-compose.yml starts it keeps consuming after its Redis was down for
+30 s, every compose service restarts when its process ends, and each queue's heartbeat
+says when a worker last consumed it."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+from django.test import override_settings
+
+from searchtweak import healthz
+from searchtweak.tasks import ping, worker_heartbeat
+from tests.workers import (
+    DEFAULT_TEST_REDIS,
+    REPO,
+    database_url_for_workers,
+    require_redis,
+    tasks_sent_to,
+    wait_until,
+)
+
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+WORKERS = {name: service for name, service in COMPOSE["services"].items()
+           if " worker " in service.get("command", "")}
+
+
+def test_every_compose_service_restarts_when_its_process_ends():
+    assert {name: service.get("restart") for name, service in COMPOSE["services"].items()} == {
+        name: "unless-stopped" for name in COMPOSE["services"]}
+
+
+def test_compose_workers_run_without_the_steps_nothing_here_uses():
+    # Gossip, mingle and event heartbeats each reconnect (gossip with errors of its own)
+    # after every broker outage, and nothing here reads them.
+    for name, service in WORKERS.items():
+        words = service["command"].split()
+        assert {"--without-gossip", "--without-mingle", "--without-heartbeat"} <= set(words), name
+
+
+def test_the_broker_connection_is_retried_for_ever_by_a_consumer_that_survives_it():
+    from django.conf import settings
+
+    from searchtweak.celery import Consumer, app
+
+    assert settings.CELERY_BROKER_CONNECTION_MAX_RETRIES is None
+    assert settings.CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP is True
+    assert app.conf.worker_consumer == "searchtweak.celery:Consumer"
+    assert "on_connection_error_after_connected" in Consumer.__dict__
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def own_redis(port: int) -> Iterator[subprocess.Popen]:
+    """A Redis of this test's own: the machine's is shared and is never stopped here."""
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+@contextmanager
+def compose_worker(*, broker_url: str, queue: str) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """The compose `worker` service's command (prefork, its flags), on a private queue with
+    two processes."""
+    words = WORKERS["worker"]["command"].split()
+    words[words.index("-Q") + 1] = queue
+    words = [("--concurrency=2" if word.startswith("--concurrency") else word)
+             for word in words[words.index("worker") + 1:]]
+    log_path = REPO / "tests" / "artifacts" / f"outage-worker-{queue}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CELERY_BROKER_URL": broker_url, "CELERY_RESULT_BACKEND": broker_url,
+           "CELERY_TASK_DEFAULT_QUEUE": queue, "DATABASE_URL": database_url_for_workers()}
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "searchtweak", "worker", *words,
+             "-n", f"outage-{queue}@%h"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until(lambda: "ready." in log_path.read_text() or process.poll() is not None,
+                       "the worker ready", timeout=60)
+            assert process.poll() is None, log_path.read_text()
+            yield process, log_path
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow_reason("stops its own Redis for 30 s under a real worker")
+def test_a_worker_consumes_again_after_its_redis_was_down_for_30_seconds(monkeypatch):
+    require_redis()  # the real-worker tests run where Redis is installed
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed: this test starts a Redis of its own")
+    port = _free_port()
+    broker_url = f"redis://127.0.0.1:{port}/0"
+    # Celery reads these variables before its configuration (CI exports the first): this
+    # process publishes to the test's own Redis only without them.
+    monkeypatch.setenv("CELERY_BROKER_URL", broker_url)
+    monkeypatch.setenv("CELERY_RESULT_BACKEND", broker_url)
+    queue = f"outage-{uuid.uuid4().hex[:10]}"
+    with own_redis(port) as redis_process, \
+            compose_worker(broker_url=broker_url, queue=queue) as (worker, log_path), \
+            tasks_sent_to(broker_url=broker_url, queue=queue):
+        assert ping.delay("before").get(timeout=30) == "pong:before"
+
+        redis_process.kill()  # as a crash, or a host that vanished: no goodbye
+        redis_process.wait(timeout=10)
+        time.sleep(30)
+        assert worker.poll() is None, log_path.read_text()
+
+        with own_redis(port):
+            # The test's own producer reconnects too: its first publish may meet the
+            # connection the outage broke.
+            assert ping.apply_async(("after",), retry=True, retry_policy={
+                "max_retries": 10, "interval_start": 0.5, "interval_step": 0.5,
+            }).get(timeout=90) == "pong:after"
+            with override_settings(CELERY_TASK_ALWAYS_EAGER=False,
+                                   CELERY_BROKER_URL=broker_url, WORKER_QUEUES=[queue]):
+                assert healthz.workers_status() != {queue: "ok"}  # its Redis started empty
+                worker_heartbeat.apply_async((queue,), queue=queue)  # as beat sends it
+                wait_until(lambda: healthz.workers_status() == {queue: "ok"},
+                           "the queue's heartbeat consumed", timeout=30)
+        assert worker.poll() is None
+    log = log_path.read_text()
+    assert "Connection to broker lost" in log and "Unrecoverable error" not in log, log
+
+
+# --- /healthz and the queues' heartbeats ----------------------------------------------
+
+
+@pytest.fixture
+def heartbeats(settings):
+    require_redis()
+    queues = [f"hb-{uuid.uuid4().hex[:8]}", f"hb-{uuid.uuid4().hex[:8]}"]
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.CELERY_BROKER_URL = DEFAULT_TEST_REDIS
+    settings.WORKER_QUEUES = queues
+    settings.WORKER_HEARTBEAT_SECONDS = 30
+    settings.WORKER_HEARTBEAT_STALE_SECONDS = 120
+    return queues
+
+
+@pytest.mark.django_db
+def test_healthz_is_ok_while_every_queue_is_consumed(client, heartbeats):
+    for queue in heartbeats:
+        worker_heartbeat(queue)  # what a worker does with beat's heartbeat
+    response = client.get("/healthz")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"database": "ok", "broker": "ok", "status": "ok",
+                               "workers": {queue: "ok" for queue in heartbeats}}
+
+
+@pytest.mark.django_db
+def test_healthz_names_a_queue_no_worker_has_consumed_lately(client, heartbeats):
+    fresh, stopped = heartbeats
+    healthz.heartbeat_store(queue=fresh)
+    healthz.heartbeat_store(queue=stopped, at=time.time() - 300)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "error"
+    assert body["workers"][fresh] == "ok"
+    assert body["workers"][stopped] == (
+        "error: stale: no worker has consumed this queue for 300 s (more than 120 s)")
+
+
+@pytest.mark.django_db
+def test_healthz_names_a_queue_no_worker_ever_consumed(client, heartbeats):
+    healthz.heartbeat_store(queue=heartbeats[0])
+    body = client.get("/healthz").json()
+    assert body["workers"][heartbeats[1]] == (
+        "error: no worker has consumed this queue's heartbeat (beat sends one every 30 s)")
+
+
+def test_beat_sends_a_heartbeat_to_every_queue_a_task_is_routed_to():
+    code = ("import django, json; django.setup(); from django.conf import settings; "
+            "print(json.dumps({name: [entry['args'], entry['options']['queue']] for name, "
+            "entry in settings.CELERY_BEAT_SCHEDULE.items() if 'heartbeat' in name}))")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "searchtweak.settings",
+             **{key: value for key, value in COMPOSE["x-app-env"].items()
+                if key.endswith("_QUEUE")}})
+    import json
+
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "worker-heartbeat-celery": [["celery"], "celery"],
+        "worker-heartbeat-fetch": [["fetch"], "fetch"],
+        "worker-heartbeat-judges": [["judges"], "judges"]}
