@@ -10,9 +10,9 @@ PORT ?= 8000
 # Where the demo endpoint fetches from: this server unless set (a base address or full URL).
 DEMO_SEARCH_URL ?= http://$(HOST):$(PORT)
 # The address people open the app at, for the links in mails and webhook bodies: this
-# server unless set (searchtweak/settings.py reads it; exported to every command below).
-SITE_URL ?= http://$(HOST):$(PORT)
-export SITE_URL
+# server unless set (searchtweak/settings.py reads it). Given to the server, the workers
+# and what they run first, not to the tests, which check the settings' own default.
+run worker beat: export SITE_URL ?= http://$(HOST):$(PORT)
 
 # Test processes: one per core by default (pytest-xdist); at most 14, one Redis database
 # each (tests/startup.py). `make test TEST_WORKERS=0` runs in this process, one at a time.

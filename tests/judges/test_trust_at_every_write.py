@@ -11,6 +11,7 @@ from django.db import connection
 from judges import runs, trust
 from judges.models import JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
+from tests.conftest import skip_or_fail
 from tests.judges.builders import judge_for
 from tests.judges.fake_providers import OPENAI, ModelAnswer, document_ids, fake_provider
 from tests.judgments.builders import evaluation_with_slots
@@ -81,7 +82,7 @@ def test_trust_taken_back_mid_run_stops_the_next_batch(personas):
 @pytest.mark.slow_reason("starts a real Celery worker")
 def test_trust_taken_back_mid_run_stops_a_real_workers_next_batch(personas):
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL-only (set DATABASE_URL=postgres://...): the FOR SHARE read")
+        skip_or_fail("the FOR SHARE read is PostgreSQL's: set DATABASE_URL")
     broker_url = require_redis()
     evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2)
     second_answered = threading.Event()

@@ -21,6 +21,7 @@ from django.test import override_settings
 
 from searchtweak import healthz
 from searchtweak.tasks import ping, worker_heartbeat
+from tests.conftest import skip_or_fail
 from tests.workers import (
     DEFAULT_TEST_REDIS,
     REPO,
@@ -125,7 +126,7 @@ def compose_worker(*, broker_url: str, queue: str) -> Iterator[tuple[subprocess.
 def test_a_worker_consumes_again_after_its_redis_was_down_for_30_seconds(monkeypatch):
     require_redis()  # the real-worker tests run where Redis is installed
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed: this test starts a Redis of its own")
+        skip_or_fail("redis-server is not installed: this test starts a Redis of its own")
     port = _free_port()
     broker_url = f"redis://127.0.0.1:{port}/0"
     # Celery reads these variables before its configuration (CI exports the first): this

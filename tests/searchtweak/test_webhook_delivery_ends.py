@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from searchtweak import notification_delivery, notifications, tasks
 from searchtweak.models import Role
 from searchtweak.notification_models import Event, Webhook, WebhookDelivery
+from tests.conftest import skip_or_fail
 from tests.evaluations.servers import Reply, running_server
 from tests.searchtweak.factories import TeamFactory, member
 
@@ -196,7 +197,7 @@ def test_a_notify_worker_killed_mid_delivery_leaves_it_to_the_sweep(team_admin):
     )
 
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL-only (set DATABASE_URL=postgres://...): workers on one database")
+        skip_or_fail("workers on one database need PostgreSQL: set DATABASE_URL")
     broker_url = require_redis()
     team, _ = team_admin
     released = threading.Event()
