@@ -388,6 +388,9 @@ SCHEDULES_PER_TEAM = env_int("SCHEDULES_PER_TEAM", 200, minimum=1)
 # Run the periodic bodies (schedules' tick) on a thread of the web process; on without a broker.
 PERIODIC_IN_WEB_PROCESS = env_bool("PERIODIC_IN_WEB_PROCESS",
                                     default=CELERY_TASK_ALWAYS_EAGER)
+# WEBHOOK_SWEEP_EVERY_SECONDS: seconds between two looks for stalled webhook deliveries
+# (beat, or the web process's thread without a broker).
+WEBHOOK_SWEEP_EVERY_SECONDS = env_int("WEBHOOK_SWEEP_EVERY_SECONDS", 30, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-dirty-keywords": {
         "task": "metrics.sweep_dirty_keywords",
@@ -411,8 +414,7 @@ CELERY_BEAT_SCHEDULE = {
     # (searchtweak.notification_delivery.webhook_deliveries_stalled).
     "sweep-stalled-webhook-deliveries": {
         "task": "searchtweak.sweep_stalled_webhook_deliveries",
-        # WEBHOOK_SWEEP_EVERY_SECONDS: seconds between two looks for stalled deliveries.
-        "schedule": float(env_int("WEBHOOK_SWEEP_EVERY_SECONDS", 30, minimum=1)),
+        "schedule": float(WEBHOOK_SWEEP_EVERY_SECONDS),
     },
     # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
     "sweep-stalled-judge-runs": {

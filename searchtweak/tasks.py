@@ -40,6 +40,12 @@ def webhook_deliver(delivery_id: int) -> None:
 def sweep_stalled_webhook_deliveries() -> int:
     """Re-send the deliveries whose attempt's worker died or whose message was lost (beat);
     how many were sent on."""
+    return webhook_deliveries_sweep_body()
+
+
+def webhook_deliveries_sweep_body() -> int:
+    """The sweep itself: beat's task calls it, and without a broker (make run) a thread of
+    the web process does (searchtweak.background.periodic_register)."""
     stalled = notification_delivery.webhook_deliveries_stalled()
     webhook_deliveries_dispatch(stalled)
     return len(stalled)
