@@ -114,6 +114,10 @@ def database_url_for_workers() -> str:
     return f"postgres://{user}{password}@{host}:{port}/{config['NAME']}"
 
 
+# Celery reads these before its own configuration.
+BROKER_VARIABLES = ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+
+
 @contextmanager
 def tasks_sent_to(*, broker_url: str, queue: str) -> Iterator[None]:
     """Make this process's Celery app publish to Redis (not eagerly) for the duration."""
@@ -121,12 +125,21 @@ def tasks_sent_to(*, broker_url: str, queue: str) -> Iterator[None]:
 
     keys = ("broker_url", "result_backend", "task_always_eager", "task_default_queue")
     previous = {key: app.conf[key] for key in keys}
+    # Celery reads these variables before its configuration (celery.app.utils.Settings):
+    # where they are set, as under .ci/run, a broker given here would otherwise be ignored.
+    previous_environ = {name: os.environ.get(name) for name in BROKER_VARIABLES}
+    os.environ.update(dict.fromkeys(BROKER_VARIABLES, broker_url))
     app.conf.update(broker_url=broker_url, result_backend=broker_url,
                     task_always_eager=False, task_default_queue=queue)
     _forget_connections(app)
     try:
         yield
     finally:
+        for name, value in previous_environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         app.conf.update(previous)
         _forget_connections(app)
 

@@ -72,8 +72,12 @@ def test_twenty_graders_lose_nothing_and_meet_the_gold_rate(personas):
     assert len(claims) == GRADERS * CLAIMS_EACH
     probes = [(user_id, slot) for user_id, slot in claims if slot["snapshot"] in gold_snapshots]
     slots = [(user_id, slot) for user_id, slot in claims if slot["snapshot"] not in gold_snapshots]
-    # The gold rate over the 1,000 claims: 5 % ± 2 %.
-    assert 0.03 <= len(probes) / len(claims) <= 0.07, len(probes)
+    # The gold rate over the 1,000 claims. Which claims are due is a hash of the user's,
+    # the evaluation's and the claim's numbers (judgments.gold.probe_due), and the ids differ
+    # from run to run (71 of 1,000 in one CI run): so a binomial(1000, 0.05) band, 50 ± 5 standard
+    # deviations (6.9 each), which a working rule leaves about once in two million runs; 0 % or 10 %
+    # fall far outside it. tests/judgments/test_gold_page.py checks the rule claim by claim.
+    assert 16 <= len(probes) <= 84, len(probes)
     # No grader saw one gold item twice; every probe handed out is stored, graded as sent.
     pairs = [(user_id, slot["snapshot"]) for user_id, slot in probes]
     assert len(pairs) == len(set(pairs))

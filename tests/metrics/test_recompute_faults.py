@@ -134,8 +134,9 @@ def wsgi_post(path: str, payload: dict, *, token: str) -> tuple[int, bytes]:
 def test_a_dropped_database_connection_fails_one_request_cleanly_and_the_retry_succeeds(
         personas):
     """The server's connection to PostgreSQL is cut between two requests (a database
-    restart, a proxy's idle timeout): that request answers 500 without writing anything,
-    the broken connection is dropped, and the same request sent again is stored."""
+    restart, a proxy's idle timeout): that request answers 503, to be retried, without
+    writing anything, the broken connection is dropped, and the same request sent again is
+    stored."""
     require_postgresql()
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, scale="binary")
     target = FeedbackSlot.objects.get(evaluation=evaluation)
@@ -148,7 +149,7 @@ def test_a_dropped_database_connection_fails_one_request_cleanly_and_the_retry_s
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
     status, content = wsgi_post(path, {"grade": 1}, token=token)
-    assert status == 500
+    assert status == 503
     assert b"psycopg" not in content and b"Traceback" not in content
     status, content = wsgi_post(path, {"grade": 1}, token=token)
     assert status == 200, content
