@@ -47,7 +47,16 @@ class Consumer(CeleryConsumer):
     away either way, so a failure to close it is logged and the consumer reconnects. The
     message stays in Redis's unacknowledged set, which hands it out again after the
     visibility timeout; every task is idempotent, and the sweeps repair sooner.
+
+    The same AttributeError comes from acknowledging, after the reconnection, a message of
+    the lost connection (a task that ended, or hit its time limit, during the outage): it
+    is counted among the connection errors, so the ack is logged as failed and the message
+    handed out again, as an ack the outage refused is, instead of stopping the worker.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.connection_errors = (*self.connection_errors, AttributeError)
 
     def on_connection_error_after_connected(self, exc: Exception) -> None:
         try:

@@ -3,6 +3,7 @@ worker started as docker-compose.yml starts it keeps consuming after its Redis w
 30 s, every compose service restarts when its process ends, and each queue's heartbeat
 says when a worker last consumed it."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -58,6 +59,12 @@ def test_the_broker_connection_is_retried_for_ever_by_a_consumer_that_survives_i
     assert settings.CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP is True
     assert app.conf.worker_consumer == "searchtweak.celery:Consumer"
     assert "on_connection_error_after_connected" in Consumer.__dict__
+
+
+def _children(pid: int) -> list[int]:
+    """The worker's pool processes (Linux's list of a process's children)."""
+    return [int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def _free_port() -> int:
@@ -138,6 +145,16 @@ def test_a_worker_consumes_again_after_its_redis_was_down_for_30_seconds(monkeyp
             compose_worker(broker_url=broker_url, queue=queue) as (worker, log_path), \
             tasks_sent_to(broker_url=broker_url, queue=queue):
         assert ping.delay("before").get(timeout=30) == "pong:before"
+        # A task in flight across the outage: the pool's processes are stopped, so the one
+        # sent now is received and not acknowledged when Redis goes; it ends (its time
+        # limit) after the reconnection, and its ack then meets the lost connection.
+        pool = _children(worker.pid)
+        assert pool, log_path.read_text()
+        for pid in pool:
+            os.kill(pid, signal.SIGSTOP)
+        in_flight = ping.delay("during")
+        wait_until(lambda: f"searchtweak.ping[{in_flight.id}] received" in log_path.read_text(),
+                   "the in-flight task received")
 
         redis_process.kill()  # as a crash, or a host that vanished: no goodbye
         redis_process.wait(timeout=10)
@@ -145,6 +162,9 @@ def test_a_worker_consumes_again_after_its_redis_was_down_for_30_seconds(monkeyp
         assert worker.poll() is None, log_path.read_text()
 
         with own_redis(port):
+            for pid in pool:
+                with contextlib.suppress(ProcessLookupError):  # killed by its time limit
+                    os.kill(pid, signal.SIGCONT)
             # The test's own producer reconnects too: its first publish may meet the
             # connection the outage broke.
             assert ping.apply_async(("after",), retry=True, retry_policy={
