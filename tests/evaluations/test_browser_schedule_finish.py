@@ -19,11 +19,12 @@ from playwright.sync_api import expect
 
 from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
-from evaluations.models import Evaluation, ScheduleRun, SearchModel
+from evaluations.models import Evaluation, SearchModel
 from judgments.models import FeedbackSlot
 from metrics.services import evaluation_metrics_recompute
 from searchtweak.models import Team, User
 from tests.demo_seed import seeded_demo
+from tests.evaluations.schedule_ticks import tick
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -39,12 +40,6 @@ def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"schedule-finish-{name}.png"), full_page=True)
 
-
-def tick(at: datetime) -> Evaluation:
-    """The tick at `at`: one run made and fetched (eagerly, from the live demo engine)."""
-    with time_machine.travel(at, tick=False):
-        assert services.schedules_tick().fired == 1
-    return ScheduleRun.objects.get(due_at=at).evaluation
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1366px", "390px"])

@@ -12,7 +12,7 @@ import time_machine
 
 from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
-from evaluations.models import Evaluation, Keyword, Schedule, ScheduleRun, SearchModel
+from evaluations.models import Evaluation, Keyword, Schedule, SearchModel
 from judges import runs
 from judges.models import JudgeRun
 from judgments import services as judgments_services
@@ -24,6 +24,7 @@ from searchtweak.models import Team, User
 from searchtweak.notification_models import Event, Notification
 from tests.demo_seed import seeded_demo
 from tests.evaluations.factories import EvaluationMetricFactory, fetchable_evaluation
+from tests.evaluations.schedule_ticks import tick
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.judges.builders import judge_for
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
@@ -34,14 +35,6 @@ START = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 METRICS = [{"code": "ndcg", "k": 10, "params": {}}, {"code": "precision", "k": 10, "params": {}}]
 KEYWORDS = DEMO_KEYWORDS[:12]
 
-
-def tick(at: datetime) -> Evaluation:
-    """The tick at `at`, as beat calls it: the run is made and, each commit running its
-    callbacks as in production, fetched from the live demo engine (eager Celery), its
-    keywords marked and recomputed group by group while it is still fetching."""
-    with time_machine.travel(at, tick=False):
-        assert services.schedules_tick().fired == 1
-    return ScheduleRun.objects.get(due_at=at).evaluation
 
 
 @pytest.mark.django_db(transaction=True)
