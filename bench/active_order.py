@@ -9,7 +9,7 @@
     grade, so each claim passes over the free slots of results they already hold one of:
     both orders' figures depend on how the claim excludes those (docs/ARCHITECTURE.md,
     The grading queue, has the figures and what dominates them).
-(b) The simulation, in pure metrics.core (no database): two rankings (A, B) of the same
+(b) The simulation, in pure metrics_engine (no database): two rankings (A, B) of the same
     keywords (20 x 10 results) with hidden true grades (seeded, synthetic: B's results a
     little likelier relevant), grading budgets of 30, 50 and 70 % of each
     ranking's slots, 20 seeds. Each step grades, with its true grade, the next result the
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
-from metrics import core
+import metrics_engine as core
 
 # --- (b) the simulation ---
 

@@ -97,7 +97,7 @@ def hidden_truth(rng, results, keywords: list[str], noise: float) -> dict[tuple,
 
 
 def true_mean_ndcg(results: dict[str, list], truth: dict, keywords: list[str]) -> float:
-    from metrics import core
+    import metrics_engine as core
 
     values = [core.evaluate_keyword("ndcg", [[float(truth[text, p.sku])] for p in
                                              results[text]], k=10, scale="graded")
@@ -138,7 +138,7 @@ def create_evaluation(*, team, name: str, results: dict[str, list], keywords: li
 
 def outcome(a, b) -> tuple[float | None, int, float]:
     """(shown mean B - mean A, the bounds' decision, width of the difference's bounds)."""
-    from metrics import core
+    import metrics_engine as core
     from metrics.models import KeywordMetricValue
     from metrics.selectors import stored_bounds_mean
 

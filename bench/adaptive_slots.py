@@ -13,7 +13,7 @@ precision@10, ap@10: one strategy 3, one strategy 13. The graders take turns: ea
 the next slot the queue hands them (slot_claim_next) and grades it (feedback_submit), until
 no grader gets one. No judge takes part, so the judge-person condition never fires here.
 
-Printed per seed and in total: slots graded; Fleiss' kappa (metrics.core.statistics, over
+Printed per seed and in total: slots graded; Fleiss' kappa (metrics_engine.statistics, over
 the results with three grades: all of always-3's, the opened ones of 1 → 3, and always-3's
 on those same results); per metric, the mean over keywords under each strategy and on the
 hidden truth, the keywords whose value is equal under both, the largest difference, and
@@ -165,8 +165,8 @@ def run(keywords: int, seeds: list[int], wide_bounds: float | None) -> None:
           f"{adaptive.WIDE_BOUNDS}", flush=True)
     from django.core.management import call_command
 
-    from metrics.core import evaluate_batch
-    from metrics.core.statistics import fleiss_kappa
+    from metrics_engine import evaluate_batch
+    from metrics_engine.statistics import fleiss_kappa
     from searchtweak.models import Membership, Role, Team, User
 
     try:

@@ -3,7 +3,7 @@
 For an evaluation of 10,000 keywords x 10 results x 3 slots with 6 metrics (P, AP, RR,
 nDCG, ERR, CG @10), fully graded and with 30 % of its slots ungraded at random, it times
 `recompute_metrics` with the bounds and without them (the same command with
-metrics.core.bounds_batch replaced by a stand-in that returns the values as their own
+metrics_engine.bounds_batch replaced by a stand-in that returns the values as their own
 bounds: the reference, in the same process), alternating the two, and prints the medians
 and their ratio (target: with / without <= 1.5). It also prints how many stored keyword
 bounds are exact.
@@ -53,7 +53,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    import metrics.core as core
+    import metrics_engine as core
     from metrics.models import KeywordMetricValue
     from searchtweak.models import Membership, Role, Team, User
 

@@ -1,4 +1,4 @@
-"""Benchmark of metrics.core against ranx and pytrec_eval (part of `make bench`).
+"""Benchmark of metrics_engine against ranx and pytrec_eval (part of `make bench`).
 
     .venv/bin/python bench/metrics_engine.py            # full run (a few minutes, 2 cores)
     .venv/bin/python bench/metrics_engine.py --quick    # smoke sizes
@@ -12,7 +12,7 @@ peak is reset before timing), "total" = the process's peak RSS.
 Methods
 - searchtweak x4: evaluate_batch once per metric (stages 0-1 redone per call).
 - searchtweak many: evaluate_batch_many, stages 0-1 shared by the four metrics.
-  Both evaluate blocks of keywords on os.cpu_count() threads (metrics.core.batch.threads).
+  Both evaluate blocks of keywords on os.cpu_count() threads (metrics_engine.batch.threads).
 - searchtweak many 1t: the same on one thread, for a core-for-core comparison.
 - ranx kernels: ranx.metrics.* (numba, parallel on every core) on pre-built typed lists.
 - ranx evaluate: ranx.evaluate(Qrels, Run, metrics), including its conversion to typed lists.
@@ -82,7 +82,7 @@ def reset_peak() -> None:
 def child(method: str, keywords: int, positions: int, slots: int) -> dict[str, Any]:
     # Libraries load first, so "input" counts the data structures, not numba or numpy.
     if method.startswith("searchtweak"):
-        import metrics.core  # noqa: F401
+        import metrics_engine  # noqa: F401
     elif method.startswith("ranx"):
         import ranx  # noqa: F401
     else:
@@ -110,7 +110,7 @@ def child(method: str, keywords: int, positions: int, slots: int) -> dict[str, A
 
 def prepare(method: str, grades: np.ndarray):
     if method in ("searchtweak x4", "searchtweak many", "searchtweak many 1t"):
-        from metrics.core import batch, evaluate_batch, evaluate_batch_many
+        from metrics_engine import batch, evaluate_batch, evaluate_batch_many
 
         kept = grades
         if method == "searchtweak many 1t":

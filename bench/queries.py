@@ -51,9 +51,10 @@ def main() -> None:
     from django.db import connection
     from django.db.models import Count, Max, Min, Sum
 
+    import metrics_engine as core
     from evaluations.models import EvaluationMetric
     from judgments.models import FeedbackSlot
-    from metrics import core, queries
+    from metrics import queries
     from metrics.models import KeywordMetricValue
     from metrics.recompute.run import evaluation_metrics_recompute
     from searchtweak.models import Membership, Role, Team, User

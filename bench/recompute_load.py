@@ -191,12 +191,12 @@ def preclaim(evaluation, users, count: int) -> list[tuple[int, object]]:
 
 
 def from_scratch_matches(evaluation) -> bool:
-    """Stored keyword values and means equal metrics.core on the stored grades (read-only:
+    """Stored keyword values and means equal metrics_engine on the stored grades (read-only:
     computed here, nothing written)."""
     import numpy as np
 
+    import metrics_engine as core
     from evaluations.models import EvaluationMetric, Keyword
-    from metrics import core
     from metrics.models import KeywordMetricValue
     from metrics.selectors import evaluation_grade_array
 

@@ -12,10 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+import metrics_engine as core
 from evaluations import selectors, services
 from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, QuerySet, SearchModel
-from metrics import core
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,

@@ -7,6 +7,7 @@ from django import forms
 from django.conf import settings
 from django.utils.functional import lazy
 
+import metrics_engine as core
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
@@ -14,7 +15,6 @@ from evaluations.models import Endpoint, Evaluation, EvaluationMetric, QuerySet,
 from evaluations.services import http_url_problem, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from evaluations.strategies import ADAPTIVE_STRATEGY
-from metrics import core
 from searchtweak.integers import bounded
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team

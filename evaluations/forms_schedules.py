@@ -6,11 +6,11 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+import metrics_engine as core
 from evaluations.forms import MONO, EvaluationForm, parse_metrics
 from evaluations.hooks import counting_judges, scale_provider
 from evaluations.models import QuerySet, Schedule, SearchModel
 from evaluations.services.schedules import MIN_INTERVAL_MINUTES, SCHEDULE_FIELDS
-from metrics import core
 from searchtweak.integers import form_integer
 from searchtweak.models import Team
 

@@ -2,14 +2,14 @@
 
 Scales that admins define and team transformers live in judgments, which may import
 evaluations but not the other way round. judgments registers its answers at start-up
-(`register_scale_provider`); until then only the built-in scales of metrics.core exist.
+(`register_scale_provider`); until then only the built-in scales of metrics_engine exist.
 `team_scale` is the one way evaluations and metrics turn a team's scale code into a scale.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from metrics import core
+import metrics_engine as core
 from searchtweak.models import Team
 
 
@@ -50,7 +50,7 @@ def scale_provider() -> ScaleProvider:
 
 
 def team_scale(team: Team, code: str) -> core.Scale | None:
-    """The scale ``code`` as ``team`` grades on it: a built-in of metrics.core, else the
+    """The scale ``code`` as ``team`` grades on it: a built-in of metrics_engine, else the
     team's own scale (asked of the provider), or None when the team has no such scale."""
     if code in core.SCALES:
         return core.SCALES[code]

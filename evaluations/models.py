@@ -10,6 +10,7 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.strategies import (
     ADAPTIVE_STRATEGY,
     STRATEGY_CHOICES,
@@ -17,7 +18,6 @@ from evaluations.strategies import (
     strategy_slot_counts,
     strategy_text,
 )
-from metrics import core
 from searchtweak.models import Team, User
 
 
@@ -179,7 +179,7 @@ class Evaluation(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    # "binary", "graded", "detail" (metrics.core built-ins) or a team scale's code.
+    # "binary", "graded", "detail" (metrics_engine built-ins) or a team scale's code.
     scale = models.CharField(max_length=50)
     strategy = models.PositiveSmallIntegerField(choices=STRATEGY_CHOICES)
     # Overrides of the default transformers: {"graded->binary": {"0": 0, ...}, ...}.

@@ -15,7 +15,7 @@ shows as disagreement, instead of being hidden in a rounded mean.
 
 κ: unweighted on a two-grade scale (binary), quadratic-weighted on a longer ordinal one
 (graded, detail, an admin's scale): being one grade off is a smaller miss than three. The
-statistics are metrics.core.agreement's; nothing here re-implements them.
+statistics are metrics_engine.agreement's; nothing here re-implements them.
 
 By shown position: the same pairs grouped by where the *person* was shown the result
 (FeedbackSlot.shown_position: 1..10 each, then "11+"; people's grades written before it was
@@ -27,7 +27,7 @@ engine's rank, so the effect is not confounded with results simply getting worse
 
 Metrics: per configured metric, its value per keyword from the people's grades (their
 slots aggregated per snapshot as the evaluation aggregates them) and from the judge's
-(its one grade per snapshot), computed by metrics.core like the recompute does, over the
+(its one grade per snapshot), computed by metrics_engine like the recompute does, over the
 keywords both graded something of; then the mean delta (judge - people) and Spearman's and
 Kendall's rank correlation over the keywords where both values exist.
 """
@@ -37,14 +37,14 @@ from dataclasses import dataclass
 
 from django.db.models import F, Max, Q, QuerySet
 
+import metrics_engine as core
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
-from metrics import core
-from metrics.core.agreement import correlation_warning, grade_agreement, metric_agreement
 from metrics.dashboards import metric_configs
 from metrics.recompute.run import evaluation_scale, evaluation_transformers
 from metrics.selectors import keyword_pool_others
+from metrics_engine.agreement import correlation_warning, grade_agreement, metric_agreement
 
 
 @dataclass(frozen=True)

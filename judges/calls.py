@@ -29,7 +29,7 @@ from judges.core.redaction import redacted
 from judges.core.sending import Attempt, CallResult, RetryPolicy, send
 from judges.models import Judge, JudgeCall, JudgeRun
 from judges.secrets import decrypt_api_key
-from metrics.core.scales import Scale
+from metrics_engine.scales import Scale
 from searchtweak import outbound, outbound_limits, outbound_sending
 
 # A turn is held for one attempt; this outlasts the longest (connect, then a body that

@@ -20,7 +20,7 @@ Impact: the keyword's value of the evaluation's first configured metric with tha
 answered the judges' way (its slots: the counting and shadow judges' grades) and the
 people's way (the people's grades only, aggregated as the evaluation aggregates slots),
 every other result of the keyword as graded; the absolute difference, computed by
-metrics.core as the recompute does. None when the metric is null either way or cannot be
+metrics_engine as the recompute does. None when the metric is null either way or cannot be
 computed (then `metric_error` says why).
 
 The grades shown pass through the caller's GradeVisibility (searchtweak.access): the page
@@ -37,10 +37,10 @@ from typing import NamedTuple
 from django.db.models import F
 from django.http import Http404
 
+import metrics_engine as core
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judges.models import JudgeRun, JudgeRunItem
 from judgments.models import AdjudicatedAnswer, FeedbackSlot
-from metrics import core
 from metrics.dashboards import metric_configs
 from metrics.recompute.run import evaluation_scale, evaluation_transformers
 from metrics.selectors import keyword_pool_others

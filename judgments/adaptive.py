@@ -37,9 +37,9 @@ from evaluations.models import Evaluation, Snapshot
 from judgments import gold_accuracy
 from judgments import scales as scale_lookup
 from judgments.models import AdjudicatedAnswer, FeedbackSlot, OpenedBecause
-from metrics.core.errors import MetricInputError
-from metrics.core.scales import BINARY, SCALES
-from metrics.core.transform import resolve_transformer
+from metrics_engine.errors import MetricInputError
+from metrics_engine.scales import BINARY, SCALES
+from metrics_engine.transform import resolve_transformer
 
 # Most slots a result gets under "1 → 3".
 MAX_SLOTS = 3

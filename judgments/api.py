@@ -17,7 +17,7 @@ from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, gold, imports, queue_selectors, selectors, services
 from judgments import scales as scale_lookup
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
-from metrics.core.scales import is_integer
+from metrics_engine.scales import is_integer
 from searchtweak import access
 from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
 from searchtweak.api_pagination import PageNumberPagination, paginated_response

@@ -7,7 +7,7 @@
   line at a time, and the server writes it a line at a time.
 - `csv`: `keyword,doc_id,grade`, one line per (keyword, document) with the slots'
   grades aggregated on the evaluation's scale exactly as the metrics aggregate them
-  (metrics.core stage 1: a majority vote on the binary scale, the arithmetic mean on the
+  (metrics_engine stage 1: a majority vote on the binary scale, the arithmetic mean on the
   others). A pair whose aggregate is null (nothing graded yet, or a binary tie) is left
   out, since no grade can stand for it. Means are written as they are (2.3333).
   This file is for reading, not for importing back: a mean is not a grade.
@@ -54,11 +54,11 @@ import numpy as np
 from django.utils import timezone
 from django.utils.text import slugify
 
+import metrics_engine as core
 from evaluations.models import Evaluation, Snapshot
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot, PoolJudgment
-from metrics import core
-from metrics.core.aggregate import Aggregation
+from metrics_engine.aggregate import Aggregation
 from searchtweak.csv_cells import csv_lines, csv_text, text_pieces
 from searchtweak.models import User
 

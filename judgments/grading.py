@@ -22,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from judgments import gold, gold_accuracy, queries
@@ -39,7 +40,6 @@ from judgments.queue import (
 from judgments.queue_selectors import routes_to
 from judgments.selectors import GradingTarget, assigned_slot_from_row
 from judgments.signals import grades_written
-from metrics import core
 from searchtweak import sql
 from searchtweak.models import User
 

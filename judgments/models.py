@@ -12,7 +12,7 @@ from searchtweak.models import Team
 
 
 class Scale(models.Model):
-    """An admin-defined integer grading scale lo..hi (the built-ins live in metrics.core)."""
+    """An admin-defined integer grading scale lo..hi (the built-ins live in metrics_engine)."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="scales")
     code = models.SlugField(max_length=50)

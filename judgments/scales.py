@@ -1,14 +1,14 @@
-"""What a grade is for one team: the built-in scales of metrics.core plus the team's own.
+"""What a grade is for one team: the built-in scales of metrics_engine plus the team's own.
 
 The evaluation stores only a scale code; scale_for_team turns it into the team's scale (a
-metrics.core Scale: code, bounds, labels) wrapped with colours and keyboard keys for the
+metrics_engine Scale: code, bounds, labels) wrapped with colours and keyboard keys for the
 grading pages, and answers evaluations' ScaleProvider questions.
 """
 
 from dataclasses import dataclass
 
+import metrics_engine as core
 from judgments.models import Scale, Transformer
-from metrics import core
 
 # Shown for the built-ins; admin-defined scales carry their own labels and colours.
 _BUILTIN_COLORS = {
@@ -19,7 +19,7 @@ _BUILTIN_COLORS = {
         6: "#a6c33a", 7: "#66c61c", 8: "#2e90fa", 9: "#1570ef", 10: "#079455",
     },
 }
-# The detail scale's grades carry only numbers in metrics.core (judges' prompts read those);
+# The detail scale's grades carry only numbers in metrics_engine (judges' prompts read those);
 # people grading or reading a list see words, as on the other built-ins.
 _BUILTIN_LABELS = {
     "detail": {

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from evaluations.services.lifecycle import MissingTransformerError, metrics_transformers_check
 from evaluations.strategies import strategy_slot_counts
@@ -42,7 +43,6 @@ from judgments.queue import (  # noqa: F401  re-exported
     slot_claim_next_assigned,
     slot_skip,
 )
-from metrics import core
 from searchtweak.bulk_insert import bulk_insert_rows
 from searchtweak.models import Team, User
 

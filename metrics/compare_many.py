@@ -8,7 +8,7 @@ A fixed number of queries whatever N: the metric configs, the keywords and the s
 values of all N evaluations are one query each, and the snapshots of the keywords shown
 (a page, or all of them for the CSV) one more. The statistics are seeded, so the same
 values give the same numbers; they are cached under a digest of the values they read.
-Each evaluation's verdict against the reference (by the team's rule, metrics.core.verdicts)
+Each evaluation's verdict against the reference (by the team's rule, metrics_engine.verdicts)
 reads one more query, the snapshots to the deepest k (identical rankings).
 """
 
@@ -23,16 +23,16 @@ import numpy as np
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
-from metrics import core
-from metrics.core import multi_compare
-from metrics.core import verdicts as core_verdicts
-from metrics.core.multi_compare import MetricSummary, PairTest, ReferenceTest
-from metrics.core.statistics import bootstrap_ci
-from metrics.core.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from metrics.dashboards import MetricKey, metric_key, metric_label
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import stored_bounds_mean
+from metrics_engine import multi_compare
+from metrics_engine import verdicts as core_verdicts
+from metrics_engine.multi_compare import MetricSummary, PairTest, ReferenceTest
+from metrics_engine.statistics import bootstrap_ci
+from metrics_engine.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 
 MIN_EVALUATIONS = 2
 MAX_EVALUATIONS = 10
@@ -60,7 +60,7 @@ class EvaluationMetricStats:
     bounds: core.KeywordBounds | None = None
     decision: int = 0
     pending: bool = False
-    # The evaluation against the reference by the team's rule (metrics.core.verdicts), as
+    # The evaluation against the reference by the team's rule (metrics_engine.verdicts), as
     # its stored verdict and a gate against the reference decide; None for the reference.
     rule_verdict: MetricVerdict | None = None
 

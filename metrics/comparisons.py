@@ -1,6 +1,6 @@
 """Reads for comparing two evaluations (the compare page, its side-by-side keyword view and
 the compare API): B against A over the keywords they share, with paired statistics from
-metrics.core over the stored values.
+metrics_engine over the stored values.
 """
 
 import math
@@ -10,12 +10,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
-from metrics import core
-from metrics.core import statistics
-from metrics.core import verdicts as core_verdicts
-from metrics.core.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from metrics.dashboards import (
     MetricKey,
     SnapshotDetail,
@@ -27,6 +24,9 @@ from metrics.dashboards import (
 )
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import stored_bounds_mean
+from metrics_engine import statistics
+from metrics_engine import verdicts as core_verdicts
+from metrics_engine.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from searchtweak.access import GradeVisibility
 
 SIGNIFICANCE = 0.05
@@ -49,7 +49,7 @@ class MetricComparison:
     grading_only_count: int = 0
     ranking_note: str | None = None
     decision: "BoundsDecision | None" = None
-    # B against A by the team's rule (metrics.core.verdicts): what the stored verdict, the
+    # B against A by the team's rule (metrics_engine.verdicts): what the stored verdict, the
     # gate and the N-way compare say for the same pair.
     rule_verdict: MetricVerdict | None = None
 

@@ -22,7 +22,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from metrics.core import (
+from metrics_engine import (
     KeywordBounds,
     MetricInputError,
     Scale,
@@ -32,7 +32,7 @@ from metrics.core import (
     rbo,
     resolve_scale,
 )
-from metrics.core.weighted import (
+from metrics_engine.weighted import (
     DEFAULT_CUTS,
     traffic_segments,
     validate_cuts,

@@ -3,7 +3,7 @@ table), the team dashboard and a search model's history; the metric identity hel
 comparison and leaderboard pages share (metrics.comparisons, metrics.leaderboards).
 
 Every number comes from stored values (KeywordMetricValue, EvaluationMetric.value,
-MetricHistoryPoint) or from metrics.core statistics over them; SQL only counts and groups.
+MetricHistoryPoint) or from metrics_engine statistics over them; SQL only counts and groups.
 Each selector runs a fixed number of queries whatever the number of keywords.
 """
 
@@ -18,12 +18,11 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, Query
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, SearchModel, Snapshot
 from judgments.models import FeedbackSlot
 from judgments.queue_selectors import grader_queue_size
-from metrics import core, queries
-from metrics.core import statistics
-from metrics.core import verdicts as core_verdicts
+from metrics import queries
 from metrics.models import (
     DashboardCount,
     KeywordMetricValue,
@@ -33,6 +32,8 @@ from metrics.models import (
 )
 from metrics.recompute import aggregates
 from metrics.selectors import KeywordRow, keyword_rows
+from metrics_engine import statistics
+from metrics_engine import verdicts as core_verdicts
 from searchtweak.access import GradeVisibility
 from searchtweak.models import Team, User
 

@@ -9,9 +9,9 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+import metrics_engine as core
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
-from metrics import core
 from metrics.selectors import evaluation_keywords, evaluation_metric_configs, keyword_rows
 from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
 from searchtweak.csv_cells import csv_lines

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from django.db.models import Case, Count, F, Max, Min, OuterRef, Q, Subquery, Sum, Value, When
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from judgments.gold_accuracy import NO_ANSWERS, GoldAccuracy, team_gold_accuracy
 from judgments.models import FeedbackSlot
-from metrics import core
 from metrics.dashboards import metric_key, metric_key_label, metric_key_slug
 from metrics.models import KeywordMetricValue
 from searchtweak.models import Membership, Team, User

@@ -67,7 +67,7 @@ class MetricSums(models.Model):
     """Exact running sums of one configured metric's stored keyword values, kept with every
     write of them (metrics.recompute.means), so the means refresh does not read every value
     after every grade. Totals are the values' exact sum in units of 2**-1074, an int as
-    hexadecimal text (metrics.core.exact_sum): exact on every database, and never summed
+    hexadecimal text (metrics_engine.exact_sum): exact on every database, and never summed
     in SQL. The counts are of non-null values; inexact_count of keywords whose bounds are
     not exact.
 
@@ -288,7 +288,7 @@ class RegressionVerdict(models.Model):
     def rule_text(self) -> str:
         """Who decided and by which rule, in words: "the schedule's rule: coverage ≥ 70 %,
         ≥ 5 shared keywords, alpha 0.05, any change"."""
-        from metrics.core.verdicts import VerdictRule
+        from metrics_engine.verdicts import VerdictRule
 
         owner = self.RULE_OWNERS.get(self.source, self.source)
         fields = {name: self.rule[name] for name in VerdictRule().as_dict()

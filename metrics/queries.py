@@ -16,10 +16,9 @@ from typing import NamedTuple
 
 from django.db import connection
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
-from metrics import core
-from metrics.core.exact_sum import total_decode, total_encode
 from metrics.models import (
     DashboardCount,
     EvaluationRecomputeState,
@@ -33,6 +32,7 @@ from metrics.models import (
     RecomputeDue,
 )
 from metrics.queue_order import UNKNOWN_WIDTH
+from metrics_engine.exact_sum import total_decode, total_encode
 from searchtweak import sql
 from searchtweak.models import Team
 
@@ -112,7 +112,7 @@ def evaluation_config_rows(*, evaluation_id: int) -> list[tuple]:
 
 def _pool_config_sql() -> str:
     """A filter on EvaluationMetric (alias m) for the configs that may read the keyword pool,
-    derived from the registry's rule (metrics.core.config_reads_pool, whose two cases
+    derived from the registry's rule (metrics_engine.config_reads_pool, whose two cases
     pool_reading_codes lists): the metrics that always do, and those with an `ideal`
     parameter whose params mention pool. A superset (a text match, the same on every
     database, so a config the registry refuses may pass); callers confirm with
@@ -372,7 +372,7 @@ def metric_config_values(*, evaluation_id: int, metric_ids: list[int] | None = N
 
 
 class Sums(NamedTuple):
-    """A config's MetricSums, totals as ints (metrics.core.exact_sum)."""
+    """A config's MetricSums, totals as ints (metrics_engine.exact_sum)."""
 
     value_total: int
     value_count: int

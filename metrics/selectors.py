@@ -11,9 +11,10 @@ import numpy as np
 from django.db.models import Count, F, QuerySet, Value
 from django.db.models.functions import Coalesce
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
-from metrics import core, queries
+from metrics import queries
 from metrics.models import KeywordMetricValue
 from searchtweak import sql
 from searchtweak.models import Team
@@ -186,7 +187,7 @@ _BY_KEYWORD = 2000
 
 
 class SlotArrays(NamedTuple):
-    """The input of metrics.core's batch paths: ``grades`` (keywords, positions, slots),
+    """The input of metrics_engine's batch paths: ``grades`` (keywords, positions, slots),
     NaN for an ungraded slot or a missing position, and ``ungraded``, True where a slot
     exists without a grade (what the bounds need and NaN cannot say)."""
 

@@ -1,7 +1,7 @@
 """Regression verdicts: a run (any evaluation) against a baseline evaluation, per metric
 and overall, stored as RegressionVerdict.
 
-The math and the words are metrics.core.verdicts'; this module reads the stored keyword
+The math and the words are metrics_engine.verdicts'; this module reads the stored keyword
 values of both evaluations (keywords matched by normalized text, metrics by identity:
 code, k and the parameters read), the result lists for the identical-ranking guard, and
 stores the outcome. Callers: the listener on `finished` (metrics.verdict_receivers → the
@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
+import metrics_engine as core
 from evaluations.models import (
     Evaluation,
     EvaluationMetric,
@@ -24,11 +25,10 @@ from evaluations.models import (
     ScheduleRun,
     Snapshot,
 )
-from metrics import core
-from metrics.core import verdicts as core_verdicts
-from metrics.core.verdicts import RegressionOutcome, VerdictRule
 from metrics.dashboards import metric_configs, metric_key, metric_label, team_baseline
 from metrics.models import KeywordMetricValue, RegressionVerdict
+from metrics_engine import verdicts as core_verdicts
+from metrics_engine.verdicts import RegressionOutcome, VerdictRule
 from searchtweak.models import User
 from searchtweak.notification_models import Event
 from searchtweak.notifications import notify

@@ -32,7 +32,7 @@ PARTS: list[tuple[str, str, str]] = [
     ("metrics", "metrics/", "stored values, recompute pipeline, dashboards, compare"),
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
     ("evaluations", "evaluations/", "endpoints, models, evaluations, keywords, fetch, lifecycle"),
-    ("metrics.core", "metrics/core/", "every formula, aggregation, bounds (no Django)"),
+    ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
     ("searchtweak", "searchtweak/", "settings, teams and access, outbound policy, SQL helpers"),
 ]
 
@@ -121,7 +121,7 @@ def render(edges: Counter, lines: dict[str, int]) -> str:
     ]
     for name, folder, about in PARTS:
         y = top[name]
-        pure = name.endswith(".core")
+        pure = name.endswith(".core") or name == "metrics_engine"
         out.append(f'<rect x="{left}" y="{y}" width="{box_width}" height="{box_height}" '
                    f'rx="6" fill="{"#eef6ee" if pure else "#eef2fa"}" stroke="#445"/>')
         out.append(f'<text x="{left + 12}" y="{y + 23}" font-weight="bold">'

@@ -1,10 +1,22 @@
 """Find lines of the project's own code (not tests, benches or migrations) that match."""
 
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("evaluations", "judgments", "judges", "metrics", "searchtweak", "guide", "scripts")
+
+
+def project_packages() -> tuple[str, ...]:
+    """The project's top-level packages, as pyproject.toml installs them (one list: a new
+    app is scanned once it is installed)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    found = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    return tuple(name.removesuffix("*") for name in found)
+
+
+PACKAGES = project_packages()
+APPS = (*PACKAGES, "scripts")
 
 
 def source_files() -> list[Path]:

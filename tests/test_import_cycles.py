@@ -11,8 +11,9 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
+from tests.source_scan import PACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("searchtweak", "evaluations", "judgments", "metrics", "judges", "guide")
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -141,8 +142,8 @@ def test_the_scan_sees_function_level_and_package_imports(tmp_path):
         "evaluations": {"__init__.py": "", "tasks.py": "from evaluations import services\n",
                         "services/__init__.py": "from evaluations.services.fetch import go\n",
                         "services/fetch.py": "def go():\n    from evaluations.tasks import t\n"},
-        "metrics": {"__init__.py": "", "core/__init__.py": "from metrics.core.a import x\n",
-                    "core/a.py": "from metrics.core import b\n", "core/b.py": ""},
+        "metrics_engine": {"__init__.py": "from metrics_engine.a import x\n",
+                           "a.py": "from metrics_engine import b\n", "b.py": ""},
         "judges": {"__init__.py": "", "x.py": "from . import y\n", "y.py": ""},
         "judgments": {"__init__.py": ""}, "searchtweak": {"__init__.py": ""},
     }.items():
@@ -152,9 +153,9 @@ def test_the_scan_sees_function_level_and_package_imports(tmp_path):
             path.write_text(text)
     graph = import_graph(module_files(tmp_path))
     assert graph["judges.x"] == {"judges", "judges.y"}
-    assert graph["metrics.core.a"] == {"metrics.core", "metrics.core.b"}
+    assert graph["metrics_engine.a"] == {"metrics_engine", "metrics_engine.b"}
     assert sorted(cycles(tmp_path)) == [
         "evaluations.services -> evaluations.services.fetch -> evaluations.tasks"
         " -> evaluations.services",
-        "metrics.core -> metrics.core.a -> metrics.core",
+        "metrics_engine -> metrics_engine.a -> metrics_engine",
     ]

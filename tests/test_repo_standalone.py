@@ -36,5 +36,5 @@ def test_no_tracked_file_refers_to_a_folder_beside_the_repo():
 
 def test_the_metric_contract_and_its_cases_are_in_the_repo():
     assert (REPO / "docs" / "METRICS.md").is_file()
-    cases = (REPO / "tests" / "metrics" / "core" / "cases" / "public.jsonl").read_text()
+    cases = (REPO / "tests" / "metrics_engine" / "cases" / "public.jsonl").read_text()
     assert len([line for line in cases.splitlines() if line.strip()]) == 88

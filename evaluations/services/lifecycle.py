@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.events import By, Transition, transition_announce
 from evaluations.hooks import scale_provider, team_scale, team_scales
 from evaluations.models import (
@@ -40,7 +41,6 @@ from evaluations.services.keywords import (
     keywords_validate,
 )
 from evaluations.strategies import ADAPTIVE_STRATEGY, STRATEGY_VALUES
-from metrics import core
 from searchtweak.models import Team, User
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from metrics.core.scales import is_integer
+from metrics_engine.scales import is_integer
 
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)```", re.DOTALL)
 # Where a model wrapped its JSON in prose, try at most this many "{" as starting points.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from metrics.core.scales import Scale
+from metrics_engine.scales import Scale
 
 MAX_BATCH_SIZE = 20
 PLACEHOLDERS = ("keyword", "guidelines", "documents", "scale", "images")

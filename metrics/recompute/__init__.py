@@ -2,7 +2,7 @@
 
 Modules:
 - `run`: one run, a keyword's evaluation's dirty keywords (or a whole evaluation) through
-  metrics.core, values written with the keyword version they were computed from;
+  metrics_engine, values written with the keyword version they were computed from;
 - `means`: after each run, the evaluation's means, history, progress and automatic finish;
 - `scheduling`: when runs happen, the states below.
 

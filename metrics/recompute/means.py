@@ -13,9 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from metrics import queries
-from metrics.core.exact_sum import exact_total, exact_units, mean_from_total
 from metrics.models import MetricHistoryPoint
 from metrics.recompute import aggregates
+from metrics_engine.exact_sum import exact_total, exact_units, mean_from_total
 
 # Rows per INSERT statement: far below SQLite's 32,766 bound parameters.
 WRITE_CHUNK = 2000

@@ -1,5 +1,5 @@
 """The recompute run: a keyword's evaluation's dirty keywords (or a whole evaluation)
-through metrics.core, written with the keyword version they were computed from.
+through metrics_engine, written with the keyword version they were computed from.
 
 Every write is labelled with the keyword version whose grades produced it and only lands
 if nothing newer landed first, so runs may overlap, repeat or arrive out of order and the
@@ -15,10 +15,11 @@ import numpy as np
 from django.db import IntegrityError, OperationalError
 from django.urls import reverse
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.services import evaluation_finish_if_complete
 from judgments import scales
-from metrics import core, queries
+from metrics import queries
 from metrics.recompute import aggregates, marks
 from metrics.recompute.means import evaluation_means_refresh, keyword_values_write
 from metrics.selectors import (
@@ -81,7 +82,7 @@ def evaluation_transformers(evaluation: Evaluation) -> dict:
 
     A metric reads a built-in scale or the evaluation's, so a transformer naming another of
     the team's scales (graded -> a team's 1..5) feeds none: it was checked against that
-    scale when it was saved, and is left out here rather than handed to metrics.core, which
+    scale when it was saved, and is left out here rather than handed to metrics_engine, which
     knows no team's scales. Team transformers between other scales are not this
     evaluation's either."""
     prefix = f"{evaluation.scale}->"

@@ -11,8 +11,9 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.models import Evaluation, Keyword
-from metrics import core, queries
+from metrics import queries
 from metrics.models import KeywordRecomputeMark, RecomputeDue
 from metrics.recompute import marks
 from metrics.recompute.run import (

@@ -1,8 +1,8 @@
 """team_scale: the one way evaluations and metrics turn a team's scale code into a scale."""
 
+import metrics_engine as core
 from evaluations import hooks
 from judgments.models import Scale
-from metrics import core
 
 
 def test_a_builtin_code_is_the_core_scale_for_every_team(personas):

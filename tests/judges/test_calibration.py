@@ -28,9 +28,9 @@ majority after graded->binary (0->0, 1..3->1):
 
 import pytest
 
+import metrics_engine as core
 from judges.calibration import calibration_evaluations, grade_pairs, judge_calibration
 from judges.models import JudgeRun
-from metrics import core
 from tests.judges.calibration_data import (
     give,
     graded_example,

@@ -21,9 +21,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+import metrics_engine as core
 from judges.calibration import PositionAgreement, judge_calibration, position_agreement
 from judgments.models import FeedbackSlot
-from metrics import core
 from tests.judges.calibration_data import graded_example, slot_of
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from judges.core.providers import ANTHROPIC_BASE_URL, OPENAI_BASE_URL
 from judges.models import Judge, JudgeRun
 from judges.secrets import decrypt_api_key
 from judgments.models import FeedbackSlot, Scale
-from metrics.core.scales import SCALES
+from metrics_engine.scales import SCALES
 from searchtweak.models import Membership, Role, User
 from tests.judgments.builders import evaluation_with_slots
 

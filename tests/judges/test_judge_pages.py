@@ -14,7 +14,7 @@ from judges.models import Judge, JudgeCall
 from judges.secrets import decrypt_api_key
 from judgments.models import Scale
 from judgments.scales import from_model
-from metrics.core.scales import SCALES
+from metrics_engine.scales import SCALES
 from searchtweak.models import User
 from tests.judges.fake_providers import ANTHROPIC, OPENAI, answer, fake_provider, status
 

@@ -23,8 +23,8 @@ from judgments.exports import (
     format_value,
 )
 from judgments.models import FeedbackSlot
-from metrics.core.aggregate import Aggregation
 from metrics.export_api import metric_table_csv
+from metrics_engine.aggregate import Aggregation
 from searchtweak import csv_cells
 from searchtweak.csv_cells import csv_text
 from tests.metrics.builders import build_evaluation, set_grades, slot

@@ -1,8 +1,8 @@
 """A team's scale is the one core Scale, wrapped with colours and keys for the pages."""
 
+import metrics_engine as core
 from judgments import scales
 from judgments.models import Scale
-from metrics import core
 
 
 def test_a_builtin_grade_scale_wraps_the_core_scale_itself():

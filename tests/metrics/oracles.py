@@ -5,8 +5,8 @@ import io
 from django.core.management import call_command
 
 from evaluations.models import EvaluationMetric
-from metrics.core.exact_sum import exact_total, total_decode
 from metrics.models import KeywordMetricValue, KeywordQueueWidth, MetricSums
+from metrics_engine.exact_sum import exact_total, total_decode
 
 
 def stored_values(evaluation_id: int) -> tuple[dict, dict]:

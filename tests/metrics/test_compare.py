@@ -69,7 +69,7 @@ def test_comparison_numbers_match_the_hand_computed_case(pair):
 
 
 def test_a_clear_improvement_reads_as_better():
-    from metrics.core.statistics import paired_comparison
+    from metrics_engine.statistics import paired_comparison
 
     result = paired_comparison({i: 0.2 for i in range(30)},
                                {i: 0.5 + (i % 3) * 0.01 for i in range(30)})

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from evaluations.models import EvaluationMetric
 from metrics import compare_many
-from metrics.core.statistics import bootstrap_ci, holm_adjust, randomization_test
 from metrics.models import KeywordMetricValue, MetricMean, RegressionVerdict
+from metrics_engine.statistics import bootstrap_ci, holm_adjust, randomization_test
 from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db

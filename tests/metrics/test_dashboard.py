@@ -8,8 +8,8 @@ from django.urls import reverse
 from evaluations.models import Evaluation, Keyword
 from judgments.models import FeedbackSlot
 from metrics import dashboards, services
-from metrics.core import statistics
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics_engine import statistics
 from searchtweak.access import GradeVisibility
 from tests.metrics.builders import build_evaluation
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of

@@ -15,13 +15,13 @@ from django.urls import reverse
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics import charts, dashboards, queries, selectors
-from metrics.core import statistics
 from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
 from metrics.recompute import aggregates
 from metrics.recompute.marks import keywords_version_bump
 from metrics.recompute.means import evaluation_means_refresh
 from metrics.services import keyword_metrics_recompute
 from metrics.tasks import mark_fetched_dirty
+from metrics_engine import statistics
 from searchtweak.access import GradeVisibility
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of

@@ -9,10 +9,11 @@ import math
 import pytest
 from django.core.management import call_command
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from metrics import core, leaderboards
-from metrics.core import statistics
+from metrics import leaderboards
 from metrics.models import KeywordMetricValue, MetricMean
+from metrics_engine import statistics
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.searchtweak.factories import UserFactory
 
@@ -139,8 +140,8 @@ def test_incremental_grades_keep_the_running_sums_and_means_those_of_a_recompute
 def test_a_run_moves_the_sums_by_old_to_new_instead_of_reading_every_value(grade):
     """Sums set wrong on purpose stay wrong by exactly as much after a run: it only moved
     them (and the means follow the sums)."""
-    from metrics.core.exact_sum import exact_units, total_decode, total_encode
     from metrics.models import MetricSums
+    from metrics_engine.exact_sum import exact_units, total_decode, total_encode
 
     evaluation = build_evaluation(
         keywords={text: [f"{text}-{rank}" for rank in range(10)] for text in RELEVANT},

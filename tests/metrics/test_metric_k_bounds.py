@@ -96,7 +96,7 @@ def test_the_form_refuses_a_cutoff_of_thousands_of_digits(client, personas, name
 
 @pytest.mark.parametrize("name", [f"ndcg@{'9' * 5000}", f"NDCG_cut_{'9' * 5000}"])
 def test_the_registry_answers_a_cutoff_of_thousands_of_digits_with_its_own_error(name):
-    from metrics import core
+    import metrics_engine as core
 
     with pytest.raises(core.MetricInputError) as excinfo:
         core.resolve_metric_name(name)

@@ -9,9 +9,10 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Max, Min, Q, Sum
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
-from metrics import core, queries
+from metrics import queries
 from metrics.models import (
     KeywordMetricValue,
     KeywordQueueWidth,
@@ -316,7 +317,7 @@ def test_recompute_due_upsert_and_clear(evaluation):
 
 
 def test_the_pool_config_filter_keeps_every_config_the_registry_says_reads_the_pool():
-    """The SQL filter derives from metrics.core.config_reads_pool: a superset of it, equal
+    """The SQL filter derives from metrics_engine.config_reads_pool: a superset of it, equal
     on every configuration the registry accepts."""
     evaluation = build_evaluation(keywords={"a": ["d1"]}, metrics=[])
     cases = [(code, params) for code in core.METRICS

@@ -1,4 +1,4 @@
-"""The recompute pipeline: stored values always equal metrics.core on the stored grades."""
+"""The recompute pipeline: stored values always equal metrics_engine on the stored grades."""
 
 import math
 

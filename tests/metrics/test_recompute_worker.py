@@ -9,8 +9,8 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
+import metrics_engine as core
 from evaluations.models import EvaluationMetric, Keyword
-from metrics import core
 from metrics.models import KeywordMetricValue
 from metrics.services import dirty_keywords_due
 from tests.conftest import skip_or_fail

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from evaluations import demo
 from evaluations.models import DemoProduct, Evaluation
 from judgments.models import FeedbackSlot
-from metrics.core import agreement
 from metrics.management.commands import seed_demo_history as history
 from metrics.models import KeywordMetricValue, TeamBaseline
+from metrics_engine import agreement
 
 pytestmark = pytest.mark.django_db
 

@@ -13,13 +13,13 @@ from rest_framework.test import APIClient
 from evaluations import services as evaluation_services
 from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from metrics.core.verdicts import VerdictRule
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics.verdicts import regression_verdict_compute, regression_verdict_create
+from metrics_engine.verdicts import VerdictRule
 from searchtweak.notification_models import Notification
 from searchtweak.services import api_token_create
 from tests.metrics.builders import build_evaluation
-from tests.metrics.core.exact_bootstrap import bootstrap_interval_atoms
+from tests.metrics_engine.exact_bootstrap import bootstrap_interval_atoms
 
 pytestmark = pytest.mark.django_db
 

@@ -129,9 +129,11 @@ def stored_rows() -> dict[str, list]:
     """Every row a write through the API could touch."""
     from django.apps import apps
 
+    from tests.source_scan import PACKAGES
+
     return {model._meta.label: list(model.objects.order_by("pk").values())
-            for app in ("searchtweak", "evaluations", "judgments", "judges", "metrics")
-            for model in apps.get_app_config(app).get_models()}
+            for app in apps.get_app_configs() if app.name in PACKAGES
+            for model in app.get_models()}
 
 
 def _send(client: APIClient, method: str, path: str, body: str):

@@ -19,14 +19,14 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+import metrics_engine as core
 from evaluations import services as evaluation_services
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from evaluations.selectors import fetch_progress
-from metrics import core
-from metrics.core.verdicts import VerdictRule
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
 from metrics.verdicts import baseline_of_team, gate_passed, regression_verdict_create
+from metrics_engine.verdicts import VerdictRule
 from searchtweak.models import User
 
 GATE_FAILED = 3

@@ -17,7 +17,7 @@ from judges.core.answers import (
 from judges.core.prompts import Document, build_prompt, default_template
 from judges.core.providers import Anthropic, Ollama, OpenAICompatible
 from judges.core.sending import send
-from metrics.core.scales import GRADED, SCALES
+from metrics_engine.scales import GRADED, SCALES
 from tests.judges.fake_providers import (
     ANTHROPIC,
     OLLAMA,

@@ -14,7 +14,7 @@ from judges.core.prompts import (
     grades_schema,
     render,
 )
-from metrics.core.scales import BINARY, DETAIL, GRADED, SCALES, Scale
+from metrics_engine.scales import BINARY, DETAIL, GRADED, SCALES, Scale
 from tests.judges.fake_providers import document_ids
 
 DOCS = [Document("d1", {"title": "Red shoes", "price": 49.5}),

@@ -1,0 +1,28 @@
+"""Shared inputs of the metric-engine tests (no Django needed: run with -p no:django too)."""
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# ranx compiles numba kernels on first use; a cache inside the repo makes later runs fast.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".cache" / "numba"))
+
+# The worked cases of docs/METRICS.md, kept in the repo so a clone stands alone.
+PUBLIC_CASES = Path(__file__).resolve().parent / "cases" / "public.jsonl"
+
+
+def load_public_cases() -> list[dict[str, Any]]:
+    """Every line of the worked cases; a missing file fails the run, never skips."""
+    if not PUBLIC_CASES.is_file():
+        raise FileNotFoundError(f"public metric cases not found at {PUBLIC_CASES.resolve()}")
+    lines = PUBLIC_CASES.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def public_cases() -> list[dict[str, Any]]:
+    return load_public_cases()
