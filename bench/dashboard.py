@@ -103,7 +103,7 @@ def deep_page(evaluation, query: dict, page: int, per_page: int) -> dict[str, st
     with OFFSET) and the cursor its Next link carries (the last keyword of the page
     before, in the table's order). `page` < 0 counts from the end (-2: the last-but-one
     page); a page past the end is the last-but-one."""
-    from metrics import dashboards
+    from metrics.reports import dashboards
 
     configs = dashboards.metric_configs(evaluation.pk)
     ids = list(dashboards.keyword_queryset(

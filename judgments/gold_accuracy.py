@@ -1,5 +1,5 @@
 """How well each grader and judge answers gold items: accuracy, mean
-absolute error and drift, read for the grader leaderboard (metrics.leaderboards), and the
+absolute error and drift, read for the grader leaderboard (metrics.reports.leaderboards), and the
 lead's notice when a grader falls below the bar.
 
 Whose answers count:

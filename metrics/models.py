@@ -138,7 +138,7 @@ class KeywordMetricValue(models.Model):
         ]
         # The per-keyword table sorted by a metric walks this, forwards or backwards (ties
         # in keyword order, reversed when descending), instead of sorting every keyword
-        # (metrics.dashboards.MetricOrder). No descending twin: it cost every value write.
+        # (metrics.reports.dashboards.MetricOrder). No descending twin: it cost every value write.
         indexes = [models.Index(fields=["metric", "value", "keyword"],
                                 name="kmv_metric_value_kw_idx")]
 
@@ -228,7 +228,7 @@ class RecomputeDue(models.Model):
 
 
 class RegressionVerdict(models.Model):
-    """A run against its baseline, per metric and overall (metrics.verdicts): stored for
+    """A run against its baseline, per metric and overall (metrics.reports.verdicts): stored for
     every finished evaluation of a team with a baseline, and for every gate call."""
 
     class Verdict(models.TextChoices):

@@ -1,9 +1,9 @@
 """Dashboards, comparisons, history and leaderboards: what a team lead opens every morning.
 
-Thin views: access function, form for the query string, selectors from metrics.dashboards,
-metrics.comparisons and metrics.leaderboards, charts from metrics.charts. Every page
-renders fully without JavaScript; the small script of the evaluation page only re-fetches
-its partials while grades arrive.
+Thin views: access function, form for the query string, the reads of metrics.reports
+(dashboards, comparisons, leaderboards) and its charts. Every page renders fully without
+JavaScript; the small script of the evaluation page only re-fetches its partials while
+grades arrive.
 """
 
 from collections.abc import Callable
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
 from judgments.gold_accuracy import DRIFT_WINDOW, GOLD_ACCURACY_THRESHOLD, GOLD_MIN_ANSWERS
-from metrics import charts, compare_many, comparisons, dashboards, leaderboards, services
+from metrics import services
 from metrics.forms import (
     BaselineForm,
     CompareForm,
@@ -28,7 +28,8 @@ from metrics.forms import (
     KeywordTableForm,
     LeaderboardForm,
 )
-from metrics.verdicts import (
+from metrics.reports import charts, compare_many, comparisons, dashboards, leaderboards
+from metrics.reports.verdicts import (
     ad_hoc_regression_verdicts,
     model_regressed_evaluation_ids,
     standing_regression_verdict,
@@ -223,7 +224,7 @@ def _unit_range(values: list[float | None]) -> dict:
 
 def regressed_evaluation_ids(*, model) -> set[int]:
     """The model's runs to mark as regressed on its history chart: those whose latest
-    regression verdict says so (metrics/verdicts.py)."""
+    regression verdict says so (metrics/reports/verdicts.py)."""
     return model_regressed_evaluation_ids(model_id=model.pk)
 
 

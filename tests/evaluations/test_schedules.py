@@ -311,7 +311,7 @@ def test_runs_beyond_keep_runs_are_archived_never_deleted(setup,
 
 def test_the_baseline_choice_picks_the_run_compared_with(setup,
                                                          django_capture_on_commit_callbacks):
-    from metrics.verdicts import schedule_run_baseline
+    from metrics.reports.verdicts import schedule_run_baseline
 
     with time_machine.travel(START, tick=False):
         schedule = make(setup, baseline=Schedule.Baseline.FIRST)

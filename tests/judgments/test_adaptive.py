@@ -292,7 +292,7 @@ def test_the_grading_api_opens_slots_as_the_page_does(personas):
 
 
 def test_the_dashboard_reads_kappa_over_the_results_with_three_grades_and_says_why(personas):
-    from metrics import dashboards
+    from metrics.reports import dashboards
 
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=5,
                                        strategy=ADAPTIVE_STRATEGY)

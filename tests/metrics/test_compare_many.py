@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluations.models import EvaluationMetric
-from metrics import compare_many
 from metrics.models import KeywordMetricValue, MetricMean, RegressionVerdict
+from metrics.reports import compare_many
 from metrics_engine.statistics import bootstrap_ci, holm_adjust, randomization_test
 from tests.metrics.builders import build_evaluation
 

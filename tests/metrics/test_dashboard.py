@@ -7,8 +7,9 @@ from django.urls import reverse
 
 from evaluations.models import Evaluation, Keyword
 from judgments.models import FeedbackSlot
-from metrics import dashboards, services
+from metrics import services
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.reports import dashboards
 from metrics_engine import statistics
 from searchtweak.access import GradeVisibility
 from tests.metrics.builders import build_evaluation
@@ -197,7 +198,7 @@ def test_the_dashboard_page_runs_the_same_queries_at_any_size(
     client.force_login(personas.lead)
     url = reverse("metrics:evaluation_dashboard", args=[evaluation.pk])
     # One of them reads whose grades the viewer may see (searchtweak.access.grade_visibility),
-    # two the standing regression verdict and the ad-hoc ones (metrics.verdicts).
+    # two the standing regression verdict and the ad-hoc ones (metrics.reports.verdicts).
     with django_assert_num_queries(17):
         response = client.get(url, {"sort": "text", "show": "ungraded"})
     assert response.status_code == 200

@@ -14,11 +14,12 @@ from django.urls import reverse
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot
-from metrics import charts, dashboards, queries, selectors
+from metrics import queries, selectors
 from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
 from metrics.recompute import aggregates
 from metrics.recompute.marks import keywords_version_bump
 from metrics.recompute.means import evaluation_means_refresh
+from metrics.reports import charts, dashboards
 from metrics.services import keyword_metrics_recompute
 from metrics.tasks import mark_fetched_dirty
 from metrics_engine import statistics

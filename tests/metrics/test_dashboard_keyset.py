@@ -1,4 +1,4 @@
-"""Keyset pages of the per-keyword table (metrics.dashboards.keyword_table with a cursor):
+"""Keyset pages of the per-keyword table (metrics.reports.dashboards.keyword_table with a cursor):
 walked forward by `after` and back by `before`, they give the full ORM order, ties, nulls
 and search included, and a page costs the same queries at any size."""
 
@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluations.models import Keyword
-from metrics import dashboards
 from metrics.models import KeywordMetricValue
 from metrics.recompute.means import evaluation_means_refresh
+from metrics.reports import dashboards
 from searchtweak.access import GradeVisibility
 from tests.conftest import skip_or_fail
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of

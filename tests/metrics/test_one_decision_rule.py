@@ -33,10 +33,10 @@ from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Keyword, Schedule, ScheduleRun
 from evaluations.selectors_schedules import schedule_runs, with_latest_verdicts
-from metrics import compare_many, comparisons, dashboards
 from metrics.models import RegressionVerdict, TeamBaseline
+from metrics.reports import compare_many, comparisons, dashboards
+from metrics.reports.verdicts import regression_verdict_on_finish, standing_regression_verdict
 from metrics.tasks import mark_fetched_dirty
-from metrics.verdicts import regression_verdict_on_finish, standing_regression_verdict
 from searchtweak.services import api_token_create
 from tests.evaluations.schedule_builders import schedule_of
 from tests.metrics.builders import build_evaluation, set_grades, slot

@@ -13,7 +13,8 @@ from django.db.models import QuerySet
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
-from metrics.dashboards import (
+from metrics.models import KeywordMetricValue, RegressionVerdict
+from metrics.reports.dashboards import (
     MetricKey,
     SnapshotDetail,
     metric_configs,
@@ -22,7 +23,6 @@ from metrics.dashboards import (
     snapshot_details,
     value_delta,
 )
-from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import stored_bounds_mean
 from metrics_engine import statistics
 from metrics_engine import verdicts as core_verdicts
@@ -240,7 +240,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         stored_bounds[metric_id][keyword_id] = core.KeywordBounds(lower, upper, exact)
     open_slots = _open_slot_positions(
         [keywords_a[t] for t in shared] + [keywords_b[t] for t in shared])
-    # The depth at which the verdict calls two rankings identical (metrics.verdicts).
+    # The depth at which the verdict calls two rankings identical (metrics.reports.verdicts).
     depth = max((pair[0].k for pair in pairs), default=10)
     if rbo_k is None:
         rbo_k = depth

@@ -1,6 +1,6 @@
 """Reads for the evaluation dashboard (metric cards, agreement, distribution, per-keyword
 table), the team dashboard and a search model's history; the metric identity helpers the
-comparison and leaderboard pages share (metrics.comparisons, metrics.leaderboards).
+comparison and leaderboard pages share (metrics.reports.comparisons, metrics.reports.leaderboards).
 
 Every number comes from stored values (KeywordMetricValue, EvaluationMetric.value,
 MetricHistoryPoint) or from metrics_engine statistics over them; SQL only counts and groups.

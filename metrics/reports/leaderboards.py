@@ -11,8 +11,8 @@ import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from judgments.gold_accuracy import NO_ANSWERS, GoldAccuracy, team_gold_accuracy
 from judgments.models import FeedbackSlot
-from metrics.dashboards import metric_key, metric_key_label, metric_key_slug
 from metrics.models import KeywordMetricValue
+from metrics.reports.dashboards import metric_key, metric_key_label, metric_key_slug
 from searchtweak.models import Membership, Team, User
 
 # --- leaderboards --------------------------------------------------------------------------

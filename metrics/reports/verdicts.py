@@ -25,8 +25,8 @@ from evaluations.models import (
     ScheduleRun,
     Snapshot,
 )
-from metrics.dashboards import metric_configs, metric_key, metric_label, team_baseline
 from metrics.models import KeywordMetricValue, RegressionVerdict
+from metrics.reports.dashboards import metric_configs, metric_key, metric_label, team_baseline
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.verdicts import RegressionOutcome, VerdictRule
 from searchtweak.models import User

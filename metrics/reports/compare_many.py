@@ -25,8 +25,8 @@ from django.core.exceptions import ValidationError
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
-from metrics.dashboards import MetricKey, metric_key, metric_label
 from metrics.models import KeywordMetricValue, RegressionVerdict
+from metrics.reports.dashboards import MetricKey, metric_key, metric_label
 from metrics.selectors import stored_bounds_mean
 from metrics_engine import multi_compare
 from metrics_engine import verdicts as core_verdicts
@@ -313,7 +313,7 @@ def _rule_outcomes(*, evaluations: list[Evaluation], ref_index: int,
                    bounds: dict[int, dict[int, core.KeywordBounds]],
                    ) -> list[tuple[RegressionOutcome, list[MetricKey]] | None]:
     """Each evaluation against the reference by `rule`, exactly as its verdict against the
-    reference would be (metrics.verdicts): every metric both configure, every keyword of
+    reference would be (metrics.reports.verdicts): every metric both configure, every keyword of
     each (coverage), the bounds over the keywords both have, identical rankings to the
     deepest k, the verdict's resamples. Cached under the configs' `updated_at`, which every
     recompute moves. Each outcome comes with its metrics' keys, in its order. `values` and
