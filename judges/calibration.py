@@ -42,8 +42,7 @@ from evaluations.models import Evaluation, Keyword, Snapshot
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from metrics.recompute.run import evaluation_scale, evaluation_transformers
-from metrics.reports.dashboards import metric_configs
-from metrics.selectors import keyword_pool_others
+from metrics.selectors import keyword_pool_others, metric_configs
 from metrics_engine.agreement import correlation_warning, grade_agreement, metric_agreement
 
 

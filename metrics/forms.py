@@ -3,7 +3,7 @@
 from django import forms
 
 from evaluations.models import EvaluationMetric
-from metrics.reports.dashboards import FILTERS
+from metrics.reports.keyword_table import FILTERS
 from searchtweak.integers import ID_MAX, bounded, form_integer
 
 

@@ -138,7 +138,8 @@ class KeywordMetricValue(models.Model):
         ]
         # The per-keyword table sorted by a metric walks this, forwards or backwards (ties
         # in keyword order, reversed when descending), instead of sorting every keyword
-        # (metrics.reports.dashboards.MetricOrder). No descending twin: it cost every value write.
+        # (metrics.reports.keyword_table.MetricOrder). No descending twin: it cost every
+        # value write.
         indexes = [models.Index(fields=["metric", "value", "keyword"],
                                 name="kmv_metric_value_kw_idx")]
 

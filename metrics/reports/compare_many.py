@@ -26,8 +26,7 @@ from django.core.exceptions import ValidationError
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics.models import KeywordMetricValue, RegressionVerdict
-from metrics.reports.dashboards import MetricKey, metric_key, metric_label
-from metrics.selectors import stored_bounds_mean
+from metrics.selectors import MetricKey, metric_key, metric_label, stored_bounds_mean
 from metrics_engine import multi_compare
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.multi_compare import MetricSummary, PairTest, ReferenceTest

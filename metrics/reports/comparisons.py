@@ -14,22 +14,24 @@ import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue, RegressionVerdict
-from metrics.reports.dashboards import (
+from metrics.reports.keyword_snapshots import SnapshotDetail, snapshot_details
+from metrics.selectors import (
     MetricKey,
-    SnapshotDetail,
     metric_configs,
     metric_key,
     metric_label,
-    snapshot_details,
-    value_delta,
+    stored_bounds_mean,
 )
-from metrics.selectors import stored_bounds_mean
 from metrics_engine import statistics
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from searchtweak.access import GradeVisibility
 
 SIGNIFICANCE = 0.05
+
+
+def value_delta(value: float | None, reference: float | None) -> float | None:
+    return None if value is None or reference is None else value - reference
 
 # --- comparing two evaluations -------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from judgments.gold_accuracy import NO_ANSWERS, GoldAccuracy, team_gold_accuracy
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue
-from metrics.reports.dashboards import metric_key, metric_key_label, metric_key_slug
+from metrics.selectors import metric_key, metric_key_label, metric_key_slug
 from searchtweak.models import Membership, Team, User
 
 # --- leaderboards --------------------------------------------------------------------------

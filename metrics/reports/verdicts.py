@@ -26,7 +26,7 @@ from evaluations.models import (
     Snapshot,
 )
 from metrics.models import KeywordMetricValue, RegressionVerdict
-from metrics.reports.dashboards import metric_configs, metric_key, metric_label, team_baseline
+from metrics.selectors import metric_configs, metric_key, metric_label, team_baseline
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.verdicts import RegressionOutcome, VerdictRule
 from searchtweak.models import User

@@ -34,7 +34,8 @@ from rest_framework.test import APIClient
 from evaluations.models import Evaluation, Keyword, Schedule, ScheduleRun
 from evaluations.selectors_schedules import schedule_runs, with_latest_verdicts
 from metrics.models import RegressionVerdict, TeamBaseline
-from metrics.reports import compare_many, comparisons, dashboards
+from metrics.reports import compare_many, comparisons
+from metrics.reports.cards import evaluation_reference, metric_cards
 from metrics.reports.verdicts import regression_verdict_on_finish, standing_regression_verdict
 from metrics.tasks import mark_fetched_dirty
 from searchtweak.services import api_token_create
@@ -140,9 +141,9 @@ def test_every_surface_says_regressed_by_the_bounds_with_one_delta(pair, persona
         "regressed", DELTA, 8)
 
     # The dashboard's card against the team baseline, and the verdict on the page.
-    reference = dashboards.evaluation_reference(evaluation=b)
+    reference = evaluation_reference(evaluation=b)
     assert reference.evaluation == a
-    card = dashboards.metric_cards(
+    card = metric_cards(
         evaluation=b, reference=reference,
         verdict=standing_regression_verdict(evaluation=b))[0]
     assert (card.verdict, card.delta, card.shared_count) == ("regressed", DELTA, 8)
