@@ -30,7 +30,7 @@ from metrics.forms import (
 )
 from metrics.reports import (
     charts,
-    compare_many,
+    compare_many_stats,
     comparisons,
     leaderboards,
     metric_history,
@@ -245,7 +245,7 @@ def regressed_evaluation_ids(*, model) -> set[int]:
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
     model = search_model_get_for_user(user=request.user, model_id=model_id)
     histories = metric_history.model_history(model=model)
-    intervals = compare_many.config_intervals(configs=[
+    intervals = compare_many_stats.config_intervals(configs=[
         config for history in histories for config in history.configs])
     regressed = regressed_evaluation_ids(model=model)
     rows = []
