@@ -29,7 +29,7 @@ PARTS: list[tuple[str, str, str]] = [
     ("guide", "guide/", "the user guide at /help/, from docs/guide (imports no app)"),
     ("judges", "judges/", "LLM judges: runs, calls, calibration, counts"),
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),
-    ("metrics", "metrics/", "stored values, recompute pipeline, dashboards, compare"),
+    ("metrics", "metrics/", "recompute pipeline, reports: dashboards, compare, verdicts"),
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
     ("evaluations", "evaluations/", "endpoints, models, evaluations, keywords, fetch, lifecycle"),
     ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
