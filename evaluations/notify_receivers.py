@@ -1,12 +1,12 @@
-"""What evaluations tell the notification service (searchtweak.notifications): an
+"""What evaluations tell the notification service (notifications.services): an
 evaluation finished. Connected in EvaluationsConfig.ready."""
 
 from django.urls import reverse
 
 from evaluations.events import EvaluationTransitioned, Transition
 from evaluations.models import Evaluation
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
+from notifications.models import Event
+from notifications.services import notify
 
 
 def on_evaluation_transitioned(sender: type, *, event: EvaluationTransitioned,
