@@ -28,9 +28,10 @@ from evaluations.services import query_set_create_from_evaluation, schedule_crea
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from judgments.views import ITEM_SLOT, item_token
-from searchtweak.models import Notification, Role, User
-from searchtweak.notification_delivery import unsubscribe_token
-from searchtweak.notifications import webhook_create
+from notifications.delivery import unsubscribe_token
+from notifications.models import Notification
+from notifications.services import webhook_create
+from searchtweak.models import Role, User
 from searchtweak.services import api_token_create, invitation_create
 from tests.browser_policy import PolicyWatch
 from tests.demo_seed import seeded_demo
