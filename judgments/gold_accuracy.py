@@ -19,9 +19,9 @@ from django.db.models import Q
 from django.urls import reverse
 
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
+from notifications.models import Event
+from notifications.services import notify
 from searchtweak.models import Role, User
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
 
 # The team's bar: below this accuracy over at least GOLD_MIN_ANSWERS answers a lead is told.
 GOLD_ACCURACY_THRESHOLD = 0.7

@@ -33,6 +33,7 @@ PARTS: list[tuple[str, str, str]] = [
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
     ("evaluations", "evaluations/", "endpoints, models, evaluations, keywords, fetch, lifecycle"),
     ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
+    ("notifications", "notifications/", "in-app notifications, mail, webhooks and deliveries"),
     ("searchtweak", "searchtweak/", "settings, teams and access, outbound policy, SQL helpers"),
 ]
 

@@ -31,7 +31,10 @@ from evaluations.models import (
     QuerySetVersion,
     SearchModel,
 )
-from evaluations.services.completion import evaluation_finish_if_complete
+from evaluations.services.completion import (
+    evaluation_finish_if_complete,
+    evaluation_finished_notify,
+)
 from evaluations.services.fetch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
@@ -577,6 +580,8 @@ def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
     evaluation.status = Evaluation.Status.FINISHED
     evaluation.finished_at = timezone.now()
     evaluation.save(update_fields=["status", "finished_at"])
+    evaluation_finished_notify(evaluation_id=evaluation.pk, team_id=evaluation.team_id,
+                               name=evaluation.name, by=by, at=evaluation.finished_at)
     _announce(evaluation, Transition.FINISHED, previous_status=previous_status, by=by,
               user=user, at=evaluation.finished_at)
     return evaluation

@@ -51,9 +51,9 @@ from evaluations.services.lifecycle import (
     evaluations_create_started,
 )
 from evaluations.services.query_sets import evaluation_create_from_query_set, version_keywords
+from notifications.models import Event
+from notifications.services import notify
 from searchtweak.models import Role, Team, User
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import metric_configs, metric_key, metric_label, team_baseline
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.verdicts import RegressionOutcome, VerdictRule
+from notifications.models import Event
+from notifications.services import notify
 from searchtweak.models import User
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from judgments.imports import ParsedJudgment
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
+from notifications.models import Event, Notification
 from searchtweak.models import Team, User
-from searchtweak.notification_models import Event, Notification
 from tests.demo_seed import seeded_demo
 from tests.evaluations.factories import EvaluationMetricFactory, fetchable_evaluation
 from tests.evaluations.schedule_ticks import tick

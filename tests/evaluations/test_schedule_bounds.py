@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from evaluations import services
 from evaluations.models import Evaluation, Schedule, ScheduleRun
 from evaluations.services import schedules as schedule_services
-from searchtweak.notification_models import Event, Notification
+from notifications.models import Event, Notification
 from tests.evaluations.schedule_builders import model_and_set, schedule_of
 
 pytestmark = pytest.mark.django_db

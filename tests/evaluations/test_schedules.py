@@ -17,7 +17,7 @@ from evaluations.models import Evaluation, Schedule, ScheduleRun
 from evaluations.services import schedules as schedule_services
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict, TeamBaseline
-from searchtweak.notification_models import Event, Notification
+from notifications.models import Event, Notification
 from tests.conftest import skip_or_fail
 from tests.evaluations.factories import ES_MAPPER, EndpointFactory, SearchModelFactory
 from tests.evaluations.servers import Reply, hits, running_server

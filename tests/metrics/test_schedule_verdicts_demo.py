@@ -26,9 +26,9 @@ from evaluations.models import (
 from metrics.management.commands.seed_demo_history import Command as DemoHistory
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
-from searchtweak import notifications
+from notifications import services as notification_services
+from notifications.models import Event, Notification, WebhookDelivery
 from searchtweak.models import Team, User
-from searchtweak.notification_models import Event, Notification, WebhookDelivery
 from tests.evaluations.servers import Reply, running_server
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
 
@@ -101,7 +101,7 @@ def test_a_schedule_regresses_on_the_worse_model_and_says_so_once_per_channel(
     mail.outbox.clear()
     with running_server() as receiver:
         receiver.handler = lambda request: Reply(status=200, body={"ok": True})
-        webhook, _ = notifications.webhook_create(team=team, created_by=lead,
+        webhook, _ = notification_services.webhook_create(team=team, created_by=lead,
                                                   url=f"{receiver.url}/hook",
                                                   events=[Event.RUN_REGRESSED])
         worse = run_at(1, capture)

@@ -16,7 +16,7 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics.reports.verdicts import regression_verdict_compute, regression_verdict_create
 from metrics_engine.verdicts import VerdictRule
-from searchtweak.notification_models import Notification
+from notifications.models import Notification
 from searchtweak.services import api_token_create
 from tests.metrics.builders import build_evaluation
 from tests.metrics_engine.exact_bootstrap import bootstrap_interval_atoms

@@ -1,9 +1,9 @@
 """The one notification service: `notify` announces an event of a team; each member who
 wants it gets it in the app and by mail (their choices, NotificationPreference, else the
 defaults), and each of the team's active webhooks that asked for the event gets a signed
-POST (searchtweak.notification_delivery).
+POST (notifications.delivery).
 
-Callers are the apps that know the events (evaluations.notify_receivers, judges.batches,
+Callers are the apps that know the events (the evaluations' finish, judges.batches,
 and the verdict and schedule code): they call `notify` inside or outside a transaction;
 nothing happens before it commits. The in-app rows are written at once (one insert); the
 mails and webhook attempts go to workers, so nothing waits on a mail server or receiver.
@@ -21,9 +21,9 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from searchtweak import access, notification_delivery, outbound, tasks
-from searchtweak.models import Membership, Role, Team, User, role_at_least
-from searchtweak.notification_models import (
+from notifications import delivery as notification_delivery
+from notifications import tasks
+from notifications.models import (
     Channel,
     Event,
     Notification,
@@ -32,6 +32,8 @@ from searchtweak.notification_models import (
     WebhookDelivery,
     enabled_by_default,
 )
+from searchtweak import access, outbound
+from searchtweak.models import Membership, Role, Team, User, role_at_least
 
 logger = logging.getLogger(__name__)
 

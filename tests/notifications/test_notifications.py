@@ -1,4 +1,4 @@
-"""Notifications (searchtweak.notifications): finishing an evaluation reaches each member on
+"""Notifications (notifications.services): finishing an evaluation reaches each member on
 the channels they chose; mail carries a working one-click unsubscribe; webhooks are signed,
 retried with backoff through the outbound policy and logged; the pages and the API."""
 
@@ -21,9 +21,9 @@ from rest_framework.test import APIClient
 from evaluations import services as evaluation_services
 from evaluations.events import By
 from judges import batches
-from searchtweak import notification_delivery, notifications
-from searchtweak.models import Role
-from searchtweak.notification_models import (
+from notifications import delivery as notification_delivery
+from notifications import services
+from notifications.models import (
     MAIL_BY_DEFAULT,
     Channel,
     Event,
@@ -32,6 +32,7 @@ from searchtweak.notification_models import (
     Webhook,
     WebhookDelivery,
 )
+from searchtweak.models import Role
 from tests.evaluations.servers import Reply, running_server
 from tests.judges.run_builders import judge_of, run_of
 from tests.judgments.builders import evaluation_with_slots
@@ -68,10 +69,10 @@ def test_finishing_an_evaluation_notifies_each_member_who_wants_it(
     team, people = team_people
     evaluation = evaluation_with_slots(team, keywords=1, positions=1, name="Shoes v2")
     # The grader wants no mail of it, the lead nothing in the app.
-    notifications.preference_set(user_id=people[Role.GRADER].pk,
+    services.preference_set(user_id=people[Role.GRADER].pk,
                                  event=Event.EVALUATION_FINISHED, channel=Channel.MAIL,
                                  enabled=False)
-    notifications.preference_set(user_id=people[Role.LEAD].pk,
+    services.preference_set(user_id=people[Role.LEAD].pk,
                                  event=Event.EVALUATION_FINISHED, channel=Channel.IN_APP,
                                  enabled=False)
     mail.outbox.clear()
@@ -100,7 +101,7 @@ def test_a_judge_service_account_gets_nothing(team_people, django_capture_on_com
 def test_a_rolled_back_change_notifies_nobody(team_people, django_capture_on_commit_callbacks):
     team, _ = team_people
     with django_capture_on_commit_callbacks(execute=False):
-        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG fell")
+        services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG fell")
     assert Notification.objects.count() == 0
 
 
@@ -128,7 +129,7 @@ def test_the_mail_unsubscribe_link_works_without_login(team_people, client,
     team, _ = team_people
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG@10 fell",
+        services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG@10 fell",
                              url="/compare/")
     owner_mail = next(m for m in mail.outbox if m.to == ["owner@example.test"])
     link = re.search(r"one click: (\S+)", owner_mail.body).group(1)
@@ -151,7 +152,7 @@ def test_the_mail_unsubscribe_link_works_without_login(team_people, client,
 
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="again")
+        services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="again")
     assert sorted(m.to[0] for m in mail.outbox) == [
         "admin@example.test", "grader@example.test", "lead@example.test"]
 
@@ -162,7 +163,7 @@ def test_a_tampered_unsubscribe_token_is_refused(team_people, client):
                                                     event=Event.RUN_REGRESSED)
     tampered = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
     for method in (client.get, client.post):
-        answer = method(reverse("notification_unsubscribe", args=[tampered]))
+        answer = method(reverse("notifications:notification_unsubscribe", args=[tampered]))
         assert answer.status_code == 400
         assert "not valid" in answer.content.decode()
     assert not NotificationPreference.objects.exists()
@@ -172,7 +173,7 @@ def test_improved_runs_are_not_mailed_by_default(team_people, django_capture_on_
     team, _ = team_people
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        notifications.notify(team_id=team.pk, event=Event.RUN_IMPROVED, text="better")
+        services.notify(team_id=team.pk, event=Event.RUN_IMPROVED, text="better")
     assert mail.outbox == []
     assert Notification.objects.count() == 4
 
@@ -181,11 +182,11 @@ def test_with_mail_turned_off_nothing_is_mailed_and_the_app_still_tells_them(
         team_people, django_capture_on_commit_callbacks):
     team, people = team_people
     for user in people.values():
-        notifications.preference_set(user_id=user.pk, event=Event.RUN_REGRESSED,
+        services.preference_set(user_id=user.pk, event=Event.RUN_REGRESSED,
                                      channel=Channel.MAIL, enabled=False)
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG fell")
+        services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="nDCG fell")
     assert mail.outbox == []
     assert sorted(Notification.objects.values_list("user__username", "text")) == [
         ("admin", "nDCG fell"), ("grader", "nDCG fell"), ("lead", "nDCG fell"),
@@ -195,7 +196,7 @@ def test_with_mail_turned_off_nothing_is_mailed_and_the_app_still_tells_them(
 def test_a_mail_queued_before_the_user_turned_mail_off_is_not_sent(team_people):
     _, people = team_people
     owner = people[Role.OWNER]
-    notifications.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
+    services.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
                                  channel=Channel.MAIL, enabled=False)
     mail.outbox.clear()
     assert notification_delivery.notification_mail_send(
@@ -208,11 +209,11 @@ def test_turning_off_one_event_leaves_the_other_events_on(team_people,
     team, people = team_people
     owner = people[Role.OWNER]
     for channel in Channel.values:
-        notifications.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
+        services.preference_set(user_id=owner.pk, event=Event.RUN_REGRESSED,
                                      channel=channel, enabled=False)
     mail.outbox.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        notifications.notify(team_id=team.pk, event=Event.SCHEDULE_PAUSED, text="paused")
+        services.notify(team_id=team.pk, event=Event.SCHEDULE_PAUSED, text="paused")
     assert sorted(m.to[0] for m in mail.outbox) == [
         "admin@example.test", "grader@example.test", "lead@example.test", "owner@example.test"]
     assert Notification.objects.filter(user=owner, event=Event.SCHEDULE_PAUSED).count() == 1
@@ -225,7 +226,7 @@ def test_turning_off_one_event_leaves_the_other_events_on(team_people,
 # --- webhooks -----------------------------------------------------------------------------------
 
 def _webhook(team, url, events=(Event.EVALUATION_FINISHED,)):
-    return notifications.webhook_create(team=team, created_by=None, url=url,
+    return services.webhook_create(team=team, created_by=None, url=url,
                                         events=list(events))
 
 
@@ -269,7 +270,7 @@ def test_a_receiver_that_is_down_fails_after_the_retry_limit(
     webhook, _ = _webhook(team, url, events=[Event.RUN_REGRESSED])
     started = time.monotonic()
     with django_capture_on_commit_callbacks(execute=True):
-        notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="fell")
+        services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="fell")
     assert time.monotonic() - started < 5
     delivery = WebhookDelivery.objects.get(webhook=webhook)
     assert (delivery.status, delivery.attempt_count, delivery.status_code) == ("failed", 3, None)
@@ -283,7 +284,7 @@ def test_a_receiver_that_refuses_is_not_retried(team_people, fast_retries,
         server.handler = lambda request: Reply(status=404, body={})
         webhook, _ = _webhook(team, f"{server.url}/gone", events=[Event.RUN_REGRESSED])
         with django_capture_on_commit_callbacks(execute=True):
-            notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="fell")
+            services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="fell")
     delivery = WebhookDelivery.objects.get(webhook=webhook)
     assert (delivery.status, delivery.attempt_count, delivery.status_code, delivery.error) == (
         "failed", 1, 404, "the receiver answered 404")
@@ -297,9 +298,9 @@ def test_only_webhooks_that_asked_for_the_event_get_it(team_people, fast_retries
         wanted, _ = _webhook(team, f"{server.url}/a", events=[Event.RUN_REGRESSED])
         _webhook(team, f"{server.url}/b", events=[Event.RUN_IMPROVED])
         inactive, _ = _webhook(team, f"{server.url}/c", events=[Event.RUN_REGRESSED])
-        notifications.webhook_update(webhook=inactive, active=False)
+        services.webhook_update(webhook=inactive, active=False)
         with django_capture_on_commit_callbacks(execute=True):
-            notifications.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="fell")
+            services.notify(team_id=team.pk, event=Event.RUN_REGRESSED, text="fell")
     assert [request.path for request in server.received] == ["/a"]
     assert list(WebhookDelivery.objects.values_list("webhook_id", "status")) == [
         (wanted.pk, "sent")]
@@ -411,7 +412,7 @@ def test_a_denied_url_is_refused_on_the_form_and_the_api(team_people, settings, 
     settings.OUTBOUND_DENY_NETWORKS = list(settings.OUTBOUND_PRODUCTION_DENY_NETWORKS)
     team, people = team_people
     client.force_login(people[Role.ADMIN])
-    page = client.post(reverse("team_webhooks", args=[team.pk]),
+    page = client.post(reverse("notifications:team_webhooks", args=[team.pk]),
                        {"url": url, "events": [Event.RUN_REGRESSED]})
     assert page.status_code == 400
     assert "The outbound policy refuses this address" in \
@@ -439,7 +440,7 @@ def test_a_host_name_is_judged_by_the_addresses_it_resolves_to(team_people, sett
         _webhook(team, "http://localhost:9/other")
     assert created.value.message_dict == {"url": [refusal]}
     with pytest.raises(ValidationError) as updated:
-        notifications.webhook_update(webhook=webhook, url="http://localhost:8/hook")
+        services.webhook_update(webhook=webhook, url="http://localhost:8/hook")
     assert updated.value.message_dict == {"url": [refusal]}
     assert list(Webhook.objects.values_list("url", flat=True)) == ["http://localhost:9/hook"]
 
@@ -450,20 +451,20 @@ def test_the_webhooks_page_shows_the_secret_once_and_sends_a_test(
     client.force_login(people[Role.ADMIN])
     with running_server() as server:
         server.handler = lambda request: Reply(status=204, body=b"")
-        answer = client.post(reverse("team_webhooks", args=[team.pk]),
+        answer = client.post(reverse("notifications:team_webhooks", args=[team.pk]),
                              {"url": f"{server.url}/hook", "events": ["run_regressed"]})
         assert answer.status_code == 302
         webhook = Webhook.objects.get()
-        shown = client.get(reverse("team_webhooks", args=[team.pk])).content.decode()
+        shown = client.get(reverse("notifications:team_webhooks", args=[team.pk])).content.decode()
         secret = re.search(r'data-testid="webhook-secret">([^<]+)<', shown).group(1)
         assert notification_delivery.secret_decrypt(webhook.secret_encrypted) == secret
-        again = client.get(reverse("team_webhooks", args=[team.pk])).content.decode()
+        again = client.get(reverse("notifications:team_webhooks", args=[team.pk])).content.decode()
         assert secret not in again
         with django_capture_on_commit_callbacks(execute=True):
-            sent = client.post(reverse("webhook_test", args=[webhook.pk]))
+            sent = client.post(reverse("notifications:webhook_test", args=[webhook.pk]))
         assert sent.status_code == 302
     assert [json.loads(r.body)["event"] for r in server.received] == ["test"]
-    log = client.get(reverse("webhook_detail", args=[webhook.pk])).content.decode()
+    log = client.get(reverse("notifications:webhook_detail", args=[webhook.pk])).content.decode()
     assert 'data-testid="delivery-status">Sent<' in log
     assert "204" in log
 
@@ -497,8 +498,10 @@ def test_webhooks_are_for_admins_graders_403_outsiders_404(team_people, client):
     for user, expected in ((people[Role.GRADER], 403), (people[Role.LEAD], 403),
                            (outsider, 404)):
         client.force_login(user)
-        assert client.get(reverse("team_webhooks", args=[team.pk])).status_code == expected
-        assert client.get(reverse("webhook_detail", args=[webhook.pk])).status_code == expected
+        assert client.get(reverse("notifications:team_webhooks",
+                                  args=[team.pk])).status_code == expected
+        assert client.get(reverse("notifications:webhook_detail",
+                                  args=[webhook.pk])).status_code == expected
         api = APIClient()
         api.force_authenticate(user)
         assert api.get(f"/api/v1/webhooks/{webhook.pk}/").status_code == expected
@@ -519,7 +522,7 @@ def test_the_bell_counts_unread_and_pages_do_not_query_for_it(team_people, clien
     _notes(owner, team, 3)
     _notes(people[Role.GRADER], team, 2)
     client.force_login(owner)
-    bell = client.get(reverse("notification_bell")).content.decode()
+    bell = client.get(reverse("notifications:notification_bell")).content.decode()
     assert 'data-testid="bell-count">3<' in bell
     home = client.get(reverse("home")).content.decode()
     assert 'data-bell-url="/notifications/bell/"' in home
@@ -532,15 +535,17 @@ def test_mark_one_read_and_all_read(team_people, client):
     first, *_ = _notes(owner, team, 3)
     others = _notes(people[Role.GRADER], team, 1)
     client.force_login(owner)
-    assert client.post(reverse("notification_read", args=[first.pk])).status_code == 302
-    assert notifications.unread_count(user=owner) == 2
+    read = reverse("notifications:notification_read", args=[first.pk])
+    assert client.post(read).status_code == 302
+    assert services.unread_count(user=owner) == 2
     # Someone else's is a 404 and stays unread.
-    assert client.post(reverse("notification_read", args=[others[0].pk])).status_code == 404
-    assert client.get(reverse("notification_read", args=[first.pk])).status_code == 405
-    client.post(reverse("notification_read_all"))
-    assert notifications.unread_count(user=owner) == 0
-    assert notifications.unread_count(user=people[Role.GRADER]) == 1
-    listed = client.get(reverse("notification_list")).content.decode()
+    assert client.post(reverse("notifications:notification_read",
+                               args=[others[0].pk])).status_code == 404
+    assert client.get(read).status_code == 405
+    client.post(reverse("notifications:notification_read_all"))
+    assert services.unread_count(user=owner) == 0
+    assert services.unread_count(user=people[Role.GRADER]) == 1
+    listed = client.get(reverse("notifications:notification_list")).content.decode()
     assert listed.count('data-testid="notification"') == 3
 
 
@@ -562,11 +567,11 @@ def test_the_preferences_page_saves_every_box(team_people, client):
     _, people = team_people
     owner = people[Role.OWNER]
     client.force_login(owner)
-    page = client.get(reverse("notification_preferences")).content.decode()
+    page = client.get(reverse("notifications:notification_preferences")).content.decode()
     assert page.count('type="checkbox"') == len(Event.values) * len(Channel.values)
     assert page.count(" checked") == len(Event.values) + len(MAIL_BY_DEFAULT)  # in-app all
-    client.post(reverse("notification_preferences"),
+    client.post(reverse("notifications:notification_preferences"),
                 {"run_improved:mail": "1", "evaluation_finished:in_app": "1"})
-    chosen = notifications.preferences_of_user(user=owner)
+    chosen = services.preferences_of_user(user=owner)
     assert [key for key, on in chosen.items() if on] == [
         ("evaluation_finished", "in_app"), ("run_improved", "mail")]

@@ -1,6 +1,6 @@
 """How a notification leaves the app: a webhook delivery's attempts and a user's mail.
 
-Both run in a worker (searchtweak.tasks), or on a background thread without a broker, so
+Both run in a worker (notifications.tasks), or on a background thread without a broker, so
 a slow or broken receiver or mail server never holds up the process that announced the
 event. A webhook body is JSON with a `text` field (what Slack and Mattermost incoming
 webhooks show) and its `timestamp`, the time of the attempt that sends it;
@@ -33,9 +33,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from searchtweak import outbound
-from searchtweak.models import User
-from searchtweak.notification_models import (
+from notifications.models import (
     Channel,
     Event,
     NotificationPreference,
@@ -43,6 +41,8 @@ from searchtweak.notification_models import (
     WebhookDelivery,
     enabled_by_default,
 )
+from searchtweak import outbound
+from searchtweak.models import User
 from searchtweak.outbound_sending import TRANSIENT_ERRORS, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # --- the secret ------------------------------------------------------------------------------
 
 def _fernet() -> Fernet:
-    # As evaluations.crypto derives its keys (which searchtweak may not import): from
+    # As evaluations.crypto derives its keys (which this app may not import): from
     # SECRET_KEY, with a purpose of its own.
     digest = hashlib.sha256(b"searchtweak.webhook-secrets:" + settings.SECRET_KEY.encode())
     return Fernet(base64.urlsafe_b64encode(digest.digest()))
@@ -274,15 +274,16 @@ def notification_mail_send(*, user_id: int, event: str, text: str, url: str = ""
     if user is None or not user.email or not wants(user_id=user_id, event=event,
                                                    channel=Channel.MAIL):
         return False
-    unsubscribe = absolute_url(reverse("notification_unsubscribe", kwargs={
+    unsubscribe = absolute_url(reverse("notifications:notification_unsubscribe", kwargs={
         "token": unsubscribe_token(user_id=user_id, event=event)}))
+    preferences = absolute_url(reverse("notifications:notification_preferences"))
     lines = [text]
     if url:
         lines += ["", absolute_url(url)]
     lines += ["", "--",
               f"You get this because of your choice for “{Event(event).label}”.",
               f"Stop these e-mails with one click: {unsubscribe}",
-              f"Choose what you receive: {absolute_url(reverse('notification_preferences'))}"]
+              f"Choose what you receive: {preferences}"]
     message = EmailMessage(
         subject=f"[SearchTweak] {text}"[:200], body="\n".join(lines), to=[user.email],
         headers={"List-Unsubscribe": f"<{unsubscribe}>",

@@ -1,11 +1,11 @@
-"""The notification pages and API (searchtweak.urls includes both lists)."""
+"""The notification pages (searchtweak.urls includes them)."""
 
 from django.urls import path
 
-from searchtweak import api_notifications as api
-from searchtweak import views_notifications as views
+from notifications import views
 
-pages = [
+app_name = "notifications"
+urlpatterns = [
     path("notifications/", views.notification_list, name="notification_list"),
     path("notifications/bell/", views.bell, name="notification_bell"),
     path("notifications/read-all/", views.notification_read_all,
@@ -20,16 +20,4 @@ pages = [
     path("webhooks/<int:webhook_id>/", views.webhook_detail, name="webhook_detail"),
     path("webhooks/<int:webhook_id>/test/", views.webhook_test, name="webhook_test"),
     path("webhooks/<int:webhook_id>/delete/", views.webhook_delete, name="webhook_delete"),
-]
-
-api_v1 = [
-    path("notifications/", api.NotificationListApi.as_view(), name="notifications"),
-    path("notifications/read-all/", api.NotificationReadAllApi.as_view(),
-         name="notifications_read_all"),
-    path("notifications/<int:notification_id>/read/", api.NotificationReadApi.as_view(),
-         name="notification_read"),
-    path("teams/<int:team_id>/webhooks/", api.TeamWebhooksApi.as_view(),
-         name="team_webhooks"),
-    path("webhooks/<int:webhook_id>/", api.WebhookDetailApi.as_view(), name="webhook"),
-    path("webhooks/<int:webhook_id>/test/", api.WebhookTestApi.as_view(), name="webhook_test"),
 ]

@@ -13,9 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from searchtweak import notification_delivery, notifications, tasks
+from notifications import delivery as notification_delivery
+from notifications import services, tasks
+from notifications.models import Event, Webhook, WebhookDelivery
 from searchtweak.models import Role
-from searchtweak.notification_models import Event, Webhook, WebhookDelivery
 from tests.conftest import skip_or_fail
 from tests.evaluations.servers import Reply, running_server
 from tests.searchtweak.factories import TeamFactory, member
@@ -41,7 +42,7 @@ def test_a_url_the_http_client_cannot_parse_is_refused_on_the_form_and_the_api(
         team_admin, client):
     team, admin = team_admin
     client.force_login(admin)
-    page = client.post(reverse("team_webhooks", args=[team.pk]),
+    page = client.post(reverse("notifications:team_webhooks", args=[team.pk]),
                        {"url": OCTAL_HOST, "events": [Event.RUN_REGRESSED]})
     assert page.status_code == 400
     assert page.context["form"].errors["url"] == [
@@ -52,7 +53,7 @@ def test_a_url_the_http_client_cannot_parse_is_refused_on_the_form_and_the_api(
                       {"url": OCTAL_HOST, "events": ["run_regressed"]}, format="json")
     assert answer.status_code == 400
     assert "Invalid IPv4 address" in json.dumps(answer.json()["url"])
-    webhook, _ = notifications.webhook_create(team=team, created_by=admin,
+    webhook, _ = services.webhook_create(team=team, created_by=admin,
                                               url="http://127.0.0.1:9/hook",
                                               events=["run_regressed"])
     changed = api.patch(f"/api/v1/webhooks/{webhook.pk}/", {"url": OCTAL_HOST}, format="json")
@@ -74,7 +75,7 @@ def test_a_stored_url_the_client_cannot_parse_fails_its_delivery_at_once(team_ad
 
 
 def _webhook_to(server, team):
-    webhook, _ = notifications.webhook_create(
+    webhook, _ = services.webhook_create(
         team=team, created_by=None, url=f"{server.url}/hook", events=["run_regressed"])
     return webhook
 
@@ -150,7 +151,7 @@ def test_a_lost_message_is_sent_by_the_sweep_once_overdue(team_admin, settings):
 def test_a_last_attempt_whose_worker_died_ends_the_delivery_as_failed(team_admin, settings):
     team, _ = team_admin
     settings.WEBHOOK_MAX_ATTEMPTS = 2
-    webhook, _ = notifications.webhook_create(team=team, created_by=None,
+    webhook, _ = services.webhook_create(team=team, created_by=None,
                                               url="http://127.0.0.1:9/hook",
                                               events=["run_regressed"])
     started = timezone.now()
@@ -167,7 +168,7 @@ def test_a_last_attempt_whose_worker_died_ends_the_delivery_as_failed(team_admin
 def test_a_new_webhooks_secret_is_not_kept_in_the_session_row(team_admin, client):
     team, admin = team_admin
     client.force_login(admin)
-    answer = client.post(reverse("team_webhooks", args=[team.pk]),
+    answer = client.post(reverse("notifications:team_webhooks", args=[team.pk]),
                          {"url": "http://127.0.0.1:9/hook", "events": ["run_regressed"]})
     assert answer.status_code == 302
     webhook = Webhook.objects.get()
@@ -175,9 +176,10 @@ def test_a_new_webhooks_secret_is_not_kept_in_the_session_row(team_admin, client
     stored = Session.objects.get(session_key=client.session.session_key)
     assert secret not in json.dumps(stored.get_decoded())
     assert secret not in stored.session_data
-    shown = client.get(reverse("team_webhooks", args=[team.pk])).content.decode()
+    shown = client.get(reverse("notifications:team_webhooks", args=[team.pk])).content.decode()
     assert f'data-testid="webhook-secret">{secret}<' in shown
-    assert secret not in client.get(reverse("team_webhooks", args=[team.pk])).content.decode()
+    assert secret not in client.get(reverse("notifications:team_webhooks",
+                                            args=[team.pk])).content.decode()
 
 
 @pytest.mark.worker

@@ -12,9 +12,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from searchtweak import notifications
+from notifications import services
+from notifications.models import Channel, Event
 from searchtweak.forms import add_service_errors
-from searchtweak.notification_models import Channel, Event
 
 PAGE_SIZE = 25
 
@@ -22,33 +22,33 @@ PAGE_SIZE = 25
 @require_GET
 @login_required
 def bell(request: HttpRequest) -> HttpResponse:
-    return render(request, "searchtweak/notifications/_bell.html",
-                  {"unread_count": notifications.unread_count(user=request.user)})
+    return render(request, "notifications/_bell.html",
+                  {"unread_count": services.unread_count(user=request.user)})
 
 
 @require_GET
 @login_required
 def notification_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(notifications.notifications_of_user(user=request.user),
+    page = Paginator(services.notifications_of_user(user=request.user),
                      PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "searchtweak/notifications/list.html", {"page": page})
+    return render(request, "notifications/list.html", {"page": page})
 
 
 @require_POST
 @login_required
 def notification_read(request: HttpRequest, notification_id: int) -> HttpResponse:
-    notification = notifications.notification_get_for_user(
+    notification = services.notification_get_for_user(
         user=request.user, notification_id=notification_id)
-    notifications.notification_mark_read(notification=notification)
-    return redirect("notification_list")
+    services.notification_mark_read(notification=notification)
+    return redirect("notifications:notification_list")
 
 
 @require_POST
 @login_required
 def notification_read_all(request: HttpRequest) -> HttpResponse:
-    count = notifications.notifications_mark_all_read(user=request.user)
+    count = services.notifications_mark_all_read(user=request.user)
     messages.success(request, f"{count} marked read.")
-    return redirect("notification_list")
+    return redirect("notifications:notification_list")
 
 
 @require_http_methods(["GET", "POST"])
@@ -58,16 +58,16 @@ def notification_preferences(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         enabled = {(event, channel) for event in Event.values for channel in Channel.values
                    if request.POST.get(f"{event}:{channel}")}
-        notifications.preferences_save(user=request.user, enabled=enabled)
+        services.preferences_save(user=request.user, enabled=enabled)
         messages.success(request, "Your notification choices were saved.")
-        return redirect("notification_preferences")
-    chosen = notifications.preferences_of_user(user=request.user)
+        return redirect("notifications:notification_preferences")
+    chosen = services.preferences_of_user(user=request.user)
     rows = [{"event": event, "label": label,
              "cells": [{"name": f"{event}:{channel}", "channel": channel_label,
                         "checked": chosen[(event, channel)]}
                        for channel, channel_label in Channel.choices]}
             for event, label in Event.choices]
-    return render(request, "searchtweak/notifications/preferences.html",
+    return render(request, "notifications/preferences.html",
                   {"rows": rows, "channels": Channel.labels})
 
 
@@ -76,16 +76,16 @@ def notification_preferences(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_http_methods(["GET", "POST"])
 def notification_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
-    target = notifications.unsubscribe_target(token=token)
+    target = services.unsubscribe_target(token=token)
     if target is None:
-        return render(request, "searchtweak/notifications/unsubscribe.html",
+        return render(request, "notifications/unsubscribe.html",
                       {"invalid": True}, status=400)
     user, event = target
     done = False
     if request.method == "POST":
-        notifications.unsubscribe(token=token)
+        services.unsubscribe(token=token)
         done = True
-    return render(request, "searchtweak/notifications/unsubscribe.html", {
+    return render(request, "notifications/unsubscribe.html", {
         "token": token, "event_label": Event(event).label, "done": done,
         "username": user.username})
 
@@ -110,21 +110,21 @@ def team_webhooks(request: HttpRequest, team_id: int) -> HttpResponse:
     after creation. The session keeps only the new webhook's id for that one GET, never
     the secret (a session row is readable by whoever reads the database): the page reads
     it from the webhook's encrypted column."""
-    team = notifications.team_for_webhooks(user=request.user, team_id=team_id)
+    team = services.team_for_webhooks(user=request.user, team_id=team_id)
     form = WebhookForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            webhook, _ = notifications.webhook_create(
+            webhook, _ = services.webhook_create(
                 team=team, created_by=request.user, **form.cleaned_data)
         except ValidationError as error:
             add_service_errors(form, error)
         else:
             request.session[_NEW_SECRET_KEY] = webhook.pk
-            return redirect("team_webhooks", team_id=team.pk)
+            return redirect("notifications:team_webhooks", team_id=team.pk)
     new_id = request.session.pop(_NEW_SECRET_KEY, None)
-    return render(request, "searchtweak/notifications/webhooks.html", {
-        "team": team, "form": form, "webhooks": notifications.webhooks_of_team(team=team),
-        "new_secret": notifications.webhook_new_secret(team=team, webhook_id=new_id)
+    return render(request, "notifications/webhooks.html", {
+        "team": team, "form": form, "webhooks": services.webhooks_of_team(team=team),
+        "new_secret": services.webhook_new_secret(team=team, webhook_id=new_id)
         if isinstance(new_id, int) else None,
     }, status=400 if form.errors else 200)
 
@@ -132,25 +132,25 @@ def team_webhooks(request: HttpRequest, team_id: int) -> HttpResponse:
 @require_GET
 @login_required
 def webhook_detail(request: HttpRequest, webhook_id: int) -> HttpResponse:
-    webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
-    return render(request, "searchtweak/notifications/webhook_detail.html", {
-        "webhook": webhook, "deliveries": notifications.webhook_deliveries(webhook=webhook)})
+    webhook = services.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
+    return render(request, "notifications/webhook_detail.html", {
+        "webhook": webhook, "deliveries": services.webhook_deliveries(webhook=webhook)})
 
 
 @require_POST
 @login_required
 def webhook_test(request: HttpRequest, webhook_id: int) -> HttpResponse:
-    webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
-    notifications.webhook_test_send(webhook=webhook, user=request.user)
+    webhook = services.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
+    services.webhook_test_send(webhook=webhook, user=request.user)
     messages.success(request, "A test was sent; its delivery shows below.")
-    return redirect("webhook_detail", webhook_id=webhook.pk)
+    return redirect("notifications:webhook_detail", webhook_id=webhook.pk)
 
 
 @require_POST
 @login_required
 def webhook_delete(request: HttpRequest, webhook_id: int) -> HttpResponse:
-    webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
+    webhook = services.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
     team_id = webhook.team_id
-    notifications.webhook_delete(webhook=webhook)
+    services.webhook_delete(webhook=webhook)
     messages.success(request, "The webhook was deleted.")
-    return redirect("team_webhooks", team_id=team_id)
+    return redirect("notifications:team_webhooks", team_id=team_id)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from searchtweak.notification_models import Notification, Webhook
+from notifications.models import Notification, Webhook
 from tests.evaluations.servers import Reply, running_server
 from tests.searchtweak.factories import PASSWORD
 

@@ -8,9 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from searchtweak import notifications
+from notifications import services
+from notifications.models import Event, Webhook, WebhookDelivery
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
-from searchtweak.notification_models import Event, Webhook, WebhookDelivery
 
 
 class NotificationSerializer(serializers.Serializer):
@@ -31,7 +31,7 @@ class NotificationListApi(APIView):
                    parameters=[OpenApiParameter("unread", bool, description="Only unread ones.")],
                    operation_id="notifications_list")
     def get(self, request: Request) -> Response:
-        rows = notifications.notifications_of_user(user=request.user)
+        rows = services.notifications_of_user(user=request.user)
         if request.query_params.get("unread") in ("1", "true"):
             rows = rows.filter(read_at=None)
         return paginated_response(self, request, rows, lambda page: NotificationSerializer(
@@ -42,9 +42,9 @@ class NotificationReadApi(APIView):
     @extend_schema(request=None, responses=NotificationSerializer,
                    operation_id="notifications_read")
     def post(self, request: Request, notification_id: int) -> Response:
-        notification = notifications.notification_get_for_user(
+        notification = services.notification_get_for_user(
             user=request.user, notification_id=notification_id)
-        notification = notifications.notification_mark_read(notification=notification)
+        notification = services.notification_mark_read(notification=notification)
         return Response(NotificationSerializer(notification).data)
 
 
@@ -55,7 +55,7 @@ class NotificationReadAllApi(APIView):
     @extend_schema(request=None, responses=OutputSerializer,
                    operation_id="notifications_read_all")
     def post(self, request: Request) -> Response:
-        count = notifications.notifications_mark_all_read(user=request.user)
+        count = services.notifications_mark_all_read(user=request.user)
         return Response(self.OutputSerializer({"marked": count}).data)
 
 
@@ -96,18 +96,18 @@ class TeamWebhooksApi(APIView):
 
     @extend_schema(responses=WebhookSerializer(many=True), operation_id="teams_webhooks_list")
     def get(self, request: Request, team_id: int) -> Response:
-        team = notifications.team_for_webhooks(user=request.user, team_id=team_id)
-        return Response(WebhookSerializer(notifications.webhooks_of_team(team=team),
+        team = services.team_for_webhooks(user=request.user, team_id=team_id)
+        return Response(WebhookSerializer(services.webhooks_of_team(team=team),
                                           many=True).data)
 
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer},
                    operation_id="teams_webhooks_create")
     def post(self, request: Request, team_id: int) -> Response:
-        team = notifications.team_for_webhooks(user=request.user, team_id=team_id)
+        team = services.team_for_webhooks(user=request.user, team_id=team_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        webhook, secret = notifications.webhook_create(team=team, created_by=request.user,
-                                                       **serializer.validated_data)
+        webhook, secret = services.webhook_create(team=team, created_by=request.user,
+                                                  **serializer.validated_data)
         webhook.secret = secret
         return Response(self.CreatedSerializer(webhook).data, status=status.HTTP_201_CREATED)
 
@@ -123,28 +123,28 @@ class WebhookDetailApi(APIView):
         active = serializers.BooleanField(required=False)
 
     def _answer(self, webhook: Webhook) -> Response:
-        webhook.deliveries_shown = notifications.webhook_deliveries(webhook=webhook)
+        webhook.deliveries_shown = services.webhook_deliveries(webhook=webhook)
         data = self.OutputSerializer(webhook).data
         return Response(data)
 
     @extend_schema(responses=OutputSerializer, operation_id="webhooks_retrieve")
     def get(self, request: Request, webhook_id: int) -> Response:
-        return self._answer(notifications.webhook_get_for_user(user=request.user,
-                                                               webhook_id=webhook_id))
+        return self._answer(services.webhook_get_for_user(user=request.user,
+                                                          webhook_id=webhook_id))
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer,
                    operation_id="webhooks_partial_update")
     def patch(self, request: Request, webhook_id: int) -> Response:
-        webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
+        webhook = services.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        webhook = notifications.webhook_update(webhook=webhook, **serializer.validated_data)
+        webhook = services.webhook_update(webhook=webhook, **serializer.validated_data)
         return self._answer(webhook)
 
     @extend_schema(responses={204: None}, operation_id="webhooks_destroy")
     def delete(self, request: Request, webhook_id: int) -> Response:
-        webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
-        notifications.webhook_delete(webhook=webhook)
+        webhook = services.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
+        services.webhook_delete(webhook=webhook)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -152,7 +152,7 @@ class WebhookTestApi(APIView):
     @extend_schema(request=None, responses={202: WebhookDeliverySerializer},
                    operation_id="webhooks_test")
     def post(self, request: Request, webhook_id: int) -> Response:
-        webhook = notifications.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
-        delivery = notifications.webhook_test_send(webhook=webhook, user=request.user)
+        webhook = services.webhook_get_for_user(user=request.user, webhook_id=webhook_id)
+        delivery = services.webhook_test_send(webhook=webhook, user=request.user)
         return Response(WebhookDeliverySerializer(delivery).data,
                         status=status.HTTP_202_ACCEPTED)

@@ -1,6 +1,6 @@
 """What notifications are stored as: the in-app list, each user's choices, the teams'
 webhooks and every delivery to them. The service that writes them is
-searchtweak.notifications; searchtweak.models imports these so Django finds them."""
+notifications.services. Their tables keep the names they had in the searchtweak app."""
 
 from django.conf import settings
 from django.db import models
@@ -51,6 +51,7 @@ class Notification(models.Model):
     read_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "searchtweak_notification"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "read_at"], name="notification_user_unread")]
 
@@ -69,6 +70,7 @@ class NotificationPreference(models.Model):
     enabled = models.BooleanField()
 
     class Meta:
+        db_table = "searchtweak_notificationpreference"
         constraints = [
             models.UniqueConstraint(fields=["user", "event", "channel"],
                                     name="notification_preference_unique"),
@@ -93,6 +95,7 @@ class Webhook(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "searchtweak_webhook"
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
@@ -115,12 +118,12 @@ class WebhookDelivery(models.Model):
     # An event of the catalogue, or "test" (the Send test button).
     event = models.CharField(max_length=40)
     # The body of the latest attempt, as sent and signed: each attempt stamps its own time
-    # in `timestamp` (notification_delivery.webhook_delivery_attempt).
+    # in `timestamp` (delivery.webhook_delivery_attempt).
     body = models.TextField()
     # Attempts claimed so far; an attempt is claimed (counted, stamped) before it is sent,
     # so no attempt number is sent twice.
     attempt_count = models.PositiveIntegerField(default=0)
-    # The claim of the attempt in flight (its lease, notification_delivery.lease_seconds);
+    # The claim of the attempt in flight (its lease, delivery.lease_seconds);
     # None between attempts. A worker that dies mid-attempt leaves it to lapse.
     claimed_at = models.DateTimeField(null=True, blank=True)
     # When the next attempt is due (creation, then after each retry's backoff): the sweep
@@ -134,6 +137,7 @@ class WebhookDelivery(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "searchtweak_webhookdelivery"
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=["pending", "sent", "failed"]),
