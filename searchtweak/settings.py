@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "judgments",
     "metrics",
     "judges",
+    "schedules",
     "guide",
 ]
 

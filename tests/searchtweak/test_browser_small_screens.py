@@ -22,10 +22,11 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
-from evaluations.services import query_set_create_from_evaluation, schedule_create
+from evaluations.services import query_set_create_from_evaluation
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from judgments.views import ITEM_SLOT, item_token
+from schedules.services import schedule_create
 from searchtweak.models import Notification, Role, User
 from searchtweak.notification_delivery import unsubscribe_token
 from searchtweak.notifications import webhook_create
