@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import api, api_endpoints, api_query_sets, api_schedules
+from evaluations import api, api_endpoints, api_query_sets
 
 app_name = "evaluations_api"
 urlpatterns = [
@@ -44,14 +44,4 @@ urlpatterns = [
          name="query_set_archive"),
     path("query-sets/<int:query_set_id>/restore/", api_query_sets.QuerySetRestoreApi.as_view(),
          name="query_set_restore"),
-    # --- schedules ---
-    path("schedules/", api_schedules.ScheduleListApi.as_view(), name="schedules"),
-    path("schedules/<int:schedule_id>/", api_schedules.ScheduleDetailApi.as_view(),
-         name="schedule"),
-    path("schedules/<int:schedule_id>/pause/", api_schedules.SchedulePauseApi.as_view(),
-         name="schedule_pause"),
-    path("schedules/<int:schedule_id>/resume/", api_schedules.ScheduleResumeApi.as_view(),
-         name="schedule_resume"),
-    path("schedules/<int:schedule_id>/runs/", api_schedules.ScheduleRunsApi.as_view(),
-         name="schedule_runs"),
 ]

@@ -481,7 +481,3 @@ class QuerySetKeyword(models.Model):
 
     def __str__(self) -> str:
         return self.text
-
-
-# The schedule models live in their own module; imported here so Django finds them.
-from evaluations.schedule_models import Schedule, ScheduleRun  # noqa: E402, F401

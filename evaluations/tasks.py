@@ -80,18 +80,3 @@ def fetch_keywords_in_background(evaluation_id: int, keyword_ids: list[int]) -> 
         what=f"fetching keywords of evaluation {evaluation_id}", on_crash=abandon)
     return fetched or 0
 
-
-def schedules_tick_body() -> str:
-    """The tick's summary for the log, empty when it did nothing."""
-    report = services.schedules_tick()
-    if not (report.fired or report.skipped or report.finished_overdue):
-        return ""
-    return (f"{report.fired} fired, {report.skipped} skipped, "
-            f"{report.finished_overdue} overdue finished")
-
-
-@shared_task(name="evaluations.schedules_tick", time_limit=300, soft_time_limit=240)
-def schedules_tick() -> str:
-    """Fire the due schedules and finish overdue runs (services.schedules_tick). Celery
-    beat sends it every SCHEDULE_TICK_SECONDS; two beats at once fire each due time once."""
-    return schedules_tick_body()

@@ -247,7 +247,6 @@ class RegressionVerdict(models.Model):
     # The sources whose rule stands for the evaluation: the team's rule when it finished,
     # or its schedule's for a schedule's run (which gets no other on finish). A gate or a
     # command is someone's ad-hoc rule: listed, never shown as the evaluation's verdict.
-    # evaluations.selectors_schedules spells these values (it may not import metrics).
     STANDING_SOURCES = (Source.SCHEDULE, Source.FINISHED)
     RULE_OWNERS = {Source.FINISHED: "the team's rule", Source.SCHEDULE: "the schedule's rule",
                    Source.GATE: "an ad-hoc gate call", Source.COMMAND: "manage.py evaluate --gate"}

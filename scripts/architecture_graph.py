@@ -26,6 +26,7 @@ OUTPUT = ROOT / "docs" / "architecture.svg"
 
 # Top to bottom: a part may import the parts below it.
 PARTS: list[tuple[str, str, str]] = [
+    ("schedules", "schedules/", "watches: timing, firing, streak, a run's judges and verdict"),
     ("guide", "guide/", "the user guide at /help/, from docs/guide (imports no app)"),
     ("judges", "judges/", "LLM judges: runs, calls, calibration, counts"),
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "judgments",
     "metrics",
     "judges",
+    "schedules",
     "guide",
 ]
 

@@ -37,6 +37,7 @@ urlpatterns = [
     path("api/v1/", include("judgments.api_urls")),
     path("api/v1/", include("metrics.api_urls")),
     path("api/v1/", include("judges.api_urls")),
+    path("api/v1/", include("schedules.api_urls")),
     path("", views.home, name="home"),
     path("login/", form_page(auth_views.LoginView.as_view(
         redirect_authenticated_user=True, authentication_form=forms.LoginForm)),
@@ -80,6 +81,7 @@ urlpatterns = [
     path("", include("evaluations.urls")),
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
+    path("", include("schedules.urls")),
     path("", include("guide.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves Swagger UI's start-up script as a file, not an inline <script>.

@@ -5,8 +5,7 @@ Modules, one concern each:
 - `lifecycle`: an evaluation from create to delete, with its metrics and transformers;
 - `keywords`: keyword lists (cleaning, limits, upload, the stored rows);
 - `fetch`: claiming, requesting and storing keywords' results;
-- `query_sets`: a team's named, versioned keyword lists, and evaluations created from them;
-- `schedules`: schedules (watches) and their runs: create, pause, fire once per due time.
+- `query_sets`: a team's named, versioned keyword lists, and evaluations created from them.
 
 Callers use `from evaluations import services` and the names below; a test that replaces
 one of them patches it here, where the tasks look it up.
@@ -87,17 +86,6 @@ from evaluations.services.query_sets import (
     query_set_update,
     query_set_version_create,
 )
-from evaluations.services.schedules import (
-    schedule_create,
-    schedule_delete,
-    schedule_fire,
-    schedule_pause,
-    schedule_resume,
-    schedule_runs_finish_overdue,
-    schedule_update,
-    schedules_due,
-    schedules_tick,
-)
 
 __all__ = [
     "DEFAULT_SNAPSHOT_DEPTH",
@@ -157,15 +145,6 @@ __all__ = [
     "query_set_restore",
     "query_set_update",
     "query_set_version_create",
-    "schedule_create",
-    "schedule_delete",
-    "schedule_fire",
-    "schedule_pause",
-    "schedule_resume",
-    "schedule_runs_finish_overdue",
-    "schedule_update",
-    "schedules_due",
-    "schedules_tick",
     "search_model_create",
     "search_model_delete",
     "search_model_headers_shown",

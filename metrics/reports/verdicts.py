@@ -5,7 +5,8 @@ The math and the words are metrics_engine.verdicts'; this module reads the store
 values of both evaluations (keywords matched by normalized text, metrics by identity:
 code, k and the parameters read), the result lists for the identical-ranking guard, and
 stores the outcome. Callers: the listener on `finished` (metrics.verdict_receivers → the
-task), the gate API (metrics.api_verdicts) and `manage.py evaluate --gate`.
+task), the gate API (metrics.api_verdicts), `manage.py evaluate --gate`, and for a
+schedule's run schedules.verdicts.
 """
 
 import logging
@@ -17,16 +18,10 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
 import metrics_engine as core
-from evaluations.models import (
-    Evaluation,
-    EvaluationMetric,
-    Keyword,
-    Schedule,
-    ScheduleRun,
-    Snapshot,
-)
+from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import metric_configs, metric_key, metric_label, team_baseline
+from metrics.verdict_rules import own_rule
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.verdicts import RegressionOutcome, VerdictRule
 from notifications.models import Event
@@ -99,17 +94,17 @@ def baseline_of_team(*, evaluation: Evaluation, baseline_id: int | None) -> Eval
 def gate_baseline_and_rule(*, evaluation: Evaluation, baseline_id: int | None,
                            rule_fields: dict) -> tuple[Evaluation | None, VerdictRule]:
     """What a gate judges the evaluation against, and by which rule: the named baseline;
-    else, for a schedule's run, the baseline its schedule chose (a ValidationError on
-    `baseline` saying why when there is none yet) with the schedule's coverage and
-    threshold as the rule's defaults; else the team's baseline. `rule_fields` (a
-    VerdictRule's fields the caller gave) override the defaults."""
-    run = ScheduleRun.objects.select_related("schedule").filter(evaluation=evaluation).first()
+    else, for an evaluation with a rule of its own (a schedule's run: metrics.verdict_rules),
+    the baseline that rule chose (a ValidationError on `baseline` saying why when there is
+    none yet) with that rule's coverage and threshold as the defaults; else the team's
+    baseline. `rule_fields` (a VerdictRule's fields the caller gave) override the
+    defaults."""
+    own = own_rule(evaluation)
     defaults = VerdictRule()
-    if run is not None:
-        defaults = VerdictRule(min_coverage=run.schedule.min_coverage,
-                               threshold=run.schedule.threshold)
-    if baseline_id is None and run is not None:
-        baseline, missing = schedule_run_baseline(run=run, evaluation=evaluation)
+    if own is not None:
+        defaults = own.rule
+    if baseline_id is None and own is not None:
+        baseline, missing = own.baseline()
         if baseline is None:
             raise ValidationError({"baseline": f"{missing} Name a baseline."})
     else:
@@ -236,14 +231,14 @@ def regression_verdict_create(
 def regression_verdict_on_finish(*, evaluation_id: int) -> RegressionVerdict | None:
     """The verdict of a finished evaluation against its team's baseline, stored; None when
     there is nothing to judge it against (no baseline, the baseline itself, a baseline not
-    finished or on another scale). A schedule's run is judged by its schedule's rule
-    against the baseline it chose, and always gets a verdict (schedule_run_verdict)."""
+    finished or on another scale), and None for an evaluation with a rule of its own
+    (metrics.verdict_rules): that rule's owner stores its verdict (a schedule's run:
+    schedules.verdicts)."""
     evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
     if evaluation is None or evaluation.status != Evaluation.Status.FINISHED:
         return None
-    run = ScheduleRun.objects.select_related("schedule").filter(evaluation=evaluation).first()
-    if run is not None:
-        return schedule_run_verdict(run=run, evaluation=evaluation)
+    if own_rule(evaluation) is not None:
+        return None
     baseline = team_baseline(team_id=evaluation.team_id)
     if (baseline is None or baseline.pk == evaluation.pk
             or baseline.status != Evaluation.Status.FINISHED
@@ -252,71 +247,7 @@ def regression_verdict_on_finish(*, evaluation_id: int) -> RegressionVerdict | N
     verdict = regression_verdict_create(evaluation=evaluation, baseline=baseline,
                                         rule=VerdictRule(),
                                         source=RegressionVerdict.Source.FINISHED)
-    _verdict_announce(verdict, evaluation=evaluation)
-    return verdict
-
-
-def _usable_baseline(candidate: Evaluation | None, *, evaluation: Evaluation) -> bool:
-    return (candidate is not None and candidate.pk != evaluation.pk
-            and candidate.status == Evaluation.Status.FINISHED
-            and candidate.scale == evaluation.scale)
-
-
-def schedule_run_baseline(*, run: ScheduleRun, evaluation: Evaluation
-                          ) -> tuple[Evaluation | None, str]:
-    """The evaluation the schedule's rule compares the run with, or None and why not. The
-    first or previous run counts only finished and with results (not a failed fetch)."""
-    schedule = run.schedule
-    if schedule.baseline == Schedule.Baseline.TEAM:
-        baseline = team_baseline(team_id=evaluation.team_id)
-        if _usable_baseline(baseline, evaluation=evaluation):
-            return baseline, ""
-        if baseline is None:
-            return None, "The team has no baseline to compare the run with."
-        return None, (f"The team's baseline “{baseline.name}” cannot be compared with the run "
-                      "(not finished, on another scale, or the run itself).")
-    earlier = (ScheduleRun.objects.filter(schedule_id=schedule.pk, fetch_failed=False,
-                                          evaluation__status=Evaluation.Status.FINISHED,
-                                          evaluation__scale=evaluation.scale)
-               .exclude(evaluation_id=evaluation.pk).select_related("evaluation"))
-    if schedule.baseline == Schedule.Baseline.FIRST:
-        first = earlier.order_by("due_at", "pk").first()
-        if first is None or first.due_at > run.due_at:
-            return None, ("This is the schedule's first run with results: later runs are "
-                          "compared with it.")
-        return first.evaluation, ""
-    previous = earlier.filter(due_at__lt=run.due_at).order_by("-due_at", "-pk").first()
-    if previous is None:
-        return None, "No earlier run of the schedule has results to compare with."
-    return previous.evaluation, ""
-
-
-def schedule_run_verdict(*, run: ScheduleRun, evaluation: Evaluation) -> RegressionVerdict:
-    """The finished run against its schedule's baseline, by the schedule's rule, stored and
-    announced. Without a baseline the run is *undecided*, with why; that is announced only
-    when the run's fetch failed (a first run's lack of a baseline is nobody's news)."""
-    schedule = run.schedule
-    rule = VerdictRule(min_coverage=schedule.min_coverage, threshold=schedule.threshold)
-    baseline, missing = schedule_run_baseline(run=run, evaluation=evaluation)
-    verdict = None
-    if baseline is not None:
-        try:
-            verdict = regression_verdict_create(evaluation=evaluation, baseline=baseline,
-                                                rule=rule,
-                                                source=RegressionVerdict.Source.SCHEDULE)
-        except ValidationError as error:
-            missing = " ".join(error.messages)
-    if verdict is None:
-        reasons = [f"Undecided: {missing}"]
-        if run.fetch_failed:
-            reasons.append("The fetch failed for every keyword: the run has no values.")
-        verdict = RegressionVerdict.objects.create(
-            evaluation=evaluation, baseline=None, baseline_name="",
-            verdict=RegressionVerdict.Verdict.UNDECIDED, reasons=reasons, metrics=[],
-            rule={**rule.as_dict(), "metrics": []}, source=RegressionVerdict.Source.SCHEDULE)
-        if len(reasons) == 1:
-            return verdict
-    _verdict_announce(verdict, evaluation=evaluation)
+    regression_verdict_announce(verdict, evaluation=evaluation)
     return verdict
 
 
@@ -328,7 +259,7 @@ _VERDICT_EVENTS = {
 }
 
 
-def _verdict_announce(verdict: RegressionVerdict, *, evaluation: Evaluation) -> None:
+def regression_verdict_announce(verdict: RegressionVerdict, *, evaluation: Evaluation) -> None:
     event = _VERDICT_EVENTS.get(verdict.verdict)
     if event is None:
         return

@@ -12,7 +12,7 @@ import time_machine
 
 from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
-from evaluations.models import Evaluation, Keyword, Schedule, SearchModel
+from evaluations.models import Evaluation, Keyword, SearchModel
 from judges import runs
 from judges.models import JudgeRun
 from judgments import services as judgments_services
@@ -21,15 +21,17 @@ from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
 from notifications.models import Event, Notification
+from schedules import services as schedule_services
+from schedules.models import Schedule
 from searchtweak.models import Team, User
 from tests.demo_seed import seeded_demo
 from tests.evaluations.factories import EvaluationMetricFactory, fetchable_evaluation
-from tests.evaluations.schedule_ticks import tick
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.judges.builders import judge_for
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judgments.builders import evaluation_with_slots
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
+from tests.schedules.ticks import tick
 
 START = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 METRICS = [{"code": "ndcg", "k": 10, "params": {}}, {"code": "precision", "k": 10, "params": {}}]
@@ -49,7 +51,7 @@ def test_a_schedule_run_of_an_unchanged_model_finishes_at_its_fetch_with_its_ver
     query_set = services.query_set_create(team=team, created_by=lead, name="Top queries",
                                           keywords=KEYWORDS)
     with time_machine.travel(START, tick=False):
-        services.schedule_create(
+        schedule_services.schedule_create(
             team=team, created_by=lead, name="Hourly", model=model, query_set=query_set,
             scale="graded", strategy=1, metrics=METRICS, interval_minutes=60,
             baseline=Schedule.Baseline.PREVIOUS)

@@ -17,7 +17,10 @@ from rest_framework.test import APIClient
 
 from evaluations import services, tasks
 from evaluations.events import evaluation_transitioned
-from evaluations.models import Evaluation, Keyword, Schedule, ScheduleRun
+from evaluations.models import Evaluation, Keyword
+from schedules import firing
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
 from tests.evaluations.factories import (
     ES_MAPPER,
     EndpointFactory,
@@ -126,7 +129,7 @@ def test_a_schedule_run_the_broker_refused_is_fetched_by_the_sweep_once_it_is_ba
     query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
                                           name="Clothes", keywords=KEYWORDS)
     with time_machine.travel(start, tick=False):
-        services.schedule_create(
+        schedule_services.schedule_create(
             team=personas.team, created_by=personas.lead, name="Hourly", model=model,
             query_set=query_set, scale="graded", strategy=1,
             metrics=[{"code": "ndcg", "k": 3, "params": {}}], interval_minutes=60,
@@ -134,7 +137,7 @@ def test_a_schedule_run_the_broker_refused_is_fetched_by_the_sweep_once_it_is_ba
         with tasks_sent_to(broker_url=f"redis://127.0.0.1:{closed_port()}/0",
                            queue="broker-down"), contextlib.suppress(services.FetchNotSent):
             # The run commits, then its send fails: the tick stops there, or logs it.
-            services.schedules_tick()
+            firing.schedules_tick()
     evaluation = ScheduleRun.objects.get().evaluation
     assert waiting_for_nobody(evaluation) == ("fetching", {"pending"})
 

@@ -33,8 +33,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from evaluations.models import Evaluation, Keyword, QuerySet, Schedule, ScheduleRun, SearchModel
-from evaluations.services import query_set_create, schedule_create
+from evaluations.models import Evaluation, Keyword, QuerySet, SearchModel
+from evaluations.services import query_set_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments import views as judgment_views
@@ -42,6 +42,8 @@ from judgments.models import FeedbackSlot, Transformer
 from notifications.delivery import unsubscribe_token
 from notifications.models import Notification
 from notifications.services import webhook_create
+from schedules.models import Schedule, ScheduleRun
+from schedules.services import schedule_create
 from searchtweak import healthz
 from searchtweak.models import Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
@@ -410,20 +412,20 @@ TABLE: dict[str, Row] = {
     "evaluations_api:query_set_archive": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
     "evaluations_api:query_set_restore": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
     # --- evaluations_api: schedules (members read, leads write) ---
-    "evaluations_api:schedules": row(
+    "schedules_api:schedules": row(
         GET=(200, 200, 200, 200, 200, 401),
         POST=(400, 400, 400, 403, 400, 401),
     ),
     # An empty PATCH changes nothing (200).
-    "evaluations_api:schedule": row(
+    "schedules_api:schedule": row(
         _schedule,
         GET=(200, 200, 200, 200, 404, 401),
         PATCH=(200, 200, 200, 403, 404, 401),
         DELETE=(204, 204, 204, 403, 404, 401),
     ),
-    "evaluations_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 404, 401)),
+    "schedules_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
+    "schedules_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
+    "schedules_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 404, 401)),
     # --- judgments_api ---
     # The grader holds the one slot; nobody else has anything to grade (204).
     "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 404, 401)),
@@ -669,20 +671,20 @@ TABLE: dict[str, Row] = {
     ),
     # Schedules: every member reads, leads and above write (as query sets). An empty POST
     # is an unbound form: the page again (200).
-    "evaluations:schedule_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "evaluations:schedule_create": row(
+    "schedules:schedule_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "schedules:schedule_create": row(
         GET=(200, 200, 200, 403, 200, LOGIN),
         POST=(200, 200, 200, 403, 200, LOGIN),
     ),
-    "evaluations:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "evaluations:schedule_edit": row(
+    "schedules:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "schedules:schedule_edit": row(
         _schedule,
         GET=(200, 200, 200, 403, 404, LOGIN),
         POST=(200, 200, 200, 403, 404, LOGIN),
     ),
-    "evaluations:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "evaluations:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "evaluations:schedule_delete": row(
+    "schedules:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "schedules:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "schedules:schedule_delete": row(
         _schedule,
         GET=(200, 200, 200, 403, 404, LOGIN),
         POST=(302, 302, 302, 403, 404, LOGIN),

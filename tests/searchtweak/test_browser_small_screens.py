@@ -24,13 +24,14 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
-from evaluations.services import query_set_create_from_evaluation, schedule_create
+from evaluations.services import query_set_create_from_evaluation
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from judgments.views import ITEM_SLOT, item_token
 from notifications.delivery import unsubscribe_token
 from notifications.models import Notification
 from notifications.services import webhook_create
+from schedules.services import schedule_create
 from searchtweak.models import Role, User
 from searchtweak.services import api_token_create, invitation_create
 from tests.browser_policy import PolicyWatch

@@ -13,17 +13,18 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from evaluations import services
-from evaluations.models import Evaluation, Schedule, ScheduleRun
-from evaluations.services import schedules as schedule_services
+from evaluations.models import Evaluation
 from notifications.models import Event, Notification
-from tests.evaluations.schedule_builders import model_and_set, schedule_of
+from schedules import firing
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
+from tests.schedules.builders import model_and_set, schedule_of
 
 pytestmark = pytest.mark.django_db
 
 START = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 HUGE = 99999999999999999999  # beyond 64 bits
-LIST = reverse("evaluations_api:schedules")
+LIST = reverse("schedules_api:schedules")
 
 
 def api_for(user) -> APIClient:
@@ -52,7 +53,7 @@ def test_an_interval_of_one_year_is_accepted_and_one_minute_more_refused(persona
     schedule = schedule_of(personas.team, personas.lead, interval_minutes=525_600)
     assert schedule.interval_minutes == 525_600 and schedule.when_text() == "every 365 days"
     with pytest.raises(ValidationError) as excinfo:
-        services.schedule_update(schedule=schedule, interval_minutes=525_601)
+        schedule_services.schedule_update(schedule=schedule, interval_minutes=525_601)
     assert excinfo.value.message_dict == {
         "interval_minutes": ["The maximum interval is 525600 minutes (one year)."]}
 
@@ -110,7 +111,7 @@ def test_a_number_out_of_range_is_a_400_naming_the_field(personas, changes, fiel
 def test_a_huge_interval_through_patch_is_a_400(personas):
     schedule = schedule_of(personas.team, personas.lead)
     response = api_for(personas.lead).patch(
-        reverse("evaluations_api:schedule", args=[schedule.pk]), {"interval_minutes": HUGE},
+        reverse("schedules_api:schedule", args=[schedule.pk]), {"interval_minutes": HUGE},
         format="json")
     assert response.status_code == 400
     assert "less than or equal to 2147483647" in response.json()["interval_minutes"][0]
@@ -139,7 +140,7 @@ def test_the_form_names_the_field_of_a_number_out_of_range(client, personas, cha
                                                             words):
     model, query_set = model_and_set(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = client.post(reverse("evaluations:schedule_create"),
+    response = client.post(reverse("schedules:schedule_create"),
                            form_data(model, query_set, **changes))
     assert response.status_code == 400  # the form again, with its errors
     errors = response.context["form"].errors[field]
@@ -152,7 +153,7 @@ def test_the_form_names_the_field_of_a_number_out_of_range(client, personas, cha
 
 def two_schedules(personas, *names: str) -> list[Schedule]:
     first = schedule_of(personas.team, personas.lead, name=names[0])
-    return [first, *(services.schedule_create(
+    return [first, *(schedule_services.schedule_create(
         team=personas.team, created_by=personas.lead, name=name, model=first.model,
         query_set=first.query_set, scale="graded", strategy=1, metrics=first.metrics,
         interval_minutes=60, baseline=Schedule.Baseline.FIRST) for name in names[1:])]
@@ -186,7 +187,7 @@ def test_a_schedule_whose_due_time_cannot_be_computed_is_paused_and_the_others_f
 
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        report = services.schedules_tick()
+        report = firing.schedules_tick()
 
     assert (report.fired, report.skipped) == (1, 1)
     assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [good.pk]
@@ -201,7 +202,7 @@ def test_a_schedule_whose_due_time_cannot_be_computed_is_paused_and_the_others_f
     # A second tick: the paused one is not tried again, the good one keeps its rhythm.
     with time_machine.travel(START + timedelta(hours=1, seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        assert services.schedules_tick().fired == 1
+        assert firing.schedules_tick().fired == 1
     assert Evaluation.objects.count() == 2
 
 
@@ -212,7 +213,7 @@ def test_a_stored_cron_that_no_longer_reads_pauses_only_its_schedule(
     Schedule.objects.filter(pk=bad.pk).update(interval_minutes=None, cron="99 * * * *")
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        report = services.schedules_tick()
+        report = firing.schedules_tick()
     assert (report.fired, report.skipped) == (1, 1)
     assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [good.pk]
     bad.refresh_from_db()
@@ -226,11 +227,11 @@ def test_the_paused_reason_is_shown_on_the_schedules_page(client, personas):
     Schedule.objects.filter(pk=bad.pk).update(time_zone="Mars/Olympus", interval_minutes=None,
                                               cron="0 6 * * *")
     with time_machine.travel(START, tick=False):
-        services.schedules_tick()
+        firing.schedules_tick()
     bad.refresh_from_db()
     assert bad.paused_reason == "unknown time zone 'Mars/Olympus'"
     client.force_login(personas.grader)
-    page = client.get(reverse("evaluations:schedule_detail", args=[bad.pk])).content.decode()
+    page = client.get(reverse("schedules:schedule_detail", args=[bad.pk])).content.decode()
     assert "unknown time zone &#x27;Mars/Olympus&#x27;" in page
 
 
@@ -238,20 +239,20 @@ def test_a_schedule_that_raises_anything_else_does_not_stop_the_others(
         personas, monkeypatch, django_capture_on_commit_callbacks):
     with time_machine.travel(START, tick=False):
         first, second = two_schedules(personas, "First", "Second")
-    real = schedule_services.evaluation_create_from_query_set
+    real = firing.evaluation_create_from_query_set
 
     def fails_for_first(**kwargs):
         if kwargs["name"].startswith("First"):
             raise RuntimeError("boom")
         return real(**kwargs)
 
-    monkeypatch.setattr(schedule_services, "evaluation_create_from_query_set", fails_for_first)
+    monkeypatch.setattr(firing, "evaluation_create_from_query_set", fails_for_first)
     # The bulk path fails for the batch: both go one by one; the first raises there too.
-    monkeypatch.setattr(schedule_services, "evaluations_create_started",
+    monkeypatch.setattr(firing, "evaluations_create_started",
                         lambda specs: (_ for _ in ()).throw(RuntimeError("bulk")))
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        report = services.schedules_tick()
+        report = firing.schedules_tick()
     assert report.fired == 1
     assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [second.pk]
     first.refresh_from_db()
@@ -261,10 +262,10 @@ def test_a_schedule_that_raises_anything_else_does_not_stop_the_others(
 
 def test_resuming_a_schedule_whose_due_time_cannot_be_computed_is_refused(personas):
     schedule = schedule_of(personas.team, personas.lead)
-    services.schedule_pause(schedule=schedule, reason="x")
+    schedule_services.schedule_pause(schedule=schedule, reason="x")
     field, _ = store_unfollowable_timing(schedule)
     with pytest.raises(ValidationError) as excinfo:
-        services.schedule_resume(schedule=schedule)
+        schedule_services.schedule_resume(schedule=schedule)
     assert list(excinfo.value.message_dict) == [field]
     assert "Cannot resume: its next due time cannot be computed" in (
         excinfo.value.message_dict[field][0])
@@ -284,16 +285,16 @@ def test_the_list_page_shows_fifty_schedules_a_page(client, personas,
                  interval_minutes=60) for number in range(1, 60)])
     client.force_login(personas.grader)
     with django_assert_max_num_queries(12):
-        page = client.get(reverse("evaluations:schedule_list"))
+        page = client.get(reverse("schedules:schedule_list"))
     rows = page.content.decode().count('href="/schedules/')
     assert page.context["schedules"].paginator.count == 60
     assert [s.name for s in page.context["schedules"]][:2] == ["s00", "s01"]
     assert len(page.context["schedules"]) == 50
     assert "Page 1 of 2" in page.content.decode() and rows >= 50
-    second = client.get(reverse("evaluations:schedule_list"), {"page": "2"})
+    second = client.get(reverse("schedules:schedule_list"), {"page": "2"})
     assert [s.name for s in second.context["schedules"]] == [f"s{n}" for n in range(50, 60)]
     # A page past the end or not a number shows the nearest page, never an error.
-    assert client.get(reverse("evaluations:schedule_list"), {"page": str(HUGE)}).status_code == 200
+    assert client.get(reverse("schedules:schedule_list"), {"page": str(HUGE)}).status_code == 200
 
 
 def test_the_api_lists_schedules_a_page_at_a_time(personas):
@@ -318,6 +319,6 @@ def test_a_team_may_have_schedules_up_to_the_cap_and_not_one_more(personas, sett
         "The team has 2 schedules, the most it may have (SCHEDULES_PER_TEAM): delete one it "
         "no longer needs first."]}
     assert Schedule.objects.count() == 2
-    services.schedule_delete(schedule=second)
+    schedule_services.schedule_delete(schedule=second)
     assert api_for(personas.lead).post(LIST, body(model, query_set, name="Three"),
                                        format="json").status_code == 201

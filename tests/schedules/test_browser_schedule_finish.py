@@ -24,8 +24,8 @@ from judgments.models import FeedbackSlot
 from metrics.services import evaluation_metrics_recompute
 from searchtweak.models import Team, User
 from tests.demo_seed import seeded_demo
-from tests.evaluations.schedule_ticks import tick
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
+from tests.schedules.ticks import tick
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 DESKTOP = {"width": 1366, "height": 900}

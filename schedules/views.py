@@ -1,6 +1,6 @@
 """Pages for schedules ("watches"): list, detail with the runs and their
 verdicts, create, edit, pause, resume and delete. Every member reads; leads and above
-write (selectors_schedules.WRITE_ROLE)."""
+write (selectors.WRITE_ROLE)."""
 
 from urllib.parse import urlencode
 
@@ -13,12 +13,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluations import selectors_schedules as schedule_selectors
-from evaluations import services
-from evaluations.forms_schedules import ScheduleForm, SchedulePauseForm
-from evaluations.hooks import counting_judges
-from evaluations.models import Schedule
-from evaluations.selectors_schedules import WRITE_ROLE
+from schedules import selectors as schedule_selectors
+from schedules import services
+from schedules.forms import ScheduleForm, SchedulePauseForm
+from schedules.models import Schedule
+from schedules.run_judges import counting_judges
+from schedules.selectors import WRITE_ROLE
 from searchtweak.models import Team
 from searchtweak.views_shared import (
     confirm_page,
@@ -33,7 +33,7 @@ SCHEDULES_PER_PAGE = 50
 
 
 def _detail_url(schedule: Schedule) -> str:
-    return reverse("evaluations:schedule_detail", args=[schedule.pk])
+    return reverse("schedules:schedule_detail", args=[schedule.pk])
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
@@ -45,7 +45,7 @@ def _int_param(request: HttpRequest, name: str) -> int | None:
 @login_required
 def schedule_list(request: HttpRequest) -> HttpResponse:
     team = current_team(request)
-    return render(request, "evaluations/schedule_list.html", {
+    return render(request, "schedules/schedule_list.html", {
         "schedules": Paginator(schedule_selectors.schedules_of_team(team_id=team.pk),
                                SCHEDULES_PER_PAGE).get_page(request.GET.get("page")),
         "can_edit": current_team_can(request, team.pk, WRITE_ROLE),
@@ -59,7 +59,7 @@ def _form(request: HttpRequest, team: Team, initial: dict) -> ScheduleForm:
 
 def _render_form(request: HttpRequest, form: ScheduleForm, schedule: Schedule | None = None
                  ) -> HttpResponse:
-    return render(request, "evaluations/schedule_form.html",
+    return render(request, "schedules/schedule_form.html",
                   {"form": form, "schedule": schedule},
                   status=400 if form.errors else 200)
 
@@ -88,7 +88,7 @@ def schedule_detail(request: HttpRequest, schedule_id: int) -> HttpResponse:
     runs = Paginator(schedule_selectors.schedule_runs(schedule_id=schedule.pk),
                      RUNS_PER_PAGE).get_page(request.GET.get("page"))
     runs.object_list = schedule_selectors.with_latest_verdicts(list(runs.object_list))
-    return render(request, "evaluations/schedule_detail.html", {
+    return render(request, "schedules/schedule_detail.html", {
         "schedule": schedule, "runs": runs, "now": timezone.now(),
         "judges": [name for judge_id, name in counting_judges(schedule.team)
                    if judge_id in schedule.judge_ids],
@@ -159,4 +159,4 @@ def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
             button="Delete schedule", danger=True, cancel_url=_detail_url(schedule))
     services.schedule_delete(schedule=schedule)
     messages.success(request, f"Schedule {schedule.name} deleted.")
-    return redirect("evaluations:schedule_list")
+    return redirect("schedules:schedule_list")

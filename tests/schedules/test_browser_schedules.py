@@ -9,9 +9,10 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluations import services
-from evaluations.models import Evaluation, Schedule
+from evaluations.models import Evaluation
+from schedules.models import Schedule
 from tests.evaluations.factories import SearchModelFactory
-from tests.evaluations.schedule_builders import run_of
+from tests.schedules.builders import run_of
 from tests.searchtweak.factories import PASSWORD
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

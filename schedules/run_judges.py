@@ -1,16 +1,14 @@
 """Judges that grade a schedule's runs (Schedule.judge_ids): which judges a schedule may
-name, and the runs they start once a run's results are fetched. Connected in
-JudgesConfig.ready: evaluations asks through its hooks and announces through its events,
-as it may not import this app."""
+name, and the runs they start once a run's results are fetched (schedules.receivers)."""
 
 import logging
 
 from django.core.exceptions import ValidationError
 
-from evaluations.events import EvaluationTransitioned, Transition
-from evaluations.models import Evaluation, ScheduleRun
+from evaluations.models import Evaluation
 from judges.models import Judge, JudgeRun
 from judges.runs import run_start
+from schedules.models import ScheduleRun
 from searchtweak.models import Team
 
 logger = logging.getLogger(__name__)
@@ -41,9 +39,3 @@ def schedule_run_judges_start(*, evaluation_id: int) -> list[JudgeRun]:
             logger.warning("schedule %s: judge %s not started on run %s: %s",
                            run.schedule_id, judge.pk, evaluation_id, "; ".join(error.messages))
     return started
-
-
-def on_evaluation_transitioned(sender: type, *, event: EvaluationTransitioned,
-                               **kwargs: object) -> None:
-    if event.transition == Transition.FETCHED:
-        schedule_run_judges_start(evaluation_id=event.evaluation_id)

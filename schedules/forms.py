@@ -1,5 +1,5 @@
 """The schedule form: shape only; the rules (minimum interval, cron, baseline, query set
-with keywords…) are services.schedules', whose errors land on the field they name."""
+with keywords…) are schedules.services', whose errors land on the field they name."""
 
 from typing import Any
 
@@ -8,9 +8,12 @@ from django.conf import settings
 
 import metrics_engine as core
 from evaluations.forms import MONO, EvaluationForm, parse_metrics
-from evaluations.hooks import counting_judges, scale_provider
-from evaluations.models import QuerySet, Schedule, SearchModel
-from evaluations.services.schedules import MIN_INTERVAL_MINUTES, SCHEDULE_FIELDS
+from evaluations.hooks import scale_provider
+from evaluations.models import QuerySet, SearchModel
+from schedules.models import Schedule
+from schedules.run_judges import counting_judges
+from schedules.services import SCHEDULE_FIELDS
+from schedules.timing import MIN_INTERVAL_MINUTES
 from searchtweak.integers import form_integer
 from searchtweak.models import Team
 

@@ -8,12 +8,14 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from evaluations import services
-from evaluations.models import Evaluation, Schedule, ScheduleRun
-from tests.evaluations.schedule_builders import model_and_set, run_of, schedule_of
+from evaluations.models import Evaluation
+from schedules import firing
+from schedules.models import Schedule, ScheduleRun
+from tests.schedules.builders import model_and_set, run_of, schedule_of
 
 pytestmark = pytest.mark.django_db
 
-LIST = reverse("evaluations_api:schedules")
+LIST = reverse("schedules_api:schedules")
 
 
 def api_for(user) -> APIClient:
@@ -23,7 +25,7 @@ def api_for(user) -> APIClient:
 
 
 def url(name: str, schedule) -> str:
-    return reverse(f"evaluations_api:{name}", args=[schedule.pk])
+    return reverse(f"schedules_api:{name}", args=[schedule.pk])
 
 
 def body(search_model, query_set, **changes) -> dict:
@@ -212,7 +214,7 @@ def test_the_runs_carry_their_latest_verdict(personas):
 
 def test_a_fired_due_time_is_listed_as_a_run(personas):
     schedule = schedule_of(personas.team, personas.lead)
-    run = services.schedule_fire(schedule_id=schedule.pk, due_at=schedule.next_due_at)
+    run = firing.schedule_fire(schedule_id=schedule.pk, due_at=schedule.next_due_at)
     assert run is not None and ScheduleRun.objects.count() == 1
     rows = api_for(personas.lead).get(url("schedule_runs", schedule)).json()["results"]
     assert [row["evaluation"] for row in rows] == [run.evaluation_id]

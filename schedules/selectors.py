@@ -4,17 +4,16 @@ Who may do what: every member of the team reads a schedule and its runs (the run
 evaluations every member sees anyway); leads and above create, change, pause, resume and
 delete them, as they create evaluations (searchtweak.access decides, WRITE_ROLE says).
 
-A run's regression verdicts belong to the metrics app, which evaluations may not import:
-they are read by relation name (`regression_verdicts`) and the newest of the schedule's
-rule picked here.
+A run's regression verdicts belong to the metrics app: they are prefetched by relation
+name (`regression_verdicts`) and the newest of the schedule's rule picked here.
 """
-
-from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Count, QuerySet
 
-from evaluations.models import Evaluation, Schedule, ScheduleRun
+from evaluations.models import Evaluation
+from metrics.models import RegressionVerdict
+from schedules.models import Schedule, ScheduleRun
 from searchtweak import access
 from searchtweak.models import Role, Team, User
 
@@ -48,16 +47,12 @@ def schedule_runs(*, schedule_id: int) -> QuerySet[ScheduleRun]:
             .order_by("-due_at", "-id"))
 
 
-# metrics.models.RegressionVerdict.STANDING_SOURCES: the schedule's rule (or the team's).
-STANDING_SOURCES = ("schedule", "finished")
-
-
-def latest_verdict(run: ScheduleRun) -> Any | None:
+def latest_verdict(run: ScheduleRun) -> RegressionVerdict | None:
     """The newest verdict of the schedule's rule for the run's evaluation
-    (metrics.RegressionVerdict), or None: an ad-hoc gate call never replaces it. Reads the
-    prefetched rows, so a page of runs costs no query per run."""
+    (RegressionVerdict.STANDING_SOURCES), or None: an ad-hoc gate call never replaces it.
+    Reads the prefetched rows, so a page of runs costs no query per run."""
     verdicts = [verdict for verdict in run.evaluation.regression_verdicts.all()
-                if verdict.source in STANDING_SOURCES]
+                if verdict.source in RegressionVerdict.STANDING_SOURCES]
     return max(verdicts, key=lambda verdict: (verdict.created_at, verdict.pk), default=None)
 
 

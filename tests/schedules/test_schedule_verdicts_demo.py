@@ -16,18 +16,15 @@ from django.core.management import call_command
 
 from evaluations import demo, services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
-from evaluations.models import (
-    Evaluation,
-    Keyword,
-    Schedule,
-    ScheduleRun,
-    SearchModel,
-)
+from evaluations.models import Evaluation, Keyword, SearchModel
 from metrics.management.commands.seed_demo_history import Command as DemoHistory
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
 from notifications import services as notification_services
 from notifications.models import Event, Notification, WebhookDelivery
+from schedules import firing
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
 from searchtweak.models import Team, User
 from tests.evaluations.servers import Reply, running_server
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
@@ -58,7 +55,7 @@ def run_at(hour: int, capture, *, transport=None) -> RegressionVerdict:
     with time_machine.travel(at, tick=False):
         # The fetch the tick sends after commit goes to the workers; here the test fetches.
         with capture(execute=False):
-            assert services.schedules_tick().fired == 1
+            assert firing.schedules_tick().fired == 1
         run = ScheduleRun.objects.get(due_at=at)
         evaluation = run.evaluation
         waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
@@ -88,7 +85,7 @@ def test_a_schedule_regresses_on_the_worse_model_and_says_so_once_per_channel(
     query_set = services.query_set_create(team=team, created_by=lead, name="Demo queries",
                                           keywords=DEMO_KEYWORDS)
     with time_machine.travel(START, tick=False):
-        schedule = services.schedule_create(
+        schedule = schedule_services.schedule_create(
             team=team, created_by=lead, name="Hourly", model=bm25, query_set=query_set,
             scale="graded", strategy=1, metrics=METRICS, interval_minutes=60,
             baseline=Schedule.Baseline.PREVIOUS)
@@ -97,7 +94,7 @@ def test_a_schedule_regresses_on_the_worse_model_and_says_so_once_per_channel(
     assert first.verdict == "undecided" and first.baseline is None
     assert not Notification.objects.filter(event__startswith="run_").exists()  # nobody's news
 
-    services.schedule_update(schedule=schedule, model=cheap)
+    schedule_services.schedule_update(schedule=schedule, model=cheap)
     mail.outbox.clear()
     with running_server() as receiver:
         receiver.handler = lambda request: Reply(status=200, body={"ok": True})

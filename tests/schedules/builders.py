@@ -6,8 +6,10 @@ from datetime import timedelta
 from django.utils import timezone
 
 from evaluations import services
-from evaluations.models import Evaluation, QuerySet, Schedule, ScheduleRun, SearchModel
+from evaluations.models import Evaluation, QuerySet, SearchModel
 from metrics.models import RegressionVerdict
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
 from tests.evaluations.factories import EvaluationFactory, SearchModelFactory
 
 
@@ -23,7 +25,7 @@ def schedule_of(team, user, **fields) -> Schedule:
     values = {"name": "Nightly", "model": model, "query_set": query_set, "scale": "graded",
               "strategy": 1, "metrics": [{"code": "ndcg", "k": 10, "params": {}}],
               "interval_minutes": 60, "baseline": Schedule.Baseline.FIRST, **fields}
-    return services.schedule_create(team=team, created_by=user, **values)
+    return schedule_services.schedule_create(team=team, created_by=user, **values)
 
 
 def run_of(schedule: Schedule, *, hours_ago: int, status: str = Evaluation.Status.FINISHED,

@@ -8,11 +8,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluations.models import Evaluation, QuerySet, Schedule
-from evaluations.services import query_set_archive, schedule_pause
+from evaluations.models import Evaluation, QuerySet
+from evaluations.services import query_set_archive
 from metrics.models import TeamBaseline
+from schedules.models import Schedule
+from schedules.services import schedule_pause
 from tests.evaluations.factories import EvaluationFactory
-from tests.evaluations.schedule_builders import model_and_set, run_of, schedule_of
+from tests.schedules.builders import model_and_set, run_of, schedule_of
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +28,7 @@ def form_data(model, query_set, **changes) -> dict:
 
 
 def detail_url(schedule) -> str:
-    return reverse("evaluations:schedule_detail", args=[schedule.pk])
+    return reverse("schedules:schedule_detail", args=[schedule.pk])
 
 
 def field_errors(response, field: str) -> list[str]:
@@ -39,7 +41,7 @@ def field_errors(response, field: str) -> list[str]:
 def test_a_lead_creates_a_schedule_through_the_form(client, personas):
     model, query_set = model_and_set(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = client.post(reverse("evaluations:schedule_create"),
+    response = client.post(reverse("schedules:schedule_create"),
                            form_data(model, query_set, threshold="0.02"))
     schedule = Schedule.objects.get()
     assert response.status_code == 302 and response.url == detail_url(schedule)
@@ -57,7 +59,7 @@ def test_a_lead_creates_a_schedule_through_the_form(client, personas):
 def test_the_create_page_prefills_model_and_query_set_from_the_address(client, personas):
     model, query_set = model_and_set(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = client.get(reverse("evaluations:schedule_create")
+    response = client.get(reverse("schedules:schedule_create")
                           + f"?model={model.pk}&query_set={query_set.pk}")
     form = response.context["form"]
     assert (form["model"].value(), form["query_set"].value()) == (model.pk, query_set.pk)
@@ -70,7 +72,7 @@ def test_the_create_page_prefills_model_and_query_set_from_the_address(client, p
 
 def test_the_query_set_page_links_leads_to_schedule_it(client, personas):
     _, query_set = model_and_set(personas.team, personas.lead)
-    link = f'{reverse("evaluations:schedule_create")}?query_set={query_set.pk}'
+    link = f'{reverse("schedules:schedule_create")}?query_set={query_set.pk}'
     url = reverse("evaluations:query_set_detail", args=[query_set.pk])
     client.force_login(personas.lead)
     assert link in client.get(url).content.decode()
@@ -92,7 +94,7 @@ def test_each_error_shows_on_its_field_and_nothing_is_saved(client, personas, ch
                                                             message):
     model, query_set = model_and_set(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = client.post(reverse("evaluations:schedule_create"),
+    response = client.post(reverse("schedules:schedule_create"),
                            form_data(model, query_set, **changes))
     assert response.status_code == 400
     assert any(message in error for error in field_errors(response, field)), (
@@ -104,7 +106,7 @@ def test_an_archived_query_set_is_an_error_on_query_set(client, personas):
     model, query_set = model_and_set(personas.team, personas.lead)
     query_set_archive(query_set=query_set)
     client.force_login(personas.lead)
-    response = client.post(reverse("evaluations:schedule_create"),
+    response = client.post(reverse("schedules:schedule_create"),
                            form_data(model, query_set))
     assert response.status_code == 400
     # The form offers only sets in use, so the choice itself is refused on the field.
@@ -119,9 +121,9 @@ def test_a_team_baseline_on_the_schedules_scale_is_accepted(client, personas):
                                  status=Evaluation.Status.FINISHED)
     TeamBaseline.objects.create(team=personas.team, evaluation=baseline)
     client.force_login(personas.lead)
-    assert client.get(reverse("evaluations:schedule_create")).context["form"][
+    assert client.get(reverse("schedules:schedule_create")).context["form"][
         "baseline"].value() == "team"
-    response = client.post(reverse("evaluations:schedule_create"),
+    response = client.post(reverse("schedules:schedule_create"),
                            form_data(model, query_set, baseline="team"))
     assert response.status_code == 302
     assert Schedule.objects.get().baseline == "team"
@@ -130,7 +132,7 @@ def test_a_team_baseline_on_the_schedules_scale_is_accepted(client, personas):
 def test_the_edit_page_shows_the_schedule_and_saves_a_change(client, personas):
     schedule = schedule_of(personas.team, personas.lead, min_coverage=0.75,
                            metrics=[{"code": "ndcg", "k": 10, "params": {"gain": "linear"}}])
-    url = reverse("evaluations:schedule_edit", args=[schedule.pk])
+    url = reverse("schedules:schedule_edit", args=[schedule.pk])
     client.force_login(personas.lead)
     form = client.get(url).context["form"]
     assert form["metrics"].value() == "ndcg@10 gain=linear"
@@ -150,7 +152,7 @@ def test_the_edit_page_shows_the_schedule_and_saves_a_change(client, personas):
 def test_a_bad_edit_changes_nothing(client, personas):
     schedule = schedule_of(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = client.post(reverse("evaluations:schedule_edit", args=[schedule.pk]),
+    response = client.post(reverse("schedules:schedule_edit", args=[schedule.pk]),
                            form_data(schedule.model, schedule.query_set, name="Other",
                                      interval_minutes="5"))
     assert response.status_code == 400
@@ -218,13 +220,13 @@ def test_the_list_shows_the_teams_schedules_with_their_state(client, personas):
     schedule = schedule_of(personas.team, personas.lead)
     schedule_pause(schedule=schedule, reason="holiday")
     client.force_login(personas.grader)
-    response = client.get(reverse("evaluations:schedule_list"))
+    response = client.get(reverse("schedules:schedule_list"))
     assert [row.name for row in response.context["schedules"]] == ["Nightly"]
     html = response.content.decode()
     assert 'data-testid="paused"' in html and "every hour" in html
     # A grader reads; no way to create or change.
     assert 'data-testid="new-schedule"' not in html
-    assert reverse("evaluations:schedule_edit", args=[schedule.pk]) not in html
+    assert reverse("schedules:schedule_edit", args=[schedule.pk]) not in html
 
 
 # --- pause, resume, delete, access ------------------------------------------------------------
@@ -233,16 +235,16 @@ def test_the_list_shows_the_teams_schedules_with_their_state(client, personas):
 def test_a_lead_pauses_with_a_reason_and_resumes(client, personas):
     schedule = schedule_of(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = client.post(reverse("evaluations:schedule_pause", args=[schedule.pk]),
+    response = client.post(reverse("schedules:schedule_pause", args=[schedule.pk]),
                            {"reason": "index rebuild"})
     assert response.status_code == 302 and response.url == detail_url(schedule)
     schedule.refresh_from_db()
     assert schedule.is_paused and schedule.paused_reason == "index rebuild"
     html = client.get(detail_url(schedule)).content.decode()
     assert 'data-testid="paused-banner"' in html and "index rebuild" in html
-    assert reverse("evaluations:schedule_resume", args=[schedule.pk]) in html
+    assert reverse("schedules:schedule_resume", args=[schedule.pk]) in html
 
-    response = client.post(reverse("evaluations:schedule_resume", args=[schedule.pk]))
+    response = client.post(reverse("schedules:schedule_resume", args=[schedule.pk]))
     assert response.status_code == 302
     schedule.refresh_from_db()
     assert not schedule.is_paused and schedule.next_due_at > timezone.now()
@@ -253,7 +255,7 @@ def test_a_lead_pauses_with_a_reason_and_resumes(client, personas):
 def test_a_pause_without_a_reason_names_who_paused(client, personas):
     schedule = schedule_of(personas.team, personas.lead)
     client.force_login(personas.admin)
-    client.post(reverse("evaluations:schedule_pause", args=[schedule.pk]))
+    client.post(reverse("schedules:schedule_pause", args=[schedule.pk]))
     schedule.refresh_from_db()
     assert schedule.paused_reason == "paused by admin"
 
@@ -262,7 +264,7 @@ def test_a_pause_without_a_reason_names_who_paused(client, personas):
 def test_a_grader_may_not_change_a_schedule(client, personas, name):
     schedule = schedule_of(personas.team, personas.lead)
     client.force_login(personas.grader)
-    response = client.post(reverse(f"evaluations:{name}", args=[schedule.pk]))
+    response = client.post(reverse(f"schedules:{name}", args=[schedule.pk]))
     assert response.status_code == 403
     assert Schedule.objects.get().paused_at is None
 
@@ -272,18 +274,18 @@ def test_a_grader_sees_the_page_without_its_buttons(client, personas):
     client.force_login(personas.grader)
     html = client.get(detail_url(schedule)).content.decode()
     for name in ("schedule_pause", "schedule_edit", "schedule_delete"):
-        assert reverse(f"evaluations:{name}", args=[schedule.pk]) not in html
-    assert client.get(reverse("evaluations:schedule_edit", args=[schedule.pk])
+        assert reverse(f"schedules:{name}", args=[schedule.pk]) not in html
+    assert client.get(reverse("schedules:schedule_edit", args=[schedule.pk])
                       ).status_code == 403
-    assert client.get(reverse("evaluations:schedule_create")).status_code == 403
+    assert client.get(reverse("schedules:schedule_create")).status_code == 403
 
 
 @pytest.mark.parametrize("name", ["schedule_detail", "schedule_edit", "schedule_delete"])
 def test_another_teams_schedule_is_not_found(client, personas, name):
     schedule = schedule_of(personas.team, personas.lead)
     client.force_login(personas.outsider)
-    assert client.get(reverse(f"evaluations:{name}", args=[schedule.pk])).status_code == 404
-    assert client.post(reverse("evaluations:schedule_pause", args=[schedule.pk])
+    assert client.get(reverse(f"schedules:{name}", args=[schedule.pk])).status_code == 404
+    assert client.post(reverse("schedules:schedule_pause", args=[schedule.pk])
                        ).status_code == 404
     assert Schedule.objects.get().paused_at is None
 
@@ -291,14 +293,14 @@ def test_another_teams_schedule_is_not_found(client, personas, name):
 def test_delete_asks_then_deletes_and_keeps_the_runs(client, personas):
     schedule = schedule_of(personas.team, personas.lead)
     run = run_of(schedule, hours_ago=1)
-    url = reverse("evaluations:schedule_delete", args=[schedule.pk])
+    url = reverse("schedules:schedule_delete", args=[schedule.pk])
     client.force_login(personas.lead)
     page = client.get(url)
     assert "It has made 1 run(s)." in page.content.decode()
     assert Schedule.objects.exists()
     response = client.post(url)
     assert response.status_code == 302
-    assert response.url == reverse("evaluations:schedule_list")
+    assert response.url == reverse("schedules:schedule_list")
     assert not Schedule.objects.exists()
     assert Evaluation.objects.filter(pk=run.evaluation_id).exists()
 
@@ -308,5 +310,5 @@ def test_delete_asks_then_deletes_and_keeps_the_runs(client, personas):
 def test_the_wrong_method_is_refused(client, personas, name, method):
     schedule = schedule_of(personas.team, personas.lead)
     client.force_login(personas.lead)
-    response = getattr(client, method)(reverse(f"evaluations:{name}", args=[schedule.pk]))
+    response = getattr(client, method)(reverse(f"schedules:{name}", args=[schedule.pk]))
     assert response.status_code == 405

@@ -3,7 +3,7 @@
 Each due time makes one run, an evaluation (ScheduleRun links the two). The schedule's
 `next_due_at` is what the tick claims: a conditional UPDATE from the value it read to the
 next due time, so two beat processes, or a beat and a restart, fire each due time once
-(evaluations.services.schedules). Imported by evaluations.models so Django finds them.
+(schedules.firing). The tables keep the names they had in the evaluations app.
 """
 
 from django.conf import settings
@@ -46,8 +46,8 @@ class Schedule(models.Model):
     # A run finishes when every slot is graded, or this long after it started with what
     # is graded by then.
     deadline_hours = models.PositiveIntegerField(default=24)
-    # Counting judges that grade each run's new pairs (judges.Judge ids: evaluations may
-    # not refer to the judges app; it validates them through evaluations.hooks).
+    # Counting judges that grade each run's new pairs (judges.Judge ids, checked by
+    # schedules.run_judges.counting_judges when saved).
     judge_ids = models.JSONField(default=list, blank=True)
     baseline = models.CharField(max_length=10, choices=Baseline.choices, default=Baseline.TEAM)
     # The verdict rule: share of keywords with a value below which a run is undecided, and
@@ -69,6 +69,7 @@ class Schedule(models.Model):
     objects = ScheduleQuerySet.as_manager()
 
     class Meta:
+        db_table = "evaluations_schedule"
         ordering = ["name", "id"]
         indexes = [
             # The tick's one read: the due schedules that are not paused.
@@ -119,6 +120,7 @@ class ScheduleRun(models.Model):
     fetch_failed = models.BooleanField(default=False)
 
     class Meta:
+        db_table = "evaluations_schedulerun"
         ordering = ["-due_at", "-id"]
         constraints = [
             # A second guard behind the claim: one run per due time, whatever happens.

@@ -1,4 +1,4 @@
-"""Schedules (evaluations.services.schedules) on a clock the tests move (time-machine): each
+"""Schedules (schedules.services, schedules.firing) on a clock the tests move: each
 due time fires once, also when two ticks race; a missed window fires once; pause and resume;
 runs fetch from a real local search server, reuse earlier grades, finish at their deadline,
 are archived beyond keep_runs; three runs whose fetch failed in a row pause the schedule and
@@ -13,11 +13,13 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 
 from evaluations import services
-from evaluations.models import Evaluation, Schedule, ScheduleRun
-from evaluations.services import schedules as schedule_services
+from evaluations.models import Evaluation
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict, TeamBaseline
 from notifications.models import Event, Notification
+from schedules import firing, timing
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
 from tests.conftest import skip_or_fail
 from tests.evaluations.factories import ES_MAPPER, EndpointFactory, SearchModelFactory
 from tests.evaluations.servers import Reply, hits, running_server
@@ -49,12 +51,12 @@ def make(setup, **fields) -> Schedule:
     values = {"name": "Nightly", "model": model, "query_set": query_set, "scale": "graded",
               "strategy": 1, "metrics": METRICS, "interval_minutes": 60,
               "baseline": Schedule.Baseline.PREVIOUS, **fields}
-    return services.schedule_create(team=personas.team, created_by=personas.lead, **values)
+    return schedule_services.schedule_create(team=personas.team, created_by=personas.lead, **values)
 
 
-def tick(capture, at: datetime) -> schedule_services.TickReport:
+def tick(capture, at: datetime) -> firing.TickReport:
     with time_machine.travel(at, tick=False), capture(execute=True):
-        return services.schedules_tick()
+        return firing.schedules_tick()
 
 
 def field_errors(excinfo) -> dict:
@@ -121,9 +123,9 @@ def test_a_cron_schedule_fires_at_its_times_in_its_time_zone(setup,
 def test_a_due_time_claimed_by_another_tick_makes_no_second_run(setup):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        first = services.schedule_fire(schedule_id=schedule.pk, due_at=START)
+        first = firing.schedule_fire(schedule_id=schedule.pk, due_at=START)
         # A second process that read the same due time before the first one's claim.
-        second = services.schedule_fire(schedule_id=schedule.pk, due_at=START)
+        second = firing.schedule_fire(schedule_id=schedule.pk, due_at=START)
     assert first is not None and second is None
     assert ScheduleRun.objects.count() == 1
 
@@ -133,12 +135,12 @@ def test_the_claim_is_what_stops_a_second_run(setup, monkeypatch):
     unique constraint then refuses the run, but only because due_at repeats)."""
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        services.schedule_fire(schedule_id=schedule.pk, due_at=START)
+        firing.schedule_fire(schedule_id=schedule.pk, due_at=START)
         schedule.refresh_from_db()
         later = schedule.next_due_at
         # A tick that read the schedule before the first claim and is handed a later time
         # still matches nothing: only the due time it read can be claimed.
-        assert services.schedule_fire(schedule_id=schedule.pk,
+        assert firing.schedule_fire(schedule_id=schedule.pk,
                                       due_at=later + timedelta(minutes=1)) is None
     assert ScheduleRun.objects.count() == 1
 
@@ -156,7 +158,7 @@ def test_two_ticks_racing_on_postgresql_fire_each_due_time_once(setup):
     def tick_in_thread() -> None:
         try:
             barrier.wait()
-            reports.append(services.schedules_tick())
+            reports.append(firing.schedules_tick())
         finally:
             connection.close()
 
@@ -180,10 +182,10 @@ def test_a_paused_schedule_does_not_fire_and_resumes_from_now(setup,
                                                               django_capture_on_commit_callbacks):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        schedule = services.schedule_pause(schedule=schedule, reason="holiday")
+        schedule = schedule_services.schedule_pause(schedule=schedule, reason="holiday")
     assert tick(django_capture_on_commit_callbacks, START + timedelta(hours=3)).fired == 0
     with time_machine.travel(START + timedelta(hours=3, minutes=10), tick=False):
-        schedule = services.schedule_resume(schedule=schedule)
+        schedule = schedule_services.schedule_resume(schedule=schedule)
     assert (schedule.paused_at, schedule.paused_reason) == (None, "")
     assert schedule.next_due_at == START + timedelta(hours=4)  # not three runs made up
     assert tick(django_capture_on_commit_callbacks, START + timedelta(hours=4)).fired == 1
@@ -311,7 +313,7 @@ def test_runs_beyond_keep_runs_are_archived_never_deleted(setup,
 
 def test_the_baseline_choice_picks_the_run_compared_with(setup,
                                                          django_capture_on_commit_callbacks):
-    from metrics.reports.verdicts import schedule_run_baseline
+    from schedules.verdicts import schedule_run_baseline
 
     with time_machine.travel(START, tick=False):
         schedule = make(setup, baseline=Schedule.Baseline.FIRST)
@@ -376,9 +378,9 @@ def test_an_interval_of_exactly_the_minimum_is_accepted_and_one_less_refused(set
 
 
 def test_a_cron_firing_every_15_minutes_is_accepted_and_every_14_refused():
-    assert schedule_services.cron_check(" */15  * * * * ", "UTC") == "*/15 * * * *"
+    assert timing.cron_check(" */15  * * * * ", "UTC") == "*/15 * * * *"
     with pytest.raises(ValidationError) as excinfo:
-        schedule_services.cron_check("*/14 * * * *", "UTC")
+        timing.cron_check("*/14 * * * *", "UTC")
     # Minutes 0, 14, 28, 42, 56: the first gap met is 14 (the 4 across the hour comes later).
     assert field_errors(excinfo) == {"cron": [
         "“*/14 * * * *” fires 14 minutes apart at times; the minimum is 15 minutes."]}
@@ -412,10 +414,10 @@ def test_changing_the_timing_moves_the_next_due_time(setup):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
     with time_machine.travel(START + timedelta(minutes=7), tick=False):
-        schedule = services.schedule_update(schedule=schedule, interval_minutes=30)
+        schedule = schedule_services.schedule_update(schedule=schedule, interval_minutes=30)
     assert schedule.next_due_at == START + timedelta(minutes=37)
     with pytest.raises(ValidationError):
-        services.schedule_update(schedule=schedule, interval_minutes=5)
+        schedule_services.schedule_update(schedule=schedule, interval_minutes=5)
     schedule.refresh_from_db()
     assert schedule.interval_minutes == 30
 
@@ -461,9 +463,9 @@ def test_the_tick_and_one_by_one_firing_make_the_same_run(setup,
         by_hand = make(setup, name="B")
     with time_machine.travel(START, tick=False), django_capture_on_commit_callbacks(
             execute=True):
-        runs, one_by_one = schedule_services.schedules_fire_batch(
+        runs, one_by_one = firing.schedules_fire_batch(
             [(by_tick.pk, START)], now=START)
-        services.schedule_fire(schedule_id=by_hand.pk, due_at=START, now=START)
+        firing.schedule_fire(schedule_id=by_hand.pk, due_at=START, now=START)
     assert len(runs) == 1 and one_by_one == []
     batched = ScheduleRun.objects.get(schedule=by_tick)
     single = ScheduleRun.objects.get(schedule=by_hand)
@@ -476,7 +478,7 @@ def test_the_batch_claims_only_the_due_time_it_read(setup):
     that is not due (the unique guard would not notice: the time differs)."""
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        runs, one_by_one = schedule_services.schedules_fire_batch(
+        runs, one_by_one = firing.schedules_fire_batch(
             [(schedule.pk, START - timedelta(minutes=60))], now=START)
     assert (runs, one_by_one) == ([], [])
     assert not Evaluation.objects.exists()
@@ -490,14 +492,14 @@ def test_a_schedule_the_batch_cannot_run_is_left_to_the_one_by_one_path(setup):
         broken = make(setup, name="Broken")
     Schedule.objects.filter(pk=broken.pk).update(scale="gone")
     with time_machine.travel(START, tick=False):
-        runs, one_by_one = schedule_services.schedules_fire_batch(
+        runs, one_by_one = firing.schedules_fire_batch(
             [(good.pk, START), (broken.pk, START)], now=START)
     assert [run.schedule_id for run in runs] == [good.pk]
     assert one_by_one == [(broken.pk, START)]
     broken.refresh_from_db()
     assert broken.next_due_at == START  # not claimed: schedule_fire claims it and pauses
     with time_machine.travel(START, tick=False):
-        assert services.schedule_fire(schedule_id=broken.pk, due_at=START) is None
+        assert firing.schedule_fire(schedule_id=broken.pk, due_at=START) is None
     broken.refresh_from_db()
     assert broken.paused_reason == "could not make a run: Unknown scale 'gone'."
 

@@ -1,6 +1,6 @@
 """REST API of schedules ("watches"): list, create, detail, change, delete,
 pause, resume, and the runs with their latest regression verdicts. Every member reads;
-leads and above write (selectors_schedules.WRITE_ROLE), as on the pages. The services'
+leads and above write (selectors.WRITE_ROLE), as on the pages. The services'
 ValidationError names the field; the API's exception handler answers it as a 400."""
 
 from typing import Any
@@ -12,11 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations import selectors_schedules as schedule_selectors
-from evaluations import services
 from evaluations.api import MetricConfigSerializer
-from evaluations.models import QuerySet, Schedule, SearchModel
-from evaluations.selectors_schedules import WRITE_ROLE
+from evaluations.models import QuerySet, SearchModel
+from schedules import selectors as schedule_selectors
+from schedules import services
+from schedules.models import Schedule
+from schedules.selectors import WRITE_ROLE
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,

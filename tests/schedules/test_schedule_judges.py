@@ -1,4 +1,4 @@
-"""Judges on a schedule (judges.schedules): a counting judge named by a schedule grades
+"""Judges on a schedule (schedules.run_judges): a counting judge named by a schedule grades
 each run's pairs nobody has graded once the run is fetched (the new ones: reuse filled the
 rest), against a real local model server; the run then finishes by itself. Only counting
 judges may be named."""
@@ -10,10 +10,13 @@ import time_machine
 from django.core.exceptions import ValidationError
 
 from evaluations import services
-from evaluations.hooks import counting_judges
-from evaluations.models import Evaluation, Schedule, ScheduleRun
+from evaluations.models import Evaluation
 from judges.models import JudgeRun
 from judgments.models import FeedbackSlot
+from schedules import firing
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
+from schedules.run_judges import counting_judges
 from tests.evaluations.factories import ES_MAPPER, EndpointFactory, SearchModelFactory
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.judges.builders import judge_for
@@ -46,14 +49,14 @@ def test_a_schedules_judge_grades_only_each_runs_new_pairs(personas):
                   "metrics": [{"code": "ndcg", "k": 10, "params": {}}],
                   "baseline": Schedule.Baseline.PREVIOUS}
         with pytest.raises(ValidationError) as excinfo:
-            services.schedule_create(team=personas.team, created_by=personas.lead,
+            schedule_services.schedule_create(team=personas.team, created_by=personas.lead,
                                      judge_ids=[shadow.pk], **fields)
         assert excinfo.value.message_dict["judge_ids"] == [
             f"No judge {shadow.pk} whose grades count in this team."]
         with time_machine.travel(START, tick=False):
-            services.schedule_create(team=personas.team, created_by=personas.lead,
+            schedule_services.schedule_create(team=personas.team, created_by=personas.lead,
                                      judge_ids=[judge.pk], **fields)
-            services.schedules_tick()
+            firing.schedules_tick()
 
         first = ScheduleRun.objects.get().evaluation
         run = JudgeRun.objects.get(evaluation=first)
@@ -70,7 +73,7 @@ def test_a_schedules_judge_grades_only_each_runs_new_pairs(personas):
             *hits(request.query["q"][0])["hits"]["hits"]]}})
         calls_before = len(provider.received)
         with time_machine.travel(START + timedelta(hours=1), tick=False):
-            services.schedules_tick()
+            firing.schedules_tick()
         second = ScheduleRun.objects.order_by("-due_at").first().evaluation
         run = JudgeRun.objects.get(evaluation=second)
         assert (run.status, run.pair_count, run.done_count) == (JudgeRun.Status.DONE, 2, 2)
