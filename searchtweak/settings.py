@@ -4,6 +4,10 @@ With no environment variables at all it runs the embedded default: SQLite in
 db.sqlite3, Celery tasks executed eagerly in the web process, DEBUG on and a development
 secret. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, DEBUG=false and
 ALLOWED_HOSTS (see docker-compose.yml).
+
+Longer than our ~450-line mark on purpose: the whole configuration in one file, each
+environment variable read once with its meaning above it (docs/operations/settings.md is
+generated from these comments).
 """
 
 import hashlib
