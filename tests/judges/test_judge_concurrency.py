@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from judges import batches, runs, tasks
+from judges import batch_claiming, runs, tasks
 from judges.models import JudgeRun, JudgeRunItem
 from judgments import services
 from judgments.models import FeedbackSlot
@@ -58,7 +58,7 @@ def test_a_judge_writes_only_its_own_slot_beside_people_at_once(personas, monkey
         def lane(number: int) -> None:
             try:
                 start.wait()
-                while tasks.lane_work(run.pk, seconds=60, lane=batches.Lane(number, LANES)):
+                while tasks.lane_work(run.pk, seconds=60, lane=batch_claiming.Lane(number, LANES)):
                     pass
             except BaseException as error:
                 errors.append(error)
