@@ -1,5 +1,5 @@
 """Writes of judge administration: create, update, delete (deactivate when used) a judge
-with the service account its grades carry. The Test action is judges.samples.
+with the service account its grades carry. The Test action is judges.trial_calls.
 
 A judge grades through its own User (judges.models.Judge.user): ``is_judge``, never able
 to log in (inactive, unusable password), a grader of the judge's team, so it fills slots
