@@ -25,8 +25,8 @@ from judges.core.prompts import MAX_BATCH_SIZE, PromptError, check_template, def
 from judges.models import Judge, JudgeRun
 from judges.secrets import encrypt_api_key
 from judgments import scales as scale_lookup
+from judgments.grader_tags import normalize_tags
 from judgments.models import FeedbackSlot
-from judgments.services import normalize_tags
 from searchtweak.models import Membership, Role, Team, User
 
 logger = logging.getLogger(__name__)

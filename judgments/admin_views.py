@@ -11,9 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations.selectors import evaluation_get_for_user
-from judgments import exports, imports, selectors, services
+from judgments import exports, imports, pool, scale_writes, selectors
 from judgments import scales as scale_lookup
 from judgments.forms import GraderTagsForm, PoolImportForm, ScaleForm, TransformerForm
+from judgments.grader_tags import grader_tags_set
 from judgments.models import Scale
 from searchtweak import access
 from searchtweak.forms import add_service_errors
@@ -59,7 +60,7 @@ def scale_create(request: HttpRequest) -> HttpResponse:
     team = _admin_team(request)
     form = ScaleForm(request.POST or None)
     saved = form_saved_response(
-        request, form, lambda: services.scale_create(team=team, **form.cleaned_data),
+        request, form, lambda: scale_writes.scale_create(team=team, **form.cleaned_data),
         success=lambda _: f"Scale {form.cleaned_data['name']} created.",
         next_url="judgments:scales")
     return saved or _render_scale_form(request, form, None)
@@ -79,7 +80,7 @@ def scale_edit(request: HttpRequest, scale_id: int) -> HttpResponse:
                "labels": ScaleForm.labels_text(scale.labels)}
     form = ScaleForm(request.POST or None, initial=initial, editing=True)
     saved = form_saved_response(
-        request, form, lambda: services.scale_update(
+        request, form, lambda: scale_writes.scale_update(
             scale=scale, **{k: v for k, v in form.cleaned_data.items() if k != "code"}),
         success=lambda _: f"Scale {scale.name} saved.", next_url="judgments:scales")
     return saved or _render_scale_form(request, form, scale)
@@ -89,7 +90,7 @@ def scale_edit(request: HttpRequest, scale_id: int) -> HttpResponse:
 @login_required
 def scale_delete(request: HttpRequest, scale_id: int) -> HttpResponse:
     scale = selectors.scale_get_for_user(user=request.user, scale_id=scale_id)
-    return service_step_response(request, lambda: services.scale_delete(scale=scale),
+    return service_step_response(request, lambda: scale_writes.scale_delete(scale=scale),
                                    done=f"Scale {scale.name} deleted.",
                                    next_url="judgments:scales")
 
@@ -118,8 +119,8 @@ def transformer_edit(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                services.transformer_save(team=team, source=data["source"],
-                                          target=data["target"], mapping=data["mapping"])
+                scale_writes.transformer_save(team=team, source=data["source"],
+                                              target=data["target"], mapping=data["mapping"])
             except ValidationError as error:
                 add_service_errors(form, error)
             else:
@@ -175,7 +176,7 @@ def transformer_delete(request: HttpRequest, transformer_id: int) -> HttpRespons
     transformer = selectors.transformer_get_for_user(
         user=request.user, transformer_id=transformer_id)
     return service_step_response(
-        request, lambda: services.transformer_delete(transformer=transformer),
+        request, lambda: scale_writes.transformer_delete(transformer=transformer),
         done=f"Transformer {transformer} removed; the default applies again.",
         next_url="judgments:scales")
 
@@ -198,8 +199,8 @@ def grader_tags_update(request: HttpRequest, user_id: int) -> HttpResponse:
         raise Http404("No such member.")
     form = GraderTagsForm(request.POST)
     if form.is_valid():
-        row = services.grader_tags_set(team=team, user=membership.user,
-                                       tags=form.cleaned_data["tags"])
+        row = grader_tags_set(team=team, user=membership.user,
+                              tags=form.cleaned_data["tags"])
         messages.success(request, f"{membership.user.username} carries: "
                          f"{', '.join(row.tags) or 'no tags'}.")
     else:
@@ -243,18 +244,18 @@ def pool_import(request: HttpRequest) -> HttpResponse:
             # all it needs, and a browser cannot fill a file field again. Not a file over
             # the size limit (it was read only to the limit).
             if data["file"] and _within_limit(content, mapping):
-                token = services.pool_upload_keep(
+                token = pool.pool_upload_keep(
                     team=team, user=request.user, name=name, content=content,
                     mapping_name=data["mapping"].name if data.get("mapping") else "",
                     mapping=mapping)
             elif data["file"]:
                 token, kept_name = "", ""
         else:
-            counts = services.pool_judgments_import(
+            counts = pool.pool_judgments_import(
                 team=team, scale=scale.code, judgments=parsed.judgments,
                 source=f"{data['format']}: {name}", user=request.user)
             if token:
-                services.pool_upload_discard(team=team, user=request.user, token=token)
+                pool.pool_upload_discard(team=team, user=request.user, token=token)
             messages.success(request, (
                 f"Imported {counts['imported']} judgments for {counts['keywords']} keywords "
                 f"({counts['replaced']} earlier ones replaced"

@@ -23,8 +23,8 @@ from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.services import query_set_create_from_evaluation, schedule_create
-from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
+from judgments.scale_writes import scale_create
 from judgments.views import ITEM_SLOT, item_token
 from searchtweak.models import Notification, Role, User
 from searchtweak.notification_delivery import unsubscribe_token
@@ -82,7 +82,7 @@ def _demo() -> tuple[int, int, int, int, dict[str, object]]:
                                keywords={keyword.text: ["d1", "d2", "d3"]},
                                metrics=[("precision", 10, {}), ("ap", 10, {})],
                                status=Evaluation.Status.FINISHED)
-    scale = judgment_services.scale_create(
+    scale = scale_create(
         team=team, code="stars", name="Stars", lo=1, hi=2,
         labels={"1": {"label": "Bad", "color": "#d92d20"},
                 "2": {"label": "Good", "color": "#079455"}})
