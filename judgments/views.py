@@ -1,5 +1,6 @@
 """Grading pages (keyboard-first, plain POSTs that grade.js speeds up) and the lead's feedback
-pages; the team's admin pages are judgments.admin_views'.
+pages; the team's scale, grader-tag and pool pages are judgments.views_scales',
+judgments.views_grader_tags' and judgments.views_pool'.
 
 Gold probes on the page (judgments.gold): the queue's claim asks gold.probe_next first, the
 rule the grading API uses, so a share of claims (the evaluation's gold rate) shows a probe.
