@@ -46,7 +46,8 @@ def group_store(*, run: JudgeRun, batches: list[Batch]) -> None:
     """Write what the batches found, for the items their claims still own, in one
     transaction. When that raises, each batch is stored alone: one that still fails
     fails its own pairs (with the reason), not its neighbours'."""
-    # A crashed batch failed its pairs already (_concluded), and ended well in nothing.
+    # A crashed batch failed its pairs already (batch_sending.concluded), and ended well in
+    # nothing.
     batches = [batch for batch in batches if batch.error is None]
     if not batches:
         return

@@ -120,3 +120,4 @@ def pool_export(request: HttpRequest) -> HttpResponse:
                             content_type="text/csv; charset=utf-8")
     name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
