@@ -422,7 +422,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "searchtweak.sweep_stalled_webhook_deliveries",
         "schedule": float(WEBHOOK_SWEEP_EVERY_SECONDS),
     },
-    # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
+    # Restarts judge runs whose lanes died with their worker (judges.lanes.runs_stalled).
     "sweep-stalled-judge-runs": {
         "task": "judges.sweep_stalled_runs",
         # How often the sweep looks for stalled judge runs, in seconds.
