@@ -62,7 +62,8 @@ def test_the_api_docs_and_the_team_switcher_keep_the_policy_as_admin(demo, brows
     admin = Visitor(browser, live_server, "admin")
     admin.visit("/api/redoc/")
     expect(admin.page.locator("redoc, .redoc-wrap").first).to_be_attached()
-    expect(admin.page.get_by_text("/api/v1/evaluations/").first).to_be_attached()
+    # Redoc fetches and lays out the whole schema after the page has loaded.
+    expect(admin.page.get_by_text("/api/v1/evaluations/").first).to_be_attached(timeout=30_000)
     admin.visit("/api/docs/")
     expect(admin.page.locator(".swagger-ui .info .title")).to_contain_text("SearchTweak API")
 
