@@ -64,8 +64,10 @@ def test_the_api_docs_and_the_team_switcher_keep_the_policy_as_admin(demo, brows
     expect(admin.page.locator("redoc, .redoc-wrap").first).to_be_attached()
     # Redoc fetches and lays out the whole schema after the page has loaded.
     expect(admin.page.get_by_text("/api/v1/evaluations/").first).to_be_attached(timeout=30_000)
+    admin.assert_clean("/api/redoc/, rendered")
     admin.visit("/api/docs/")
     expect(admin.page.locator(".swagger-ui .info .title")).to_contain_text("SearchTweak API")
+    admin.assert_clean("/api/docs/, rendered")
 
     # The team switcher (once an inline onchange) still switches.
     admin.visit("/")
