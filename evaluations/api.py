@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 import metrics_engine as core
 from evaluations import selectors, services
 from evaluations.events import By
-from evaluations.models import Evaluation, EvaluationMetric, QuerySet, SearchModel
+from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -216,7 +216,7 @@ def _evaluation_create(request: Request, team: Team, data: dict[str, Any]) -> Ev
     data = _resolve_model(data, team.pk)
     if "query_set" not in data:
         return services.evaluation_create(team=team, created_by=request.user, **data)
-    query_set = QuerySet.objects.filter(pk=data.pop("query_set"), team_id=team.pk).first()
+    query_set = KeywordSet.objects.filter(pk=data.pop("query_set"), team_id=team.pk).first()
     if query_set is None:
         raise ValidationError({"query_set": "No such query set in this team."})
     return services.evaluation_create_from_query_set(

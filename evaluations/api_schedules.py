@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from evaluations import selectors_schedules as schedule_selectors
 from evaluations import services
 from evaluations.api import MetricConfigSerializer
-from evaluations.models import QuerySet, Schedule, SearchModel
+from evaluations.models import KeywordSet, Schedule, SearchModel
 from evaluations.selectors_schedules import WRITE_ROLE
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
@@ -104,7 +104,7 @@ class ScheduleInputSerializer(serializers.Serializer):
 def _team_rows(data: dict[str, Any], team_id: int) -> dict[str, Any]:
     """The ids of model and query set as the team's rows (a 400 on the field otherwise)."""
     errors = {}
-    for name, model in (("model", SearchModel), ("query_set", QuerySet)):
+    for name, model in (("model", SearchModel), ("query_set", KeywordSet)):
         if name in data:
             row = model.objects.filter(pk=data[name], team_id=team_id).first()
             if row is None:

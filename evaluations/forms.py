@@ -11,7 +11,7 @@ import metrics_engine as core
 from evaluations import crypto
 from evaluations.hooks import scale_provider
 from evaluations.mapper import PRESETS, mapper_problems, preset_mapper
-from evaluations.models import Endpoint, Evaluation, EvaluationMetric, QuerySet, SearchModel
+from evaluations.models import Endpoint, Evaluation, EvaluationMetric, KeywordSet, SearchModel
 from evaluations.services import http_url_problem, keyword_upload_size_problem
 from evaluations.services.endpoints import LIMIT_MAXIMUMS
 from evaluations.strategies import ADAPTIVE_STRATEGY
@@ -321,7 +321,7 @@ class EvaluationForm(forms.Form):
         required=False, initial=True, label="Finish when every result is graded")
     # --- query sets: on the create page only (with_query_sets) ---
     query_set = forms.ModelChoiceField(
-        queryset=QuerySet.objects.none(), required=False, label="…or use a query set",
+        queryset=KeywordSet.objects.none(), required=False, label="…or use a query set",
         help_text="Its current version's keywords, instead of typing or uploading them.")
     save_as_query_set = forms.CharField(
         required=False, max_length=200, label="Save these keywords as a query set named…",
@@ -332,7 +332,7 @@ class EvaluationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].queryset = SearchModel.objects.filter(team=team, archived_at=None)
         if with_query_sets:
-            self.fields["query_set"].queryset = QuerySet.objects.filter(
+            self.fields["query_set"].queryset = KeywordSet.objects.filter(
                 team=team, archived_at=None).order_by("name")
             self.order_fields(["name", "description", "model", "keywords", "keywords_file",
                                "save_as_query_set", "query_set"])

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluations import selectors, services
 from evaluations import selectors_query_sets as query_set_selectors
 from evaluations.forms import QuerySetForm, SaveAsQuerySetForm
-from evaluations.models import QuerySet
+from evaluations.models import KeywordSet
 from evaluations.selectors_query_sets import WRITE_ROLE
 from evaluations.services.query_sets import version_keywords
 from evaluations.views import _keywords_from_form
@@ -30,7 +30,7 @@ from searchtweak.views_shared import (
 KEYWORDS_PER_PAGE = 100
 
 
-def _detail_url(query_set: QuerySet) -> str:
+def _detail_url(query_set: KeywordSet) -> str:
     return reverse("evaluations:query_set_detail", args=[query_set.pk])
 
 
@@ -59,7 +59,7 @@ def _form_keywords(form: QuerySetForm) -> list[str] | None:
     return keywords
 
 
-def _render_form(request: HttpRequest, form: QuerySetForm, query_set: QuerySet | None = None
+def _render_form(request: HttpRequest, form: QuerySetForm, query_set: KeywordSet | None = None
                  ) -> HttpResponse:
     return render(request, "evaluations/query_set_form.html",
                   {"form": form, "query_set": query_set},

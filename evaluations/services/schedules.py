@@ -35,7 +35,7 @@ from evaluations.events import By
 from evaluations.hooks import counting_judges
 from evaluations.models import (
     Evaluation,
-    QuerySet,
+    KeywordSet,
     QuerySetVersion,
     Schedule,
     ScheduleRun,
@@ -173,7 +173,7 @@ def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
     clean = dict(fields)
     # Read again: the caller's rows may predate an archive.
     model = SearchModel.objects.get(pk=fields["model"].pk)
-    query_set = QuerySet.objects.get(pk=fields["query_set"].pk)
+    query_set = KeywordSet.objects.get(pk=fields["query_set"].pk)
     clean["metrics"] = run(evaluation_config_check, team=team, model=model,
                            name=fields["name"], scale=fields["scale"],
                            strategy=fields["strategy"], metrics=fields["metrics"])

@@ -6,12 +6,12 @@ from datetime import timedelta
 from django.utils import timezone
 
 from evaluations import services
-from evaluations.models import Evaluation, QuerySet, Schedule, ScheduleRun, SearchModel
+from evaluations.models import Evaluation, KeywordSet, Schedule, ScheduleRun, SearchModel
 from metrics.models import RegressionVerdict
 from tests.evaluations.factories import EvaluationFactory, SearchModelFactory
 
 
-def model_and_set(team, user, *, name: str = "Shoes") -> tuple[SearchModel, QuerySet]:
+def model_and_set(team, user, *, name: str = "Shoes") -> tuple[SearchModel, KeywordSet]:
     model = SearchModelFactory(endpoint__team=team, name="BM25")
     query_set = services.query_set_create(team=team, created_by=user, name=name,
                                           keywords=["boots", "sandals"])

@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from evaluations import services
-from evaluations.models import Evaluation, Keyword, QuerySet, QuerySetKeyword
+from evaluations.models import Evaluation, Keyword, KeywordSet, QuerySetKeyword
 from tests.evaluations.factories import KeywordFactory, SearchModelFactory
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +26,7 @@ def lines_with_bad(count: int, bad: int) -> list[str]:
 
 
 def counts() -> tuple[int, int, int, int]:
-    return (Evaluation.objects.count(), Keyword.objects.count(), QuerySet.objects.count(),
+    return (Evaluation.objects.count(), Keyword.objects.count(), KeywordSet.objects.count(),
             QuerySetKeyword.objects.count())
 
 

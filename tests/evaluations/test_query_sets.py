@@ -8,7 +8,7 @@ from django.db.models import ProtectedError
 from rest_framework.test import APIClient
 
 from evaluations import services
-from evaluations.models import Evaluation, QuerySet, QuerySetKeyword, QuerySetVersion
+from evaluations.models import Evaluation, KeywordSet, QuerySetKeyword, QuerySetVersion
 from evaluations.selectors_query_sets import version_diff
 from evaluations.services.query_sets import version_keywords
 from tests.evaluations.factories import EvaluationFactory, KeywordFactory, SearchModelFactory
@@ -26,7 +26,7 @@ def errors(excinfo) -> dict:
     return excinfo.value.message_dict
 
 
-def make_set(personas, name="Shoes", keywords=("boots", "sandals", "heels")) -> QuerySet:
+def make_set(personas, name="Shoes", keywords=("boots", "sandals", "heels")) -> KeywordSet:
     return services.query_set_create(team=personas.team, created_by=personas.lead, name=name,
                                      keywords=list(keywords))
 
@@ -42,7 +42,7 @@ def stored(evaluation) -> list[str]:
 
 
 def counts() -> tuple[int, int, int, int]:
-    return (QuerySet.objects.count(), QuerySetVersion.objects.count(),
+    return (KeywordSet.objects.count(), QuerySetVersion.objects.count(),
             QuerySetKeyword.objects.count(), Evaluation.objects.count())
 
 
@@ -229,7 +229,7 @@ def test_a_lead_creates_a_set_by_typing_and_by_upload(client, personas):
     client.force_login(personas.lead)
     response = client.post("/query-sets/new/", {
         "name": "Typed", "description": "", "keywords": "boots\r\nhat\r\nBOOTS\r\n"})
-    query_set = QuerySet.objects.get(name="Typed")
+    query_set = KeywordSet.objects.get(name="Typed")
     assert response.status_code == 302 and response["Location"] == f"/query-sets/{query_set.pk}/"
     assert version_keywords(query_set.current_version()) == ["boots", "hat"]
 
@@ -237,7 +237,7 @@ def test_a_lead_creates_a_set_by_typing_and_by_upload(client, personas):
     response = client.post("/query-sets/new/", {"name": "Uploaded", "keywords": "",
                                                 "keywords_file": upload})
     assert response.status_code == 302
-    assert version_keywords(QuerySet.objects.get(name="Uploaded").current_version()) == [
+    assert version_keywords(KeywordSet.objects.get(name="Uploaded").current_version()) == [
         "scarf", "wool, socks"]
 
     page = client.get(f"/query-sets/{query_set.pk}/")
@@ -355,7 +355,7 @@ def test_an_evaluations_keywords_are_saved_as_a_set_from_its_page(client, person
     assert client.get(f"/query-sets/from-evaluation/{evaluation.pk}/") \
         .context["form"].initial["name"] == "Spring"
     response = client.post(f"/query-sets/from-evaluation/{evaluation.pk}/", {"name": "Spring"})
-    query_set = QuerySet.objects.get()
+    query_set = KeywordSet.objects.get()
     assert response["Location"] == f"/query-sets/{query_set.pk}/"
     assert version_keywords(query_set.current_version()) == ["boots"]
     client.force_login(personas.grader)

@@ -33,7 +33,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from evaluations.models import Evaluation, Keyword, QuerySet, Schedule, ScheduleRun, SearchModel
+from evaluations.models import Evaluation, Keyword, KeywordSet, Schedule, ScheduleRun, SearchModel
 from evaluations.services import query_set_create, schedule_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
@@ -83,7 +83,7 @@ class Dataset:
     judge_call: JudgeCall
     graded: IndependentGrading | None = None
     graded_again: IndependentGrading | None = None
-    query_set: QuerySet | None = None
+    query_set: KeywordSet | None = None
     schedule: Schedule | None = None
     webhook_id: int = 0
     notification_id: int = 0  # the grader's
