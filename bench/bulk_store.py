@@ -55,8 +55,8 @@ def main() -> None:
     from django.utils import timezone
 
     from evaluations import services
+    from evaluations.endpoints.mapper import Document
     from evaluations.fetching import FetchResult
-    from evaluations.mapper import Document
     from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel, Snapshot
     from judgments.models import FeedbackSlot
     from searchtweak.models import Team

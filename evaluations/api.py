@@ -1,5 +1,5 @@
 """REST API of evaluations (docs/ARCHITECTURE.md, /api/v1/); endpoints and search models
-are in api_endpoints. The team helpers every API shares are searchtweak.api_shared's."""
+are in endpoints.api. The team helpers every API shares are searchtweak.api_shared's."""
 
 from collections.abc import Callable
 from typing import Any

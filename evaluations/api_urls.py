@@ -1,19 +1,20 @@
 from django.urls import path
 
-from evaluations import api, api_endpoints, api_query_sets, api_schedules
+from evaluations import api, api_query_sets, api_schedules
+from evaluations.endpoints import api as endpoint_api
 
 app_name = "evaluations_api"
 urlpatterns = [
-    path("endpoints/", api_endpoints.EndpointListApi.as_view(), name="endpoints"),
-    path("endpoints/<int:endpoint_id>/", api_endpoints.EndpointDetailApi.as_view(),
+    path("endpoints/", endpoint_api.EndpointListApi.as_view(), name="endpoints"),
+    path("endpoints/<int:endpoint_id>/", endpoint_api.EndpointDetailApi.as_view(),
          name="endpoint"),
-    path("endpoints/<int:endpoint_id>/restore/", api_endpoints.EndpointRestoreApi.as_view(),
+    path("endpoints/<int:endpoint_id>/restore/", endpoint_api.EndpointRestoreApi.as_view(),
          name="endpoint_restore"),
-    path("models/", api_endpoints.SearchModelListApi.as_view(), name="models"),
-    path("models/<int:model_id>/", api_endpoints.SearchModelDetailApi.as_view(), name="model"),
-    path("models/<int:model_id>/restore/", api_endpoints.SearchModelRestoreApi.as_view(),
+    path("models/", endpoint_api.SearchModelListApi.as_view(), name="models"),
+    path("models/<int:model_id>/", endpoint_api.SearchModelDetailApi.as_view(), name="model"),
+    path("models/<int:model_id>/restore/", endpoint_api.SearchModelRestoreApi.as_view(),
          name="model_restore"),
-    path("models/<int:model_id>/test/", api_endpoints.SearchModelTestApi.as_view(),
+    path("models/<int:model_id>/test/", endpoint_api.SearchModelTestApi.as_view(),
          name="model_test"),
     path("evaluations/", api.EvaluationListApi.as_view(), name="evaluations"),
     path("evaluations/<int:evaluation_id>/", api.EvaluationDetailApi.as_view(),

@@ -1,5 +1,5 @@
 """Pages for evaluations and the demo search engine, and the team and confirm helpers every
-evaluations page shares; endpoints and search models are in views_endpoints."""
+evaluations page shares; endpoints and search models are in endpoints.views."""
 
 from urllib.parse import urlencode
 

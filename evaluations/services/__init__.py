@@ -12,7 +12,7 @@ Callers use `from evaluations import services` and the names below; a test that 
 one of them patches it here, where the tasks look it up.
 """
 
-from evaluations.services.endpoints import (
+from evaluations.endpoints.services import (
     MAX_TIMEOUT_SECONDS,
     endpoint_create,
     endpoint_delete,

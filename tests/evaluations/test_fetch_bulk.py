@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from evaluations import services
+from evaluations.endpoints.mapper import Document
 from evaluations.fetching import FetchResult
-from evaluations.mapper import Document
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
 from judgments.models import FeedbackSlot
