@@ -56,7 +56,7 @@ def main() -> None:
 
     from evaluations import services
     from evaluations.endpoints.mapper import Document
-    from evaluations.fetching import FetchResult
+    from evaluations.fetching.search_requests import FetchResult
     from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel, Snapshot
     from judgments.models import FeedbackSlot
     from searchtweak.models import Team

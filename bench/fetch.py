@@ -337,7 +337,7 @@ def main() -> None:
     how = ("real celery worker on Redis" if mode == "worker"
            else "no broker: tasks run eagerly in this process")
     database = "SQLite" if database_url.startswith("sqlite") else "PostgreSQL"
-    from evaluations.services.fetch import fetch_batch_size
+    from evaluations.fetching.dispatch import fetch_batch_size
 
     batch = fetch_batch_size(evaluation_id=evaluation.pk, keywords=args.keywords)
     print(f"fetching {args.keywords} keywords, endpoint latency {args.latency_ms} ms, "

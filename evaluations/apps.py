@@ -7,11 +7,11 @@ class EvaluationsConfig(AppConfig):
 
     def ready(self) -> None:
         from evaluations import events, notify_receivers, schedule_receivers, tasks
-        from evaluations.services import fetch
+        from evaluations.fetching import dispatch
 
         # The fetch services send keywords to the tasks, which call the services back: the
         # tasks are handed over here rather than imported there (no import cycle).
-        fetch.keywords_fetch_dispatcher_register(tasks.fetch_keywords_dispatch)
+        dispatch.keywords_fetch_dispatcher_register(tasks.fetch_keywords_dispatch)
         events.evaluation_transitioned.connect(
             notify_receivers.on_evaluation_transitioned,
             dispatch_uid="evaluations.notify_receivers.on_evaluation_transitioned")

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
     # Acknowledged once done, and put back when the process running it dies: the message
     # of a killed worker returns (at once from a lost pool process, after the broker's
     # visibility timeout from a vanished worker) and finds what was stored done. Claims
-    # (fetching.fetch_claim_lease_seconds) and the sweep below bring the rest back sooner.
+    # (search_requests.fetch_claim_lease_seconds) and the sweep below bring the rest back sooner.
     acks_late=True, reject_on_worker_lost=True,
     soft_time_limit=settings.FETCH_TASK_TIME_LIMIT - 60,
     time_limit=settings.FETCH_TASK_TIME_LIMIT,

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from evaluations import crypto
 from evaluations.endpoints.mapper import mapper_problems, validate_mapper
-from evaluations.fetching import (
+from evaluations.fetching.search_requests import (
     PLACEHOLDER,
     FetchResult,
     RequestSpec,

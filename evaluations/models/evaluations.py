@@ -117,7 +117,7 @@ class Evaluation(models.Model):
     archived_at = models.DateTimeField(null=True, blank=True)
     # When fetch tasks for its keywords were last handed to the broker (or tried to be):
     # the sweep sends again the pending keywords no task has claimed long after it
-    # (services.fetch.keywords_fetch_requeue_lapsed), as after a send the broker refused.
+    # (fetching.dispatch.keywords_fetch_requeue_lapsed), as after a send the broker refused.
     fetch_sent_at = models.DateTimeField(null=True, blank=True)
     # --- query sets ---
     # The query set version whose keywords this evaluation was created with (null: typed or

@@ -26,8 +26,8 @@ class Keyword(models.Model):
     fetched_at = models.DateTimeField(null=True, blank=True)
     # Set by the fetch task that claimed the keyword (a conditional UPDATE), and the claim
     # itself: the task quotes it to store the keyword. A claim older than the endpoint's
-    # requests can take (fetching.fetch_claim_lease_seconds) belongs to a worker that died
-    # and may be taken over.
+    # requests can take (fetching.search_requests.fetch_claim_lease_seconds) belongs to a
+    # worker that died and may be taken over.
     fetch_claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -30,9 +30,14 @@ from evaluations.endpoints.services import (
     search_model_test,
     search_model_update,
 )
-from evaluations.services.fetch import (
-    DEFAULT_SNAPSHOT_DEPTH,
+from evaluations.fetching.dispatch import (
     FetchNotSent,
+    keywords_fetch_enqueue,
+    keywords_fetch_requeue_lapsed,
+    keywords_fetch_resend_unsent,
+)
+from evaluations.fetching.services import (
+    DEFAULT_SNAPSHOT_DEPTH,
     evaluation_fetch_complete,
     keyword_fetch_claim,
     keyword_fetch_claims_renew,
@@ -41,9 +46,6 @@ from evaluations.services.fetch import (
     keywords_fetch,
     keywords_fetch_abandon,
     keywords_fetch_claim,
-    keywords_fetch_enqueue,
-    keywords_fetch_requeue_lapsed,
-    keywords_fetch_resend_unsent,
     keywords_fetch_store,
     snapshot_depth,
 )

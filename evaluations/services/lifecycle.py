@@ -4,7 +4,7 @@ clone, archive, restore, delete.
 
 Every change of status or archive flag announces itself (evaluations.events) after commit,
 once: `by` says how it happened (a page, the API, a rule, the system) and `user` who, if
-anyone. The end of a fetch is announced by evaluations.services.fetch, which this module
+anyone. The end of a fetch is announced by evaluations.fetching.services, which this module
 imports (it cannot import this one back).
 """
 
@@ -22,6 +22,7 @@ from django.utils import timezone
 
 import metrics_engine as core
 from evaluations.events import By, Transition, transition_announce
+from evaluations.fetching.dispatch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.hooks import scale_provider, team_scale, team_scales
 from evaluations.models import (
     Evaluation,
@@ -32,7 +33,6 @@ from evaluations.models import (
     SearchModel,
 )
 from evaluations.services.completion import evaluation_finish_if_complete
-from evaluations.services.fetch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.services.keywords import (
     evaluation_keywords_replace,
     keyword_rows,
@@ -477,7 +477,7 @@ def _evaluation_start(*, evaluation: Evaluation, enqueue: bool, by: By,
         metrics=[{"code": m.code, "k": m.k, "params": m.params} for m in configs])
     # Failed keywords are fetched again. Claims are dropped: a worker that died left some
     # that would otherwise hold their keywords until they lapse; a task of before the pause
-    # still running finds its claims gone and stores nothing (services.fetch).
+    # still running finds its claims gone and stores nothing (fetching.services).
     # Only the rows that change: a new evaluation's keywords are all pending already, and
     # rewriting 100,000 of them held the start for seconds.
     evaluation.keywords.exclude(fetch_status=Keyword.FetchStatus.FETCHED).filter(

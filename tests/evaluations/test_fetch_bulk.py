@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from evaluations import services
 from evaluations.endpoints.mapper import Document
-from evaluations.fetching import FetchResult
+from evaluations.fetching.search_requests import FetchResult
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
 from judgments.models import FeedbackSlot
@@ -189,7 +189,7 @@ def test_the_statements_of_a_group_do_not_grow_with_its_results():
 def test_a_request_thread_ended_by_a_base_exception_still_hands_in_a_result(monkeypatch):
     """The fetch loop counts results down to zero; a thread ended by what the keyword's own
     guard does not catch (SystemExit here) must not leave it waiting for ever."""
-    from evaluations.services import fetch
+    from evaluations.fetching import services as fetch
 
     def answer(spec, text, *, client):
         if text == "stops":
@@ -215,7 +215,7 @@ def test_a_request_thread_ended_by_a_base_exception_still_hands_in_a_result(monk
 ])
 def test_a_fetch_is_cut_into_batch_size_tasks_or_into_at_most_max_batches(
         settings, django_capture_on_commit_callbacks, keywords, limits, batches):
-    from evaluations.services import fetch
+    from evaluations.fetching import dispatch as fetch
 
     settings.FETCH_BATCH_SIZE, settings.FETCH_MAX_BATCHES = 3, 2
     evaluation = fetchable_evaluation(url="http://127.0.0.1:9", keywords=["k"], **limits)

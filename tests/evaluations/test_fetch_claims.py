@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from evaluations import services, tasks
 from evaluations.endpoints.mapper import Document
-from evaluations.fetching import FetchResult, fetch_claim_lease_seconds
+from evaluations.fetching.search_requests import FetchResult, fetch_claim_lease_seconds
 from evaluations.models import Evaluation, Keyword, Snapshot
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import running_server

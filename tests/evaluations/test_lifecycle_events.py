@@ -345,7 +345,7 @@ STATUS_WRITES = [
 def test_only_the_services_that_announce_write_an_evaluations_status():
     # A write elsewhere (the recompute finishing by itself, say) would go unannounced.
     assert set(matching_lines(STATUS_WRITES)) == {
-        "evaluations/services/lifecycle.py", "evaluations/services/fetch.py",
+        "evaluations/services/lifecycle.py", "evaluations/fetching/services.py",
         "evaluations/services/completion.py"}
 
 

@@ -290,7 +290,10 @@ def test_the_endpoint_form_saves_the_limits_and_redirect_rule(client, personas):
 
 
 def test_a_claim_under_endpoint_limits_outlasts_the_waits_for_a_turn(settings):
-    from evaluations.fetching import fetch_claim_lease_seconds, limits_make_requests_wait
+    from evaluations.fetching.search_requests import (
+        fetch_claim_lease_seconds,
+        limits_make_requests_wait,
+    )
 
     settings.OUTBOUND_LIMIT_WAIT_SECONDS = 300
     unlimited = fetch_claim_lease_seconds(5.0)

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from evaluations.fetching import RequestSpec, fetch_keyword_results, new_client
+from evaluations.fetching.search_requests import RequestSpec, fetch_keyword_results, new_client
 from searchtweak import outbound_limits
 from searchtweak.outbound_limits import (
     LimitWaitExceeded,
