@@ -1,7 +1,8 @@
 from django.urls import path
 
-from evaluations import api, api_query_sets, api_schedules
+from evaluations import api, api_schedules
 from evaluations.endpoints import api as endpoint_api
+from evaluations.query_sets import api as query_set_api
 
 app_name = "evaluations_api"
 urlpatterns = [
@@ -34,16 +35,16 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/retry-failed/", api.EvaluationRetryFailedApi.as_view(),
          name="evaluation_retry_failed"),
     # --- query sets ---
-    path("query-sets/", api_query_sets.QuerySetListApi.as_view(), name="query_sets"),
-    path("query-sets/<int:query_set_id>/", api_query_sets.QuerySetDetailApi.as_view(),
+    path("query-sets/", query_set_api.QuerySetListApi.as_view(), name="query_sets"),
+    path("query-sets/<int:query_set_id>/", query_set_api.QuerySetDetailApi.as_view(),
          name="query_set"),
     path("query-sets/<int:query_set_id>/versions/",
-         api_query_sets.QuerySetVersionCreateApi.as_view(), name="query_set_versions"),
+         query_set_api.QuerySetVersionCreateApi.as_view(), name="query_set_versions"),
     path("query-sets/<int:query_set_id>/versions/<int:number>/keywords/",
-         api_query_sets.QuerySetVersionKeywordsApi.as_view(), name="query_set_version_keywords"),
-    path("query-sets/<int:query_set_id>/archive/", api_query_sets.QuerySetArchiveApi.as_view(),
+         query_set_api.QuerySetVersionKeywordsApi.as_view(), name="query_set_version_keywords"),
+    path("query-sets/<int:query_set_id>/archive/", query_set_api.QuerySetArchiveApi.as_view(),
          name="query_set_archive"),
-    path("query-sets/<int:query_set_id>/restore/", api_query_sets.QuerySetRestoreApi.as_view(),
+    path("query-sets/<int:query_set_id>/restore/", query_set_api.QuerySetRestoreApi.as_view(),
          name="query_set_restore"),
     # --- schedules ---
     path("schedules/", api_schedules.ScheduleListApi.as_view(), name="schedules"),

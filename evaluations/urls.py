@@ -1,7 +1,8 @@
 from django.urls import path
 
-from evaluations import views, views_query_sets, views_schedules
+from evaluations import views, views_schedules
 from evaluations.endpoints import views as endpoint_views
+from evaluations.query_sets import views as query_set_views
 
 app_name = "evaluations"
 urlpatterns = [
@@ -36,17 +37,17 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/<str:action>/", views.evaluation_action,
          name="evaluation_action"),
     # --- query sets ---
-    path("query-sets/", views_query_sets.query_set_list, name="query_set_list"),
-    path("query-sets/new/", views_query_sets.query_set_create, name="query_set_create"),
+    path("query-sets/", query_set_views.query_set_list, name="query_set_list"),
+    path("query-sets/new/", query_set_views.query_set_create, name="query_set_create"),
     path("query-sets/from-evaluation/<int:evaluation_id>/",
-         views_query_sets.query_set_from_evaluation, name="query_set_from_evaluation"),
-    path("query-sets/<int:query_set_id>/", views_query_sets.query_set_detail,
+         query_set_views.query_set_from_evaluation, name="query_set_from_evaluation"),
+    path("query-sets/<int:query_set_id>/", query_set_views.query_set_detail,
          name="query_set_detail"),
-    path("query-sets/<int:query_set_id>/edit/", views_query_sets.query_set_edit,
+    path("query-sets/<int:query_set_id>/edit/", query_set_views.query_set_edit,
          name="query_set_edit"),
-    path("query-sets/<int:query_set_id>/archive/", views_query_sets.query_set_archive,
+    path("query-sets/<int:query_set_id>/archive/", query_set_views.query_set_archive,
          name="query_set_archive"),
-    path("query-sets/<int:query_set_id>/restore/", views_query_sets.query_set_restore,
+    path("query-sets/<int:query_set_id>/restore/", query_set_views.query_set_restore,
          name="query_set_restore"),
     # --- schedules ---
     path("schedules/", views_schedules.schedule_list, name="schedule_list"),

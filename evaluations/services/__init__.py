@@ -49,6 +49,17 @@ from evaluations.fetching.services import (
     keywords_fetch_store,
     snapshot_depth,
 )
+from evaluations.query_sets.services import (
+    evaluation_create_from_query_set,
+    evaluation_create_saving_query_set,
+    query_set_archive,
+    query_set_create,
+    query_set_create_from_evaluation,
+    query_set_edit,
+    query_set_restore,
+    query_set_update,
+    query_set_version_create,
+)
 from evaluations.services.keywords import (
     MAX_KEYWORD_LENGTH,
     MAX_UPLOAD_ERRORS,
@@ -77,17 +88,6 @@ from evaluations.services.lifecycle import (
     evaluation_start,
     evaluation_update,
     metrics_transformers_check,
-)
-from evaluations.services.query_sets import (
-    evaluation_create_from_query_set,
-    evaluation_create_saving_query_set,
-    query_set_archive,
-    query_set_create,
-    query_set_create_from_evaluation,
-    query_set_edit,
-    query_set_restore,
-    query_set_update,
-    query_set_version_create,
 )
 from evaluations.services.schedules import (
     schedule_create,

@@ -133,7 +133,7 @@ def evaluation_create(
     query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
     """`query_set_version`: the query set version `keywords` are (its caller,
-    services.query_sets, checked that)."""
+    query_sets.services, checked that)."""
     _validate_evaluation_fields(team=team, model=model, name=name, strategy=strategy)
     scale_obj = _team_scale(team, scale)
     metrics = _validate_metrics(metrics)

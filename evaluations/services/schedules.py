@@ -41,6 +41,7 @@ from evaluations.models import (
     ScheduleRun,
     SearchModel,
 )
+from evaluations.query_sets.services import evaluation_create_from_query_set, version_keywords
 from evaluations.selectors_schedules import team_baseline_of
 from evaluations.services.lifecycle import (
     StartedEvaluationSpec,
@@ -50,7 +51,6 @@ from evaluations.services.lifecycle import (
     evaluation_start,
     evaluations_create_started,
 )
-from evaluations.services.query_sets import evaluation_create_from_query_set, version_keywords
 from searchtweak.models import Role, Team, User
 from searchtweak.notification_models import Event
 from searchtweak.notifications import notify

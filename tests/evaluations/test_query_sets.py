@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 
 from evaluations import services
 from evaluations.models import Evaluation, KeywordSet, QuerySetKeyword, QuerySetVersion
-from evaluations.selectors_query_sets import version_diff
-from evaluations.services.query_sets import version_keywords
+from evaluations.query_sets.selectors import version_diff
+from evaluations.query_sets.services import version_keywords
 from tests.evaluations.factories import EvaluationFactory, KeywordFactory, SearchModelFactory
 
 pytestmark = pytest.mark.django_db

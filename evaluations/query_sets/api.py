@@ -1,6 +1,6 @@
 """REST API of query sets: list, create, detail with versions, rename, a new
 version, a version's keywords, archive and restore. Every member reads; leads and above
-write (selectors_query_sets.WRITE_ROLE), as on the pages."""
+write (query_sets.selectors.WRITE_ROLE), as on the pages."""
 
 from typing import Any
 
@@ -11,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations import selectors_query_sets as query_set_selectors
-from evaluations import services
 from evaluations.models import KeywordSet, QuerySetVersion
-from evaluations.selectors_query_sets import WRITE_ROLE
+from evaluations.query_sets import selectors as query_set_selectors
+from evaluations.query_sets import services
+from evaluations.query_sets.selectors import WRITE_ROLE
 from evaluations.services.keywords import keyword_lines
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (

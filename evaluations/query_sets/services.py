@@ -1,11 +1,11 @@
 """Writes for query sets: a team's named, versioned keyword lists.
 
-A list arrives typed, uploaded (parsed by services.keywords, the one parser) or taken from
-an evaluation, and is cleaned and limited by the same rules as an evaluation's keywords
-(keywords_clean, keywords_validate: at least one, at most MAX_KEYWORDS). Editing the list
-adds a version only when the cleaned list differs from the current one; a version is never
-changed. An evaluation created from a set copies a version's keywords in order and records
-the version (Evaluation.query_set_version), so schedules call
+A list arrives typed, uploaded (parsed by evaluations.services.keywords, the one parser) or
+taken from an evaluation, and is cleaned and limited by the same rules as an evaluation's
+keywords (keywords_clean, keywords_validate: at least one, at most MAX_KEYWORDS). Editing
+the list adds a version only when the cleaned list differs from the current one; a version
+is never changed. An evaluation created from a set copies a version's keywords in order and
+records the version (Evaluation.query_set_version), so schedules call
 `evaluation_create_from_query_set(query_set=…)` to run the current version.
 """
 
