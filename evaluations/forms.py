@@ -1,4 +1,5 @@
-"""Forms of the endpoint, search model and evaluation pages: shape only; rules are services'."""
+"""Forms of the evaluation pages: shape only; rules are services'. MONO and KEYWORDS_HELP
+serve the other pages' forms too."""
 
 import json
 from typing import Any

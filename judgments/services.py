@@ -15,7 +15,7 @@ from django.utils import timezone
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
-from evaluations.services.lifecycle import MissingTransformerError, metrics_transformers_check
+from evaluations.services.config_checks import MissingTransformerError, metrics_transformers_check
 from evaluations.strategies import strategy_slot_counts
 from judgments import scales as scale_lookup
 from judgments.grading import (  # noqa: F401  re-exported

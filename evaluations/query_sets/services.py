@@ -17,8 +17,8 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword, KeywordSet, QuerySetKeyword, QuerySetVersion
+from evaluations.services.configuration import evaluation_create
 from evaluations.services.keywords import keywords_clean, keywords_validate
-from evaluations.services.lifecycle import evaluation_create
 from searchtweak.models import Team, User
 
 # Rows per INSERT: a 100,000-keyword version is a hundred statements, not one huge one.

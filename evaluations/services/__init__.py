@@ -60,6 +60,13 @@ from evaluations.query_sets.services import (
     query_set_update,
     query_set_version_create,
 )
+from evaluations.services.completion import evaluation_finish_if_complete
+from evaluations.services.config_checks import MissingTransformerError, metrics_transformers_check
+from evaluations.services.configuration import (
+    evaluation_clone,
+    evaluation_create,
+    evaluation_update,
+)
 from evaluations.services.keywords import (
     MAX_KEYWORD_LENGTH,
     MAX_UPLOAD_ERRORS,
@@ -75,19 +82,13 @@ from evaluations.services.keywords import (
     keywords_validate,
 )
 from evaluations.services.lifecycle import (
-    MissingTransformerError,
     evaluation_archive,
-    evaluation_clone,
-    evaluation_create,
     evaluation_delete,
     evaluation_finish,
-    evaluation_finish_if_complete,
     evaluation_pause,
     evaluation_restore,
     evaluation_retry_failed,
     evaluation_start,
-    evaluation_update,
-    metrics_transformers_check,
 )
 from evaluations.services.schedules import (
     schedule_create,

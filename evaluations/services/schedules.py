@@ -43,10 +43,10 @@ from evaluations.models import (
 )
 from evaluations.query_sets.services import evaluation_create_from_query_set, version_keywords
 from evaluations.selectors_schedules import team_baseline_of
+from evaluations.services.config_checks import evaluation_config_check
 from evaluations.services.lifecycle import (
     StartedEvaluationSpec,
     evaluation_archive,
-    evaluation_config_check,
     evaluation_finish,
     evaluation_start,
     evaluations_create_started,
