@@ -42,8 +42,9 @@ METRICS = [{"code": "ndcg", "k": 10, "params": {}}, {"code": "precision", "k": 1
 
 def seed(team_name: str, count: int, keywords: int, due_at) -> None:
     """`count` interval schedules of one team, all due at `due_at`."""
-    from evaluations import services
     from evaluations.models import Endpoint, Schedule, SearchModel
+    from evaluations.query_sets import services as query_set_services
+    from evaluations.services import schedules as schedule_services
     from searchtweak.models import Team
 
     team = Team.objects.create(name=team_name)
@@ -53,10 +54,10 @@ def seed(team_name: str, count: int, keywords: int, due_at) -> None:
                 "fields": {}})
     model = SearchModel.objects.create(team=team, endpoint=endpoint, name="Model",
                                        params={"q": "#query#"})
-    query_set = services.query_set_create(
+    query_set = query_set_services.query_set_create(
         team=team, created_by=None, name="Queries",
         keywords=[f"query {n}" for n in range(keywords)])
-    first = services.schedule_create(
+    first = schedule_services.schedule_create(
         team=team, created_by=None, name="Watch 0", model=model, query_set=query_set,
         scale="graded", strategy=1, metrics=METRICS, interval_minutes=60,
         baseline=Schedule.Baseline.PREVIOUS)
@@ -90,13 +91,13 @@ def main() -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from evaluations import services
+    from evaluations.services import schedules as schedule_services
 
     try:
         now = timezone.now()
         seed("One worker", args.schedules, args.keywords, now - timedelta(seconds=1))
         started = time.perf_counter()
-        report = services.schedules_tick()
+        report = schedule_services.schedules_tick()
         one_worker = time.perf_counter() - started
         runs, schedules = runs_of("One worker")
         print(f"1. {args.schedules} due, one tick: {report.fired} runs fired in "
@@ -109,7 +110,7 @@ def main() -> None:
         def racing_tick() -> None:
             try:
                 barrier.wait()
-                reports.append(services.schedules_tick())
+                reports.append(schedule_services.schedules_tick())
             finally:
                 connection.close()
 
@@ -130,7 +131,7 @@ def main() -> None:
         timings = []
         for _ in range(args.idle_ticks):
             started = time.perf_counter()
-            idle = services.schedules_tick()
+            idle = schedule_services.schedules_tick()
             timings.append((time.perf_counter() - started) * 1000)
             assert idle.fired == 0
         print(f"3. nothing due ({2 * args.schedules} schedules): tick median "

@@ -13,10 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations import selectors_schedules as schedule_selectors
-from evaluations import services
 from evaluations.api import MetricConfigSerializer
 from evaluations.models import KeywordSet, Schedule, SearchModel
 from evaluations.selectors_schedules import WRITE_ROLE
+from evaluations.services import schedules as services
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,

@@ -11,7 +11,7 @@ from django.utils.functional import lazy
 import metrics_engine as core
 from evaluations.hooks import scale_provider
 from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
-from evaluations.services import keyword_upload_size_problem
+from evaluations.services.keywords import keyword_upload_size_problem
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from searchtweak.integers import bounded
 from searchtweak.json_input import JSONInputError, json_loads

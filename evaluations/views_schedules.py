@@ -14,11 +14,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations import selectors_schedules as schedule_selectors
-from evaluations import services
 from evaluations.forms_schedules import ScheduleForm, SchedulePauseForm
 from evaluations.hooks import counting_judges
 from evaluations.models import Schedule
 from evaluations.selectors_schedules import WRITE_ROLE
+from evaluations.services import schedules as services
 from searchtweak.models import Team
 from searchtweak.views_shared import (
     confirm_page,

@@ -159,9 +159,10 @@ def evaluation_create_from_query_set(
     *, query_set: KeywordSet, version: QuerySetVersion | None = None,
     **evaluation_fields: Any,
 ) -> Evaluation:
-    """An evaluation (services.evaluation_create's fields, but no `keywords`) whose keywords
-    are `version`'s (default: the set's current one) in their order, recording the version.
-    The set must be the evaluation's team's and not archived (errors on `query_set`)."""
+    """An evaluation (services.configuration.evaluation_create's fields, but no `keywords`)
+    whose keywords are `version`'s (default: the set's current one) in their order, recording
+    the version. The set must be the evaluation's team's and not archived (errors on
+    `query_set`)."""
     team = evaluation_fields["team"]
     # Read again, locked: the caller's row may predate an archive, and an edit waits.
     query_set = KeywordSet.objects.select_for_update().get(pk=query_set.pk)

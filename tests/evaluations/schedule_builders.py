@@ -5,16 +5,17 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from evaluations import services
 from evaluations.models import Evaluation, KeywordSet, Schedule, ScheduleRun, SearchModel
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import schedules as schedule_services
 from metrics.models import RegressionVerdict
 from tests.evaluations.factories import EvaluationFactory, SearchModelFactory
 
 
 def model_and_set(team, user, *, name: str = "Shoes") -> tuple[SearchModel, KeywordSet]:
     model = SearchModelFactory(endpoint__team=team, name="BM25")
-    query_set = services.query_set_create(team=team, created_by=user, name=name,
-                                          keywords=["boots", "sandals"])
+    query_set = query_set_services.query_set_create(team=team, created_by=user, name=name,
+                                                    keywords=["boots", "sandals"])
     return model, query_set
 
 
@@ -23,7 +24,7 @@ def schedule_of(team, user, **fields) -> Schedule:
     values = {"name": "Nightly", "model": model, "query_set": query_set, "scale": "graded",
               "strategy": 1, "metrics": [{"code": "ndcg", "k": 10, "params": {}}],
               "interval_minutes": 60, "baseline": Schedule.Baseline.FIRST, **fields}
-    return services.schedule_create(team=team, created_by=user, **values)
+    return schedule_services.schedule_create(team=team, created_by=user, **values)
 
 
 def run_of(schedule: Schedule, *, hours_ago: int, status: str = Evaluation.Status.FINISHED,

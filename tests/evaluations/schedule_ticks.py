@@ -4,8 +4,8 @@ from datetime import datetime
 
 import time_machine
 
-from evaluations import services
 from evaluations.models import Evaluation, ScheduleRun
+from evaluations.services import schedules as schedule_services
 
 
 def tick(at: datetime) -> Evaluation:
@@ -13,5 +13,5 @@ def tick(at: datetime) -> Evaluation:
     production, fetched from the live demo engine (eager Celery), its keywords marked and
     recomputed group by group while it is still fetching. The run's evaluation."""
     with time_machine.travel(at, tick=False):
-        assert services.schedules_tick().fired == 1
+        assert schedule_services.schedules_tick().fired == 1
     return ScheduleRun.objects.get(due_at=at).evaluation

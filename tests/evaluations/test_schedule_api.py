@@ -7,8 +7,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation, Schedule, ScheduleRun
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import schedules as schedule_services
 from tests.evaluations.schedule_builders import model_and_set, run_of, schedule_of
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +98,7 @@ def test_a_schedule_every_14_minutes_is_a_400(personas, timing, errors):
 
 def test_an_archived_query_set_is_a_400_on_query_set(personas):
     model, query_set = model_and_set(personas.team, personas.lead)
-    services.query_set_archive(query_set=query_set)
+    query_set_services.query_set_archive(query_set=query_set)
     response = api_for(personas.lead).post(LIST, body(model, query_set), format="json")
     assert response.status_code == 400
     assert response.json()["query_set"] == ["Shoes is archived."]
@@ -212,7 +213,7 @@ def test_the_runs_carry_their_latest_verdict(personas):
 
 def test_a_fired_due_time_is_listed_as_a_run(personas):
     schedule = schedule_of(personas.team, personas.lead)
-    run = services.schedule_fire(schedule_id=schedule.pk, due_at=schedule.next_due_at)
+    run = schedule_services.schedule_fire(schedule_id=schedule.pk, due_at=schedule.next_due_at)
     assert run is not None and ScheduleRun.objects.count() == 1
     rows = api_for(personas.lead).get(url("schedule_runs", schedule)).json()["results"]
     assert [row["evaluation"] for row in rows] == [run.evaluation_id]

@@ -13,7 +13,6 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation, Schedule, ScheduleRun
 from evaluations.services import schedules as schedule_services
 from searchtweak.notification_models import Event, Notification
@@ -52,7 +51,7 @@ def test_an_interval_of_one_year_is_accepted_and_one_minute_more_refused(persona
     schedule = schedule_of(personas.team, personas.lead, interval_minutes=525_600)
     assert schedule.interval_minutes == 525_600 and schedule.when_text() == "every 365 days"
     with pytest.raises(ValidationError) as excinfo:
-        services.schedule_update(schedule=schedule, interval_minutes=525_601)
+        schedule_services.schedule_update(schedule=schedule, interval_minutes=525_601)
     assert excinfo.value.message_dict == {
         "interval_minutes": ["The maximum interval is 525600 minutes (one year)."]}
 
@@ -152,7 +151,7 @@ def test_the_form_names_the_field_of_a_number_out_of_range(client, personas, cha
 
 def two_schedules(personas, *names: str) -> list[Schedule]:
     first = schedule_of(personas.team, personas.lead, name=names[0])
-    return [first, *(services.schedule_create(
+    return [first, *(schedule_services.schedule_create(
         team=personas.team, created_by=personas.lead, name=name, model=first.model,
         query_set=first.query_set, scale="graded", strategy=1, metrics=first.metrics,
         interval_minutes=60, baseline=Schedule.Baseline.FIRST) for name in names[1:])]
@@ -186,7 +185,7 @@ def test_a_schedule_whose_due_time_cannot_be_computed_is_paused_and_the_others_f
 
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        report = services.schedules_tick()
+        report = schedule_services.schedules_tick()
 
     assert (report.fired, report.skipped) == (1, 1)
     assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [good.pk]
@@ -201,7 +200,7 @@ def test_a_schedule_whose_due_time_cannot_be_computed_is_paused_and_the_others_f
     # A second tick: the paused one is not tried again, the good one keeps its rhythm.
     with time_machine.travel(START + timedelta(hours=1, seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        assert services.schedules_tick().fired == 1
+        assert schedule_services.schedules_tick().fired == 1
     assert Evaluation.objects.count() == 2
 
 
@@ -212,7 +211,7 @@ def test_a_stored_cron_that_no_longer_reads_pauses_only_its_schedule(
     Schedule.objects.filter(pk=bad.pk).update(interval_minutes=None, cron="99 * * * *")
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        report = services.schedules_tick()
+        report = schedule_services.schedules_tick()
     assert (report.fired, report.skipped) == (1, 1)
     assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [good.pk]
     bad.refresh_from_db()
@@ -226,7 +225,7 @@ def test_the_paused_reason_is_shown_on_the_schedules_page(client, personas):
     Schedule.objects.filter(pk=bad.pk).update(time_zone="Mars/Olympus", interval_minutes=None,
                                               cron="0 6 * * *")
     with time_machine.travel(START, tick=False):
-        services.schedules_tick()
+        schedule_services.schedules_tick()
     bad.refresh_from_db()
     assert bad.paused_reason == "unknown time zone 'Mars/Olympus'"
     client.force_login(personas.grader)
@@ -251,7 +250,7 @@ def test_a_schedule_that_raises_anything_else_does_not_stop_the_others(
                         lambda specs: (_ for _ in ()).throw(RuntimeError("bulk")))
     with time_machine.travel(START + timedelta(seconds=5), tick=False), \
             django_capture_on_commit_callbacks(execute=True):
-        report = services.schedules_tick()
+        report = schedule_services.schedules_tick()
     assert report.fired == 1
     assert list(ScheduleRun.objects.values_list("schedule_id", flat=True)) == [second.pk]
     first.refresh_from_db()
@@ -261,10 +260,10 @@ def test_a_schedule_that_raises_anything_else_does_not_stop_the_others(
 
 def test_resuming_a_schedule_whose_due_time_cannot_be_computed_is_refused(personas):
     schedule = schedule_of(personas.team, personas.lead)
-    services.schedule_pause(schedule=schedule, reason="x")
+    schedule_services.schedule_pause(schedule=schedule, reason="x")
     field, _ = store_unfollowable_timing(schedule)
     with pytest.raises(ValidationError) as excinfo:
-        services.schedule_resume(schedule=schedule)
+        schedule_services.schedule_resume(schedule=schedule)
     assert list(excinfo.value.message_dict) == [field]
     assert "Cannot resume: its next due time cannot be computed" in (
         excinfo.value.message_dict[field][0])
@@ -318,6 +317,6 @@ def test_a_team_may_have_schedules_up_to_the_cap_and_not_one_more(personas, sett
         "The team has 2 schedules, the most it may have (SCHEDULES_PER_TEAM): delete one it "
         "no longer needs first."]}
     assert Schedule.objects.count() == 2
-    services.schedule_delete(schedule=second)
+    schedule_services.schedule_delete(schedule=second)
     assert api_for(personas.lead).post(LIST, body(model, query_set, name="Three"),
                                        format="json").status_code == 201

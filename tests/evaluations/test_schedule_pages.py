@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.models import Evaluation, KeywordSet, Schedule
-from evaluations.services import query_set_archive, schedule_pause
+from evaluations.query_sets.services import query_set_archive
+from evaluations.services.schedules import schedule_pause
 from metrics.models import TeamBaseline
 from tests.evaluations.factories import EvaluationFactory
 from tests.evaluations.schedule_builders import model_and_set, run_of, schedule_of

@@ -12,8 +12,9 @@ import time_machine
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from evaluations import services
 from evaluations.models import Evaluation, Schedule, ScheduleRun
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import lifecycle
 from evaluations.services import schedules as schedule_services
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict, TeamBaseline
@@ -39,8 +40,9 @@ def setup(personas, server, settings):
     settings.FETCH_RETRIES = 0
     endpoint = EndpointFactory(team=personas.team, url=f"{server.url}/search", mapper=ES_MAPPER)
     model = SearchModelFactory(endpoint=endpoint, team=personas.team)
-    query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
-                                          name="Shoes", keywords=["boots", "sandals", "heels"])
+    query_set = query_set_services.query_set_create(
+        team=personas.team, created_by=personas.lead,
+        name="Shoes", keywords=["boots", "sandals", "heels"])
     return personas, model, query_set
 
 
@@ -49,12 +51,12 @@ def make(setup, **fields) -> Schedule:
     values = {"name": "Nightly", "model": model, "query_set": query_set, "scale": "graded",
               "strategy": 1, "metrics": METRICS, "interval_minutes": 60,
               "baseline": Schedule.Baseline.PREVIOUS, **fields}
-    return services.schedule_create(team=personas.team, created_by=personas.lead, **values)
+    return schedule_services.schedule_create(team=personas.team, created_by=personas.lead, **values)
 
 
 def tick(capture, at: datetime) -> schedule_services.TickReport:
     with time_machine.travel(at, tick=False), capture(execute=True):
-        return services.schedules_tick()
+        return schedule_services.schedules_tick()
 
 
 def field_errors(excinfo) -> dict:
@@ -121,9 +123,9 @@ def test_a_cron_schedule_fires_at_its_times_in_its_time_zone(setup,
 def test_a_due_time_claimed_by_another_tick_makes_no_second_run(setup):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        first = services.schedule_fire(schedule_id=schedule.pk, due_at=START)
+        first = schedule_services.schedule_fire(schedule_id=schedule.pk, due_at=START)
         # A second process that read the same due time before the first one's claim.
-        second = services.schedule_fire(schedule_id=schedule.pk, due_at=START)
+        second = schedule_services.schedule_fire(schedule_id=schedule.pk, due_at=START)
     assert first is not None and second is None
     assert ScheduleRun.objects.count() == 1
 
@@ -133,13 +135,13 @@ def test_the_claim_is_what_stops_a_second_run(setup, monkeypatch):
     unique constraint then refuses the run, but only because due_at repeats)."""
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        services.schedule_fire(schedule_id=schedule.pk, due_at=START)
+        schedule_services.schedule_fire(schedule_id=schedule.pk, due_at=START)
         schedule.refresh_from_db()
         later = schedule.next_due_at
         # A tick that read the schedule before the first claim and is handed a later time
         # still matches nothing: only the due time it read can be claimed.
-        assert services.schedule_fire(schedule_id=schedule.pk,
-                                      due_at=later + timedelta(minutes=1)) is None
+        assert schedule_services.schedule_fire(schedule_id=schedule.pk,
+                                               due_at=later + timedelta(minutes=1)) is None
     assert ScheduleRun.objects.count() == 1
 
 
@@ -156,7 +158,7 @@ def test_two_ticks_racing_on_postgresql_fire_each_due_time_once(setup):
     def tick_in_thread() -> None:
         try:
             barrier.wait()
-            reports.append(services.schedules_tick())
+            reports.append(schedule_services.schedules_tick())
         finally:
             connection.close()
 
@@ -180,10 +182,10 @@ def test_a_paused_schedule_does_not_fire_and_resumes_from_now(setup,
                                                               django_capture_on_commit_callbacks):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-        schedule = services.schedule_pause(schedule=schedule, reason="holiday")
+        schedule = schedule_services.schedule_pause(schedule=schedule, reason="holiday")
     assert tick(django_capture_on_commit_callbacks, START + timedelta(hours=3)).fired == 0
     with time_machine.travel(START + timedelta(hours=3, minutes=10), tick=False):
-        schedule = services.schedule_resume(schedule=schedule)
+        schedule = schedule_services.schedule_resume(schedule=schedule)
     assert (schedule.paused_at, schedule.paused_reason) == (None, "")
     assert schedule.next_due_at == START + timedelta(hours=4)  # not three runs made up
     assert tick(django_capture_on_commit_callbacks, START + timedelta(hours=4)).fired == 1
@@ -241,7 +243,7 @@ def test_a_run_that_cannot_be_made_pauses_with_the_reason(setup,
                                                           django_capture_on_commit_callbacks):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-    services.query_set_archive(query_set=setup[2])
+    query_set_services.query_set_archive(query_set=setup[2])
     report = tick(django_capture_on_commit_callbacks, START)
     assert (report.fired, report.skipped) == (0, 1)
     schedule.refresh_from_db()
@@ -301,7 +303,7 @@ def test_runs_beyond_keep_runs_are_archived_never_deleted(setup,
         for run in ScheduleRun.objects.select_related("evaluation"):
             if run.evaluation.status == Evaluation.Status.ACTIVE:
                 with django_capture_on_commit_callbacks(execute=True):
-                    services.evaluation_finish(evaluation=run.evaluation)
+                    lifecycle.evaluation_finish(evaluation=run.evaluation)
     tick(django_capture_on_commit_callbacks, START + timedelta(hours=4))  # trims after firing
     runs = list(ScheduleRun.objects.order_by("due_at").select_related("evaluation"))
     assert len(runs) == 5
@@ -320,7 +322,7 @@ def test_the_baseline_choice_picks_the_run_compared_with(setup,
         run = ScheduleRun.objects.order_by("-due_at").first()
         grade_all(run.evaluation)
         with django_capture_on_commit_callbacks(execute=True):
-            services.evaluation_finish(evaluation=run.evaluation)
+            lifecycle.evaluation_finish(evaluation=run.evaluation)
     first, second, third = ScheduleRun.objects.order_by("due_at").select_related("evaluation")
     assert schedule_run_baseline(run=third, evaluation=third.evaluation)[0] == first.evaluation
     assert schedule_run_baseline(run=first, evaluation=first.evaluation)[0] is None
@@ -402,7 +404,7 @@ def test_a_team_baseline_on_another_scale_is_refused(setup):
 
 def test_an_archived_query_set_is_refused(setup):
     """(A query set of 0 keywords cannot exist: query_set_create refuses it.)"""
-    services.query_set_archive(query_set=setup[2])
+    query_set_services.query_set_archive(query_set=setup[2])
     with pytest.raises(ValidationError) as excinfo:
         make(setup)
     assert field_errors(excinfo)["query_set"] == ["Shoes is archived."]
@@ -412,10 +414,10 @@ def test_changing_the_timing_moves_the_next_due_time(setup):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
     with time_machine.travel(START + timedelta(minutes=7), tick=False):
-        schedule = services.schedule_update(schedule=schedule, interval_minutes=30)
+        schedule = schedule_services.schedule_update(schedule=schedule, interval_minutes=30)
     assert schedule.next_due_at == START + timedelta(minutes=37)
     with pytest.raises(ValidationError):
-        services.schedule_update(schedule=schedule, interval_minutes=5)
+        schedule_services.schedule_update(schedule=schedule, interval_minutes=5)
     schedule.refresh_from_db()
     assert schedule.interval_minutes == 30
 
@@ -463,7 +465,7 @@ def test_the_tick_and_one_by_one_firing_make_the_same_run(setup,
             execute=True):
         runs, one_by_one = schedule_services.schedules_fire_batch(
             [(by_tick.pk, START)], now=START)
-        services.schedule_fire(schedule_id=by_hand.pk, due_at=START, now=START)
+        schedule_services.schedule_fire(schedule_id=by_hand.pk, due_at=START, now=START)
     assert len(runs) == 1 and one_by_one == []
     batched = ScheduleRun.objects.get(schedule=by_tick)
     single = ScheduleRun.objects.get(schedule=by_hand)
@@ -497,7 +499,7 @@ def test_a_schedule_the_batch_cannot_run_is_left_to_the_one_by_one_path(setup):
     broken.refresh_from_db()
     assert broken.next_due_at == START  # not claimed: schedule_fire claims it and pauses
     with time_machine.travel(START, tick=False):
-        assert services.schedule_fire(schedule_id=broken.pk, due_at=START) is None
+        assert schedule_services.schedule_fire(schedule_id=broken.pk, due_at=START) is None
     broken.refresh_from_db()
     assert broken.paused_reason == "could not make a run: Unknown scale 'gone'."
 
@@ -517,7 +519,7 @@ def test_the_gate_on_a_run_uses_its_schedules_baseline_and_rule(
         run = ScheduleRun.objects.order_by("-due_at").first()
         grade_all(run.evaluation)
         with django_capture_on_commit_callbacks(execute=True):
-            services.evaluation_finish(evaluation=run.evaluation)
+            lifecycle.evaluation_finish(evaluation=run.evaluation)
     first, second = ScheduleRun.objects.order_by("due_at").select_related("evaluation")
     client = APIClient()
     client.force_authenticate(personas.lead)

@@ -9,9 +9,10 @@ import pytest
 import time_machine
 from django.core.exceptions import ValidationError
 
-from evaluations import services
 from evaluations.hooks import counting_judges
 from evaluations.models import Evaluation, Schedule, ScheduleRun
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import schedules as schedule_services
 from judges.models import JudgeRun
 from judgments.models import FeedbackSlot
 from tests.evaluations.factories import ES_MAPPER, EndpointFactory, SearchModelFactory
@@ -39,21 +40,22 @@ def test_a_schedules_judge_grades_only_each_runs_new_pairs(personas):
         endpoint = EndpointFactory(team=personas.team, url=f"{search.url}/search",
                                    mapper=ES_MAPPER)
         model = SearchModelFactory(endpoint=endpoint, team=personas.team)
-        query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
-                                              name="Shoes", keywords=["boots", "sandals"])
+        query_set = query_set_services.query_set_create(
+            team=personas.team, created_by=personas.lead,
+            name="Shoes", keywords=["boots", "sandals"])
         fields = {"name": "Nightly", "model": model, "query_set": query_set,
                   "scale": "graded", "strategy": 1, "interval_minutes": 60,
                   "metrics": [{"code": "ndcg", "k": 10, "params": {}}],
                   "baseline": Schedule.Baseline.PREVIOUS}
         with pytest.raises(ValidationError) as excinfo:
-            services.schedule_create(team=personas.team, created_by=personas.lead,
-                                     judge_ids=[shadow.pk], **fields)
+            schedule_services.schedule_create(team=personas.team, created_by=personas.lead,
+                                              judge_ids=[shadow.pk], **fields)
         assert excinfo.value.message_dict["judge_ids"] == [
             f"No judge {shadow.pk} whose grades count in this team."]
         with time_machine.travel(START, tick=False):
-            services.schedule_create(team=personas.team, created_by=personas.lead,
-                                     judge_ids=[judge.pk], **fields)
-            services.schedules_tick()
+            schedule_services.schedule_create(team=personas.team, created_by=personas.lead,
+                                              judge_ids=[judge.pk], **fields)
+            schedule_services.schedules_tick()
 
         first = ScheduleRun.objects.get().evaluation
         run = JudgeRun.objects.get(evaluation=first)
@@ -70,7 +72,7 @@ def test_a_schedules_judge_grades_only_each_runs_new_pairs(personas):
             *hits(request.query["q"][0])["hits"]["hits"]]}})
         calls_before = len(provider.received)
         with time_machine.travel(START + timedelta(hours=1), tick=False):
-            services.schedules_tick()
+            schedule_services.schedules_tick()
         second = ScheduleRun.objects.order_by("-due_at").first().evaluation
         run = JudgeRun.objects.get(evaluation=second)
         assert (run.status, run.pair_count, run.done_count) == (JudgeRun.Status.DONE, 2, 2)

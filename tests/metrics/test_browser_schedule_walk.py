@@ -16,9 +16,9 @@ import time_machine
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
 from evaluations.models import Evaluation, Schedule, ScheduleRun, SearchModel
+from evaluations.services import schedules as schedule_services
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
@@ -42,7 +42,7 @@ def fire_and_grade(at: datetime) -> Evaluation:
     ungraded pairs graded by the demo's relevance rule and the values computed: the run
     finishes by itself and the listeners store and announce its verdict."""
     with time_machine.travel(at, tick=False):
-        assert services.schedules_tick().fired == 1
+        assert schedule_services.schedules_tick().fired == 1
         evaluation = ScheduleRun.objects.get(due_at=at).evaluation
         grade_ungraded_by_demo_relevance(evaluation, at=at)
         evaluation_metrics_recompute(evaluation_id=evaluation.pk)

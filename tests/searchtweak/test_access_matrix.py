@@ -34,7 +34,8 @@ from django.utils import timezone
 from rest_framework.views import APIView
 
 from evaluations.models import Evaluation, Keyword, KeywordSet, Schedule, ScheduleRun, SearchModel
-from evaluations.services import query_set_create, schedule_create
+from evaluations.query_sets.services import query_set_create
+from evaluations.services.schedules import schedule_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments import views as judgment_views

@@ -22,7 +22,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
-from evaluations.services import query_set_create_from_evaluation, schedule_create
+from evaluations.query_sets.services import query_set_create_from_evaluation
+from evaluations.services.schedules import schedule_create
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from judgments.views import ITEM_SLOT, item_token
