@@ -31,7 +31,7 @@ PARTS: list[tuple[str, str, str]] = [
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),
     ("metrics", "metrics/", "stored values, recompute pipeline, dashboards, compare"),
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
-    ("evaluations", "evaluations/", "endpoints, models, evaluations, keywords, fetch, lifecycle"),
+    ("evaluations", "evaluations/", "endpoints, fetching, query sets, evaluations, lifecycle"),
     ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
     ("searchtweak", "searchtweak/", "settings, teams and access, outbound policy, SQL helpers"),
 ]
