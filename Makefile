@@ -60,6 +60,7 @@ lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) scripts/architecture_graph.py --check
+	$(PY) scripts/architecture_walks.py --check
 	$(PY) scripts/settings_reference.py --check
 
 bench: $(DEV_STAMP)

@@ -103,10 +103,11 @@ def deep_page(evaluation, query: dict, page: int, per_page: int) -> dict[str, st
     with OFFSET) and the cursor its Next link carries (the last keyword of the page
     before, in the table's order). `page` < 0 counts from the end (-2: the last-but-one
     page); a page past the end is the last-but-one."""
-    from metrics import dashboards
+    from metrics.reports.keyword_table import keyword_queryset
+    from metrics.selectors import metric_configs
 
-    configs = dashboards.metric_configs(evaluation.pk)
-    ids = list(dashboards.keyword_queryset(
+    configs = metric_configs(evaluation.pk)
+    ids = list(keyword_queryset(
         evaluation=evaluation, configs=configs, sort=query.get("sort", "position"),
         descending=query.get("dir") == "desc", search=query.get("q", ""),
     ).values_list("pk", flat=True))

@@ -12,7 +12,8 @@ peak is reset before timing), "total" = the process's peak RSS.
 Methods
 - searchtweak x4: evaluate_batch once per metric (stages 0-1 redone per call).
 - searchtweak many: evaluate_batch_many, stages 0-1 shared by the four metrics.
-  Both evaluate blocks of keywords on os.cpu_count() threads (metrics_engine.batch.threads).
+  Both evaluate blocks of keywords on os.cpu_count() threads
+  (metrics_engine.block_threads.threads).
 - searchtweak many 1t: the same on one thread, for a core-for-core comparison.
 - ranx kernels: ranx.metrics.* (numba, parallel on every core) on pre-built typed lists.
 - ranx evaluate: ranx.evaluate(Qrels, Run, metrics), including its conversion to typed lists.
@@ -110,11 +111,11 @@ def child(method: str, keywords: int, positions: int, slots: int) -> dict[str, A
 
 def prepare(method: str, grades: np.ndarray):
     if method in ("searchtweak x4", "searchtweak many", "searchtweak many 1t"):
-        from metrics_engine import batch, evaluate_batch, evaluate_batch_many
+        from metrics_engine import block_threads, evaluate_batch, evaluate_batch_many
 
         kept = grades
         if method == "searchtweak many 1t":
-            batch.threads = 1
+            block_threads.threads = 1
         if method == "searchtweak x4":
             return lambda: [evaluate_batch(m, kept, k=K, scale="graded") for m in METRICS]
         requests = [(m, K) for m in METRICS]

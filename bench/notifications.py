@@ -7,8 +7,8 @@ Sets up as bench/grading.py does (a fresh PostgreSQL database, gunicorn with the
 production settings, one Celery worker on the bench's queue, recompute="worker"), starts
 a webhook receiver on 127.0.0.1 that answers every POST after `--delay` seconds, and runs
 grading rounds of the combined flow: a warm-up, one alone, one while `--notifications`
-notifications of the team go out, each to the team's webhook (searchtweak.notify: the
-deliveries are Celery tasks on the same queue and worker as the recompute). It prints
+notifications of the team go out, each to the team's webhook (notifications.services.notify:
+the deliveries are Celery tasks on the same queue and worker as the recompute). It prints
 both rounds' grade p50/p95 and how many deliveries were sent, and when.
 Loopback is opened in the outbound policy (OUTBOUND_DENY_NETWORKS) for the receiver only.
 """
@@ -76,9 +76,9 @@ def main() -> int:
         subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT,
                        env=full_env, check=True)
         grading.setup_django(env)
+        from notifications.models import Event, WebhookDelivery
+        from notifications.services import notify, webhook_create
         from searchtweak.models import Team
-        from searchtweak.notification_models import Event, WebhookDelivery
-        from searchtweak.notifications import notify, webhook_create
 
         team_id, keys = grading.seed(args.graders)
         host, port_number = server.server_address[:2]

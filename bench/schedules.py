@@ -42,9 +42,10 @@ METRICS = [{"code": "ndcg", "k": 10, "params": {}}, {"code": "precision", "k": 1
 
 def seed(team_name: str, count: int, keywords: int, due_at) -> None:
     """`count` interval schedules of one team, all due at `due_at`."""
-    from evaluations.models import Endpoint, Schedule, SearchModel
+    from evaluations.models import Endpoint, SearchModel
     from evaluations.query_sets import services as query_set_services
-    from evaluations.services import schedules as schedule_services
+    from schedules import services as schedule_services
+    from schedules.models import Schedule
     from searchtweak.models import Team
 
     team = Team.objects.create(name=team_name)
@@ -72,7 +73,7 @@ def runs_of(team_name: str) -> tuple[int, int]:
     """(runs, schedules with a run) of the team."""
     from django.db.models import Count
 
-    from evaluations.models import ScheduleRun
+    from schedules.models import ScheduleRun
 
     runs = ScheduleRun.objects.filter(schedule__team__name=team_name)
     per_schedule = runs.values("schedule_id").annotate(n=Count("pk"))
@@ -91,13 +92,13 @@ def main() -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from evaluations.services import schedules as schedule_services
+    from schedules import firing
 
     try:
         now = timezone.now()
         seed("One worker", args.schedules, args.keywords, now - timedelta(seconds=1))
         started = time.perf_counter()
-        report = schedule_services.schedules_tick()
+        report = firing.schedules_tick()
         one_worker = time.perf_counter() - started
         runs, schedules = runs_of("One worker")
         print(f"1. {args.schedules} due, one tick: {report.fired} runs fired in "
@@ -110,7 +111,7 @@ def main() -> None:
         def racing_tick() -> None:
             try:
                 barrier.wait()
-                reports.append(schedule_services.schedules_tick())
+                reports.append(firing.schedules_tick())
             finally:
                 connection.close()
 
@@ -131,7 +132,7 @@ def main() -> None:
         timings = []
         for _ in range(args.idle_ticks):
             started = time.perf_counter()
-            idle = schedule_services.schedules_tick()
+            idle = firing.schedules_tick()
             timings.append((time.perf_counter() - started) * 1000)
             assert idle.fired == 0
         print(f"3. nothing due ({2 * args.schedules} schedules): tick median "

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import api, api_schedules
+from evaluations import api
 from evaluations.endpoints import api as endpoint_api
 from evaluations.query_sets import api as query_set_api
 
@@ -46,14 +46,4 @@ urlpatterns = [
          name="query_set_archive"),
     path("query-sets/<int:query_set_id>/restore/", query_set_api.QuerySetRestoreApi.as_view(),
          name="query_set_restore"),
-    # --- schedules ---
-    path("schedules/", api_schedules.ScheduleListApi.as_view(), name="schedules"),
-    path("schedules/<int:schedule_id>/", api_schedules.ScheduleDetailApi.as_view(),
-         name="schedule"),
-    path("schedules/<int:schedule_id>/pause/", api_schedules.SchedulePauseApi.as_view(),
-         name="schedule_pause"),
-    path("schedules/<int:schedule_id>/resume/", api_schedules.ScheduleResumeApi.as_view(),
-         name="schedule_resume"),
-    path("schedules/<int:schedule_id>/runs/", api_schedules.ScheduleRunsApi.as_view(),
-         name="schedule_runs"),
 ]

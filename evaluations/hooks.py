@@ -65,18 +65,3 @@ def team_scales(team: Team) -> dict[str, core.Scale]:
     found = {code: team_scale(team, code) for code, _ in _provider.choices(team)}
     return {code: scale for code, scale in found.items() if scale is not None}
 
-
-# --- judges a schedule may send its runs' new pairs to ---
-
-# (id, name) of a team's judges whose grades count; judges registers the answer at
-# start-up (register_counting_judges). Until then a team has none.
-_counting_judges: Callable[[Team], list[tuple[int, str]]] = lambda team: []  # noqa: E731
-
-
-def register_counting_judges(provider: Callable[[Team], list[tuple[int, str]]]) -> None:
-    global _counting_judges
-    _counting_judges = provider
-
-
-def counting_judges(team: Team) -> list[tuple[int, str]]:
-    return _counting_judges(team)

@@ -11,7 +11,6 @@ from django.db import DatabaseError
 
 from evaluations.fetching import dispatch as fetch_dispatch
 from evaluations.fetching import services as fetch_services
-from evaluations.services import schedules as schedule_services
 from searchtweak.background import BackgroundThreads, background_run
 
 logger = logging.getLogger(__name__)
@@ -81,19 +80,3 @@ def fetch_keywords_in_background(evaluation_id: int, keyword_ids: list[int]) -> 
         lambda: fetch_services.keywords_fetch(evaluation_id=evaluation_id, keyword_ids=keyword_ids),
         what=f"fetching keywords of evaluation {evaluation_id}", on_crash=abandon)
     return fetched or 0
-
-
-def schedules_tick_body() -> str:
-    """The tick's summary for the log, empty when it did nothing."""
-    report = schedule_services.schedules_tick()
-    if not (report.fired or report.skipped or report.finished_overdue):
-        return ""
-    return (f"{report.fired} fired, {report.skipped} skipped, "
-            f"{report.finished_overdue} overdue finished")
-
-
-@shared_task(name="evaluations.schedules_tick", time_limit=300, soft_time_limit=240)
-def schedules_tick() -> str:
-    """Fire the due schedules and finish overdue runs (services.schedules_tick). Celery
-    beat sends it every SCHEDULE_TICK_SECONDS; two beats at once fire each due time once."""
-    return schedules_tick_body()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluations import views, views_schedules
+from evaluations import views
 from evaluations.endpoints import views as endpoint_views
 from evaluations.query_sets import views as query_set_views
 
@@ -49,19 +49,6 @@ urlpatterns = [
          name="query_set_archive"),
     path("query-sets/<int:query_set_id>/restore/", query_set_views.query_set_restore,
          name="query_set_restore"),
-    # --- schedules ---
-    path("schedules/", views_schedules.schedule_list, name="schedule_list"),
-    path("schedules/new/", views_schedules.schedule_create, name="schedule_create"),
-    path("schedules/<int:schedule_id>/", views_schedules.schedule_detail,
-         name="schedule_detail"),
-    path("schedules/<int:schedule_id>/edit/", views_schedules.schedule_edit,
-         name="schedule_edit"),
-    path("schedules/<int:schedule_id>/pause/", views_schedules.schedule_pause,
-         name="schedule_pause"),
-    path("schedules/<int:schedule_id>/resume/", views_schedules.schedule_resume,
-         name="schedule_resume"),
-    path("schedules/<int:schedule_id>/delete/", views_schedules.schedule_delete,
-         name="schedule_delete"),
     path("keywords/<int:keyword_id>/", views.keyword_detail, name="keyword_detail"),
     path("demo/search", views.demo_search, name="demo_search"),
 ]

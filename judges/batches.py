@@ -43,9 +43,9 @@ from judges.run_selectors import token_cost
 from judgments import grading
 from judgments import scales as scale_lookup
 from judgments.models import FeedbackSlot
+from notifications.models import Event
+from notifications.services import notify
 from searchtweak import sql
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 

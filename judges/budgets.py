@@ -27,8 +27,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from judges.models import JudgeRun, JudgeTeamSpend, JudgeTrustPolicy
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
+from notifications.models import Event
+from notifications.services import notify
 
 logger = logging.getLogger(__name__)
 

@@ -41,9 +41,8 @@ import metrics_engine as core
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
-from metrics.dashboards import metric_configs
 from metrics.recompute.run import evaluation_scale, evaluation_transformers
-from metrics.selectors import keyword_pool_others
+from metrics.selectors import keyword_pool_others, metric_configs
 from metrics_engine.agreement import correlation_warning, grade_agreement, metric_agreement
 
 

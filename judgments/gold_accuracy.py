@@ -1,5 +1,5 @@
 """How well each grader and judge answers gold items: accuracy, mean
-absolute error and drift, read for the grader leaderboard (metrics.leaderboards), and the
+absolute error and drift, read for the grader leaderboard (metrics.reports.leaderboards), and the
 lead's notice when a grader falls below the bar.
 
 Whose answers count:
@@ -19,9 +19,9 @@ from django.db.models import Q
 from django.urls import reverse
 
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
+from notifications.models import Event
+from notifications.services import notify
 from searchtweak.models import Role, User
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
 
 # The team's bar: below this accuracy over at least GOLD_MIN_ANSWERS answers a lead is told.
 GOLD_ACCURACY_THRESHOLD = 0.7

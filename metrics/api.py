@@ -200,7 +200,7 @@ class EvaluationCompareApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
                    operation_id="evaluations_compare")
     def get(self, request: Request, evaluation_id: int, other_id: int) -> Response:
-        from metrics.comparisons import evaluation_comparison
+        from metrics.reports.comparisons import evaluation_comparison
 
         a = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
         b = evaluation_get_for_user(user=request.user, evaluation_id=other_id)

@@ -1,6 +1,6 @@
 """The N-way compare over the API: GET /api/v1/compare/?evaluation=1&evaluation=2&...
 
-The same selector as the page (metrics.compare_many); the keywords come one page at a
+The same selector as the page (metrics.reports.compare_many); the keywords come one page at a
 time, each with its churn against the reference.
 """
 
@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluations_get_for_user
-from metrics import compare_many
+from metrics.reports import compare_many
 from searchtweak.integers import api_id
 
 

@@ -1,4 +1,4 @@
-"""The CI gate and the stored regression verdicts of an evaluation (metrics.verdicts)."""
+"""The CI gate and the stored regression verdicts of an evaluation (metrics.reports.verdicts)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
 from metrics.models import RegressionVerdict
-from metrics.verdicts import (
+from metrics.reports.verdicts import (
     gate_baseline_and_rule,
     gate_passed,
     regression_verdict_create,

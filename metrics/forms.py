@@ -3,7 +3,7 @@
 from django import forms
 
 from evaluations.models import EvaluationMetric
-from metrics.dashboards import FILTERS
+from metrics.reports.keyword_table import FILTERS
 from searchtweak.integers import ID_MAX, bounded, form_integer
 
 
@@ -81,7 +81,7 @@ class IntegerListField(forms.Field):
 
 class CompareManyForm(forms.Form):
     """The N-way compare's query string; how many evaluations, which reference and the
-    rest of the rules are the selector's (metrics.compare_many)."""
+    rest of the rules are the selector's (metrics.reports.compare_many)."""
 
     evaluation = IntegerListField(required=False)
     reference = form_integer(required=False, min_value=1, max_value=ID_MAX)

@@ -138,7 +138,8 @@ class KeywordMetricValue(models.Model):
         ]
         # The per-keyword table sorted by a metric walks this, forwards or backwards (ties
         # in keyword order, reversed when descending), instead of sorting every keyword
-        # (metrics.dashboards.MetricOrder). No descending twin: it cost every value write.
+        # (metrics.reports.keyword_table.MetricOrder). No descending twin: it cost every
+        # value write.
         indexes = [models.Index(fields=["metric", "value", "keyword"],
                                 name="kmv_metric_value_kw_idx")]
 
@@ -228,7 +229,7 @@ class RecomputeDue(models.Model):
 
 
 class RegressionVerdict(models.Model):
-    """A run against its baseline, per metric and overall (metrics.verdicts): stored for
+    """A run against its baseline, per metric and overall (metrics.reports.verdicts): stored for
     every finished evaluation of a team with a baseline, and for every gate call."""
 
     class Verdict(models.TextChoices):
@@ -246,7 +247,6 @@ class RegressionVerdict(models.Model):
     # The sources whose rule stands for the evaluation: the team's rule when it finished,
     # or its schedule's for a schedule's run (which gets no other on finish). A gate or a
     # command is someone's ad-hoc rule: listed, never shown as the evaluation's verdict.
-    # evaluations.selectors_schedules spells these values (it may not import metrics).
     STANDING_SOURCES = (Source.SCHEDULE, Source.FINISHED)
     RULE_OWNERS = {Source.FINISHED: "the team's rule", Source.SCHEDULE: "the schedule's rule",
                    Source.GATE: "an ad-hoc gate call", Source.COMMAND: "manage.py evaluate --gate"}

@@ -16,7 +16,7 @@ Sitaraman 2006): what a grade can change in the *difference* of the two sides' D
 k) keeps its whole discount; one both returned at the same rank weighs 0 and goes last,
 whatever its grade it moves both sides alike. The comparison set of an evaluation is the
 one the project keeps: its team's baseline (metrics.TeamBaseline), when that is another
-evaluation on the same scale (as a regression verdict requires, metrics.verdicts), its
+evaluation on the same scale (as a regression verdict requires, metrics.reports.verdicts), its
 keywords matched by normalized text (as Compare). Without one, "there" is nowhere and the
 weight is the plain discount.
 

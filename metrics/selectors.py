@@ -1,4 +1,5 @@
-"""Reads the recompute and the metric pages need: grades as the metric engine takes them."""
+"""Reads the recompute and the metric pages need: grades as the metric engine takes them, a
+configured metric's identity and the team's baseline."""
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,7 @@ import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import queries
-from metrics.models import KeywordMetricValue
+from metrics.models import KeywordMetricValue, TeamBaseline
 from searchtweak import sql
 from searchtweak.models import Team
 
@@ -92,6 +93,41 @@ def evaluation_metric_configs(*, evaluation_id: int) -> list[EvaluationMetric]:
 
 def evaluation_keywords(*, evaluation_id: int) -> QuerySet[Keyword]:
     return Keyword.objects.filter(evaluation_id=evaluation_id).order_by("position")
+
+
+# --- what the reports compare by and against: a metric's identity, the team's baseline ---
+
+MetricKey = core.MetricKey
+
+
+def metric_key(config: EvaluationMetric) -> MetricKey:
+    """What makes two configured metrics the same number (core.metric_key)."""
+    return core.metric_key(config.code, config.k, config.params)
+
+
+def metric_label(config: EvaluationMetric) -> str:
+    return core.metric_label(config.code, config.k, config.params)
+
+
+def metric_key_label(key: MetricKey) -> str:
+    return core.metric_key_label(*key)
+
+
+def metric_key_slug(key: MetricKey) -> str:
+    code, k, params = key
+    return ":".join([code, str(k), *(f"{n}={v}" for n, v in params)])
+
+
+def metric_configs(evaluation_id: int) -> list[EvaluationMetric]:
+    """The evaluation's metric configs with their stored means (value, keyword_count,
+    updated_at)."""
+    return list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+                .with_stored_mean().order_by("position", "id"))
+
+
+def team_baseline(*, team_id: int) -> Evaluation | None:
+    row = TeamBaseline.objects.select_related("evaluation").filter(team_id=team_id).first()
+    return row.evaluation if row else None
 
 
 # --- the recompute's own reads ---

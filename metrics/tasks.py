@@ -127,9 +127,9 @@ def sweep_dirty_keywords() -> int:
              ignore_result=True)
 def regression_verdict_on_finish(evaluation_id: int) -> int | None:
     """Store the finished evaluation's verdict against its team's baseline
-    (metrics.verdicts.regression_verdict_on_finish); the verdict's id, or None. A crash is
+    (metrics.reports.verdicts.regression_verdict_on_finish); the verdict's id, or None. A crash is
     logged, not raised: the evaluation finished whatever happens here."""
-    from metrics.verdicts import regression_verdict_on_finish as on_finish
+    from metrics.reports.verdicts import regression_verdict_on_finish as on_finish
 
     try:
         verdict = on_finish(evaluation_id=evaluation_id)

@@ -1,9 +1,9 @@
 """Dashboards, comparisons, history and leaderboards: what a team lead opens every morning.
 
-Thin views: access function, form for the query string, selectors from metrics.dashboards,
-metrics.comparisons and metrics.leaderboards, charts from metrics.charts. Every page
-renders fully without JavaScript; the small script of the evaluation page only re-fetches
-its partials while grades arrive.
+Thin views: access function, form for the query string, the reads of metrics.reports
+(dashboards, comparisons, leaderboards) and its charts. Every page renders fully without
+JavaScript; the small script of the evaluation page only re-fetches its partials while
+grades arrive.
 """
 
 from collections.abc import Callable
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
 from judgments.gold_accuracy import DRIFT_WINDOW, GOLD_ACCURACY_THRESHOLD, GOLD_MIN_ANSWERS
-from metrics import charts, compare_many, comparisons, dashboards, leaderboards, services
+from metrics import services
 from metrics.forms import (
     BaselineForm,
     CompareForm,
@@ -28,11 +28,24 @@ from metrics.forms import (
     KeywordTableForm,
     LeaderboardForm,
 )
-from metrics.verdicts import (
+from metrics.reports import (
+    charts,
+    compare_many_stats,
+    comparisons,
+    leaderboards,
+    metric_history,
+    team_overview,
+)
+from metrics.reports.agreement import evaluation_agreement
+from metrics.reports.cards import evaluation_reference, metric_cards
+from metrics.reports.distribution import metric_distribution, metric_histogram
+from metrics.reports.keyword_table import FILTERS, keyword_table
+from metrics.reports.verdicts import (
     ad_hoc_regression_verdicts,
     model_regressed_evaluation_ids,
     standing_regression_verdict,
 )
+from metrics.selectors import metric_configs, metric_label
 from searchtweak import access
 from searchtweak.models import Role, role_at_least
 from searchtweak.views_shared import service_step_response
@@ -53,9 +66,9 @@ def _table_params(form: KeywordTableForm) -> dict:
 def _live_context(request: HttpRequest, evaluation: Evaluation,
                   configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
     data = form.cleaned_data if form.is_valid() else {}
-    reference = dashboards.evaluation_reference(evaluation=evaluation,
-                                                against=data.get("against") or "")
-    cards = dashboards.metric_cards(
+    reference = evaluation_reference(evaluation=evaluation,
+                                     against=data.get("against") or "")
+    cards = metric_cards(
         evaluation=evaluation, reference=reference, configs=configs,
         verdict=standing_regression_verdict(evaluation=evaluation)
         if reference.evaluation is not None else None)
@@ -63,13 +76,13 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
                        configs[0] if configs else None)
     distribution = None
     if dist_config is not None:
-        label = f"{dashboards.metric_label(dist_config)} over keywords"
-        binned = dashboards.metric_histogram(config=dist_config)
+        label = f"{metric_label(dist_config)} over keywords"
+        binned = metric_histogram(config=dist_config)
         if binned is not None:
             distribution = {"config": dist_config, "count": sum(binned), "svg": mark_safe(
                 charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
         else:
-            values = dashboards.metric_distribution(config=dist_config)
+            values = metric_distribution(config=dist_config)
             # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
             bounded = all(0.0 <= v <= 1.0 for v in values)
             distribution = {
@@ -82,7 +95,7 @@ def _live_context(request: HttpRequest, evaluation: Evaluation,
         "evaluation": evaluation, "reference": reference,
         "cards": [(card, mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
-        "agreement": dashboards.evaluation_agreement(evaluation=evaluation, configs=configs),
+        "agreement": evaluation_agreement(evaluation=evaluation, configs=configs),
         "distribution": distribution, "live": evaluation.status in LIVE_STATUSES,
         "can_lead": access.current_team_can(user=request.user, team_id=evaluation.team_id,
                                             minimum_role=Role.LEAD),
@@ -103,8 +116,8 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
                    configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
     params = _table_params(form)
     visibility = access.grade_visibility(user=request.user)
-    table = dashboards.keyword_table(evaluation=evaluation, configs=configs,
-                                     visibility=visibility, **params)
+    table = keyword_table(evaluation=evaluation, configs=configs,
+                          visibility=visibility, **params)
     data = form.data
 
     def sort_link(key: str) -> dict:
@@ -118,11 +131,11 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
         "evaluation": evaluation, "configs": configs, "table": table, "params": params,
         "form": form, "sees_all_grades": visibility.sees_everyone(evaluation.team_id),
         "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
-        "metric_columns": [(config, dashboards.metric_label(config), sort_link(f"m{config.pk}"))
+        "metric_columns": [(config, metric_label(config), sort_link(f"m{config.pk}"))
                            for config in configs],
         "filter_links": [(key, name, query_with(data, show=key, page="", after="", before=""),
                           params["show"] == key)
-                         for key, name in dashboards.FILTERS.items()],
+                         for key, name in FILTERS.items()],
         "page_query": query_with(data, page="", after="", before=""),
     }
 
@@ -137,7 +150,7 @@ def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
     function, its metric configs, the query-string form they all read, and the context of
     each part; a query string the form refuses answers 400 with the defaults shown."""
     evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
     valid = form.is_valid()
     context: dict = {}
@@ -204,7 +217,7 @@ def team_dashboard(request: HttpRequest) -> HttpResponse:
     if membership is None:
         messages.info(request, "Join or create a team to see its dashboard.")
         return redirect("home")
-    dashboard = dashboards.team_dashboard(team=membership.team, user=request.user)
+    dashboard = team_overview.team_dashboard(team=membership.team, user=request.user)
     return render(request, "metrics/team_dashboard.html", {
         "team": membership.team, "dashboard": dashboard,
         "activity_svg": mark_safe(charts.line_chart(
@@ -223,7 +236,7 @@ def _unit_range(values: list[float | None]) -> dict:
 
 def regressed_evaluation_ids(*, model) -> set[int]:
     """The model's runs to mark as regressed on its history chart: those whose latest
-    regression verdict says so (metrics/verdicts.py)."""
+    regression verdict says so (metrics/reports/verdicts.py)."""
     return model_regressed_evaluation_ids(model_id=model.pk)
 
 
@@ -231,8 +244,8 @@ def regressed_evaluation_ids(*, model) -> set[int]:
 @login_required
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
     model = search_model_get_for_user(user=request.user, model_id=model_id)
-    histories = dashboards.model_history(model=model)
-    intervals = compare_many.config_intervals(configs=[
+    histories = metric_history.model_history(model=model)
+    intervals = compare_many_stats.config_intervals(configs=[
         config for history in histories for config in history.configs])
     regressed = regressed_evaluation_ids(model=model)
     rows = []

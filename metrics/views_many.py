@@ -1,7 +1,7 @@
 """The N-way compare page and its CSV: 2 to 10 evaluations side by side.
 
 Thin views: the evaluations through their access function (one query for all of them),
-the query-string form, the selector of metrics.compare_many; its rules come back as
+the query-string form, the selector of metrics.reports.compare_many; its rules come back as
 ValidationError naming the field, shown on the page with a 400.
 """
 
@@ -16,10 +16,10 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from evaluations.selectors import evaluations_get_for_user
-from metrics import compare_many
-from metrics.compare_many import KeywordRow, ManyComparison
-from metrics.comparisons import team_evaluations_for_picker
 from metrics.forms import CompareManyForm
+from metrics.reports import compare_many
+from metrics.reports.compare_many import KeywordRow, ManyComparison
+from metrics.reports.comparisons import team_evaluations_for_picker
 from metrics.views import query_with
 from searchtweak import access
 from searchtweak.csv_cells import csv_text

@@ -11,18 +11,15 @@ into a 1-keyword array and calls it, so the application and the benchmarks compu
 number the same way.
 
 Every kernel computes a keyword from its own row alone, in a fixed order (kernels.py), so
-blocks are independent and run on a small thread pool: numpy releases the GIL inside its
-loops, which is where a block spends its time. A keyword's value depends neither on the
-block it falls in nor on the thread count.
+blocks are independent and run on a small thread pool (block_threads.py): numpy releases
+the GIL inside its loops, which is where a block spends its time. A keyword's value depends
+neither on the block it falls in nor on the thread count.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +27,7 @@ import numpy as np
 
 import metrics_engine.kernels as kernels  # not via metrics_engine, which re-exports this module
 from metrics_engine.aggregate import Aggregation, Derive, SlotCodes, shared_aggregation, slot_codes
+from metrics_engine.block_threads import run_blocks
 from metrics_engine.errors import MetricInputError
 from metrics_engine.pool import GradeList, Pool, build_pool
 from metrics_engine.registry import (
@@ -47,11 +45,6 @@ from metrics_engine.transform import resolve_transformer, validate_transformers
 
 _BLOCK_ELEMENTS = 1 << 18
 """Grades per block: the block's temporaries stay in the L2/L3 cache."""
-
-THREADS_ENV = "SEARCHTWEAK_METRIC_THREADS"
-threads: int | None = None
-"""Threads that evaluate blocks; None → $SEARCHTWEAK_METRIC_THREADS, else os.cpu_count().
-1 evaluates every block on the calling thread. Results are identical for any value."""
 
 MetricRequest = tuple[str, int] | tuple[str, int, Mapping[str, Any] | None]
 """(metric code, k) or (metric code, k, params)."""
@@ -180,7 +173,7 @@ def evaluate_batch_many(
                 plan, scale_blocks[aggregation], pool_values, doc_index,
                 None if present is None else present[start:stop])
 
-    _run_blocks(evaluate_block, range(0, keyword_count, block_size))
+    run_blocks(evaluate_block, range(0, keyword_count, block_size))
     return results
 
 
@@ -255,52 +248,6 @@ def _stage2(
         assert doc_index is not None
         all_null &= kernels.returned_any(doc_index)
     return np.where(all_null, np.nan, out)
-
-
-def thread_count() -> int:
-    """The threads that evaluate blocks (see ``threads``)."""
-    if threads is not None:
-        return max(1, threads)
-    # SEARCHTWEAK_METRIC_THREADS: threads that evaluate metric blocks, a positive integer;
-    # unset, one per CPU.
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if not raw:
-        return os.cpu_count() or 1
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, not {raw!r}")
-    return int(raw)
-
-
-_executor: tuple[int, ThreadPoolExecutor] | None = None
-_executor_lock = threading.Lock()
-
-
-def _forget_executor() -> None:
-    # A forked child (e.g. a prefork worker) has none of the parent's threads.
-    global _executor
-    _executor = None
-
-
-os.register_at_fork(after_in_child=_forget_executor)
-
-
-def _run_blocks(evaluate_block: Callable[[int], None], starts: range) -> None:
-    """evaluate_block(start) for every block; the first failing block's error is raised."""
-    count = thread_count()
-    if count == 1 or len(starts) == 1:
-        for start in starts:
-            evaluate_block(start)
-        return
-    global _executor
-    with _executor_lock:
-        if _executor is None or _executor[0] != count:
-            if _executor is not None:
-                _executor[1].shutdown(wait=False)
-            _executor = (count, ThreadPoolExecutor(count, thread_name_prefix="metrics-core"))
-        executor = _executor[1]
-    # map() yields in block order, so an invalid grade is reported as without threads.
-    for _ in executor.map(evaluate_block, starts):
-        pass
 
 
 def _grade_array(grades: Any, field_name: str = "grades") -> np.ndarray:

@@ -26,13 +26,15 @@ OUTPUT = ROOT / "docs" / "architecture.svg"
 
 # Top to bottom: a part may import the parts below it.
 PARTS: list[tuple[str, str, str]] = [
+    ("schedules", "schedules/", "watches: timing, firing, streak, a run's judges and verdict"),
     ("guide", "guide/", "the user guide at /help/, from docs/guide (imports no app)"),
     ("judges", "judges/", "LLM judges: runs, calls, calibration, counts"),
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),
-    ("metrics", "metrics/", "stored values, recompute pipeline, dashboards, compare"),
+    ("metrics", "metrics/", "recompute pipeline, reports: dashboards, compare, verdicts"),
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
     ("evaluations", "evaluations/", "endpoints, fetching, query sets, evaluations, lifecycle"),
     ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
+    ("notifications", "notifications/", "in-app notifications, mail, webhooks and deliveries"),
     ("searchtweak", "searchtweak/", "settings, teams and access, outbound policy, SQL helpers"),
 ]
 

@@ -155,11 +155,3 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.key_prefix}…)"
 
-
-# The notification models live in their own module; imported here so Django finds them.
-from searchtweak.notification_models import (  # noqa: E402, F401
-    Notification,
-    NotificationPreference,
-    Webhook,
-    WebhookDelivery,
-)

@@ -59,10 +59,12 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "searchtweak",
+    "notifications",
     "evaluations",
     "judgments",
     "metrics",
     "judges",
+    "schedules",
     "guide",
 ]
 
@@ -313,9 +315,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"DuplicatePolicyEnum": "judgments.imports.DUPLICATE_POLICY_CHOICES",
-                            "NotificationEventEnum": "searchtweak.notification_models.Event",
+                            "NotificationEventEnum": "notifications.models.Event",
                             "WebhookDeliveryStatusEnum":
-                                "searchtweak.notification_models.DeliveryStatus",
+                                "notifications.models.DeliveryStatus",
                             # The judge runs' keeps the name it had before webhook
                             # deliveries brought a second "status" choice set.
                             "StatusEnum": "judges.models.JudgeRun.Status"},
@@ -411,7 +413,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(SCHEDULE_TICK_SECONDS),
     },
     # Sends on webhook deliveries whose attempt's worker died or whose message was lost
-    # (searchtweak.notification_delivery.webhook_deliveries_stalled).
+    # (notifications.delivery.webhook_deliveries_stalled).
     "sweep-stalled-webhook-deliveries": {
         "task": "searchtweak.sweep_stalled_webhook_deliveries",
         "schedule": float(WEBHOOK_SWEEP_EVERY_SECONDS),
@@ -577,7 +579,7 @@ TEAM_CREATION = env_str("TEAM_CREATION", "anyone").lower()
 TEAMS_PER_USER = env_int("TEAMS_PER_USER", 10, minimum=1)
 if TEAM_CREATION not in ("anyone", "staff"):
     raise ImproperlyConfigured(f"TEAM_CREATION: {TEAM_CREATION!r} is not 'anyone' or 'staff'")
-# Notifications (searchtweak.notifications): links in mails start with SITE_URL; a
+# Notifications (notifications.services): links in mails start with SITE_URL; a
 # webhook delivery is tried up to WEBHOOK_MAX_ATTEMPTS times, the first retry after
 # WEBHOOK_RETRY_BACKOFF_MS (doubling, at most 5 minutes), each attempt bounded by
 # WEBHOOK_TIMEOUT_SECONDS.

@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, forms, notification_urls, views
+from searchtweak import api, forms, views
 
 handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
@@ -26,17 +26,18 @@ api_v1 = [
     path("teams/<int:team_id>/", api.TeamDetailApi.as_view(), name="team"),
     path("teams/<int:team_id>/invitations/", api.InvitationCreateApi.as_view(),
          name="team_invitations"),
-    *notification_urls.api_v1,
 ]
 
 urlpatterns = [
     # The API first: a grading client calls it several times a second, and Django tries
     # the patterns in order (the pages' come to about 70).
     path("api/v1/", include((api_v1, "api"), namespace="api")),
+    path("api/v1/", include("notifications.api_urls")),
     path("api/v1/", include("evaluations.api_urls")),
     path("api/v1/", include("judgments.api_urls")),
     path("api/v1/", include("metrics.api_urls")),
     path("api/v1/", include("judges.api_urls")),
+    path("api/v1/", include("schedules.api_urls")),
     path("", views.home, name="home"),
     path("login/", form_page(auth_views.LoginView.as_view(
         redirect_authenticated_user=True, authentication_form=forms.LoginForm)),
@@ -69,7 +70,7 @@ urlpatterns = [
     path("settings/tokens/", views.api_tokens, name="api_tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views.api_token_revoke,
          name="api_token_revoke"),
-    *notification_urls.pages,
+    path("", include("notifications.urls")),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     # Each app's pages; the apps above searchtweak plug in here and in the API above, the
@@ -80,6 +81,7 @@ urlpatterns = [
     path("", include("evaluations.urls")),
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
+    path("", include("schedules.urls")),
     path("", include("guide.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves Swagger UI's start-up script as a file, not an inline <script>.

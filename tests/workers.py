@@ -119,8 +119,10 @@ BROKER_VARIABLES = ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
 
 
 @contextmanager
-def tasks_sent_to(*, broker_url: str, queue: str) -> Iterator[None]:
-    """Make this process's Celery app publish to Redis (not eagerly) for the duration."""
+def tasks_sent_to(*, broker_url: str, queue: str,
+                  result_backend: str | None = None) -> Iterator[None]:
+    """Make this process's Celery app publish to Redis (not eagerly) for the duration, its
+    results stored at `result_backend` (the broker unless given; "disabled" for none)."""
     from searchtweak.celery import app
 
     keys = ("broker_url", "result_backend", "task_always_eager", "task_default_queue")
@@ -128,8 +130,9 @@ def tasks_sent_to(*, broker_url: str, queue: str) -> Iterator[None]:
     # Celery reads these variables before its configuration (celery.app.utils.Settings):
     # where they are set, as under .ci/run, a broker given here would otherwise be ignored.
     previous_environ = {name: os.environ.get(name) for name in BROKER_VARIABLES}
-    os.environ.update(dict.fromkeys(BROKER_VARIABLES, broker_url))
-    app.conf.update(broker_url=broker_url, result_backend=broker_url,
+    result_backend = result_backend or broker_url
+    os.environ.update(CELERY_BROKER_URL=broker_url, CELERY_RESULT_BACKEND=result_backend)
+    app.conf.update(broker_url=broker_url, result_backend=result_backend,
                     task_always_eager=False, task_default_queue=queue)
     _forget_connections(app)
     try:

@@ -26,6 +26,3 @@ __all__ = [
     "SearchModel",
     "Snapshot",
 ]
-
-# The schedule models live in their own module; imported here so Django finds them.
-from evaluations.schedule_models import Schedule, ScheduleRun  # noqa: F401

@@ -4,8 +4,7 @@
   keywords); `config_checks`: the checks its configuration passes;
 - `lifecycle`: start, retry failed keywords, pause, finish, archive, restore, delete;
 - `completion`: the one rule that finishes an evaluation once complete;
-- `keywords`: keyword lists (cleaning, limits, upload, the stored rows);
-- `schedules`: schedules (watches) and their runs.
+- `keywords`: keyword lists (cleaning, limits, upload, the stored rows).
 
 Endpoints, fetching and query sets are packages of their own: evaluations.endpoints,
 evaluations.fetching, evaluations.query_sets.

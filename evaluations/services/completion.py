@@ -7,13 +7,21 @@ imports and the pool all reach the values through it), the end of a fetch whose 
 were filled from earlier grades or the pool (fetching.services.evaluation_fetch_complete),
 a start with nothing left to fetch and auto finish turned on (services.lifecycle). Apart
 from lifecycle so that the fetch, which lifecycle's modules import, can call it too.
+
+Both finishes, this one and lifecycle's by hand, tell the notification service with
+evaluation_finished_notify.
 """
 
+from datetime import datetime
+
 from django.db.models import Exists, OuterRef
+from django.urls import reverse
 from django.utils import timezone
 
 from evaluations.events import By, Transition, transition_announce
 from evaluations.models import Evaluation, Keyword, Snapshot
+from notifications.models import Event
+from notifications.services import notify
 
 # Stored progress at which every slot holds a grade (metrics.queries.evaluation_progress_store
 # divides graded slots by all of them, so equal counts give exactly 100.0).
@@ -65,9 +73,25 @@ def evaluation_finish_if_complete(*, evaluation_id: int, progress: float | None 
         pk=evaluation_id, status=Evaluation.Status.ACTIVE, auto_finish=True,
     ).update(status=Evaluation.Status.FINISHED, finished_at=now) == 1
     if finished:
-        team_id = Evaluation.objects.values_list("team_id", flat=True).get(pk=evaluation_id)
+        team_id, name = Evaluation.objects.values_list("team_id", "name").get(pk=evaluation_id)
+        evaluation_finished_notify(evaluation_id=evaluation_id, team_id=team_id, name=name,
+                                   by=By.AUTO, at=now)
         transition_announce(
             evaluation_id=evaluation_id, team_id=team_id, transition=Transition.FINISHED,
             previous_status=Evaluation.Status.ACTIVE, status=Evaluation.Status.FINISHED,
             by=By.AUTO, at=now)
     return finished
+
+
+def evaluation_finished_notify(*, evaluation_id: int, team_id: int, name: str, by: By,
+                               at: datetime) -> None:
+    """Announce "evaluation finished" to the team (notifications.services.notify: after
+    the current transaction commits). Called by each finish right before it announces the
+    `finished` transition, so this notification goes out ahead of those its listeners
+    send (the verdict's)."""
+    how = "automatically, every result graded" if by == "auto" else "by hand"
+    notify(team_id=team_id, event=Event.EVALUATION_FINISHED,
+           text=f"Evaluation “{name}” finished ({how}).",
+           url=reverse("evaluations:evaluation_detail", args=[evaluation_id]),
+           payload={"evaluation": evaluation_id, "by": str(by),
+                    "finished_at": at.isoformat()})

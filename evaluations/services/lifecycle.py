@@ -22,7 +22,10 @@ from django.utils import timezone
 from evaluations.events import By, Transition, transition_announce
 from evaluations.fetching.dispatch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, QuerySetVersion, SearchModel
-from evaluations.services.completion import evaluation_finish_if_complete
+from evaluations.services.completion import (
+    evaluation_finish_if_complete,
+    evaluation_finished_notify,
+)
 from evaluations.services.config_checks import metrics_transformers_check, team_scale_check
 from evaluations.services.keywords import keyword_rows
 from searchtweak.models import Team, User
@@ -250,6 +253,8 @@ def evaluation_finish(*, evaluation: Evaluation, by: By = By.SYSTEM,
     evaluation.status = Evaluation.Status.FINISHED
     evaluation.finished_at = timezone.now()
     evaluation.save(update_fields=["status", "finished_at"])
+    evaluation_finished_notify(evaluation_id=evaluation.pk, team_id=evaluation.team_id,
+                               name=evaluation.name, by=by, at=evaluation.finished_at)
     _announce(evaluation, Transition.FINISHED, previous_status=previous_status, by=by,
               user=user, at=evaluation.finished_at)
     return evaluation

@@ -114,7 +114,7 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
                  sums[config.pk].value_count) for config in configs]
         means = [(pk, mean, count) for pk, _, _, mean, count in rows]
         if means:
-            # Written even when equal: updated_at marks the grade state (metrics.dashboards).
+            # Written even when equal: updated_at marks the grade state (metrics.reports.agreement).
             # Bounds of a mean: the means of the keywords' lower and upper bounds.
             queries.metric_means_store([
                 queries.StoredMean(

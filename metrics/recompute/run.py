@@ -32,9 +32,9 @@ from metrics.selectors import (
     keyword_pool_others,
     keyword_results,
 )
+from notifications.models import Event
+from notifications.services import notify
 from searchtweak.models import Role
-from searchtweak.notification_models import Event
-from searchtweak.notifications import notify
 
 logger = logging.getLogger(__name__)
 

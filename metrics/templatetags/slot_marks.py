@@ -15,7 +15,8 @@ register = template.Library()
 
 @register.simple_tag
 def slot_marks(slots: Iterable, show_unsure: bool = True) -> str:
-    """`slots`: objects with grade, unsure and username (metrics.dashboards.SlotView)."""
+    """`slots`: objects with grade, unsure and username
+    (metrics.reports.keyword_snapshots.SlotView)."""
     return format_html_join("", '<span class="slot{}" title="{}">{}{}</span>', (
         (" empty" if slot.grade is None else "", slot.username or "unassigned",
          "·" if slot.grade is None else slot.grade,

@@ -104,7 +104,10 @@ class SearchServer:
             do_GET = do_POST = do_PUT = _handle
 
         self._server = _Server((host, port), _Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop to look at its flag: every poll_interval
+        # (0.5 s by default, which every test with a server paid at its end).
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def url(self) -> str:

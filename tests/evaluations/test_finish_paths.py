@@ -1,7 +1,6 @@
 """Every path by which an evaluation's progress can reach 100 % asks the lifecycle's one
-finish rule (evaluations.services.completion.evaluation_finish_if_complete): a fetch whose
-slots were filled from earlier grades or the pool, an import of judgments, a judge run, a
-recompute.
+finish rule (evaluations.services.evaluation_finish_if_complete): a fetch whose slots were
+filled from earlier grades or the pool, an import of judgments, a judge run, a recompute.
 
 The key case is a schedule's run of an unchanged model: every result is filled from the
 previous run's grades when it is fetched, so nothing else will ever ask."""
@@ -12,10 +11,9 @@ import pytest
 import time_machine
 
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
-from evaluations.models import Evaluation, Keyword, Schedule, SearchModel
+from evaluations.models import Evaluation, Keyword, SearchModel
 from evaluations.query_sets import services as query_set_services
 from evaluations.services import completion, configuration, lifecycle
-from evaluations.services import schedules as schedule_services
 from judges import runs
 from judges.models import JudgeRun
 from judgments import services as judgments_services
@@ -23,16 +21,18 @@ from judgments.imports import ParsedJudgment
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
+from notifications.models import Event, Notification
+from schedules import services as schedule_services
+from schedules.models import Schedule
 from searchtweak.models import Team, User
-from searchtweak.notification_models import Event, Notification
 from tests.demo_seed import seeded_demo
 from tests.evaluations.factories import EvaluationMetricFactory, fetchable_evaluation
-from tests.evaluations.schedule_ticks import tick
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.judges.builders import judge_for
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judgments.builders import evaluation_with_slots
 from tests.metrics.demo_grading import grade_ungraded_by_demo_relevance
+from tests.schedules.ticks import tick
 
 START = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 METRICS = [{"code": "ndcg", "k": 10, "params": {}}, {"code": "precision", "k": 10, "params": {}}]

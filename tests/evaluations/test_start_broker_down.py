@@ -18,10 +18,12 @@ from rest_framework.test import APIClient
 from evaluations import tasks
 from evaluations.events import evaluation_transitioned
 from evaluations.fetching import dispatch as fetch_dispatch
-from evaluations.models import Evaluation, Keyword, Schedule, ScheduleRun
+from evaluations.models import Evaluation, Keyword
 from evaluations.query_sets import services as query_set_services
 from evaluations.services import lifecycle
-from evaluations.services import schedules as schedule_services
+from schedules import firing
+from schedules import services as schedule_services
+from schedules.models import Schedule, ScheduleRun
 from tests.evaluations.factories import (
     ES_MAPPER,
     EndpointFactory,
@@ -138,7 +140,7 @@ def test_a_schedule_run_the_broker_refused_is_fetched_by_the_sweep_once_it_is_ba
         with tasks_sent_to(broker_url=f"redis://127.0.0.1:{closed_port()}/0",
                            queue="broker-down"), contextlib.suppress(fetch_dispatch.FetchNotSent):
             # The run commits, then its send fails: the tick stops there, or logs it.
-            schedule_services.schedules_tick()
+            firing.schedules_tick()
     evaluation = ScheduleRun.objects.get().evaluation
     assert waiting_for_nobody(evaluation) == ("fetching", {"pending"})
 

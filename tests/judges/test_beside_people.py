@@ -9,7 +9,7 @@ from django.test import Client
 
 from judgments import exports, imports
 from judgments.scales import scale_for_team
-from metrics import leaderboards
+from metrics.reports import leaderboards
 from tests.judges.calibration_data import graded_example, slot_of
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from judges import runs
 from judges.models import JudgeCall, JudgeRun, JudgeRunItem, JudgeTeamSpend, JudgeTrustPolicy
-from searchtweak.notification_models import Event, Notification
+from notifications.models import Event, Notification
 from tests.judges.builders import judge_for, lane_paused_by_first_answer
 from tests.judges.fake_providers import OPENAI, fake_provider, grade_all
 from tests.judgments.builders import evaluation_with_slots

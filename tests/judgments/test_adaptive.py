@@ -292,7 +292,7 @@ def test_the_grading_api_opens_slots_as_the_page_does(personas):
 
 
 def test_the_dashboard_reads_kappa_over_the_results_with_three_grades_and_says_why(personas):
-    from metrics import dashboards
+    from metrics.reports.agreement import evaluation_agreement
 
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=5,
                                        strategy=ADAPTIVE_STRATEGY)
@@ -306,7 +306,7 @@ def test_the_dashboard_reads_kappa_over_the_results_with_three_grades_and_says_w
     grade(personas.owner, second, 0)
     for position in (3, 4, 5):
         grade(personas.grader, result(evaluation, position), 3)
-    agreement = dashboards.evaluation_agreement(evaluation=evaluation)
+    agreement = evaluation_agreement(evaluation=evaluation)
     # Rows [2,2,2] and [0,1,0] (the three single grades left out): P = (1 + 1/3) / 2 = 2/3,
     # shares 2/6, 1/6, 3/6 -> Pe = 14/36; kappa = (2/3 - 7/18) / (1 - 7/18) = 5/11.
     assert agreement.kappa == pytest.approx(5 / 11)

@@ -13,11 +13,11 @@ from judgments import gold, gold_accuracy, gold_items, services
 from judgments.adjudication import snapshot_adjudicate
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS
-from metrics.leaderboards import grader_leaderboard
 from metrics.models import KeywordMetricValue
 from metrics.recompute.run import evaluation_metrics_recompute
+from metrics.reports.leaderboards import grader_leaderboard
+from notifications.models import Notification
 from searchtweak.models import Role
-from searchtweak.notification_models import Notification
 from tests.evaluations.factories import EvaluationMetricFactory
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import member

@@ -11,9 +11,10 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments import exports, imports, services
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
-from metrics.dashboards import snapshot_details, team_dashboard
-from metrics.leaderboards import grader_leaderboard
 from metrics.models import KeywordMetricValue
+from metrics.reports.keyword_snapshots import snapshot_details
+from metrics.reports.leaderboards import grader_leaderboard
+from metrics.reports.team_overview import team_dashboard
 from searchtweak.access import grade_visibility
 from tests.evaluations.factories import KeywordFactory, SnapshotFactory
 from tests.judgments.builders import evaluation_with_slots

@@ -4,7 +4,7 @@ import itertools
 import math
 import xml.etree.ElementTree as ET
 
-from metrics import charts
+from metrics.reports import charts
 
 SVG = "{http://www.w3.org/2000/svg}"
 

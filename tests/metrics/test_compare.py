@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from evaluations.models import EvaluationMetric
-from metrics import comparisons
 from metrics.models import KeywordMetricValue
+from metrics.reports import comparisons
 from searchtweak.access import grade_visibility
 from searchtweak.models import ApiToken
 from tests.metrics.builders import build_evaluation

@@ -5,9 +5,9 @@ import pytest
 from django.urls import reverse
 
 from evaluations.models import Keyword
-from metrics import comparisons
 from metrics.models import KeywordMetricValue
 from metrics.recompute.means import evaluation_means_refresh
+from metrics.reports import comparisons
 from metrics.tasks import mark_fetched_dirty
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.searchtweak.factories import UserFactory
@@ -139,7 +139,7 @@ def test_wider_bounds_are_labelled_or_narrower_on_every_page_that_shows_them(
 
 
 def test_the_n_way_compare_decides_against_the_reference(client, personas, pair):
-    from metrics import compare_many
+    from metrics.reports import compare_many
 
     a, b, _ = pair
     comparison = compare_many.evaluations_compare_many(evaluations=[a, b], reference=a)

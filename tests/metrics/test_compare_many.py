@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluations.models import EvaluationMetric
-from metrics import compare_many
 from metrics.models import KeywordMetricValue, MetricMean, RegressionVerdict
+from metrics.reports import compare_many, compare_many_stats
 from metrics_engine.statistics import bootstrap_ci, holm_adjust, randomization_test
 from tests.metrics.builders import build_evaluation
 
@@ -69,7 +69,7 @@ def test_numbers_match_the_hand_computed_case(trio):
     assert stat_c.summary.mean == pytest.approx(0.25)
     assert (stat_c.summary.present_count, stat_c.summary.keyword_count) == (2, 3)
     assert stat_c.summary.coverage == pytest.approx(2 / 3)
-    resamples = compare_many.RESAMPLES
+    resamples = compare_many_stats.RESAMPLES
     assert stat_a.summary.ci == bootstrap_ci([0.5, 1.0, 0.0], resamples=resamples, seed=0)
     assert stat_b.summary.ci == bootstrap_ci([1.0, 1.0, 0.5], resamples=resamples, seed=0)
     assert stat_a.test is None
@@ -320,9 +320,9 @@ def test_the_model_history_draws_each_run_with_its_interval(client, personas, tr
     response = client.get(reverse("metrics:model_history", args=[a.model_id]))
     assert response.status_code == 200
     body = response.content.decode()
-    low, high = bootstrap_ci([0.5, 1.0, 0.0, 1.0], resamples=compare_many.RESAMPLES)
+    low, high = bootstrap_ci([0.5, 1.0, 0.0, 1.0], resamples=compare_many_stats.RESAMPLES)
     assert f"{low:.4f} to {high:.4f}" in body  # A over its four keywords, only-a included
-    low, high = bootstrap_ci([1.0, 1.0, 0.5], resamples=compare_many.RESAMPLES)
+    low, high = bootstrap_ci([1.0, 1.0, 0.5], resamples=compare_many_stats.RESAMPLES)
     assert f"{low:.4f} to {high:.4f}" in body
     # P@2's chart: both runs with whiskers; nDCG@10 (A only, no values) none.
     assert body.count('class="interval"') == 2
@@ -352,12 +352,12 @@ def test_config_intervals_read_once_and_cache_per_update(personas, trio, django_
     configs = list(EvaluationMetric.objects.filter(evaluation__in=[a, b], code="precision")
                    .with_stored_mean())
     with django_assert_num_queries(1):
-        first = compare_many.config_intervals(configs=configs)
+        first = compare_many_stats.config_intervals(configs=configs)
     with django_assert_num_queries(0):
-        assert compare_many.config_intervals(configs=configs) == first
+        assert compare_many_stats.config_intervals(configs=configs) == first
     by_evaluation = {c.evaluation_id: first[c.pk] for c in configs}
     assert by_evaluation[b.pk] == bootstrap_ci([1.0, 1.0, 0.5],
-                                               resamples=compare_many.RESAMPLES)
+                                               resamples=compare_many_stats.RESAMPLES)
 
 
 def test_the_page_escapes_document_ids(client, personas, trio):

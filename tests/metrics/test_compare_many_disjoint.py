@@ -5,7 +5,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from metrics import compare_many
+from metrics.reports import compare_many
 from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ import pytest
 from django.urls import reverse
 
 from evaluations.models import EvaluationMetric
-from metrics import comparisons
 from metrics.models import KeywordMetricValue
+from metrics.reports import comparisons
 from tests.metrics.builders import build_evaluation
 
 pytestmark = pytest.mark.django_db

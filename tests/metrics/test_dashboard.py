@@ -7,8 +7,13 @@ from django.urls import reverse
 
 from evaluations.models import Evaluation, Keyword
 from judgments.models import FeedbackSlot
-from metrics import dashboards, services
+from metrics import services
 from metrics.models import KeywordMetricValue, MetricHistoryPoint, TeamBaseline
+from metrics.reports.agreement import evaluation_agreement, kappa_reading
+from metrics.reports.cards import Reference, evaluation_reference, metric_cards
+from metrics.reports.distribution import metric_distribution
+from metrics.reports.keyword_table import KeywordTable, keyword_table
+from metrics.selectors import metric_configs
 from metrics_engine import statistics
 from searchtweak.access import GradeVisibility
 from tests.metrics.builders import build_evaluation
@@ -38,7 +43,7 @@ def test_agreement_of_a_small_binary_case_matches_the_hand_computed_values(perso
                                   metrics=[("precision", 2, {})])
     _grade(evaluation, {"a": [[1, 1, 1], [1, 0, None]], "b": [[0, 0, 1], [1, None, None]]},
            graders)
-    agreement = dashboards.evaluation_agreement(evaluation=evaluation)
+    agreement = evaluation_agreement(evaluation=evaluation)
     # 9 of 12 slots graded; one tie ([1, 0, -]) among 4 graded snapshots; κ over the two
     # complete snapshots: P̄ = (1 + 1/3)/2, P̄e = (1/3)² + (2/3)², κ = (2/3 - 5/9)/(4/9).
     assert (agreement.slot_count, agreement.graded_count) == (12, 9)
@@ -59,7 +64,7 @@ def test_grade_patterns_counted_in_sql_equal_the_raw_slots(personas):
             "snapshot_id", "index").values_list("snapshot_id", "grade"):
         raw.setdefault(snapshot_id, []).append(grade)
     snapshots = list(raw.values())
-    agreement = dashboards.evaluation_agreement(evaluation=evaluation)
+    agreement = evaluation_agreement(evaluation=evaluation)
     assert agreement.coverage == pytest.approx(statistics.coverage(snapshots))
     assert agreement.kappa == pytest.approx(statistics.fleiss_kappa(snapshots))
     assert agreement.tie_rate is None  # not a binary evaluation
@@ -70,7 +75,7 @@ def test_grade_patterns_counted_in_sql_equal_the_raw_slots(personas):
     (0.7, "substantial"), (0.95, "almost perfect"),
 ])
 def test_kappa_reading_uses_the_landis_and_koch_bands(kappa, band):
-    assert band in dashboards.kappa_reading(kappa)
+    assert band in kappa_reading(kappa)
 
 
 # --- cards and reference --------------------------------------------------------------------
@@ -85,9 +90,9 @@ def test_cards_compare_with_the_previous_finished_evaluation_of_the_model_or_the
                              model=first.model, name="second")
     current = bulk_evaluation(team=personas.team, graders=graders, keyword_count=5, seed=3,
                               model=first.model, status=Evaluation.Status.ACTIVE)
-    reference = dashboards.evaluation_reference(evaluation=current)
+    reference = evaluation_reference(evaluation=current)
     assert (reference.kind, reference.evaluation) == ("previous", second)
-    cards = dashboards.metric_cards(evaluation=current, reference=reference)
+    cards = metric_cards(evaluation=current, reference=reference)
     second_values = {c.code: c.value for c in second.metric_configs.with_stored_mean()}
     for card in cards:
         assert card.reference_value == second_values[card.config.code]
@@ -96,12 +101,12 @@ def test_cards_compare_with_the_previous_finished_evaluation_of_the_model_or_the
             metric=card.config).order_by("recorded_at").values_list("value", flat=True))
 
     services.team_baseline_set(team=personas.team, evaluation=first, user=personas.lead)
-    reference = dashboards.evaluation_reference(evaluation=current)
+    reference = evaluation_reference(evaluation=current)
     assert (reference.kind, reference.evaluation) == ("baseline", first)
     # The baseline itself compares with what came before it, and "previous" overrides.
-    assert dashboards.evaluation_reference(evaluation=first).kind == ""
-    assert dashboards.evaluation_reference(evaluation=current, against="previous"
-                                           ).evaluation == second
+    assert evaluation_reference(evaluation=first).kind == ""
+    assert evaluation_reference(evaluation=current, against="previous"
+                                ).evaluation == second
 
 
 def test_only_a_finished_evaluation_of_the_team_can_be_the_baseline(personas):
@@ -116,9 +121,9 @@ def test_only_a_finished_evaluation_of_the_team_can_be_the_baseline(personas):
 # --- the keyword table ----------------------------------------------------------------------
 
 
-def _table(evaluation: Evaluation, configs: list, **params) -> dashboards.KeywordTable:
+def _table(evaluation: Evaluation, configs: list, **params) -> KeywordTable:
     """The table as a lead of the evaluation's team sees it (every slot)."""
-    return dashboards.keyword_table(
+    return keyword_table(
         evaluation=evaluation, configs=configs,
         visibility=GradeVisibility(None, frozenset({evaluation.team_id})), **params)
 
@@ -127,7 +132,7 @@ def test_keyword_table_sorts_by_a_metric_and_filters(personas):
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=20,
                                  graded_share=0.8)
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     ap = configs[1]
     Keyword.objects.filter(evaluation=evaluation, position=3).update(
         fetch_status=Keyword.FetchStatus.FAILED)
@@ -172,19 +177,19 @@ def test_dashboard_selectors_run_the_same_queries_at_any_size(
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders,
                                  keyword_count=keyword_count, graded_share=0.9)
-    configs = dashboards.metric_configs(evaluation.pk)
-    reference = dashboards.Reference(None, "")
+    configs = metric_configs(evaluation.pk)
+    reference = Reference(None, "")
     with django_assert_num_queries(1):
-        dashboards.metric_cards(evaluation=evaluation, reference=reference, configs=configs)
+        metric_cards(evaluation=evaluation, reference=reference, configs=configs)
     with django_assert_num_queries(1):
-        dashboards.evaluation_agreement(evaluation=evaluation)
+        evaluation_agreement(evaluation=evaluation)
     with django_assert_num_queries(1):
-        dashboards.metric_distribution(config=configs[0])
+        metric_distribution(config=configs[0])
     # count, page, values, snapshot counts, configs, snapshots, slots
     with django_assert_num_queries(7):
         _table(evaluation, configs, sort=f"m{configs[0].pk}", show="ungraded")
     with django_assert_num_queries(2):
-        dashboards.evaluation_reference(evaluation=evaluation)
+        evaluation_reference(evaluation=evaluation)
 
 
 @pytest.mark.parametrize("keyword_count", [10, 1000])
@@ -197,7 +202,7 @@ def test_the_dashboard_page_runs_the_same_queries_at_any_size(
     client.force_login(personas.lead)
     url = reverse("metrics:evaluation_dashboard", args=[evaluation.pk])
     # One of them reads whose grades the viewer may see (searchtweak.access.grade_visibility),
-    # two the standing regression verdict and the ad-hoc ones (metrics.verdicts).
+    # two the standing regression verdict and the ad-hoc ones (metrics.reports.verdicts).
     with django_assert_num_queries(17):
         response = client.get(url, {"sort": "text", "show": "ungraded"})
     assert response.status_code == 200
@@ -212,12 +217,12 @@ def test_the_cached_agreement_follows_a_new_grade(personas, django_capture_on_co
     with django_capture_on_commit_callbacks(execute=True):
         set_grades(graders, [(slot(evaluation, "a", 1, 0), 1), (slot(evaluation, "a", 1, 1), 0)])
     evaluation.refresh_from_db()
-    configs = dashboards.metric_configs(evaluation.pk)
-    assert dashboards.evaluation_agreement(evaluation=evaluation, configs=configs
-                                           ).tie_rate == 1.0
+    configs = metric_configs(evaluation.pk)
+    assert evaluation_agreement(evaluation=evaluation, configs=configs
+                                ).tie_rate == 1.0
     with django_capture_on_commit_callbacks(execute=True):
         set_grades(graders, [(slot(evaluation, "a", 1, 2), 1)])
     evaluation.refresh_from_db()
-    configs = dashboards.metric_configs(evaluation.pk)
-    agreement = dashboards.evaluation_agreement(evaluation=evaluation, configs=configs)
+    configs = metric_configs(evaluation.pk)
+    agreement = evaluation_agreement(evaluation=evaluation, configs=configs)
     assert (agreement.tie_rate, agreement.coverage) == (0.0, 1.0)

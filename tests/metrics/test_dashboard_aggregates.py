@@ -14,11 +14,21 @@ from django.urls import reverse
 
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.models import FeedbackSlot
-from metrics import charts, dashboards, queries, selectors
+from metrics import queries, selectors
 from metrics.models import DashboardCount, KeywordDashboardShare, KeywordMetricValue
 from metrics.recompute import aggregates
 from metrics.recompute.marks import keywords_version_bump
 from metrics.recompute.means import evaluation_means_refresh
+from metrics.reports import charts
+from metrics.reports.agreement import _evaluation_agreement
+from metrics.reports.distribution import metric_distribution, metric_histogram
+from metrics.reports.keyword_table import (
+    MetricOrder,
+    keyword_order,
+    keyword_queryset,
+    keyword_table,
+)
+from metrics.selectors import metric_configs
 from metrics.services import keyword_metrics_recompute
 from metrics.tasks import mark_fetched_dirty
 from metrics_engine import statistics
@@ -44,7 +54,7 @@ def _scratch_agreement(evaluation):
 
 def _assert_page_numbers_are_the_scratch_ones(evaluation):
     assert DashboardCount.objects.filter(evaluation=evaluation, key=aggregates.BUILT).exists()
-    agreement = dashboards._evaluation_agreement(evaluation)
+    agreement = _evaluation_agreement(evaluation)
     coverage, tie, kappa, slot_count = _scratch_agreement(evaluation)
     assert agreement.slot_count == slot_count
     assert agreement.coverage == pytest.approx(coverage, abs=1e-12)
@@ -59,10 +69,10 @@ def _assert_page_numbers_are_the_scratch_ones(evaluation):
         .filter(evaluation=evaluation, key__startswith="p:", count__gt=0)
         .values_list("key", "count")))
     assert stored == sorted(queries.snapshot_grade_patterns(evaluation_id=evaluation.pk))
-    for config in dashboards.metric_configs(evaluation.pk):
-        values = dashboards.metric_distribution(config=config)
+    for config in metric_configs(evaluation.pk):
+        values = metric_distribution(config=config)
         counts, _ = charts.histogram_bins(values, bins=10, lo=0.0, hi=1.0)
-        assert dashboards.metric_histogram(config=config) == counts
+        assert metric_histogram(config=config) == counts
 
 
 def _regrade(evaluation, keyword_ids, rng, graders):
@@ -108,9 +118,9 @@ def test_an_evaluation_without_built_counts_is_built_by_its_first_run(personas):
     DashboardCount.objects.filter(evaluation=evaluation).delete()
     KeywordDashboardShare.objects.filter(evaluation=evaluation).delete()
     # Not built: the page counts from scratch, and shows the same numbers.
-    assert dashboards.metric_histogram(config=dashboards.metric_configs(evaluation.pk)[0]) is None
+    assert metric_histogram(config=metric_configs(evaluation.pk)[0]) is None
     coverage, _, kappa, _ = _scratch_agreement(evaluation)
-    agreement = dashboards._evaluation_agreement(evaluation)
+    agreement = _evaluation_agreement(evaluation)
     assert (agreement.coverage, agreement.kappa) == (pytest.approx(coverage), pytest.approx(kappa))
     first = evaluation.keywords.order_by("pk").first()
     _regrade(evaluation, [first.pk], np.random.default_rng(5), graders)
@@ -123,7 +133,7 @@ def _stored_bins(personas, values: list[float]) -> list[int]:
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders,
                                  keyword_count=len(values))
-    config = dashboards.metric_configs(evaluation.pk)[0]
+    config = metric_configs(evaluation.pk)[0]
     keyword_ids = list(evaluation.keywords.order_by("position").values_list("pk", flat=True))
     for keyword_id, value in zip(keyword_ids, values, strict=True):
         KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric=config).update(
@@ -155,8 +165,8 @@ def test_values_outside_the_unit_range_keep_the_page_on_the_values(personas):
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
                                  scale="graded", metrics=[("dcg", 5, {})])
-    config = dashboards.metric_configs(evaluation.pk)[0]
-    assert dashboards.metric_histogram(config=config) is None  # DCG reaches past 1
+    config = metric_configs(evaluation.pk)[0]
+    assert metric_histogram(config=config) is None  # DCG reaches past 1
     assert evaluation.keywords.count() == 6
 
 
@@ -194,9 +204,9 @@ def test_the_page_draws_the_stored_histogram_of_hand_counted_values(
 def _pages(evaluation, configs, **params) -> list[int]:
     ids, page = [], 1
     while True:
-        table = dashboards.keyword_table(evaluation=evaluation, configs=configs, per_page=7,
-                                         page_number=page, visibility=GradeVisibility(
-                                             None, frozenset({evaluation.team_id})), **params)
+        table = keyword_table(evaluation=evaluation, configs=configs, per_page=7,
+                              page_number=page, visibility=GradeVisibility(
+                                  None, frozenset({evaluation.team_id})), **params)
         ids += [row.row.keyword.pk for row in table.rows]
         if not table.page.has_next():
             return ids
@@ -209,7 +219,7 @@ def test_the_metric_sorted_table_pages_through_the_queryset_order(personas, desc
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=30,
                                  graded_share=0.5, seed=4)
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     ap = configs[1]
     # Keywords with no value: a null one, and one never computed (no row at all).
     keywords = list(evaluation.keywords.order_by("position"))
@@ -217,15 +227,15 @@ def test_the_metric_sorted_table_pages_through_the_queryset_order(personas, desc
     KeywordMetricValue.objects.filter(metric=ap, keyword=keywords[9]).delete()
     # Values changed behind the running sums' back: rebuilt from what is stored.
     evaluation_means_refresh(evaluation_id=evaluation.pk, rebuild=True)
-    configs = dashboards.metric_configs(evaluation.pk)  # the stored count, as the page reads
+    configs = metric_configs(evaluation.pk)  # the stored count, as the page reads
     assert configs[1].keyword_count == KeywordMetricValue.objects.filter(
         metric=ap, value__isnull=False).count()
     params = {"sort": f"m{ap.pk}", "descending": descending, "show": show}
-    assert isinstance(dashboards.keyword_order(evaluation=evaluation, configs=configs,
-                                               **params), dashboards.MetricOrder)
+    assert isinstance(keyword_order(evaluation=evaluation, configs=configs,
+                                    **params), MetricOrder)
     # The queryset's order (ties by position, which is keyword order here), page by page.
-    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
-                                                **params).values_list("pk", flat=True))
+    expected = list(keyword_queryset(evaluation=evaluation, configs=configs,
+                                     **params).values_list("pk", flat=True))
     assert _pages(evaluation, configs, **params) == expected
     assert len(expected) == (28 if show == "worst" else 30)
 
@@ -297,7 +307,7 @@ def test_deleting_keywords_drops_the_counts_and_the_next_run_builds_them(persona
     assert not KeywordDashboardShare.objects.filter(evaluation=evaluation).exists()
     # Not built: the page counts what remains, and so does the progress.
     coverage, _, kappa, slot_count = _scratch_agreement(evaluation)
-    agreement = dashboards._evaluation_agreement(evaluation)
+    agreement = _evaluation_agreement(evaluation)
     assert (agreement.slot_count, agreement.coverage, agreement.kappa) == (
         slot_count, pytest.approx(coverage), pytest.approx(kappa))
     evaluation_means_refresh(evaluation_id=evaluation.pk)
@@ -342,7 +352,7 @@ def test_shares_counted_from_the_run_equal_the_databases(personas):
     FeedbackSlot.objects.filter(keyword_id=keyword_ids[0], position=2, index__gt=0).delete()
     Snapshot.objects.filter(keyword_id=keyword_ids[1]).delete()
     FeedbackSlot.objects.filter(keyword_id=keyword_ids[2]).update(grade=None, user=None)
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     edge_values = [*EDGE_VALUES, 1.5, -0.1]
     for keyword_id, value in zip(keyword_ids, edge_values, strict=True):
         KeywordMetricValue.objects.filter(keyword_id=keyword_id, metric=configs[0]).update(

@@ -1,4 +1,4 @@
-"""Keyset pages of the per-keyword table (metrics.dashboards.keyword_table with a cursor):
+"""Keyset pages of the per-keyword table (metrics.reports.keyword_table with a cursor):
 walked forward by `after` and back by `before`, they give the full ORM order, ties, nulls
 and search included, and a page costs the same queries at any size."""
 
@@ -10,9 +10,16 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluations.models import Keyword
-from metrics import dashboards
 from metrics.models import KeywordMetricValue
 from metrics.recompute.means import evaluation_means_refresh
+from metrics.reports.keyword_table import (
+    MetricOrder,
+    _cursor_keyword,
+    keyword_order,
+    keyword_queryset,
+    keyword_table,
+)
+from metrics.selectors import metric_configs
 from searchtweak.access import GradeVisibility
 from tests.conftest import skip_or_fail
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
@@ -21,7 +28,7 @@ PER_PAGE = 4
 
 
 def _table(evaluation, configs, **params):
-    return dashboards.keyword_table(
+    return keyword_table(
         evaluation=evaluation, configs=configs, per_page=PER_PAGE,
         visibility=GradeVisibility(None, frozenset({evaluation.team_id})), **params)
 
@@ -46,7 +53,7 @@ def _walk(evaluation, configs, **params) -> tuple[list[int], list[int]]:
 def evaluation(personas):
     evaluation = bulk_evaluation(team=personas.team, graders=graders_of(personas.team),
                                  keyword_count=19, graded_share=0.5, seed=4)
-    ap = dashboards.metric_configs(evaluation.pk)[1]
+    ap = metric_configs(evaluation.pk)[1]
     keywords = list(evaluation.keywords.order_by("position"))
     # Ties across page boundaries, a null value and a value never computed.
     KeywordMetricValue.objects.filter(metric=ap, keyword__in=keywords[2:9]).update(value=0.5)
@@ -64,11 +71,11 @@ def evaluation(personas):
     {"sort": "text", "descending": True}, {"sort": "position", "search": "1"},
 ])
 def test_keyset_pages_concatenated_are_the_orm_order(evaluation, params):
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     if params["sort"] == "m":
         params = {**params, "sort": f"m{configs[1].pk}"}
-    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
-                                                **params).values_list("pk", flat=True))
+    expected = list(keyword_queryset(evaluation=evaluation, configs=configs,
+                                     **params).values_list("pk", flat=True))
     assert len(expected) > 2 * PER_PAGE
     forward, backward = _walk(evaluation, configs, **params)
     assert forward == expected
@@ -79,7 +86,7 @@ def test_a_descending_metric_order_is_the_ascending_one_reversed_but_for_missing
         evaluation):
     """Ties (here seven keywords at 0.5) go in keyword order, reversed when descending, so
     one index serves both directions; the keywords without a value stay last."""
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     ap = configs[1]
     keywords = [keyword.pk for keyword in evaluation.keywords.order_by("position")]
     ascending, _ = _walk(evaluation, configs, sort=f"m{ap.pk}", descending=False)
@@ -106,7 +113,7 @@ def test_a_malformed_cursor_answers_400_and_an_unknown_one_page_1(client, person
 
 def test_the_pager_links_keep_sort_direction_and_search(client, personas, evaluation,
                                                           monkeypatch):
-    monkeypatch.setitem(dashboards.keyword_table.__kwdefaults__, "per_page", PER_PAGE)
+    monkeypatch.setitem(keyword_table.__kwdefaults__, "per_page", PER_PAGE)
     client.force_login(personas.lead)
     url = reverse("metrics:evaluation_dashboard_table", args=[evaluation.pk])
     response = client.get(url, {"sort": "position", "dir": "desc", "q": "1"})
@@ -121,13 +128,13 @@ def test_the_pager_links_keep_sort_direction_and_search(client, personas, evalua
 
 
 def _second(evaluation, configs) -> int:
-    return list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
-                                            sort=f"m{configs[0].pk}")
+    return list(keyword_queryset(evaluation=evaluation, configs=configs,
+                                 sort=f"m{configs[0].pk}")
                 .values_list("pk", flat=True))[1]
 
 
 def _queries(evaluation, **params) -> int:
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     # The second keyword in the metric's order: both pages stay among keywords with a value
     # (a page that reaches those without one runs one more query, at any size).
     middle = _second(evaluation, configs)
@@ -142,7 +149,7 @@ def test_a_keyset_page_runs_the_same_queries_at_two_sizes(personas,
     small = bulk_evaluation(team=personas.team, graders=graders, keyword_count=12, seed=1)
     large = bulk_evaluation(team=personas.team, graders=graders, keyword_count=60, seed=2)
     expected = _queries(small)
-    configs = dashboards.metric_configs(large.pk)
+    configs = metric_configs(large.pk)
     middle = _second(large, configs)
     with django_assert_num_queries(expected):
         _table(large, configs, sort=f"m{configs[0].pk}", after=middle)
@@ -155,12 +162,12 @@ def test_a_metric_cursor_bounds_the_value_so_the_index_range_starts_at_it(
     """"value > v OR (value = v AND keyword > k)" alone is a filter PostgreSQL applies from
     the index's start (page 1,000 of 100,000 keywords read 50,000 rows); the implied
     "value >= v" (or <=) lets the range start at the cursor."""
-    configs = dashboards.metric_configs(evaluation.pk)
-    order = dashboards.keyword_order(evaluation=evaluation, configs=configs,
-                                     sort=f"m{configs[0].pk}", descending=descending)
+    configs = metric_configs(evaluation.pk)
+    order = keyword_order(evaluation=evaluation, configs=configs,
+                          sort=f"m{configs[0].pk}", descending=descending)
     middle = order[8:9][0]
-    cursor = dashboards._cursor_keyword(evaluation=evaluation, metric_id=configs[0].pk,
-                                        keyword_id=middle.pk)
+    cursor = _cursor_keyword(evaluation=evaluation, metric_id=configs[0].pk,
+                             keyword_id=middle.pk)
     with CaptureQueriesContext(connection) as queries:
         order.keyset(cursor, backward=backward, size=3)
     statement = queries.captured_queries[0]["sql"]
@@ -178,12 +185,12 @@ def test_a_metric_cursor_bounds_the_value_so_the_index_range_starts_at_it(
 def test_a_searched_metric_order_pages_by_number_as_the_orm_orders(evaluation, params):
     """A search sorted by a metric walks the metric's values (then the keywords without
     one) with the text filter, page by page, without sorting every match."""
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     params = {**params, "sort": f"m{configs[1].pk}"}
-    expected = list(dashboards.keyword_queryset(evaluation=evaluation, configs=configs,
-                                                **params).values_list("pk", flat=True))
-    order = dashboards.keyword_order(evaluation=evaluation, configs=configs, **params)
-    assert isinstance(order, dashboards.MetricOrder)
+    expected = list(keyword_queryset(evaluation=evaluation, configs=configs,
+                                     **params).values_list("pk", flat=True))
+    order = keyword_order(evaluation=evaluation, configs=configs, **params)
+    assert isinstance(order, MetricOrder)
     pages, number = [], 1
     while True:
         table = _table(evaluation, configs, page_number=number, **params)
@@ -211,7 +218,7 @@ def test_both_directions_page_along_the_one_value_index(personas, descending):
         skip_or_fail("a PostgreSQL plan: set DATABASE_URL")
     evaluation = bulk_evaluation(team=personas.team, graders=graders_of(personas.team),
                                  keyword_count=2, seed=3)
-    config = dashboards.metric_configs(evaluation.pk)[0]
+    config = metric_configs(evaluation.pk)[0]
     keywords, values = Keyword._meta.db_table, KeywordMetricValue._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
@@ -224,7 +231,7 @@ def test_both_directions_page_along_the_one_value_index(personas, descending):
         cursor.execute(f"ANALYZE {keywords}")
         cursor.execute(f"ANALYZE {values}")
     evaluation_means_refresh(evaluation_id=evaluation.pk, rebuild=True)
-    configs = dashboards.metric_configs(evaluation.pk)
+    configs = metric_configs(evaluation.pk)
     with CaptureQueriesContext(connection) as captured:
         page = _table(evaluation, configs, sort=f"m{config.pk}", descending=descending,
                       page_number=40)

@@ -7,8 +7,8 @@ from django.utils import timezone
 from evaluations.models import Evaluation
 from judgments.models import FeedbackSlot
 from judgments.queue_selectors import grader_queue_size
-from metrics import leaderboards
 from metrics.models import KeywordMetricValue
+from metrics.reports import leaderboards
 from tests.metrics.builders import build_evaluation
 from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
 

@@ -11,8 +11,8 @@ from django.core.management import call_command
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from metrics import leaderboards
 from metrics.models import KeywordMetricValue, MetricMean
+from metrics.reports import leaderboards
 from metrics_engine import statistics
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.searchtweak.factories import UserFactory

@@ -31,15 +31,18 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from evaluations.models import Evaluation, Keyword, Schedule, ScheduleRun
-from evaluations.selectors_schedules import schedule_runs, with_latest_verdicts
-from metrics import compare_many, comparisons, dashboards
+from evaluations.models import Evaluation, Keyword
 from metrics.models import RegressionVerdict, TeamBaseline
+from metrics.reports import compare_many, comparisons
+from metrics.reports.cards import evaluation_reference, metric_cards
+from metrics.reports.verdicts import standing_regression_verdict
 from metrics.tasks import mark_fetched_dirty
-from metrics.verdicts import regression_verdict_on_finish, standing_regression_verdict
+from schedules.models import Schedule, ScheduleRun
+from schedules.selectors import schedule_runs, with_latest_verdicts
+from schedules.verdicts import schedule_run_verdict_on_finish
 from searchtweak.services import api_token_create
-from tests.evaluations.schedule_builders import schedule_of
 from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.schedules.builders import schedule_of
 from tests.searchtweak.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -95,7 +98,7 @@ def test_every_surface_says_regressed_by_the_bounds_with_one_delta(pair, persona
     lead = api_as(personas.lead)
 
     # The stored verdict: the schedule's rule, on finish.
-    stored = regression_verdict_on_finish(evaluation_id=b.pk)
+    stored = schedule_run_verdict_on_finish(evaluation_id=b.pk)
     assert (stored.source, stored.verdict) == ("schedule", "regressed")
     metric = stored.metrics[0]
     assert (metric["coverage"], metric["shared_count"]) == (pytest.approx(9 / 11), 8)
@@ -140,9 +143,9 @@ def test_every_surface_says_regressed_by_the_bounds_with_one_delta(pair, persona
         "regressed", DELTA, 8)
 
     # The dashboard's card against the team baseline, and the verdict on the page.
-    reference = dashboards.evaluation_reference(evaluation=b)
+    reference = evaluation_reference(evaluation=b)
     assert reference.evaluation == a
-    card = dashboards.metric_cards(
+    card = metric_cards(
         evaluation=b, reference=reference,
         verdict=standing_regression_verdict(evaluation=b))[0]
     assert (card.verdict, card.delta, card.shared_count) == ("regressed", DELTA, 8)
@@ -158,7 +161,7 @@ def test_every_surface_says_regressed_by_the_bounds_with_one_delta(pair, persona
     runs = with_latest_verdicts(list(schedule_runs(schedule_id=schedule.pk)))
     assert [(run.verdict.pk, run.verdict.verdict) for run in runs] == [
         (stored.pk, "regressed")]
-    detail = client.get(reverse("evaluations:schedule_detail", args=[schedule.pk]))
+    detail = client.get(reverse("schedules:schedule_detail", args=[schedule.pk]))
     assert 'class="verdict-regressed"' in detail.content.decode()
     runs_api = lead.get(f"/api/v1/schedules/{schedule.pk}/runs/").json()["results"]
     assert runs_api[0]["verdict"]["verdict"] == "regressed"
@@ -167,7 +170,7 @@ def test_every_surface_says_regressed_by_the_bounds_with_one_delta(pair, persona
 def test_a_gate_with_another_rule_does_not_replace_the_schedules_verdict(pair, personas,
                                                                          client):
     _, b, schedule = pair
-    stored = regression_verdict_on_finish(evaluation_id=b.pk)
+    stored = schedule_run_verdict_on_finish(evaluation_id=b.pk)
     # A threshold of 0.6: the change [-0.6, -0.4] is within it, whatever the grades.
     gate = api_as(personas.lead).post(f"/api/v1/evaluations/{b.pk}/gate/",
                                       {"threshold": 0.6}, format="json").json()

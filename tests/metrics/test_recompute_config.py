@@ -16,7 +16,6 @@ from metrics import tasks
 from metrics.models import KeywordMetricValue
 from metrics.recompute import run
 from metrics.services import dirty_keywords_due
-from searchtweak.celery import app as celery_app
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.metrics.oracles import assert_stored_values_equal_a_full_recompute
 from tests.recompute_state import dirty_marks, mean_of
@@ -34,8 +33,7 @@ BROKER_DOWN = "redis://127.0.0.1:9/0"
 def broker_down() -> Iterator[None]:
     """Tasks are published to a broker nobody answers at, and fail for real. Without a
     result store: its reconnects would take 20 s a publish, with the same outcome."""
-    with tasks_sent_to(broker_url=BROKER_DOWN, queue="unreachable"):
-        celery_app.conf.result_backend = "disabled"
+    with tasks_sent_to(broker_url=BROKER_DOWN, queue="unreachable", result_backend="disabled"):
         yield
 
 

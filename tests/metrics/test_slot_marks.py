@@ -3,7 +3,7 @@
 
 from django.template import Context, Template
 
-from metrics.dashboards import SlotView
+from metrics.reports.keyword_snapshots import SlotView
 from metrics.templatetags.slot_marks import slot_marks
 
 SLOTS = [SlotView(0, 2, True, "ann"), SlotView(1, None, False, None),

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from evaluations.models import EvaluationMetric
 from judgments import services as judgment_services
 from judgments.models import Scale, Transformer
-from searchtweak.notification_models import Event, Notification
+from notifications.models import Event, Notification
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.recompute_state import mean_of, state_of
 from tests.searchtweak.factories import UserFactory

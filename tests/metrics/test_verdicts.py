@@ -14,9 +14,9 @@ from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.services import lifecycle
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
-from metrics.verdicts import regression_verdict_compute, regression_verdict_create
+from metrics.reports.verdicts import regression_verdict_compute, regression_verdict_create
 from metrics_engine.verdicts import VerdictRule
-from searchtweak.notification_models import Notification
+from notifications.models import Notification
 from searchtweak.services import api_token_create
 from tests.metrics.builders import build_evaluation
 from tests.metrics_engine.exact_bootstrap import bootstrap_interval_atoms
@@ -248,7 +248,7 @@ def test_finishing_without_a_baseline_or_as_the_baseline_stores_nothing(
 
 def test_a_crashing_verdict_does_not_undo_the_finish(
         personas, baseline, django_capture_on_commit_callbacks, monkeypatch, caplog):
-    from metrics import verdicts
+    from metrics.reports import verdicts
 
     def crash(**kwargs):
         raise RuntimeError("boom")
@@ -434,7 +434,7 @@ def test_an_ad_hoc_gate_never_replaces_the_standing_verdict(client, personas, ba
     lists the gate's with the rule that produced it; the model's history does not mark it."""
     from django.urls import reverse
 
-    from metrics.verdicts import model_regressed_evaluation_ids
+    from metrics.reports.verdicts import model_regressed_evaluation_ids
 
     run = evaluation_with_values(personas.team, worse()[:8] + [None] * 2, docs="cba")
     standing = regression_verdict_create(evaluation=run, baseline=baseline,

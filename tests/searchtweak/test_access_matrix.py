@@ -33,17 +33,19 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from evaluations.models import Evaluation, Keyword, KeywordSet, Schedule, ScheduleRun, SearchModel
+from evaluations.models import Evaluation, Keyword, KeywordSet, SearchModel
 from evaluations.query_sets.services import query_set_create
-from evaluations.services.schedules import schedule_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import services as judgment_services
 from judgments import views as judgment_views
 from judgments.models import FeedbackSlot, Transformer
+from notifications.delivery import unsubscribe_token
+from notifications.models import Notification
+from notifications.services import webhook_create
+from schedules.models import Schedule, ScheduleRun
+from schedules.services import schedule_create
 from searchtweak import healthz
-from searchtweak.models import Membership, Notification, Role, Team, User
-from searchtweak.notification_delivery import unsubscribe_token
-from searchtweak.notifications import webhook_create
+from searchtweak.models import Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
 from tests.judges.calibration_data import make_judge
 from tests.judges.run_builders import call_of, judge_of, run_of
@@ -339,15 +341,16 @@ TABLE: dict[str, Row] = {
     "api:team": row(_team, GET=(200, 200, 200, 200, 404, 401)),
     "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 404, 401)),
     # Notifications are the caller's own; webhooks are a team admin's.
-    "api:notifications": row(GET=(200, 200, 200, 200, 200, 401)),
-    "api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
-    "api:notification_read": row(_notification, POST=(404, 404, 404, 200, 404, 401)),
-    "api:team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, 401),
-                             POST=(400, 400, 403, 403, 404, 401)),
-    "api:webhook": row(_webhook, GET=(200, 200, 403, 403, 404, 401),
-                       PATCH=(200, 200, 403, 403, 404, 401),
-                       DELETE=(204, 204, 403, 403, 404, 401)),
-    "api:webhook_test": row(_webhook, POST=(202, 202, 403, 403, 404, 401)),
+    "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 401)),
+    "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
+    "notifications_api:notification_read": row(_notification,
+                                               POST=(404, 404, 404, 200, 404, 401)),
+    "notifications_api:team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, 401),
+                                           POST=(400, 400, 403, 403, 404, 401)),
+    "notifications_api:webhook": row(_webhook, GET=(200, 200, 403, 403, 404, 401),
+                                     PATCH=(200, 200, 403, 403, 404, 401),
+                                     DELETE=(204, 204, 403, 403, 404, 401)),
+    "notifications_api:webhook_test": row(_webhook, POST=(202, 202, 403, 403, 404, 401)),
     # --- evaluations_api ---
     "evaluations_api:endpoints": row(
         GET=(200, 200, 200, 200, 200, 401),
@@ -409,20 +412,20 @@ TABLE: dict[str, Row] = {
     "evaluations_api:query_set_archive": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
     "evaluations_api:query_set_restore": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
     # --- evaluations_api: schedules (members read, leads write) ---
-    "evaluations_api:schedules": row(
+    "schedules_api:schedules": row(
         GET=(200, 200, 200, 200, 200, 401),
         POST=(400, 400, 400, 403, 400, 401),
     ),
     # An empty PATCH changes nothing (200).
-    "evaluations_api:schedule": row(
+    "schedules_api:schedule": row(
         _schedule,
         GET=(200, 200, 200, 200, 404, 401),
         PATCH=(200, 200, 200, 403, 404, 401),
         DELETE=(204, 204, 204, 403, 404, 401),
     ),
-    "evaluations_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 404, 401)),
+    "schedules_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
+    "schedules_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
+    "schedules_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 404, 401)),
     # --- judgments_api ---
     # The grader holds the one slot; nobody else has anything to grade (204).
     "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 404, 401)),
@@ -564,20 +567,22 @@ TABLE: dict[str, Row] = {
     # (docs/decisions/0011-the-user-guide-at-help.md).
     "guide:index": row(GET=(200, 200, 200, 200, 200, 200)),
     "guide:page": row(lambda d: {"name": "metrics"}, GET=(200, 200, 200, 200, 200, 200)),
-    "notification_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "notification_bell": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "notification_read_all": row(POST=(302, 302, 302, 302, 302, LOGIN)),
-    "notification_read": row(_notification, POST=(404, 404, 404, 302, 404, LOGIN)),
-    "notification_preferences": row(GET=(200, 200, 200, 200, 200, LOGIN),
-                                    POST=(302, 302, 302, 302, 302, LOGIN)),
+    "notifications:notification_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "notifications:notification_bell": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "notifications:notification_read_all": row(POST=(302, 302, 302, 302, 302, LOGIN)),
+    "notifications:notification_read": row(_notification,
+                                           POST=(404, 404, 404, 302, 404, LOGIN)),
+    "notifications:notification_preferences": row(GET=(200, 200, 200, 200, 200, LOGIN),
+                                                   POST=(302, 302, 302, 302, 302, LOGIN)),
     # The signed link is the authority (a mail client's one-click POST has no session).
-    "notification_unsubscribe": row(_unsubscribe, GET=(200, 200, 200, 200, 200, 200),
-                                    POST=(200, 200, 200, 200, 200, 200)),
-    "team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, LOGIN),
-                         POST=(400, 400, 403, 403, 404, LOGIN)),
-    "webhook_detail": row(_webhook, GET=(200, 200, 403, 403, 404, LOGIN)),
-    "webhook_test": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
-    "webhook_delete": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "notifications:notification_unsubscribe": row(_unsubscribe,
+                                                   GET=(200, 200, 200, 200, 200, 200),
+                                                   POST=(200, 200, 200, 200, 200, 200)),
+    "notifications:team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, LOGIN),
+                                       POST=(400, 400, 403, 403, 404, LOGIN)),
+    "notifications:webhook_detail": row(_webhook, GET=(200, 200, 403, 403, 404, LOGIN)),
+    "notifications:webhook_test": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "notifications:webhook_delete": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
     # --- evaluations ---
     "evaluations:endpoint_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "evaluations:endpoint_create": row(
@@ -666,20 +671,20 @@ TABLE: dict[str, Row] = {
     ),
     # Schedules: every member reads, leads and above write (as query sets). An empty POST
     # is an unbound form: the page again (200).
-    "evaluations:schedule_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "evaluations:schedule_create": row(
+    "schedules:schedule_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "schedules:schedule_create": row(
         GET=(200, 200, 200, 403, 200, LOGIN),
         POST=(200, 200, 200, 403, 200, LOGIN),
     ),
-    "evaluations:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "evaluations:schedule_edit": row(
+    "schedules:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "schedules:schedule_edit": row(
         _schedule,
         GET=(200, 200, 200, 403, 404, LOGIN),
         POST=(200, 200, 200, 403, 404, LOGIN),
     ),
-    "evaluations:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "evaluations:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "evaluations:schedule_delete": row(
+    "schedules:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "schedules:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "schedules:schedule_delete": row(
         _schedule,
         GET=(200, 200, 200, 403, 404, LOGIN),
         POST=(302, 302, 302, 403, 404, LOGIN),

@@ -66,10 +66,10 @@ def world(personas):
     from evaluations.query_sets.services import query_set_create
     query_set = query_set_create(team=personas.team, created_by=None, name="Shoes",
                                  keywords=["boots"])
-    from searchtweak.notifications import webhook_create
+    from notifications.services import webhook_create
     webhook, _ = webhook_create(team=personas.team, created_by=personas.admin,
                                 url="http://127.0.0.1:9/hook", events=["run_regressed"])
-    from evaluations.services.schedules import schedule_create
+    from schedules.services import schedule_create
     schedule = schedule_create(team=personas.team, created_by=None, name="Nightly",
                                model=model, query_set=query_set, scale="graded", strategy=1,
                                interval_minutes=60, baseline="first",

@@ -54,15 +54,15 @@ def test_a_crash_in_the_background_is_logged_handed_over_and_the_answer_is_none(
 def test_the_web_process_runs_periodic_bodies_once_started_and_only_when_told(
         settings, monkeypatch):
     """Without beat (make run) a thread of the web server runs the schedules' tick: the
-    evaluations app registers it, searchtweak.wsgi starts it, once per process."""
-    from evaluations import tasks
-    from searchtweak import tasks as searchtweak_tasks
+    schedules app registers it, searchtweak.wsgi starts it, once per process."""
+    from notifications import tasks as notification_tasks
+    from schedules import tasks
 
     assert background._periodic["schedules"] == (settings.SCHEDULE_TICK_SECONDS,
                                                  tasks.schedules_tick_body)
     # And the sweep of stalled webhook deliveries, which beat sends otherwise.
     assert background._periodic["webhook deliveries"] == (
-        settings.WEBHOOK_SWEEP_EVERY_SECONDS, searchtweak_tasks.webhook_deliveries_sweep_body)
+        settings.WEBHOOK_SWEEP_EVERY_SECONDS, notification_tasks.webhook_deliveries_sweep_body)
     runs: list[str] = []
     ran_twice = threading.Event()
 

@@ -7,7 +7,9 @@ arguments this module cannot fill fails test_every_page_pattern_can_be_filled.
 
 On every page the document must not be wider than the viewport
 (`document.documentElement.scrollWidth`: a phone's browser widens its layout viewport, and
-so `innerWidth`, to fit an overflowing page); wide tables scroll inside their own box.
+so `innerWidth`, to fit an overflowing page); wide tables scroll inside their own box. The
+same walk holds every page to the strict Content-Security-Policy (tests/browser_policy.py):
+the header, zero violations, no request to another host.
 """
 
 import re
@@ -23,14 +25,16 @@ from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.query_sets.services import query_set_create_from_evaluation
-from evaluations.services.schedules import schedule_create
 from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
 from judgments.views import ITEM_SLOT, item_token
-from searchtweak.models import Notification, Role, User
-from searchtweak.notification_delivery import unsubscribe_token
-from searchtweak.notifications import webhook_create
+from notifications.delivery import unsubscribe_token
+from notifications.models import Notification
+from notifications.services import webhook_create
+from schedules.services import schedule_create
+from searchtweak.models import Role, User
 from searchtweak.services import api_token_create, invitation_create
+from tests.browser_policy import PolicyWatch
 from tests.demo_seed import seeded_demo
 from tests.judges.run_builders import call_of, judge_of, run_of
 from tests.metrics.builders import build_evaluation
@@ -202,7 +206,9 @@ class Visitor:
     def __init__(self, browser, live_server, username: str | None) -> None:
         self.base = live_server.url
         self.context = browser.new_context(viewport=PHONE, has_touch=True)
+        self.policy = PolicyWatch(self.context, self.base)
         self.page = self.context.new_page()
+        self.policy.watch(self.page)
         self.username = username
         if username:
             self.page.goto(f"{self.base}/login/")
@@ -220,14 +226,17 @@ class Visitor:
         return kind.startswith("text/html") and "<!doctype html" in response.text()[:200].lower()
 
     def overflows(self, url: str) -> list[str]:
-        """The page at both sizes; the current size first, so each page loads once."""
+        """The page at both sizes (the current size first, so each page loads once), and
+        what it broke of the policy."""
         sizes = [PHONE, LAPTOP] if self.page.viewport_size == PHONE else [LAPTOP, PHONE]
-        self.page.goto(f"{self.base}{url}")
+        response = self.page.goto(f"{self.base}{url}")
         # Settled: loaded, and no htmx fragment still on its way (one can widen the page).
         # An event, not networkidle's half second of quiet, which cost ~60 s a persona.
         if not self.page.evaluate(SETTLED):
             self.page.wait_for_function(SETTLED)
-        problems = []
+        where = f"{self.username} {url}"
+        problems = self.policy.header_problems(response, where)
+        problems += self.policy.problems(self.page, where)
         for viewport in sizes:
             self.page.set_viewport_size(viewport)
             width = self.page.evaluate("document.documentElement.scrollWidth")
@@ -268,9 +277,11 @@ def demo() -> Ids:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.slow_reason("walks every page of the URL conf as one persona, at two sizes")
+@pytest.mark.slow_reason("walks every page of the URL conf as one persona, at two sizes, "
+                        "under the Content-Security-Policy")
 @pytest.mark.parametrize("username", ["admin", "lead", "grader1", None])
-def test_no_page_is_wider_than_a_phone_or_a_laptop(browser, live_server, demo, username):
+def test_every_page_fits_a_phone_and_a_laptop_under_the_policy(browser, live_server, demo,
+                                                                username):
     visitor = Visitor(browser, live_server, username)
     visited, problems = 0, []
     for url in page_urls(demo):

@@ -11,8 +11,8 @@ from rest_framework.test import APIClient
 
 from evaluations.endpoints import services as endpoint_services
 from evaluations.models import Endpoint, SearchModel
-from searchtweak import notifications
-from searchtweak.notification_models import Webhook
+from notifications import services as notification_services
+from notifications.models import Webhook
 from searchtweak.outbound import address_refusal
 from tests.evaluations.factories import ES_MAPPER
 
@@ -65,7 +65,7 @@ def test_webhook_creation_refuses_an_embedded_internal_address(
     assert "OUTBOUND_DENY_NETWORKS" in json.dumps(answer.json()["url"])
     assert not Webhook.objects.exists()
     with pytest.raises(Exception, match="The outbound policy refuses this address"):
-        notifications.webhook_create(team=personas.team, created_by=None,
+        notification_services.webhook_create(team=personas.team, created_by=None,
                                      url=f"http://{host}:9/hook", events=["run_regressed"])
 
 

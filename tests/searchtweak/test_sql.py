@@ -110,5 +110,7 @@ def test_no_statement_names_a_table_by_hand():
 
     # Table names come from the models' _meta (connection.ops.quote_name(...db_table)).
     assert matching_lines([
-        r'(?i)\b(FROM|JOIN|UPDATE|INTO)\s+\\?"?(evaluations|judgments|metrics|searchtweak)_\w+',
+        # (metrics_engine is the metric engine's package, not a table of the metrics app)
+        r'(?i)\b(FROM|JOIN|UPDATE|INTO)\s+\\?"?(evaluations|judgments|metrics|searchtweak)_'
+        r'(?!engine\b)\w+',
     ]) == {}

@@ -6,7 +6,7 @@ team's pool: the command prints the metrics computable now from the stored grade
 exits 2 when a `--fail-under` threshold is not met or its value is null (nothing graded).
 With `--gate` (or `--evaluation ID`, which gates an existing evaluation instead of creating
 one) it then stores and prints the regression verdict against `--baseline` (default: the
-team's baseline), the same verdict as the gate API (metrics.verdicts), and exits 3 when it
+team's baseline), the same verdict as the gate API (metrics.reports.verdicts), and exits 3 when it
 is *regressed*, or *undecided* with `--undecided fail`.
 Exit codes: 0 ok, 1 bad arguments, a failed start or fetch timeout, 2 threshold failed,
 3 gate failed.
@@ -25,8 +25,8 @@ from evaluations.selectors import fetch_progress
 from evaluations.services import configuration, lifecycle
 from evaluations.services import keywords as keyword_services
 from metrics.models import RegressionVerdict
+from metrics.reports.verdicts import baseline_of_team, gate_passed, regression_verdict_create
 from metrics.services import evaluation_metrics_recompute
-from metrics.verdicts import baseline_of_team, gate_passed, regression_verdict_create
 from metrics_engine.verdicts import VerdictRule
 from searchtweak.models import User
 
