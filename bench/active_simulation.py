@@ -117,7 +117,7 @@ def create_evaluation(*, team, name: str, results: dict[str, list], keywords: li
         Keyword,
         Snapshot,
     )
-    from judgments.services import slots_create_for_snapshots
+    from judgments.slots import slots_create_for_snapshots
 
     evaluation = active_evaluation(
         team=team, name=name, strategy=1,
@@ -164,7 +164,8 @@ def run_seed(*, seed: int, results, all_keywords: list[str], keyword_count: int,
     where the bounds decide, `budget` then the most it may spend."""
     import numpy as np
 
-    from judgments.services import feedback_submit, slot_claim_next
+    from judgments.grading import feedback_submit
+    from judgments.queue import slot_claim_next
     from metrics.models import TeamBaseline
     from searchtweak.models import Membership, Role, Team, User
 

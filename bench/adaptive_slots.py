@@ -67,7 +67,7 @@ def build(team, name: str, strategy: int, keywords: int):
         Keyword,
         Snapshot,
     )
-    from judgments.services import slots_create_for_snapshots
+    from judgments.slots import slots_create_for_snapshots
 
     evaluation = active_evaluation(team=team, name=name, strategy=strategy)
     for position, (code, k, params) in enumerate(METRICS):
@@ -87,20 +87,21 @@ def build(team, name: str, strategy: int, keywords: int):
 
 def grade_all(evaluation, graders, seed: int, truth: np.ndarray) -> int:
     """The graders take turns claiming and grading until the queue is empty; grades."""
-    from judgments import services
+    from judgments.grading import feedback_submit
+    from judgments.queue import slot_claim_next
 
     graded = 0
     while True:
         progress = False
         for number, grader in enumerate(graders):
-            slot = services.slot_claim_next(user=grader, team=evaluation.team,
-                                            evaluation=evaluation)
+            slot = slot_claim_next(user=grader, team=evaluation.team,
+                                   evaluation=evaluation)
             if slot is None:
                 continue
             keyword, position = slot.keyword_position - 1, slot.position - 1
             grade, unsure = graders_view(seed, number, keyword, position,
                                          int(truth[keyword, position]))
-            services.feedback_submit(user=grader, slot_id=slot.pk, grade=grade, unsure=unsure)
+            feedback_submit(user=grader, slot_id=slot.pk, grade=grade, unsure=unsure)
             graded += 1
             progress = True
         if not progress:

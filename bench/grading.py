@@ -180,7 +180,7 @@ def seed_evaluation(team_id: int, *, keywords: int, positions: int, strategy: in
         SearchModel,
         Snapshot,
     )
-    from judgments.services import slots_create_for_snapshots
+    from judgments.slots import slots_create_for_snapshots
 
     with transaction.atomic():
         endpoint = Endpoint.objects.create(

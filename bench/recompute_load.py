@@ -238,7 +238,8 @@ def run(args) -> dict:
     setup_django(env)
     from django.db import connection, connections
 
-    from judgments.services import feedback_submit, slot_claim_next
+    from judgments.grading import feedback_submit
+    from judgments.queue import slot_claim_next
     from metrics import receivers
     from metrics.tasks import recompute_keyword
 

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from judges import samples, selectors, services
+from judges import selectors, services, trial_calls
 from judges.access import judge_get_for_user
 from judges.core.prompts import Document
 from judges.models import Judge
@@ -231,7 +231,7 @@ class JudgeTestApi(APIView):
         guidelines = serializers.CharField(required=False, allow_blank=True, default="")
         scale = serializers.CharField(max_length=50, help_text="A scale code of the team.")
         documents = DocumentSerializer(many=True, min_length=1,
-                                       max_length=samples.MAX_TEST_DOCUMENTS)
+                                       max_length=trial_calls.MAX_TEST_DOCUMENTS)
 
         class Meta:
             ref_name = "JudgeTestInput"
@@ -283,7 +283,7 @@ class JudgeTestApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        outcome = samples.judge_test_sample(
+        outcome = trial_calls.judge_test_sample(
             judge=judge, keyword=data["keyword"], guidelines=data["guidelines"],
             scale_code=data["scale"],
             documents=[Document(id=doc["id"], fields=doc["fields"])

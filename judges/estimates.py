@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from evaluations.models import Evaluation, Snapshot
-from judges import batches, calls
+from judges import batch_claiming, calls
 from judges.core.prompts import PromptError, build_prompt, render_documents
 from judges.models import Judge, JudgeAnswer
 from judges.run_selectors import token_cost
@@ -74,10 +74,10 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[snapshot_id for snapshot_id, _ in pairs]).only(
         "pk", "doc_id", "position", "name", "image", "fields", "keyword__text")}
-    keys = {snapshot_id: batches.answer_key(
+    keys = {snapshot_id: batch_claiming.answer_key(
         judge=judge, evaluation=evaluation, grade_scale=scale.scale, template=template,
         provider_identity=provider.identity, keyword=snapshots[snapshot_id].keyword.text,
-        fields=batches.document_fields(snapshots[snapshot_id]),
+        fields=batch_claiming.document_fields(snapshots[snapshot_id]),
         image=snapshots[snapshot_id].image) for snapshot_id, _ in pairs}
     cached: set[str] = set()
     if not refresh_cache:
@@ -95,7 +95,7 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
             batch = batch[:SAMPLE_PAIRS - sample]
             if not batch:
                 break
-            documents = batches.batch_documents([snapshots[s] for s in batch])
+            documents = batch_claiming.batch_documents([snapshots[s] for s in batch])
             prompt = build_prompt(template, keyword=snapshots[batch[0]].keyword.text,
                                   guidelines=evaluation.guidelines, documents=documents,
                                   scale=scale.scale)

@@ -8,8 +8,8 @@ from django import forms
 
 from judges.core.prompts import PLACEHOLDERS, Document, default_template
 from judges.models import Judge
-from judges.samples import MAX_TEST_DOCUMENTS
 from judges.services import DEFAULT_BASE_URLS
+from judges.trial_calls import MAX_TEST_DOCUMENTS
 from judgments import scales as scale_lookup
 from judgments.scales import GradeScale
 from searchtweak.integers import form_integer

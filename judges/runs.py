@@ -1,5 +1,5 @@
 """A judge put to work on an evaluation: starting a run, pausing, cancelling, retrying,
-its progress. One batch, what a Celery lane repeats, is judges.batches.
+its progress. What a Celery lane repeats (claim, send and store batches) is judges.lanes.
 
 Run states: running ⇄ paused; running or paused → cancelled; running → done once no item
 is pending or claimed (failed items are counted and listed, never dropped).
@@ -24,7 +24,8 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation
 from judges import tasks
-from judges.batches import COUNTING_MODES, lane_calls
+from judges.batch_claiming import COUNTING_MODES
+from judges.lanes import lane_calls
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot

@@ -1,5 +1,5 @@
 """Writes of judge administration: create, update, delete (deactivate when used) a judge
-with the service account its grades carry. The Test action is judges.samples.
+with the service account its grades carry. The Test action is judges.trial_calls.
 
 A judge grades through its own User (judges.models.Judge.user): ``is_judge``, never able
 to log in (inactive, unusable password), a grader of the judge's team, so it fills slots
@@ -25,8 +25,8 @@ from judges.core.prompts import MAX_BATCH_SIZE, PromptError, check_template, def
 from judges.models import Judge, JudgeRun
 from judges.secrets import encrypt_api_key
 from judgments import scales as scale_lookup
+from judgments.grader_tags import normalize_tags
 from judgments.models import FeedbackSlot
-from judgments.services import normalize_tags
 from searchtweak.models import Membership, Role, Team, User
 
 logger = logging.getLogger(__name__)

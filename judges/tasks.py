@@ -7,7 +7,8 @@ from functools import partial
 from celery import shared_task
 from django.conf import settings
 
-from judges import batches, calls
+from judges import batch_storing, calls, lanes
+from judges.batch_claiming import ONE_LANE, Lane
 from searchtweak.background import BackgroundThreads, background_run
 
 logger = logging.getLogger(__name__)
@@ -25,25 +26,25 @@ def run_lane(run_id: int, lane_number: int = 0, lane_count: int = 1) -> None:
     """Process the run's batches for about JUDGE_LANE_SECONDS, then hand over to a fresh
     message, so a long run never holds a worker past the broker's patience."""
     if lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS,
-                 lane=batches.Lane(lane_number, lane_count)):
+                 lane=Lane(lane_number, lane_count)):
         run_lane.delay(run_id, lane_number, lane_count)
 
 
-def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_LANE) -> bool:
+def lane_work(run_id: int, *, seconds: float, lane: Lane = ONE_LANE) -> bool:
     """Batches until nothing is claimable or `seconds` pass, up to the lane's width of
-    calls in flight (batches.lane_run); whether work may remain."""
-    run = batches.run_for_batches(run_id)
+    calls in flight (lanes.lane_run); whether work may remain."""
+    run = lanes.run_for_batches(run_id)
     if run is None:
         return False
     try:
         with calls.new_client(run.judge) as client:
-            return batches.lane_run(run=run, client=client, lane=lane, seconds=seconds)
+            return lanes.lane_run(run=run, client=client, lane=lane, seconds=seconds)
     except Exception as error:
         # A batch answers for its own pairs; this is the lane itself failing (claiming,
         # the database). Counted on the run, and this lane ends: the sweep starts another,
         # until crashes in a row pause the run with the reason.
         logger.exception("a lane of judge run %s crashed", run_id)
-        batches.run_crash_record(run_id=run_id, detail=batches.crash_text(error))
+        batch_storing.run_crash_record(run_id=run_id, detail=batch_storing.crash_text(error))
         return False
 
 
@@ -51,7 +52,7 @@ def lane_work(run_id: int, *, seconds: float, lane: batches.Lane = batches.ONE_L
 def sweep_stalled_runs() -> int:
     """Start a lane for each running run that has work no lane is doing (its lanes died
     with their worker); how many. Celery beat runs it every JUDGE_SWEEP_EVERY_SECONDS."""
-    stalled = sorted(set(batches.lapsed_claims_count()) | set(batches.runs_stalled()))
+    stalled = sorted(set(lanes.lapsed_claims_count()) | set(lanes.runs_stalled()))
     for run_id in stalled:
         run_lanes_dispatch(run_id, 1)
     return len(stalled)
@@ -65,10 +66,10 @@ _background = BackgroundThreads("embedded-judge", workers=4)
 def run_lanes_dispatch(run_id: int, count: int) -> None:
     for number in range(count):
         _background.send(run_lane, run_id, number, count, background=partial(
-            _lane_in_background, run_id, batches.Lane(number, count)))
+            _lane_in_background, run_id, Lane(number, count)))
 
 
-def _lane_in_background(run_id: int, lane: batches.Lane) -> None:
+def _lane_in_background(run_id: int, lane: Lane) -> None:
     def lane_to_the_end() -> None:
         while lane_work(run_id, seconds=settings.JUDGE_LANE_SECONDS, lane=lane):
             pass

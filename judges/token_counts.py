@@ -1,6 +1,6 @@
 """How many tokens a judge's call carries and answers with, and what that costs: one way
 of counting for the run estimate (judges.estimates) and the budget guard's figure for a
-call about to be made (judges.batches, judges.budgets).
+call about to be made (judges.batch_sending, judges.budgets).
 
 Tokens in are counted on the rendered prompt at CHARS_PER_TOKEN (no tokenizer is
 installed; for English and JSON the common models average 3.5 to 4.5 characters a token).

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from judges import samples, selectors, services, trust
+from judges import selectors, services, trial_calls, trust
 from judges.access import judge_get_for_user
 from judges.forms import JudgeForm, JudgeTestForm, TrustPolicyForm
 from searchtweak import access
@@ -136,7 +136,7 @@ def judge_test(request: HttpRequest, judge_id: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            outcome = samples.judge_test_sample(
+            outcome = trial_calls.judge_test_sample(
                 judge=judge, keyword=data["keyword"], guidelines=data["guidelines"],
                 scale_code=data["scale"], documents=data["documents"])
         except ValidationError as error:

@@ -1,9 +1,9 @@
 """Adaptive slots: strategy "1 → 3" (evaluations.models.ADAPTIVE_STRATEGY).
 
-Each result gets one slot when fetched (services.slots_create_for_snapshots). After every
-grade, judgments.grading asks `slots_open_where_it_matters` whether the result needs another
-opinion; the slots it opens are ordinary free slots the queue hands out like any other, and
-the spec's aggregation (docs/METRICS.md stage 1) reads whatever slots exist.
+Each result gets one slot when fetched (judgments.slots.slots_create_for_snapshots). After
+every grade, judgments.grading asks `slots_open_where_it_matters` whether the result needs
+another opinion; the slots it opens are ordinary free slots the queue hands out like any
+other, and the spec's aggregation (docs/METRICS.md stage 1) reads whatever slots exist.
 
 Slots open one at a time and only once every slot of the result is graded, so a condition
 is judged on complete evidence and a result never waits on two open slots at once:

@@ -14,8 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.selectors import evaluation_get_for_user
-from judgments import exports, gold, imports, queue_selectors, selectors, services
+from judgments import exports, gold, imports, pool, queue, queue_selectors, selectors
 from judgments import scales as scale_lookup
+from judgments.grading import gold_probe_grade, snapshot_grade, snapshot_grade_and_claim_next
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics_engine.scales import is_integer
 from searchtweak import access
@@ -92,7 +93,7 @@ class GradeInputSerializer(serializers.Serializer):
 
 def _claim_next(user: User, target: selectors.GradingTarget) -> dict | None:
     """The caller's next slot (or gold probe, read as one) in the target's queue."""
-    return services.slot_claim_next_assigned(
+    return queue.slot_claim_next_assigned(
         user=user, evaluation_ids=queue_selectors.target_queue(user=user, target=target),
         shuffled_ids=queue_selectors.target_shuffled_ids(target),
         decisive_ids=queue_selectors.target_decisive_ids(target),
@@ -128,8 +129,8 @@ class EvaluationNextApi(APIView):
             if target.evaluation_id != evaluation_id:
                 # A gold probe shows a result of another evaluation (judgments.gold): the
                 # grade is the probe's. Only then is it looked for: no cost to a slot's grade.
-                if services.gold_probe_grade(user=request.user, snapshot_id=target.snapshot_id,
-                                             evaluation_id=evaluation_id, **grading) is None:
+                if gold_probe_grade(user=request.user, snapshot_id=target.snapshot_id,
+                                    evaluation_id=evaluation_id, **grading) is None:
                     raise ValidationError(
                         {"snapshot": "That result is not in this evaluation."})
                 slot = _claim_next(request.user, selectors.evaluation_target_for_user(
@@ -137,13 +138,13 @@ class EvaluationNextApi(APIView):
                 return (Response(status=status.HTTP_204_NO_CONTENT) if slot is None
                         else Response(assigned_slot_data(slot)))
             try:
-                slot = services.snapshot_grade_and_claim_next(
+                slot = snapshot_grade_and_claim_next(
                     user=request.user, target=target, **grading,
                     evaluation_ids=queue_selectors.target_queue(user=request.user, target=target),
                     shuffled_ids=queue_selectors.target_shuffled_ids(target),
                     decisive_ids=queue_selectors.target_decisive_ids(target),
                     gold_ids=queue_selectors.target_gold_ids(target))
-            except services.SlotConflict as conflict:
+            except queue.SlotConflict as conflict:
                 return Response({"detail": str(conflict)}, status=status.HTTP_409_CONFLICT)
         if slot is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -162,12 +163,12 @@ class SnapshotGradeApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            slot_id = services.snapshot_grade(
+            slot_id = snapshot_grade(
                 user=request.user, target=target, **serializer.validated_data)
-        except (ValidationError, services.SlotConflict) as refusal:
+        except (ValidationError, queue.SlotConflict) as refusal:
             # A gold item's result belongs to a finished evaluation, whose slots refuse
             # every grade: a grade sent for it is the caller's probe's, if they hold one.
-            probe = None if target.is_active else services.gold_probe_grade(
+            probe = None if target.is_active else gold_probe_grade(
                 user=request.user, snapshot_id=snapshot_id, **serializer.validated_data)
             if probe is not None:
                 return Response(assigned_slot_data(gold.probe_row(probe)))
@@ -428,7 +429,7 @@ class EvaluationJudgmentsApi(APIView):
             return Response(JudgmentImportPreviewSerializer(imports.preview(parsed)).data)
         if not parsed.ok:
             raise ValidationError({"file": parsed.messages()})
-        counts = services.pool_judgments_import(
+        counts = pool.pool_judgments_import(
             team=evaluation.team, scale=evaluation.scale, judgments=parsed.judgments,
             source=f"{data['format']}: {data['file'].name}", user=request.user)
         counts = {**counts, "duplicates": parsed.duplicate_count,

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from judgments import selectors, services
+from judgments import scale_writes, selectors
 from judgments.api import GradeField
 from judgments.models import Scale, Transformer
 from searchtweak import access
@@ -130,7 +130,7 @@ class ScaleListApi(APIView):
         return create_in_team_response(
             request, team=_team_for_admin(user=request.user, team_id=_body_team(request)),
             input_serializer=ScaleInputSerializer,
-            create=lambda team, data: services.scale_create(team=team, **data),
+            create=lambda team, data: scale_writes.scale_create(team=team, **data),
             output=_scale_data)
 
 
@@ -153,7 +153,7 @@ class ScaleDetailApi(APIView):
         changes = {key: value for key, value in serializer.validated_data.items()
                    if key in ("name", "lo", "hi", "labels")}
         current = {"name": scale.name, "lo": scale.lo, "hi": scale.hi, "labels": scale.labels}
-        scale = services.scale_update(scale=scale, **(current | changes))
+        scale = scale_writes.scale_update(scale=scale, **(current | changes))
         return Response(_scale_data(scale))
 
     @extend_schema(
@@ -162,7 +162,7 @@ class ScaleDetailApi(APIView):
         "and to it; a scale in use answers 400 on `code`.")
     def delete(self, request: Request, scale_id: int) -> Response:
         scale = selectors.scale_get_for_user(user=request.user, scale_id=scale_id)
-        services.scale_delete(scale=scale)
+        scale_writes.scale_delete(scale=scale)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -216,7 +216,7 @@ class TransformerListApi(APIView):
         data = serializer.validated_data
         existed = selectors.transformer_for_pair(
             team=team, source=data["source"], target=data["target"]) is not None
-        transformer = services.transformer_save(
+        transformer = scale_writes.transformer_save(
             team=team, source=data["source"], target=data["target"], mapping=data["mapping"])
         return Response(TransformerOutputSerializer(transformer).data,
                         status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
@@ -242,7 +242,7 @@ class TransformerDetailApi(APIView):
         serializer.is_valid(raise_exception=True)
         if "mapping" not in serializer.validated_data:
             raise ValidationError({"mapping": "This field is required."})
-        transformer = services.transformer_save(
+        transformer = scale_writes.transformer_save(
             team=transformer.team, source=transformer.source, target=transformer.target,
             mapping=serializer.validated_data["mapping"])
         return Response(TransformerOutputSerializer(transformer).data)
@@ -252,5 +252,5 @@ class TransformerDetailApi(APIView):
     def delete(self, request: Request, transformer_id: int) -> Response:
         transformer = selectors.transformer_get_for_user(
             user=request.user, transformer_id=transformer_id)
-        services.transformer_delete(transformer=transformer)
+        scale_writes.transformer_delete(transformer=transformer)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,7 +1,7 @@
 """Parsing judgment files for the team's pool: CSV `keyword,doc_id,grade` and TREC qrels.
 
 Pure functions over bytes: every problem is reported with its line number ("line 7: grade
-5 is outside Graded (0..3)") and nothing here writes; `services.pool_judgments_import`
+5 is outside Graded (0..3)") and nothing here writes; `pool.pool_judgments_import`
 stores a parse only when it has no error at all (all-or-nothing).
 
 Formats

@@ -192,7 +192,7 @@ def lease_minutes_left(slot: FeedbackSlot) -> int:
 
 def free_slot_q(now) -> Q:
     """An ungraded slot nobody holds: never assigned, released, or its lease ran out.
-    (services._CLAIM_SQL states the same rule in SQL for the claim itself.)"""
+    (judgments.queries.queue_claim_sql states the same rule in SQL for the claim itself.)"""
     return Q(grade__isnull=True) & (Q(user__isnull=True) | Q(lease_expires_at__lt=now))
 
 

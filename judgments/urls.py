@@ -1,6 +1,6 @@
 from django.urls import path
 
-from judgments import admin_views, views
+from judgments import views, views_grader_tags, views_pool, views_scales
 
 app_name = "judgments"
 urlpatterns = [
@@ -16,15 +16,16 @@ urlpatterns = [
     path("feedback/slots/<int:slot_id>/grade/", views.feedback_lead_grade, name="lead_grade"),
     path("feedback/slots/<int:slot_id>/reset/", views.feedback_reset, name="reset"),
     path("feedback/slots/<int:slot_id>/gold/", views.feedback_make_gold, name="make_gold"),
-    path("pool/import/", admin_views.pool_import, name="pool_import"),
-    path("pool/export/", admin_views.pool_export, name="pool_export"),
-    path("scales/", admin_views.scale_list, name="scales"),
-    path("scales/new/", admin_views.scale_create, name="scale_create"),
-    path("scales/<int:scale_id>/", admin_views.scale_edit, name="scale_edit"),
-    path("scales/<int:scale_id>/delete/", admin_views.scale_delete, name="scale_delete"),
-    path("transformers/edit/", admin_views.transformer_edit, name="transformer_edit"),
-    path("transformers/<int:transformer_id>/delete/", admin_views.transformer_delete,
+    path("pool/import/", views_pool.pool_import, name="pool_import"),
+    path("pool/export/", views_pool.pool_export, name="pool_export"),
+    path("scales/", views_scales.scale_list, name="scales"),
+    path("scales/new/", views_scales.scale_create, name="scale_create"),
+    path("scales/<int:scale_id>/", views_scales.scale_edit, name="scale_edit"),
+    path("scales/<int:scale_id>/delete/", views_scales.scale_delete, name="scale_delete"),
+    path("transformers/edit/", views_scales.transformer_edit, name="transformer_edit"),
+    path("transformers/<int:transformer_id>/delete/", views_scales.transformer_delete,
          name="transformer_delete"),
-    path("grader-tags/", admin_views.grader_tags, name="grader_tags"),
-    path("grader-tags/<int:user_id>/", admin_views.grader_tags_update, name="grader_tags_update"),
+    path("grader-tags/", views_grader_tags.grader_tags, name="grader_tags"),
+    path("grader-tags/<int:user_id>/", views_grader_tags.grader_tags_update,
+         name="grader_tags_update"),
 ]

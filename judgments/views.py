@@ -1,5 +1,6 @@
 """Grading pages (keyboard-first, plain POSTs that grade.js speeds up) and the lead's feedback
-pages; the team's admin pages are judgments.admin_views'.
+pages; the team's scale, grader-tag and pool pages are judgments.views_scales',
+judgments.views_grader_tags' and judgments.views_pool'.
 
 Gold probes on the page (judgments.gold): the queue's claim asks gold.probe_next first, the
 rule the grading API uses, so a share of claims (the evaluation's gold rate) shows a probe.
@@ -33,7 +34,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluations.crypto import fernet
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
-from judgments import gold, gold_items, queue_selectors, selectors, services
+from judgments import gold, gold_items, grading, queue, queue_selectors, selectors
 from judgments import scales as scale_lookup
 from judgments.forms import (
     GradeForm,
@@ -205,7 +206,7 @@ def _next(request: HttpRequest) -> HttpResponse:
             return _render_grading(request, scope, None, probe=gold.probe_get_for_user(
                 user=request.user, probe_id=probe.pk))
         # Asking again returns the result already held, so this GET claims at most one.
-        slot = services.slot_claim_next(
+        slot = queue.slot_claim_next(
             user=request.user, team=scope.team, evaluation=scope.evaluation)
     if slot is not None:
         slot = selectors.slot_get_for_user(user=request.user, slot_id=slot.pk)
@@ -229,7 +230,7 @@ def _own_slot(request: HttpRequest, slot_id: int) -> FeedbackSlot:
 def _grading_page(request: HttpRequest, *, slot: FeedbackSlot | None = None,
                   probe: GoldProbe | None = None) -> HttpResponse:
     """GET shows the grader's slot or probe; POST grades it and moves on to the next. A
-    probe's grade goes on the probe (services.gold_probe_grade), never on a slot, so no
+    probe's grade goes on the probe (grading.gold_probe_grade), never on a slot, so no
     metric reads it; otherwise the two are shown and graded alike."""
     scope = _Scope(request)
 
@@ -245,10 +246,10 @@ def _grading_page(request: HttpRequest, *, slot: FeedbackSlot | None = None,
               "unsure": form.cleaned_data["unsure"], "note": form.cleaned_data["note"]}
     try:
         if probe is not None:
-            services.gold_probe_grade(user=request.user, snapshot_id=probe.gold.snapshot_id,
-                                      evaluation_id=probe.evaluation_id, **answer)
+            grading.gold_probe_grade(user=request.user, snapshot_id=probe.gold.snapshot_id,
+                                     evaluation_id=probe.evaluation_id, **answer)
         else:
-            services.feedback_submit(user=request.user, slot_id=slot.pk, **answer)
+            grading.feedback_submit(user=request.user, slot_id=slot.pk, **answer)
     except ValidationError as error:
         if "grade" in error.message_dict:
             return shown(status=400, form_error=" ".join(error.message_dict["grade"]))
@@ -269,7 +270,7 @@ def slot(request: HttpRequest, slot_id: int) -> HttpResponse:
 def slot_skip(request: HttpRequest, slot_id: int) -> HttpResponse:
     found = selectors.slot_get_for_user(user=request.user, slot_id=slot_id)
     scope = _Scope(request)
-    services.slot_skip(user=request.user, slot_id=found.pk)
+    queue.slot_skip(user=request.user, slot_id=found.pk)
     return redirect(scope.queue_url)
 
 
@@ -296,7 +297,7 @@ def item_skip(request: HttpRequest, token: str) -> HttpResponse:
         gold.probe_skip(user=request.user,
                         probe_id=gold.probe_get_for_user(user=request.user, probe_id=pk).pk)
     else:
-        services.slot_skip(user=request.user, slot_id=_own_slot(request, pk).pk)
+        queue.slot_skip(user=request.user, slot_id=_own_slot(request, pk).pk)
     return redirect(scope.queue_url)
 
 
@@ -369,7 +370,7 @@ def feedback_lead_grade(request: HttpRequest, slot_id: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise ValidationError({"grade": "Choose a grade."})
-        services.slot_grade_by_lead(
+        grading.slot_grade_by_lead(
             lead=request.user, slot_id=found.pk, grade=parse_grade(form.cleaned_data["grade"]))
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
@@ -383,7 +384,7 @@ def feedback_lead_grade(request: HttpRequest, slot_id: int) -> HttpResponse:
 def feedback_reset(request: HttpRequest, slot_id: int) -> HttpResponse:
     found = selectors.slot_get_for_user(
         user=request.user, slot_id=slot_id, minimum_role=Role.LEAD)
-    services.slot_reset(slot_id=found.pk)
+    grading.slot_reset(slot_id=found.pk)
     messages.success(request, f"Reset slot {found.index + 1} of {found.snapshot.doc_id}.")
     return _back_to_feedback(request, found)
 

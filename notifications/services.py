@@ -3,7 +3,7 @@ wants it gets it in the app and by mail (their choices, NotificationPreference, 
 defaults), and each of the team's active webhooks that asked for the event gets a signed
 POST (notifications.delivery).
 
-Callers are the apps that know the events (the evaluations' finish, judges.batches,
+Callers are the apps that know the events (the evaluations' finish, judges.batch_storing,
 and the verdict and schedule code): they call `notify` inside or outside a transaction;
 nothing happens before it commits. The in-app rows are written at once (one insert); the
 mails and webhook attempts go to workers, so nothing waits on a mail server or receiver.

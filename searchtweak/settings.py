@@ -4,6 +4,10 @@ With no environment variables at all it runs the embedded default: SQLite in
 db.sqlite3, Celery tasks executed eagerly in the web process, DEBUG on and a development
 secret. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, DEBUG=false and
 ALLOWED_HOSTS (see docker-compose.yml).
+
+Longer than our ~450-line mark on purpose: the whole configuration in one file, each
+environment variable read once with its meaning above it (docs/operations/settings.md is
+generated from these comments).
 """
 
 import hashlib
@@ -418,7 +422,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "searchtweak.sweep_stalled_webhook_deliveries",
         "schedule": float(WEBHOOK_SWEEP_EVERY_SECONDS),
     },
-    # Restarts judge runs whose lanes died with their worker (judges.batches.runs_stalled).
+    # Restarts judge runs whose lanes died with their worker (judges.lanes.runs_stalled).
     "sweep-stalled-judge-runs": {
         "task": "judges.sweep_stalled_runs",
         # How often the sweep looks for stalled judge runs, in seconds.

@@ -54,8 +54,11 @@ def receivers(project: Callable[[str], bool] = is_project) -> dict[str, set[str]
     """{listener's dotted name: the names its signals go by} for every live signal's
     receivers that are project functions."""
     found: dict[str, set[str]] = {}
+    # type(), not isinstance(): isinstance asks a lazy object or a weak proxy for its
+    # __class__, which evaluates the one (a CSP nonce outside a request raises) and raises
+    # ReferenceError for the other once its referent is gone.
     for signal in [thing for thing in gc.get_objects()
-                   if isinstance(thing, Signal | CelerySignal)]:
+                   if issubclass(type(thing), Signal | CelerySignal)]:
         for entry in list(signal.receivers):
             receiver = entry[1]() if isinstance(entry[1], weakref.ReferenceType) else entry[1]
             name = dotted(receiver)

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, EvaluationMetric
-from judgments import services as judgment_services
+from judgments.scale_writes import scale_create, transformer_save
 from tests.evaluations.factories import SearchModelFactory
 
 pytestmark = pytest.mark.django_db
@@ -23,8 +23,8 @@ FIVE_LABELS = {str(g): {"label": label, "color": "#777777"} for g, label in enum
 
 @pytest.fixture
 def five(personas):
-    return judgment_services.scale_create(team=personas.team, code="five", name="Five grades",
-                                          lo=1, hi=5, labels=FIVE_LABELS)
+    return scale_create(team=personas.team, code="five", name="Five grades",
+                        lo=1, hi=5, labels=FIVE_LABELS)
 
 
 def client_for(user) -> APIClient:
@@ -49,8 +49,8 @@ def test_create_is_400_naming_metrics_and_stores_nothing(personas, five):
 
 
 def test_create_succeeds_once_the_team_has_the_transformer(personas, five):
-    judgment_services.transformer_save(team=personas.team, source="five", target="detail",
-                                       mapping={"1": 1, "2": 3, "3": 5, "4": 8, "5": 10})
+    transformer_save(team=personas.team, source="five", target="detail",
+                     mapping={"1": 1, "2": 3, "3": 5, "4": 8, "5": 10})
     response = client_for(personas.lead).post("/api/v1/evaluations/", payload(personas),
                                               format="json")
     assert response.status_code == 201, response.json()

@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation
-from judgments import services as judgment_services
 from judgments.models import Transformer
+from judgments.scale_writes import scale_create
 from tests.evaluations.factories import SearchModelFactory
 from tests.judgments.test_browser_grading import log_in
 
@@ -33,8 +33,8 @@ def shot(page, name: str) -> None:
 
 @pytest.fixture
 def five(personas):
-    return judgment_services.scale_create(team=personas.team, code="five", name="Five grades",
-                                          lo=1, hi=5, labels=FIVE_LABELS)
+    return scale_create(team=personas.team, code="five", name="Five grades",
+                        lo=1, hi=5, labels=FIVE_LABELS)
 
 
 def fill_evaluation(page, live_server, model) -> None:

@@ -61,14 +61,14 @@ def _next_slot(username: str):
 
 
 def test_every_demo_grader_gets_work_right_after_seeding():
-    from judgments import services as judgments_services
+    from judgments.queue import slot_claim_next
 
     call_command("seed_demo")
     team = Team.objects.get(name="Demo")
     evaluation = Evaluation.objects.get(team=team)
     assert evaluation.tags == []
     for username in ("grader1", "grader2", "grader3"):
-        slot = judgments_services.slot_claim_next(
+        slot = slot_claim_next(
             user=User.objects.get(username=username), team=team)
         assert slot is not None, username
         assert slot.keyword.evaluation_id == evaluation.pk
@@ -79,7 +79,8 @@ def test_every_demo_grader_gets_work_right_after_seeding():
 
 
 def test_the_lead_sees_metric_values_as_demo_grades_arrive(django_capture_on_commit_callbacks):
-    from judgments import services as judgments_services
+    from judgments.grading import feedback_submit
+    from judgments.queue import slot_claim_next
 
     # As in production, the seed's commits run their callbacks: creating the metric
     # configuration marks the keywords dirty and its recompute clears the marks.
@@ -89,9 +90,9 @@ def test_the_lead_sees_metric_values_as_demo_grades_arrive(django_capture_on_com
     assert set(evaluation.metric_configs.with_stored_mean().values_list("value", flat=True)) \
         == {None}
     grader = User.objects.get(username="grader1")
-    slot = judgments_services.slot_claim_next(user=grader, team=evaluation.team)
+    slot = slot_claim_next(user=grader, team=evaluation.team)
     with django_capture_on_commit_callbacks(execute=True):
-        judgments_services.feedback_submit(user=grader, slot_id=slot.pk, grade=3)
+        feedback_submit(user=grader, slot_id=slot.pk, grade=3)
     precision = evaluation.metric_configs.with_stored_mean().get(code="precision")
     assert precision.keyword_count == 1
     assert precision.value is not None and precision.value > 0

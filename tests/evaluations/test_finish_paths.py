@@ -16,9 +16,9 @@ from evaluations.query_sets import services as query_set_services
 from evaluations.services import completion, configuration, lifecycle
 from judges import runs
 from judges.models import JudgeRun
-from judgments import services as judgments_services
 from judgments.imports import ParsedJudgment
 from judgments.models import FeedbackSlot
+from judgments.pool import pool_judgments_import
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
 from notifications.models import Event, Notification
@@ -99,7 +99,7 @@ def test_a_fetch_whose_results_the_pool_grades_finishes_the_evaluation(settings)
         evaluation = fetchable_evaluation(url=server.url, keywords=texts, k=3)
         Evaluation.objects.filter(pk=evaluation.pk).update(
             reuse_grades=Evaluation.Reuse.DOCUMENT)
-        judgments_services.pool_judgments_import(
+        pool_judgments_import(
             team=evaluation.team, scale="graded", source="qrels.csv", user=None,
             judgments=[ParsedJudgment(line=n, text=text, doc_id=f"{text}-{n % 3 + 1}",
                                       grade=n % 4)

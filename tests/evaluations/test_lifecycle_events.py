@@ -14,7 +14,7 @@ from evaluations.events import By, EvaluationTransitioned, evaluation_transition
 from evaluations.fetching import services as fetch_services
 from evaluations.models import Evaluation, Keyword
 from evaluations.services import completion, lifecycle
-from judgments import services as judgments_services
+from judgments.grading import slot_grade_by_lead
 from judgments.models import FeedbackSlot
 from metrics.models import EvaluationRecomputeState, KeywordRecomputeMark
 from metrics.recompute import means, run
@@ -300,7 +300,7 @@ def graded_to_the_last_slot(personas, committed) -> tuple[Evaluation, list[Feedb
     slots = list(FeedbackSlot.objects.filter(evaluation=evaluation).order_by("pk"))
     for slot in slots[:-1]:
         with committed():
-            judgments_services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
+            slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
     return evaluation, slots
 
 
@@ -309,7 +309,7 @@ def test_grading_the_last_slot_finishes_the_evaluation_by_auto_once(personas, ev
     evaluation, slots = graded_to_the_last_slot(personas, committed)
     assert events == []
     with committed():
-        judgments_services.slot_grade_by_lead(lead=personas.lead, slot_id=slots[-1].pk, grade=3)
+        slot_grade_by_lead(lead=personas.lead, slot_id=slots[-1].pk, grade=3)
     assert [fields(e) for e in events] == [
         (evaluation.pk, personas.team.pk, "finished", "active", "finished", "auto", None)]
     # A later recompute of the finished evaluation (a metric added, a regrade) does not
@@ -325,7 +325,7 @@ def test_the_recompute_asks_the_lifecycle_and_does_not_finish_by_itself(
                         lambda **kwargs: asked.append(kwargs) or False)
     evaluation, slots = graded_to_the_last_slot(personas, committed)
     with committed():
-        judgments_services.slot_grade_by_lead(lead=personas.lead, slot_id=slots[-1].pk, grade=3)
+        slot_grade_by_lead(lead=personas.lead, slot_id=slots[-1].pk, grade=3)
     evaluation.refresh_from_db()
     # Complete, and yet active: finishing is the lifecycle's, which said no here.
     assert (state_of(evaluation).progress, evaluation.status, evaluation.finished_at) == (

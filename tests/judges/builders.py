@@ -43,7 +43,7 @@ def lane_paused_by_first_answer(*, run, judge: Judge, provider: FakeProvider, an
     was paused (the lane has claimed a round ahead by then); how many calls were made."""
     from django.db import connection
 
-    from judges import batches, calls, runs
+    from judges import calls, lanes, runs
 
     def pause_then_answer(prompt, request):
         runs.run_pause(run=run)
@@ -52,6 +52,6 @@ def lane_paused_by_first_answer(*, run, judge: Judge, provider: FakeProvider, an
 
     provider.default = pause_then_answer
     with calls.new_client(judge) as client:
-        assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
+        assert lanes.lane_run(run=lanes.run_for_batches(run.pk), client=client,
                                 seconds=60, width=width) is False
     return len(provider.received)

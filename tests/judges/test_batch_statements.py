@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from judges import batches, calls, runs, tasks
+from judges import batch_storing, calls, lanes, runs, tasks
 from judges.models import JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from tests.judges.builders import judge_for, lane_paused_by_first_answer
@@ -32,7 +32,7 @@ def one_batch_statements(personas, monkeypatch, *, batch_size: int, mode: str) -
                           name=f"judge {batch_size} {mode}")
         run = runs.run_start(judge=judge, evaluation=evaluation, mode=mode, started_by=None)
         with CaptureQueriesContext(connection) as captured:
-            assert batches.run_batch_process(run_id=run.pk) == batch_size
+            assert lanes.run_batch_process(run_id=run.pk) == batch_size
     assert JudgeRunItem.objects.filter(run=run, status="done").count() == batch_size
     if mode == JudgeRun.Mode.UNGRADED:
         assert FeedbackSlot.objects.filter(user=judge.user, grade__isnull=False).count() \
@@ -81,7 +81,7 @@ def test_a_lane_of_several_calls_claims_and_stores_batches_in_groups(personas, m
     evaluation = evaluation_with_slots(personas.team, keywords=48, positions=1)
     monkeypatch.setattr(tasks, "run_lanes_dispatch", lambda run_id, count: None)
     claims, stores = [], []
-    group_start, group_store = batches._group_start, batches._group_store
+    group_start, group_store = lanes._group_start, batch_storing.group_store
 
     def counted_start(**kwargs):
         claimed, started = group_start(**kwargs)
@@ -92,8 +92,8 @@ def test_a_lane_of_several_calls_claims_and_stores_batches_in_groups(personas, m
         stores.append(len(kwargs["batches"]))
         group_store(**kwargs)
 
-    monkeypatch.setattr(batches, "_group_start", counted_start)
-    monkeypatch.setattr(batches, "_group_store", counted_store)
+    monkeypatch.setattr(lanes, "_group_start", counted_start)
+    monkeypatch.setattr(batch_storing, "group_store", counted_store)
     with fake_provider(OPENAI) as provider:
         # Answers return one at a time (each keyword its own latency), as a model's do.
         provider.default = lambda prompt, request: ModelAnswer({"grades": [
@@ -103,7 +103,7 @@ def test_a_lane_of_several_calls_claims_and_stores_batches_in_groups(personas, m
         run = runs.run_start(judge=judge, evaluation=evaluation, mode=JudgeRun.Mode.UNGRADED,
                              started_by=None)
         with calls.new_client(judge) as client:
-            assert batches.lane_run(run=batches.run_for_batches(run.pk), client=client,
+            assert lanes.lane_run(run=lanes.run_for_batches(run.pk), client=client,
                                     seconds=60, width=8) is False
     run.refresh_from_db()
     assert (run.status, run.done_count, run.call_count) == ("done", 48, 48)

@@ -149,7 +149,7 @@ def test_concurrent_lanes_cannot_pass_the_budget_together(personas, monkeypatch)
 
     from django.db import connection
 
-    from judges import batches, tasks
+    from judges import batch_claiming, tasks
     from tests.conftest import skip_or_fail
     from tests.judges.fake_providers import ModelAnswer, document_ids
 
@@ -173,7 +173,7 @@ def test_concurrent_lanes_cannot_pass_the_budget_together(personas, monkeypatch)
         def lane(number: int) -> None:
             try:
                 gate.wait()
-                while tasks.lane_work(run.pk, seconds=60, lane=batches.Lane(number, lanes)):
+                while tasks.lane_work(run.pk, seconds=60, lane=batch_claiming.Lane(number, lanes)):
                     pass
             except BaseException as error:
                 errors.append(error)

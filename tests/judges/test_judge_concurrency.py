@@ -9,10 +9,11 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from judges import batches, runs, tasks
+from judges import batch_claiming, runs, tasks
 from judges.models import JudgeRun, JudgeRunItem
-from judgments import services
+from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_claim_next
 from searchtweak.models import Role
 from tests.conftest import skip_or_fail
 from tests.judges.builders import judge_for
@@ -58,7 +59,7 @@ def test_a_judge_writes_only_its_own_slot_beside_people_at_once(personas, monkey
         def lane(number: int) -> None:
             try:
                 start.wait()
-                while tasks.lane_work(run.pk, seconds=60, lane=batches.Lane(number, LANES)):
+                while tasks.lane_work(run.pk, seconds=60, lane=batch_claiming.Lane(number, LANES)):
                     pass
             except BaseException as error:
                 errors.append(error)
@@ -68,10 +69,10 @@ def test_a_judge_writes_only_its_own_slot_beside_people_at_once(personas, monkey
         def grade(user) -> None:
             try:
                 start.wait()
-                while (slot := services.slot_claim_next(user=user, team=personas.team,
-                                                        evaluation=evaluation)) is not None:
+                while (slot := slot_claim_next(user=user, team=personas.team,
+                                               evaluation=evaluation)) is not None:
                     value = (slot.pk + user.pk) % 3  # 0..2: never the judge's 3
-                    services.feedback_submit(user=user, slot_id=slot.pk, grade=value)
+                    feedback_submit(user=user, slot_id=slot.pk, grade=value)
                     submitted[slot.pk] = (user.pk, value)
             except BaseException as error:
                 errors.append(error)

@@ -3,7 +3,7 @@ transaction that starts the run."""
 
 from types import SimpleNamespace
 
-from judges import batches, runs
+from judges import lanes, runs
 from judges.models import Judge, JudgeRun
 
 
@@ -17,17 +17,17 @@ def test_a_start_in_a_transaction_counts_the_workers_lanes(monkeypatch, settings
     # 8 calls each. Counting one call a lane started 16 lanes of 8 threads (144 database
     # connections) for a judge of 16.
     settings.JUDGE_LANE_CALLS = 8
-    monkeypatch.setattr(batches, "connection",
+    monkeypatch.setattr(lanes, "connection",
                         SimpleNamespace(vendor="postgresql", in_atomic_block=True))
     run = _run(concurrency=16)
-    assert batches.lane_width(run.judge) == 1
-    assert batches.lane_calls(run.judge) == 8
+    assert lanes.lane_width(run.judge) == 1
+    assert lanes.lane_calls(run.judge) == 8
     assert runs.lane_count(run) == 2
 
 
 def test_lanes_cover_the_concurrency_and_no_more_than_the_batches(monkeypatch, settings):
     settings.JUDGE_LANE_CALLS = 4
-    monkeypatch.setattr(batches, "connection",
+    monkeypatch.setattr(lanes, "connection",
                         SimpleNamespace(vendor="postgresql", in_atomic_block=False))
     assert runs.lane_count(_run(concurrency=16)) == 4
     assert runs.lane_count(_run(concurrency=6)) == 2
@@ -36,6 +36,6 @@ def test_lanes_cover_the_concurrency_and_no_more_than_the_batches(monkeypatch, s
 
 def test_on_sqlite_a_lane_holds_one_call(monkeypatch, settings):
     settings.JUDGE_LANE_CALLS = 8
-    monkeypatch.setattr(batches, "connection",
+    monkeypatch.setattr(lanes, "connection",
                         SimpleNamespace(vendor="sqlite", in_atomic_block=False))
     assert runs.lane_count(_run(concurrency=16)) == 16

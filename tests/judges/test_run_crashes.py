@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from judges import batches, runs, tasks
+from judges import batch_claiming, batch_sending, lanes, runs, tasks
 from judges.models import JudgeCall, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from searchtweak import outbound_limits
@@ -44,8 +44,8 @@ def test_a_batch_that_raises_fails_its_pairs_with_the_reason_and_keeps_its_call(
         def broken(*args, **kwargs):  # a defect after the call: the worst place for one
             raise RuntimeError("boom")
 
-        monkeypatch.setattr(batches, "_read_verdict", broken)
-        assert batches.run_batch_process(run_id=run.pk) == 2
+        monkeypatch.setattr(batch_sending, "_read_verdict", broken)
+        assert lanes.run_batch_process(run_id=run.pk) == 2
     run.refresh_from_db()
     assert (run.failed_count, run.crash_count, run.crash_streak, run.last_crash) == (
         2, 1, 1, "RuntimeError: boom")
@@ -67,7 +67,7 @@ def test_a_run_whose_lanes_keep_crashing_pauses_with_the_reason(personas, monkey
         def broken(*args, **kwargs):
             raise RecursionError("maximum recursion depth exceeded")
 
-        monkeypatch.setattr(batches, "_read_verdict", broken)
+        monkeypatch.setattr(batch_sending, "_read_verdict", broken)
         # What the lanes and the sweep would do over and over: only three batches run.
         for _ in range(6):
             tasks.lane_work(run.pk, seconds=30)
@@ -80,7 +80,7 @@ def test_a_run_whose_lanes_keep_crashing_pauses_with_the_reason(personas, monkey
     assert run.pause_reason == (
         "Paused after 3 lane crashes in a row, so that it stops calling the model; the "
         "last: RecursionError: maximum recursion depth exceeded")
-    assert batches.runs_stalled() == []
+    assert lanes.runs_stalled() == []
 
 
 def test_a_batch_that_ends_well_resets_the_streak(personas, monkeypatch):
@@ -88,7 +88,7 @@ def test_a_batch_that_ends_well_resets_the_streak(personas, monkeypatch):
     with fake_provider(OPENAI) as provider:
         judge = judge_for(personas.team, provider, batch_size=1)
         run = start_without_lanes(judge, evaluation, JudgeRun.Mode.SHADOW, monkeypatch)
-        real = batches._read_verdict
+        real = batch_sending._read_verdict
         calls = iter([True, True, False])
 
         def sometimes(*args, **kwargs):
@@ -96,8 +96,8 @@ def test_a_batch_that_ends_well_resets_the_streak(personas, monkeypatch):
                 raise RuntimeError("boom")
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(batches, "_read_verdict", sometimes)
-        while batches.run_batch_process(run_id=run.pk):
+        monkeypatch.setattr(batch_sending, "_read_verdict", sometimes)
+        while lanes.run_batch_process(run_id=run.pk):
             pass
     run.refresh_from_db()
     assert (run.status, run.crash_count, run.crash_streak, run.done_count) == ("done", 2, 0, 1)
@@ -112,7 +112,7 @@ def test_a_lane_that_crashes_outside_a_batch_is_counted_and_stops(personas, monk
         def broken(**kwargs):
             raise RuntimeError("the database went away")
 
-        monkeypatch.setattr(batches, "_items_claim", broken)
+        monkeypatch.setattr(batch_claiming, "items_claim", broken)
         assert tasks.lane_work(run.pk, seconds=30) is False
         assert provider.received == []
     run.refresh_from_db()
@@ -129,9 +129,10 @@ def test_lapsed_claims_count_once_and_a_run_whose_workers_keep_dying_pauses(
     for died in range(1, 4):
         now = timezone.now()
         # A lane claims a batch and its worker is killed: the lease lapses.
-        [item] = batches._items_claim(run=run, now=now, lease_until=now - timedelta(seconds=1))
-        restart = batches.lapsed_claims_count()
-        assert batches.lapsed_claims_count() == []  # counted once
+        [item] = batch_claiming.items_claim(run=run, now=now,
+                                            lease_until=now - timedelta(seconds=1))
+        restart = lanes.lapsed_claims_count()
+        assert lanes.lapsed_claims_count() == []  # counted once
         run.refresh_from_db()
         assert run.crash_count == died
         assert JudgeRunItem.objects.get(pk=item.pk).status == "pending"
@@ -171,7 +172,7 @@ def test_a_call_is_logged_and_counted_before_its_answer_arrives(personas, monkey
         provider.default = answer
         judge = judge_for(personas.team, provider, batch_size=2)
         run = start_without_lanes(judge, evaluation, JudgeRun.Mode.SHADOW, monkeypatch)
-        batches.run_batch_process(run_id=run.pk)
+        lanes.run_batch_process(run_id=run.pk)
     assert seen == [(["in_flight"], 1)]
     call = JudgeCall.objects.get()
     assert (call.status, call.tokens_in, call.run_id) == ("ok", 120, run.pk)
@@ -186,7 +187,7 @@ def test_every_retried_attempt_is_one_row_logged_as_it_leaves(personas, monkeypa
         provider.then(status(503), status(503))
         judge = judge_for(personas.team, provider, max_retries=2)
         run = start_without_lanes(judge, evaluation, JudgeRun.Mode.SHADOW, monkeypatch)
-        batches.run_batch_process(run_id=run.pk)
+        lanes.run_batch_process(run_id=run.pk)
     run.refresh_from_db()
     assert list(JudgeCall.objects.order_by("pk").values_list("status", "http_status")) == [
         ("http_error", 503), ("http_error", 503), ("ok", 200)]

@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Count
 from django.utils import timezone
 
-from judges import batches, runs, tasks
+from judges import lanes, runs, tasks
 from judges.models import JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from tests.judges.builders import judge_for
@@ -68,7 +68,7 @@ def test_a_worker_killed_mid_batch_strands_no_pair_and_grades_none_twice(persona
         FeedbackSlot.objects.filter(user=judge.user, grade__isnull=True).update(
             lease_expires_at=lapsed)
 
-        assert batches.runs_stalled() == [run.pk]
+        assert lanes.runs_stalled() == [run.pk]
 
         with celery_worker_process(broker_url=broker_url, database_url=database_url,
                                    queue=first.queue), \
@@ -87,6 +87,6 @@ def test_a_worker_killed_mid_batch_strands_no_pair_and_grades_none_twice(persona
     # Only the batches the dead worker had not committed were asked twice: the one held,
     # at most one beside it in flight (a lane holds up to the judge's 2 concurrent calls),
     # and at most one answered but still in its store's transaction (a lane sends the next
-    # call before storing an answer: batches.lane_run), so at most three of six.
+    # call before storing an answer: lanes.lane_run), so at most three of six.
     twice = {doc_id.split("-")[0] for doc_id in asked if asked.count(doc_id) > 1}
     assert "query 3" in twice and len(twice) <= 3, twice

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 
 from evaluations.models import Evaluation, EvaluationMetric
-from judges import batches, runs
+from judges import batch_claiming, batch_storing, lanes, runs
 from judges.models import JudgeAnswer, JudgeCall, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue
@@ -210,14 +210,14 @@ def test_a_lapsed_claim_is_taken_over_and_its_late_answer_writes_nothing(persona
             runs._lanes_start_on_commit = with_no_lanes
         from django.utils import timezone
         now = timezone.now()
-        dead_claim = batches._items_claim(run=run, now=now, lease_until=now)
+        dead_claim = batch_claiming.items_claim(run=run, now=now, lease_until=now)
         assert [item.status for item in dead_claim] == ["claimed", "claimed"]
-        assert batches.runs_stalled(now=now + timezone.timedelta(seconds=1)) == [run.pk]
-        assert batches.run_batch_process(run_id=run.pk) == 2
-        outcomes = {item.pk: batches._Outcome(grade=1, reason="late") for item in dead_claim}
-        batches._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
+        assert lanes.runs_stalled(now=now + timezone.timedelta(seconds=1)) == [run.pk]
+        assert lanes.run_batch_process(run_id=run.pk) == 2
+        outcomes = {item.pk: batch_claiming.Outcome(grade=1, reason="late") for item in dead_claim}
+        batch_storing._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
         # The lane's next turn finds nothing to claim and closes the run.
-        assert batches.run_batch_process(run_id=run.pk) == 0
+        assert lanes.run_batch_process(run_id=run.pk) == 0
     run.refresh_from_db()
     assert (run.status, run.done_count) == ("done", 2)
     assert sorted(FeedbackSlot.objects.filter(user=judge.user).values_list(
@@ -243,21 +243,21 @@ def test_a_lapsed_claims_late_answer_during_the_takeovers_call_writes_nothing(pe
             runs._lanes_start_on_commit = with_no_lanes
         from django.utils import timezone
         now = timezone.now()
-        dead_claim = batches._items_claim(run=run, now=now, lease_until=now)
+        dead_claim = batch_claiming.items_claim(run=run, now=now, lease_until=now)
 
         def takeover_in_flight(prompt, request):
             # The takeover's call is out: now the dead claim's answer comes back.
-            outcomes = {item.pk: batches._Outcome(grade=1, reason="late") for item in
+            outcomes = {item.pk: batch_claiming.Outcome(grade=1, reason="late") for item in
                         dead_claim}
-            batches._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
+            batch_storing._store(run=run, items=dead_claim, outcomes=outcomes, result=None)
             late.append(sorted(FeedbackSlot.objects.filter(user=judge.user).values_list(
                 "grade", "reason")))
             connection.close()
             return grade_all(grade_of)(prompt, request)
 
         provider.default = takeover_in_flight
-        assert batches.run_batch_process(run_id=run.pk) == 2
-        assert batches.run_batch_process(run_id=run.pk) == 0
+        assert lanes.run_batch_process(run_id=run.pk) == 2
+        assert lanes.run_batch_process(run_id=run.pk) == 0
     # The late answer found the takeover's claim on the slots and wrote nothing.
     assert late == [[(None, ""), (None, "")]]
     run.refresh_from_db()
@@ -292,7 +292,7 @@ def test_pause_cancel_and_the_rules_of_starting(personas):
             with pytest.raises(ValidationError):
                 start(judge, evaluation, JudgeRun.Mode.SHADOW)
             assert runs.run_pause(run=run).status == "paused"
-            assert batches.run_batch_process(run_id=run.pk) == 0
+            assert lanes.run_batch_process(run_id=run.pk) == 0
         finally:
             runs._lanes_start_on_commit = with_no_lanes
         assert runs.run_resume(run=run).status == "running"

@@ -3,7 +3,7 @@
 from django.utils import timezone
 
 from evaluations.models import Evaluation
-from judgments.services import slots_create_for_snapshots
+from judgments.slots import slots_create_for_snapshots
 from tests.evaluations.factories import (
     EndpointFactory,
     EvaluationFactory,

@@ -11,8 +11,10 @@ from django.utils import timezone
 from evaluations.models import Evaluation, Snapshot
 from evaluations.services import config_checks, configuration
 from evaluations.strategies import ADAPTIVE_STRATEGY
-from judgments import adaptive, grading, services
+from judgments import adaptive, grading
+from judgments.grading import feedback_submit, slot_grade_by_lead, slot_reset
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe, OpenedBecause
+from judgments.queue import LEASE, slot_claim_next
 from metrics.models import KeywordMetricValue
 from searchtweak.models import Role
 from tests.evaluations.factories import EvaluationMetricFactory
@@ -43,8 +45,8 @@ def grade(user, snapshot: Snapshot, value: int, *, unsure: bool = False) -> None
         "index").first()
     FeedbackSlot.objects.filter(pk=slot.pk).update(
         user=user, assigned_at=timezone.now(),
-        lease_expires_at=timezone.now() + services.LEASE)
-    services.feedback_submit(user=user, slot_id=slot.pk, grade=value, unsure=unsure)
+        lease_expires_at=timezone.now() + LEASE)
+    feedback_submit(user=user, slot_id=slot.pk, grade=value, unsure=unsure)
 
 
 def second_slot(snapshot: Snapshot) -> None:
@@ -68,7 +70,7 @@ def judge_grade(judge, evaluation: Evaluation, snapshot: Snapshot, value: int) -
     """A counting judge's grade, written as a judge run writes it."""
     now = timezone.now()
     grading.judge_slots_claim(judge_user=judge, snapshot_ids=[snapshot.pk], now=now,
-                              lease_until=now + services.LEASE)
+                              lease_until=now + LEASE)
     grading.judge_grades_write(judge_user=judge, evaluation=evaluation,
                                grades=[(snapshot.pk, value, "looks relevant")], now=now)
 
@@ -221,7 +223,7 @@ def test_a_reset_never_reopens_and_the_service_is_idempotent(personas):
     assert len(slots_of(snapshot)) == 3
     third = FeedbackSlot.objects.get(snapshot=snapshot, index=2)
     grade(personas.owner, snapshot, 1)
-    services.slot_reset(slot_id=third.pk)
+    slot_reset(slot_id=third.pk)
     grade(personas.admin, snapshot, 0)
     assert adaptive.slots_open_where_it_matters(
         evaluation_id=evaluation.pk, snapshot_ids=[snapshot.pk]) == {}
@@ -250,10 +252,10 @@ def test_the_queue_hands_an_opened_slot_to_another_grader_only(personas):
     grade(personas.grader, snapshot, 2, unsure=True)
     for position in (2, 3):
         grade(personas.grader, result(evaluation, position), 2)
-    assert services.slot_claim_next(user=personas.grader, team=personas.team,
-                                    evaluation=evaluation) is None
-    slot = services.slot_claim_next(user=personas.lead, team=personas.team,
-                                    evaluation=evaluation)
+    assert slot_claim_next(user=personas.grader, team=personas.team,
+                           evaluation=evaluation) is None
+    slot = slot_claim_next(user=personas.lead, team=personas.team,
+                           evaluation=evaluation)
     assert (slot.snapshot_id, slot.index, slot.opened_because) == (snapshot.pk, 1, "unsure")
 
 
@@ -403,7 +405,7 @@ def test_a_leads_grade_over_a_low_graders_is_the_leads(personas):
     # they fell below the bar), which the lead then corrects.
     FeedbackSlot.objects.filter(pk=slot.pk).update(user=personas.grader, grade=0,
                                                    graded_at=timezone.now())
-    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=2)
+    slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=2)
     assert len(slots_of(snapshot)) == 1
 
 

@@ -11,8 +11,9 @@ from django.db import connection
 from django.utils import timezone
 
 from evaluations.strategies import ADAPTIVE_STRATEGY
-from judgments import services
+from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot, OpenedBecause
+from judgments.queue import LEASE
 from searchtweak.models import Role
 from tests.conftest import skip_or_fail
 from tests.judgments.builders import evaluation_with_slots
@@ -39,14 +40,14 @@ def test_two_grades_at_once_on_a_tied_result_open_its_third_slot_once(personas):
             opened_because=OpenedBecause.BOUNDS)
         for grader, slot in zip(graders, (first, second), strict=True):
             FeedbackSlot.objects.filter(pk=slot.pk).update(
-                user=grader, assigned_at=now, lease_expires_at=now + services.LEASE)
+                user=grader, assigned_at=now, lease_expires_at=now + LEASE)
             held[grader.pk].append(slot.pk)
     together = threading.Barrier(2)
 
     def run(grader, grade: int) -> None:
         for slot_id in held[grader.pk]:
             together.wait(timeout=30)
-            services.feedback_submit(user=grader, slot_id=slot_id, grade=grade)
+            feedback_submit(user=grader, slot_id=slot_id, grade=grade)
 
     run_together(run, list(zip(graders, (0, 1), strict=True)), timeout=120)
     # 0 and 1 on the graded scale: a tie at the binary cut-off on every result.

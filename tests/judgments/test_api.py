@@ -5,8 +5,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
-from judgments import selectors, services
+from judgments import selectors
+from judgments.grading import feedback_submit, snapshot_grade
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_skip
 from searchtweak.models import ApiToken, hash_token_key
 from tests.judgments.builders import evaluation_with_slots
 from tests.recompute_state import mark_of
@@ -43,7 +45,7 @@ def test_next_answers_204_when_nothing_is_left(personas, evaluation):
     client = client_for(personas.grader)
     for _ in range(4):
         slot_id = client.post(f"/api/v1/evaluations/{evaluation.pk}/next/").json()["id"]
-        services.feedback_submit(user=personas.grader, slot_id=slot_id, grade=1)
+        feedback_submit(user=personas.grader, slot_id=slot_id, grade=1)
     response = client.post(f"/api/v1/evaluations/{evaluation.pk}/next/")
     assert response.status_code == 204 and response.content == b""
 
@@ -110,7 +112,7 @@ def test_next_with_a_grade_hands_out_skipped_results_last(personas, evaluation):
     client = client_for(personas.grader)
     url = f"/api/v1/evaluations/{evaluation.pk}/next/"
     first = client.post(url).json()
-    services.slot_skip(user=personas.grader, slot_id=first["id"])
+    slot_skip(user=personas.grader, slot_id=first["id"])
     handed = [client.post(url).json()]
     while True:
         response = client.post(url, {"snapshot": handed[-1]["snapshot"], "grade": 1},
@@ -278,7 +280,7 @@ def test_grading_is_404_for_an_outsider_and_405_for_get(personas, evaluation):
 def test_the_snapshot_list_is_paginated_with_slots(personas, django_assert_max_num_queries):
     evaluation = evaluation_with_slots(personas.team, keywords=3, positions=2, strategy=3)
     first = _snapshot(evaluation)
-    services.snapshot_grade(
+    snapshot_grade(
         user=personas.grader, grade=2,
         target=selectors.snapshot_target_for_user(user=personas.grader, snapshot_id=first.pk))
     client = client_for(personas.lead)

@@ -3,8 +3,8 @@
 import pytest
 from rest_framework.test import APIClient
 
-from judgments import services
 from judgments.models import Scale, Transformer
+from judgments.scale_writes import scale_create, transformer_save
 from tests.judgments.builders import evaluation_with_slots
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def client_for(user) -> APIClient:
 
 
 def _stars(team) -> Scale:
-    return services.scale_create(team=team, code="stars", name="Stars", lo=1, hi=3, labels={
+    return scale_create(team=team, code="stars", name="Stars", lo=1, hi=3, labels={
         "1": {"label": "Bad", "color": "#d92d20"}, "2": {"label": "Okay", "color": "#f79009"},
         "3": {"label": "Great", "color": "#079455"}})
 
@@ -204,8 +204,8 @@ def test_a_bad_transformer_is_a_400_naming_the_field_and_stores_nothing(personas
 
 
 def test_a_transformer_edit_keeps_its_scales_and_every_grade(personas):
-    transformer = services.transformer_save(team=personas.team, source="graded",
-                                            target="binary", mapping={0: 0, 1: 0, 2: 1, 3: 1})
+    transformer = transformer_save(team=personas.team, source="graded",
+                                   target="binary", mapping={0: 0, 1: 0, 2: 1, 3: 1})
     url = f"/api/v1/transformers/{transformer.pk}/"
     client = client_for(personas.admin)
     response = client.patch(url, {"target": "detail"}, format="json")
@@ -220,8 +220,8 @@ def test_a_transformer_edit_keeps_its_scales_and_every_grade(personas):
 
 
 def test_transformers_need_an_admin_of_the_team(personas):
-    transformer = services.transformer_save(team=personas.team, source="graded",
-                                            target="binary", mapping={0: 0, 1: 0, 2: 1, 3: 1})
+    transformer = transformer_save(team=personas.team, source="graded",
+                                   target="binary", mapping={0: 0, 1: 0, 2: 1, 3: 1})
     url = f"/api/v1/transformers/{transformer.pk}/"
     body = {"source": "binary", "target": "graded", "mapping": {"0": 0, "1": 3}}
     for user in (personas.lead, personas.grader):

@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from judgments import services
+from judgments.grading import feedback_submit
+from judgments.queue import slot_claim_next
 from tests.judgments.builders import evaluation_with_slots
 from tests.judgments.test_browser_grading import log_in
 
@@ -26,9 +27,9 @@ def test_a_lead_opens_the_judgments_and_pages_through_one_keyword(page, live_ser
     # 3 graders per result: the second keyword alone holds 40 x 3 = 120 slots.
     evaluation = evaluation_with_slots(personas.team, keywords=2, positions=40, strategy=3,
                                        name="Shoes Q3")
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2, unsure=True,
-                             note="Same shoe in another colour?")
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2, unsure=True,
+                    note="Same shoe in another colour?")
     log_in(page, live_server, "lead")
     page.goto(f"{live_server.url}/evaluations/{evaluation.pk}/")
     page.get_by_test_id("judgments-link").click()

@@ -7,8 +7,10 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Snapshot
-from judgments import gold, services
+from judgments import gold
+from judgments.grader_tags import grader_tags_set
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
+from judgments.scale_writes import scale_create
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import PASSWORD
 
@@ -160,8 +162,8 @@ STARS = {str(g): {"label": label, "color": color} for g, label, color in [
 @pytest.mark.parametrize("scale", ["binary", "graded", "detail", "stars"])
 def test_screenshot_of_the_grading_page_on_each_scale(page, live_server, personas, scale):
     if scale == "stars":
-        services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
-                              labels=STARS)
+        scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
+                     labels=STARS)
     evaluation = evaluation_with_slots(
         personas.team, keywords=1, positions=2, scale=scale, show_position=True,
         texts=["running shoes"],
@@ -252,7 +254,7 @@ def test_a_grader_sees_images_and_the_key_panel_and_grades_by_keyboard(
 
 
 def test_screenshots_of_an_empty_queue_routed_to_other_tags(page, live_server, personas):
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
     evaluation = evaluation_with_slots(personas.team, keywords=3, positions=4,
                                        tags=["de", "fashion"], name="Shoes DE")
     log_in(page, live_server, "grader")

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from judgments import services
+from judgments.grading import feedback_submit
 from judgments.models import PoolJudgment
+from judgments.queue import slot_claim_next
 from tests.judgments.builders import evaluation_with_slots
 from tests.judgments.test_browser_grading import log_in
 
@@ -30,9 +31,9 @@ def test_a_lead_exports_per_slot_previews_and_imports_without_a_second_upload(
                                        name="Shoes Q3")
     for grader, unsure in ((personas.grader, True), (personas.lead, False),
                            (personas.owner, False)):
-        slot = services.slot_claim_next(user=grader, team=personas.team)
-        services.feedback_submit(user=grader, slot_id=slot.pk, grade=2, unsure=unsure,
-                                 note="Same shoe in another colour?" if unsure else "")
+        slot = slot_claim_next(user=grader, team=personas.team)
+        feedback_submit(user=grader, slot_id=slot.pk, grade=2, unsure=unsure,
+                        note="Same shoe in another colour?" if unsure else "")
     log_in(page, live_server, "lead")
     page.goto(f"{live_server.url}/feedback/evaluations/{evaluation.pk}/")
     page.get_by_label("Unsure only").check()

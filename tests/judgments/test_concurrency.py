@@ -8,8 +8,10 @@ import pytest
 from django.db import connection
 
 from evaluations.models import Evaluation
-from judgments import selectors, services
+from judgments import selectors
+from judgments.grading import feedback_submit, snapshot_grade_and_claim_next
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_claim_next, slot_claim_next_assigned
 from metrics.models import KeywordMetricValue, KeywordRecomputeMark
 from searchtweak.models import Role
 from tests.conftest import skip_or_fail
@@ -78,11 +80,11 @@ def _assert_each_slot_graded_once(evaluation, handed, submitted) -> dict[int, Fe
 @pytest.mark.parametrize("grading_order", Evaluation.GradingOrder.values)
 def test_eight_graders_grade_every_slot_exactly_once(personas, grading_order):
     def grade_until_empty(user, evaluation, handed, submitted) -> None:
-        while (slot := services.slot_claim_next(user=user, team=personas.team,
-                                                evaluation=evaluation)) is not None:
+        while (slot := slot_claim_next(user=user, team=personas.team,
+                                       evaluation=evaluation)) is not None:
             handed.append(slot.pk)
             grade = (slot.pk * 7 + user.pk) % 4
-            services.feedback_submit(user=user, slot_id=slot.pk, grade=grade)
+            feedback_submit(user=user, slot_id=slot.pk, grade=grade)
             submitted[slot.pk] = grade
 
     _assert_each_slot_graded_once(*_grade_at_once(personas, grade_until_empty, grading_order))
@@ -95,14 +97,14 @@ def test_eight_graders_in_the_one_request_loop_grade_every_slot_exactly_once(per
     # each grade, lease and read is one statement.
     def grade_until_empty(user, evaluation, handed, submitted) -> None:
         decisive = [evaluation.pk] if grading_order == "decisive" else []
-        slot = services.slot_claim_next_assigned(user=user, evaluation_ids=[evaluation.pk],
-                                                 decisive_ids=decisive)
+        slot = slot_claim_next_assigned(user=user, evaluation_ids=[evaluation.pk],
+                                        decisive_ids=decisive)
         while slot is not None:
             handed.append(slot["id"])
             grade = (slot["id"] * 7 + user.pk) % 4
             target = selectors.snapshot_target_for_user(
                 user=user, snapshot_id=slot["snapshot"])
-            next_slot = services.snapshot_grade_and_claim_next(
+            next_slot = snapshot_grade_and_claim_next(
                 user=user, target=target, grade=grade, evaluation_ids=[evaluation.pk],
                 decisive_ids=decisive)
             submitted[slot["id"]] = grade

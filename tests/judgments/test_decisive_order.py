@@ -12,8 +12,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
-from judgments import queries, services
+from judgments import queries
+from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_claim_next, slot_skip
 from metrics import queries as metrics_queries
 from metrics.models import KeywordMetricValue, KeywordQueueWidth, TeamBaseline
 from metrics.queue_order import decisive_key_sql
@@ -50,10 +52,10 @@ def handed_order(evaluation: Evaluation, user, commits) -> list[tuple[int, int]]
     relevant through the grading page's service (its recompute run: `commits` is
     django_capture_on_commit_callbacks), until nothing is left."""
     handed = []
-    while (slot := services.slot_claim_next(user=user, team=evaluation.team,
-                                            evaluation=evaluation)) is not None:
+    while (slot := slot_claim_next(user=user, team=evaluation.team,
+                                   evaluation=evaluation)) is not None:
         with commits(execute=True):
-            services.feedback_submit(user=user, slot_id=slot.pk, grade=1)
+            feedback_submit(user=user, slot_id=slot.pk, grade=1)
         handed.append((slot.keyword.position, slot.snapshot.position))
     return handed
 
@@ -63,11 +65,11 @@ def test_the_widest_keywords_top_position_comes_first_and_the_queue_moves_as_it_
     evaluation = decisive_evaluation(personas.team)
     a, b = (evaluation.keywords.get(position=n) for n in (1, 2))
     # Keys: B1 1/ln 2 = 1.44 > B2 1/ln 3 = 0.91 > B3 0.72 > A1 0.1/ln 2 = 0.14.
-    first = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                     evaluation=evaluation)
+    first = slot_claim_next(user=personas.grader, team=personas.team,
+                            evaluation=evaluation)
     assert (first.keyword_id, first.snapshot.position) == (b.pk, 1)
     with django_capture_on_commit_callbacks(execute=True):
-        services.feedback_submit(user=personas.grader, slot_id=first.pk, grade=1)
+        feedback_submit(user=personas.grader, slot_id=first.pk, grade=1)
     # The recompute narrowed B: precision@3 with one relevant of three, 1/3..1.
     stored = KeywordMetricValue.objects.get(keyword=b, metric__code="precision")
     assert (stored.lower, stored.upper) == (pytest.approx(1 / 3), 1.0)
@@ -84,8 +86,8 @@ def test_a_narrow_b_hands_out_a_first(personas):
     KeywordMetricValue.objects.filter(keyword__evaluation=evaluation, keyword__position=2,
                                       metric__code="precision").update(lower=0.9, upper=0.95)
     store_widths(evaluation)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                    evaluation=evaluation)
+    slot = slot_claim_next(user=personas.grader, team=personas.team,
+                           evaluation=evaluation)
     assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
 
 
@@ -99,7 +101,7 @@ def test_keywords_without_bounds_count_as_widest_and_interleave_by_position(pers
     # come first.
     assert set(KeywordQueueWidth.objects.filter(evaluation=evaluation)
                .values_list("width", flat=True)) == {1e6}
-    first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
+    first = [slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
              for user in (personas.grader, personas.lead, personas.owner)]
     assert [(s.keyword.position, s.snapshot.position) for s in first] == [
         (1, 1), (2, 1), (1, 2)]
@@ -110,7 +112,7 @@ def test_keywords_the_recompute_has_not_reached_go_in_position_order(personas):
                                        grading_order=Evaluation.GradingOrder.DECISIVE)
     EvaluationMetricFactory(evaluation=evaluation, code="precision", k=3)
     KeywordQueueWidth.objects.filter(evaluation=evaluation).delete()
-    first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
+    first = [slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
              for user in (personas.grader, personas.lead, personas.owner)]
     assert [(s.keyword.position, s.snapshot.position) for s in first] == [
         (1, 1), (1, 2), (1, 3)]
@@ -172,14 +174,14 @@ def test_when_the_widest_keywords_have_nothing_free_the_claim_takes_position_ord
     evaluation = decisive_evaluation(personas.team)
     monkeypatch.setattr("metrics.queue_order.CANDIDATE_KEYWORDS", 1)
     # The one candidate, B, is all held by the lead (leased as a claim leases).
-    held = services.slot_claim_next(user=personas.lead, team=personas.team,
-                                    evaluation=evaluation)
+    held = slot_claim_next(user=personas.lead, team=personas.team,
+                           evaluation=evaluation)
     assert (held.keyword.position, held.snapshot.position) == (2, 1)
     FeedbackSlot.objects.filter(evaluation=evaluation, keyword__position=2).update(
         user=personas.lead, lease_expires_at=held.lease_expires_at,
         assigned_at=held.assigned_at)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                    evaluation=evaluation)
+    slot = slot_claim_next(user=personas.grader, team=personas.team,
+                           evaluation=evaluation)
     assert (slot.keyword.position, slot.snapshot.position) == (1, 1)
 
 
@@ -226,7 +228,7 @@ def test_an_evaluation_that_is_the_baseline_has_no_comparison_set(personas):
     TeamBaseline.objects.create(team=personas.team, evaluation=evaluation)
     # Against itself every weight would be 0 (position order); without a comparison set
     # the keywords' first positions interleave, as with no baseline.
-    first = [services.slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
+    first = [slot_claim_next(user=user, team=personas.team, evaluation=evaluation)
              for user in (personas.grader, personas.lead, personas.owner)]
     assert [(s.keyword.position, s.snapshot.position) for s in first] == [
         (1, 1), (2, 1), (1, 2)]
@@ -236,12 +238,12 @@ def test_an_evaluation_that_is_the_baseline_has_no_comparison_set(personas):
 
 def test_a_skipped_result_comes_after_the_decisive_ones(personas):
     evaluation = decisive_evaluation(personas.team)
-    first = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                     evaluation=evaluation)
+    first = slot_claim_next(user=personas.grader, team=personas.team,
+                            evaluation=evaluation)
     assert (first.keyword.position, first.snapshot.position) == (2, 1)
-    services.slot_skip(user=personas.grader, slot_id=first.pk)
-    again = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                     evaluation=evaluation)
+    slot_skip(user=personas.grader, slot_id=first.pk)
+    again = slot_claim_next(user=personas.grader, team=personas.team,
+                            evaluation=evaluation)
     assert (again.keyword.position, again.snapshot.position) == (2, 2)
 
 
@@ -346,8 +348,8 @@ def test_decisive_claims_run_on_a_generic_plan_and_leave_the_session_as_it_was(p
     positional = evaluation_with_slots(personas.team, keywords=3, positions=4)
     for evaluation in (decisive, positional):
         for _ in range(8):
-            slot = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                            evaluation=evaluation)
+            slot = slot_claim_next(user=personas.grader, team=personas.team,
+                                   evaluation=evaluation)
             FeedbackSlot.objects.filter(pk=slot.pk).update(
                 grade=1, graded_at=timezone.now(), graded_by=personas.grader)
     plans = _claim_plans_run()

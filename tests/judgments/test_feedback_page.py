@@ -7,8 +7,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from judgments import services
+from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_claim_next
 from judgments.views import FEEDBACK_PAGE_SIZE
 from tests.judgments.builders import evaluation_with_slots
 
@@ -70,9 +71,9 @@ def test_a_page_beyond_the_last_shows_the_last(personas):
 
 def test_it_shows_unsure_and_the_note_in_their_own_columns(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2, unsure=True,
-                             note="Same shoe, <b>other</b> colour")
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2, unsure=True,
+                    note="Same shoe, <b>other</b> colour")
     html = client_for(personas.lead).get(
         f"/feedback/evaluations/{evaluation.pk}/").content.decode()
     assert "<th>Unsure</th><th>Note</th>" in html
@@ -88,9 +89,9 @@ def test_unsure_only_lists_the_unsure_grades_and_pages_keep_it(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=3)
     claimed = []
     for unsure in (True, False, True):
-        slot = services.slot_claim_next(user=personas.grader, team=personas.team)
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1,
-                                 unsure=unsure, note="hm" if unsure else "")
+        slot = slot_claim_next(user=personas.grader, team=personas.team)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1,
+                        unsure=unsure, note="hm" if unsure else "")
         claimed.append(slot)
     url = f"/feedback/evaluations/{evaluation.pk}/"
     client = client_for(personas.lead)

@@ -9,8 +9,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
-from judgments import gold, gold_accuracy, gold_items, services
+from judgments import gold, gold_accuracy, gold_items
 from judgments.adjudication import snapshot_adjudicate
+from judgments.grading import slot_grade_by_lead
 from judgments.models import FeedbackSlot, GoldItem, GoldProbe
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS
 from metrics.models import KeywordMetricValue
@@ -53,7 +54,7 @@ def _client(user) -> APIClient:
 def test_an_adjudicated_answer_marked_gold_is_a_gold_item(personas):
     evaluation = evaluation_with_slots(personas.team)
     slot = FeedbackSlot.objects.filter(evaluation=evaluation).first()
-    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
+    slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
     snapshot_adjudicate(lead=personas.lead, evaluation=evaluation, snapshot=slot.snapshot,
                         grade=3, gold=True)
     item = GoldItem.objects.get(snapshot=slot.snapshot)
@@ -69,11 +70,11 @@ def test_make_gold_takes_the_agreed_grade_or_asks_for_one(personas):
     evaluation = evaluation_with_slots(personas.team, strategy=3)
     snapshot = _snapshot(evaluation)
     slots = list(FeedbackSlot.objects.filter(snapshot=snapshot).order_by("index"))
-    services.slot_grade_by_lead(lead=personas.lead, slot_id=slots[0].pk, grade=2)
+    slot_grade_by_lead(lead=personas.lead, slot_id=slots[0].pk, grade=2)
     item = gold_items.gold_item_make(user=personas.lead, evaluation=evaluation,
                                      snapshot_id=snapshot.pk)
     assert (item.grade, item.source) == (2, "page")
-    services.slot_grade_by_lead(lead=personas.owner, slot_id=slots[1].pk, grade=0)
+    slot_grade_by_lead(lead=personas.owner, slot_id=slots[1].pk, grade=0)
     with pytest.raises(ValidationError) as refused:
         gold_items.gold_item_make(user=personas.lead, evaluation=evaluation,
                                   snapshot_id=snapshot.pk)
@@ -296,7 +297,7 @@ def test_a_judges_accuracy_comes_from_its_grades_of_gold_results_elsewhere(perso
                                   doc_ids=["gold query-d1", "gold query-d2"])
     for position, grade in ((1, 2), (2, 3)):
         slot = FeedbackSlot.objects.get(evaluation=rerun, position=position)
-        services.slot_grade_by_lead(lead=judge, slot_id=slot.pk, grade=grade)
+        slot_grade_by_lead(lead=judge, slot_id=slot.pk, grade=grade)
     # Its grade of the gold item's own result does not count.
     own = FeedbackSlot.objects.filter(evaluation=source).first()
     FeedbackSlot.objects.filter(pk=own.pk).update(user=judge, grade=0)
@@ -348,7 +349,7 @@ def test_the_feedback_page_makes_a_graded_result_gold(personas):
     response = page.post(url, follow=True)
     assert "Grade the result first" in response.content.decode()
     assert not GoldItem.objects.exists()
-    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=2)
+    slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=2)
     listing = page.get(f"/feedback/evaluations/{evaluation.pk}/").content.decode()
     assert f'action="/feedback/slots/{slot.pk}/gold/"' in listing
     response = page.post(url)

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from evaluations.models import Evaluation
-from judgments import services
+from judgments.grader_tags import grader_tags_set
 from tests.judgments.builders import evaluation_with_slots
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def page_of(user, evaluation) -> str:
 def test_it_warns_that_nobody_carries_all_routing_tags(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1,
                                        tags=["DE", "fashion"])
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
     html = page_of(personas.admin, evaluation)
     assert WARNING in html
     assert ("No grader carries all of the routing tags <code>de</code>, <code>fashion</code>:"
@@ -42,7 +42,7 @@ def test_a_lead_sees_the_warning_without_the_admin_link(personas):
 def test_it_does_not_warn_once_a_member_carries_every_tag(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1,
                                        tags=["DE", "fashion"])
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["fashion", "de"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["fashion", "de"])
     assert WARNING not in page_of(personas.admin, evaluation)
 
 

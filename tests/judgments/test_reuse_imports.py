@@ -8,9 +8,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from judgments import exports, imports, services
+from judgments import exports, imports
+from judgments.grading import feedback_submit, slot_grade_by_lead, slot_reset
 from judgments.models import FeedbackSlot, PoolJudgment
+from judgments.pool import pool_judgments_import
+from judgments.queue import slot_claim_next
 from judgments.scales import builtin_scale
+from judgments.slots import slots_create_for_snapshots
 from metrics.models import KeywordMetricValue
 from metrics.reports.keyword_snapshots import snapshot_details
 from metrics.reports.leaderboards import grader_leaderboard
@@ -29,8 +33,8 @@ def _import(team, user, content: bytes, *, scale: str = "graded") -> dict:
     """Parse a CSV as the import page does and store it in the team's pool."""
     result = imports.parse_csv(content, scale=builtin_scale(scale))
     assert result.ok, result.messages()
-    return services.pool_judgments_import(team=team, scale=scale, judgments=result.judgments,
-                                          source="csv: pool.csv", user=user)
+    return pool_judgments_import(team=team, scale=scale, judgments=result.judgments,
+                                 source="csv: pool.csv", user=user)
 
 
 def _reusing(team, *, doc_ids, strategy=1, reuse=Evaluation.Reuse.DOCUMENT, text="red shoes",
@@ -63,10 +67,10 @@ def test_document_reuse_copies_imported_grades_into_empty_slots(personas):
     assert mark_of(keyword).version == 1 and mark_of(keyword).dirty_since is not None
     # A graded slot is not free: the queue only hands out the two results nobody graded.
     handed = []
-    while (claimed := services.slot_claim_next(user=personas.grader, team=team,
-                                               evaluation=evaluation)):
+    while (claimed := slot_claim_next(user=personas.grader, team=team,
+                                      evaluation=evaluation)):
         handed.append(claimed.snapshot.doc_id)
-        services.feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
+        feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
     assert handed == ["c", "x"]
 
 
@@ -98,8 +102,8 @@ def test_earlier_evaluations_grades_come_before_imported_ones(personas):
     team = personas.team
     earlier = _reusing(team, doc_ids=["a", "b"], reuse=Evaluation.Reuse.NONE)
     for _ in range(2):
-        claimed = services.slot_claim_next(user=personas.grader, team=team, evaluation=earlier)
-        services.feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
+        claimed = slot_claim_next(user=personas.grader, team=team, evaluation=earlier)
+        feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
     _import(team, personas.lead, b"red shoes,a,3\nred shoes,b,3\nred shoes,b,2\n")
 
     one_slot = _reusing(team, doc_ids=["a"])
@@ -139,8 +143,8 @@ def test_reused_imported_grades_are_recomputed_after_commit(
     snapshots = [SnapshotFactory(keyword=keyword, position=p, doc_id=d)
                  for p, d in ((1, "a"), (2, "b"))]
     with django_capture_on_commit_callbacks(execute=True):
-        services.slots_create_for_snapshots(evaluation=evaluation, keyword=keyword,
-                                            snapshots=snapshots)
+        slots_create_for_snapshots(evaluation=evaluation, keyword=keyword,
+                                   snapshots=snapshots)
     keyword.refresh_from_db()
     # Eager Celery recomputed it after the commit: one of the two results is relevant.
     mark = mark_of(keyword)
@@ -173,10 +177,10 @@ def test_a_lead_can_overwrite_and_reset_an_imported_grade(personas):
     _import(personas.team, personas.lead, b"red shoes,a,3\n")
     evaluation = _reusing(personas.team, doc_ids=["a"])
     slot = FeedbackSlot.objects.get(evaluation=evaluation)
-    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
+    slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
     slot.refresh_from_db()
     assert (slot.user_id, slot.grade, slot.reused_from_pool_id) == (personas.lead.pk, 1, None)
-    services.slot_reset(slot_id=slot.pk)
+    slot_reset(slot_id=slot.pk)
     slot.refresh_from_db()
     assert (slot.user_id, slot.grade, slot.reused_from_pool_id) == (None, None, None)
 
@@ -185,8 +189,8 @@ def test_exports_and_dashboards_name_imported_grades(personas):
     team = personas.team
     _import(team, personas.lead, b"red shoes,a,3\n")
     evaluation = _reusing(team, doc_ids=["a", "b"])
-    claimed = services.slot_claim_next(user=personas.grader, team=team, evaluation=evaluation)
-    services.feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
+    claimed = slot_claim_next(user=personas.grader, team=team, evaluation=evaluation)
+    feedback_submit(user=personas.grader, slot_id=claimed.pk, grade=1)
 
     rows = [row[:9] for row in
             csv.reader(io.StringIO(exports.judgments_csv_per_grader(evaluation)))]

@@ -10,8 +10,10 @@ import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from judgments import exports, imports, services
+from judgments import exports, imports
+from judgments.grading import slots_reuse_fill
 from judgments.models import FeedbackSlot, PoolImportUpload, PoolJudgment
+from judgments.pool import pool_judgments_import
 from judgments.scales import builtin_scale
 from searchtweak.models import Membership, Role, User
 from tests.metrics.builders import build_evaluation, set_grades, slot
@@ -248,13 +250,13 @@ def test_unsure_imported_grades_do_not_fill_slots(personas):
                "laptop,d1,3,ann,person,,true,not sure,1,\n"
                "laptop,d2,2,ann,person,,false,,2,\n").encode()
     parsed = imports.parse_csv(content, scale=GRADED)
-    services.pool_judgments_import(team=personas.team, scale="graded",
-                                   judgments=parsed.judgments, source="t", user=None)
+    pool_judgments_import(team=personas.team, scale="graded",
+                          judgments=parsed.judgments, source="t", user=None)
     evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
                                   keywords={"laptop": ["d1", "d2"]}, metrics=[("ndcg", 2, {})])
     keyword = evaluation.keywords.get()
-    services.slots_reuse_fill(evaluation=evaluation, keyword=keyword,
-                              snapshots=list(keyword.snapshots.order_by("position")))
+    slots_reuse_fill(evaluation=evaluation, keyword=keyword,
+                     snapshots=list(keyword.snapshots.order_by("position")))
     assert list(FeedbackSlot.objects.filter(evaluation=evaluation).order_by("position")
                 .values_list("snapshot__doc_id", "grade")) == [("d1", None), ("d2", 2)]
 

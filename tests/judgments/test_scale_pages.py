@@ -5,8 +5,8 @@ import re
 import pytest
 from django.test import Client
 
-from judgments import services
 from judgments.models import Transformer
+from judgments.scale_writes import scale_create, transformer_save
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,7 @@ def test_the_transformer_form_shows_one_row_per_grade_of_the_source(personas):
 
 
 def test_rows_of_a_team_scale_start_unmapped_and_offer_the_target_grades(personas):
-    services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=3, labels={
+    scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=3, labels={
         "1": {"label": "Bad", "color": ""}, "2": {"label": "Okay", "color": ""},
         "3": {"label": "Great", "color": ""}})
     html = client_for(personas.admin).get(
@@ -64,8 +64,8 @@ def test_rows_of_a_team_scale_start_unmapped_and_offer_the_target_grades(persona
 
 
 def test_the_team_mapping_is_prefilled_over_the_default(personas):
-    services.transformer_save(team=personas.team, source="graded", target="binary",
-                              mapping={"0": 0, "1": 0, "2": 0, "3": 1})
+    transformer_save(team=personas.team, source="graded", target="binary",
+                     mapping={"0": 0, "1": 0, "2": 0, "3": 1})
     html = client_for(personas.admin).get(
         "/transformers/edit/?source=graded&target=binary").content.decode()
     assert _picked(html) == {"grade_0": "0", "grade_1": "0", "grade_2": "0", "grade_3": "1"}
@@ -101,7 +101,7 @@ def test_rows_posted_for_another_pair_are_not_saved_under_the_new_one(personas):
 
 
 def test_rows_posted_for_a_team_scale_after_a_switch_start_unmapped(personas):
-    services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=3, labels={
+    scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=3, labels={
         "1": {"label": "Bad", "color": ""}, "2": {"label": "Okay", "color": ""},
         "3": {"label": "Great", "color": ""}})
     response = client_for(personas.admin).post("/transformers/edit/", {
@@ -136,8 +136,8 @@ def test_the_transformer_form_needs_an_admin(personas):
 
 
 def test_a_scale_of_the_team_is_403_below_admin_and_404_outside(personas):
-    scale = services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=2,
-                                  labels={"1": {"label": "Bad"}, "2": {"label": "Good"}})
+    scale = scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=2,
+                         labels={"1": {"label": "Bad"}, "2": {"label": "Good"}})
     assert client_for(personas.admin).get(f"/scales/{scale.pk}/").status_code == 200
     assert client_for(personas.grader).get(f"/scales/{scale.pk}/").status_code == 403
     assert client_for(personas.outsider).get(f"/scales/{scale.pk}/").status_code == 404

@@ -7,8 +7,11 @@ from django.http import Http404
 
 from evaluations.demo import product_image
 from evaluations.models import DemoProduct, Evaluation, Snapshot
-from judgments import queue_selectors, selectors, services
+from judgments import queue_selectors, selectors
+from judgments.grader_tags import grader_tags_set
+from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_claim_next
 from searchtweak.models import Role
 from tests.judgments.builders import evaluation_with_slots
 from tests.searchtweak.factories import member
@@ -18,8 +21,8 @@ pytestmark = pytest.mark.django_db
 
 def grade_all(user, team, grade: int = 1) -> int:
     graded = 0
-    while (slot := services.slot_claim_next(user=user, team=team)) is not None:
-        services.feedback_submit(user=user, slot_id=slot.pk, grade=grade)
+    while (slot := slot_claim_next(user=user, team=team)) is not None:
+        feedback_submit(user=user, slot_id=slot.pk, grade=grade)
         graded += 1
     return graded
 
@@ -56,11 +59,11 @@ def test_it_thanks_a_grader_who_graded_everything_even_once_it_finished(personas
 
 
 def test_it_says_how_many_results_wait_for_which_tags(personas):
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
     evaluation_with_slots(personas.team, keywords=2, positions=3, tags=["DE", "fashion"])
     evaluation_with_slots(personas.team, keywords=1, positions=4, strategy=3, tags=["fr"])
     evaluation_with_slots(personas.team, keywords=1, positions=2, tags=["fashion", "de"])
-    assert services.slot_claim_next(user=personas.grader, team=personas.team) is None
+    assert slot_claim_next(user=personas.grader, team=personas.team) is None
     empty = empty_queue(personas)
     assert empty.reason == "routed"
     # Grouped by the tags needed (as graders carry them); three slots of a result are one.
@@ -74,9 +77,9 @@ def test_it_says_how_many_results_wait_for_which_tags(personas):
 
 def test_it_leaves_out_graded_results_from_the_waiting_count(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=3, tags=["x"])
-    services.grader_tags_set(team=personas.team, user=personas.lead, tags=["x"])
-    slot = services.slot_claim_next(user=personas.lead, team=personas.team)
-    services.feedback_submit(user=personas.lead, slot_id=slot.pk, grade=2)
+    grader_tags_set(team=personas.team, user=personas.lead, tags=["x"])
+    slot = slot_claim_next(user=personas.lead, team=personas.team)
+    feedback_submit(user=personas.lead, slot_id=slot.pk, grade=2)
     empty = empty_queue(personas, evaluation=evaluation)
     assert empty.reason == "routed"
     assert [(g.tags, g.result_count) for g in empty.routed_elsewhere] == [(("x",), 2)]
@@ -85,12 +88,12 @@ def test_it_leaves_out_graded_results_from_the_waiting_count(personas):
 
 def test_it_says_others_hold_the_rest_and_until_when(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=3)
-    services.feedback_submit(
-        user=personas.grader, slot_id=services.slot_claim_next(
+    feedback_submit(
+        user=personas.grader, slot_id=slot_claim_next(
             user=personas.grader, team=personas.team).pk, grade=1)
-    held = [services.slot_claim_next(user=user, team=personas.team)
+    held = [slot_claim_next(user=user, team=personas.team)
             for user in (personas.lead, personas.admin)]
-    assert services.slot_claim_next(user=personas.grader, team=personas.team) is None
+    assert slot_claim_next(user=personas.grader, team=personas.team) is None
     empty = empty_queue(personas)
     assert (empty.reason, empty.leased_count, empty.graded_count) == ("leased", 2, 1)
     assert empty.leased_until == min(
@@ -101,7 +104,7 @@ def test_it_does_not_count_results_the_grader_already_graded_as_held_by_others(p
     # Three graders per result: the others' slots of what this grader graded are not theirs.
     evaluation_with_slots(personas.team, keywords=1, positions=2, strategy=3)
     assert grade_all(personas.grader, personas.team) == 2
-    services.slot_claim_next(user=personas.lead, team=personas.team)
+    slot_claim_next(user=personas.lead, team=personas.team)
     empty = empty_queue(personas)
     assert (empty.reason, empty.leased_count, empty.graded_count) == ("done", 0, 2)
 
@@ -120,8 +123,8 @@ def test_it_names_the_routing_tags_no_member_carries_all_of(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1,
                                        tags=["DE", "fashion"])
     assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de", "fashion")
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
-    services.grader_tags_set(team=personas.team, user=personas.lead, tags=["fashion"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    grader_tags_set(team=personas.team, user=personas.lead, tags=["fashion"])
     # Each tag has a carrier, but nobody carries both.
     assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de", "fashion")
 
@@ -129,16 +132,16 @@ def test_it_names_the_routing_tags_no_member_carries_all_of(personas):
 def test_it_is_satisfied_once_one_member_carries_every_tag(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1,
                                        tags=["DE", "fashion"])
-    services.grader_tags_set(team=personas.team, user=personas.grader,
-                             tags=["fashion", "de", "extra"])
+    grader_tags_set(team=personas.team, user=personas.grader,
+                    tags=["fashion", "de", "extra"])
     assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ()
 
 
 def test_it_ignores_tags_carried_in_another_team_or_by_a_former_member(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, tags=["de"])
-    services.grader_tags_set(team=personas.other_team, user=personas.outsider, tags=["de"])
+    grader_tags_set(team=personas.other_team, user=personas.outsider, tags=["de"])
     former = member(personas.team, "grader", "former")
-    services.grader_tags_set(team=personas.team, user=former, tags=["de"])
+    grader_tags_set(team=personas.team, user=former, tags=["de"])
     former.memberships.all().delete()
     assert queue_selectors.routing_tags_nobody_carries(evaluation=evaluation) == ("de",)
 

@@ -6,13 +6,22 @@ from django.utils import timezone
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.signals import snapshots_created
-from judgments import services
+from judgments.grader_tags import grader_tags_set
+from judgments.grading import (
+    feedback_submit,
+    keywords_mark_dirty,
+    slot_grade_by_lead,
+    slot_reset,
+    snapshot_grade,
+)
 from judgments.models import FeedbackSlot, GraderTags, SlotSkip, Transformer
+from judgments.queue import SlotConflict, slot_claim_next, slot_skip
 from judgments.queue_selectors import (
     grading_progress,
     previous_graded_slot,
     queue_evaluation_ids,
 )
+from judgments.scale_writes import scale_create, scale_delete, scale_update, transformer_save
 from judgments.selectors import snapshot_target_for_user
 from judgments.signals import grades_written
 from metrics import receivers as metrics_receivers
@@ -27,9 +36,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _grade_next(user, team, grade=2, evaluation=None):
-    slot = services.slot_claim_next(user=user, team=team, evaluation=evaluation)
+    slot = slot_claim_next(user=user, team=team, evaluation=evaluation)
     assert slot is not None
-    return services.feedback_submit(user=user, slot_id=slot.pk, grade=grade)
+    return feedback_submit(user=user, slot_id=slot.pk, grade=grade)
 
 
 # --- dirty marking ---
@@ -50,10 +59,10 @@ def test_it_announces_in_the_transaction_and_metrics_marks_there_and_queues_afte
     grades_written.connect(listener, dispatch_uid="test-listener")
     try:
         with django_capture_on_commit_callbacks() as callbacks:
-            services.keywords_mark_dirty(keyword_ids=[keyword.pk, keyword.pk])
+            keywords_mark_dirty(keyword_ids=[keyword.pk, keyword.pk])
             first = Keyword.objects.get(pk=keyword.pk)
             assert mark_of(first).version == 1 and mark_of(first).dirty_since is not None
-            services.keywords_mark_dirty(keyword_ids=[keyword.pk])
+            keywords_mark_dirty(keyword_ids=[keyword.pk])
             second = Keyword.objects.get(pk=keyword.pk)
             # The version counts every change; dirty_since keeps the oldest unrecomputed one.
             assert mark_of(second).version == 2
@@ -73,9 +82,9 @@ def test_a_grade_bumps_its_keyword_version_but_a_same_regrade_does_not(personas)
     evaluation = evaluation_with_slots(personas.team, keywords=1)
     slot = _grade_next(personas.grader, personas.team, grade=2)
     assert mark_of(slot.keyword_id).version == 1
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
     assert mark_of(slot.keyword_id).version == 1
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
     assert mark_of(slot.keyword_id).version == 2
     assert mark_of(evaluation.keywords.get()).dirty_since is not None
 
@@ -133,8 +142,8 @@ def test_reuse_by_document_fills_empty_slots_with_earlier_grades(personas):
         assert slot.reused_from.snapshot.doc_id == "b"
     assert mark_of(evaluation.keywords.get()).version == 1
     # The third slot of "b" stays free, and its graders never get "b" again.
-    assert services.slot_claim_next(user=personas.grader, team=team,
-                                    evaluation=evaluation).snapshot.doc_id == "x"
+    assert slot_claim_next(user=personas.grader, team=team,
+                           evaluation=evaluation).snapshot.doc_id == "x"
 
 
 def test_reuse_by_position_needs_the_same_position(personas):
@@ -154,9 +163,9 @@ def test_reuse_takes_only_the_same_scale_the_same_team_and_sure_grades(personas)
     _graded_earlier(team, [(personas.grader, 1)], scale="binary")
     _graded_earlier(personas.other_team, [(personas.outsider, 3)])
     earlier = evaluation_with_slots(team, texts=["red shoes"], positions=1, doc_ids=["a"])
-    slot = services.slot_claim_next(user=personas.lead, team=team, evaluation=earlier)
-    services.feedback_submit(user=personas.lead, slot_id=slot.pk, grade=2, unsure=True,
-                             note="not sure")
+    slot = slot_claim_next(user=personas.lead, team=team, evaluation=earlier)
+    feedback_submit(user=personas.lead, slot_id=slot.pk, grade=2, unsure=True,
+                    note="not sure")
     evaluation = evaluation_with_slots(team, texts=["red shoes"], positions=2, strategy=3,
                                        doc_ids=["a", "b"], reuse=Evaluation.Reuse.DOCUMENT)
     assert not FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=False).exists()
@@ -180,54 +189,54 @@ def test_the_queue_hands_out_keywords_then_positions_with_a_five_minute_lease(pe
     evaluation = evaluation_with_slots(personas.team, keywords=2, positions=3)
     order = []
     before = timezone.now()
-    while (slot := services.slot_claim_next(user=personas.grader, team=personas.team)):
+    while (slot := slot_claim_next(user=personas.grader, team=personas.team)):
         assert slot.user_id == personas.grader.pk
         lease = slot.lease_expires_at - slot.assigned_at
         assert lease == timedelta(minutes=5) and slot.assigned_at >= before
         order.append((slot.keyword.position, slot.snapshot.position))
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
     assert order == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
     assert FeedbackSlot.objects.filter(evaluation=evaluation, grade=1).count() == 6
 
 
 def test_asking_twice_returns_the_slot_already_held(personas):
     evaluation_with_slots(personas.team)
-    first = services.slot_claim_next(user=personas.grader, team=personas.team)
-    again = services.slot_claim_next(user=personas.grader, team=personas.team)
+    first = slot_claim_next(user=personas.grader, team=personas.team)
+    again = slot_claim_next(user=personas.grader, team=personas.team)
     assert again.pk == first.pk
     assert FeedbackSlot.objects.filter(user=personas.grader).count() == 1
 
 
 def test_two_graders_never_get_the_same_slot(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=2)
-    a = services.slot_claim_next(user=personas.grader, team=personas.team)
-    b = services.slot_claim_next(user=personas.lead, team=personas.team)
+    a = slot_claim_next(user=personas.grader, team=personas.team)
+    b = slot_claim_next(user=personas.lead, team=personas.team)
     assert a.pk != b.pk
-    assert services.slot_claim_next(user=personas.admin, team=personas.team) is None
+    assert slot_claim_next(user=personas.admin, team=personas.team) is None
 
 
 def test_a_person_never_gets_two_slots_of_one_snapshot(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2, strategy=3)
     snapshots = []
-    while (slot := services.slot_claim_next(user=personas.grader, team=personas.team)):
+    while (slot := slot_claim_next(user=personas.grader, team=personas.team)):
         snapshots.append(slot.snapshot_id)
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=0)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=0)
     assert len(snapshots) == 2 and len(set(snapshots)) == 2
     # Other people still find the remaining slots.
-    assert services.slot_claim_next(user=personas.lead, team=personas.team,
-                                    evaluation=evaluation) is not None
+    assert slot_claim_next(user=personas.lead, team=personas.team,
+                           evaluation=evaluation) is not None
 
 
 def test_an_expired_lease_returns_the_slot_to_the_pool(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=1)
-    held = services.slot_claim_next(user=personas.grader, team=personas.team)
-    assert services.slot_claim_next(user=personas.lead, team=personas.team) is None
+    held = slot_claim_next(user=personas.grader, team=personas.team)
+    assert slot_claim_next(user=personas.lead, team=personas.team) is None
     FeedbackSlot.objects.filter(pk=held.pk).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1))
-    taken = services.slot_claim_next(user=personas.lead, team=personas.team)
+    taken = slot_claim_next(user=personas.lead, team=personas.team)
     assert taken.pk == held.pk and taken.user_id == personas.lead.pk
     with pytest.raises(ValidationError) as error:
-        services.feedback_submit(user=personas.grader, slot_id=held.pk, grade=2)
+        feedback_submit(user=personas.grader, slot_id=held.pk, grade=2)
     assert "another grader" in str(error.value)
     assert FeedbackSlot.objects.get(pk=held.pk).grade is None
 
@@ -236,18 +245,18 @@ def test_an_expired_lease_returns_the_slot_to_the_pool(personas):
                                     Evaluation.Status.FINISHED])
 def test_only_active_evaluations_hand_out_work(personas, status):
     evaluation_with_slots(personas.team, status=status)
-    assert services.slot_claim_next(user=personas.grader, team=personas.team) is None
+    assert slot_claim_next(user=personas.grader, team=personas.team) is None
 
 
 def test_tags_route_work_to_graders_carrying_all_of_them(personas):
     tagged = evaluation_with_slots(personas.team, keywords=1, positions=1, tags=["de", "Fashion"])
     assert queue_evaluation_ids(user=personas.grader, team=personas.team) == []
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
-    assert services.slot_claim_next(user=personas.grader, team=personas.team) is None
-    services.grader_tags_set(team=personas.team, user=personas.grader,
-                             tags=[" fashion", "de", "fr"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    assert slot_claim_next(user=personas.grader, team=personas.team) is None
+    grader_tags_set(team=personas.team, user=personas.grader,
+                    tags=[" fashion", "de", "fr"])
     assert GraderTags.objects.get(user=personas.grader).tags == ["de", "fashion", "fr"]
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
     assert slot.evaluation_id == tagged.pk
 
 
@@ -255,29 +264,29 @@ def test_the_team_queue_spans_active_evaluations_and_one_evaluation_queue_stays_
     first = evaluation_with_slots(personas.team, keywords=1, positions=1)
     second = evaluation_with_slots(personas.team, keywords=1, positions=1)
     evaluation_with_slots(personas.other_team, keywords=1, positions=1)
-    only_second = services.slot_claim_next(user=personas.lead, team=personas.team,
-                                           evaluation=second)
+    only_second = slot_claim_next(user=personas.lead, team=personas.team,
+                                  evaluation=second)
     assert only_second.evaluation_id == second.pk
-    team_wide = services.slot_claim_next(user=personas.grader, team=personas.team)
+    team_wide = slot_claim_next(user=personas.grader, team=personas.team)
     assert team_wide.evaluation_id == first.pk
     # An outsider gets nothing from a team they are not in.
-    assert services.slot_claim_next(user=personas.outsider, team=personas.team) is None
+    assert slot_claim_next(user=personas.outsider, team=personas.team) is None
 
 
 def test_skipped_results_come_back_only_when_nothing_else_is_left(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=3)
-    first = services.slot_claim_next(user=personas.grader, team=personas.team)
-    services.slot_skip(user=personas.grader, slot_id=first.pk)
+    first = slot_claim_next(user=personas.grader, team=personas.team)
+    slot_skip(user=personas.grader, slot_id=first.pk)
     released = FeedbackSlot.objects.get(pk=first.pk)
     assert released.user_id is None and released.lease_expires_at is None
     assert SlotSkip.objects.filter(user=personas.grader, snapshot=first.snapshot).exists()
     # Someone else may take the skipped result at once.
-    assert services.slot_claim_next(user=personas.lead, team=personas.team).pk == first.pk
-    services.slot_reset(slot_id=first.pk)
+    assert slot_claim_next(user=personas.lead, team=personas.team).pk == first.pk
+    slot_reset(slot_id=first.pk)
     positions = []
-    while (slot := services.slot_claim_next(user=personas.grader, team=personas.team)):
+    while (slot := slot_claim_next(user=personas.grader, team=personas.team)):
         positions.append(slot.snapshot.position)
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
     assert positions == [2, 3, 1]
 
 
@@ -286,9 +295,9 @@ def test_skipped_results_come_back_only_when_nothing_else_is_left(personas):
 
 def test_it_writes_the_grade_with_unsure_and_note(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=1)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3, unsure=True,
-                             note="  title only ")
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3, unsure=True,
+                    note="  title only ")
     stored = FeedbackSlot.objects.get(pk=slot.pk)
     assert (stored.grade, stored.unsure, stored.note) == (3, True, "title only")
     assert stored.graded_at is not None and stored.graded_by is None
@@ -300,9 +309,9 @@ def test_it_writes_the_grade_with_unsure_and_note(personas):
 ])
 def test_it_rejects_a_grade_outside_the_scale_or_not_an_integer(personas, scale, bad):
     evaluation_with_slots(personas.team, keywords=1, positions=1, scale=scale)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
     with pytest.raises(ValidationError) as error:
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=bad)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=bad)
     assert list(error.value.message_dict) == ["grade"]
     stored = FeedbackSlot.objects.get(pk=slot.pk)
     assert stored.grade is None and stored.graded_at is None
@@ -318,11 +327,11 @@ def test_it_accepts_every_scales_own_grades(personas, scale, good):
 
 def test_a_grade_after_the_lease_expired_changes_nothing(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=1)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
     FeedbackSlot.objects.filter(pk=slot.pk).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1))
     with pytest.raises(ValidationError) as error:
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
     assert "ran out" in error.value.message_dict["slot"][0]
     assert FeedbackSlot.objects.get(pk=slot.pk).grade is None
 
@@ -332,7 +341,7 @@ def test_a_grade_for_a_finished_evaluation_changes_nothing(personas):
     slot = _grade_next(personas.grader, personas.team, grade=1)
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FINISHED)
     with pytest.raises(ValidationError) as error:
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
     assert "finished" in error.value.message_dict["evaluation"][0]
     assert FeedbackSlot.objects.get(pk=slot.pk).grade == 1
 
@@ -342,10 +351,10 @@ def test_a_grader_may_regrade_their_own_graded_result_but_not_anothers(personas)
     mine = _grade_next(personas.grader, personas.team, grade=1)
     FeedbackSlot.objects.filter(pk=mine.pk).update(
         lease_expires_at=timezone.now() - timedelta(hours=1))
-    services.feedback_submit(user=personas.grader, slot_id=mine.pk, grade=3)
+    feedback_submit(user=personas.grader, slot_id=mine.pk, grade=3)
     assert FeedbackSlot.objects.get(pk=mine.pk).grade == 3
     with pytest.raises(ValidationError):
-        services.feedback_submit(user=personas.lead, slot_id=mine.pk, grade=0)
+        feedback_submit(user=personas.lead, slot_id=mine.pk, grade=0)
     assert FeedbackSlot.objects.get(pk=mine.pk).grade == 3
 
 
@@ -353,11 +362,11 @@ def test_previous_result_follows_the_order_results_were_handed_out(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=3)
     ids = [evaluation.pk]
     graded = [_grade_next(personas.grader, personas.team, grade=g) for g in (1, 2)]
-    current = services.slot_claim_next(user=personas.grader, team=personas.team)
+    current = slot_claim_next(user=personas.grader, team=personas.team)
     assert previous_graded_slot(user=personas.grader, evaluation_ids=ids,
                                 before=current).pk == graded[1].pk
     # Re-grading the previous one does not change what comes before it.
-    services.feedback_submit(user=personas.grader, slot_id=graded[1].pk, grade=0)
+    feedback_submit(user=personas.grader, slot_id=graded[1].pk, grade=0)
     assert previous_graded_slot(user=personas.grader, evaluation_ids=ids,
                                 before=graded[1]).pk == graded[0].pk
     assert previous_graded_slot(user=personas.grader, evaluation_ids=ids,
@@ -380,10 +389,10 @@ def test_grading_a_snapshot_claims_a_free_slot_then_reuses_the_callers(personas)
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=3)
     snapshot = evaluation.keywords.get().snapshots.get()
     target = snapshot_target_for_user(user=personas.grader, snapshot_id=snapshot.pk)
-    slot = FeedbackSlot.objects.get(pk=services.snapshot_grade(
+    slot = FeedbackSlot.objects.get(pk=snapshot_grade(
         user=personas.grader, target=target, grade=2))
     assert (slot.user_id, slot.grade, slot.index) == (personas.grader.pk, 2, 0)
-    again = services.snapshot_grade(user=personas.grader, target=target, grade=3)
+    again = snapshot_grade(user=personas.grader, target=target, grade=3)
     assert again == slot.pk and FeedbackSlot.objects.get(pk=slot.pk).grade == 3
     assert FeedbackSlot.objects.filter(snapshot=snapshot, user__isnull=False).count() == 1
 
@@ -402,13 +411,13 @@ def test_grading_a_snapshot_marks_its_keyword_as_a_grade_change_does(
     with django_capture_on_commit_callbacks(execute=True):
         # Claims a slot (the general path), then re-grades it on the caller's own slot
         # (one statement on PostgreSQL): same grade, new grade, then the next result.
-        services.snapshot_grade(user=personas.grader, target=targets[0], grade=1)
-        services.snapshot_grade(user=personas.grader, target=targets[0], grade=1,
-                                unsure=True, note="  looks off ")
-        services.snapshot_grade(user=personas.grader, target=targets[0], grade=2)
+        snapshot_grade(user=personas.grader, target=targets[0], grade=1)
+        snapshot_grade(user=personas.grader, target=targets[0], grade=1,
+                       unsure=True, note="  looks off ")
+        snapshot_grade(user=personas.grader, target=targets[0], grade=2)
         KeywordRecomputeMark.objects.update(dirty_since=None)  # as if a recompute had run
-        services.snapshot_grade(user=personas.grader, target=targets[1], grade=0)
-        services.snapshot_grade(user=personas.grader, target=targets[1], grade=3)
+        snapshot_grade(user=personas.grader, target=targets[1], grade=0)
+        snapshot_grade(user=personas.grader, target=targets[1], grade=3)
     keyword = evaluation.keywords.get()
     assert mark_of(keyword).version == 4 and mark_of(keyword).dirty_since is not None
     # Announced only for real changes; newly dirty only when the keyword was clean.
@@ -421,10 +430,10 @@ def test_grading_a_snapshot_marks_its_keyword_as_a_grade_change_does(
 def test_grading_a_snapshot_whose_slots_all_belong_to_others_conflicts(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
     snapshot = evaluation.keywords.get().snapshots.get()
-    services.slot_claim_next(user=personas.lead, team=personas.team)
+    slot_claim_next(user=personas.lead, team=personas.team)
     target = snapshot_target_for_user(user=personas.grader, snapshot_id=snapshot.pk)
-    with pytest.raises(services.SlotConflict):
-        services.snapshot_grade(user=personas.grader, target=target, grade=2)
+    with pytest.raises(SlotConflict):
+        snapshot_grade(user=personas.grader, target=target, grade=2)
     assert FeedbackSlot.objects.get(snapshot=snapshot).grade is None
 
 
@@ -434,25 +443,25 @@ def test_grading_a_snapshot_whose_slots_all_belong_to_others_conflicts(personas)
 def test_a_lead_grades_a_free_slot_and_corrects_a_graders_grade(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
     graders = _grade_next(personas.grader, personas.team, grade=0)
-    corrected = services.slot_grade_by_lead(lead=personas.lead, slot_id=graders.pk, grade=3)
+    corrected = slot_grade_by_lead(lead=personas.lead, slot_id=graders.pk, grade=3)
     assert (corrected.user_id, corrected.grade, corrected.graded_by_id) == (
         personas.grader.pk, 3, personas.lead.pk)
     free = FeedbackSlot.objects.get(evaluation=evaluation, user__isnull=True)
-    taken = services.slot_grade_by_lead(lead=personas.lead, slot_id=free.pk, grade=1)
+    taken = slot_grade_by_lead(lead=personas.lead, slot_id=free.pk, grade=1)
     assert (taken.user_id, taken.grade) == (personas.lead.pk, 1)
     with pytest.raises(ValidationError):
-        services.slot_grade_by_lead(lead=personas.lead, slot_id=free.pk, grade=9)
+        slot_grade_by_lead(lead=personas.lead, slot_id=free.pk, grade=9)
     assert mark_of(evaluation.keywords.get()).version == 3
 
 
 def test_a_reset_empties_the_slot_and_returns_it_to_the_queue(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1)
     slot = _grade_next(personas.grader, personas.team, grade=2)
-    services.slot_reset(slot_id=slot.pk)
+    slot_reset(slot_id=slot.pk)
     stored = FeedbackSlot.objects.get(pk=slot.pk)
     assert (stored.user_id, stored.grade, stored.graded_at) == (None, None, None)
     assert mark_of(evaluation.keywords.get()).version == 2
-    assert services.slot_claim_next(user=personas.grader, team=personas.team).pk == slot.pk
+    assert slot_claim_next(user=personas.grader, team=personas.team).pk == slot.pk
 
 
 # --- scales, transformers, tags ---
@@ -462,13 +471,13 @@ LABELS = {str(g): {"label": f"L{g}", "color": "#112233"} for g in range(1, 6)}
 
 
 def test_an_admin_defines_a_scale_that_graders_then_grade_on(personas):
-    services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
-                          labels=LABELS)
+    scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
+                 labels=LABELS)
     evaluation_with_slots(personas.team, keywords=1, positions=1, scale="stars")
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
     with pytest.raises(ValidationError):
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=0)
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=5)
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=0)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=5)
     assert FeedbackSlot.objects.get(pk=slot.pk).grade == 5
 
 
@@ -481,46 +490,46 @@ def test_an_admin_defines_a_scale_that_graders_then_grade_on(personas):
 ])
 def test_it_rejects_bad_scales(personas, code, lo, hi, labels, field):
     with pytest.raises(ValidationError) as error:
-        services.scale_create(team=personas.team, code=code, name="X", lo=lo, hi=hi,
-                              labels=labels)
+        scale_create(team=personas.team, code=code, name="X", lo=lo, hi=hi,
+                     labels=labels)
     assert field in error.value.message_dict
 
 
 def test_a_scale_in_use_keeps_its_range(personas):
-    scale = services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
-                                  labels=LABELS)
+    scale = scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
+                         labels=LABELS)
     evaluation_with_slots(personas.team, keywords=1, positions=1, scale="stars")
     with pytest.raises(ValidationError):
-        services.scale_update(scale=scale, name="Stars", lo=1, hi=4,
-                              labels={k: v for k, v in LABELS.items() if k != "5"})
+        scale_update(scale=scale, name="Stars", lo=1, hi=4,
+                     labels={k: v for k, v in LABELS.items() if k != "5"})
     with pytest.raises(ValidationError):
-        services.scale_delete(scale=scale)
-    services.scale_update(scale=scale, name="Five stars", lo=1, hi=5, labels=LABELS)
+        scale_delete(scale=scale)
+    scale_update(scale=scale, name="Five stars", lo=1, hi=5, labels=LABELS)
     scale.refresh_from_db()
     assert (scale.name, scale.hi) == ("Five stars", 5)
 
 
 def test_a_transformer_must_map_every_grade_to_a_valid_grade(personas):
     with pytest.raises(ValidationError) as error:
-        services.transformer_save(team=personas.team, source="graded", target="binary",
-                                  mapping={"0": 0, "1": 0, "2": 1})
+        transformer_save(team=personas.team, source="graded", target="binary",
+                         mapping={"0": 0, "1": 0, "2": 1})
     assert "grade 3 is not mapped" in error.value.message_dict["mapping"][0]
     with pytest.raises(ValidationError):
-        services.transformer_save(team=personas.team, source="graded", target="binary",
-                                  mapping={"0": 0, "1": 0, "2": 1, "3": 2})
+        transformer_save(team=personas.team, source="graded", target="binary",
+                         mapping={"0": 0, "1": 0, "2": 1, "3": 2})
     assert not Transformer.objects.exists()
-    saved = services.transformer_save(team=personas.team, source="graded", target="binary",
-                                      mapping={"0": 0, "1": 0, "2": 1, "3": 1})
+    saved = transformer_save(team=personas.team, source="graded", target="binary",
+                             mapping={"0": 0, "1": 0, "2": 1, "3": 1})
     assert saved.mapping == {"0": 0, "1": 0, "2": 1, "3": 1}
 
 
 def test_the_scale_provider_answers_with_team_scales_and_transformers(personas):
     from evaluations.hooks import scale_provider
 
-    services.scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
-                          labels=LABELS)
-    services.transformer_save(team=personas.team, source="stars", target="binary",
-                              mapping={"1": 0, "2": 0, "3": 1, "4": 1, "5": 1})
+    scale_create(team=personas.team, code="stars", name="Stars", lo=1, hi=5,
+                 labels=LABELS)
+    transformer_save(team=personas.team, source="stars", target="binary",
+                     mapping={"1": 0, "2": 0, "3": 1, "4": 1, "5": 1})
     provider = scale_provider()
     codes = [code for code, _ in provider.choices(personas.team)]
     assert codes == ["binary", "graded", "detail", "stars"]
@@ -533,7 +542,7 @@ def test_the_scale_provider_answers_with_team_scales_and_transformers(personas):
 
 def test_tags_can_only_be_given_to_team_members(personas):
     with pytest.raises(ValidationError):
-        services.grader_tags_set(team=personas.team, user=personas.outsider, tags=["x"])
+        grader_tags_set(team=personas.team, user=personas.outsider, tags=["x"])
     newcomer = member(personas.team, Role.GRADER, "newcomer")
-    assert services.grader_tags_set(team=personas.team, user=newcomer, tags=["X", "x"]).tags == [
+    assert grader_tags_set(team=personas.team, user=newcomer, tags=["X", "x"]).tags == [
         "x"]

@@ -10,8 +10,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Snapshot
-from judgments import queries, services
+from judgments import queries
+from judgments.grading import feedback_submit, slot_grade_by_lead, slot_reset
 from judgments.models import FeedbackSlot
+from judgments.queue import slot_claim_next
 from searchtweak import sql
 from searchtweak.models import Role
 from tests.judgments.builders import evaluation_with_slots
@@ -33,9 +35,9 @@ def grade_through_queue(evaluation: Evaluation, user) -> list[tuple[int, int, in
     """(keyword position, position, shown position) of each result the queue hands the
     grader, graded 2 through the grading page's service, until nothing is left."""
     handed = []
-    while (slot := services.slot_claim_next(user=user, team=evaluation.team,
-                                            evaluation=evaluation)) is not None:
-        graded = services.feedback_submit(user=user, slot_id=slot.pk, grade=2)
+    while (slot := slot_claim_next(user=user, team=evaluation.team,
+                                   evaluation=evaluation)) is not None:
+        graded = feedback_submit(user=user, slot_id=slot.pk, grade=2)
         handed.append((slot.keyword.position, slot.snapshot.position, graded.shown_position))
     return handed
 
@@ -104,16 +106,16 @@ def test_the_order_holds_across_reloads_and_a_lapsed_lease(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=6,
                                        shuffle_results=True)
     expected_first = own_order(evaluation, 1, personas.grader)[0]
-    held = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                    evaluation=evaluation)
-    again = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                     evaluation=evaluation)
+    held = slot_claim_next(user=personas.grader, team=personas.team,
+                           evaluation=evaluation)
+    again = slot_claim_next(user=personas.grader, team=personas.team,
+                            evaluation=evaluation)
     assert held.snapshot.position == again.snapshot.position == expected_first
     FeedbackSlot.objects.filter(pk=held.pk).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1))
     # Not reshuffled: the lapsed result is still the grader's first.
-    assert services.slot_claim_next(user=personas.grader, team=personas.team,
-                                    evaluation=evaluation).snapshot.position == expected_first
+    assert slot_claim_next(user=personas.grader, team=personas.team,
+                           evaluation=evaluation).snapshot.position == expected_first
 
 
 def test_without_shuffle_results_come_in_engine_order_shown_at_their_position(personas):
@@ -128,8 +130,8 @@ def test_the_team_queue_shuffles_only_the_shuffled_evaluation(personas):
                                      shuffle_results=True)
     Evaluation.objects.filter(pk=plain.pk).update(started_at=timezone.now() - timedelta(1))
     order = []
-    while (slot := services.slot_claim_next(user=personas.grader, team=personas.team)):
-        services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
+    while (slot := slot_claim_next(user=personas.grader, team=personas.team)):
+        feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
         order.append((slot.evaluation_id, slot.snapshot.position))
     assert order == [(plain.pk, p) for p in range(1, 6)] + [
         (shuffled.pk, p) for p in own_order(shuffled, 1, personas.grader)]
@@ -171,16 +173,16 @@ def test_grading_a_named_snapshot_records_its_shown_position(personas):
 
 def test_judges_leads_and_resets_record_no_shown_position(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team,
-                                    evaluation=evaluation)
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
+    slot = slot_claim_next(user=personas.grader, team=personas.team,
+                           evaluation=evaluation)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=3)
     assert FeedbackSlot.objects.get(pk=slot.pk).shown_position == 1
     # A lead correcting the grade did not see it in the queue.
-    services.slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
+    slot_grade_by_lead(lead=personas.lead, slot_id=slot.pk, grade=1)
     assert FeedbackSlot.objects.get(pk=slot.pk).shown_position is None
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=2)
     assert FeedbackSlot.objects.get(pk=slot.pk).shown_position == 1
-    services.slot_reset(slot_id=slot.pk)
+    slot_reset(slot_id=slot.pk)
     assert FeedbackSlot.objects.get(pk=slot.pk).shown_position is None
 
 
@@ -206,8 +208,8 @@ def test_a_grader_of_another_team_is_not_handed_shuffled_work(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2,
                                        shuffle_results=True)
     stranger = member(personas.other_team, Role.GRADER, "stranger")
-    assert services.slot_claim_next(user=stranger, team=personas.team,
-                                    evaluation=evaluation) is None
+    assert slot_claim_next(user=stranger, team=personas.team,
+                           evaluation=evaluation) is None
 
 
 def test_the_grading_api_gives_no_engine_position_when_shuffled(personas):

@@ -9,9 +9,11 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from evaluations.models import Snapshot
-from judgments import selectors, services
+from judgments import selectors
 from judgments.api import AssignedSlotOutputSerializer, SlotOutputSerializer, assigned_slot_data
+from judgments.grading import snapshot_grade_and_claim_next
 from judgments.models import FeedbackSlot, PoolJudgment
+from judgments.queue import slot_claim_next_assigned
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS
 from tests.judgments.builders import evaluation_with_slots
 
@@ -57,12 +59,12 @@ def test_fast_path_and_serializer_give_identical_json_in_every_state(personas):
 
 def test_the_claim_and_grade_paths_answer_the_serializers_json(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=2)
-    claimed = services.slot_claim_next_assigned(user=personas.grader,
-                                                evaluation_ids=[evaluation.pk])
+    claimed = slot_claim_next_assigned(user=personas.grader,
+                                       evaluation_ids=[evaluation.pk])
     assert by_fast_path(claimed) == by_serializer(claimed["id"])
     target = selectors.snapshot_target_for_user(user=personas.grader,
                                                 snapshot_id=claimed["snapshot"])
-    following = services.snapshot_grade_and_claim_next(
+    following = snapshot_grade_and_claim_next(
         user=personas.grader, target=target, grade=2, evaluation_ids=[evaluation.pk])
     assert following["id"] != claimed["id"]
     assert by_fast_path(following) == by_serializer(following["id"])

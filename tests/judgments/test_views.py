@@ -6,8 +6,10 @@ from django.test import Client
 from django.utils import timezone
 
 from evaluations.models import Evaluation
-from judgments import services
+from judgments.grader_tags import grader_tags_set
+from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot, GraderTags, Scale, Transformer
+from judgments.queue import slot_claim_next
 from tests.judgments.builders import evaluation_with_slots
 from tests.recompute_state import mark_of
 
@@ -220,7 +222,7 @@ def test_the_empty_page_says_nothing_is_active(personas):
 
 
 def test_the_empty_page_says_how_many_results_wait_for_which_tags(personas):
-    services.grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
+    grader_tags_set(team=personas.team, user=personas.grader, tags=["de"])
     evaluation_with_slots(personas.team, keywords=3, positions=4, tags=["de", "Fashion"])
     html = client_for(personas.grader).get("/grade/").content.decode()
     assert 'data-reason="routed"' in html and "Thank you" not in html
@@ -233,7 +235,7 @@ def test_the_empty_page_says_how_many_results_wait_for_which_tags(personas):
 def test_the_empty_page_says_others_hold_the_rest_for_now(personas):
     evaluation_with_slots(personas.team, keywords=1, positions=3)
     for user in (personas.lead, personas.admin, personas.owner):
-        services.slot_claim_next(user=user, team=personas.team)
+        slot_claim_next(user=user, team=personas.team)
     first_free = min(FeedbackSlot.objects.values_list("lease_expires_at", flat=True))
     html = client_for(personas.grader).get("/grade/").content.decode()
     assert 'data-reason="leased"' in html and "Thank you" not in html
@@ -263,8 +265,8 @@ def test_grading_pages_refuse_wrong_methods_and_outsiders(personas):
 
 def test_a_lead_sees_filters_grades_and_resets_feedback(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=2, positions=1)
-    slot = services.slot_claim_next(user=personas.grader, team=personas.team)
-    services.feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
+    slot = slot_claim_next(user=personas.grader, team=personas.team)
+    feedback_submit(user=personas.grader, slot_id=slot.pk, grade=1)
     client = client_for(personas.lead)
     url = f"/feedback/evaluations/{evaluation.pk}/"
     page = client.get(f"{url}?grader={personas.grader.pk}").content.decode()

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from evaluations.models import EvaluationMetric, Keyword
 from evaluations.services import configuration, lifecycle
-from judgments import services as judgment_services
+from judgments.scale_writes import transformer_delete, transformer_save
 from metrics import tasks
 from metrics.models import KeywordMetricValue
 from metrics.recompute import run
@@ -135,7 +135,7 @@ def test_a_team_transformer_changed_while_the_broker_is_down_is_recomputed_by_th
         personas, change):
     """Precision reads graded grades through the team's graded->binary transformer: a new
     mapping changes its values though no grade and no metric changed."""
-    strict = judgment_services.transformer_save(
+    strict = transformer_save(
         team=personas.team, source="graded", target="binary",
         mapping={"0": 0, "1": 0, "2": 0, "3": 1})
     evaluation = graded_evaluation(personas.team)
@@ -145,11 +145,11 @@ def test_a_team_transformer_changed_while_the_broker_is_down_is_recomputed_by_th
     assert mean_of(precision).value == pytest.approx((1 / 2 + 0 / 2) / 2)  # only lamp's 3 counts
     with broker_down():
         if change == "save":
-            judgment_services.transformer_save(
+            transformer_save(
                 team=personas.team, source="graded", target="binary",
                 mapping={"0": 0, "1": 0, "2": 1, "3": 1})
         else:
-            judgment_services.transformer_delete(transformer=strict)
+            transformer_delete(transformer=strict)
     assert sorted(dirty_keywords_due()) == sorted(
         Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
     assert not dirty_marks(evaluation=untouched).exists()

@@ -7,8 +7,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from evaluations.models import EvaluationMetric
-from judgments import services as judgment_services
 from judgments.models import Scale, Transformer
+from judgments.scale_writes import scale_create, transformer_save
 from notifications.models import Event, Notification
 from tests.metrics.builders import build_evaluation, set_grades, slot
 from tests.recompute_state import mean_of, state_of
@@ -20,8 +20,8 @@ FIVE = {str(g): {"label": str(g), "color": "#5b6675"} for g in range(1, 6)}
 
 
 def fivea(team) -> Scale:
-    return judgment_services.scale_create(team=team, code="fivea", name="Five A", lo=1, hi=5,
-                                          labels=FIVE)
+    return scale_create(team=team, code="fivea", name="Five A", lo=1, hi=5,
+                        labels=FIVE)
 
 
 def client_for(user) -> APIClient:
@@ -47,12 +47,12 @@ def test_a_transformer_to_a_team_scale_leaves_graded_recomputes_running(personas
 
 def test_an_evaluation_on_a_team_scale_reads_its_transformer_to_another_team_scale(personas):
     fivea(personas.team)
-    judgment_services.scale_create(team=personas.team, code="threeb", name="Three B", lo=0, hi=2,
-                                   labels={str(g): {"label": str(g)} for g in range(3)})
-    judgment_services.transformer_save(team=personas.team, source="fivea", target="threeb",
-                                       mapping={"1": 0, "2": 0, "3": 1, "4": 2, "5": 2})
-    judgment_services.transformer_save(team=personas.team, source="fivea", target="binary",
-                                       mapping={"1": 0, "2": 0, "3": 0, "4": 1, "5": 1})
+    scale_create(team=personas.team, code="threeb", name="Three B", lo=0, hi=2,
+                 labels={str(g): {"label": str(g)} for g in range(3)})
+    transformer_save(team=personas.team, source="fivea", target="threeb",
+                     mapping={"1": 0, "2": 0, "3": 1, "4": 2, "5": 2})
+    transformer_save(team=personas.team, source="fivea", target="binary",
+                     mapping={"1": 0, "2": 0, "3": 0, "4": 1, "5": 1})
     evaluation = build_evaluation(team=personas.team, scale="fivea",
                                   keywords={"lamp": ["a", "b", "c"]},
                                   metrics=[("precision", 3, {})])
@@ -84,7 +84,7 @@ def test_an_evaluation_may_override_a_transformer_to_a_team_scale(personas):
 def fivea_evaluation(personas):
     """An evaluation on the team's 1..5 scale whose precision reads fivea -> binary."""
     fivea(personas.team)
-    transformer = judgment_services.transformer_save(
+    transformer = transformer_save(
         team=personas.team, source="fivea", target="binary",
         mapping={"1": 0, "2": 0, "3": 0, "4": 1, "5": 1})
     evaluation = build_evaluation(team=personas.team, scale="fivea", keywords={"lamp": ["a"]},
@@ -118,7 +118,7 @@ def test_the_scales_page_refuses_deleting_a_transformer_a_metric_reads(personas,
 
 def test_a_transformer_no_metric_needs_is_deleted(personas):
     fivea(personas.team)
-    transformer = judgment_services.transformer_save(
+    transformer = transformer_save(
         team=personas.team, source="graded", target="fivea",
         mapping={"0": 1, "1": 2, "2": 4, "3": 5})
     build_evaluation(team=personas.team, keywords={"lamp": ["a"]}, metrics=[("precision", 1, {})])
@@ -129,8 +129,8 @@ def test_a_transformer_no_metric_needs_is_deleted(personas):
 
 def test_a_scales_range_cannot_change_under_a_transformer_that_maps_it(personas):
     scale = fivea(personas.team)
-    judgment_services.transformer_save(team=personas.team, source="graded", target="fivea",
-                                       mapping={"0": 1, "1": 2, "2": 4, "3": 5})
+    transformer_save(team=personas.team, source="graded", target="fivea",
+                     mapping={"0": 1, "1": 2, "2": 4, "3": 5})
     response = client_for(personas.admin).patch(
         f"/api/v1/scales/{scale.pk}/",
         {"hi": 3, "labels": {str(g): {"label": str(g)} for g in range(1, 4)}}, format="json")

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 
 from evaluations.events import By
 from evaluations.services import lifecycle
-from judges import batches
+from judges import batch_storing
 from notifications import delivery as notification_delivery
 from notifications import services
 from notifications.models import (
@@ -112,10 +112,10 @@ def test_a_judge_run_paused_by_crashes_notifies_the_team(
     run = run_of(judge_of(team, name="Echo"), evaluation_with_slots(
         team, keywords=1, positions=1, name="Boots"))
     with django_capture_on_commit_callbacks(execute=True):
-        assert batches.run_crash_record(run_id=run.pk, detail="boom") is False
+        assert batch_storing.run_crash_record(run_id=run.pk, detail="boom") is False
     assert Notification.objects.count() == 0
     with django_capture_on_commit_callbacks(execute=True):
-        assert batches.run_crash_record(run_id=run.pk, detail="boom") is True
+        assert batch_storing.run_crash_record(run_id=run.pk, detail="boom") is True
     rows = Notification.objects.filter(event=Event.JUDGE_RUN_FAILED)
     assert rows.count() == 4
     assert rows.first().text.startswith("Judge run of “Echo” on “Boots” failed: Paused after 2")

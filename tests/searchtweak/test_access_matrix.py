@@ -36,9 +36,9 @@ from rest_framework.views import APIView
 from evaluations.models import Evaluation, Keyword, KeywordSet, SearchModel
 from evaluations.query_sets.services import query_set_create
 from judges.models import Judge, JudgeCall, JudgeRun
-from judgments import services as judgment_services
 from judgments import views as judgment_views
 from judgments.models import FeedbackSlot, Transformer
+from judgments.scale_writes import scale_create
 from notifications.delivery import unsubscribe_token
 from notifications.models import Notification
 from notifications.services import webhook_create
@@ -114,9 +114,9 @@ def _build() -> Dataset:
     FeedbackSlot.objects.filter(pk=slot.pk).update(
         user=users["grader"], assigned_at=timezone.now(),
         lease_expires_at=timezone.now() + timezone.timedelta(hours=1))
-    scale = judgment_services.scale_create(team=team, code="stars", name="Stars", lo=1, hi=2,
-                                           labels={"1": {"label": "Bad", "color": "#d92d20"},
-                                                   "2": {"label": "Good", "color": "#079455"}})
+    scale = scale_create(team=team, code="stars", name="Stars", lo=1, hi=2,
+                         labels={"1": {"label": "Bad", "color": "#d92d20"},
+                                 "2": {"label": "Good", "color": "#079455"}})
     transformer = Transformer.objects.create(team=team, source="graded", target="binary",
                                              mapping={"0": 0, "1": 0, "2": 1, "3": 1})
     invitation = invitation_create(team=team, invited_by=users["owner"],

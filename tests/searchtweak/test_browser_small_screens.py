@@ -25,8 +25,8 @@ from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.query_sets.services import query_set_create_from_evaluation
-from judgments import services as judgment_services
 from judgments.models import FeedbackSlot, Transformer
+from judgments.scale_writes import scale_create
 from judgments.views import ITEM_SLOT, item_token
 from notifications.delivery import unsubscribe_token
 from notifications.models import Notification
@@ -87,7 +87,7 @@ def _demo() -> tuple[int, int, int, int, dict[str, object]]:
                                keywords={keyword.text: ["d1", "d2", "d3"]},
                                metrics=[("precision", 10, {}), ("ap", 10, {})],
                                status=Evaluation.Status.FINISHED)
-    scale = judgment_services.scale_create(
+    scale = scale_create(
         team=team, code="stars", name="Stars", lo=1, hi=2,
         labels={"1": {"label": "Bad", "color": "#d92d20"},
                 "2": {"label": "Good", "color": "#079455"}})
