@@ -54,9 +54,9 @@ def main() -> None:
     from django.db import transaction
     from django.utils import timezone
 
-    from evaluations import services
-    from evaluations.fetching import FetchResult
-    from evaluations.mapper import Document
+    from evaluations.endpoints.mapper import Document
+    from evaluations.fetching import services as fetch_services
+    from evaluations.fetching.search_requests import FetchResult
     from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel, Snapshot
     from judgments.models import FeedbackSlot
     from searchtweak.models import Team
@@ -90,7 +90,7 @@ def main() -> None:
     # set-up made, which is not what a store costs.
     import gc
     gc.freeze()
-    group_store = getattr(services, "keywords_fetch_store", None)
+    group_store = getattr(fetch_services, "keywords_fetch_store", None)
     print(f"storing {args.keywords} keywords x 10 results x {args.strategy} slots "
           f"in groups of {args.group} "
           f"({'keywords_fetch_store' if group_store else 'keyword_fetch_store per keyword'}),"
@@ -100,21 +100,21 @@ def main() -> None:
         batch = ids[start:start + args.group]
         claimed_at = timezone.now()
         # A fetch claims its batch (old code: one UPDATE a keyword), then stores.
-        claim_many = getattr(services, "keywords_fetch_claim", None)
+        claim_many = getattr(fetch_services, "keywords_fetch_claim", None)
         if claim_many:
             claim_many(keyword_ids=batch, lease_seconds=600, now=claimed_at)
         else:
             for keyword_id in batch:
-                services.keyword_fetch_claim(keyword_id=keyword_id, lease_seconds=600,
-                                             now=claimed_at)
+                fetch_services.keyword_fetch_claim(keyword_id=keyword_id, lease_seconds=600,
+                                                   now=claimed_at)
         results = [(keyword_id, result(keyword_id)) for keyword_id in batch]
         if group_store:
             group_store(claimed_at=claimed_at, results=results)
         else:
             with transaction.atomic():
                 for keyword_id, fetched in results:
-                    services.keyword_fetch_store(keyword_id=keyword_id, claimed_at=claimed_at,
-                                                 result=fetched)
+                    fetch_services.keyword_fetch_store(keyword_id=keyword_id, claimed_at=claimed_at,
+                                                       result=fetched)
     total, cpu = time.monotonic() - began, time.process_time() - began_cpu
     snapshots = Snapshot.objects.filter(keyword__evaluation=evaluation).count()
     slots = FeedbackSlot.objects.filter(evaluation=evaluation).count()

@@ -287,8 +287,9 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from evaluations import services
+    from evaluations.endpoints import services as endpoint_services
     from evaluations.models import Evaluation, Keyword, Snapshot
+    from evaluations.services import configuration, lifecycle
     from judgments.models import FeedbackSlot
     from searchtweak.models import Membership, Role, Team, User
 
@@ -298,13 +299,13 @@ def main() -> None:
     team = Team.objects.create(name="Bench")
     user = User.objects.create_user("bench-lead", password="x", current_team=team)
     Membership.objects.create(team=team, user=user, role=Role.LEAD)
-    endpoint = services.endpoint_create(
+    endpoint = endpoint_services.endpoint_create(
         team=team, created_by=user, name="Local 50 ms", url=f"http://{host}:{port}/search",
         mapper={"documents": "hits", "id": "id", "name": "title"},
         max_concurrent_requests=16)
-    model = services.search_model_create(team=team, created_by=user, endpoint=endpoint,
-                                         name="m", params={"q": "#query#"})
-    evaluation = services.evaluation_create(
+    model = endpoint_services.search_model_create(team=team, created_by=user, endpoint=endpoint,
+                                                  name="m", params={"q": "#query#"})
+    evaluation = configuration.evaluation_create(
         team=team, created_by=user, model=model, name="bench", scale="graded", strategy=1,
         keywords=[f"keyword {n}" for n in range(min(args.keywords, 1000))],
         metrics=[{"code": "ndcg", "k": 10}])
@@ -326,7 +327,7 @@ def main() -> None:
 
     def start() -> None:
         try:
-            services.evaluation_start(evaluation=evaluation)
+            lifecycle.evaluation_start(evaluation=evaluation)
         except BaseException as error:  # reported below
             errors.append(error)
         finally:
@@ -337,7 +338,7 @@ def main() -> None:
     how = ("real celery worker on Redis" if mode == "worker"
            else "no broker: tasks run eagerly in this process")
     database = "SQLite" if database_url.startswith("sqlite") else "PostgreSQL"
-    from evaluations.services.fetch import fetch_batch_size
+    from evaluations.fetching.dispatch import fetch_batch_size
 
     batch = fetch_batch_size(evaluation_id=evaluation.pk, keywords=args.keywords)
     print(f"fetching {args.keywords} keywords, endpoint latency {args.latency_ms} ms, "

@@ -42,8 +42,8 @@ METRICS = [{"code": "ndcg", "k": 10, "params": {}}, {"code": "precision", "k": 1
 
 def seed(team_name: str, count: int, keywords: int, due_at) -> None:
     """`count` interval schedules of one team, all due at `due_at`."""
-    from evaluations import services
     from evaluations.models import Endpoint, SearchModel
+    from evaluations.query_sets import services as query_set_services
     from schedules import services as schedule_services
     from schedules.models import Schedule
     from searchtweak.models import Team
@@ -55,7 +55,7 @@ def seed(team_name: str, count: int, keywords: int, due_at) -> None:
                 "fields": {}})
     model = SearchModel.objects.create(team=team, endpoint=endpoint, name="Model",
                                        params={"q": "#query#"})
-    query_set = services.query_set_create(
+    query_set = query_set_services.query_set_create(
         team=team, created_by=None, name="Queries",
         keywords=[f"query {n}" for n in range(keywords)])
     first = schedule_services.schedule_create(

@@ -39,7 +39,7 @@ django.setup()
 
 from django.core.exceptions import ValidationError  # noqa: E402
 
-from evaluations.services import keyword_upload_size_problem, keywords_from_upload  # noqa: E402
+from evaluations.services.keywords import keyword_upload_size_problem, keywords_from_upload  # noqa: E402
 
 RUNS = 3
 

@@ -1,5 +1,5 @@
 """REST API of evaluations (docs/ARCHITECTURE.md, /api/v1/); endpoints and search models
-are in api_endpoints. The team helpers every API shares are searchtweak.api_shared's."""
+are in endpoints.api. The team helpers every API shares are searchtweak.api_shared's."""
 
 from collections.abc import Callable
 from typing import Any
@@ -13,9 +13,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 import metrics_engine as core
-from evaluations import selectors, services
+from evaluations import selectors
 from evaluations.events import By
-from evaluations.models import Evaluation, EvaluationMetric, QuerySet, SearchModel
+from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import configuration, lifecycle
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -215,11 +217,11 @@ def _evaluation_create(request: Request, team: Team, data: dict[str, Any]) -> Ev
     """With `query_set`: its current version's keywords (the query set services)."""
     data = _resolve_model(data, team.pk)
     if "query_set" not in data:
-        return services.evaluation_create(team=team, created_by=request.user, **data)
-    query_set = QuerySet.objects.filter(pk=data.pop("query_set"), team_id=team.pk).first()
+        return configuration.evaluation_create(team=team, created_by=request.user, **data)
+    query_set = KeywordSet.objects.filter(pk=data.pop("query_set"), team_id=team.pk).first()
     if query_set is None:
         raise ValidationError({"query_set": "No such query set in this team."})
-    return services.evaluation_create_from_query_set(
+    return query_set_services.evaluation_create_from_query_set(
         query_set=query_set, team=team, created_by=request.user, **data)
 
 
@@ -282,14 +284,14 @@ class EvaluationDetailApi(APIView):
         changes = {key: value for key, value in serializer.validated_data.items()
                    if key in request.data and key != "team"}
         changes = _resolve_model(changes, evaluation.team_id)
-        evaluation = services.evaluation_update(evaluation=evaluation, **changes)
+        evaluation = configuration.evaluation_update(evaluation=evaluation, **changes)
         return Response(_evaluation_data(evaluation))
 
     @extend_schema(responses={204: None}, operation_id="evaluations_destroy")
     def delete(self, request: Request, evaluation_id: int) -> Response:
         evaluation = selectors.evaluation_get_for_user(
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        services.evaluation_delete(evaluation=evaluation)
+        lifecycle.evaluation_delete(evaluation=evaluation)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -310,8 +312,8 @@ class EvaluationCloneApi(APIView):
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        clone = services.evaluation_clone(evaluation=evaluation, created_by=request.user,
-                                          name=serializer.validated_data.get("name"))
+        clone = configuration.evaluation_clone(evaluation=evaluation, created_by=request.user,
+                                               name=serializer.validated_data.get("name"))
         return Response(_evaluation_data(clone), status=status.HTTP_201_CREATED)
 
 
@@ -333,7 +335,7 @@ def _fetching_step(service: Callable[..., Evaluation]
 
 EvaluationArchiveApi = row_step_api(
     "EvaluationArchiveApi", load=_led_evaluation,
-    step=lambda evaluation, request: services.evaluation_archive(
+    step=lambda evaluation, request: lifecycle.evaluation_archive(
         evaluation=evaluation, by=By.API, user=request.user),
     output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
     operation_id="evaluations_archive",
@@ -342,28 +344,28 @@ EvaluationArchiveApi = row_step_api(
 
 EvaluationRestoreApi = row_step_api(
     "EvaluationRestoreApi", load=_led_evaluation,
-    step=lambda evaluation, request: services.evaluation_restore(
+    step=lambda evaluation, request: lifecycle.evaluation_restore(
         evaluation=evaluation, by=By.API, user=request.user),
     output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
     operation_id="evaluations_restore", description="Brings an archived evaluation back (leads).")
 
 EvaluationStartApi = row_step_api(
-    "EvaluationStartApi", load=_led_evaluation, step=_fetching_step(services.evaluation_start),
+    "EvaluationStartApi", load=_led_evaluation, step=_fetching_step(lifecycle.evaluation_start),
     output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
     operation_id="evaluations_start")
 
 EvaluationPauseApi = row_step_api(
-    "EvaluationPauseApi", load=_led_evaluation, step=_fetching_step(services.evaluation_pause),
+    "EvaluationPauseApi", load=_led_evaluation, step=_fetching_step(lifecycle.evaluation_pause),
     output=_evaluation_data, request=None, responses=EvaluationOutputSerializer,
     operation_id="evaluations_pause")
 
 EvaluationFinishApi = row_step_api(
     "EvaluationFinishApi", load=_led_evaluation,
-    step=_fetching_step(services.evaluation_finish), output=_evaluation_data, request=None,
+    step=_fetching_step(lifecycle.evaluation_finish), output=_evaluation_data, request=None,
     responses=EvaluationOutputSerializer, operation_id="evaluations_finish")
 
 EvaluationRetryFailedApi = row_step_api(
     "EvaluationRetryFailedApi", load=_led_evaluation,
-    step=_fetching_step(services.evaluation_retry_failed), output=_evaluation_data,
+    step=_fetching_step(lifecycle.evaluation_retry_failed), output=_evaluation_data,
     request=None, responses=EvaluationOutputSerializer, operation_id="evaluations_retry_failed",
     description="Fetch the failed keywords again; without any, nothing changes.")

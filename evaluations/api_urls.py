@@ -1,19 +1,21 @@
 from django.urls import path
 
-from evaluations import api, api_endpoints, api_query_sets
+from evaluations import api
+from evaluations.endpoints import api as endpoint_api
+from evaluations.query_sets import api as query_set_api
 
 app_name = "evaluations_api"
 urlpatterns = [
-    path("endpoints/", api_endpoints.EndpointListApi.as_view(), name="endpoints"),
-    path("endpoints/<int:endpoint_id>/", api_endpoints.EndpointDetailApi.as_view(),
+    path("endpoints/", endpoint_api.EndpointListApi.as_view(), name="endpoints"),
+    path("endpoints/<int:endpoint_id>/", endpoint_api.EndpointDetailApi.as_view(),
          name="endpoint"),
-    path("endpoints/<int:endpoint_id>/restore/", api_endpoints.EndpointRestoreApi.as_view(),
+    path("endpoints/<int:endpoint_id>/restore/", endpoint_api.EndpointRestoreApi.as_view(),
          name="endpoint_restore"),
-    path("models/", api_endpoints.SearchModelListApi.as_view(), name="models"),
-    path("models/<int:model_id>/", api_endpoints.SearchModelDetailApi.as_view(), name="model"),
-    path("models/<int:model_id>/restore/", api_endpoints.SearchModelRestoreApi.as_view(),
+    path("models/", endpoint_api.SearchModelListApi.as_view(), name="models"),
+    path("models/<int:model_id>/", endpoint_api.SearchModelDetailApi.as_view(), name="model"),
+    path("models/<int:model_id>/restore/", endpoint_api.SearchModelRestoreApi.as_view(),
          name="model_restore"),
-    path("models/<int:model_id>/test/", api_endpoints.SearchModelTestApi.as_view(),
+    path("models/<int:model_id>/test/", endpoint_api.SearchModelTestApi.as_view(),
          name="model_test"),
     path("evaluations/", api.EvaluationListApi.as_view(), name="evaluations"),
     path("evaluations/<int:evaluation_id>/", api.EvaluationDetailApi.as_view(),
@@ -33,15 +35,15 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/retry-failed/", api.EvaluationRetryFailedApi.as_view(),
          name="evaluation_retry_failed"),
     # --- query sets ---
-    path("query-sets/", api_query_sets.QuerySetListApi.as_view(), name="query_sets"),
-    path("query-sets/<int:query_set_id>/", api_query_sets.QuerySetDetailApi.as_view(),
+    path("query-sets/", query_set_api.QuerySetListApi.as_view(), name="query_sets"),
+    path("query-sets/<int:query_set_id>/", query_set_api.QuerySetDetailApi.as_view(),
          name="query_set"),
     path("query-sets/<int:query_set_id>/versions/",
-         api_query_sets.QuerySetVersionCreateApi.as_view(), name="query_set_versions"),
+         query_set_api.QuerySetVersionCreateApi.as_view(), name="query_set_versions"),
     path("query-sets/<int:query_set_id>/versions/<int:number>/keywords/",
-         api_query_sets.QuerySetVersionKeywordsApi.as_view(), name="query_set_version_keywords"),
-    path("query-sets/<int:query_set_id>/archive/", api_query_sets.QuerySetArchiveApi.as_view(),
+         query_set_api.QuerySetVersionKeywordsApi.as_view(), name="query_set_version_keywords"),
+    path("query-sets/<int:query_set_id>/archive/", query_set_api.QuerySetArchiveApi.as_view(),
          name="query_set_archive"),
-    path("query-sets/<int:query_set_id>/restore/", api_query_sets.QuerySetRestoreApi.as_view(),
+    path("query-sets/<int:query_set_id>/restore/", query_set_api.QuerySetRestoreApi.as_view(),
          name="query_set_restore"),
 ]

@@ -6,8 +6,8 @@ class EvaluationsConfig(AppConfig):
 
     def ready(self) -> None:
         from evaluations import tasks
-        from evaluations.services import fetch
+        from evaluations.fetching import dispatch
 
         # The fetch services send keywords to the tasks, which call the services back: the
         # tasks are handed over here rather than imported there (no import cycle).
-        fetch.keywords_fetch_dispatcher_register(tasks.fetch_keywords_dispatch)
+        dispatch.keywords_fetch_dispatcher_register(tasks.fetch_keywords_dispatch)

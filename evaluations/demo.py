@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.db import IntegrityError, connection, transaction
 
-from evaluations.mapper import preset_mapper
+from evaluations.endpoints.mapper import preset_mapper
 from evaluations.models import DemoProduct
 
 SEARCH_PATH = "/demo/search"  # where evaluations.urls serves the demo engine

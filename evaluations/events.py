@@ -2,7 +2,7 @@
 status or archive flag, sent after the transaction that made the change commits.
 
 The services that make the transitions (evaluations.services.lifecycle, and the end of a
-fetch in evaluations.services.fetch) call `transition_announce` right after their write;
+fetch in evaluations.fetching.services) call `transition_announce` right after their write;
 nothing else sends this signal. Listeners receive `event=EvaluationTransitioned`.
 
 Delivery: in-process, after commit, at most once per transition. A rolled-back transition

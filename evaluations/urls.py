@@ -1,22 +1,24 @@
 from django.urls import path
 
-from evaluations import views, views_endpoints, views_query_sets
+from evaluations import views
+from evaluations.endpoints import views as endpoint_views
+from evaluations.query_sets import views as query_set_views
 
 app_name = "evaluations"
 urlpatterns = [
-    path("endpoints/", views_endpoints.endpoint_list, name="endpoint_list"),
-    path("endpoints/new/", views_endpoints.endpoint_create, name="endpoint_create"),
-    path("endpoints/<int:endpoint_id>/", views_endpoints.endpoint_edit, name="endpoint_edit"),
-    path("endpoints/<int:endpoint_id>/delete/", views_endpoints.endpoint_delete,
+    path("endpoints/", endpoint_views.endpoint_list, name="endpoint_list"),
+    path("endpoints/new/", endpoint_views.endpoint_create, name="endpoint_create"),
+    path("endpoints/<int:endpoint_id>/", endpoint_views.endpoint_edit, name="endpoint_edit"),
+    path("endpoints/<int:endpoint_id>/delete/", endpoint_views.endpoint_delete,
          name="endpoint_delete"),
-    path("endpoints/<int:endpoint_id>/restore/", views_endpoints.endpoint_restore,
+    path("endpoints/<int:endpoint_id>/restore/", endpoint_views.endpoint_restore,
          name="endpoint_restore"),
-    path("models/", views_endpoints.model_list, name="model_list"),
-    path("models/new/", views_endpoints.model_create, name="model_create"),
-    path("models/<int:model_id>/", views_endpoints.model_edit, name="model_edit"),
-    path("models/<int:model_id>/delete/", views_endpoints.model_delete, name="model_delete"),
-    path("models/<int:model_id>/restore/", views_endpoints.model_restore, name="model_restore"),
-    path("models/<int:model_id>/test/", views_endpoints.model_test, name="model_test"),
+    path("models/", endpoint_views.model_list, name="model_list"),
+    path("models/new/", endpoint_views.model_create, name="model_create"),
+    path("models/<int:model_id>/", endpoint_views.model_edit, name="model_edit"),
+    path("models/<int:model_id>/delete/", endpoint_views.model_delete, name="model_delete"),
+    path("models/<int:model_id>/restore/", endpoint_views.model_restore, name="model_restore"),
+    path("models/<int:model_id>/test/", endpoint_views.model_test, name="model_test"),
     path("evaluations/", views.evaluation_list, name="evaluation_list"),
     path("evaluations/new/", views.evaluation_create, name="evaluation_create"),
     path("evaluations/<int:evaluation_id>/", views.evaluation_detail,
@@ -35,17 +37,17 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/<str:action>/", views.evaluation_action,
          name="evaluation_action"),
     # --- query sets ---
-    path("query-sets/", views_query_sets.query_set_list, name="query_set_list"),
-    path("query-sets/new/", views_query_sets.query_set_create, name="query_set_create"),
+    path("query-sets/", query_set_views.query_set_list, name="query_set_list"),
+    path("query-sets/new/", query_set_views.query_set_create, name="query_set_create"),
     path("query-sets/from-evaluation/<int:evaluation_id>/",
-         views_query_sets.query_set_from_evaluation, name="query_set_from_evaluation"),
-    path("query-sets/<int:query_set_id>/", views_query_sets.query_set_detail,
+         query_set_views.query_set_from_evaluation, name="query_set_from_evaluation"),
+    path("query-sets/<int:query_set_id>/", query_set_views.query_set_detail,
          name="query_set_detail"),
-    path("query-sets/<int:query_set_id>/edit/", views_query_sets.query_set_edit,
+    path("query-sets/<int:query_set_id>/edit/", query_set_views.query_set_edit,
          name="query_set_edit"),
-    path("query-sets/<int:query_set_id>/archive/", views_query_sets.query_set_archive,
+    path("query-sets/<int:query_set_id>/archive/", query_set_views.query_set_archive,
          name="query_set_archive"),
-    path("query-sets/<int:query_set_id>/restore/", views_query_sets.query_set_restore,
+    path("query-sets/<int:query_set_id>/restore/", query_set_views.query_set_restore,
          name="query_set_restore"),
     path("keywords/<int:keyword_id>/", views.keyword_detail, name="keyword_detail"),
     path("demo/search", views.demo_search, name="demo_search"),

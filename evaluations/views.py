@@ -1,5 +1,5 @@
 """Pages for evaluations and the demo search engine, and the team and confirm helpers every
-evaluations page shares; endpoints and search models are in views_endpoints."""
+evaluations page shares; endpoints and search models are in endpoints.views."""
 
 from urllib.parse import urlencode
 
@@ -13,10 +13,13 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluations import demo, selectors, services
+from evaluations import demo, selectors
 from evaluations.events import By
 from evaluations.forms import EvaluationForm, metric_catalog
 from evaluations.models import Evaluation, Keyword
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import config_checks, configuration, lifecycle
+from evaluations.services import keywords as keyword_services
 from searchtweak import access
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
@@ -60,11 +63,12 @@ def _keywords_from_form(form: EvaluationForm) -> tuple[list[str], str] | None:
     """The form's keywords (typed or uploaded) and the notice of what was cleaned away."""
     upload = form.cleaned_data.get("keywords_file")
     # Typed lines first, so a line number in an error is the textarea's.
-    lines = services.keyword_lines(form.cleaned_data["keywords"])
+    lines = keyword_services.keyword_lines(form.cleaned_data["keywords"])
     try:
         if upload:
-            lines += services.keywords_from_upload(filename=upload.name, content=upload.chunks())
-        cleaned = services.keywords_clean(lines)
+            lines += keyword_services.keywords_from_upload(filename=upload.name,
+                                                           content=upload.chunks())
+        cleaned = keyword_services.keywords_clean(lines)
     except ValidationError as error:
         add_service_errors(form, error)
         return None
@@ -81,7 +85,7 @@ def _add_save_errors(request: HttpRequest, form: EvaluationForm, team: Team,
                      error: ValidationError) -> None:
     """The service's errors on the form; a missing transformer also links admins to the
     page that defines it, with the pair chosen."""
-    if isinstance(error, services.MissingTransformerError) and current_team_can(
+    if isinstance(error, config_checks.MissingTransformerError) and current_team_can(
             request, team.pk, Role.ADMIN):
         url = reverse("judgments:transformer_edit") + "?" + urlencode(
             {"source": error.source, "target": error.target})
@@ -126,14 +130,14 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
                 second_grader_below_gold_bar=data["second_grader_below_gold_bar"])
             try:
                 if data["query_set"]:
-                    evaluation = services.evaluation_create_from_query_set(
+                    evaluation = query_set_services.evaluation_create_from_query_set(
                         query_set=data["query_set"], **fields)
                     keyword_count = evaluation.query_set_version.keyword_count
                 elif data["save_as_query_set"].strip():
-                    evaluation = services.evaluation_create_saving_query_set(
+                    evaluation = query_set_services.evaluation_create_saving_query_set(
                         query_set_name=data["save_as_query_set"], keywords=keywords, **fields)
                 else:
-                    evaluation = services.evaluation_create(keywords=keywords, **fields)
+                    evaluation = configuration.evaluation_create(keywords=keywords, **fields)
                 if not data["query_set"]:
                     keyword_count = len(keywords)
             except ValidationError as error:
@@ -172,7 +176,7 @@ def evaluation_edit(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             if evaluation.status == Evaluation.Status.PENDING:
                 changes["keywords"] = keywords
             try:
-                services.evaluation_update(evaluation=evaluation, **changes)
+                configuration.evaluation_update(evaluation=evaluation, **changes)
             except ValidationError as error:
                 _add_save_errors(request, form, evaluation.team, error)
             else:
@@ -234,7 +238,7 @@ def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse
             consequence=consequence, button=button,
             cancel_url=_detail_url(evaluation))
     return service_step_response(
-        request, lambda: services.evaluation_archive(evaluation=evaluation, by=By.USER,
+        request, lambda: lifecycle.evaluation_archive(evaluation=evaluation, by=By.USER,
                                                user=request.user),
         done=f"Evaluation {evaluation.name} archived. Show archived evaluations in the list "
              "to restore it.",
@@ -246,7 +250,7 @@ def evaluation_archive(request: HttpRequest, evaluation_id: int) -> HttpResponse
 def evaluation_restore(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     evaluation = selectors.evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
                                                    minimum_role=Role.LEAD)
-    services.evaluation_restore(evaluation=evaluation, by=By.USER, user=request.user)
+    lifecycle.evaluation_restore(evaluation=evaluation, by=By.USER, user=request.user)
     messages.success(request, f"Evaluation {evaluation.name} restored.")
     return redirect("evaluations:evaluation_detail", evaluation_id=evaluation.pk)
 
@@ -269,7 +273,7 @@ def evaluation_delete(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             button="" if fetching else "Delete evaluation", danger=True,
             cancel_url=_detail_url(evaluation))
     return service_step_response(
-        request, lambda: services.evaluation_delete(evaluation=evaluation),
+        request, lambda: lifecycle.evaluation_delete(evaluation=evaluation),
         done=f"Evaluation {evaluation.name} deleted.", next_url="evaluations:evaluation_list",
         refused_url=_detail_url(evaluation))
 
@@ -279,10 +283,10 @@ def _detail_url(evaluation: Evaluation) -> str:
 
 
 ACTIONS = {
-    "start": (services.evaluation_start, "Fetching started."),
-    "pause": (services.evaluation_pause, "Paused; starting again fetches only what is left."),
-    "finish": (services.evaluation_finish, "Evaluation finished."),
-    "retry-failed": (services.evaluation_retry_failed, "Fetching the failed keywords again."),
+    "start": (lifecycle.evaluation_start, "Fetching started."),
+    "pause": (lifecycle.evaluation_pause, "Paused; starting again fetches only what is left."),
+    "finish": (lifecycle.evaluation_finish, "Evaluation finished."),
+    "retry-failed": (lifecycle.evaluation_retry_failed, "Fetching the failed keywords again."),
 }
 
 
@@ -295,7 +299,7 @@ def evaluation_action(request: HttpRequest, evaluation_id: int, action: str) -> 
                                                    minimum_role=Role.LEAD)
     try:
         if action == "clone":
-            clone = services.evaluation_clone(evaluation=evaluation, created_by=request.user)
+            clone = configuration.evaluation_clone(evaluation=evaluation, created_by=request.user)
             messages.success(request, f"Cloned as {clone.name}.")
             return redirect("evaluations:evaluation_detail", evaluation_id=clone.pk)
         service, message = ACTIONS[action]

@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from evaluations.services.endpoints import HTTP_URL_PROBLEM, LIMIT_MAXIMUMS, http_url_problem
+from evaluations.endpoints.services import HTTP_URL_PROBLEM, LIMIT_MAXIMUMS, http_url_problem
 from judges import budgets, calls, runs
 from judges.core import providers
 from judges.core.prompts import MAX_BATCH_SIZE, PromptError, check_template, default_template

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 import metrics_engine as core
 from evaluations.models import Evaluation
-from evaluations.services.lifecycle import MissingTransformerError, metrics_transformers_check
+from evaluations.services.config_checks import MissingTransformerError, metrics_transformers_check
 from judgments import scales as scale_lookup
 from judgments.models import Scale, Transformer
 from searchtweak.models import Team

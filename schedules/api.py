@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluations.api import MetricConfigSerializer
-from evaluations.models import QuerySet, SearchModel
+from evaluations.models import KeywordSet, SearchModel
 from schedules import selectors as schedule_selectors
 from schedules import services
 from schedules.models import Schedule
@@ -105,7 +105,7 @@ class ScheduleInputSerializer(serializers.Serializer):
 def _team_rows(data: dict[str, Any], team_id: int) -> dict[str, Any]:
     """The ids of model and query set as the team's rows (a 400 on the field otherwise)."""
     errors = {}
-    for name, model in (("model", SearchModel), ("query_set", QuerySet)):
+    for name, model in (("model", SearchModel), ("query_set", KeywordSet)):
         if name in data:
             row = model.objects.filter(pk=data[name], team_id=team_id).first()
             if row is None:

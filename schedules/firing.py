@@ -26,15 +26,15 @@ from django.utils import timezone
 
 from evaluations.events import By
 from evaluations.models import Evaluation, QuerySetVersion
+from evaluations.query_sets.services import evaluation_create_from_query_set, version_keywords
+from evaluations.services.config_checks import evaluation_config_check
 from evaluations.services.lifecycle import (
     StartedEvaluationSpec,
     evaluation_archive,
-    evaluation_config_check,
     evaluation_finish,
     evaluation_start,
     evaluations_create_started,
 )
-from evaluations.services.query_sets import evaluation_create_from_query_set, version_keywords
 from schedules.models import Schedule, ScheduleRun
 from schedules.services import schedule_pause_and_announce
 from schedules.timing import DueTimeUnknown, next_due_after, stored_zone

@@ -9,7 +9,7 @@ from django.conf import settings
 import metrics_engine as core
 from evaluations.forms import MONO, EvaluationForm, parse_metrics
 from evaluations.hooks import scale_provider
-from evaluations.models import QuerySet, SearchModel
+from evaluations.models import KeywordSet, SearchModel
 from schedules.models import Schedule
 from schedules.run_judges import counting_judges
 from schedules.services import SCHEDULE_FIELDS
@@ -22,7 +22,7 @@ class ScheduleForm(forms.Form):
     name = forms.CharField(max_length=200)
     model = forms.ModelChoiceField(queryset=SearchModel.objects.none(), label="Search model")
     query_set = forms.ModelChoiceField(
-        queryset=QuerySet.objects.none(),
+        queryset=KeywordSet.objects.none(),
         help_text="Each run evaluates its current version's keywords.")
     scale = forms.ChoiceField()
     strategy = forms.TypedChoiceField(
@@ -66,7 +66,7 @@ class ScheduleForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].queryset = SearchModel.objects.filter(
             team=team, archived_at=None).order_by("name")
-        self.fields["query_set"].queryset = QuerySet.objects.filter(
+        self.fields["query_set"].queryset = KeywordSet.objects.filter(
             team=team, archived_at=None).order_by("name")
         self.fields["scale"].choices = scale_provider().choices(team)
         self.fields["scale"].initial = "graded"

@@ -32,7 +32,7 @@ class Schedule(models.Model):
     model = models.ForeignKey("evaluations.SearchModel", on_delete=models.PROTECT,
                               related_name="schedules")
     name = models.CharField(max_length=200)
-    query_set = models.ForeignKey("evaluations.QuerySet", on_delete=models.PROTECT,
+    query_set = models.ForeignKey("evaluations.KeywordSet", on_delete=models.PROTECT,
                                   related_name="schedules")
     scale = models.CharField(max_length=50)
     strategy = models.PositiveSmallIntegerField(choices=STRATEGY_CHOICES)

@@ -15,8 +15,8 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluations.models import QuerySet, SearchModel
-from evaluations.services.lifecycle import evaluation_config_check
+from evaluations.models import KeywordSet, SearchModel
+from evaluations.services.config_checks import evaluation_config_check
 from notifications.models import Event
 from notifications.services import notify
 from schedules.models import Schedule
@@ -55,7 +55,7 @@ def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
     clean = dict(fields)
     # Read again: the caller's rows may predate an archive.
     model = SearchModel.objects.get(pk=fields["model"].pk)
-    query_set = QuerySet.objects.get(pk=fields["query_set"].pk)
+    query_set = KeywordSet.objects.get(pk=fields["query_set"].pk)
     clean["metrics"] = run(evaluation_config_check, team=team, model=model,
                            name=fields["name"], scale=fields["scale"],
                            strategy=fields["strategy"], metrics=fields["metrics"])

@@ -32,7 +32,7 @@ PARTS: list[tuple[str, str, str]] = [
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),
     ("metrics", "metrics/", "recompute pipeline, reports: dashboards, compare, verdicts"),
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
-    ("evaluations", "evaluations/", "endpoints, models, evaluations, keywords, fetch, lifecycle"),
+    ("evaluations", "evaluations/", "endpoints, fetching, query sets, evaluations, lifecycle"),
     ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
     ("notifications", "notifications/", "in-app notifications, mail, webhooks and deliveries"),
     ("searchtweak", "searchtweak/", "settings, teams and access, outbound policy, SQL helpers"),

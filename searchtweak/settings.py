@@ -474,7 +474,7 @@ FETCH_CONCURRENCY_PER_ENDPOINT = env_int("FETCH_CONCURRENCY_PER_ENDPOINT", 16, m
 # FETCH_BATCH_SIZE: keywords one fetch task takes.
 FETCH_BATCH_SIZE = env_int("FETCH_BATCH_SIZE", 500, minimum=1)
 # A larger fetch is cut into at most this many tasks, each then above FETCH_BATCH_SIZE
-# (up to 4 times; services.fetch.fetch_batch_size): a task's fixed cost (its claim, its
+# (up to 4 times; fetching.dispatch.fetch_batch_size): a task's fixed cost (its claim, its
 # last requests alone in flight, its last store) was 5-10 % of a 500-keyword task at
 # 20 ms, paid 200 times at 100,000 keywords. 64 tasks still keep 32 worker processes
 # busy to the end (bench/fetch.py --processes).
@@ -489,7 +489,8 @@ FETCH_RETRY_BACKOFF_MS = env_int("FETCH_RETRY_BACKOFF_MS", 500, minimum=0)
 # The most results stored per keyword (the top of the engine's answer).
 FETCH_MAX_RESULTS = env_int("FETCH_MAX_RESULTS", 100, minimum=1)
 # A keyword's fetch claim lapses once its task has gone this much longer than the endpoint's
-# requests can take (evaluations.fetching.fetch_claim_lease_seconds): its worker died.
+# requests can take (evaluations.fetching.search_requests.fetch_claim_lease_seconds): its
+# worker died.
 # FETCH_CLAIM_MARGIN_SECONDS: seconds past the requests' longest time before a claim lapses.
 FETCH_CLAIM_MARGIN_SECONDS = env_int("FETCH_CLAIM_MARGIN_SECONDS", 30, minimum=0)
 # A fetching evaluation whose pending keywords no task has claimed this long after their

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evaluations import fetching
+from evaluations.fetching import search_requests
 from judges.core import sending
 from searchtweak import outbound_sending
 from searchtweak.outbound_sending import (
@@ -57,7 +57,7 @@ def test_a_retry_waits_at_least_its_retry_after_and_stops_past_the_cap_or_the_at
 
 def test_both_callers_follow_the_shared_policy(settings):
     settings.FETCH_RETRIES, settings.FETCH_RETRY_BACKOFF_MS = 2, 250
-    fetch = fetching.retry_policy()
+    fetch = search_requests.retry_policy()
     assert isinstance(fetch, RetryPolicy)
     assert (fetch.max_attempts, fetch.jitter, [fetch.wait_before_retry(n) for n in (1, 2, 3)]
             ) == (3, False, [0.25, 0.5, None])

@@ -4,9 +4,9 @@ the one write that finishes it by itself (evaluation_finish_if_complete).
 Every path by which the last slot can come to hold a grade asks it directly: the
 recompute after each run (metrics.recompute.run: grades from the pages, the API, judges,
 imports and the pool all reach the values through it), the end of a fetch whose new slots
-were filled from earlier grades or the pool (services.fetch.evaluation_fetch_complete), a
-start with nothing left to fetch and auto finish turned on (services.lifecycle). Apart
-from lifecycle so that fetch, which lifecycle imports, can call it too.
+were filled from earlier grades or the pool (fetching.services.evaluation_fetch_complete),
+a start with nothing left to fetch and auto finish turned on (services.lifecycle). Apart
+from lifecycle so that the fetch, which lifecycle's modules import, can call it too.
 
 Both finishes, this one and lifecycle's by hand, tell the notification service with
 evaluation_finished_notify.

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
-from evaluations.services import evaluation_finish_if_complete
+from evaluations.services.completion import evaluation_finish_if_complete
 from judgments import scales
 from metrics import queries
 from metrics.recompute import aggregates, marks

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from evaluations.mapper import validate_mapper
+from evaluations.endpoints.mapper import validate_mapper
 from evaluations.models import Endpoint
 from tests.evaluations.factories import EndpointFactory
 from tests.property_depth import examples

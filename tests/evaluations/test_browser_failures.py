@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from evaluations import services
+from evaluations.services import lifecycle
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.searchtweak.factories import PASSWORD
@@ -31,7 +31,7 @@ def test_a_lead_sees_every_keyword_failed_and_retries_them(page, live_server, pe
             if healthy.is_set() else Reply(status=500)
         evaluation = fetchable_evaluation(url=server.url, team=personas.team,
                                           keywords=["red shoes", "blue hat", "green scarf"])
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
 
         page.goto(f"{live_server.url}/login/")
         page.get_by_label("Username").fill("lead")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from evaluations.models import Evaluation, QuerySet
+from evaluations.models import Evaluation, KeywordSet
 from tests.evaluations.factories import SearchModelFactory
 from tests.searchtweak.factories import PASSWORD
 
@@ -44,7 +44,7 @@ def test_a_lead_creates_a_query_set_and_an_evaluation_from_it(page, live_server,
     page.locator("#id_name").fill("Footwear")
     page.get_by_role("button", name="Create query set").click()
     expect(page.locator(".field.has-error")).to_contain_text("Add at least one keyword.")
-    assert not QuerySet.objects.exists()
+    assert not KeywordSet.objects.exists()
 
     page.locator("#id_keywords").fill("running shoes\nhiking boots\nRunning Shoes\nsandals")
     fits_the_phone(page)
@@ -59,7 +59,7 @@ def test_a_lead_creates_a_query_set_and_an_evaluation_from_it(page, live_server,
     page.get_by_test_id("new-evaluation-from-set").click()
     page.wait_for_url(re.compile(r"/evaluations/new/\?query_set=\d+$"))
     expect(page.get_by_label("…or use a query set")).to_have_value(
-        str(QuerySet.objects.get().pk))
+        str(KeywordSet.objects.get().pk))
     page.locator("#id_name").fill("Footwear run")
     page.get_by_label("Search model").select_option(label="BM25")
     shot(page, "2-evaluation-form")

@@ -136,13 +136,14 @@ def test_seed_demo_prints_how_many_keywords_were_fetched_and_failed(capsys):
 
 
 def test_seed_demo_prints_the_failures_and_the_first_error(capsys):
-    from evaluations import demo, services
+    from evaluations import demo
+    from evaluations.endpoints import services as endpoint_services
 
     team = Team.objects.create(name="Demo")
     # An endpoint whose mapper looks for the documents where the demo engine has none.
-    services.endpoint_create(team=team, created_by=None, name="Demo product search",
-                             url="http://127.0.0.1:8000/demo/search",
-                             mapper={**demo.DEMO_MAPPER, "documents": "results"})
+    endpoint_services.endpoint_create(team=team, created_by=None, name="Demo product search",
+                                      url="http://127.0.0.1:8000/demo/search",
+                                      mapper={**demo.DEMO_MAPPER, "documents": "results"})
     call_command("seed_demo")
     out = capsys.readouterr().out
     assert "0 of 50 keywords fetched, 50 failed (50 tried just now)." in out
@@ -153,7 +154,7 @@ def test_seed_demo_prints_the_failures_and_the_first_error(capsys):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow_reason("runs seed_demo against a live server over HTTP")
 def test_the_demo_model_fetches_over_http_from_a_base_demo_address(live_server, capsys):
-    from evaluations import services
+    from evaluations.services import configuration, lifecycle
 
     call_command("seed_demo", "--demo-url", live_server.url)
     assert "50 of 50 keywords fetched, 0 failed" in capsys.readouterr().out
@@ -161,11 +162,11 @@ def test_the_demo_model_fetches_over_http_from_a_base_demo_address(live_server, 
     assert model.endpoint.url == f"{live_server.url}/demo/search"
     # A lead's own evaluation on the demo model goes over the network to the served engine.
     lead = User.objects.get(username="lead")
-    evaluation = services.evaluation_create(
+    evaluation = configuration.evaluation_create(
         team=model.team, created_by=lead, model=model, name="Over HTTP", scale="graded",
         strategy=1, keywords=["cast iron skillet", "yoga mat"],
         metrics=[{"code": "precision", "k": 5, "params": {}}])
-    services.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
     evaluation.refresh_from_db()
     assert evaluation.status == Evaluation.Status.ACTIVE
     assert set(evaluation.keywords.values_list("fetch_status", flat=True)) == {"fetched"}

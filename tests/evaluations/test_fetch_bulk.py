@@ -11,9 +11,9 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from evaluations import services
-from evaluations.fetching import FetchResult
-from evaluations.mapper import Document
+from evaluations.endpoints.mapper import Document
+from evaluations.fetching import services as fetch_services
+from evaluations.fetching.search_requests import FetchResult
 from evaluations.models import Evaluation, Keyword, Snapshot
 from evaluations.signals import snapshots_created
 from judgments.models import FeedbackSlot
@@ -43,7 +43,7 @@ def result(text: str, count: int = 3) -> FetchResult:
 def claim_all(evaluation) -> tuple:
     ids = list(Keyword.objects.filter(evaluation=evaluation).values_list("pk", flat=True))
     now = timezone.now()
-    claimed = services.keywords_fetch_claim(keyword_ids=ids, lease_seconds=60, now=now)
+    claimed = fetch_services.keywords_fetch_claim(keyword_ids=ids, lease_seconds=60, now=now)
     return now, claimed
 
 
@@ -64,7 +64,7 @@ def test_a_group_stores_the_rows_a_keyword_at_a_time_store_wrote():
     claimed_at, claimed = claim_all(evaluation)
     assert list(claimed.values()) == ["shoes", "hats", "void", "broken"]
     ids = {text: pk for pk, text in claimed.items()}
-    stored = services.keywords_fetch_store(claimed_at=claimed_at, results=[
+    stored = fetch_services.keywords_fetch_store(claimed_at=claimed_at, results=[
         (ids["shoes"], result("shoes")), (ids["hats"], result("hats", 2)),
         (ids["void"], FetchResult(status_code=200, duration_ms=3, documents=[])),
         (ids["broken"], FetchResult(status_code=500, duration_ms=9, error="HTTP 500"))])
@@ -93,10 +93,10 @@ def test_one_keyword_stores_the_same_rows_as_a_group_of_it():
     alone, group = fetching(["shoes", "hats"]), fetching(["shoes", "hats"])
     claimed_at, claimed = claim_all(alone)
     for pk, text in claimed.items():
-        assert services.keyword_fetch_store(keyword_id=pk, claimed_at=claimed_at,
-                                            result=result(text)) is not None
+        assert fetch_services.keyword_fetch_store(keyword_id=pk, claimed_at=claimed_at,
+                                                  result=result(text)) is not None
     claimed_at, claimed = claim_all(group)
-    services.keywords_fetch_store(claimed_at=claimed_at, results=[
+    fetch_services.keywords_fetch_store(claimed_at=claimed_at, results=[
         (pk, result(text)) for pk, text in claimed.items()])
     assert stored_rows(alone) == stored_rows(group)
 
@@ -106,8 +106,8 @@ def test_a_group_that_crashed_left_nothing_and_a_retry_stores_it_once():
     claimed_at, claimed = claim_all(evaluation)
     ids = list(claimed)
     first, second = ids[:2], ids[2:]
-    services.keywords_fetch_store(claimed_at=claimed_at,
-                                  results=[(pk, result(claimed[pk])) for pk in first])
+    fetch_services.keywords_fetch_store(claimed_at=claimed_at,
+                                        results=[(pk, result(claimed[pk])) for pk in first])
 
     def crash(sender, **kwargs):
         raise RuntimeError("the worker died while writing the slots")
@@ -115,7 +115,7 @@ def test_a_group_that_crashed_left_nothing_and_a_retry_stores_it_once():
     snapshots_created.connect(crash, dispatch_uid="test-crash", weak=False)
     try:
         with pytest.raises(RuntimeError):
-            services.keywords_fetch_store(
+            fetch_services.keywords_fetch_store(
                 claimed_at=claimed_at, results=[(pk, result(claimed[pk])) for pk in second])
     finally:
         snapshots_created.disconnect(dispatch_uid="test-crash")
@@ -126,10 +126,10 @@ def test_a_group_that_crashed_left_nothing_and_a_retry_stores_it_once():
     assert Snapshot.objects.filter(keyword__evaluation=evaluation).count() == 6
     assert FeedbackSlot.objects.filter(evaluation=evaluation).count() == 18
     # The retry (redelivered with the whole batch) stores the rest once, the rest not again.
-    stored = services.keywords_fetch_store(
+    stored = fetch_services.keywords_fetch_store(
         claimed_at=claimed_at, results=[(pk, result(claimed[pk])) for pk in ids])
     assert sorted(keyword.text for keyword in stored) == ["c", "d"]
-    assert services.keywords_fetch_store(
+    assert fetch_services.keywords_fetch_store(
         claimed_at=claimed_at, results=[(pk, result(claimed[pk])) for pk in ids]) == []
     assert Snapshot.objects.filter(keyword__evaluation=evaluation).count() == 12
     assert FeedbackSlot.objects.filter(evaluation=evaluation).count() == 36
@@ -145,7 +145,7 @@ def test_a_pending_keyword_that_already_has_snapshots_keeps_them_and_the_group_s
     ids = {text: pk for pk, text in claimed.items()}
     Snapshot.objects.create(keyword_id=ids["edited"], position=1, doc_id="by-hand",
                             name="kept")
-    stored = services.keywords_fetch_store(claimed_at=claimed_at, results=[
+    stored = fetch_services.keywords_fetch_store(claimed_at=claimed_at, results=[
         (ids["edited"], result("edited")), (ids["fresh"], result("fresh"))])
     assert sorted(keyword.text for keyword in stored) == ["edited", "fresh"]
     assert sorted(Snapshot.objects.filter(keyword__evaluation=evaluation).values_list(
@@ -160,7 +160,7 @@ def _store_statements(keywords: int) -> list[str]:
     evaluation = fetching([f"k{n}" for n in range(keywords)])
     claimed_at, claimed = claim_all(evaluation)
     with CaptureQueriesContext(connection) as queries:
-        services.keywords_fetch_store(claimed_at=claimed_at, results=[
+        fetch_services.keywords_fetch_store(claimed_at=claimed_at, results=[
             (pk, result(text, 10)) for pk, text in claimed.items()])
     assert Snapshot.objects.filter(keyword__evaluation=evaluation).count() == keywords * 10
     assert FeedbackSlot.objects.filter(evaluation=evaluation).count() == keywords * 30
@@ -189,7 +189,7 @@ def test_the_statements_of_a_group_do_not_grow_with_its_results():
 def test_a_request_thread_ended_by_a_base_exception_still_hands_in_a_result(monkeypatch):
     """The fetch loop counts results down to zero; a thread ended by what the keyword's own
     guard does not catch (SystemExit here) must not leave it waiting for ever."""
-    from evaluations.services import fetch
+    from evaluations.fetching import services as fetch
 
     def answer(spec, text, *, client):
         if text == "stops":
@@ -215,7 +215,7 @@ def test_a_request_thread_ended_by_a_base_exception_still_hands_in_a_result(monk
 ])
 def test_a_fetch_is_cut_into_batch_size_tasks_or_into_at_most_max_batches(
         settings, django_capture_on_commit_callbacks, keywords, limits, batches):
-    from evaluations.services import fetch
+    from evaluations.fetching import dispatch as fetch
 
     settings.FETCH_BATCH_SIZE, settings.FETCH_MAX_BATCHES = 3, 2
     evaluation = fetchable_evaluation(url="http://127.0.0.1:9", keywords=["k"], **limits)

@@ -7,10 +7,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from evaluations import services, tasks
-from evaluations.fetching import FetchResult, fetch_claim_lease_seconds
-from evaluations.mapper import Document
+from evaluations import tasks
+from evaluations.endpoints.mapper import Document
+from evaluations.fetching import services as fetch_services
+from evaluations.fetching.search_requests import FetchResult, fetch_claim_lease_seconds
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services import lifecycle
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import running_server
 
@@ -64,7 +66,7 @@ def test_a_live_claim_is_left_to_its_task(server, django_capture_on_commit_callb
     with django_capture_on_commit_callbacks(execute=True):
         assert tasks.sweep_stalled_fetches() == 0
     ids = list(evaluation.keywords.values_list("pk", flat=True))
-    assert services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 0
+    assert fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 0
     assert server.received == []
     evaluation.refresh_from_db()
     assert evaluation.status == Evaluation.Status.FETCHING
@@ -96,7 +98,7 @@ def test_the_sweep_requeues_a_keyword_whose_claim_lapsed(
 def test_the_sweep_leaves_a_paused_evaluations_claims(server, django_capture_on_commit_callbacks):
     evaluation = fetching(server, ["lamp"])
     claimed(evaluation, "lamp", seconds_ago=fetch_claim_lease_seconds(5) + 1)
-    services.evaluation_pause(evaluation=evaluation)
+    lifecycle.evaluation_pause(evaluation=evaluation)
     with django_capture_on_commit_callbacks(execute=True):
         assert tasks.sweep_stalled_fetches() == 0
     assert server.received == []
@@ -108,9 +110,9 @@ def test_pause_then_start_reclaims_a_dead_tasks_keywords_at_once(
     for them to lapse."""
     evaluation = fetching(server, ["lamp", "desk"])
     claimed(evaluation, "lamp", seconds_ago=1)
-    services.evaluation_pause(evaluation=evaluation)
+    lifecycle.evaluation_pause(evaluation=evaluation)
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     evaluation.refresh_from_db()
     assert evaluation.status == Evaluation.Status.ACTIVE
     assert sorted(server.queries()) == ["desk", "lamp"]
@@ -122,7 +124,7 @@ def test_a_redelivered_task_finds_its_keywords_done_and_does_nothing(
         server, django_capture_on_commit_callbacks):
     evaluation = fetchable_evaluation(url=server.url, keywords=["lamp", "desk"])
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     before = snapshot_rows(evaluation)
     ids = list(evaluation.keywords.values_list("pk", flat=True))
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.FETCHING)
@@ -144,22 +146,22 @@ def test_a_task_whose_claim_lapsed_and_was_taken_over_stores_nothing(server):
     Only the claim's holder stores; the other's answer and its clean-up are dropped."""
     evaluation = fetching(server, ["lamp"])
     keyword = Keyword.objects.get(evaluation=evaluation)
-    first = services.keyword_fetch_claim(keyword_id=keyword.pk, lease_seconds=60)
+    first = fetch_services.keyword_fetch_claim(keyword_id=keyword.pk, lease_seconds=60)
     assert first is not None
-    assert services.keyword_fetch_claim(keyword_id=keyword.pk, lease_seconds=60) is None
+    assert fetch_services.keyword_fetch_claim(keyword_id=keyword.pk, lease_seconds=60) is None
     Keyword.objects.filter(pk=keyword.pk).update(fetch_claimed_at=first - timedelta(seconds=61))
     lapsed = first - timedelta(seconds=61)
-    second = services.keyword_fetch_claim(keyword_id=keyword.pk, lease_seconds=60)
+    second = fetch_services.keyword_fetch_claim(keyword_id=keyword.pk, lease_seconds=60)
     assert second is not None and second != lapsed
 
-    assert services.keyword_fetch_store(keyword_id=keyword.pk, claimed_at=lapsed,
-                                        result=results("lamp")) is None
-    services.keyword_fetch_fail(keyword_ids=[keyword.pk], claimed_at=lapsed,
-                                error="the first task stopped")
+    assert fetch_services.keyword_fetch_store(keyword_id=keyword.pk, claimed_at=lapsed,
+                                              result=results("lamp")) is None
+    fetch_services.keyword_fetch_fail(keyword_ids=[keyword.pk], claimed_at=lapsed,
+                                      error="the first task stopped")
     keyword.refresh_from_db()
     assert (keyword.fetch_status, keyword.fetch_claimed_at) == ("pending", second)
-    assert services.keyword_fetch_store(keyword_id=keyword.pk, claimed_at=second,
-                                        result=results("lamp")) is not None
-    assert services.keyword_fetch_store(keyword_id=keyword.pk, claimed_at=second,
-                                        result=results("lamp")) is None
+    assert fetch_services.keyword_fetch_store(keyword_id=keyword.pk, claimed_at=second,
+                                              result=results("lamp")) is not None
+    assert fetch_services.keyword_fetch_store(keyword_id=keyword.pk, claimed_at=second,
+                                              result=results("lamp")) is None
     assert snapshot_rows(evaluation) == [("lamp", 1), ("lamp", 2)]

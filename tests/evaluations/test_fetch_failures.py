@@ -6,8 +6,9 @@ import threading
 import pytest
 from rest_framework.test import APIClient
 
-from evaluations import selectors, services
+from evaluations import selectors
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services import lifecycle
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 
@@ -38,7 +39,7 @@ def server(healthy):
 def failed_evaluation(server, personas, django_capture_on_commit_callbacks) -> Evaluation:
     evaluation = fetchable_evaluation(url=server.url, keywords=KEYWORDS, team=personas.team)
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     evaluation.refresh_from_db()
     return evaluation
 
@@ -102,7 +103,7 @@ def test_a_partially_failed_evaluation_shows_the_count_and_stays_active(
         else Reply(body=hits(request.query["q"][0]))
     evaluation = fetchable_evaluation(url=server.url, keywords=KEYWORDS, team=personas.team)
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     client.force_login(personas.lead)
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert "1 of 3 keywords failed" in page
@@ -186,7 +187,7 @@ def test_a_retry_against_a_still_failing_server_reports_them_failed_again(
 def test_retry_puts_failed_keywords_back_to_pending_and_enqueues_after_commit(
         personas, failed_evaluation, server):
     server.received.clear()
-    services.evaluation_retry_failed(evaluation=failed_evaluation)  # on-commit never runs
+    lifecycle.evaluation_retry_failed(evaluation=failed_evaluation)  # on-commit never runs
     failed_evaluation.refresh_from_db()
     assert failed_evaluation.status == Evaluation.Status.FETCHING
     assert statuses(failed_evaluation) == {"pending"}
@@ -198,7 +199,7 @@ def test_retry_puts_failed_keywords_back_to_pending_and_enqueues_after_commit(
 def test_only_a_started_unfinished_evaluation_retries(personas, failed_evaluation, status):
     Evaluation.objects.filter(pk=failed_evaluation.pk).update(status=status)
     with pytest.raises(Exception) as raised:
-        services.evaluation_retry_failed(evaluation=failed_evaluation)
+        lifecycle.evaluation_retry_failed(evaluation=failed_evaluation)
     assert "status" in raised.value.message_dict
     assert statuses(failed_evaluation) == {"failed"}
 
@@ -233,7 +234,7 @@ def test_retry_answers_405_to_a_get(client, personas, failed_evaluation):
 
 def test_retrying_a_paused_evaluation_is_a_400_naming_the_status(client, personas,
                                                                  failed_evaluation):
-    services.evaluation_pause(evaluation=failed_evaluation)
+    lifecycle.evaluation_pause(evaluation=failed_evaluation)
     response = api_for(personas.lead).post(
         f"/api/v1/evaluations/{failed_evaluation.pk}/retry-failed/")
     assert response.status_code == 400

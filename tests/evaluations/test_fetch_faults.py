@@ -8,8 +8,9 @@ import pytest
 from django.db.models import Count
 from django.utils import timezone
 
-from evaluations import services, tasks
+from evaluations import tasks
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services import lifecycle
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.workers import (
@@ -63,7 +64,7 @@ def test_a_worker_killed_mid_fetch_leaves_nothing_stranded(settings):
             with celery_worker_process(broker_url=broker_url, database_url=database_url,
                                        extra_env=WORKER_ENV) as first, \
                     tasks_sent_to(broker_url=broker_url, queue=first.queue):
-                services.evaluation_start(evaluation=evaluation)
+                lifecycle.evaluation_start(evaluation=evaluation)
                 wait_until(lambda: "kw 15" in server.queries(), "asked for kw 15")
                 first.kill()
         finally:
@@ -100,7 +101,7 @@ def test_two_workers_given_every_batch_twice_store_each_keyword_once(settings):
                 celery_worker_process(broker_url=broker_url, database_url=database_url,
                                       extra_env=WORKER_ENV, queue=first.queue), \
                 tasks_sent_to(broker_url=broker_url, queue=first.queue):
-            services.evaluation_start(evaluation=evaluation, enqueue=False)
+            lifecycle.evaluation_start(evaluation=evaluation, enqueue=False)
             ids = list(evaluation.keywords.order_by("position").values_list("pk", flat=True))
             for start in range(0, len(ids), 10):
                 for _ in range(2):

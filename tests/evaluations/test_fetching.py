@@ -5,8 +5,10 @@ import threading
 
 import pytest
 
-from evaluations import services
+from evaluations.endpoints import services as endpoint_services
+from evaluations.fetching import services as fetch_services
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services import lifecycle
 from evaluations.signals import snapshots_created
 from tests.evaluations.factories import ES_MAPPER, fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
@@ -41,7 +43,7 @@ def announced():
 
 def start(evaluation, capture) -> Evaluation:
     with capture(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     evaluation.refresh_from_db()
     return evaluation
 
@@ -278,7 +280,7 @@ def test_a_failed_keyword_is_refetched_on_the_next_start_without_duplicates(
     assert keyword(evaluation, "flaky").fetch_status == "failed"
     assert evaluation.status == Evaluation.Status.ACTIVE
 
-    services.evaluation_pause(evaluation=evaluation)
+    lifecycle.evaluation_pause(evaluation=evaluation)
     healthy.set()
     server.received.clear()
     evaluation = start(evaluation, django_capture_on_commit_callbacks)
@@ -293,36 +295,37 @@ def test_a_failed_keyword_is_refetched_on_the_next_start_without_duplicates(
 
 def test_a_task_for_a_paused_evaluation_fetches_nothing(server):
     evaluation = fetchable_evaluation(url=server.url, keywords=["a", "b"])
-    services.evaluation_start(evaluation=evaluation)  # on-commit enqueue never runs here
-    services.evaluation_pause(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)  # on-commit enqueue never runs here
+    lifecycle.evaluation_pause(evaluation=evaluation)
     ids = list(evaluation.keywords.values_list("pk", flat=True))
-    assert services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 0
+    assert fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 0
     assert server.received == []
     assert set(evaluation.keywords.values_list("fetch_status", flat=True)) == {"pending"}
 
 
 def test_a_duplicated_task_fetches_each_keyword_once(server):
     evaluation = fetchable_evaluation(url=server.url, keywords=["a", "b"])
-    services.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
     ids = list(evaluation.keywords.values_list("pk", flat=True))
-    assert services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 2
-    assert services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 0
+    assert fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 2
+    assert fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 0
     assert len(server.received) == 2
     assert Snapshot.objects.filter(keyword__evaluation=evaluation).count() == 6
 
 
 def test_secret_headers_are_sent_but_stored_encrypted(server, django_capture_on_commit_callbacks,
                                                       personas):
-    endpoint = services.endpoint_create(
+    endpoint = endpoint_services.endpoint_create(
         team=personas.team, created_by=personas.admin, name="Secure", url=f"{server.url}/s",
         mapper={"documents": "hits.hits", "id": "_id", "name": "_source.title"},
         headers={"Authorization": "Bearer sk-live-1234567890abcd", "X-Tenant": "acme"},
     )
     assert "sk-live" not in endpoint.secret_headers_encrypted
     assert endpoint.headers == {"X-Tenant": "acme"}
-    model = services.search_model_create(team=personas.team, created_by=personas.admin,
-                                         endpoint=endpoint, name="m", params={"q": "#query#"})
-    result = services.search_model_test(model=model, query="shoes")
+    model = endpoint_services.search_model_create(
+        team=personas.team, created_by=personas.admin,
+        endpoint=endpoint, name="m", params={"q": "#query#"})
+    result = endpoint_services.search_model_test(model=model, query="shoes")
     assert result.ok
     assert server.received[0].headers["authorization"] == "Bearer sk-live-1234567890abcd"
     assert server.received[0].headers["x-tenant"] == "acme"
@@ -343,14 +346,14 @@ def test_the_urls_own_query_reaches_the_engine_with_the_keyword_in_it(
 
 
 def test_a_models_params_join_the_urls_query_instead_of_replacing_it(personas, server):
-    endpoint = services.endpoint_create(
+    endpoint = endpoint_services.endpoint_create(
         team=personas.team, created_by=personas.admin, name="Versioned",
         url=f"{server.url}/search?n=3&api-version=2024", mapper=ES_MAPPER)
-    model = services.search_model_create(team=personas.team, created_by=personas.admin,
-                                         endpoint=endpoint, name="m",
-                                         params={"q": "#query#", "tag": ["a b", "c"]})
+    model = endpoint_services.search_model_create(team=personas.team, created_by=personas.admin,
+                                                  endpoint=endpoint, name="m",
+                                                  params={"q": "#query#", "tag": ["a b", "c"]})
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert result.ok, result.error
     assert server.received[0].query == {"n": ["3"], "api-version": ["2024"], "q": ["shoes"],
@@ -358,8 +361,9 @@ def test_a_models_params_join_the_urls_query_instead_of_replacing_it(personas, s
 
 
 def test_the_endpoint_forms_test_sends_the_urls_query_too(personas, server):
-    result = services.endpoint_test(team=personas.team, query="red shoes", params={},
-                                    url=f"{server.url}/search?q=#query#&n=3", mapper=ES_MAPPER)
+    result = endpoint_services.endpoint_test(
+        team=personas.team, query="red shoes", params={},
+        url=f"{server.url}/search?q=#query#&n=3", mapper=ES_MAPPER)
 
     assert result.ok, result.error
     assert server.received[0].query == {"q": ["red shoes"], "n": ["3"]}
@@ -371,12 +375,14 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 def test_a_test_against_an_engine_answering_100k_deep_json_fails_with_the_reason(
         personas, server):
     server.handler = lambda r: Reply(body=DEEP)
-    endpoint = services.endpoint_create(team=personas.team, created_by=personas.admin,
-                                        name="Deep", url=f"{server.url}/s", mapper=ES_MAPPER)
-    model = services.search_model_create(team=personas.team, created_by=personas.admin,
-                                         endpoint=endpoint, name="m", params={"q": "#query#"})
+    endpoint = endpoint_services.endpoint_create(
+        team=personas.team, created_by=personas.admin,
+        name="Deep", url=f"{server.url}/s", mapper=ES_MAPPER)
+    model = endpoint_services.search_model_create(
+        team=personas.team, created_by=personas.admin,
+        endpoint=endpoint, name="m", params={"q": "#query#"})
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert not result.ok
     assert result.error == ("the response is nested too deeply to read (arrays or objects "
@@ -389,10 +395,12 @@ def test_a_deep_field_just_under_the_parsers_limit_fails_the_test_not_the_page(
     server.handler = lambda r: Reply(body=(
         '{"hits": {"hits": [{"_id": "1", "_source": {"title": "t", "rank": ' + deep_field
         + "}}]}}").encode())
-    endpoint = services.endpoint_create(team=personas.team, created_by=personas.admin,
-                                        name="Deep", url=f"{server.url}/s", mapper=ES_MAPPER)
-    model = services.search_model_create(team=personas.team, created_by=personas.admin,
-                                         endpoint=endpoint, name="m", params={"q": "#query#"})
+    endpoint = endpoint_services.endpoint_create(
+        team=personas.team, created_by=personas.admin,
+        name="Deep", url=f"{server.url}/s", mapper=ES_MAPPER)
+    model = endpoint_services.search_model_create(
+        team=personas.team, created_by=personas.admin,
+        endpoint=endpoint, name="m", params={"q": "#query#"})
     client.force_login(personas.admin)
 
     response = client.post(f"/models/{model.pk}/test/", {"query": "shoes"})

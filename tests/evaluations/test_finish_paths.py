@@ -10,9 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
-from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
 from evaluations.models import Evaluation, Keyword, SearchModel
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import completion, configuration, lifecycle
 from judges import runs
 from judges.models import JudgeRun
 from judgments.imports import ParsedJudgment
@@ -48,8 +49,8 @@ def test_a_schedule_run_of_an_unchanged_model_finishes_at_its_fetch_with_its_ver
     team = Team.objects.get(name="Demo")
     lead = User.objects.get(username="lead")
     model = SearchModel.objects.get(team=team, name=MODEL_NAME)
-    query_set = services.query_set_create(team=team, created_by=lead, name="Top queries",
-                                          keywords=KEYWORDS)
+    query_set = query_set_services.query_set_create(team=team, created_by=lead, name="Top queries",
+                                                    keywords=KEYWORDS)
     with time_machine.travel(START, tick=False):
         schedule_services.schedule_create(
             team=team, created_by=lead, name="Hourly", model=model, query_set=query_set,
@@ -103,7 +104,7 @@ def test_a_fetch_whose_results_the_pool_grades_finishes_the_evaluation(settings)
             judgments=[ParsedJudgment(line=n, text=text, doc_id=f"{text}-{n % 3 + 1}",
                                       grade=n % 4)
                        for n, text in enumerate(texts * 3)])
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     assert FeedbackSlot.objects.filter(evaluation=evaluation,
                                        reused_from_pool__isnull=False).count() == 6
     assert finished_by_auto(evaluation)
@@ -132,9 +133,9 @@ def complete_but_active(personas, **fields) -> Evaluation:
 @pytest.mark.django_db
 def test_turning_auto_finish_on_over_a_complete_evaluation_finishes_it(personas):
     evaluation = complete_but_active(personas, auto_finish=False)
-    services.evaluation_update(evaluation=evaluation, name="Graded by hand")
+    configuration.evaluation_update(evaluation=evaluation, name="Graded by hand")
     assert not finished_by_auto(evaluation)
-    services.evaluation_update(evaluation=evaluation, auto_finish=True)
+    configuration.evaluation_update(evaluation=evaluation, auto_finish=True)
     assert finished_by_auto(evaluation)
 
 
@@ -147,7 +148,7 @@ def test_starting_a_complete_evaluation_with_nothing_to_fetch_finishes_it(person
     EvaluationMetricFactory(evaluation=evaluation, code="precision", k=2)
     evaluation_metrics_recompute(evaluation_id=evaluation.pk)  # its values, while paused
     assert not finished_by_auto(evaluation)
-    services.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
     assert finished_by_auto(evaluation)
 
 
@@ -158,6 +159,6 @@ def test_a_recompute_from_scratch_that_brings_the_values_finishes_a_complete_eva
     values were never computed: the rule waits for them, and the recompute finishes it."""
     evaluation = complete_but_active(personas, auto_finish=True)
     EvaluationMetricFactory(evaluation=evaluation, code="precision", k=2)
-    assert services.evaluation_finish_if_complete(evaluation_id=evaluation.pk) is False
+    assert completion.evaluation_finish_if_complete(evaluation_id=evaluation.pk) is False
     evaluation_metrics_recompute(evaluation_id=evaluation.pk)
     assert finished_by_auto(evaluation)

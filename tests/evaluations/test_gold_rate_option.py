@@ -5,8 +5,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.services import configuration
 from tests.evaluations.factories import SearchModelFactory
 from tests.evaluations.test_evaluation_options import FORM
 
@@ -59,10 +59,10 @@ def test_the_service_refuses_a_rate_off_its_range_and_a_clone_keeps_it(personas)
                   metrics=[{"code": "ndcg", "k": 10, "params": {}}])
     for bad in (-0.1, 0.51, True, "0.1"):
         with pytest.raises(ValidationError) as refused:
-            services.evaluation_create(**fields, gold_rate=bad)
+            configuration.evaluation_create(**fields, gold_rate=bad)
         assert list(refused.value.message_dict) == ["gold_rate"]
-    evaluation = services.evaluation_create(**fields, gold_rate=0.2)
-    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    evaluation = configuration.evaluation_create(**fields, gold_rate=0.2)
+    clone = configuration.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
     assert clone.gold_rate == 0.2
 
 
@@ -83,7 +83,7 @@ def test_the_form_sets_the_second_grader_under_1_to_3_only(client, personas):
     assert evaluation.second_grader_below_gold_bar is True
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert "a second grader where a grader is below the gold bar" in page
-    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    clone = configuration.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
     assert clone.second_grader_below_gold_bar is True
 
 

@@ -5,8 +5,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.services import configuration
 from tests.evaluations.factories import SearchModelFactory
 from tests.evaluations.test_evaluation_options import FORM
 
@@ -73,18 +73,18 @@ def test_the_api_defaults_sets_and_validates_it(personas):
 
 def test_a_clone_keeps_it(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
-    evaluation = services.evaluation_create(
+    evaluation = configuration.evaluation_create(
         team=personas.team, created_by=personas.lead, model=model, name="S", scale="graded",
         strategy=1, keywords=["boots"], metrics=[{"code": "ndcg", "k": 10, "params": {}}],
         grading_order="decisive")
-    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    clone = configuration.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
     assert clone.grading_order == "decisive"
 
 
 def test_the_service_refuses_an_unknown_order(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     with pytest.raises(ValidationError) as raised:
-        services.evaluation_create(
+        configuration.evaluation_create(
             team=personas.team, created_by=personas.lead, model=model, name="S",
             scale="graded", strategy=1, keywords=["boots"],
             metrics=[{"code": "ndcg", "k": 10, "params": {}}], grading_order="widest")

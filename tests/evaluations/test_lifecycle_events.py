@@ -10,9 +10,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.events import By, EvaluationTransitioned, evaluation_transitioned
+from evaluations.fetching import services as fetch_services
 from evaluations.models import Evaluation, Keyword
+from evaluations.services import completion, lifecycle
 from judgments.grading import slot_grade_by_lead
 from judgments.models import FeedbackSlot
 from metrics.models import EvaluationRecomputeState, KeywordRecomputeMark
@@ -71,8 +72,8 @@ def startable(personas, *, fetch_statuses=("pending",), status="pending") -> Eva
 def test_start_announces_started_once_the_transaction_commits(personas, events, committed):
     evaluation = startable(personas)
     with committed():
-        services.evaluation_start(evaluation=evaluation, enqueue=False, by=By.USER,
-                                  user=personas.lead)
+        lifecycle.evaluation_start(evaluation=evaluation, enqueue=False, by=By.USER,
+                                   user=personas.lead)
         assert events == []  # not before the commit
     assert [fields(e) for e in events] == [
         (evaluation.pk, personas.team.pk, "started", "pending", "fetching", "user",
@@ -84,7 +85,7 @@ def test_a_start_with_nothing_to_fetch_announces_started_into_active(personas, e
                                                                       committed):
     evaluation = startable(personas, fetch_statuses=("fetched",))
     with committed():
-        services.evaluation_start(evaluation=evaluation, enqueue=False)
+        lifecycle.evaluation_start(evaluation=evaluation, enqueue=False)
     assert [(e.transition, e.previous_status, e.status, e.by, e.user_id) for e in events] == [
         ("started", "pending", "active", "system", None)]
 
@@ -92,9 +93,9 @@ def test_a_start_with_nothing_to_fetch_announces_started_into_active(personas, e
 def test_the_end_of_a_fetch_announces_fetched_once(personas, events, committed):
     evaluation = startable(personas, fetch_statuses=("fetched", "failed"), status="fetching")
     with committed():
-        assert services.evaluation_fetch_complete(evaluation_id=evaluation.pk) is True
+        assert fetch_services.evaluation_fetch_complete(evaluation_id=evaluation.pk) is True
         # Every task of the fetch asks; the one that moved the evaluation announced it.
-        assert services.evaluation_fetch_complete(evaluation_id=evaluation.pk) is False
+        assert fetch_services.evaluation_fetch_complete(evaluation_id=evaluation.pk) is False
     assert [fields(e) for e in events] == [
         (evaluation.pk, personas.team.pk, "fetched", "fetching", "active", "system", None)]
 
@@ -102,7 +103,7 @@ def test_the_end_of_a_fetch_announces_fetched_once(personas, events, committed):
 def test_a_fetch_that_fetched_no_keyword_announces_failed(personas, events, committed):
     evaluation = startable(personas, fetch_statuses=("failed", "failed"), status="fetching")
     with committed():
-        services.evaluation_fetch_complete(evaluation_id=evaluation.pk)
+        fetch_services.evaluation_fetch_complete(evaluation_id=evaluation.pk)
     assert [(e.transition, e.previous_status, e.status) for e in events] == [
         ("failed", "fetching", "active")]
 
@@ -110,7 +111,7 @@ def test_a_fetch_that_fetched_no_keyword_announces_failed(personas, events, comm
 def test_a_fetch_still_waiting_for_a_keyword_announces_nothing(personas, events, committed):
     evaluation = startable(personas, fetch_statuses=("fetched", "pending"), status="fetching")
     with committed():
-        assert services.evaluation_fetch_complete(evaluation_id=evaluation.pk) is False
+        assert fetch_services.evaluation_fetch_complete(evaluation_id=evaluation.pk) is False
     assert events == []
 
 
@@ -141,10 +142,10 @@ def test_retrying_failed_keywords_announces_retried_once(personas, events, commi
     evaluation = startable(personas, fetch_statuses=("fetched", "failed"), status="active")
     Evaluation.objects.filter(pk=evaluation.pk).update(started_at="2026-01-01T00:00:00Z")
     with committed():
-        services.evaluation_retry_failed(evaluation=evaluation, enqueue=False, by=By.USER,
-                                         user=personas.lead)
+        lifecycle.evaluation_retry_failed(evaluation=evaluation, enqueue=False, by=By.USER,
+                                          user=personas.lead)
         # Already fetching: nothing changes, nothing is announced.
-        services.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
+        lifecycle.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
     assert [(e.transition, e.previous_status, e.status, e.by) for e in events] == [
         ("retried", "active", "fetching", "user")]
 
@@ -152,7 +153,7 @@ def test_retrying_failed_keywords_announces_retried_once(personas, events, commi
 def test_pause_announces_paused(personas, events, committed):
     evaluation = startable(personas, fetch_statuses=("fetched",), status="active")
     with committed():
-        services.evaluation_pause(evaluation=evaluation, by=By.USER, user=personas.lead)
+        lifecycle.evaluation_pause(evaluation=evaluation, by=By.USER, user=personas.lead)
     assert [fields(e) for e in events] == [
         (evaluation.pk, personas.team.pk, "paused", "active", "pending", "user",
          personas.lead.pk)]
@@ -162,8 +163,8 @@ def test_finishing_twice_announces_finished_once(personas, events, committed):
     evaluation = EvaluationFactory(model__endpoint__team=personas.team, status="active",
                                    started_at="2026-01-01T00:00:00Z")
     with committed():
-        services.evaluation_finish(evaluation=evaluation, by=By.USER, user=personas.lead)
-        services.evaluation_finish(evaluation=evaluation, by=By.USER, user=personas.lead)
+        lifecycle.evaluation_finish(evaluation=evaluation, by=By.USER, user=personas.lead)
+        lifecycle.evaluation_finish(evaluation=evaluation, by=By.USER, user=personas.lead)
     assert [fields(e) for e in events] == [
         (evaluation.pk, personas.team.pk, "finished", "active", "finished", "user",
          personas.lead.pk)]
@@ -174,7 +175,7 @@ def test_a_refused_transition_announces_nothing(personas, events, committed):
     evaluation = EvaluationFactory(model__endpoint__team=personas.team, status="fetching",
                                    started_at="2026-01-01T00:00:00Z")
     with committed(), pytest.raises(ValidationError):
-        services.evaluation_finish(evaluation=evaluation)
+        lifecycle.evaluation_finish(evaluation=evaluation)
     assert events == []
 
 
@@ -198,8 +199,8 @@ def test_archive_and_restore_announce_once_each_and_keep_the_status(personas, ev
     with committed():
         api.post(f"/api/v1/evaluations/{evaluation.pk}/archive/")
         api.post(f"/api/v1/evaluations/{evaluation.pk}/archive/")  # archived already
-        services.evaluation_restore(evaluation=evaluation, by=By.USER, user=personas.admin)
-        services.evaluation_restore(evaluation=evaluation)  # not archived any more
+        lifecycle.evaluation_restore(evaluation=evaluation, by=By.USER, user=personas.admin)
+        lifecycle.evaluation_restore(evaluation=evaluation)  # not archived any more
     assert [(e.transition, e.previous_status, e.status, e.by, e.user_id) for e in events] == [
         ("archived", "active", "active", "api", personas.lead.pk),
         ("restored", "active", "active", "user", personas.admin.pk)]
@@ -211,10 +212,10 @@ def test_a_rolled_back_transition_announces_nothing(personas, events, committed)
                                    started_at="2026-01-01T00:00:00Z")
     with committed():
         with pytest.raises(RuntimeError), transaction.atomic():
-            services.evaluation_finish(evaluation=evaluation)
-            services.evaluation_archive(evaluation=evaluation)
+            lifecycle.evaluation_finish(evaluation=evaluation)
+            lifecycle.evaluation_archive(evaluation=evaluation)
             raise RuntimeError("the request failed after the transitions")
-        services.evaluation_pause(evaluation=evaluation)
+        lifecycle.evaluation_pause(evaluation=evaluation)
     # Only the transition that committed was heard.
     assert [e.transition for e in events] == ["paused"]
     assert Evaluation.objects.filter(pk=evaluation.pk, archived_at=None).exists()
@@ -229,7 +230,7 @@ def test_a_failing_listener_neither_undoes_the_transition_nor_silences_others(
     try:
         evaluation = EvaluationFactory(model__endpoint__team=personas.team, status="active")
         with committed():
-            services.evaluation_pause(evaluation=evaluation)
+            lifecycle.evaluation_pause(evaluation=evaluation)
     finally:
         evaluation_transitioned.disconnect(dispatch_uid="test_broken_listener")
     assert Evaluation.objects.get(pk=evaluation.pk).status == "pending"
@@ -252,9 +253,9 @@ def complete(personas, **fields) -> Evaluation:
 def test_finish_if_complete_finishes_by_auto_once(personas, events, committed):
     evaluation = complete(personas, auto_finish=True)
     with committed():
-        assert services.evaluation_finish_if_complete(evaluation_id=evaluation.pk) is True
-        assert services.evaluation_finish_if_complete(evaluation_id=evaluation.pk) is False
-        services.evaluation_finish(evaluation=evaluation)  # a lead, too late: a no-op
+        assert completion.evaluation_finish_if_complete(evaluation_id=evaluation.pk) is True
+        assert completion.evaluation_finish_if_complete(evaluation_id=evaluation.pk) is False
+        lifecycle.evaluation_finish(evaluation=evaluation)  # a lead, too late: a no-op
     assert [fields(e) for e in events] == [
         (evaluation.pk, personas.team.pk, "finished", "active", "finished", "auto", None)]
     evaluation.refresh_from_db()
@@ -284,7 +285,7 @@ def test_finish_if_complete_leaves_an_incomplete_evaluation_alone(
     else:
         Evaluation.objects.filter(pk=evaluation.pk).update(**changes)
     with committed(), django_assert_num_queries(queries):
-        assert services.evaluation_finish_if_complete(
+        assert completion.evaluation_finish_if_complete(
             evaluation_id=evaluation.pk, progress=progress) is False
     assert events == []
     assert Evaluation.objects.get(pk=evaluation.pk).finished_at is None
@@ -345,7 +346,7 @@ STATUS_WRITES = [
 def test_only_the_services_that_announce_write_an_evaluations_status():
     # A write elsewhere (the recompute finishing by itself, say) would go unannounced.
     assert set(matching_lines(STATUS_WRITES)) == {
-        "evaluations/services/lifecycle.py", "evaluations/services/fetch.py",
+        "evaluations/services/lifecycle.py", "evaluations/fetching/services.py",
         "evaluations/services/completion.py"}
 
 
@@ -381,7 +382,7 @@ def test_racing_automatic_finishes_announce_once(personas, events):
     if connection.vendor != "postgresql":
         skip_or_fail("a race between connections needs PostgreSQL: set DATABASE_URL")
     evaluation = complete(personas, auto_finish=True)
-    results = race([lambda: services.evaluation_finish_if_complete(
+    results = race([lambda: completion.evaluation_finish_if_complete(
         evaluation_id=evaluation.pk)] * 4)
     assert sorted(results) == [False, False, False, True]
     assert [(e.evaluation_id, e.transition, e.by) for e in events] == [
@@ -393,9 +394,9 @@ def test_a_lead_and_the_rule_finishing_at_once_announce_once(personas, events):
     if connection.vendor != "postgresql":
         skip_or_fail("a race between connections needs PostgreSQL: set DATABASE_URL")
     evaluation = complete(personas, auto_finish=True)
-    race([lambda: services.evaluation_finish(evaluation=evaluation, by=By.USER,
-                                             user=personas.lead),
-          lambda: services.evaluation_finish_if_complete(evaluation_id=evaluation.pk)])
+    race([lambda: lifecycle.evaluation_finish(evaluation=evaluation, by=By.USER,
+                                              user=personas.lead),
+          lambda: completion.evaluation_finish_if_complete(evaluation_id=evaluation.pk)])
     assert [e.transition for e in events] == ["finished"]
     assert Evaluation.objects.get(pk=evaluation.pk).status == "finished"
 
@@ -405,10 +406,10 @@ def test_a_transition_in_a_rolled_back_transaction_is_never_heard(personas, even
     # A real transaction, not the test's savepoint: the rollback is the database's.
     evaluation = startable(personas)
     with pytest.raises(RuntimeError), transaction.atomic():
-        services.evaluation_start(evaluation=evaluation, enqueue=False)
+        lifecycle.evaluation_start(evaluation=evaluation, enqueue=False)
         raise RuntimeError("after the start")
     assert events == []
     assert Evaluation.objects.get(pk=evaluation.pk).status == "pending"
-    services.evaluation_start(evaluation=evaluation, enqueue=False)  # autocommit: heard
+    lifecycle.evaluation_start(evaluation=evaluation, enqueue=False)  # autocommit: heard
     assert [(e.transition, e.status) for e in events] == [("started", "fetching")]
     assert Keyword.objects.filter(evaluation=evaluation).count() == 1

@@ -1,5 +1,5 @@
-"""evaluations.mapper reads plain paths of names itself (jmespath builds an interpreter per
-search): what it finds must be what jmespath finds, for any JSON."""
+"""evaluations.endpoints.mapper reads plain paths of names itself (jmespath builds an
+interpreter per search): what it finds must be what jmespath finds, for any JSON."""
 
 import functools
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluations import mapper
-from evaluations.mapper import MapperError, map_documents
+from evaluations.endpoints import mapper
+from evaluations.endpoints.mapper import MapperError, map_documents
 from tests.property_depth import examples
 
 names = st.sampled_from(["a", "b", "_id", "a-b", "héllo", ""])

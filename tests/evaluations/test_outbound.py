@@ -13,8 +13,9 @@ import pytest
 from django.utils.html import escape
 from rest_framework.test import APIClient
 
-from evaluations import services
+from evaluations.endpoints import services as endpoint_services
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from evaluations.services import lifecycle
 from searchtweak import outbound_limits
 from searchtweak.outbound_limits import TestsBusy
 from tests.evaluations.factories import ES_MAPPER, fetchable_evaluation
@@ -43,13 +44,14 @@ def elsewhere():
 
 
 def secured_model(personas, url: str, **endpoint_fields):
-    endpoint = services.endpoint_create(
+    endpoint = endpoint_services.endpoint_create(
         team=personas.team, created_by=personas.admin, name="Secure", url=url,
         mapper=ES_MAPPER, headers={"X-Tenant": "acme"}, secret_headers={"X-Api-Key": SECRET},
         **endpoint_fields,
     )
-    return services.search_model_create(team=personas.team, created_by=personas.admin,
-                                        endpoint=endpoint, name="m", params={"q": "#query#"})
+    return endpoint_services.search_model_create(
+        team=personas.team, created_by=personas.admin,
+        endpoint=endpoint, name="m", params={"q": "#query#"})
 
 
 def redirect_to(url: str, status: int = 302):
@@ -66,7 +68,7 @@ def test_a_redirect_to_another_host_is_refused_and_the_secret_stays_home(
     home.handler = redirect_to(f"http://localhost:{port_of(elsewhere)}/search?q=shoes")
     model = secured_model(personas, f"{home.url}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert elsewhere.received == []
     assert result.status_code == 302 and not result.ok
@@ -80,7 +82,7 @@ def test_an_allowed_cross_origin_redirect_carries_none_of_the_endpoints_headers(
     home.handler = redirect_to(f"http://localhost:{port_of(elsewhere)}/search?q=shoes")
     model = secured_model(personas, f"{home.url}/search", allow_cross_origin_redirects=True)
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert result.ok, result.error
     [hop] = elsewhere.received
@@ -94,7 +96,7 @@ def test_a_same_origin_redirect_keeps_the_headers(personas, home):
                               if r.path == "/search" else Reply(body=hits(r.query["q"][0])))
     model = secured_model(personas, f"{home.url}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert result.ok, result.error
     assert [r.path for r in home.received] == ["/search", "/moved"]
@@ -106,7 +108,7 @@ def test_a_denied_network_is_refused_before_any_byte_is_sent(personas, home, set
     settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.1/32"]
     model = secured_model(personas, f"{home.url}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert home.received == []
     assert result.error == ("refused to connect to 127.0.0.1: 127.0.0.1 is in a denied "
@@ -117,7 +119,7 @@ def test_a_hostname_that_resolves_into_a_denied_network_is_refused(personas, hom
     settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.1/32"]
     model = secured_model(personas, f"http://localhost:{port_of(home)}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert home.received == []
     assert result.error.startswith("refused to connect to localhost (127.0.0.1): 127.0.0.1 is "
@@ -130,7 +132,7 @@ def test_a_redirect_hop_into_a_denied_network_is_refused(personas, home, setting
         home.handler = redirect_to(f"{denied.url}/search?q=shoes")
         model = secured_model(personas, f"{home.url}/search", allow_cross_origin_redirects=True)
 
-        result = services.search_model_test(model=model, query="shoes")
+        result = endpoint_services.search_model_test(model=model, query="shoes")
 
         assert denied.received == []
     assert len(home.received) == 1
@@ -143,7 +145,7 @@ def test_an_allow_list_admits_only_its_networks(personas, home, settings):
         home.handler = redirect_to(f"{outside.url}/search?q=shoes")
         model = secured_model(personas, f"{home.url}/search", allow_cross_origin_redirects=True)
 
-        result = services.search_model_test(model=model, query="shoes")
+        result = endpoint_services.search_model_test(model=model, query="shoes")
 
         assert outside.received == []
     assert result.error == ("refused to connect to 127.0.0.2: 127.0.0.2 is outside the "
@@ -155,7 +157,7 @@ def test_fetching_refuses_a_denied_network_without_retrying(
     settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.1/32"]
     evaluation = fetchable_evaluation(url=home.url, keywords=["shoes"])
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
 
     shoes = Keyword.objects.get(evaluation=evaluation)
     assert home.received == []
@@ -171,7 +173,7 @@ def test_fetching_does_not_follow_a_cross_origin_redirect(
     home.handler = redirect_to(f"http://localhost:{port_of(elsewhere)}/search?q=shoes", 301)
     evaluation = fetchable_evaluation(url=home.url, keywords=["shoes"])
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
 
     shoes = Keyword.objects.get(evaluation=evaluation)
     assert elsewhere.received == []
@@ -204,7 +206,7 @@ def test_test_gives_up_at_its_deadline_below_the_web_timeout(personas, silent, s
     settings.OUTBOUND_TEST_DEADLINE_SECONDS = 0.5
     model = secured_model(personas, f"{silent.url}/search", timeout_seconds=120)
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert result.error == (
         "no complete answer within 0.5 s, the longest a test may take (the web server stops "
@@ -224,7 +226,7 @@ def test_a_trickling_answer_is_cut_at_the_tests_deadline(personas, home, setting
     home.handler = lambda r: Reply(body=trickle())
     model = secured_model(personas, f"{home.url}/search", timeout_seconds=120)
     try:
-        result = services.search_model_test(model=model, query="shoes")
+        result = endpoint_services.search_model_test(model=model, query="shoes")
     finally:
         release.set()
 
@@ -236,7 +238,7 @@ def test_a_huge_answer_to_a_test_is_cut_at_the_cap(personas, home, settings):
     home.handler = lambda r: Reply(body=(b"x" * 65536 for _ in range(800)))  # 50 MB, no length
     model = secured_model(personas, f"{home.url}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert result.error == "the response is larger than the 1 MB cap (FETCH_MAX_RESPONSE_BYTES)"
     assert result.raw == ""
@@ -290,7 +292,10 @@ def test_the_endpoint_form_saves_the_limits_and_redirect_rule(client, personas):
 
 
 def test_a_claim_under_endpoint_limits_outlasts_the_waits_for_a_turn(settings):
-    from evaluations.fetching import fetch_claim_lease_seconds, limits_make_requests_wait
+    from evaluations.fetching.search_requests import (
+        fetch_claim_lease_seconds,
+        limits_make_requests_wait,
+    )
 
     settings.OUTBOUND_LIMIT_WAIT_SECONDS = 300
     unlimited = fetch_claim_lease_seconds(5.0)
@@ -307,7 +312,7 @@ def test_a_redirect_to_the_same_host_on_another_port_is_another_origin(
     home.handler = redirect_to(f"http://127.0.0.1:{port_of(elsewhere)}/search?q=shoes", 307)
     model = secured_model(personas, f"{home.url}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert elsewhere.received == []
     assert result.status_code == 307 and not result.ok
@@ -344,7 +349,7 @@ def test_a_name_with_an_allowed_and_a_denied_address_is_refused(
     resolver["twin.test"] = [["127.0.0.1", "127.0.0.2"]]
     model = secured_model(personas, f"http://twin.test:{port_of(home)}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert home.received == []
     assert result.error == ("refused to connect to twin.test (127.0.0.2): 127.0.0.2 is in a "
@@ -359,7 +364,7 @@ def test_a_name_whose_answer_changes_after_the_check_reaches_only_the_checked_ad
     with running_server("127.0.0.2", port_of(home)) as denied:
         model = secured_model(personas, f"http://rebind.test:{port_of(home)}/search")
 
-        result = services.search_model_test(model=model, query="shoes")
+        result = endpoint_services.search_model_test(model=model, query="shoes")
 
         assert denied.received == []
     assert result.ok, result.error
@@ -374,7 +379,7 @@ def test_the_unspecified_address_does_not_get_around_a_loopback_deny(
     settings.OUTBOUND_DENY_NETWORKS = ["127.0.0.0/8", "::1/128"]
     model = secured_model(personas, f"http://{host}:{port_of(home)}/search")
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
 
     assert home.received == []
     assert result.error.startswith(f"refused to connect to {host.strip('[]')}: ")
@@ -396,26 +401,26 @@ def test_a_team_runs_at_most_its_cap_of_tests_against_a_hanging_engine(
     model = SearchModel.objects.select_related("endpoint").get(
         pk=secured_model(personas, f"{silent.url}/search").pk)
     with ThreadPoolExecutor(2) as pool:
-        hanging = [pool.submit(services.search_model_test, model=model, query="shoes")
+        hanging = [pool.submit(endpoint_services.search_model_test, model=model, query="shoes")
                    for _ in range(2)]
         wait_until(lambda: len(silent.received) == 2)
 
         with pytest.raises(TestsBusy) as refused:
-            services.search_model_test(model=model, query="shoes")
+            endpoint_services.search_model_test(model=model, query="shoes")
         # Another team's Test is not held up by this team's.
-        outsider_model = services.search_model_create(
+        outsider_model = endpoint_services.search_model_create(
             team=personas.other_team, created_by=None, name="m", params={"q": "#query#"},
-            endpoint=services.endpoint_create(team=personas.other_team, created_by=None,
-                                              name="e", url=f"{silent.url}/other",
-                                              mapper=ES_MAPPER, timeout_seconds=0.2))
-        other = services.search_model_test(model=outsider_model, query="shoes")
+            endpoint=endpoint_services.endpoint_create(team=personas.other_team, created_by=None,
+                                                       name="e", url=f"{silent.url}/other",
+                                                       mapper=ES_MAPPER, timeout_seconds=0.2))
+        other = endpoint_services.search_model_test(model=outsider_model, query="shoes")
         silent_release(silent)
         assert all(future.result(timeout=30).ok for future in hanging)
 
     assert refused.value.reason == BUSY
     assert len(silent.received) == 3  # two held and the other team's: the refused one sent none
     assert other.error == "no answer within the endpoint's timeout of 0.2 s"
-    assert services.search_model_test(model=model, query="shoes").ok  # turns given back
+    assert endpoint_services.search_model_test(model=model, query="shoes").ok  # turns given back
 
 
 def test_the_model_test_page_and_api_answer_429_with_the_reason(client, personas, home,

@@ -7,10 +7,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import ProtectedError
 from rest_framework.test import APIClient
 
-from evaluations import services
-from evaluations.models import Evaluation, QuerySet, QuerySetKeyword, QuerySetVersion
-from evaluations.selectors_query_sets import version_diff
-from evaluations.services.query_sets import version_keywords
+from evaluations.models import Evaluation, KeywordSet, QuerySetKeyword, QuerySetVersion
+from evaluations.query_sets import services as query_set_services
+from evaluations.query_sets.selectors import version_diff
+from evaluations.query_sets.services import version_keywords
+from evaluations.services import configuration
 from tests.evaluations.factories import EvaluationFactory, KeywordFactory, SearchModelFactory
 
 pytestmark = pytest.mark.django_db
@@ -26,9 +27,9 @@ def errors(excinfo) -> dict:
     return excinfo.value.message_dict
 
 
-def make_set(personas, name="Shoes", keywords=("boots", "sandals", "heels")) -> QuerySet:
-    return services.query_set_create(team=personas.team, created_by=personas.lead, name=name,
-                                     keywords=list(keywords))
+def make_set(personas, name="Shoes", keywords=("boots", "sandals", "heels")) -> KeywordSet:
+    return query_set_services.query_set_create(
+        team=personas.team, created_by=personas.lead, name=name, keywords=list(keywords))
 
 
 def evaluation_fields(personas, model) -> dict:
@@ -42,7 +43,7 @@ def stored(evaluation) -> list[str]:
 
 
 def counts() -> tuple[int, int, int, int]:
-    return (QuerySet.objects.count(), QuerySetVersion.objects.count(),
+    return (KeywordSet.objects.count(), QuerySetVersion.objects.count(),
             QuerySetKeyword.objects.count(), Evaluation.objects.count())
 
 
@@ -82,13 +83,13 @@ def test_it_refuses_a_name_the_team_uses_ignoring_case(personas):
     assert errors(excinfo) == {"name": ["The team has a query set named 'shoes' already."]}
     assert counts() == (1, 1, 3, 0)
     # Another team may use the name.
-    services.query_set_create(team=personas.other_team, created_by=personas.outsider,
-                              name="Shoes", keywords=["x"])
+    query_set_services.query_set_create(team=personas.other_team, created_by=personas.outsider,
+                                        name="Shoes", keywords=["x"])
 
 
 def test_a_changed_list_is_a_new_version_and_the_same_list_is_not(personas):
     query_set = make_set(personas)
-    version, created = services.query_set_version_create(
+    version, created = query_set_services.query_set_version_create(
         query_set=query_set, created_by=personas.admin, keywords=["boots", "clogs"])
     assert created and (version.number, version.keyword_count) == (2, 2)
     assert version.created_by == personas.admin
@@ -97,7 +98,7 @@ def test_a_changed_list_is_a_new_version_and_the_same_list_is_not(personas):
     assert (diff.previous_number, diff.added, diff.removed) == (1, 1, 2)
     assert version_diff(query_set.versions.get(number=1)) is None
 
-    same, created = services.query_set_version_create(
+    same, created = query_set_services.query_set_version_create(
         query_set=query_set, created_by=personas.lead, keywords=["boots ", "", "clogs"])
     assert not created and same == version
     assert query_set.versions.count() == 2
@@ -108,8 +109,8 @@ def test_a_changed_list_is_a_new_version_and_the_same_list_is_not(personas):
 def test_a_new_version_of_no_keywords_is_refused_and_nothing_changes(personas):
     query_set = make_set(personas)
     with pytest.raises(ValidationError) as excinfo:
-        services.query_set_version_create(query_set=query_set, created_by=personas.lead,
-                                          keywords=["\r\n"])
+        query_set_services.query_set_version_create(query_set=query_set, created_by=personas.lead,
+                                                    keywords=["\r\n"])
     assert errors(excinfo) == {"keywords": ["Add at least one keyword."]}
     assert counts() == (1, 1, 3, 0)
 
@@ -118,7 +119,7 @@ def test_it_creates_a_set_from_an_evaluations_keywords_in_their_order(personas):
     evaluation = EvaluationFactory(model__endpoint__team=personas.team)
     KeywordFactory(evaluation=evaluation, text="zebra", position=1)
     KeywordFactory(evaluation=evaluation, text="apple", position=2)
-    query_set = services.query_set_create_from_evaluation(
+    query_set = query_set_services.query_set_create_from_evaluation(
         evaluation=evaluation, created_by=personas.lead, name="From spring")
     assert query_set.team == personas.team
     assert version_keywords(query_set.current_version()) == ["zebra", "apple"]
@@ -126,17 +127,17 @@ def test_it_creates_a_set_from_an_evaluations_keywords_in_their_order(personas):
 
 def test_archive_frees_the_name_and_restore_refuses_when_it_was_taken(personas):
     query_set = make_set(personas)
-    services.query_set_archive(query_set=query_set)
+    query_set_services.query_set_archive(query_set=query_set)
     query_set.refresh_from_db()
     assert query_set.archived_at is not None
     make_set(personas, name="Shoes", keywords=["x"])
     with pytest.raises(ValidationError) as excinfo:
-        services.query_set_restore(query_set=query_set)
+        query_set_services.query_set_restore(query_set=query_set)
     assert errors(excinfo) == {"name": ["The team has a query set named 'Shoes' already."]}
     query_set.refresh_from_db()
     assert query_set.archived_at is not None
-    services.query_set_update(query_set=query_set, name="Old shoes")
-    services.query_set_restore(query_set=query_set)
+    query_set_services.query_set_update(query_set=query_set, name="Old shoes")
+    query_set_services.query_set_restore(query_set=query_set)
     query_set.refresh_from_db()
     assert query_set.archived_at is None
 
@@ -145,16 +146,16 @@ def test_an_evaluation_from_a_set_records_its_current_version_and_copies_its_key
         personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     query_set = make_set(personas, keywords=["zebra", "apple", "mango"])
-    services.query_set_version_create(query_set=query_set, created_by=personas.lead,
-                                      keywords=["mango", "zebra", "kiwi", "apple"])
-    evaluation = services.evaluation_create_from_query_set(
+    query_set_services.query_set_version_create(query_set=query_set, created_by=personas.lead,
+                                                keywords=["mango", "zebra", "kiwi", "apple"])
+    evaluation = query_set_services.evaluation_create_from_query_set(
         query_set=query_set, **evaluation_fields(personas, model))
     assert evaluation.query_set_version.number == 2
     assert stored(evaluation) == ["mango", "zebra", "kiwi", "apple"]
     assert list(evaluation.keywords.order_by("position").values_list("position", flat=True)) \
         == [1, 2, 3, 4]
     # An explicit older version.
-    older = services.evaluation_create_from_query_set(
+    older = query_set_services.evaluation_create_from_query_set(
         query_set=query_set, version=query_set.versions.get(number=1),
         **evaluation_fields(personas, model))
     assert older.query_set_version.number == 1
@@ -167,16 +168,16 @@ def test_an_evaluation_from_a_set_records_its_current_version_and_copies_its_key
 def test_an_archived_or_foreign_set_gives_no_evaluation(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     query_set = make_set(personas)
-    services.query_set_archive(query_set=query_set)
+    query_set_services.query_set_archive(query_set=query_set)
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_create_from_query_set(query_set=query_set,
-                                                  **evaluation_fields(personas, model))
+        query_set_services.evaluation_create_from_query_set(query_set=query_set,
+                                                            **evaluation_fields(personas, model))
     assert errors(excinfo) == {"query_set": ["Shoes is archived."]}
-    foreign = services.query_set_create(team=personas.other_team, created_by=None,
-                                        name="Theirs", keywords=["x"])
+    foreign = query_set_services.query_set_create(team=personas.other_team, created_by=None,
+                                                  name="Theirs", keywords=["x"])
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_create_from_query_set(query_set=foreign,
-                                                  **evaluation_fields(personas, model))
+        query_set_services.evaluation_create_from_query_set(query_set=foreign,
+                                                            **evaluation_fields(personas, model))
     assert errors(excinfo) == {"query_set": ["No such query set in this team."]}
     assert Evaluation.objects.count() == 0
 
@@ -185,12 +186,12 @@ def test_saving_typed_keywords_as_a_set_links_the_evaluation_or_writes_nothing(p
     model = SearchModelFactory(endpoint__team=personas.team)
     make_set(personas, name="Taken")
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_create_saving_query_set(
+        query_set_services.evaluation_create_saving_query_set(
             query_set_name="taken", keywords=["a", "b"], **evaluation_fields(personas, model))
     assert errors(excinfo) == {
         "save_as_query_set": ["The team has a query set named 'taken' already."]}
     assert counts() == (1, 1, 3, 0)
-    evaluation = services.evaluation_create_saving_query_set(
+    evaluation = query_set_services.evaluation_create_saving_query_set(
         query_set_name="Spring list", keywords=["a", "b"], **evaluation_fields(personas, model))
     assert evaluation.query_set_version.query_set.name == "Spring list"
     assert version_keywords(evaluation.query_set_version) == ["a", "b"]
@@ -199,15 +200,15 @@ def test_saving_typed_keywords_as_a_set_links_the_evaluation_or_writes_nothing(p
 def test_editing_an_evaluations_keywords_forgets_the_version_clone_keeps_it(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     query_set = make_set(personas, keywords=["a", "b"])
-    evaluation = services.evaluation_create_from_query_set(
+    evaluation = query_set_services.evaluation_create_from_query_set(
         query_set=query_set, **evaluation_fields(personas, model))
     version = evaluation.query_set_version
-    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    clone = configuration.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
     assert clone.query_set_version == version
-    services.evaluation_update(evaluation=evaluation, keywords=["a", "b"])
+    configuration.evaluation_update(evaluation=evaluation, keywords=["a", "b"])
     evaluation.refresh_from_db()
     assert evaluation.query_set_version == version  # the same list
-    services.evaluation_update(evaluation=evaluation, keywords=["a", "b", "c"])
+    configuration.evaluation_update(evaluation=evaluation, keywords=["a", "b", "c"])
     evaluation.refresh_from_db()
     assert evaluation.query_set_version is None
 
@@ -229,7 +230,7 @@ def test_a_lead_creates_a_set_by_typing_and_by_upload(client, personas):
     client.force_login(personas.lead)
     response = client.post("/query-sets/new/", {
         "name": "Typed", "description": "", "keywords": "boots\r\nhat\r\nBOOTS\r\n"})
-    query_set = QuerySet.objects.get(name="Typed")
+    query_set = KeywordSet.objects.get(name="Typed")
     assert response.status_code == 302 and response["Location"] == f"/query-sets/{query_set.pk}/"
     assert version_keywords(query_set.current_version()) == ["boots", "hat"]
 
@@ -237,7 +238,7 @@ def test_a_lead_creates_a_set_by_typing_and_by_upload(client, personas):
     response = client.post("/query-sets/new/", {"name": "Uploaded", "keywords": "",
                                                 "keywords_file": upload})
     assert response.status_code == 302
-    assert version_keywords(QuerySet.objects.get(name="Uploaded").current_version()) == [
+    assert version_keywords(KeywordSet.objects.get(name="Uploaded").current_version()) == [
         "scarf", "wool, socks"]
 
     page = client.get(f"/query-sets/{query_set.pk}/")
@@ -355,7 +356,7 @@ def test_an_evaluations_keywords_are_saved_as_a_set_from_its_page(client, person
     assert client.get(f"/query-sets/from-evaluation/{evaluation.pk}/") \
         .context["form"].initial["name"] == "Spring"
     response = client.post(f"/query-sets/from-evaluation/{evaluation.pk}/", {"name": "Spring"})
-    query_set = QuerySet.objects.get()
+    query_set = KeywordSet.objects.get()
     assert response["Location"] == f"/query-sets/{query_set.pk}/"
     assert version_keywords(query_set.current_version()) == ["boots"]
     client.force_login(personas.grader)
@@ -482,8 +483,8 @@ def test_the_api_adds_versions_renames_and_archives(personas):
 def test_the_evaluation_api_creates_from_a_set_and_reports_the_version(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     query_set = make_set(personas)
-    services.query_set_version_create(query_set=query_set, created_by=personas.lead,
-                                      keywords=["heels", "boots"])
+    query_set_services.query_set_version_create(query_set=query_set, created_by=personas.lead,
+                                                keywords=["heels", "boots"])
     payload = {"name": "Spring", "model": model.pk, "scale": "graded", "strategy": 1,
                "metrics": [{"code": "ndcg", "k": 10}]}
     api = api_for(personas.lead)
@@ -516,8 +517,8 @@ def test_the_evaluation_api_creates_from_a_set_and_reports_the_version(personas)
 def test_a_set_whose_version_an_evaluation_ran_cannot_be_deleted(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     query_set = make_set(personas)
-    services.evaluation_create_from_query_set(query_set=query_set,
-                                              **evaluation_fields(personas, model))
+    query_set_services.evaluation_create_from_query_set(query_set=query_set,
+                                                        **evaluation_fields(personas, model))
     with pytest.raises(ProtectedError):
         query_set.delete()
     assert counts() == (1, 1, 3, 1)

@@ -8,8 +8,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from evaluations import services
+from evaluations.endpoints import services as endpoint_services
 from evaluations.models import Keyword, SearchModel, Snapshot
+from evaluations.services import configuration, lifecycle
 from tests.evaluations.factories import ES_MAPPER
 from tests.evaluations.servers import Reply, running_server
 
@@ -35,10 +36,10 @@ def echoing():
 
 
 def echoed_model(personas, url: str) -> SearchModel:
-    endpoint = services.endpoint_create(
+    endpoint = endpoint_services.endpoint_create(
         team=personas.team, created_by=personas.admin, name="Echo", url=f"{url}/search",
         mapper=ES_MAPPER, secret_headers={"X-Api-Key": ENDPOINT_KEY})
-    return services.search_model_create(
+    return endpoint_services.search_model_create(
         team=personas.team, created_by=personas.admin, endpoint=endpoint, name="m",
         params={"q": "#query#"},
         headers={"Authorization": f"Bearer {MODEL_TOKEN}", "X-Trace": "on"})
@@ -48,7 +49,7 @@ def test_test_shows_an_echoed_secret_nowhere(client, personas, echoing):
     model = echoed_model(personas, echoing.url)
     client.force_login(personas.admin)  # an admin sees the raw answer too
 
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
     page = client.post(f"/models/{model.pk}/test/", {"query": "shoes"}).content.decode()
 
     assert result.ok, result.error
@@ -65,11 +66,11 @@ def test_test_shows_an_echoed_secret_nowhere(client, personas, echoing):
 def test_fetching_stores_no_echoed_secret_in_snapshots(
         personas, echoing, django_capture_on_commit_callbacks):
     model = echoed_model(personas, echoing.url)
-    evaluation = services.evaluation_create(
+    evaluation = configuration.evaluation_create(
         team=personas.team, created_by=personas.admin, model=model, name="e", scale="graded",
         strategy=1, keywords=["shoes"], metrics=[{"code": "ndcg", "k": 10, "params": {}}])
     with django_capture_on_commit_callbacks(execute=True):
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
 
     assert Keyword.objects.get(evaluation=evaluation).fetch_status == "fetched"
     [stored] = Snapshot.objects.filter(keyword__evaluation=evaluation).values(
@@ -79,7 +80,7 @@ def test_fetching_stores_no_echoed_secret_in_snapshots(
 
 
 def test_the_endpoint_forms_test_scrubs_the_secrets_as_typed(personas, echoing):
-    result = services.endpoint_test(
+    result = endpoint_services.endpoint_test(
         team=personas.team, query="shoes", params={"q": "#query#"}, url=f"{echoing.url}/s",
         mapper=ES_MAPPER, headers={"Authorization": f"Token {MODEL_TOKEN}"},
         secret_headers={"X-Api-Key": ENDPOINT_KEY})
@@ -95,7 +96,7 @@ def test_a_models_sensitive_headers_are_stored_encrypted_and_shown_masked(
     model.refresh_from_db()
     assert model.headers == {"X-Trace": "on"}
     assert MODEL_TOKEN not in model.secret_headers_encrypted
-    assert services.search_model_secret_headers(model=model) == {
+    assert endpoint_services.search_model_secret_headers(model=model) == {
         "Authorization": f"Bearer {MODEL_TOKEN}"}
 
     api = APIClient()
@@ -121,11 +122,11 @@ def test_a_masked_model_header_keeps_its_secret_and_an_unknown_mask_is_refused(
     assert kept.status_code == 200, kept.json()
     model.refresh_from_db()
     assert model.headers == {"X-Trace": "off"}
-    assert services.search_model_secret_headers(model=model) == {
+    assert endpoint_services.search_model_secret_headers(model=model) == {
         "Authorization": f"Bearer {MODEL_TOKEN}"}
     assert (refused.status_code, refused.json()) == (
         400, {"headers": ["enter the value of X-Api-Token, not a mask"]})
-    assert services.search_model_test(model=model, query="shoes").ok
+    assert endpoint_services.search_model_test(model=model, query="shoes").ok
     assert echoing.received[-1].headers["authorization"] == f"Bearer {MODEL_TOKEN}"
 
 
@@ -134,8 +135,8 @@ def test_the_migration_encrypts_sensitive_headers_stored_in_plain_before(persona
 
     migration = importlib.import_module(
         "evaluations.migrations.0004_search_model_secret_headers")
-    endpoint = services.endpoint_create(team=personas.team, created_by=None, name="e",
-                                        url="https://search.test/s", mapper=ES_MAPPER)
+    endpoint = endpoint_services.endpoint_create(team=personas.team, created_by=None, name="e",
+                                                 url="https://search.test/s", mapper=ES_MAPPER)
     # As the services stored it before: every header in the plain JSON column.
     old = SearchModel.objects.create(
         team=personas.team, endpoint=endpoint, name="old", params={"q": "#query#"},
@@ -149,6 +150,6 @@ def test_the_migration_encrypts_sensitive_headers_stored_in_plain_before(persona
     plain.refresh_from_db()
     assert old.headers == {"X-Trace": "on"}
     assert MODEL_TOKEN not in old.secret_headers_encrypted
-    assert services.search_model_secret_headers(model=old) == {
+    assert endpoint_services.search_model_secret_headers(model=old) == {
         "Authorization": f"Bearer {MODEL_TOKEN}"}
     assert (plain.headers, plain.secret_headers_encrypted) == ({"X-Trace": "on"}, "")

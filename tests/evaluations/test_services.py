@@ -3,8 +3,12 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from evaluations import hooks, services
+from evaluations import hooks
+from evaluations.endpoints import services as endpoint_services
+from evaluations.fetching import services as fetch_services
 from evaluations.models import Endpoint, Evaluation, EvaluationMetric, Keyword
+from evaluations.services import config_checks, configuration, lifecycle
+from evaluations.services import keywords as keyword_services
 from tests.evaluations.factories import (
     EndpointFactory,
     EvaluationFactory,
@@ -25,7 +29,7 @@ def create(personas, **overrides) -> Evaluation:
               "keywords": ["red shoes", "Red Shoes ", "", "blue hat"],
               "metrics": [{"code": "ndcg", "k": 10, "params": {"gain": "exponential"}},
                           {"code": "precision", "k": 5}]}
-    return services.evaluation_create(**{**fields, **overrides})
+    return configuration.evaluation_create(**{**fields, **overrides})
 
 
 def errors(excinfo) -> dict:
@@ -42,21 +46,22 @@ def test_create_stores_clean_keywords_and_metric_configs(personas):
 
 
 def test_keywords_clean_reports_what_it_removed():
-    cleaned = services.keywords_clean(["a", " A", "", "  ", "b", "a"])
+    cleaned = keyword_services.keywords_clean(["a", " A", "", "  ", "b", "a"])
     assert cleaned.keywords == ["a", "b"]
     assert cleaned.notice() == "Removed 2 duplicates and 2 blank lines."
 
 
 def test_keywords_from_a_csv_upload_take_the_first_column():
     content = b"keyword,notes\nred shoes,x\n\"blue, hat\",y\n"
-    assert services.keywords_from_upload(filename="k.csv", content=content) == [
+    assert keyword_services.keywords_from_upload(filename="k.csv", content=content) == [
         "red shoes", "blue, hat"]
-    assert services.keywords_from_upload(filename="k.txt", content=b"a\r\nb\n") == ["a", "b"]
+    assert keyword_services.keywords_from_upload(
+        filename="k.txt", content=b"a\r\nb\n") == ["a", "b"]
 
 
 def test_keyword_uploads_skip_a_bom_and_keep_unicode():
     content = "\ufeffcaf\u00e9\nna\u00efve\n".encode()
-    assert services.keywords_from_upload(filename="k.txt", content=content) == [
+    assert keyword_services.keywords_from_upload(filename="k.txt", content=content) == [
         "caf\u00e9", "na\u00efve"]
 
 
@@ -81,16 +86,16 @@ LONG = b"x" * 501
 ])
 def test_keyword_upload_errors_name_their_lines(filename, content, messages):
     with pytest.raises(ValidationError) as caught:
-        services.keywords_from_upload(filename=filename, content=content)
+        keyword_services.keywords_from_upload(filename=filename, content=content)
     assert caught.value.message_dict == {"keywords_file": messages}
 
 
 def test_keyword_upload_errors_are_capped():
     content = b"\xff\n" * 60
     with pytest.raises(ValidationError) as caught:
-        services.keywords_from_upload(filename="k.txt", content=content)
+        keyword_services.keywords_from_upload(filename="k.txt", content=content)
     messages = caught.value.message_dict["keywords_file"]
-    assert len(messages) == services.MAX_UPLOAD_ERRORS + 1
+    assert len(messages) == keyword_services.MAX_UPLOAD_ERRORS + 1
     assert messages[0] == "line 1: not UTF-8 text (byte 0xff at column 1)"
     assert messages[49].startswith("line 50: ") and messages[-1] == "… and 10 more errors."
 
@@ -98,7 +103,7 @@ def test_keyword_upload_errors_are_capped():
 def test_a_csv_field_beyond_the_csv_limit_names_its_line():
     content = b"a\nb\n\"" + b"z" * 200_000 + b'"\n'
     with pytest.raises(ValidationError) as caught:
-        services.keywords_from_upload(filename="k.csv", content=content)
+        keyword_services.keywords_from_upload(filename="k.csv", content=content)
     assert caught.value.message_dict == {"keywords_file": [
         "line 3: field larger than field limit (131072)"]}
 
@@ -132,49 +137,49 @@ def test_create_refuses_another_teams_model(personas):
 
 def test_start_moves_to_fetching_and_freezes_scale_strategy_transformers(personas):
     evaluation = create(personas)
-    services.evaluation_start(evaluation=evaluation)  # on-commit fetch never runs here
+    lifecycle.evaluation_start(evaluation=evaluation)  # on-commit fetch never runs here
     evaluation.refresh_from_db()
     assert evaluation.status == "fetching" and evaluation.started_at is not None
     for field, value in (("scale", "binary"), ("strategy", 1),
                          ("transformers", {"graded->binary": {"0": 0, "1": 0, "2": 1, "3": 1}})):
         with pytest.raises(ValidationError) as excinfo:
-            services.evaluation_update(evaluation=evaluation, **{field: value})
+            configuration.evaluation_update(evaluation=evaluation, **{field: value})
         assert errors(excinfo) == {field: ["cannot change after the evaluation has started"]}
-    services.evaluation_update(evaluation=evaluation, name="Renamed", tags=["q3", "q3", " x "])
+    configuration.evaluation_update(evaluation=evaluation, name="Renamed", tags=["q3", "q3", " x "])
     evaluation.refresh_from_db()
     assert (evaluation.name, evaluation.tags) == ("Renamed", ["q3", "x"])
 
 
 def test_lifecycle_pending_fetching_active_pause_start_finish(personas):
     evaluation = create(personas)
-    services.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
     Keyword.objects.filter(evaluation=evaluation).update(fetch_status="fetched")
-    assert services.evaluation_fetch_complete(evaluation_id=evaluation.pk)
+    assert fetch_services.evaluation_fetch_complete(evaluation_id=evaluation.pk)
     evaluation.refresh_from_db()
     assert evaluation.status == "active"
-    services.evaluation_pause(evaluation=evaluation)
+    lifecycle.evaluation_pause(evaluation=evaluation)
     evaluation.refresh_from_db()
     assert evaluation.status == "pending"
     # Nothing is left to fetch, so the next start goes straight to active.
-    services.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
     evaluation.refresh_from_db()
     assert evaluation.status == "active"
-    services.evaluation_finish(evaluation=evaluation)
+    lifecycle.evaluation_finish(evaluation=evaluation)
     finished = Evaluation.objects.get(pk=evaluation.pk)
     assert finished.status == "finished" and finished.finished_at is not None
     # Idempotent: the recompute may call it again at 100 %.
-    again = services.evaluation_finish(evaluation=finished)
+    again = lifecycle.evaluation_finish(evaluation=finished)
     assert (again.status, again.finished_at) == ("finished", finished.finished_at)
 
 
 @pytest.mark.parametrize(("action", "status", "message"), [
-    (services.evaluation_start, "active", "Only a pending evaluation can start (it is active)."),
-    (services.evaluation_pause, "pending",
+    (lifecycle.evaluation_start, "active", "Only a pending evaluation can start (it is active)."),
+    (lifecycle.evaluation_pause, "pending",
      "Only a fetching or active evaluation can pause (it is pending)."),
-    (services.evaluation_finish, "fetching",
+    (lifecycle.evaluation_finish, "fetching",
      "Wait until fetching ends, or pause, before finishing."),
-    (services.evaluation_delete, "fetching", "Pause the evaluation before deleting it."),
-    (services.evaluation_archive, "fetching", "Pause the evaluation before archiving it."),
+    (lifecycle.evaluation_delete, "fetching", "Pause the evaluation before deleting it."),
+    (lifecycle.evaluation_archive, "fetching", "Pause the evaluation before archiving it."),
 ])
 def test_actions_refuse_the_wrong_status(action, status, message):
     evaluation = EvaluationFactory(status=status)
@@ -188,18 +193,18 @@ def test_actions_refuse_the_wrong_status(action, status, message):
 def test_finish_refuses_an_evaluation_that_never_started():
     evaluation = EvaluationFactory()
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_finish(evaluation=evaluation)
+        lifecycle.evaluation_finish(evaluation=evaluation)
     assert errors(excinfo) == {"status": ["An evaluation that never started cannot finish."]}
 
 
 def test_start_needs_keywords_and_metrics():
     evaluation = EvaluationFactory()
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     assert errors(excinfo) == {"keywords": ["Add at least one keyword."]}
     KeywordFactory(evaluation=evaluation)
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     assert errors(excinfo) == {"metrics": ["Configure at least one metric."]}
 
 
@@ -224,11 +229,11 @@ def test_start_refuses_a_custom_scale_without_a_transformer_for_binary_metrics(c
     EvaluationMetricFactory(evaluation=evaluation, code="ndcg", k=5)  # graded: reads stars
     EvaluationMetricFactory(evaluation=evaluation, code="precision", k=5)
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
     assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
-    services.evaluation_update(evaluation=evaluation, transformers={
+    configuration.evaluation_update(evaluation=evaluation, transformers={
         "stars->binary": {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1}})
-    services.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
     assert Evaluation.objects.get(pk=evaluation.pk).status == "fetching"
 
 
@@ -240,7 +245,7 @@ STARS_TO_BINARY_MISSING = (
 
 def test_create_refuses_a_metric_whose_scale_has_no_transformer_from_the_custom_one(
         personas, custom_scale):
-    with pytest.raises(services.MissingTransformerError) as excinfo:
+    with pytest.raises(config_checks.MissingTransformerError) as excinfo:
         create(personas, scale="stars", metrics=[{"code": "ndcg", "k": 10},
                                                  {"code": "precision", "k": 5}])
     assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
@@ -260,7 +265,7 @@ def test_update_refuses_a_metric_without_a_transformer_and_keeps_the_old_ones(
         personas, custom_scale):
     evaluation = create(personas, scale="stars", metrics=[{"code": "ndcg", "k": 10}])
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_update(evaluation=evaluation, name="Renamed", metrics=[
+        configuration.evaluation_update(evaluation=evaluation, name="Renamed", metrics=[
             {"code": "ndcg", "k": 10}, {"code": "precision", "k": 5}])
     assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
     evaluation.refresh_from_db()
@@ -272,7 +277,7 @@ def test_update_refuses_switching_to_a_custom_scale_that_existing_metrics_cannot
         personas, custom_scale):
     evaluation = create(personas, metrics=[{"code": "precision", "k": 5}])
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_update(evaluation=evaluation, scale="stars")
+        configuration.evaluation_update(evaluation=evaluation, scale="stars")
     assert errors(excinfo) == {"metrics": [STARS_TO_BINARY_MISSING]}
     evaluation.refresh_from_db()
     assert evaluation.scale == "graded"
@@ -280,13 +285,13 @@ def test_update_refuses_switching_to_a_custom_scale_that_existing_metrics_cannot
 
 def test_keywords_can_be_added_but_not_removed_after_the_first_start(personas):
     evaluation = create(personas)
-    services.evaluation_start(evaluation=evaluation)
-    services.evaluation_pause(evaluation=evaluation)
+    lifecycle.evaluation_start(evaluation=evaluation)
+    lifecycle.evaluation_pause(evaluation=evaluation)
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_update(evaluation=evaluation, keywords=["red shoes"])
+        configuration.evaluation_update(evaluation=evaluation, keywords=["red shoes"])
     assert errors(excinfo)["keywords"][0].startswith("cannot remove keywords after the first")
-    services.evaluation_update(evaluation=evaluation,
-                               keywords=["red shoes", "blue hat", "green scarf"])
+    configuration.evaluation_update(evaluation=evaluation,
+                                    keywords=["red shoes", "blue hat", "green scarf"])
     assert list(evaluation.keywords.values_list("position", "text")) == [
         (1, "red shoes"), (2, "blue hat"), (3, "green scarf")]
 
@@ -294,7 +299,7 @@ def test_keywords_can_be_added_but_not_removed_after_the_first_start(personas):
 def test_metrics_can_be_replaced_keeping_unchanged_configs(personas):
     evaluation = create(personas)
     kept = evaluation.metric_configs.get(code="precision")
-    services.evaluation_update(evaluation=evaluation, metrics=[
+    configuration.evaluation_update(evaluation=evaluation, metrics=[
         {"code": "precision", "k": 5, "params": {}}, {"code": "err", "k": 10, "params": {}}])
     assert list(evaluation.metric_configs.values_list("pk", "code", "position")) == [
         (kept.pk, "precision", 0), (evaluation.metric_configs.get(code="err").pk, "err", 1)]
@@ -302,8 +307,8 @@ def test_metrics_can_be_replaced_keeping_unchanged_configs(personas):
 
 def test_clone_copies_configuration_and_keywords_but_nothing_fetched(personas):
     evaluation = create(personas, tags=["a"])
-    services.evaluation_start(evaluation=evaluation)
-    clone = services.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
+    lifecycle.evaluation_start(evaluation=evaluation)
+    clone = configuration.evaluation_clone(evaluation=evaluation, created_by=personas.lead)
     assert (clone.name, clone.status, clone.started_at, clone.tags) == (
         "Shoes (copy)", "pending", None, ["a"])
     assert list(clone.keywords.values_list("text", "fetch_status")) == [
@@ -315,21 +320,25 @@ def test_delete_of_a_used_endpoint_archives_it(personas):
     endpoint = EndpointFactory(team=personas.team)
     unused = EndpointFactory(team=personas.team)
     SearchModelFactory(endpoint=endpoint)
-    assert services.endpoint_delete(endpoint=endpoint) is False
+    assert endpoint_services.endpoint_delete(endpoint=endpoint) is False
     assert Endpoint.objects.get(pk=endpoint.pk).archived_at is not None
-    assert services.endpoint_delete(endpoint=unused) is True
+    assert endpoint_services.endpoint_delete(endpoint=unused) is True
     assert not Endpoint.objects.filter(pk=unused.pk).exists()
 
 
 def test_endpoint_masked_secrets_round_trip_and_new_values_replace_them(personas):
-    endpoint = services.endpoint_create(
+    endpoint = endpoint_services.endpoint_create(
         team=personas.team, created_by=personas.admin, name="E", url="https://search.test/q",
         mapper=MAPPER, secret_headers={"X-Custom": "abcdefgh12345678"})
-    services.endpoint_update(endpoint=endpoint, headers={"X-Custom": "••••5678", "Accept": "x"})
-    assert services.endpoint_secret_headers(endpoint=endpoint) == {"X-Custom": "abcdefgh12345678"}
+    endpoint_services.endpoint_update(endpoint=endpoint,
+                                      headers={"X-Custom": "••••5678", "Accept": "x"})
+    assert endpoint_services.endpoint_secret_headers(endpoint=endpoint) == {
+        "X-Custom": "abcdefgh12345678"}
     assert endpoint.headers == {"Accept": "x"}
-    services.endpoint_update(endpoint=endpoint, secret_headers={"X-Custom": "new-value-000000"})
-    assert services.endpoint_secret_headers(endpoint=endpoint) == {"X-Custom": "new-value-000000"}
+    endpoint_services.endpoint_update(endpoint=endpoint,
+                                      secret_headers={"X-Custom": "new-value-000000"})
+    assert endpoint_services.endpoint_secret_headers(endpoint=endpoint) == {
+        "X-Custom": "new-value-000000"}
     assert endpoint.headers == {"Accept": "x"}
 
 
@@ -341,18 +350,18 @@ def test_endpoint_masked_secrets_round_trip_and_new_values_replace_them(personas
 ])
 def test_endpoint_mapper_errors_name_the_mapper_field(personas, mapper, field, message):
     with pytest.raises(ValidationError) as excinfo:
-        services.endpoint_create(team=personas.team, created_by=None, name="E",
-                                 url="https://x.test/", mapper=mapper)
+        endpoint_services.endpoint_create(team=personas.team, created_by=None, name="E",
+                                          url="https://x.test/", mapper=mapper)
     assert errors(excinfo)[field][0].startswith(message)
 
 
 def test_a_model_needs_the_query_placeholder_and_valid_json(personas):
     endpoint = EndpointFactory(team=personas.team, url="https://x.test/search")
     with pytest.raises(ValidationError) as excinfo:
-        services.search_model_create(team=personas.team, created_by=None, endpoint=endpoint,
-                                     name="m", params={"q": "shoes"})
+        endpoint_services.search_model_create(
+            team=personas.team, created_by=None, endpoint=endpoint, name="m", params={"q": "shoes"})
     assert errors(excinfo)["params"][0].startswith("Put #query# where the keyword goes")
     with pytest.raises(ValidationError) as excinfo:
-        services.search_model_create(team=personas.team, created_by=None, endpoint=endpoint,
-                                     name="m", body='{"q": #query#}')
+        endpoint_services.search_model_create(
+            team=personas.team, created_by=None, endpoint=endpoint, name="m", body='{"q": #query#}')
     assert errors(excinfo)["body"][0].startswith("not valid JSON")

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation, Keyword
+from evaluations.services import keywords as keyword_services
 from tests.evaluations.factories import EvaluationFactory, KeywordFactory, SearchModelFactory
 from tests.property_depth import examples
 
@@ -46,7 +46,7 @@ def stored(evaluation) -> list[str]:
 
 
 def test_keywords_are_stored_with_whitespace_collapsed_and_zero_width_characters_dropped():
-    cleaned = services.keywords_clean([
+    cleaned = keyword_services.keywords_clean([
         "  red\tshoes  ", "blue\r\nhat", "gr\u200been\ufeff scarf", "red  shoes",
         "\u200b", "cafe\u0301"])
     assert cleaned.keywords == ["red shoes", "blue hat", "green scarf", "caf\u00e9"]
@@ -55,7 +55,7 @@ def test_keywords_are_stored_with_whitespace_collapsed_and_zero_width_characters
 
 def test_control_characters_are_refused_naming_each_line():
     with pytest.raises(ValidationError) as raised:
-        services.keywords_clean(["fine", "bell\x07", "ok", "\x1b[2Jclear", "nel\x85"])
+        keyword_services.keywords_clean(["fine", "bell\x07", "ok", "\x1b[2Jclear", "nel\x85"])
     assert raised.value.message_dict == {"keywords": [
         "line 2: control character U+0007 at column 5",
         "line 4: control character U+001B at column 1",

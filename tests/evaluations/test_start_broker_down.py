@@ -15,9 +15,12 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from evaluations import services, tasks
+from evaluations import tasks
 from evaluations.events import evaluation_transitioned
+from evaluations.fetching import dispatch as fetch_dispatch
 from evaluations.models import Evaluation, Keyword
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import lifecycle
 from schedules import firing
 from schedules import services as schedule_services
 from schedules.models import Schedule, ScheduleRun
@@ -115,7 +118,7 @@ def test_a_retry_of_failed_keywords_with_the_broker_down_says_so_too(personas, s
     Keyword.objects.filter(evaluation=evaluation).update(
         fetch_status=Keyword.FetchStatus.FAILED, fetch_error="HTTP 500")
     with pytest.raises(Exception) as raised:
-        services.evaluation_retry_failed(evaluation=evaluation)
+        lifecycle.evaluation_retry_failed(evaluation=evaluation)
     assert raised.value.message_dict == {"status": [NOT_SENT.replace("not started",
                                                                      "not retried")]}
     assert waiting_for_nobody(evaluation) == ("pending", {"pending"})
@@ -126,8 +129,8 @@ def test_a_schedule_run_the_broker_refused_is_fetched_by_the_sweep_once_it_is_ba
     start = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
     model = SearchModelFactory(params={"q": "#query#"}, endpoint=EndpointFactory(
         team=personas.team, url=f"{server.url}/search", mapper=ES_MAPPER))
-    query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
-                                          name="Clothes", keywords=KEYWORDS)
+    query_set = query_set_services.query_set_create(team=personas.team, created_by=personas.lead,
+                                                    name="Clothes", keywords=KEYWORDS)
     with time_machine.travel(start, tick=False):
         schedule_services.schedule_create(
             team=personas.team, created_by=personas.lead, name="Hourly", model=model,
@@ -135,7 +138,7 @@ def test_a_schedule_run_the_broker_refused_is_fetched_by_the_sweep_once_it_is_ba
             metrics=[{"code": "ndcg", "k": 3, "params": {}}], interval_minutes=60,
             baseline=Schedule.Baseline.FIRST)
         with tasks_sent_to(broker_url=f"redis://127.0.0.1:{closed_port()}/0",
-                           queue="broker-down"), contextlib.suppress(services.FetchNotSent):
+                           queue="broker-down"), contextlib.suppress(fetch_dispatch.FetchNotSent):
             # The run commits, then its send fails: the tick stops there, or logs it.
             firing.schedules_tick()
     evaluation = ScheduleRun.objects.get().evaluation
@@ -160,8 +163,8 @@ def test_the_sweep_leaves_a_fetch_with_a_task_at_work_alone(settings):
         status=Evaluation.Status.FETCHING, fetch_sent_at=now - timedelta(hours=1))
     first = evaluation.keywords.order_by("position").first()
     Keyword.objects.filter(pk=first.pk).update(fetch_claimed_at=now)  # a task at work
-    assert services.keywords_fetch_resend_unsent(now=now) == 0
+    assert fetch_dispatch.keywords_fetch_resend_unsent(now=now) == 0
     Keyword.objects.filter(pk=first.pk).update(fetch_claimed_at=None)  # it died, unclaimed
-    assert services.keywords_fetch_resend_unsent(now=now) == len(KEYWORDS)
+    assert fetch_dispatch.keywords_fetch_resend_unsent(now=now) == len(KEYWORDS)
     evaluation.refresh_from_db()
     assert evaluation.fetch_sent_at > now  # stamped again: the next copy waits a window

@@ -8,8 +8,10 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
-from evaluations import services, tasks
+from evaluations import tasks
+from evaluations.fetching import services as fetch_services
 from evaluations.models import Evaluation, Keyword
+from evaluations.services import lifecycle
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 
@@ -109,14 +111,14 @@ def test_a_crash_in_the_background_is_logged_and_leaves_the_keywords_failed(
         personas, monkeypatch, caplog):
     evaluation = fetchable_evaluation(url="http://127.0.0.1:9", keywords=["a", "b"],
                                       team=personas.team)
-    services.evaluation_start(evaluation=evaluation, enqueue=False)
+    lifecycle.evaluation_start(evaluation=evaluation, enqueue=False)
     ids = list(evaluation.keywords.values_list("pk", flat=True))
 
     def broken(**kwargs):
         raise RuntimeError("disk on fire")
 
     # A bug in the fetch itself: what must not leave the evaluation fetching forever.
-    monkeypatch.setattr(services, "keywords_fetch", broken)
+    monkeypatch.setattr(fetch_services, "keywords_fetch", broken)
     with caplog.at_level(logging.ERROR, logger="evaluations.tasks"):
         assert tasks.fetch_keywords_in_background(evaluation.pk, ids) == 0
 

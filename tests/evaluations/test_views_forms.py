@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from evaluations import demo, services
+from evaluations import demo
+from evaluations.endpoints import services as endpoint_services
 from evaluations.models import Endpoint, SearchModel
 from tests.evaluations.factories import EndpointFactory
 from tests.evaluations.servers import Reply, running_server
@@ -127,7 +128,7 @@ def test_the_test_button_names_a_mapper_that_finds_nothing(client, personas):
 
 def test_the_test_button_on_the_edit_page_uses_the_stored_secret(client, personas):
     with running_server() as server:
-        endpoint = services.endpoint_create(
+        endpoint = endpoint_services.endpoint_create(
             team=personas.team, created_by=None, name="Shop", url=f"{server.url}/search",
             secret_headers={"X-Api-Key": "k-1234567890abcdef"},
             mapper={"documents": "hits.hits", "id": "_id", "name": "_source.title"})

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from evaluations import services
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.services import lifecycle
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
 from tests.workers import celery_worker, database_url_for_workers, require_redis, tasks_sent_to
@@ -45,7 +45,7 @@ def test_a_real_worker_fetches_200_keywords_once_each():
                            extra_env={"FETCH_RETRY_BACKOFF_MS": "20",
                                       "FETCH_BATCH_SIZE": "50"}) as queue, \
                 tasks_sent_to(broker_url=broker_url, queue=queue):
-            services.evaluation_start(evaluation=evaluation)
+            lifecycle.evaluation_start(evaluation=evaluation)
             evaluation = wait_for_status(evaluation, Evaluation.Status.ACTIVE)
 
     statuses = set(evaluation.keywords.values_list("fetch_status", flat=True))

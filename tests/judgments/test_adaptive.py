@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evaluations.models import Evaluation, Snapshot
-from evaluations.services import lifecycle
+from evaluations.services import config_checks, configuration
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from judgments import adaptive, grading
 from judgments.grading import feedback_submit, slot_grade_by_lead, slot_reset
@@ -263,8 +263,8 @@ def test_the_strategy_is_accepted_and_others_refused(personas):
     evaluation = adaptive_evaluation(personas.team)
     assert evaluation.max_slots == 3 and evaluation.is_adaptive
     with pytest.raises(ValidationError) as error:
-        lifecycle._validate_evaluation_fields(team=personas.team, model=evaluation.model,
-                                              name="x", strategy=2)
+        config_checks.evaluation_fields_validate(team=personas.team, model=evaluation.model,
+                                                 name="x", strategy=2)
     assert "strategy" in error.value.message_dict
     with pytest.raises(IntegrityError), transaction.atomic():
         Evaluation.objects.filter(pk=evaluation.pk).update(strategy=2)
@@ -412,11 +412,11 @@ def test_a_leads_grade_over_a_low_graders_is_the_leads(personas):
 def test_the_option_needs_the_adaptive_strategy(personas):
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
     with pytest.raises(ValidationError) as error:
-        lifecycle.evaluation_update(evaluation=evaluation, second_grader_below_gold_bar=True)
+        configuration.evaluation_update(evaluation=evaluation, second_grader_below_gold_bar=True)
     assert "second_grader_below_gold_bar" in error.value.message_dict
     with pytest.raises(IntegrityError), transaction.atomic():
         Evaluation.objects.filter(pk=evaluation.pk).update(second_grader_below_gold_bar=True)
     adaptive_one = adaptive_evaluation(personas.team)
-    updated = lifecycle.evaluation_update(evaluation=adaptive_one,
-                                          second_grader_below_gold_bar=True)
+    updated = configuration.evaluation_update(evaluation=adaptive_one,
+                                              second_grader_below_gold_bar=True)
     assert updated.second_grader_below_gold_bar is True

@@ -7,8 +7,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation, EvaluationMetric
+from evaluations.services import configuration
 from tests.evaluations.factories import SearchModelFactory
 
 pytestmark = pytest.mark.django_db
@@ -77,7 +77,7 @@ def test_the_api_takes_metrics_as_names(personas):
 def test_the_service_refuses_a_k_beyond_the_column_whoever_calls_it(personas):
     model = SearchModelFactory(endpoint__team=personas.team)
     with pytest.raises(ValidationError) as excinfo:
-        services.evaluation_create(
+        configuration.evaluation_create(
             team=personas.team, created_by=personas.lead, model=model, name="Direct",
             scale="graded", strategy=1, keywords=["a"],
             metrics=[{"code": "ndcg", "k": 32_768, "params": {}}])

@@ -358,8 +358,8 @@ def test_a_search_that_returned_nothing_scores_0_on_pool_metrics_the_pool_knows(
     when the team's pool knows documents for its text; null while it is not fetched, when
     its fetch failed, or when it returned results that nobody graded yet. The incremental
     path and `recompute_metrics` agree."""
-    from evaluations.fetching import FetchResult
-    from evaluations.services import keyword_fetch_store
+    from evaluations.fetching.search_requests import FetchResult
+    from evaluations.fetching.services import keyword_fetch_store
 
     first = build_evaluation(keywords={"Tent": ["a", "b", "c"], "Stove": ["s1"], "Lamp": ["l1"]},
                              metrics=[("cg", 3, {})])

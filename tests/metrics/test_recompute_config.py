@@ -9,8 +9,8 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from evaluations import services as evaluation_services
 from evaluations.models import EvaluationMetric, Keyword
+from evaluations.services import configuration, lifecycle
 from judgments.scale_writes import transformer_delete, transformer_save
 from metrics import tasks
 from metrics.models import KeywordMetricValue
@@ -81,7 +81,7 @@ def test_a_metric_added_while_the_broker_is_down_is_recomputed_by_the_sweep(pers
 def test_a_metric_removed_while_the_broker_is_down_leaves_the_evaluation_owed_a_run(personas):
     evaluation = graded_evaluation(personas.team)
     with broker_down():
-        evaluation_services.evaluation_update(evaluation=evaluation, metrics=METRICS[:1])
+        configuration.evaluation_update(evaluation=evaluation, metrics=METRICS[:1])
     assert len(dirty_keywords_due()) == 3
     assert tasks.sweep_dirty_keywords.delay().get() == 3
     assert dirty_keywords_due() == []
@@ -91,7 +91,7 @@ def test_a_metric_removed_while_the_broker_is_down_leaves_the_evaluation_owed_a_
 def test_reordering_metrics_marks_nothing(personas):
     evaluation = graded_evaluation(personas.team)
     with broker_down():
-        evaluation_services.evaluation_update(evaluation=evaluation, metrics=METRICS[::-1])
+        configuration.evaluation_update(evaluation=evaluation, metrics=METRICS[::-1])
     # Values do not depend on the order the metrics are shown in: nothing is owed.
     assert list(EvaluationMetric.objects.filter(evaluation=evaluation).order_by("position")
                 .values_list("code", flat=True)) == ["ndcg", "precision"]
@@ -113,8 +113,8 @@ def test_a_run_whose_keywords_are_replaced_under_it_retries_and_converges(
         values = batch_values(*args, **kwargs)
         if not replaced:
             # Committed on a connection of its own: the run is not in a transaction.
-            evaluation_services.evaluation_update(evaluation=evaluation,
-                                                  keywords=["lamp", "chair"])
+            configuration.evaluation_update(evaluation=evaluation,
+                                            keywords=["lamp", "chair"])
             replaced.append(True)
         return values
 
@@ -177,7 +177,7 @@ def test_deleting_a_graded_evaluation_recomputes_the_pool_metrics_that_read_its_
     config = EvaluationMetric.objects.get(evaluation=recall)
     assert (mean_of(config).value, mean_of(config).keyword_count) == (0.5, 1)  # d2 of d1 and d2
     with broker_down():
-        evaluation_services.evaluation_delete(evaluation=judged)
+        lifecycle.evaluation_delete(evaluation=judged)
     sibling = Keyword.objects.get(evaluation=recall)
     assert dirty_keywords_due() == [sibling.pk]
 

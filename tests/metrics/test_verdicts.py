@@ -10,9 +10,9 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from evaluations import services as evaluation_services
 from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from evaluations.services import lifecycle
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics.reports.verdicts import regression_verdict_compute, regression_verdict_create
 from metrics_engine.verdicts import VerdictRule
@@ -224,7 +224,7 @@ def test_finishing_stores_a_verdict_against_the_team_baseline(
     run = evaluation_with_values(personas.team, worse(), docs="cba",
                                  status=Evaluation.Status.ACTIVE)
     with django_capture_on_commit_callbacks(execute=True):
-        evaluation_services.evaluation_finish(evaluation=run, by=By.USER, user=personas.lead)
+        lifecycle.evaluation_finish(evaluation=run, by=By.USER, user=personas.lead)
     verdict = RegressionVerdict.objects.get(evaluation=run)
     assert (verdict.verdict, verdict.source, verdict.baseline) == (
         "regressed", "finished", baseline)
@@ -242,7 +242,7 @@ def test_finishing_without_a_baseline_or_as_the_baseline_stores_nothing(
     run = evaluation_with_values(personas.team, worse(), docs="cba",
                                  status=Evaluation.Status.ACTIVE)
     with django_capture_on_commit_callbacks(execute=True):
-        evaluation_services.evaluation_finish(evaluation=run)
+        lifecycle.evaluation_finish(evaluation=run)
     assert not RegressionVerdict.objects.exists()
 
 
@@ -258,7 +258,7 @@ def test_a_crashing_verdict_does_not_undo_the_finish(
     run = evaluation_with_values(personas.team, worse(), docs="cba",
                                  status=Evaluation.Status.ACTIVE)
     with django_capture_on_commit_callbacks(execute=True):
-        evaluation_services.evaluation_finish(evaluation=run)
+        lifecycle.evaluation_finish(evaluation=run)
     run.refresh_from_db()
     assert run.status == Evaluation.Status.FINISHED
     assert not RegressionVerdict.objects.exists()

@@ -10,10 +10,11 @@ listener on `finished`, as in production."""
 import pytest
 from django.core.management import call_command
 
-from evaluations import demo, services
+from evaluations import demo
 from evaluations.events import By
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME, fetch_now
 from evaluations.models import DemoProduct, Evaluation, SearchModel
+from evaluations.services import configuration, lifecycle
 from judgments.models import FeedbackSlot
 from metrics.management.commands.seed_demo_history import Command as DemoHistory
 from metrics.models import RegressionVerdict
@@ -32,7 +33,7 @@ def graded_run(team, lead, model, name, capture, *,
     `graded_keywords` keywords graded by the demo's relevance rule, values computed, then
     finished: by the auto-finish rule when every slot is graded, by the lead otherwise.
     Its verdict, if one was stored."""
-    evaluation = services.evaluation_create(
+    evaluation = configuration.evaluation_create(
         team=team, created_by=lead, model=model, name=name, scale="graded", strategy=1,
         keywords=DEMO_KEYWORDS, metrics=METRICS)
     fetch_now(evaluation)
@@ -51,7 +52,7 @@ def graded_run(team, lead, model, name, capture, *,
     with capture(execute=True):
         evaluation_metrics_recompute(evaluation_id=evaluation.pk)
     with capture(execute=True):
-        services.evaluation_finish(evaluation=evaluation, by=By.USER, user=lead)
+        lifecycle.evaluation_finish(evaluation=evaluation, by=By.USER, user=lead)
     evaluation.refresh_from_db()
     assert evaluation.status == Evaluation.Status.FINISHED
     return RegressionVerdict.objects.filter(evaluation=evaluation).first()

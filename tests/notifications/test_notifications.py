@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from evaluations import services as evaluation_services
 from evaluations.events import By
+from evaluations.services import lifecycle
 from judges import batch_storing
 from notifications import delivery as notification_delivery
 from notifications import services
@@ -59,7 +59,7 @@ def fast_retries(settings):
 
 def _finish(evaluation, user, committed):
     with committed(execute=True):
-        evaluation_services.evaluation_finish(evaluation=evaluation, by=By.USER, user=user)
+        lifecycle.evaluation_finish(evaluation=evaluation, by=By.USER, user=user)
 
 
 # --- fan-out ------------------------------------------------------------------------------------

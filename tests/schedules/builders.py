@@ -5,18 +5,18 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from evaluations import services
-from evaluations.models import Evaluation, QuerySet, SearchModel
+from evaluations.models import Evaluation, KeywordSet, SearchModel
+from evaluations.query_sets import services as query_set_services
 from metrics.models import RegressionVerdict
 from schedules import services as schedule_services
 from schedules.models import Schedule, ScheduleRun
 from tests.evaluations.factories import EvaluationFactory, SearchModelFactory
 
 
-def model_and_set(team, user, *, name: str = "Shoes") -> tuple[SearchModel, QuerySet]:
+def model_and_set(team, user, *, name: str = "Shoes") -> tuple[SearchModel, KeywordSet]:
     model = SearchModelFactory(endpoint__team=team, name="BM25")
-    query_set = services.query_set_create(team=team, created_by=user, name=name,
-                                          keywords=["boots", "sandals"])
+    query_set = query_set_services.query_set_create(team=team, created_by=user, name=name,
+                                                    keywords=["boots", "sandals"])
     return model, query_set
 
 

@@ -17,9 +17,9 @@ import pytest
 import time_machine
 from playwright.sync_api import expect
 
-from evaluations import services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
 from evaluations.models import Evaluation, SearchModel
+from evaluations.query_sets import services as query_set_services
 from judgments.models import FeedbackSlot
 from metrics.services import evaluation_metrics_recompute
 from searchtweak.models import Team, User
@@ -51,8 +51,8 @@ def test_a_run_of_an_unchanged_model_finishes_at_its_fetch_and_the_lead_hears_of
     team = Team.objects.get(name="Demo")
     lead = User.objects.get(username="lead")
     model = SearchModel.objects.get(team=team, name=MODEL_NAME)
-    query_set = services.query_set_create(team=team, created_by=lead, name="Top queries",
-                                          keywords=KEYWORDS)
+    query_set = query_set_services.query_set_create(team=team, created_by=lead, name="Top queries",
+                                                    keywords=KEYWORDS)
     page.set_viewport_size(viewport)
     page.goto(f"{live_server.url}/login/")
     page.get_by_label("Username").fill("lead")

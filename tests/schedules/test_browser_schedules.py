@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.query_sets import services as query_set_services
 from schedules.models import Schedule
 from tests.evaluations.factories import SearchModelFactory
 from tests.schedules.builders import run_of
@@ -37,8 +37,8 @@ def fits_the_phone(page) -> None:
 def test_a_lead_schedules_a_query_set_then_pauses_and_resumes_it(page, live_server,
                                                                   personas):
     SearchModelFactory(endpoint__team=personas.team, name="BM25")
-    query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
-                                          name="Footwear", keywords=["boots", "sandals"])
+    query_set = query_set_services.query_set_create(team=personas.team, created_by=personas.lead,
+                                                    name="Footwear", keywords=["boots", "sandals"])
     page.set_viewport_size(DESKTOP)
     page.goto(f"{live_server.url}/login/")
     page.get_by_label("Username").fill("lead")

@@ -7,8 +7,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.query_sets import services as query_set_services
 from schedules import firing
 from schedules.models import Schedule, ScheduleRun
 from tests.schedules.builders import model_and_set, run_of, schedule_of
@@ -99,7 +99,7 @@ def test_a_schedule_every_14_minutes_is_a_400(personas, timing, errors):
 
 def test_an_archived_query_set_is_a_400_on_query_set(personas):
     model, query_set = model_and_set(personas.team, personas.lead)
-    services.query_set_archive(query_set=query_set)
+    query_set_services.query_set_archive(query_set=query_set)
     response = api_for(personas.lead).post(LIST, body(model, query_set), format="json")
     assert response.status_code == 400
     assert response.json()["query_set"] == ["Shoes is archived."]

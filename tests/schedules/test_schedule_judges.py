@@ -9,8 +9,8 @@ import pytest
 import time_machine
 from django.core.exceptions import ValidationError
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.query_sets import services as query_set_services
 from judges.models import JudgeRun
 from judgments.models import FeedbackSlot
 from schedules import firing
@@ -42,8 +42,9 @@ def test_a_schedules_judge_grades_only_each_runs_new_pairs(personas):
         endpoint = EndpointFactory(team=personas.team, url=f"{search.url}/search",
                                    mapper=ES_MAPPER)
         model = SearchModelFactory(endpoint=endpoint, team=personas.team)
-        query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
-                                              name="Shoes", keywords=["boots", "sandals"])
+        query_set = query_set_services.query_set_create(
+            team=personas.team, created_by=personas.lead,
+            name="Shoes", keywords=["boots", "sandals"])
         fields = {"name": "Nightly", "model": model, "query_set": query_set,
                   "scale": "graded", "strategy": 1, "interval_minutes": 60,
                   "metrics": [{"code": "ndcg", "k": 10, "params": {}}],

@@ -8,8 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluations.models import Evaluation, QuerySet
-from evaluations.services import query_set_archive
+from evaluations.models import Evaluation, KeywordSet
+from evaluations.query_sets.services import query_set_archive
 from metrics.models import TeamBaseline
 from schedules.models import Schedule
 from schedules.services import schedule_pause
@@ -112,7 +112,7 @@ def test_an_archived_query_set_is_an_error_on_query_set(client, personas):
     # The form offers only sets in use, so the choice itself is refused on the field.
     assert field_errors(response, "query_set") == [
         "Select a valid choice. That choice is not one of the available choices."]
-    assert Schedule.objects.count() == 0 and QuerySet.objects.get().archived_at is not None
+    assert Schedule.objects.count() == 0 and KeywordSet.objects.get().archived_at is not None
 
 
 def test_a_team_baseline_on_the_schedules_scale_is_accepted(client, personas):

@@ -14,9 +14,11 @@ import time_machine
 from django.core import mail
 from django.core.management import call_command
 
-from evaluations import demo, services
+from evaluations import demo
+from evaluations.fetching import services as fetch_services
 from evaluations.management.commands.seed_demo import DEMO_KEYWORDS, MODEL_NAME
 from evaluations.models import Evaluation, Keyword, SearchModel
+from evaluations.query_sets import services as query_set_services
 from metrics.management.commands.seed_demo_history import Command as DemoHistory
 from metrics.models import RegressionVerdict
 from metrics.services import evaluation_metrics_recompute
@@ -61,8 +63,8 @@ def run_at(hour: int, capture, *, transport=None) -> RegressionVerdict:
         waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
                        .values_list("pk", flat=True))
         with capture(execute=True):
-            services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
-                                    transport=transport or demo.in_process_transport())
+            fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
+                                          transport=transport or demo.in_process_transport())
         grade_ungraded_by_demo_relevance(evaluation, at=at)
         with capture(execute=True):
             evaluation_metrics_recompute(evaluation_id=evaluation.pk)
@@ -82,8 +84,8 @@ def test_a_schedule_regresses_on_the_worse_model_and_says_so_once_per_channel(
     lead = User.objects.get(username="lead")
     bm25 = SearchModel.objects.get(team=team, name=MODEL_NAME)
     cheap = DemoHistory()._cheap_model(team, bm25)
-    query_set = services.query_set_create(team=team, created_by=lead, name="Demo queries",
-                                          keywords=DEMO_KEYWORDS)
+    query_set = query_set_services.query_set_create(team=team, created_by=lead, name="Demo queries",
+                                                    keywords=DEMO_KEYWORDS)
     with time_machine.travel(START, tick=False):
         schedule = schedule_services.schedule_create(
             team=team, created_by=lead, name="Hourly", model=bm25, query_set=query_set,

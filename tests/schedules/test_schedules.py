@@ -12,8 +12,9 @@ import time_machine
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.query_sets import services as query_set_services
+from evaluations.services import lifecycle
 from judgments.models import FeedbackSlot
 from metrics.models import RegressionVerdict, TeamBaseline
 from notifications.models import Event, Notification
@@ -41,8 +42,9 @@ def setup(personas, server, settings):
     settings.FETCH_RETRIES = 0
     endpoint = EndpointFactory(team=personas.team, url=f"{server.url}/search", mapper=ES_MAPPER)
     model = SearchModelFactory(endpoint=endpoint, team=personas.team)
-    query_set = services.query_set_create(team=personas.team, created_by=personas.lead,
-                                          name="Shoes", keywords=["boots", "sandals", "heels"])
+    query_set = query_set_services.query_set_create(
+        team=personas.team, created_by=personas.lead,
+        name="Shoes", keywords=["boots", "sandals", "heels"])
     return personas, model, query_set
 
 
@@ -243,7 +245,7 @@ def test_a_run_that_cannot_be_made_pauses_with_the_reason(setup,
                                                           django_capture_on_commit_callbacks):
     with time_machine.travel(START, tick=False):
         schedule = make(setup)
-    services.query_set_archive(query_set=setup[2])
+    query_set_services.query_set_archive(query_set=setup[2])
     report = tick(django_capture_on_commit_callbacks, START)
     assert (report.fired, report.skipped) == (0, 1)
     schedule.refresh_from_db()
@@ -303,7 +305,7 @@ def test_runs_beyond_keep_runs_are_archived_never_deleted(setup,
         for run in ScheduleRun.objects.select_related("evaluation"):
             if run.evaluation.status == Evaluation.Status.ACTIVE:
                 with django_capture_on_commit_callbacks(execute=True):
-                    services.evaluation_finish(evaluation=run.evaluation)
+                    lifecycle.evaluation_finish(evaluation=run.evaluation)
     tick(django_capture_on_commit_callbacks, START + timedelta(hours=4))  # trims after firing
     runs = list(ScheduleRun.objects.order_by("due_at").select_related("evaluation"))
     assert len(runs) == 5
@@ -322,7 +324,7 @@ def test_the_baseline_choice_picks_the_run_compared_with(setup,
         run = ScheduleRun.objects.order_by("-due_at").first()
         grade_all(run.evaluation)
         with django_capture_on_commit_callbacks(execute=True):
-            services.evaluation_finish(evaluation=run.evaluation)
+            lifecycle.evaluation_finish(evaluation=run.evaluation)
     first, second, third = ScheduleRun.objects.order_by("due_at").select_related("evaluation")
     assert schedule_run_baseline(run=third, evaluation=third.evaluation)[0] == first.evaluation
     assert schedule_run_baseline(run=first, evaluation=first.evaluation)[0] is None
@@ -404,7 +406,7 @@ def test_a_team_baseline_on_another_scale_is_refused(setup):
 
 def test_an_archived_query_set_is_refused(setup):
     """(A query set of 0 keywords cannot exist: query_set_create refuses it.)"""
-    services.query_set_archive(query_set=setup[2])
+    query_set_services.query_set_archive(query_set=setup[2])
     with pytest.raises(ValidationError) as excinfo:
         make(setup)
     assert field_errors(excinfo)["query_set"] == ["Shoes is archived."]
@@ -519,7 +521,7 @@ def test_the_gate_on_a_run_uses_its_schedules_baseline_and_rule(
         run = ScheduleRun.objects.order_by("-due_at").first()
         grade_all(run.evaluation)
         with django_capture_on_commit_callbacks(execute=True):
-            services.evaluation_finish(evaluation=run.evaluation)
+            lifecycle.evaluation_finish(evaluation=run.evaluation)
     first, second = ScheduleRun.objects.order_by("due_at").select_related("evaluation")
     client = APIClient()
     client.force_authenticate(personas.lead)

@@ -33,8 +33,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
-from evaluations.models import Evaluation, Keyword, QuerySet, SearchModel
-from evaluations.services import query_set_create
+from evaluations.models import Evaluation, Keyword, KeywordSet, SearchModel
+from evaluations.query_sets.services import query_set_create
 from judges.models import Judge, JudgeCall, JudgeRun
 from judgments import views as judgment_views
 from judgments.models import FeedbackSlot, Transformer
@@ -86,7 +86,7 @@ class Dataset:
     judge_call: JudgeCall
     graded: IndependentGrading | None = None
     graded_again: IndependentGrading | None = None
-    query_set: QuerySet | None = None
+    query_set: KeywordSet | None = None
     schedule: Schedule | None = None
     webhook_id: int = 0
     notification_id: int = 0  # the grader's

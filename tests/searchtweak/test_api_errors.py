@@ -63,7 +63,7 @@ def world(personas):
     endpoint = EndpointFactory(team=personas.team)
     model = SearchModelFactory(endpoint=endpoint, team=personas.team)
     evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=1)
-    from evaluations.services import query_set_create
+    from evaluations.query_sets.services import query_set_create
     query_set = query_set_create(team=personas.team, created_by=None, name="Shoes",
                                  keywords=["boots"])
     from notifications.services import webhook_create

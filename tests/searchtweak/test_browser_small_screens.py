@@ -24,7 +24,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from evaluations.models import Evaluation, Keyword
-from evaluations.services import query_set_create_from_evaluation
+from evaluations.query_sets.services import query_set_create_from_evaluation
 from judgments.models import FeedbackSlot, Transformer
 from judgments.scale_writes import scale_create
 from judgments.views import ITEM_SLOT, item_token

@@ -9,7 +9,7 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from evaluations import services
+from evaluations.endpoints import services as endpoint_services
 from evaluations.models import Endpoint, SearchModel
 from notifications import services as notification_services
 from notifications.models import Webhook
@@ -96,7 +96,7 @@ def test_a_models_test_against_a_stored_octal_host_says_why(personas):
                                             {"query": "shoes"}, format="json")
     assert answer.status_code == 200, answer.content
     assert answer.json()["error"] == f"the HTTP client cannot read the endpoint's URL: {OCTAL}"
-    result = services.search_model_test(model=model, query="shoes")
+    result = endpoint_services.search_model_test(model=model, query="shoes")
     assert result.error == f"the HTTP client cannot read the endpoint's URL: {OCTAL}"
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from evaluations.fetching import RequestSpec, fetch_keyword_results, new_client
+from evaluations.fetching.search_requests import RequestSpec, fetch_keyword_results, new_client
 from searchtweak import outbound_limits
 from searchtweak.outbound_limits import (
     LimitWaitExceeded,
@@ -302,7 +302,8 @@ def test_per_minute_limits_count_every_request_even_when_turns_are_kept(backend)
 @pytest.mark.django_db
 def test_a_fetchs_threads_keep_their_turns_and_stay_within_the_limit(
         backend, settings, monkeypatch):
-    from evaluations import services
+    from evaluations.fetching import services as fetch_services
+    from evaluations.services import lifecycle
     from tests.evaluations.factories import fetchable_evaluation
 
     settings.FETCH_CONCURRENCY_PER_ENDPOINT = 3
@@ -312,9 +313,9 @@ def test_a_fetchs_threads_keep_their_turns_and_stay_within_the_limit(
         in_flight = CountingServer(server)
         evaluation = fetchable_evaluation(url=server.url, keywords=[f"k{n}" for n in range(12)],
                                           max_concurrent_requests=3)
-        services.evaluation_start(evaluation=evaluation)
+        lifecycle.evaluation_start(evaluation=evaluation)
         ids = list(evaluation.keywords.values_list("pk", flat=True))
-        assert services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 12
+        assert fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=ids) == 12
     assert in_flight.most == 3
     # Three threads, four requests each within a second: a turn each, not one a request.
     assert 3 <= counting.acquired <= 6, counting.acquired

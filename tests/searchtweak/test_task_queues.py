@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaluations import services
 from evaluations.models import Evaluation
+from evaluations.services import lifecycle
 from metrics.models import KeywordMetricValue
 from searchtweak.celery import app
 from tests.evaluations.factories import fetchable_evaluation
@@ -99,7 +99,7 @@ def test_a_fetch_worker_and_a_default_worker_share_an_evaluation():
                                           database_url=database_url_for_workers(),
                                           extra_env=worker_env, queue=default_queue) as other, \
                     tasks_sent_to(broker_url=broker_url, queue=default_queue):
-                services.evaluation_start(evaluation=evaluation)
+                lifecycle.evaluation_start(evaluation=evaluation)
                 wait_until(lambda: KeywordMetricValue.objects.filter(
                     keyword__evaluation=evaluation, value__isnull=False).count() == 0
                     and KeywordMetricValue.objects.filter(

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from evaluations import services
+from evaluations.endpoints import services as endpoint_services
 from evaluations.models import SearchModel
 from searchtweak.models import Membership, Role, Team
 from searchtweak.outbound_limits import TestsBusy
@@ -35,10 +35,10 @@ def silent():
 
 
 def model_of(team, url):
-    endpoint = services.endpoint_create(team=team, created_by=None, name="e", url=url,
-                                        mapper=ES_MAPPER, timeout_seconds=30)
-    model = services.search_model_create(team=team, created_by=None, endpoint=endpoint,
-                                         name="m", params={"q": "#query#"})
+    endpoint = endpoint_services.endpoint_create(team=team, created_by=None, name="e", url=url,
+                                                 mapper=ES_MAPPER, timeout_seconds=30)
+    model = endpoint_services.search_model_create(team=team, created_by=None, endpoint=endpoint,
+                                                  name="m", params={"q": "#query#"})
     return SearchModel.objects.select_related("endpoint").get(pk=model.pk)
 
 
@@ -49,18 +49,19 @@ def test_two_teams_cannot_hold_more_tests_than_the_site_allows(silent, settings)
     first, second = TeamFactory(name="One"), TeamFactory(name="Two")
     models = [model_of(first, f"{silent.url}/a"), model_of(second, f"{silent.url}/b")]
     with ThreadPoolExecutor(2) as pool:
-        held = [pool.submit(services.search_model_test, model=models[0], query="shoes"),
-                pool.submit(services.search_model_test, model=models[1], query="shoes")]
+        held = [pool.submit(endpoint_services.search_model_test, model=models[0], query="shoes"),
+                pool.submit(endpoint_services.search_model_test, model=models[1], query="shoes")]
         wait_until(lambda: len(silent.received) == 2, "two Tests at the engine", timeout=10)
         # Each team is within its own cap of 2; the site's 2 are taken.
         for model in models:
             with pytest.raises(TestsBusy) as refused:
-                services.search_model_test(model=model, query="shoes")
+                endpoint_services.search_model_test(model=model, query="shoes")
             assert refused.value.reason == SITE_BUSY
         silent.release.set()
         assert all(future.result(timeout=30).ok for future in held)
     assert len(silent.received) == 2  # the refused ones sent nothing
-    assert services.search_model_test(model=models[1], query="shoes").ok  # turns given back
+    # turns given back
+    assert endpoint_services.search_model_test(model=models[1], query="shoes").ok
 
 
 def test_the_api_answers_a_test_over_the_site_cap_with_429_and_the_reason(
@@ -72,7 +73,7 @@ def test_the_api_answers_a_test_over_the_site_cap_with_429_and_the_reason(
     api = APIClient()
     api.force_authenticate(personas.lead)
     with ThreadPoolExecutor(2) as pool:
-        held = [pool.submit(services.search_model_test, model=model, query="shoes")
+        held = [pool.submit(endpoint_services.search_model_test, model=model, query="shoes")
                 for model in others]
         wait_until(lambda: len(silent.received) == 2, "two Tests at the engine", timeout=10)
         answer = api.post(f"/api/v1/models/{mine.pk}/test/", {"query": "shoes"}, format="json")

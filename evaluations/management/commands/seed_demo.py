@@ -2,8 +2,8 @@
 
 The demo evaluation is fetched here, in-process: `make run` seeds before it serves, so no
 server answers /demo/search yet. The fetch goes through the same code path as any fetch
-(services.keywords_fetch: request building, httpx, size cap, JSON, mapper, snapshots and
-the snapshots_created signal), with an httpx transport that calls the demo engine's search
+(fetching.services.keywords_fetch: request building, httpx, size cap, JSON, mapper, snapshots
+and the snapshots_created signal), with an httpx transport that calls the demo engine's search
 function directly instead of opening a socket (evaluations.demo.in_process_transport).
 
 Seeding is quiet (seeding_quietly): no eager task's log line and no notification mail on the
@@ -25,8 +25,11 @@ from django.core.management.color import Style
 from django.db import transaction
 from django.test.utils import override_settings
 
-from evaluations import demo, services
+from evaluations import demo
+from evaluations.endpoints import services as endpoint_services
+from evaluations.fetching import services as fetch_services
 from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from evaluations.services import configuration, lifecycle
 from searchtweak.models import Membership, Role, Team, User
 
 DEMO_USERS = [
@@ -85,16 +88,16 @@ def fetch_now(evaluation: Evaluation) -> list[int]:
     """Start the evaluation (or retry its failed keywords) and fetch what waits from the demo
     engine, synchronously and in-process; the keywords tried."""
     if evaluation.status == Evaluation.Status.PENDING and evaluation.started_at is None:
-        evaluation = services.evaluation_start(evaluation=evaluation, enqueue=False)
+        evaluation = lifecycle.evaluation_start(evaluation=evaluation, enqueue=False)
     elif evaluation.status == Evaluation.Status.ACTIVE:
         # Keywords that failed in an earlier run (the server was not up) get another try.
-        evaluation = services.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
+        evaluation = lifecycle.evaluation_retry_failed(evaluation=evaluation, enqueue=False)
     if evaluation.status != Evaluation.Status.FETCHING:
         return []
     waiting = list(evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.PENDING)
                    .values_list("pk", flat=True))
-    services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
-                            transport=demo.in_process_transport())
+    fetch_services.keywords_fetch(evaluation_id=evaluation.pk, keyword_ids=waiting,
+                                  transport=demo.in_process_transport())
     return waiting
 
 
@@ -143,22 +146,22 @@ class Command(BaseCommand):
     def _demo_evaluation(self, team: Team, lead: User, demo_url: str) -> Evaluation:
         endpoint = Endpoint.objects.filter(team=team, name=ENDPOINT_NAME).first()
         if endpoint is None:
-            endpoint = services.endpoint_create(
+            endpoint = endpoint_services.endpoint_create(
                 team=team, created_by=None, name=ENDPOINT_NAME, url=demo_url,
                 mapper=demo.DEMO_MAPPER, timeout_seconds=10.0)
         elif endpoint.url != demo_url:
             # Served on another port than last time: later fetches must reach this server.
-            endpoint = services.endpoint_update(endpoint=endpoint, url=demo_url)
+            endpoint = endpoint_services.endpoint_update(endpoint=endpoint, url=demo_url)
         model = SearchModel.objects.filter(team=team, name=MODEL_NAME).first()
         if model is None:
-            model = services.search_model_create(
+            model = endpoint_services.search_model_create(
                 team=team, created_by=None, endpoint=endpoint, name=MODEL_NAME,
                 params={"q": "#query#", "size": "10"},
                 description="The demo engine's full-text ranking (bm25 / ts_rank_cd).",
                 default_keywords="\n".join(DEMO_KEYWORDS[:10]))
         evaluation = Evaluation.objects.filter(team=team, name=EVALUATION_NAME).first()
         if evaluation is None:
-            evaluation = services.evaluation_create(
+            evaluation = configuration.evaluation_create(
                 team=team, created_by=lead, model=model, name=EVALUATION_NAME,
                 description="Fifty shoppers' queries against the demo catalog. Grade each "
                             "result 0 (poor) to 3 (perfect).",
@@ -166,7 +169,7 @@ class Command(BaseCommand):
                 guidelines="3: exactly what was asked for. 2: close (other color or "
                            "audience). 1: same category, different product. 0: unrelated.")
         elif OLD_ROUTING_TAG in evaluation.tags and evaluation.status != Evaluation.Status.FINISHED:
-            evaluation = services.evaluation_update(
+            evaluation = configuration.evaluation_update(
                 evaluation=evaluation,
                 tags=[tag for tag in evaluation.tags if tag != OLD_ROUTING_TAG])
         return evaluation

@@ -20,9 +20,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 import metrics_engine as core
-from evaluations import services as evaluation_services
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from evaluations.selectors import fetch_progress
+from evaluations.services import configuration, lifecycle
+from evaluations.services import keywords as keyword_services
 from metrics.models import RegressionVerdict
 from metrics.reports.verdicts import baseline_of_team, gate_passed, regression_verdict_create
 from metrics.services import evaluation_metrics_recompute
@@ -129,15 +130,15 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"keywords: no such file {keywords}")
         try:
-            keyword_list = evaluation_services.keywords_from_upload(
+            keyword_list = keyword_services.keywords_from_upload(
                 filename=path.name, content=path.read_bytes())
-            evaluation = evaluation_services.evaluation_create(
+            evaluation = configuration.evaluation_create(
                 team=search_model.team, created_by=creator, model=search_model,
                 name=name or f"{search_model.name} ({path.name})", scale=scale,
                 strategy=strategy, keywords=keyword_list, reuse_grades=reuse,
                 metrics=[{"code": code, "k": k, "params": {}} for code, k in wanted],
             )
-            evaluation_services.evaluation_start(evaluation=evaluation)
+            lifecycle.evaluation_start(evaluation=evaluation)
         except ValidationError as error:
             raise CommandError("; ".join(
                 f"{field}: {' '.join(messages)}"

@@ -20,7 +20,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.urls import reverse
 
-from evaluations import demo, services
+from evaluations import demo
+from evaluations.endpoints import services as endpoint_services
 from evaluations.management.commands.seed_demo import (
     DEMO_KEYWORDS,
     METRICS,
@@ -29,6 +30,7 @@ from evaluations.management.commands.seed_demo import (
     seeding_quietly,
 )
 from evaluations.models import DemoProduct, Evaluation, SearchModel, Snapshot
+from evaluations.services import configuration
 from judgments.grading import snapshot_grade
 from judgments.selectors import snapshot_target_for_user
 from metrics.models import TeamBaseline
@@ -92,7 +94,7 @@ class Command(BaseCommand):
     def _cheap_model(self, team: Team, bm25: SearchModel) -> SearchModel:
         model = SearchModel.objects.filter(team=team, name=CHEAP_MODEL_NAME).first()
         if model is None:
-            model = services.search_model_create(
+            model = endpoint_services.search_model_create(
                 team=team, created_by=None, endpoint=bm25.endpoint, name=CHEAP_MODEL_NAME,
                 params={"q": "#query#", "size": "10", "ranking": "cheap-first"},
                 description="The demo engine's top 100 by relevance, re-sorted cheapest first: "
@@ -104,7 +106,7 @@ class Command(BaseCommand):
                     description: str) -> Evaluation:
         evaluation = Evaluation.objects.filter(team=team, name=name).first()
         if evaluation is None:
-            evaluation = services.evaluation_create(
+            evaluation = configuration.evaluation_create(
                 team=team, created_by=lead, model=model, name=name, description=description,
                 scale="graded", strategy=3, keywords=DEMO_KEYWORDS, metrics=METRICS,
                 guidelines="3: exactly what was asked for. 2: close (other color or "

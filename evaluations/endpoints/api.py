@@ -10,9 +10,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations import crypto, selectors, services
+from evaluations import crypto, selectors
+from evaluations.endpoints import services
+from evaluations.endpoints.services import LIMIT_MAXIMUMS
 from evaluations.models import Endpoint, SearchModel
-from evaluations.services.endpoints import LIMIT_MAXIMUMS
+from evaluations.services import keywords as keyword_services
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -233,7 +235,7 @@ class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
     archived_at = serializers.DateTimeField(allow_null=True)
 
     def get_default_keywords(self, model: SearchModel) -> list[str]:
-        return services.keywords_clean(model.default_keywords.splitlines()).keywords
+        return keyword_services.keywords_clean(model.default_keywords.splitlines()).keywords
 
 
 class SearchModelInputSerializer(serializers.Serializer):

@@ -1,6 +1,6 @@
 """REST API of query sets: list, create, detail with versions, rename, a new
 version, a version's keywords, archive and restore. Every member reads; leads and above
-write (selectors_query_sets.WRITE_ROLE), as on the pages."""
+write (query_sets.selectors.WRITE_ROLE), as on the pages."""
 
 from typing import Any
 
@@ -11,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluations import selectors_query_sets as query_set_selectors
-from evaluations import services
-from evaluations.models import QuerySet, QuerySetVersion
-from evaluations.selectors_query_sets import WRITE_ROLE
+from evaluations.models import KeywordSet, QuerySetVersion
+from evaluations.query_sets import selectors as query_set_selectors
+from evaluations.query_sets import services
+from evaluations.query_sets.selectors import WRITE_ROLE
 from evaluations.services.keywords import keyword_lines
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
@@ -64,11 +64,11 @@ class QuerySetDetailSerializer(QuerySetOutputSerializer):
         ref_name = "QuerySetDetail"
 
 
-def _annotated(query_set: QuerySet) -> QuerySet:
-    return query_set_selectors.with_current(QuerySet.objects.filter(pk=query_set.pk)).get()
+def _annotated(query_set: KeywordSet) -> KeywordSet:
+    return query_set_selectors.with_current(KeywordSet.objects.filter(pk=query_set.pk)).get()
 
 
-def _query_set_data(query_set: QuerySet) -> dict:
+def _query_set_data(query_set: KeywordSet) -> dict:
     query_set = _annotated(query_set)
     query_set.version_rows = query_set_selectors.versions_of(query_set)
     return QuerySetDetailSerializer(query_set).data
@@ -115,7 +115,7 @@ class QuerySetListApi(APIView):
                                "?archived=true).")
     def get(self, request: Request) -> Response:
         query_sets = query_set_selectors.with_current(
-            QuerySet.objects.filter(team_id__in=visible_team_ids(request))).order_by("name", "id")
+            KeywordSet.objects.filter(team_id__in=visible_team_ids(request))).order_by("name", "id")
         if request.query_params.get("archived") != "true":
             query_sets = query_sets.filter(archived_at=None)
         return paginated_response(self, request, query_sets, lambda page: (
@@ -215,7 +215,7 @@ class QuerySetVersionKeywordsApi(APIView):
             lambda page: self.OutputSerializer(page, many=True).data)
 
 
-def _led_query_set(request: Request, query_set_id: int) -> QuerySet:
+def _led_query_set(request: Request, query_set_id: int) -> KeywordSet:
     return query_set_selectors.query_set_get_for_user(
         user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
 

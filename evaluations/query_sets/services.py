@@ -1,11 +1,11 @@
 """Writes for query sets: a team's named, versioned keyword lists.
 
-A list arrives typed, uploaded (parsed by services.keywords, the one parser) or taken from
-an evaluation, and is cleaned and limited by the same rules as an evaluation's keywords
-(keywords_clean, keywords_validate: at least one, at most MAX_KEYWORDS). Editing the list
-adds a version only when the cleaned list differs from the current one; a version is never
-changed. An evaluation created from a set copies a version's keywords in order and records
-the version (Evaluation.query_set_version), so schedules call
+A list arrives typed, uploaded (parsed by evaluations.services.keywords, the one parser) or
+taken from an evaluation, and is cleaned and limited by the same rules as an evaluation's
+keywords (keywords_clean, keywords_validate: at least one, at most MAX_KEYWORDS). Editing
+the list adds a version only when the cleaned list differs from the current one; a version
+is never changed. An evaluation created from a set copies a version's keywords in order and
+records the version (Evaluation.query_set_version), so schedules call
 `evaluation_create_from_query_set(query_set=…)` to run the current version.
 """
 
@@ -16,9 +16,9 @@ from django.db import transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from evaluations.models import Evaluation, Keyword, QuerySet, QuerySetKeyword, QuerySetVersion
+from evaluations.models import Evaluation, Keyword, KeywordSet, QuerySetKeyword, QuerySetVersion
+from evaluations.services.configuration import evaluation_create
 from evaluations.services.keywords import keywords_clean, keywords_validate
-from evaluations.services.lifecycle import evaluation_create
 from searchtweak.models import Team, User
 
 # Rows per INSERT: a 100,000-keyword version is a hundred statements, not one huge one.
@@ -29,9 +29,9 @@ def _clean_name(*, team: Team, name: str, exclude_pk: int | None = None) -> str:
     name = " ".join(name.split())
     if not name:
         raise ValidationError({"name": "A query set needs a name."})
-    if len(name) > QuerySet._meta.get_field("name").max_length:
+    if len(name) > KeywordSet._meta.get_field("name").max_length:
         raise ValidationError({"name": "At most 200 characters."})
-    clash = QuerySet.objects.annotate(lower=Lower("name")).filter(
+    clash = KeywordSet.objects.annotate(lower=Lower("name")).filter(
         team=team, archived_at=None, lower=name.lower())
     if exclude_pk is not None:
         clash = clash.exclude(pk=exclude_pk)
@@ -47,7 +47,7 @@ def _clean_keywords(keywords: list[str]) -> list[str]:
     return cleaned
 
 
-def _version_add(*, query_set: QuerySet, number: int, keywords: list[str],
+def _version_add(*, query_set: KeywordSet, number: int, keywords: list[str],
                  created_by: User | None) -> QuerySetVersion:
     version = QuerySetVersion.objects.create(query_set=query_set, number=number,
                                              keyword_count=len(keywords),
@@ -67,20 +67,20 @@ def version_keywords(version: QuerySetVersion) -> list[str]:
 
 @transaction.atomic
 def query_set_create(*, team: Team, created_by: User | None, name: str, keywords: list[str],
-                     description: str = "") -> QuerySet:
+                     description: str = "") -> KeywordSet:
     """A query set with version 1 holding `keywords` (lines as typed or read from a file:
     cleaned here). No keyword left is a ValidationError on `keywords`, a name the team uses
     already one on `name`; nothing is written then."""
     name = _clean_name(team=team, name=name)
     keywords = _clean_keywords(keywords)
-    query_set = QuerySet.objects.create(team=team, name=name, description=description.strip(),
+    query_set = KeywordSet.objects.create(team=team, name=name, description=description.strip(),
                                         created_by=created_by)
     _version_add(query_set=query_set, number=1, keywords=keywords, created_by=created_by)
     return query_set
 
 
 def query_set_create_from_evaluation(*, evaluation: Evaluation, created_by: User | None,
-                                     name: str, description: str = "") -> QuerySet:
+                                     name: str, description: str = "") -> KeywordSet:
     """A query set in the evaluation's team holding its keywords in their order."""
     keywords = list(evaluation.keywords.order_by("position").values_list("text", flat=True))
     return query_set_create(team=evaluation.team, created_by=created_by, name=name,
@@ -88,13 +88,13 @@ def query_set_create_from_evaluation(*, evaluation: Evaluation, created_by: User
 
 
 @transaction.atomic
-def query_set_version_create(*, query_set: QuerySet, created_by: User | None,
+def query_set_version_create(*, query_set: KeywordSet, created_by: User | None,
                              keywords: list[str]) -> tuple[QuerySetVersion, bool]:
     """A new current version holding `keywords` (cleaned here), and True; or, when the
     cleaned list equals the current version's (same keywords in the same order), that
     version and False: nothing is written."""
     # The row lock numbers concurrent edits one after the other.
-    query_set = QuerySet.objects.select_for_update().get(pk=query_set.pk)
+    query_set = KeywordSet.objects.select_for_update().get(pk=query_set.pk)
     if query_set.archived_at is not None:
         raise ValidationError({"query_set": "Restore the query set before editing it."})
     keywords = _clean_keywords(keywords)
@@ -107,10 +107,10 @@ def query_set_version_create(*, query_set: QuerySet, created_by: User | None,
 
 
 @transaction.atomic
-def query_set_update(*, query_set: QuerySet, name: str | None = None,
-                     description: str | None = None) -> QuerySet:
+def query_set_update(*, query_set: KeywordSet, name: str | None = None,
+                     description: str | None = None) -> KeywordSet:
     """Rename or describe; the keywords are versions' (query_set_version_create)."""
-    query_set = QuerySet.objects.select_for_update().get(pk=query_set.pk)
+    query_set = KeywordSet.objects.select_for_update().get(pk=query_set.pk)
     update_fields = []
     if name is not None:
         query_set.name = _clean_name(team=query_set.team, name=name, exclude_pk=query_set.pk)
@@ -124,9 +124,9 @@ def query_set_update(*, query_set: QuerySet, name: str | None = None,
 
 
 @transaction.atomic
-def query_set_edit(*, query_set: QuerySet, created_by: User | None, name: str,
+def query_set_edit(*, query_set: KeywordSet, created_by: User | None, name: str,
                    description: str, keywords: list[str]
-                   ) -> tuple[QuerySet, QuerySetVersion, bool]:
+                   ) -> tuple[KeywordSet, QuerySetVersion, bool]:
     """The edit page's one save: name, description and keyword list together, all or
     nothing. Returns the set, its current version and whether that version is new."""
     query_set = query_set_update(query_set=query_set, name=name, description=description)
@@ -136,11 +136,11 @@ def query_set_edit(*, query_set: QuerySet, created_by: User | None, name: str,
 
 
 @transaction.atomic
-def query_set_archive(*, query_set: QuerySet, archived: bool = True) -> QuerySet:
+def query_set_archive(*, query_set: KeywordSet, archived: bool = True) -> KeywordSet:
     """Archive (or with archived=False restore). Archived sets keep their versions (the
     evaluations that ran them still name them) but offer nothing new and free their name;
     restoring one whose name is taken meanwhile is refused on `name`."""
-    query_set = QuerySet.objects.select_for_update().get(pk=query_set.pk)
+    query_set = KeywordSet.objects.select_for_update().get(pk=query_set.pk)
     if archived == (query_set.archived_at is not None):
         return query_set
     if not archived:
@@ -150,21 +150,22 @@ def query_set_archive(*, query_set: QuerySet, archived: bool = True) -> QuerySet
     return query_set
 
 
-def query_set_restore(*, query_set: QuerySet) -> QuerySet:
+def query_set_restore(*, query_set: KeywordSet) -> KeywordSet:
     return query_set_archive(query_set=query_set, archived=False)
 
 
 @transaction.atomic
 def evaluation_create_from_query_set(
-    *, query_set: QuerySet, version: QuerySetVersion | None = None,
+    *, query_set: KeywordSet, version: QuerySetVersion | None = None,
     **evaluation_fields: Any,
 ) -> Evaluation:
-    """An evaluation (services.evaluation_create's fields, but no `keywords`) whose keywords
-    are `version`'s (default: the set's current one) in their order, recording the version.
-    The set must be the evaluation's team's and not archived (errors on `query_set`)."""
+    """An evaluation (services.configuration.evaluation_create's fields, but no `keywords`)
+    whose keywords are `version`'s (default: the set's current one) in their order, recording
+    the version. The set must be the evaluation's team's and not archived (errors on
+    `query_set`)."""
     team = evaluation_fields["team"]
     # Read again, locked: the caller's row may predate an archive, and an edit waits.
-    query_set = QuerySet.objects.select_for_update().get(pk=query_set.pk)
+    query_set = KeywordSet.objects.select_for_update().get(pk=query_set.pk)
     if query_set.team_id != team.pk:
         raise ValidationError({"query_set": "No such query set in this team."})
     if query_set.archived_at is not None:

@@ -1,6 +1,6 @@
 """Pages for query sets: list, detail with versions, create (typed or uploaded),
 edit (a changed list is a new version), save an evaluation's keywords as one, archive and
-restore. Every member reads; leads and above write (selectors_query_sets.WRITE_ROLE)."""
+restore. Every member reads; leads and above write (query_sets.selectors.WRITE_ROLE)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -11,12 +11,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluations import selectors, services
-from evaluations import selectors_query_sets as query_set_selectors
-from evaluations.forms import QuerySetForm, SaveAsQuerySetForm
-from evaluations.models import QuerySet
-from evaluations.selectors_query_sets import WRITE_ROLE
-from evaluations.services.query_sets import version_keywords
+from evaluations import selectors
+from evaluations.models import KeywordSet
+from evaluations.query_sets import selectors as query_set_selectors
+from evaluations.query_sets import services
+from evaluations.query_sets.forms import QuerySetForm, SaveAsQuerySetForm
+from evaluations.query_sets.selectors import WRITE_ROLE
+from evaluations.query_sets.services import version_keywords
 from evaluations.views import _keywords_from_form
 from searchtweak.forms import add_service_errors
 from searchtweak.views_shared import (
@@ -30,7 +31,7 @@ from searchtweak.views_shared import (
 KEYWORDS_PER_PAGE = 100
 
 
-def _detail_url(query_set: QuerySet) -> str:
+def _detail_url(query_set: KeywordSet) -> str:
     return reverse("evaluations:query_set_detail", args=[query_set.pk])
 
 
@@ -59,7 +60,7 @@ def _form_keywords(form: QuerySetForm) -> list[str] | None:
     return keywords
 
 
-def _render_form(request: HttpRequest, form: QuerySetForm, query_set: QuerySet | None = None
+def _render_form(request: HttpRequest, form: QuerySetForm, query_set: KeywordSet | None = None
                  ) -> HttpResponse:
     return render(request, "evaluations/query_set_form.html",
                   {"form": form, "query_set": query_set},

@@ -12,10 +12,17 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluations import selectors, services
-from evaluations.forms import EndpointForm, EndpointTestForm, ModelTestForm, SearchModelForm
-from evaluations.mapper import PRESETS, preset_mapper
+from evaluations import selectors
+from evaluations.endpoints import services
+from evaluations.endpoints.forms import (
+    EndpointForm,
+    EndpointTestForm,
+    ModelTestForm,
+    SearchModelForm,
+)
+from evaluations.endpoints.mapper import PRESETS, preset_mapper
 from evaluations.models import Endpoint
+from evaluations.services import keywords as keyword_services
 from searchtweak.forms import add_service_errors
 from searchtweak.models import Role, Team
 from searchtweak.outbound_limits import TestsBusy
@@ -193,7 +200,7 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
 def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=Role.LEAD)
-    first_keyword = next(iter(services.keywords_clean(
+    first_keyword = next(iter(keyword_services.keywords_clean(
         model.default_keywords.splitlines()).keywords), "")
     form = ModelTestForm(request.POST or None, initial={"query": first_keyword})
     result = None

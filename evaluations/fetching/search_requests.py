@@ -17,7 +17,7 @@ import httpx
 from django.conf import settings
 
 from evaluations import crypto
-from evaluations.mapper import Document, MapperError, map_documents
+from evaluations.endpoints.mapper import Document, MapperError, map_documents
 from evaluations.models import Endpoint, SearchModel
 from searchtweak import outbound, outbound_limits, outbound_sending
 from searchtweak.outbound_sending import RetryPolicy

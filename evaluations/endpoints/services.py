@@ -13,7 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluations import crypto
-from evaluations.fetching import (
+from evaluations.endpoints.mapper import mapper_problems, validate_mapper
+from evaluations.fetching.search_requests import (
     PLACEHOLDER,
     FetchResult,
     RequestSpec,
@@ -22,7 +23,6 @@ from evaluations.fetching import (
     request_spec_for,
     secret_values,
 )
-from evaluations.mapper import mapper_problems, validate_mapper
 from evaluations.models import Endpoint, SearchModel
 from searchtweak import outbound, outbound_limits
 from searchtweak.json_input import JSONInputError, json_loads

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
 
-from evaluations.models import QuerySet as KeywordQuerySet
-from evaluations.models import QuerySetKeyword, QuerySetVersion
+from evaluations.models import KeywordSet, QuerySetKeyword, QuerySetVersion
 from searchtweak import access
 from searchtweak.models import Role, User
 
@@ -18,13 +17,13 @@ WRITE_ROLE = Role.LEAD
 
 
 def query_set_get_for_user(*, user: User, query_set_id: int,
-                           minimum_role: str = Role.GRADER) -> KeywordQuerySet:
-    return access.row_get_for_user(KeywordQuerySet.objects.select_related("team"), user=user,
+                           minimum_role: str = Role.GRADER) -> KeywordSet:
+    return access.row_get_for_user(KeywordSet.objects.select_related("team"), user=user,
                                    pk=query_set_id, minimum_role=minimum_role,
                                    what="query set")
 
 
-def with_current(query_sets: QuerySet[KeywordQuerySet]) -> QuerySet[KeywordQuerySet]:
+def with_current(query_sets: QuerySet[KeywordSet]) -> QuerySet[KeywordSet]:
     """Annotated with `version_count`, `current_number` and `current_keyword_count`."""
     current = QuerySetVersion.objects.filter(query_set=OuterRef("pk")).order_by("-number")
     return query_sets.annotate(
@@ -33,18 +32,18 @@ def with_current(query_sets: QuerySet[KeywordQuerySet]) -> QuerySet[KeywordQuery
     )
 
 
-def query_sets_of_team(*, team_id: int, archived: bool = False) -> QuerySet[KeywordQuerySet]:
+def query_sets_of_team(*, team_id: int, archived: bool = False) -> QuerySet[KeywordSet]:
     """The team's query sets in use, or its archived ones, by name."""
-    return with_current(KeywordQuerySet.objects.filter(
+    return with_current(KeywordSet.objects.filter(
         team_id=team_id, archived_at__isnull=not archived)).order_by("name", "id")
 
 
-def query_sets_for_choice(*, team_id: int) -> QuerySet[KeywordQuerySet]:
+def query_sets_for_choice(*, team_id: int) -> QuerySet[KeywordSet]:
     """What the evaluation form offers: the team's sets in use."""
-    return KeywordQuerySet.objects.filter(team_id=team_id, archived_at=None).order_by("name")
+    return KeywordSet.objects.filter(team_id=team_id, archived_at=None).order_by("name")
 
 
-def versions_of(query_set: KeywordQuerySet) -> list[QuerySetVersion]:
+def versions_of(query_set: KeywordSet) -> list[QuerySetVersion]:
     """Newest first, creators loaded."""
     return list(query_set.versions.select_related("created_by").order_by("-number"))
 
