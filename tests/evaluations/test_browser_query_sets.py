@@ -38,6 +38,8 @@ def test_a_lead_creates_a_query_set_and_an_evaluation_from_it(page, live_server,
     page.wait_for_url(f"{live_server.url}/")
 
     page.get_by_role("link", name="Query sets").first.click()
+    # Measured once the list has loaded, not while the click's navigation is under way.
+    page.wait_for_url(f"{live_server.url}/query-sets/")
     fits_the_phone(page)
     page.get_by_test_id("new-query-set").click()
     # Nothing typed: the error sits on the keywords field and nothing is saved.

@@ -58,6 +58,7 @@ class Visitor:
         assert self.policy.problems(self.page, where) == []
 
 
+@pytest.mark.slow_reason("Redoc and Swagger UI lay out the whole API schema in Chromium")
 def test_the_api_docs_and_the_team_switcher_keep_the_policy_as_admin(demo, browser, live_server):
     admin = Visitor(browser, live_server, "admin")
     admin.visit("/api/redoc/")
