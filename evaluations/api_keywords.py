@@ -34,7 +34,7 @@ class KeywordItemField(serializers.Field):
     """A keyword: a string, or an object with its weight and tags (handed on as a dict)."""
 
     default_error_messages = {
-        "shape": 'A keyword is a string or an object {"keyword", "weight", "tags"}.',
+        "shape": 'A keyword is a string or an object {{"keyword", "weight", "tags"}}.',
         "keys": "Unknown keys: {keys} (a keyword object has keyword, weight and tags).",
         "keyword": "keyword: a string of at most {limit} characters is required.",
     }

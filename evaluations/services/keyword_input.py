@@ -245,16 +245,14 @@ def _csv_problem(message: str) -> str:
 
 
 def _header(row: list[str], *, typed: bool) -> list[int | None] | None:
-    """The columns of keyword, weight and tags when `row` is a header, else None. A
-    header's first field names the keyword column and no field is a number; a typed one
-    has two fields at least, so a keyword typed alone ("query") stays a keyword."""
+    """The columns of keyword, weight and tags when `row` is a header, else None. A header
+    names the keyword column and holds no number; a typed one has two fields at least, so
+    a keyword typed alone ("query") stays a keyword."""
     names = [cell.strip().lower() for cell in row]
-    if not names or _HEADERS.get(names[0]) != "keyword" or (typed and len(names) < 2):
-        return None
-    if any(_is_number(name) for name in names[1:]):
-        return None
     columns = {_HEADERS[name]: index for index, name in reversed(list(enumerate(names)))
                if name in _HEADERS}
+    if "keyword" not in columns or (typed and len(names) < 2) or any(map(_is_number, names)):
+        return None
     return [columns.get(name) for name in _FIELDS]
 
 

@@ -104,10 +104,7 @@ def weight_from_value(value: Any) -> int:
         (weight,) = validate_weights([value], 1)
     except MetricInputError:
         raise FieldProblem("weight", f"{_shown(value)} is not a non-negative integer") from None
-    if weight > INT_MAX:
-        raise FieldProblem("weight", f"{_shown(weight)} is more than {INT_MAX:,}, the "
-                                     "largest weight")
-    return weight
+    return _weight_within_column(weight)
 
 
 def weight_from_cell(text: str) -> int:
@@ -119,9 +116,17 @@ def weight_from_cell(text: str) -> int:
     if len(text) > 40 or not _NUMBER.fullmatch(text):
         raise FieldProblem("weight", f"{text[:40]!r} is not a non-negative integer")
     try:
-        return weight_from_value(int(text) if text.isdigit() else float(text))
-    except FieldProblem:
+        (weight,) = validate_weights([int(text) if text.isdigit() else float(text)], 1)
+    except MetricInputError:
         raise FieldProblem("weight", f"{text!r} is not a non-negative integer") from None
+    return _weight_within_column(weight)
+
+
+def _weight_within_column(weight: int) -> int:
+    if weight > INT_MAX:
+        shown = "a number of more than 20 digits" if weight >= 10**20 else str(weight)
+        raise FieldProblem("weight", f"{shown} is above {INT_MAX:,}, the largest weight")
+    return weight
 
 
 def tags_clean(tags: Iterable[Any]) -> tuple[str, ...]:
