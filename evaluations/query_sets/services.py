@@ -1,12 +1,12 @@
 """Writes for query sets: a team's named, versioned keyword lists.
 
-A list arrives typed, uploaded (parsed by evaluations.services.keywords, the one parser) or
-taken from an evaluation, and is cleaned and limited by the same rules as an evaluation's
-keywords (keywords_clean, keywords_validate: at least one, at most MAX_KEYWORDS). Editing
-the list adds a version only when the cleaned list differs from the current one; a version
-is never changed. An evaluation created from a set copies a version's keywords in order and
-records the version (Evaluation.query_set_version), so schedules call
-`evaluation_create_from_query_set(query_set=…)` to run the current version.
+A list arrives typed, uploaded (read by evaluations.services.keyword_input, the one
+reader) or taken from an evaluation, and is cleaned and limited by the same rules as an
+evaluation's keywords (keywords_clean, keywords_validate: at least one, at most
+MAX_KEYWORDS). Editing the list adds a version only when the cleaned list differs from the
+current one; a version is never changed. An evaluation created from a set copies a
+version's keywords in order and records the version (Evaluation.query_set_version), so
+schedules call `evaluation_create_from_query_set(query_set=…)` to run the current version.
 
 Keywords carry their weight and tags (services.keywords) into every version and every
 evaluation made from one, and back when an evaluation's keywords are saved as a set. With
@@ -227,15 +227,18 @@ def query_set_update(*, query_set: KeywordSet, name: str | None = None,
 
 @transaction.atomic
 def query_set_edit(*, query_set: KeywordSet, created_by: User | None, name: str,
-                   description: str, keywords: Keywords, **traffic: Any,
+                   description: str, keywords: Keywords, traffic_segments: bool | None = None,
+                   traffic_head_cut: int | None = None, traffic_torso_cut: int | None = None,
                    ) -> tuple[KeywordSet, QuerySetVersion, bool]:
-    """The edit page's one save: name, description, traffic segments (`traffic_segments`,
-    `traffic_head_cut`, `traffic_torso_cut`, as query_set_update takes them) and keyword
-    list together, all or nothing. Returns the set, its current version and whether that
-    version is new. The page shows a set's keywords without their traffic tags when it
-    has the segments on (keywords_as_typed), so what arrives here is the lead's own."""
-    query_set, _ = _settings_save(query_set=query_set, name=name, description=description,
-                                  traffic=traffic)
+    """The edit page's one save: name, description, traffic segments (None: unchanged) and
+    keyword list together, all or nothing. Returns the set, its current version and
+    whether that version is new. The page shows a set's keywords without their traffic
+    tags when it has the segments on (keywords_as_typed), so what arrives here is the
+    lead's own."""
+    query_set, _ = _settings_save(
+        query_set=query_set, name=name, description=description, traffic={
+            "traffic_segments": traffic_segments, "traffic_head_cut": traffic_head_cut,
+            "traffic_torso_cut": traffic_torso_cut})
     version, created = query_set_version_create(query_set=query_set, created_by=created_by,
                                                 keywords=keywords)
     return query_set, version, created
