@@ -39,7 +39,10 @@ django.setup()
 
 from django.core.exceptions import ValidationError  # noqa: E402
 
-from evaluations.services.keywords import keyword_upload_size_problem, keywords_from_upload  # noqa: E402
+from evaluations.services.keyword_input import (  # noqa: E402
+    keyword_upload_size_problem,
+    keywords_from_upload,
+)
 
 RUNS = 3
 

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 import metrics_engine as core
 from evaluations import selectors
+from evaluations.api_keywords import KEYWORDS_HELP, keywords_field
 from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
 from evaluations.query_sets import services as query_set_services
@@ -162,12 +163,8 @@ class EvaluationInputSerializer(serializers.Serializer):
     scale = serializers.CharField(max_length=50)
     strategy = api_integer(
         help_text="1 or 3 graders per result, or 13: 1 grader, up to 3 where it matters.")
-    keywords = serializers.ListField(
-        child=serializers.CharField(max_length=500, allow_blank=True), required=False,
-        help_text="One keyword per item, stored with runs of whitespace as one space and "
-                  "zero-width characters dropped; duplicates (ignoring case) and blanks are "
-                  "removed. A control character, or no keyword left, is a 400 on keywords. "
-                  "Required unless query_set is given.")
+    keywords = keywords_field(
+        required=False, help_text=f"{KEYWORDS_HELP} Required unless query_set is given.")
     # --- query sets ---
     query_set = api_id(
         required=False, help_text="On create, instead of keywords: the id of a query set of "

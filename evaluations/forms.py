@@ -11,7 +11,8 @@ from django.utils.functional import lazy
 import metrics_engine as core
 from evaluations.hooks import scale_provider
 from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
-from evaluations.services.keywords import keyword_upload_size_problem
+from evaluations.selectors import evaluation_keyword_entries
+from evaluations.services.keyword_input import keyword_upload_size_problem, keywords_as_text
 from evaluations.strategies import ADAPTIVE_STRATEGY
 from searchtweak.integers import bounded
 from searchtweak.json_input import JSONInputError, json_loads
@@ -21,8 +22,14 @@ MONO = {"class": "mono", "rows": 4, "spellcheck": "false"}
 
 
 def _keywords_help() -> str:
-    return (f"One per line (up to {settings.MAX_KEYWORDS:,}); duplicates and blank lines are "
-            "removed, extra spaces too.")
+    return (f"One per line (up to {settings.MAX_KEYWORDS:,}), optionally with how often it "
+            "is asked and tags: keyword,weight,tags (e.g. running shoes,1200,head|lang:en; "
+            "quote a keyword holding a comma). Duplicates and blank lines are removed, extra "
+            "spaces too.")
+
+
+UPLOAD_HELP = ("TXT: one keyword per line. CSV: keyword,weight,tags rows (weight and tags "
+               "optional; a header row names the columns).")
 
 
 # Read when shown, so the help follows settings.MAX_KEYWORDS as the parser does.
@@ -74,8 +81,7 @@ class EvaluationForm(forms.Form):
         required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
         help_text=KEYWORDS_HELP)
     keywords_file = forms.FileField(
-        required=False, label="…or upload keywords (CSV or TXT)",
-        help_text="TXT: one per line. CSV: the first column.")
+        required=False, label="…or upload keywords (CSV or TXT)", help_text=UPLOAD_HELP)
     scale = forms.ChoiceField()
     strategy = forms.TypedChoiceField(coerce=int, choices=[
         (1, "1 grader per result"), (3, "3 graders per result"),
@@ -155,8 +161,7 @@ class EvaluationForm(forms.Form):
             "name": evaluation.name, "description": evaluation.description,
             "model": evaluation.model_id, "scale": evaluation.scale,
             "strategy": evaluation.strategy,
-            "keywords": "\n".join(evaluation.keywords.order_by("position")
-                                  .values_list("text", flat=True)),
+            "keywords": keywords_as_text(evaluation_keyword_entries(evaluation=evaluation)),
             "metrics": format_metrics(evaluation.metric_configs.order_by("position", "id")),
             "transformers": json.dumps(evaluation.transformers) if evaluation.transformers
             else "",

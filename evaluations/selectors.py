@@ -13,6 +13,7 @@ from evaluations.models import (
     SearchModel,
     Snapshot,
 )
+from evaluations.services.keywords import KeywordEntry
 from searchtweak import access
 from searchtweak.models import Role, User
 
@@ -191,6 +192,12 @@ def fetch_errors(*, evaluation: Evaluation, limit: int = 5) -> list[FetchError]:
         position__in=[group["first_position"] for group in groups]).values_list("position", "text"))
     return [FetchError(error=group["fetch_error"], keyword=texts.get(group["first_position"], ""),
                        keyword_count=group["keyword_count"]) for group in groups]
+
+
+def evaluation_keyword_entries(*, evaluation: Evaluation) -> list[KeywordEntry]:
+    """The evaluation's keywords in their order, with their weights and tags."""
+    return [KeywordEntry(text, weight, tuple(tags)) for text, weight, tags in
+            evaluation.keywords.order_by("position").values_list("text", "weight", "tags")]
 
 
 def keywords_of_evaluation(*, evaluation: Evaluation,

@@ -18,7 +18,7 @@ from evaluations.events import By
 from evaluations.forms import EvaluationForm, metric_catalog
 from evaluations.models import Evaluation, Keyword
 from evaluations.query_sets import services as query_set_services
-from evaluations.services import config_checks, configuration, lifecycle
+from evaluations.services import config_checks, configuration, keyword_input, lifecycle
 from evaluations.services import keywords as keyword_services
 from searchtweak import access
 from searchtweak.forms import add_service_errors
@@ -59,20 +59,32 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     })
 
 
-def _keywords_from_form(form: EvaluationForm) -> tuple[list[str], str] | None:
-    """The form's keywords (typed or uploaded) and the notice of what was cleaned away."""
+def _keywords_from_form(form: EvaluationForm
+                        ) -> tuple[list[keyword_services.KeywordEntry], str] | None:
+    """The form's keywords (typed or uploaded, with their weights and tags) and the notice
+    of what was cleaned away; None with the typed lines' and the file's errors on the form."""
     upload = form.cleaned_data.get("keywords_file")
-    # Typed lines first, so a line number in an error is the textarea's.
-    lines = keyword_services.keyword_lines(form.cleaned_data["keywords"])
+    errors: dict[str, list[str]] = {}
+    entries: list[keyword_services.KeywordEntry] = []
+    # Typed lines first: their line numbers are the textarea's, the file's its own.
     try:
-        if upload:
-            lines += keyword_services.keywords_from_upload(filename=upload.name,
-                                                           content=upload.chunks())
-        cleaned = keyword_services.keywords_clean(lines)
+        entries += keyword_input.keywords_from_text(form.cleaned_data["keywords"])
+    except ValidationError as error:
+        errors.update(error.message_dict)
+    if upload:
+        try:
+            entries += keyword_input.keywords_from_upload(filename=upload.name,
+                                                          content=upload.chunks())
+        except ValidationError as error:
+            errors.update(error.message_dict)
+    try:
+        if errors:
+            raise ValidationError(errors)
+        cleaned = keyword_services.keywords_clean(entries)
     except ValidationError as error:
         add_service_errors(form, error)
         return None
-    return cleaned.keywords, cleaned.notice()
+    return cleaned.entries, cleaned.notice()
 
 
 def _render_evaluation_form(request, form, evaluation=None, status=200) -> HttpResponse:
@@ -106,7 +118,8 @@ def evaluation_create(request: HttpRequest) -> HttpResponse:
     if model_id.isdigit():
         model = team.search_models.filter(pk=model_id).first()
         if model:
-            initial = {"model": model.pk, "keywords": model.default_keywords}
+            initial = {"model": model.pk, "keywords": keyword_input.keywords_as_text(
+                keyword_input.keyword_lines(model.default_keywords))}
     query_set_id = request.GET.get("query_set", "")
     if query_set_id.isdigit():
         initial["query_set"] = query_set_id

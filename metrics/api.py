@@ -4,6 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluations.api_keywords import tags_output_field, weight_output_field
 from evaluations.models import Keyword
 from evaluations.selectors import evaluation_get_for_user
 from metrics.models import RegressionVerdict
@@ -36,6 +37,8 @@ class KeywordListApi(APIView):
         id = serializers.IntegerField()
         position = serializers.IntegerField()
         text = serializers.CharField()
+        weight = weight_output_field()
+        tags = tags_output_field()
         fetch_status = serializers.ChoiceField(choices=Keyword.FetchStatus.choices)
         fetch_error = serializers.CharField()
         snapshot_count = serializers.IntegerField()
@@ -60,7 +63,8 @@ class KeywordListApi(APIView):
             return [
                 self.OutputSerializer({
                     "id": row.keyword.pk, "position": row.keyword.position,
-                    "text": row.keyword.text, "fetch_status": row.keyword.fetch_status,
+                    "text": row.keyword.text, "weight": row.keyword.weight,
+                    "tags": row.keyword.tags, "fetch_status": row.keyword.fetch_status,
                     "fetch_error": row.keyword.fetch_error,
                     "snapshot_count": row.snapshot_count, "updating": row.updating,
                     "metrics": [

@@ -26,8 +26,9 @@ from django.utils import timezone
 
 from evaluations.events import By
 from evaluations.models import Evaluation, QuerySetVersion
-from evaluations.query_sets.services import evaluation_create_from_query_set, version_keywords
+from evaluations.query_sets.services import evaluation_create_from_query_set, version_entries
 from evaluations.services.config_checks import evaluation_config_check
+from evaluations.services.keywords import KeywordEntry
 from evaluations.services.lifecycle import (
     StartedEvaluationSpec,
     evaluation_archive,
@@ -173,7 +174,7 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
                     .filter(query_set_id__in={s.query_set_id for s in schedules.values()},
                             pk=Subquery(newest))}
         checked: dict[tuple, list[dict[str, Any]] | None] = {}
-        keywords: dict[int, list[str]] = {}
+        keywords: dict[int, list[KeywordEntry]] = {}
         ready, one_by_one = [], []
         for schedule_id, due_at in due:
             schedule = schedules.get(schedule_id)
@@ -189,7 +190,7 @@ def schedules_fire_batch(due: list[tuple[int, datetime]], *, now: datetime
                 continue
             if _due_time_claim(schedule, due_at=due_at, now=now, next_due=next_due):
                 if version.pk not in keywords:
-                    keywords[version.pk] = version_keywords(version)
+                    keywords[version.pk] = version_entries(version)
                 ready.append((schedule, due_at, version, metrics))
         evaluations = evaluations_create_started(specs=[
             StartedEvaluationSpec(

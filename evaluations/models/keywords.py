@@ -17,6 +17,10 @@ class Keyword(models.Model):
     text = models.CharField(max_length=500)
     # Trimmed, case-folded text: the pool of a keyword is every judgment of this text.
     normalized_text = models.CharField(max_length=500, db_index=True)
+    # How often people ask it, and its tags (sorted strings): services.keywords states the
+    # rules; docs/decisions/0008 why a column and a JSON list.
+    weight = models.PositiveIntegerField(default=1, db_default=1)
+    tags = models.JSONField(default=list, db_default=[], blank=True)
     fetch_status = models.CharField(
         max_length=10, choices=FetchStatus.choices, default=FetchStatus.PENDING
     )

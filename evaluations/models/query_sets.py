@@ -5,7 +5,7 @@ pages and the API call it a query set, and its table, fields and URLs keep that 
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -28,6 +28,11 @@ class KeywordSet(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # Traffic segments: each version's keywords tagged head, torso or tail by their weights'
+    # cumulative share (metrics_engine.weighted.traffic_segments, cut points in percent).
+    traffic_segments = models.BooleanField(default=False, db_default=False)
+    traffic_head_cut = models.PositiveSmallIntegerField(default=50, db_default=50)
+    traffic_torso_cut = models.PositiveSmallIntegerField(default=80, db_default=80)
 
     objects = TeamOwnedQuerySet.as_manager()
 
@@ -41,6 +46,11 @@ class KeywordSet(models.Model):
                 Lower("name"), "team", condition=Q(archived_at__isnull=True),
                 name="query_set_name_unique_per_team",
             ),
+            models.CheckConstraint(
+                condition=Q(traffic_head_cut__lt=F("traffic_torso_cut"),
+                            traffic_torso_cut__lte=100),
+                name="query_set_traffic_cuts_ordered",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -48,6 +58,11 @@ class KeywordSet(models.Model):
 
     def current_version(self) -> "QuerySetVersion | None":
         return self.versions.order_by("-number").first()
+
+    def traffic_cuts(self) -> tuple[int, int] | None:
+        """The cut points when traffic segments are on, else None."""
+        return (self.traffic_head_cut, self.traffic_torso_cut) if self.traffic_segments \
+            else None
 
 
 class QuerySetVersion(models.Model):
@@ -84,6 +99,9 @@ class QuerySetKeyword(models.Model):
     text = models.CharField(max_length=500)
     # Keyword.normalize(text): the same key an evaluation's keywords are unique on.
     normalized_text = models.CharField(max_length=500)
+    # As an evaluation's Keyword carries them, and copied to it.
+    weight = models.PositiveIntegerField(default=1, db_default=1)
+    tags = models.JSONField(default=list, db_default=[], blank=True)
 
     class Meta:
         ordering = ["version_id", "position"]

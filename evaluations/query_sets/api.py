@@ -4,6 +4,7 @@ write (query_sets.selectors.WRITE_ROLE), as on the pages."""
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -11,11 +12,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluations.api_keywords import (
+    KEYWORDS_HELP,
+    keywords_field,
+    tags_output_field,
+    weight_output_field,
+)
 from evaluations.models import KeywordSet, QuerySetVersion
 from evaluations.query_sets import selectors as query_set_selectors
 from evaluations.query_sets import services
 from evaluations.query_sets.selectors import WRITE_ROLE
-from evaluations.services.keywords import keyword_lines
+from evaluations.services.keyword_input import keywords_from_text
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -24,7 +31,7 @@ from searchtweak.api_shared import (
     row_step_api,
     visible_team_ids,
 )
-from searchtweak.integers import api_id
+from searchtweak.integers import api_id, api_integer
 
 
 class QuerySetVersionSerializer(serializers.Serializer):
@@ -49,6 +56,12 @@ class QuerySetOutputSerializer(serializers.Serializer):
     keyword_count = serializers.IntegerField(
         source="current_keyword_count", allow_null=True,
         help_text="How many keywords the current version holds.")
+    traffic_segments = serializers.BooleanField(
+        help_text="Each version's keywords are tagged head, torso or tail by their weights.")
+    traffic_head_cut = serializers.IntegerField(
+        help_text="Head: the top keywords making this % of all traffic (by weight).")
+    traffic_torso_cut = serializers.IntegerField(
+        help_text="Torso: the next ones, up to this % of all traffic; the rest is tail.")
     created_at = serializers.DateTimeField()
     archived_at = serializers.DateTimeField(allow_null=True)
 
@@ -75,14 +88,13 @@ def _query_set_data(query_set: KeywordSet) -> dict:
 
 
 class KeywordsInputSerializer(serializers.Serializer):
-    keywords = serializers.ListField(
-        child=serializers.CharField(max_length=500, allow_blank=True), required=False,
-        help_text="One keyword per item; cleaned as an evaluation's keywords are "
-                  "(whitespace, zero-width characters, duplicates ignoring case, blanks).")
+    keywords = keywords_field(required=False, help_text=KEYWORDS_HELP)
     keywords_text = serializers.CharField(
         required=False, allow_blank=True, trim_whitespace=False,
-        help_text="Or the keywords as text, one per line. Give one of the two; no keyword "
-                  "left is a 400 on keywords.")
+        help_text="Or the keywords as text, one per line as the page takes them: keyword "
+                  "or keyword,weight,tags in CSV (tags separated by |; a keyword holding a "
+                  "comma or double quote quoted). A problem names its line on "
+                  "keywords_text. Give one of the two; no keyword left is a 400 on keywords.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "keywords" in attrs and "keywords_text" in attrs:
@@ -90,14 +102,31 @@ class KeywordsInputSerializer(serializers.Serializer):
                 {"keywords_text": "Give keywords or keywords_text, not both."})
         text = attrs.pop("keywords_text", None)
         if text is not None:
-            attrs["keywords"] = keyword_lines(text)
+            try:
+                attrs["keywords"] = keywords_from_text(text)
+            except DjangoValidationError as error:
+                raise serializers.ValidationError(
+                    {"keywords_text": error.message_dict["keywords"]}) from None
         if "keywords" not in attrs and not self.partial:
             raise serializers.ValidationError(
                 {"keywords": "This field is required (or give keywords_text)."})
         return attrs
 
 
-class QuerySetInputSerializer(KeywordsInputSerializer):
+class TrafficInputSerializer(serializers.Serializer):
+    traffic_segments = serializers.BooleanField(
+        required=False, help_text="Tag each version's keywords head, torso or tail by their "
+                                  "weights' cumulative share of traffic.")
+    traffic_head_cut = api_integer(
+        required=False, max_value=100,
+        help_text="Head: the top keywords making this % of traffic (default 50).")
+    traffic_torso_cut = api_integer(
+        required=False, max_value=100,
+        help_text="Torso: up to this % of traffic (default 80), above the head's cut; the "
+                  "rest is tail. Cut points out of order are a 400 on the cut at fault.")
+
+
+class QuerySetInputSerializer(KeywordsInputSerializer, TrafficInputSerializer):
     team = api_id(required=False)
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -134,7 +163,7 @@ class QuerySetListApi(APIView):
 
 
 class QuerySetDetailApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(TrafficInputSerializer):
         name = serializers.CharField(max_length=200, required=False)
         description = serializers.CharField(required=False, allow_blank=True)
 
@@ -149,13 +178,15 @@ class QuerySetDetailApi(APIView):
 
     @extend_schema(request=InputSerializer, responses=QuerySetDetailSerializer,
                    operation_id="query_sets_partial_update",
-                   description="Rename or describe (leads); keywords change by a new version.")
+                   description="Rename, describe or change the traffic segments (leads); "
+                               "keywords change by a new version, and so does a traffic "
+                               "change that retags them.")
     def patch(self, request: Request, query_set_id: int) -> Response:
         query_set = query_set_selectors.query_set_get_for_user(
             user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        query_set = services.query_set_update(query_set=query_set,
+        query_set = services.query_set_update(query_set=query_set, created_by=request.user,
                                               **serializer.validated_data)
         return Response(_query_set_data(query_set))
 
@@ -197,6 +228,8 @@ class QuerySetVersionKeywordsApi(APIView):
     class OutputSerializer(serializers.Serializer):
         position = serializers.IntegerField()
         text = serializers.CharField()
+        weight = weight_output_field()
+        tags = tags_output_field()
 
         class Meta:
             ref_name = "QuerySetKeyword"

@@ -4,8 +4,11 @@ from typing import Any
 
 from django import forms
 
-from evaluations.forms import KEYWORDS_HELP, MONO
-from evaluations.services.keywords import keyword_upload_size_problem
+from evaluations.forms import KEYWORDS_HELP, MONO, UPLOAD_HELP
+from evaluations.services.keyword_input import keyword_upload_size_problem
+from searchtweak.integers import form_integer
+
+TRAFFIC_FIELDS = ("traffic_segments", "traffic_head_cut", "traffic_torso_cut")
 
 
 class QuerySetForm(forms.Form):
@@ -19,7 +22,24 @@ class QuerySetForm(forms.Form):
         help_text=KEYWORDS_HELP)
     keywords_file = forms.FileField(
         required=False, label="…or upload keywords (CSV or TXT)",
-        help_text="TXT: one per line. CSV: the first column. Added after the typed ones.")
+        help_text=f"{UPLOAD_HELP} Added after the typed ones.")
+    traffic_segments = forms.BooleanField(
+        required=False, label="Tag head, torso and tail by traffic",
+        help_text="Sorted by weight, the keywords that make the first share of all traffic "
+                  "are tagged head, the next share torso, the rest tail; recomputed with "
+                  "every version.")
+    # Not sent (a script's post): the set's cut is kept, a new set's is the default.
+    traffic_head_cut = form_integer(
+        required=False, max_value=100, initial=50,
+        label="Head: the top queries making this % of traffic")
+    traffic_torso_cut = form_integer(
+        required=False, max_value=100, initial=80,
+        label="Torso: up to this % of traffic (the rest is tail)")
+
+    def traffic(self) -> dict[str, Any]:
+        """The traffic segment fields given, for the services."""
+        return {name: self.cleaned_data[name] for name in TRAFFIC_FIELDS
+                if self.cleaned_data.get(name) is not None}
 
     def clean_keywords_file(self) -> Any:
         upload = self.cleaned_data.get("keywords_file")

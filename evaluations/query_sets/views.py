@@ -17,7 +17,8 @@ from evaluations.query_sets import selectors as query_set_selectors
 from evaluations.query_sets import services
 from evaluations.query_sets.forms import QuerySetForm, SaveAsQuerySetForm
 from evaluations.query_sets.selectors import WRITE_ROLE
-from evaluations.query_sets.services import version_keywords
+from evaluations.services.keyword_input import keywords_as_text
+from evaluations.services.keywords import KeywordEntry
 from evaluations.views import _keywords_from_form
 from searchtweak.forms import add_service_errors
 from searchtweak.views_shared import (
@@ -47,7 +48,7 @@ def query_set_list(request: HttpRequest) -> HttpResponse:
     })
 
 
-def _form_keywords(form: QuerySetForm) -> list[str] | None:
+def _form_keywords(form: QuerySetForm) -> list[KeywordEntry] | None:
     """The typed and uploaded keywords (the evaluation form's parsing), or None with the
     errors on the form. A file that leaves nothing is named on the file's field."""
     parsed = _keywords_from_form(form)
@@ -79,7 +80,7 @@ def query_set_create(request: HttpRequest) -> HttpResponse:
             try:
                 query_set = services.query_set_create(
                     team=team, created_by=request.user, name=data["name"],
-                    description=data["description"], keywords=keywords)
+                    description=data["description"], keywords=keywords, **form.traffic())
             except ValidationError as error:
                 add_service_errors(form, error)
             else:
@@ -113,8 +114,11 @@ def query_set_edit(request: HttpRequest, query_set_id: int) -> HttpResponse:
         user=request.user, query_set_id=query_set_id, minimum_role=WRITE_ROLE)
     current = query_set.current_version()
     initial = {"name": query_set.name, "description": query_set.description,
-               "keywords": "\n".join(version_keywords(current))
-               if current else ""}
+               "keywords": keywords_as_text(services.keywords_as_typed(query_set, current))
+               if current else "",
+               "traffic_segments": query_set.traffic_segments,
+               "traffic_head_cut": query_set.traffic_head_cut,
+               "traffic_torso_cut": query_set.traffic_torso_cut}
     form = QuerySetForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         keywords = _form_keywords(form)
@@ -123,7 +127,7 @@ def query_set_edit(request: HttpRequest, query_set_id: int) -> HttpResponse:
             try:
                 query_set, version, created = services.query_set_edit(
                     query_set=query_set, created_by=request.user, name=data["name"],
-                    description=data["description"], keywords=keywords)
+                    description=data["description"], keywords=keywords, **form.traffic())
             except ValidationError as error:
                 add_service_errors(form, error)
             else:

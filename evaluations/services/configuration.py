@@ -17,6 +17,7 @@ from evaluations.models import (
     QuerySetVersion,
     SearchModel,
 )
+from evaluations.selectors import evaluation_keyword_entries
 from evaluations.services.completion import evaluation_finish_if_complete
 from evaluations.services.config_checks import (
     evaluation_fields_validate,
@@ -31,6 +32,7 @@ from evaluations.services.config_checks import (
     transformers_validate,
 )
 from evaluations.services.keywords import (
+    KeywordEntry,
     evaluation_keywords_replace,
     keyword_rows,
     keywords_clean,
@@ -49,7 +51,8 @@ def _create_metric_configs(evaluation: Evaluation, metrics: list[dict[str, Any]]
 @transaction.atomic
 def evaluation_create(
     *, team: Team, created_by: User | None, model: SearchModel, name: str, scale: str,
-    strategy: int, keywords: list[str], metrics: list[dict[str, Any]],
+    strategy: int, keywords: list[str | KeywordEntry | dict[str, Any]],
+    metrics: list[dict[str, Any]],
     transformers: dict | None = None, tags: list[str] | None = None, description: str = "",
     guidelines: str = "", reuse_grades: str = Evaluation.Reuse.NONE,
     show_position: bool = False, auto_finish: bool = True, shuffle_results: bool = False,
@@ -57,7 +60,8 @@ def evaluation_create(
     second_grader_below_gold_bar: bool = False,
     query_set_version: QuerySetVersion | None = None,
 ) -> Evaluation:
-    """`query_set_version`: the query set version `keywords` are (its caller,
+    """`keywords`: plain ones, or with weights and tags (services.keywords; cleaned here).
+    `query_set_version`: the query set version `keywords` are (its caller,
     query_sets.services, checked that)."""
     evaluation_fields_validate(team=team, model=model, name=name, strategy=strategy)
     scale_obj = team_scale_check(team, scale)
@@ -65,7 +69,7 @@ def evaluation_create(
     transformers = transformers_validate(team, scale_obj, transformers)
     metrics_transformers_check(team=team, scale=scale_obj, metrics=metrics,
                                transformers=transformers)
-    keywords = keywords_clean(keywords).keywords
+    keywords = keywords_clean(keywords).entries
     keywords_validate(keywords)
     if reuse_grades not in Evaluation.Reuse.values:
         raise ValidationError({"reuse_grades": f"Use one of {', '.join(Evaluation.Reuse.values)}."})
@@ -172,13 +176,13 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
 
 def _query_set_version_unlink_if_changed(evaluation: Evaluation) -> None:
     """An evaluation names the query set version it ran only while its keywords
-    are still that version's, in its order."""
+    are still that version's (with their weights and tags), in its order."""
     if evaluation.query_set_version_id is None:
         return
-    ours = list(evaluation.keywords.order_by("position")
-                .values_list("normalized_text", flat=True))
+    columns = ("normalized_text", "weight", "tags")
+    ours = list(evaluation.keywords.order_by("position").values_list(*columns))
     theirs = list(QuerySetKeyword.objects.filter(version_id=evaluation.query_set_version_id)
-                  .order_by("position").values_list("normalized_text", flat=True))
+                  .order_by("position").values_list(*columns))
     if ours != theirs:
         evaluation.query_set_version = None
         evaluation.save(update_fields=["query_set_version"])
@@ -221,8 +225,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
         query_set_version_id=evaluation.query_set_version_id,  # the same keywords
     )
     Keyword.objects.bulk_create(
-        keyword_rows(clone, list(evaluation.keywords.order_by("position")
-                                  .values_list("text", flat=True))), batch_size=1000)
+        keyword_rows(clone, evaluation_keyword_entries(evaluation=evaluation)), batch_size=1000)
     _create_metric_configs(clone, [
         {"code": m.code, "k": m.k, "params": m.params} for m in evaluation.metric_configs.all()
     ])

@@ -27,7 +27,7 @@ from evaluations.services.completion import (
     evaluation_finished_notify,
 )
 from evaluations.services.config_checks import metrics_transformers_check, team_scale_check
-from evaluations.services.keywords import keyword_rows
+from evaluations.services.keywords import KeywordEntry, keyword_rows
 from searchtweak.models import Team, User
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class StartedEvaluationSpec:
     scale: str
     strategy: int
     metrics: list[dict[str, Any]]
-    keywords: list[str]
+    keywords: list[KeywordEntry]
     query_set_version: QuerySetVersion
     created_by: User | None = None
     description: str = ""

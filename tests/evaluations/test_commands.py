@@ -3,7 +3,14 @@
 import pytest
 from django.core.management import call_command
 
-from evaluations.models import DemoProduct, Endpoint, Evaluation, SearchModel, Snapshot
+from evaluations.models import (
+    DemoProduct,
+    Endpoint,
+    Evaluation,
+    KeywordSet,
+    SearchModel,
+    Snapshot,
+)
 from evaluations.signals import snapshots_created
 from searchtweak.models import Membership, Role, Team, User
 
@@ -23,6 +30,25 @@ def test_seed_demo_is_safe_to_run_twice(capsys):
     assert Endpoint.objects.filter(team=team).count() == 1
     assert SearchModel.objects.filter(team=team).count() == 1
     assert Evaluation.objects.filter(team=team).count() == 1
+    assert KeywordSet.objects.filter(team=team).count() == 1
+
+
+def test_the_demo_runs_a_weighted_tagged_query_set_with_traffic_segments():
+    call_command("seed_demo")
+    query_set = KeywordSet.objects.get(name="Demo: shoppers' queries")
+    assert query_set.traffic_segments
+    evaluation = Evaluation.objects.get(name="Demo: product search relevance")
+    assert evaluation.query_set_version == query_set.current_version()
+    keywords = {text: (weight, tags) for text, weight, tags in
+                evaluation.keywords.values_list("text", "weight", "tags")}
+    assert len(keywords) == 50
+    # 44,290 searches: the ninth busiest starts at 22,000, under half (22,145): nine head.
+    assert keywords["running shoes"] == (5200, ["head", "intent:broad", "lang:en"])
+    assert keywords["oak bookshelf"] == (75, ["intent:specific", "lang:en", "tail"])
+    segments = [next(tag for tag in tags if tag in {"head", "torso", "tail"})
+                for _, tags in keywords.values()]
+    assert (segments.count("head"), segments.count("torso"), segments.count("tail")) == (
+        9, 13, 28)
 
 
 def test_seed_demo_fetches_the_demo_evaluation_without_a_server(capsys):

@@ -7,10 +7,14 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluations.models import Evaluation
-from evaluations.services import keywords as keyword_services
+from evaluations.services import keyword_input
 from tests.evaluations.factories import SearchModelFactory
 
 pytestmark = pytest.mark.django_db
+
+
+def texts(entries) -> list[str]:
+    return [entry.text for entry in entries]
 
 
 def form_post(model, **fields) -> dict:
@@ -21,8 +25,8 @@ def form_post(model, **fields) -> dict:
 
 def upload_errors(*, filename: str, content: bytes, max_keywords: int) -> list[str]:
     with pytest.raises(ValidationError) as raised:
-        keyword_services.keywords_from_upload(filename=filename, content=content,
-                                              max_keywords=max_keywords)
+        keyword_input.keywords_from_upload(filename=filename, content=content,
+                                           max_keywords=max_keywords)
     return raised.value.message_dict["keywords_file"]
 
 
@@ -58,8 +62,8 @@ def test_reading_stops_at_the_first_line_past_the_keyword_limit(filename):
 
 def test_duplicates_and_blank_lines_do_not_count_towards_the_limit():
     content = b"a\nA\n\n  a \nb\nc\n"
-    assert keyword_services.keywords_from_upload(
-        filename="k.txt", content=content, max_keywords=3) == ["a", "A", "", "  a ", "b", "c"]
+    assert texts(keyword_input.keywords_from_upload(
+        filename="k.txt", content=content, max_keywords=3)) == ["a", "A", "", "  a ", "b", "c"]
 
 
 def test_errors_before_the_limit_are_listed_with_it():
@@ -88,8 +92,8 @@ def test_the_form_refuses_a_file_one_keyword_over_the_limit_naming_the_line(clie
 def test_line_ends_are_numbered_as_editors_number_them():
     content = b"a\r\nb\rc\n\r\nd\x07"
     with pytest.raises(ValidationError) as raised:
-        keyword_services.keywords_from_upload(filename="k.txt", content=content)
+        keyword_input.keywords_from_upload(filename="k.txt", content=content)
     assert raised.value.message_dict["keywords_file"] == [
         "line 5: control character U+0007 at column 2"]
-    assert keyword_services.keywords_from_upload(filename="k.txt", content=b"a\r\nb\rc\n\r\n") == [
-        "a", "b", "c", ""]
+    assert texts(keyword_input.keywords_from_upload(
+        filename="k.txt", content=b"a\r\nb\rc\n\r\n")) == ["a", "b", "c", ""]

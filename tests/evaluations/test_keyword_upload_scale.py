@@ -8,10 +8,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Keyword, KeywordSet, QuerySetKeyword
+from evaluations.services import keyword_input
 from evaluations.services import keywords as keyword_services
 from tests.evaluations.factories import KeywordFactory, SearchModelFactory
 
 pytestmark = pytest.mark.django_db
+
+
+def texts(entries) -> list[str]:
+    return [entry.text for entry in entries]
 
 
 def form_post(model, **fields) -> dict:
@@ -38,19 +43,19 @@ def test_chunks_split_anywhere_read_as_the_whole_file():
     # byte and in one-byte chunks, the lines are the whole file's.
     content = b"\xef\xbb\xbfa\r\nb\rcd\n\r\n\re"
     expected = ["a", "b", "cd", "", "", "e"]
-    assert keyword_services.keywords_from_upload(filename="k.txt", content=content) == expected
+    assert texts(keyword_input.keywords_from_upload(filename="k.txt", content=content)) == expected
     for cut in range(len(content) + 1):
         chunks = iter([content[:cut], content[cut:]])
-        assert keyword_services.keywords_from_upload(
-            filename="k.txt", content=chunks) == expected, cut
+        assert texts(keyword_input.keywords_from_upload(
+            filename="k.txt", content=chunks)) == expected, cut
     ones = (content[i:i + 1] for i in range(len(content)))
-    assert keyword_services.keywords_from_upload(filename="k.txt", content=ones) == expected
+    assert texts(keyword_input.keywords_from_upload(filename="k.txt", content=ones)) == expected
 
 
 def test_a_crlf_split_between_chunks_is_one_line_end_for_the_line_numbers():
     chunks = iter([b"a\r", b"\nb\r", b"\nc\x07\n"])
     with pytest.raises(ValidationError) as raised:
-        keyword_services.keywords_from_upload(filename="k.txt", content=chunks)
+        keyword_input.keywords_from_upload(filename="k.txt", content=chunks)
     assert raised.value.message_dict["keywords_file"] == [
         "line 3: control character U+0007 at column 2"]
 
@@ -58,7 +63,7 @@ def test_a_crlf_split_between_chunks_is_one_line_end_for_the_line_numbers():
 def test_a_csv_upload_in_chunks_keeps_a_quoted_field_across_a_chunk_boundary():
     content = b'keyword\n"two\nlines",x\nthree\n'
     chunks = iter([content[:12], content[12:]])
-    assert keyword_services.keywords_from_upload(filename="k.csv", content=chunks) == [
+    assert texts(keyword_input.keywords_from_upload(filename="k.csv", content=chunks)) == [
         "two\nlines", "three"]
 
 
@@ -115,12 +120,12 @@ def test_the_api_names_item_99999_of_100000_and_stores_nothing(personas):
 def test_the_limit_follows_the_setting(settings):
     settings.MAX_KEYWORDS = 3
     with pytest.raises(ValidationError) as raised:
-        keyword_services.keywords_from_upload(filename="k.txt", content=b"a\nb\nc\nd\n")
+        keyword_input.keywords_from_upload(filename="k.txt", content=b"a\nb\nc\nd\n")
     assert raised.value.message_dict["keywords_file"] == [
         "line 4: more than 3 keywords (the most an evaluation takes); the file was not read "
         "past this line."]
     with pytest.raises(ValidationError) as raised:
-        keyword_services.keywords_validate(["a", "b", "c", "d"])
+        keyword_services.keywords_validate([keyword_services.KeywordEntry(t) for t in "abcd"])
     assert raised.value.message_dict["keywords"] == ["At most 3 keywords (4 given)."]
 
 

@@ -7,7 +7,7 @@ from evaluations import hooks
 from evaluations.endpoints import services as endpoint_services
 from evaluations.fetching import services as fetch_services
 from evaluations.models import Endpoint, Evaluation, EvaluationMetric, Keyword
-from evaluations.services import config_checks, configuration, lifecycle
+from evaluations.services import config_checks, configuration, keyword_input, lifecycle
 from evaluations.services import keywords as keyword_services
 from tests.evaluations.factories import (
     EndpointFactory,
@@ -18,6 +18,10 @@ from tests.evaluations.factories import (
 )
 
 pytestmark = pytest.mark.django_db
+
+
+def texts(entries) -> list[str]:
+    return [entry.text for entry in entries]
 
 MAPPER = {"documents": "hits", "id": "id", "name": "title"}
 
@@ -53,15 +57,15 @@ def test_keywords_clean_reports_what_it_removed():
 
 def test_keywords_from_a_csv_upload_take_the_first_column():
     content = b"keyword,notes\nred shoes,x\n\"blue, hat\",y\n"
-    assert keyword_services.keywords_from_upload(filename="k.csv", content=content) == [
+    assert texts(keyword_input.keywords_from_upload(filename="k.csv", content=content)) == [
         "red shoes", "blue, hat"]
-    assert keyword_services.keywords_from_upload(
-        filename="k.txt", content=b"a\r\nb\n") == ["a", "b"]
+    assert texts(keyword_input.keywords_from_upload(
+        filename="k.txt", content=b"a\r\nb\n")) == ["a", "b"]
 
 
 def test_keyword_uploads_skip_a_bom_and_keep_unicode():
     content = "\ufeffcaf\u00e9\nna\u00efve\n".encode()
-    assert keyword_services.keywords_from_upload(filename="k.txt", content=content) == [
+    assert texts(keyword_input.keywords_from_upload(filename="k.txt", content=content)) == [
         "caf\u00e9", "na\u00efve"]
 
 
@@ -86,14 +90,14 @@ LONG = b"x" * 501
 ])
 def test_keyword_upload_errors_name_their_lines(filename, content, messages):
     with pytest.raises(ValidationError) as caught:
-        keyword_services.keywords_from_upload(filename=filename, content=content)
+        keyword_input.keywords_from_upload(filename=filename, content=content)
     assert caught.value.message_dict == {"keywords_file": messages}
 
 
 def test_keyword_upload_errors_are_capped():
     content = b"\xff\n" * 60
     with pytest.raises(ValidationError) as caught:
-        keyword_services.keywords_from_upload(filename="k.txt", content=content)
+        keyword_input.keywords_from_upload(filename="k.txt", content=content)
     messages = caught.value.message_dict["keywords_file"]
     assert len(messages) == keyword_services.MAX_UPLOAD_ERRORS + 1
     assert messages[0] == "line 1: not UTF-8 text (byte 0xff at column 1)"
@@ -103,7 +107,7 @@ def test_keyword_upload_errors_are_capped():
 def test_a_csv_field_beyond_the_csv_limit_names_its_line():
     content = b"a\nb\n\"" + b"z" * 200_000 + b'"\n'
     with pytest.raises(ValidationError) as caught:
-        keyword_services.keywords_from_upload(filename="k.csv", content=content)
+        keyword_input.keywords_from_upload(filename="k.csv", content=content)
     assert caught.value.message_dict == {"keywords_file": [
         "line 3: field larger than field limit (131072)"]}
 

@@ -6,6 +6,9 @@ server answers /demo/search yet. The fetch goes through the same code path as an
 and the snapshots_created signal), with an httpx transport that calls the demo engine's search
 function directly instead of opening a socket (evaluations.demo.in_process_transport).
 
+The demo evaluation runs the demo query set's version 1: fifty shoppers' queries with how
+often each is asked and a few tags, tagged head, torso and tail by that traffic.
+
 Seeding is quiet (seeding_quietly): no eager task's log line and no notification mail on the
 console, so `make run` (which serves through serve_demo) ends with the logins.
 
@@ -28,8 +31,10 @@ from django.test.utils import override_settings
 from evaluations import demo
 from evaluations.endpoints import services as endpoint_services
 from evaluations.fetching import services as fetch_services
-from evaluations.models import Endpoint, Evaluation, Keyword, SearchModel
+from evaluations.models import Endpoint, Evaluation, Keyword, KeywordSet, SearchModel
+from evaluations.query_sets import services as query_set_services
 from evaluations.services import configuration, lifecycle
+from evaluations.services.keywords import KeywordEntry
 from searchtweak.models import Membership, Role, Team, User
 
 DEMO_USERS = [
@@ -43,20 +48,39 @@ DEMO_USERS = [
 ENDPOINT_NAME = "Demo product search"
 MODEL_NAME = "Demo BM25"
 EVALUATION_NAME = "Demo: product search relevance"
-DEMO_KEYWORDS = [
-    "waterproof hiking boots", "running shoes", "red sneakers", "kids rain boots",
-    "noise cancelling headphones", "waterproof bluetooth speaker", "usb-c charger",
-    "cast iron skillet", "espresso machine", "chef's knife", "non-stick saucepan",
-    "electric kettle", "coffee grinder", "wool coat", "packable rain jacket",
-    "women's down parka", "fleece hoodie", "two-person camping tent", "ultralight sleeping bag",
-    "rechargeable headlamp", "non-slip yoga mat", "adjustable dumbbells", "tennis racket",
-    "bicycle helmet", "anti-fog swim goggles", "dimmable desk lamp", "memory foam pillow",
-    "ergonomic office chair", "organic cotton bed sheets", "oak bookshelf", "ceramic vase",
-    "throw blanket", "smartwatch", "e-reader", "mechanical keyboard", "wireless mouse",
-    "power bank", "webcam for video calls", "hiking backpack", "insulated water bottle",
-    "trekking poles", "camping stove", "hammock", "leather loafers", "summer sandals",
-    "slippers", "resistance bands", "jump rope", "dutch oven", "blender",
+# The shoppers' queries of the demo: how often each is asked (a day's searches) and whether
+# it names a kind of product (broad) or one with its traits (specific). The demo query set
+# tags them head / torso / tail by that traffic too, so segments show from the first minute.
+_QUERIES = [
+    ("waterproof hiking boots", 900, "specific"), ("running shoes", 5200, "broad"),
+    ("red sneakers", 700, "specific"), ("kids rain boots", 450, "specific"),
+    ("noise cancelling headphones", 3100, "specific"),
+    ("waterproof bluetooth speaker", 380, "specific"), ("usb-c charger", 2400, "broad"),
+    ("cast iron skillet", 1300, "broad"), ("espresso machine", 1900, "broad"),
+    ("chef's knife", 860, "broad"), ("non-stick saucepan", 240, "specific"),
+    ("electric kettle", 1100, "broad"), ("coffee grinder", 760, "broad"),
+    ("wool coat", 980, "broad"), ("packable rain jacket", 310, "specific"),
+    ("women's down parka", 520, "specific"), ("fleece hoodie", 640, "broad"),
+    ("two-person camping tent", 290, "specific"), ("ultralight sleeping bag", 170, "specific"),
+    ("rechargeable headlamp", 140, "specific"), ("non-slip yoga mat", 410, "specific"),
+    ("adjustable dumbbells", 830, "specific"), ("tennis racket", 350, "broad"),
+    ("bicycle helmet", 600, "broad"), ("anti-fog swim goggles", 95, "specific"),
+    ("dimmable desk lamp", 120, "specific"), ("memory foam pillow", 880, "specific"),
+    ("ergonomic office chair", 1500, "specific"), ("organic cotton bed sheets", 260, "specific"),
+    ("oak bookshelf", 75, "specific"), ("ceramic vase", 130, "broad"),
+    ("throw blanket", 420, "broad"), ("smartwatch", 4100, "broad"), ("e-reader", 1200, "broad"),
+    ("mechanical keyboard", 1400, "broad"), ("wireless mouse", 1700, "broad"),
+    ("power bank", 2000, "broad"), ("webcam for video calls", 230, "specific"),
+    ("hiking backpack", 560, "broad"), ("insulated water bottle", 690, "specific"),
+    ("trekking poles", 160, "broad"), ("camping stove", 180, "broad"), ("hammock", 210, "broad"),
+    ("leather loafers", 190, "specific"), ("summer sandals", 330, "specific"),
+    ("slippers", 470, "broad"), ("resistance bands", 500, "broad"), ("jump rope", 220, "broad"),
+    ("dutch oven", 540, "broad"), ("blender", 1600, "broad"),
 ]
+DEMO_QUERIES = [KeywordEntry(text, weight, ("intent:" + intent, "lang:en"))
+                for text, weight, intent in _QUERIES]
+DEMO_KEYWORDS = [query.text for query in DEMO_QUERIES]
+QUERY_SET_NAME = "Demo: shoppers' queries"
 # Demo evaluations seeded before carried this tag, which no grader carried.
 OLD_ROUTING_TAG = "demo"
 METRICS = [{"code": "precision", "k": 10, "params": {}}, {"code": "ap", "k": 10, "params": {}},
@@ -159,13 +183,15 @@ class Command(BaseCommand):
                 params={"q": "#query#", "size": "10"},
                 description="The demo engine's full-text ranking (bm25 / ts_rank_cd).",
                 default_keywords="\n".join(DEMO_KEYWORDS[:10]))
+        query_set = self._demo_query_set(team, lead)
         evaluation = Evaluation.objects.filter(team=team, name=EVALUATION_NAME).first()
         if evaluation is None:
-            evaluation = configuration.evaluation_create(
-                team=team, created_by=lead, model=model, name=EVALUATION_NAME,
+            evaluation = query_set_services.evaluation_create_from_query_set(
+                query_set=query_set, team=team, created_by=lead, model=model,
+                name=EVALUATION_NAME,
                 description="Fifty shoppers' queries against the demo catalog. Grade each "
                             "result 0 (poor) to 3 (perfect).",
-                scale="graded", strategy=3, keywords=DEMO_KEYWORDS, metrics=METRICS,
+                scale="graded", strategy=3, metrics=METRICS,
                 guidelines="3: exactly what was asked for. 2: close (other color or "
                            "audience). 1: same category, different product. 0: unrelated.")
         elif OLD_ROUTING_TAG in evaluation.tags and evaluation.status != Evaluation.Status.FINISHED:
@@ -173,6 +199,18 @@ class Command(BaseCommand):
                 evaluation=evaluation,
                 tags=[tag for tag in evaluation.tags if tag != OLD_ROUTING_TAG])
         return evaluation
+
+    def _demo_query_set(self, team: Team, lead: User) -> KeywordSet:
+        """The demo's query set: its queries with their weights and tags, traffic segments
+        on. A database seeded before it existed gets it now."""
+        query_set = KeywordSet.objects.filter(team=team, name=QUERY_SET_NAME,
+                                              archived_at=None).first()
+        if query_set is None:
+            query_set = query_set_services.query_set_create(
+                team=team, created_by=lead, name=QUERY_SET_NAME, keywords=DEMO_QUERIES,
+                description="What shoppers ask the demo shop, weighted by a day's searches.",
+                traffic_segments=True)
+        return query_set
 
     def _report_fetch(self, evaluation: Evaluation, attempted: list[int]) -> None:
         keywords = evaluation.keywords

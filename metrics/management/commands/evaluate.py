@@ -22,8 +22,7 @@ from tqdm import tqdm
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from evaluations.selectors import fetch_progress
-from evaluations.services import configuration, lifecycle
-from evaluations.services import keywords as keyword_services
+from evaluations.services import configuration, keyword_input, lifecycle
 from metrics.models import RegressionVerdict
 from metrics.reports.verdicts import baseline_of_team, gate_passed, regression_verdict_create
 from metrics.services import evaluation_metrics_recompute
@@ -130,7 +129,7 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"keywords: no such file {keywords}")
         try:
-            keyword_list = keyword_services.keywords_from_upload(
+            keyword_list = keyword_input.keywords_from_upload(
                 filename=path.name, content=path.read_bytes())
             evaluation = configuration.evaluation_create(
                 team=search_model.team, created_by=creator, model=search_model,
