@@ -40,7 +40,10 @@ class KeywordItemField(serializers.Field):
     }
 
     def to_internal_value(self, data: Any) -> str | dict[str, Any]:
+        # Trimmed as a CharField trims (str.strip(): U+0085 and U+001C..U+001F too), which
+        # the list's items were before they could be objects.
         if isinstance(data, str):
+            data = data.strip()
             if len(data) > MAX_KEYWORD_LENGTH:
                 self.fail("keyword", limit=MAX_KEYWORD_LENGTH)
             return data
@@ -50,9 +53,9 @@ class KeywordItemField(serializers.Field):
         if unknown:
             self.fail("keys", keys=", ".join(sorted(map(str, unknown))[:5]))
         keyword = data.get("keyword")
-        if not isinstance(keyword, str) or len(keyword) > MAX_KEYWORD_LENGTH:
+        if not isinstance(keyword, str) or len(keyword.strip()) > MAX_KEYWORD_LENGTH:
             self.fail("keyword", limit=MAX_KEYWORD_LENGTH)
-        return dict(data)
+        return {**data, "keyword": keyword.strip()}
 
     def to_representation(self, value: Any) -> Any:
         return value
