@@ -8,11 +8,11 @@ A run's regression verdicts belong to the metrics app: they are prefetched by re
 name (`regression_verdicts`) and the newest of the schedule's rule picked here.
 """
 
-from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Count, QuerySet
 
 from evaluations.models import Evaluation
 from metrics.models import RegressionVerdict
+from metrics.selectors import team_baseline
 from schedules.models import Schedule, ScheduleRun
 from searchtweak import access
 from searchtweak.models import Role, Team, User
@@ -63,16 +63,8 @@ def with_latest_verdicts(runs: list[ScheduleRun]) -> list[ScheduleRun]:
     return runs
 
 
-def team_baseline_of(team: Team) -> Evaluation | None:
-    """The team's baseline evaluation, read by relation name (the metrics app keeps it)."""
-    try:
-        return team.metric_baseline.evaluation
-    except ObjectDoesNotExist:
-        return None
-
-
 def team_has_baseline(team: Team) -> bool:
-    return team_baseline_of(team) is not None
+    return team_baseline(team_id=team.pk) is not None
 
 
 COMPARE_MAX_RUNS = 10  # the N-way compare's limit

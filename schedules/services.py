@@ -17,11 +17,11 @@ from django.utils import timezone
 
 from evaluations.models import KeywordSet, SearchModel
 from evaluations.services.config_checks import evaluation_config_check
+from metrics import selectors as metrics_selectors
 from notifications.models import Event
 from notifications.services import notify
 from schedules.models import Schedule
 from schedules.run_judges import counting_judges
-from schedules.selectors import team_baseline_of
 from schedules.timing import (
     MAX_INTERVAL_MINUTES,
     MIN_INTERVAL_MINUTES,
@@ -100,7 +100,7 @@ def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
     if baseline not in Schedule.Baseline.values:
         fail("baseline", f"Use one of {', '.join(Schedule.Baseline.values)}.")
     elif baseline == Schedule.Baseline.TEAM:
-        team_baseline = team_baseline_of(team)
+        team_baseline = metrics_selectors.team_baseline(team_id=team.pk)
         if team_baseline is None:
             fail("baseline", "The team has no baseline: set one, or compare with the "
                              "schedule's first or previous run.")
