@@ -9,7 +9,7 @@ class MetricsConfig(AppConfig):
 
         from evaluations.events import evaluation_transitioned
         from evaluations.models import Evaluation, EvaluationMetric, Keyword
-        from evaluations.signals import snapshots_created
+        from evaluations.signals import keyword_traffic_changed, snapshots_created
         from judgments.adaptive import register_bounds_width
         from judgments.grading import register_version_bump_cte
         from judgments.models import Transformer
@@ -28,6 +28,9 @@ class MetricsConfig(AppConfig):
         register_bounds_width(first_metric_bounds_width)
         snapshots_created.connect(receivers.on_snapshots_created,
                                   dispatch_uid="metrics.snapshots_created")
+        # New weights or tags regroup the per-segment sums.
+        keyword_traffic_changed.connect(receivers.on_keyword_traffic_changed,
+                                        dispatch_uid="metrics.keyword_traffic_changed")
         # Adding, changing or removing a metric recomputes the evaluation.
         for signal in (post_save, post_delete):
             signal.connect(receivers.on_metric_configs_changed, sender=EvaluationMetric,

@@ -88,6 +88,40 @@ class MetricSums(models.Model):
         return f"sums of {self.metric_id} over {self.value_count}"
 
 
+class SegmentSums(models.Model):
+    """Exact running sums of one configured metric's stored keyword values over one
+    segment (a tag, or "" for every keyword), plain or traffic-weighted
+    (metrics_engine.segment_sums), moved with every write of the values
+    (metrics.recompute.segments). A segment's mean and bounds are read from them.
+
+    Known for a metric while its plain every-keyword row exists (the marker): then a row
+    missing for a tag means no keyword of that tag has counted yet. Forgotten with the
+    metric's MetricSums and rebuilt from every value by the next means refresh."""
+
+    metric = models.ForeignKey(EvaluationMetric, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)
+    segment = models.CharField(max_length=50, blank=True)
+    weighted = models.BooleanField()
+    value_total = models.TextField(default="0")
+    value_count = models.PositiveIntegerField(default=0)
+    value_weight = models.PositiveBigIntegerField(default=0)
+    lower_total = models.TextField(default="0")
+    lower_weight = models.PositiveBigIntegerField(default=0)
+    upper_total = models.TextField(default="0")
+    upper_weight = models.PositiveBigIntegerField(default=0)
+    inexact_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["metric", "segment", "weighted"],
+                                    name="segment_sums_unique"),
+        ]
+
+    def __str__(self) -> str:
+        kind = "weighted" if self.weighted else "plain"
+        return f"{kind} sums of {self.metric_id} over {self.segment or 'every keyword'}"
+
+
 class EvaluationRecomputeState(models.Model):
     """An evaluation's grading progress (share of its slots that hold a grade, 0..100) and
     the last recompute's error, if it failed."""

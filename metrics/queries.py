@@ -33,6 +33,7 @@ from metrics.models import (
     MetricMean,
     MetricSums,
     RecomputeDue,
+    SegmentSums,
 )
 from metrics.queue_order import UNKNOWN_WIDTH
 from metrics_engine.exact_sum import total_decode, total_encode
@@ -449,16 +450,18 @@ def metric_sums_store(sums: dict[int, Sums]) -> None:
 
 def metric_sums_forget(*, evaluation_id: int | None = None,
                        metric_ids: list[int] | None = None) -> None:
-    """Delete the running sums of the evaluation's configs (or of these configs): the next
-    means refresh rebuilds them from the stored values."""
-    if metric_ids is not None:
-        if metric_ids:
-            _run(f"DELETE FROM {_table(MetricSums)} WHERE metric_id IN ({_marks(metric_ids)})",
-                 list(metric_ids))
-        return
-    _run(f"DELETE FROM {_table(MetricSums)} WHERE metric_id IN"
-         f" (SELECT id FROM {_table(EvaluationMetric)} WHERE evaluation_id = %s)",
-         [evaluation_id])
+    """Delete the running sums of the evaluation's configs (or of these configs), and their
+    segment sums with them, which the value writes move only while the plain sums are
+    known: the next means refresh rebuilds both from the stored values."""
+    for table in (_table(MetricSums), _table(SegmentSums)):
+        if metric_ids is not None:
+            if metric_ids:
+                _run(f"DELETE FROM {table} WHERE metric_id IN ({_marks(metric_ids)})",
+                     list(metric_ids))
+            continue
+        _run(f"DELETE FROM {table} WHERE metric_id IN"
+             f" (SELECT id FROM {_table(EvaluationMetric)} WHERE evaluation_id = %s)",
+             [evaluation_id])
 
 
 def _cases(column: str, pairs: list[tuple[int, object]], cast: str) -> tuple[str, list]:

@@ -171,3 +171,11 @@ def on_keyword_deleting(sender, *, instance: Keyword, origin=None, **kwargs) -> 
             done = set()
             origin._metrics_sums_forgotten = done
         done.add(instance.evaluation_id)
+
+
+def on_keyword_traffic_changed(sender, *, evaluation_id: int, **kwargs) -> None:
+    """Weights or tags of a started evaluation's keywords changed in the transaction under
+    way: its per-segment sums are regrouped in it (metrics.recompute.segments)."""
+    from metrics.recompute.segments import segment_sums_reweigh
+
+    segment_sums_reweigh(evaluation_id=evaluation_id)

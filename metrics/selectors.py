@@ -16,7 +16,9 @@ import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import queries
-from metrics.models import KeywordMetricValue, TeamBaseline
+from metrics.models import KeywordMetricValue, SegmentSums, TeamBaseline
+from metrics_engine.exact_sum import total_decode
+from metrics_engine.segment_sums import EVERY, SegmentKey, SegmentTotals, segment_totals
 from searchtweak import sql
 from searchtweak.models import Team
 
@@ -357,3 +359,74 @@ def keywords_filtered(
     if search:
         keywords = keywords.filter(Keyword.search_q(search))
     return keywords
+
+
+# --- segments (docs/METRICS.md, "Weighted means and segments") ---
+
+_SEGMENT_COLUMNS = ("value_total", "value_count", "value_weight", "lower_total",
+                    "lower_weight", "upper_total", "upper_weight", "inexact_count")
+
+
+@dataclass(frozen=True)
+class SegmentMean:
+    """A metric's mean over one segment's keywords (segment "" = every keyword), plain or
+    traffic-weighted, with its bounds: what SegmentSums holds, divided once."""
+
+    metric_id: int
+    segment: str
+    weighted: bool
+    value: float | None
+    keyword_count: int
+    # Σ weight over the keywords with a value (keyword_count for a plain mean).
+    weight_sum: int
+    lower: float | None
+    upper: float | None
+    bounds_exact: bool
+
+
+def segment_totals_read(*, metric_ids: Iterable[int]
+                        ) -> dict[int, dict[SegmentKey, SegmentTotals]]:
+    """The stored segment sums of those of `metric_ids` whose sums are known (their plain
+    every-keyword row exists)."""
+    by_metric: dict[int, dict[SegmentKey, SegmentTotals]] = defaultdict(dict)
+    for metric_id, segment, weighted, *columns in SegmentSums.objects.filter(
+            metric_id__in=list(metric_ids)).values_list("metric_id", "segment", "weighted",
+                                                        *_SEGMENT_COLUMNS):
+        by_metric[metric_id][segment, weighted] = SegmentTotals(*(
+            total_decode(item) if isinstance(item, str) else item for item in columns))
+    return {pk: totals for pk, totals in by_metric.items() if (EVERY, False) in totals}
+
+
+def segment_totals_from_values(*, metric_ids: Iterable[int]
+                               ) -> dict[int, dict[SegmentKey, SegmentTotals]]:
+    """Every segment's sums of these metrics from their stored keyword values and the
+    keywords' weights and tags now; a metric with a value no exact sum holds is left out."""
+    rows: dict[int, list] = {pk: [] for pk in metric_ids}
+    for metric_id, *row in KeywordMetricValue.objects.filter(
+            metric_id__in=list(rows)).values_list(
+            "metric_id", "keyword__weight", "keyword__tags", "value", "lower", "upper",
+            "bounds_exact").order_by():
+        rows[metric_id].append(row)
+    totals = {}
+    for metric_id, metric_rows in rows.items():
+        try:
+            totals[metric_id] = segment_totals(metric_rows)
+        except (OverflowError, ValueError):
+            continue
+    return totals
+
+
+def segment_means(*, evaluation_id: int) -> list[SegmentMean]:
+    """Every segment mean of the evaluation's metrics (in the metrics' order; every keyword
+    first, then the tags in order; plain before weighted), from the stored sums, or from
+    the stored values for a metric whose sums are not known yet."""
+    metric_ids = list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+                      .order_by("position", "id").values_list("id", flat=True))
+    totals = segment_totals_read(metric_ids=metric_ids)
+    unknown = [pk for pk in metric_ids if pk not in totals]
+    if unknown:
+        totals.update(segment_totals_from_values(metric_ids=unknown))
+    return [SegmentMean(pk, segment, weighted, sums.mean, sums.value_count, sums.value_weight,
+                        sums.lower, sums.upper, sums.bounds_exact)
+            for pk in metric_ids
+            for (segment, weighted), sums in sorted(totals.get(pk, {}).items())]

@@ -31,6 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max
 
 from evaluations.models import Evaluation, Keyword
+from evaluations.signals import keyword_traffic_changed
 from metrics_engine.errors import MetricInputError
 from metrics_engine.weighted import HEAD, TAIL, TORSO, validate_weights
 from searchtweak.integers import INT_MAX
@@ -296,6 +297,9 @@ def evaluation_keywords_replace(*, evaluation: Evaluation,
             keyword.weight, keyword.tags = entry.weight, list(entry.tags)
             changed.append(keyword)
     Keyword.objects.bulk_update(changed, ["weight", "tags"], batch_size=KEYWORD_INSERT_BATCH)
+    if changed and evaluation.has_started():
+        # Its metrics' sums per segment were added with the old weights and tags.
+        keyword_traffic_changed.send(sender=Keyword, evaluation_id=evaluation.pk)
     # Positions are kept for existing keywords; new ones go after the last.
     last = evaluation.keywords.aggregate(last=Max("position"))["last"] or 0
     added = [entry for entry in entries if Keyword.normalize(entry.text) not in existing]

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from metrics import queries
 from metrics.models import MetricHistoryPoint
-from metrics.recompute import aggregates
+from metrics.recompute import aggregates, segments
 from metrics_engine.exact_sum import exact_total, exact_units, mean_from_total
 
 # Rows per INSERT statement: far below SQLite's 32,766 bound parameters.
@@ -49,6 +49,9 @@ def keyword_values_write(*, evaluation_id: int, columns: queries.KeywordValueCol
             queries.metric_sums_store(moved)
             # A value no exact sum holds (inf): the refresh reads every value instead.
             queries.metric_sums_forget(metric_ids=sorted(broken))
+            segments.segment_sums_move(
+                metric_ids=sorted(moved),
+                changes=[(old.get((row.keyword_id, row.metric_id)), row) for row in written])
 
 
 def sums_move(sums: dict[int, queries.Sums],
@@ -109,6 +112,8 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
         missing = [config.pk for config in configs if config.pk not in sums]
         if missing:
             sums.update(_sums_rebuild(evaluation_id, missing))
+        segments.segment_sums_ensure(metric_ids=[config.pk for config in configs],
+                                     rebuild=rebuild)
         rows = [(config.pk, config.mean, config.keyword_count,
                  mean_from_total(sums[config.pk].value_total, sums[config.pk].value_count),
                  sums[config.pk].value_count) for config in configs]

@@ -48,6 +48,25 @@ def assert_running_sums_equal_stored_values(evaluation_id: int) -> None:
                 total_decode(sums.upper_total), sums.upper_count, sums.inexact_count)
         assert held == exact_sums_of_stored_values(sums.metric_id), (
             f"metric {sums.metric_id}'s running sums (left) differ from its stored values'")
+    assert_segment_sums_equal_stored_values(evaluation_id)
+
+
+def assert_segment_sums_equal_stored_values(evaluation_id: int) -> None:
+    """Every known segment sum (plain and weighted, per tag) equals the one built from the
+    stored values and the keywords' weights and tags; known only while the plain sums are."""
+    from metrics.selectors import segment_totals_from_values, segment_totals_read
+
+    metric_ids = list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+                      .values_list("pk", flat=True))
+    held = segment_totals_read(metric_ids=metric_ids)
+    with_plain_sums = set(MetricSums.objects.filter(metric_id__in=metric_ids)
+                          .values_list("metric_id", flat=True))
+    assert set(held) <= with_plain_sums, "segment sums known without the plain sums"
+    expected = segment_totals_from_values(metric_ids=list(held))
+    for metric_id, by_segment in held.items():
+        # A segment with nothing counted may or may not have a row: both read as empty.
+        assert _counted(by_segment) == _counted(expected[metric_id]), (
+            f"metric {metric_id}'s segment sums (left) differ from its stored values'")
 
 
 def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
@@ -78,3 +97,7 @@ def stored_widths(evaluation_id: int) -> dict[int, float]:
     """{keyword id: KeywordQueueWidth.width}."""
     return dict(KeywordQueueWidth.objects.filter(evaluation_id=evaluation_id)
                 .values_list("keyword_id", "width"))
+
+
+def _counted(by_segment: dict) -> dict:
+    return {key: totals for key, totals in by_segment.items() if not totals.empty}
