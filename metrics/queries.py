@@ -397,24 +397,28 @@ def _sums(row: tuple) -> Sums:
 
 
 class ConfigMean(NamedTuple):
-    """A config's stored mean and keyword count, and its running sums (None: not known)."""
+    """A config's stored mean and keyword count, its running sums (None: not known) and
+    whether its segment sums are known (their plain every-keyword row exists)."""
 
     pk: int
     mean: float | None
     keyword_count: int
     sums: Sums | None
+    segments_known: bool = False
 
 
 def metric_config_means(*, evaluation_id: int) -> list[ConfigMean]:
     """ConfigMean of each config of the evaluation, in one statement."""
     rows = _rows(
-        f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0), t.metric_id IS NOT NULL,"
+        f"SELECT m.id, s.value, COALESCE(s.keyword_count, 0),"
+        f" EXISTS (SELECT 1 FROM {_table(SegmentSums)} g WHERE g.metric_id = m.id"
+        " AND g.segment = '' AND g.weighted = %s), t.metric_id IS NOT NULL,"
         f" {', '.join(f't.{c.strip()}' for c in _SUMS_COLUMNS.split(','))}"
         f" FROM {_table(EvaluationMetric)} m LEFT JOIN {_table(MetricMean)} s"
         f" ON s.metric_id = m.id LEFT JOIN {_table(MetricSums)} t ON t.metric_id = m.id"
-        " WHERE m.evaluation_id = %s ORDER BY m.id", [evaluation_id])
-    return [ConfigMean(pk, mean, count, _sums(sums) if known else None)
-            for pk, mean, count, known, *sums in rows]
+        " WHERE m.evaluation_id = %s ORDER BY m.id", [False, evaluation_id])
+    return [ConfigMean(pk, mean, count, _sums(sums) if known else None, bool(segments))
+            for pk, mean, count, segments, known, *sums in rows]
 
 
 def metric_sums_read(*, metric_ids: list[int]) -> dict[int, Sums]:

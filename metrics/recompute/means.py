@@ -112,8 +112,10 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
         missing = [config.pk for config in configs if config.pk not in sums]
         if missing:
             sums.update(_sums_rebuild(evaluation_id, missing))
-        segments.segment_sums_ensure(metric_ids=[config.pk for config in configs],
-                                     rebuild=rebuild)
+        # After the plain sums: segment sums are known only beside them.
+        unknown = [config.pk for config in configs if rebuild or not config.segments_known]
+        if unknown:
+            segments.segment_sums_rebuild(metric_ids=unknown)
         rows = [(config.pk, config.mean, config.keyword_count,
                  mean_from_total(sums[config.pk].value_total, sums[config.pk].value_count),
                  sums[config.pk].value_count) for config in configs]

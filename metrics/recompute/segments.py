@@ -59,18 +59,6 @@ def segment_sums_move(*, metric_ids: Iterable[int],
     segment_sums_forget(metric_ids=sorted(broken))
 
 
-def segment_sums_ensure(*, metric_ids: list[int], rebuild: bool = False) -> None:
-    """Rebuild from every stored value the segment sums of those of `metric_ids` that are
-    not known (all of them with `rebuild`). Under the evaluation's lock."""
-    if not rebuild:
-        known = set(SegmentSums.objects.filter(
-            metric_id__in=metric_ids, segment=EVERY, weighted=False
-        ).values_list("metric_id", flat=True))
-        metric_ids = [pk for pk in metric_ids if pk not in known]
-    if metric_ids:
-        segment_sums_rebuild(metric_ids=metric_ids)
-
-
 def segment_sums_rebuild(*, metric_ids: list[int]) -> None:
     """Replace the metrics' segment sums with those of every stored value."""
     SegmentSums.objects.filter(metric_id__in=metric_ids).delete()
