@@ -384,14 +384,16 @@ class SegmentMean:
     bounds_exact: bool
 
 
-def segment_totals_read(*, metric_ids: Iterable[int]
+def segment_totals_read(*, metric_ids: Iterable[int], segments: Iterable[str] | None = None
                         ) -> dict[int, dict[SegmentKey, SegmentTotals]]:
     """The stored segment sums of those of `metric_ids` whose sums are known (their plain
-    every-keyword row exists)."""
+    every-keyword row exists), of every segment or of these (EVERY among them)."""
+    rows = SegmentSums.objects.filter(metric_id__in=list(metric_ids))
+    if segments is not None:
+        rows = rows.filter(segment__in=sorted(segments))
     by_metric: dict[int, dict[SegmentKey, SegmentTotals]] = defaultdict(dict)
-    for metric_id, segment, weighted, *columns in SegmentSums.objects.filter(
-            metric_id__in=list(metric_ids)).values_list("metric_id", "segment", "weighted",
-                                                        *_SEGMENT_COLUMNS):
+    for metric_id, segment, weighted, *columns in rows.values_list(
+            "metric_id", "segment", "weighted", *_SEGMENT_COLUMNS):
         by_metric[metric_id][segment, weighted] = SegmentTotals(*(
             total_decode(item) if isinstance(item, str) else item for item in columns))
     return {pk: totals for pk, totals in by_metric.items() if (EVERY, False) in totals}

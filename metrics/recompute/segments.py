@@ -32,13 +32,16 @@ def segment_sums_move(*, metric_ids: Iterable[int],
     """Move the known segment sums of `metric_ids` by each (old row or None, new row)
     change of a keyword's value; a metric a non-finite value breaks is forgotten (the
     refresh rebuilds it). Runs in the value write's transaction."""
-    stored = segment_totals_read(metric_ids=metric_ids)
-    changes = [(old, new) for old, new in changes if new.metric_id in stored]
     if not changes:
         return
     keyword_ids = sorted({new.keyword_id for _, new in changes})
     traffic = {pk: (weight, tags) for pk, weight, tags in Keyword.objects.filter(
         pk__in=keyword_ids).values_list("pk", "weight", "tags")}
+    # Only the rows these keywords count in: a team may tag by brand, thousands of tags.
+    stored = segment_totals_read(
+        metric_ids=metric_ids,
+        segments={EVERY, *(tag for _, tags in traffic.values() for tag in tags)})
+    changes = [(old, new) for old, new in changes if new.metric_id in stored]
     touched: dict[int, dict[SegmentKey, SegmentTotals]] = {}
     broken: set[int] = set()
     for old, new in changes:
