@@ -3,18 +3,44 @@ metric judged in several places (overall, per segment, weighted by traffic) summ
 one sentence, as a lead would say it: "nDCG@10 held overall (+0.004) but fell 0.061 on
 tail (95 % CI \u22120.090…\u22120.030, p = 0.002 after Holm) over 312 keywords".
 
-What is decided, and why, is metrics_engine.verdicts'; this module only words it. It reads
-the verdicts' objects by their fields (the verdicts are StrEnum values, so the words are
-keyed by their text) and imports nothing of that module at run time, which imports it.
+What is decided, and why, is metrics_engine.verdicts'; this module only words it. That
+module imports this one, so this one reads its objects by the fields the protocols below
+name (a verdict is a StrEnum, compared here with its text).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from metrics_engine.verdicts import MetricMeasure, MetricVerdict
+
+class MetricMeasure(Protocol):
+    """What the words read of metrics_engine.verdicts.MetricMeasure."""
+
+    label: str
+    run_keyword_count: int
+    shared_count: int
+    mean_delta: float | None
+    ci: tuple[float, float] | None
+    segment: str
+    weighted: bool
+
+    @property
+    def title(self) -> str: ...
+    @property
+    def delta_range(self) -> tuple[float, float] | None: ...
+    def extremes(self, *, worst: bool, count: int = ...) -> list[tuple[Hashable, float]]: ...
+
+
+class MetricVerdict(Protocol):
+    """What the words read of metrics_engine.verdicts.MetricVerdict."""
+
+    measure: MetricMeasure
+    verdict: str
+    p_adjusted: float | None
+    decided_by: str
+    comparisons: tuple[MetricVerdict, ...]
+
 
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no_change", "undecided"
 SAME_RESULTS, BOUNDS, STATISTICS = "same_results", "bounds", "statistics"
@@ -114,7 +140,10 @@ def headline(verdict: str, results: Sequence[MetricVerdict]) -> str:
     of = f"of {total} metric{'s' if total != 1 else ''}"
     where = _where(verdict, results)
     if verdict == REGRESSED:
-        return f"Regressed: {count[REGRESSED]} {of} got worse{where}."
+        held = _held_everywhere(results)
+        who = "it" if total == 1 else "every metric"
+        return (f"Regressed: {count[REGRESSED]} {of} got worse{where}"
+                f"{f'; {who} held {and_list(held)}' if held else ''}.")
     if verdict == UNDECIDED:
         return f"Undecided: {count[UNDECIDED]} {of} could not be measured{where}."
     if verdict == IMPROVED:
@@ -135,6 +164,18 @@ def _where(verdict: str, results: Sequence[MetricVerdict]) -> str:
             if comparison.verdict == verdict and text not in places:
                 places.append(text)
     return f" {and_list(places)}" if places else ""
+
+
+def _held_everywhere(results: Sequence[MetricVerdict]) -> list[str]:
+    """The places ("overall", "on head") where every comparison of every metric held."""
+    by_place: dict[str, list[str]] = {}
+    for result in results:
+        for comparison in result.comparisons:
+            segment = comparison.measure.segment
+            by_place.setdefault(f"on {segment}" if segment else "overall", []).append(
+                comparison.verdict)
+    return [where for where, verdicts in by_place.items()
+            if all(verdict == NO_CHANGE for verdict in verdicts)]
 
 
 def summary_text(comparisons: Sequence[MetricVerdict], undecided_why: Sequence[str | None]

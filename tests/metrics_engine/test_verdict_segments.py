@@ -43,7 +43,7 @@ def test_the_tail_fell_while_head_and_overall_held_in_a_leads_words():
         Verdict.NO_CHANGE, Verdict.NO_CHANGE, Verdict.REGRESSED]
     assert (outcome.verdict, metric.verdict) == (Verdict.REGRESSED, Verdict.REGRESSED)
     assert outcome.reasons == [
-        "Regressed: 1 of 1 metric got worse on tail.",
+        "Regressed: 1 of 1 metric got worse on tail; it held overall and on head.",
         "nDCG@10 held overall (+0.004) and on head (+0.010) but fell 0.061 on tail (95 % CI "
         "\u22120.090\u2026\u22120.030, p = 0.012 after Holm) over 312 keywords.",
     ]
