@@ -43,7 +43,7 @@ class MetricVerdict(Protocol):
 
 
 REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED = "regressed", "improved", "no_change", "undecided"
-SAME_RESULTS, BOUNDS, STATISTICS = "same_results", "bounds", "statistics"
+BOUNDS = "bounds"  # what decided a comparison (verdicts.DecidedBy), as text
 
 
 def number(value: float) -> str:

@@ -83,8 +83,10 @@ def verdict_segments_clean(segments: list[str]) -> tuple[str, ...]:
     many."""
     cleaned: list[str] = []
     for index, segment in enumerate(segments):
+        if not isinstance(segment, str):
+            raise ValidationError({"segments": f"item {index}: a tag is text."})
         try:
-            tag = tags_clean([segment]) if isinstance(segment, str) else ()
+            tag = tags_clean([segment])
         except FieldProblem as problem:
             raise ValidationError({"segments": f"item {index}: {problem.problem}"}) from None
         if not tag:
@@ -129,9 +131,9 @@ def gate_baseline_and_rule(*, evaluation: Evaluation, baseline_id: int | None,
     """What a gate judges the evaluation against, and by which rule: the named baseline;
     else, for an evaluation with a rule of its own (a schedule's run: metrics.verdict_rules),
     the baseline that rule chose (a ValidationError on `baseline` saying why when there is
-    none yet) with that rule's coverage and threshold as the defaults; else the team's
-    baseline. `rule_fields` (a VerdictRule's fields the caller gave; None: not given)
-    override the defaults; the segments as verdict_segments_clean cleans them."""
+    none yet) with that rule's coverage, threshold, segments and weighting as the defaults;
+    else the team's baseline. `rule_fields` (a VerdictRule's fields the caller gave; None:
+    not given) override the defaults; the segments as verdict_segments_clean cleans them."""
     own = own_rule(evaluation)
     defaults = VerdictRule()
     if own is not None:

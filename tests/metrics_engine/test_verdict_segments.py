@@ -214,3 +214,14 @@ def test_a_rule_refuses_segments_or_weighting_that_make_no_sense(bad):
 
 def test_twenty_segments_of_fifty_characters_are_a_rule():
     assert len(VerdictRule(segments=[f"{n:02d}" + "x" * 48 for n in range(20)]).segments) == 20
+
+
+def test_the_words_know_every_verdict_by_its_text():
+    # verdict_words reads the verdicts by their text (it may not import verdicts, which
+    # imports it): the texts must be the enums'.
+    from metrics_engine import verdict_words
+    from metrics_engine.verdicts import DecidedBy
+
+    assert {verdict_words.REGRESSED, verdict_words.IMPROVED, verdict_words.NO_CHANGE,
+            verdict_words.UNDECIDED} == set(Verdict)
+    assert verdict_words.BOUNDS == DecidedBy.BOUNDS
