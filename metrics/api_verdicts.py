@@ -14,6 +14,7 @@ from metrics.reports.verdicts import (
     regression_verdict_create,
     regression_verdicts,
 )
+from metrics_engine.verdicts import MAX_SEGMENT_LENGTH, MAX_SEGMENTS
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.integers import api_id
 from searchtweak.models import Role
@@ -22,7 +23,56 @@ from searchtweak.models import Role
 GATE_ROLE = Role.LEAD
 
 
-class VerdictMetricSerializer(serializers.Serializer):
+class VerdictComparisonSerializer(serializers.Serializer):
+    """One comparison of a metric: over every keyword, or a segment's, weighted or not."""
+
+    verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
+    mean_delta = serializers.FloatField(
+        allow_null=True, help_text="mean(run - baseline) over the keywords both have a value "
+                                   "for (shared_count): the delta every page shows; "
+                                   "Σ wᵢ·dᵢ / Σ wᵢ when weighted.")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % bootstrap interval.")
+    ci_high = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True, help_text="Randomization test p.")
+    p_adjusted = serializers.FloatField(
+        allow_null=True, help_text="p after Holm across every comparison of the verdict "
+                                   "(metrics, segments, weighted or not).")
+    coverage = serializers.FloatField(allow_null=True,
+                                      help_text="Share of the run's keywords with a value.")
+    covered_count = serializers.IntegerField()
+    shared_count = serializers.IntegerField(
+        help_text="Keywords with a value in both (and a weight above 0 when weighted): "
+                  "what the statistics cover.")
+    run_keyword_count = serializers.IntegerField()
+    reason = serializers.CharField()
+    decided_by = serializers.ChoiceField(
+        choices=["same_results", "bounds", "statistics", ""], default="",
+        help_text="What decided it: identical rankings (same results: cannot differ), the "
+                  "bounds under missing grades (at any coverage), or the statistics; empty "
+                  "when undecided.")
+    delta_range = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, default=None,
+        help_text="[low, high]: where the mean change over the keywords both have can still "
+                  "end once every result is graded; null when a side has no bounds yet.")
+
+    class Meta:
+        ref_name = "RegressionVerdictComparison"
+
+
+class VerdictSegmentSerializer(VerdictComparisonSerializer):
+    segment = serializers.CharField(allow_null=True,
+                                    help_text="The tag; null for every keyword of the run.")
+    weighted = serializers.BooleanField(help_text="Means weighted by the run's keyword "
+                                                  "weights (traffic).")
+
+    class Meta:
+        ref_name = "RegressionVerdictSegment"
+
+
+class VerdictMetricSerializer(VerdictComparisonSerializer):
+    """The metric over every keyword of the run, unweighted; its `verdict` and `reason` sum
+    up all its `segments` when the rule named segments or weighting."""
+
     class WorstSerializer(serializers.Serializer):
         keyword = serializers.CharField(help_text="The keyword's normalized text.")
         delta = serializers.FloatField()
@@ -31,32 +81,14 @@ class VerdictMetricSerializer(serializers.Serializer):
     code = serializers.CharField()
     k = serializers.IntegerField()
     params = serializers.DictField()
-    verdict = serializers.ChoiceField(choices=RegressionVerdict.Verdict.choices)
-    mean_delta = serializers.FloatField(
-        allow_null=True, help_text="mean(run - baseline) over the keywords both have a value "
-                                   "for (shared_count): the delta every page shows.")
-    ci_low = serializers.FloatField(allow_null=True, help_text="95 % bootstrap interval.")
-    ci_high = serializers.FloatField(allow_null=True)
-    p = serializers.FloatField(allow_null=True, help_text="Randomization test p.")
-    p_adjusted = serializers.FloatField(allow_null=True,
-                                        help_text="p after Holm across the metrics.")
-    coverage = serializers.FloatField(allow_null=True,
-                                      help_text="Share of the run's keywords with a value.")
-    covered_count = serializers.IntegerField()
-    shared_count = serializers.IntegerField(
-        help_text="Keywords with a value in both: what the statistics cover.")
-    run_keyword_count = serializers.IntegerField()
+    verdict = serializers.ChoiceField(
+        choices=RegressionVerdict.Verdict.choices,
+        help_text="The metric's verdict over all its comparisons (regressed if any is).")
     worst = WorstSerializer(many=True, help_text="The keywords that fell most.")
-    reason = serializers.CharField()
-    decided_by = serializers.ChoiceField(
-        choices=["same_results", "bounds", "statistics", ""], default="",
-        help_text="What decided the metric: identical rankings (same results: cannot "
-                  "differ), the bounds under missing grades (at any coverage), or the "
-                  "statistics; empty when undecided.")
-    delta_range = serializers.ListField(
-        child=serializers.FloatField(), allow_null=True, default=None,
-        help_text="[low, high]: where the mean change over the keywords both have can still "
-                  "end once every result is graded; null when a side has no bounds yet.")
+    segments = VerdictSegmentSerializer(
+        many=True, default=list,
+        help_text="Every comparison the rule asked for, the one over every keyword first: "
+                  "weighted by traffic, and per segment; empty when it asked for none.")
 
     class Meta:
         ref_name = "RegressionVerdictMetric"
@@ -108,6 +140,15 @@ class EvaluationGateApi(APIView):
             child=serializers.CharField(max_length=100), required=False, max_length=50,
             help_text='Compare only these metrics, e.g. ["ndcg@10"]; default: every '
                       "metric configured in both.")
+        segments = serializers.ListField(
+            child=serializers.CharField(max_length=MAX_SEGMENT_LENGTH), required=False,
+            max_length=MAX_SEGMENTS,
+            help_text='Also judge the keywords carrying each of these tags apart, e.g. '
+                      '["tail", "lang:de"] (default: none, or the schedule\'s).')
+        weighted = serializers.BooleanField(
+            required=False, help_text="Also judge the means weighted by the run's keyword "
+                                      "weights, overall and per segment (default false, or "
+                                      "the schedule's).")
 
         class Meta:
             ref_name = "EvaluationGateInput"
@@ -129,7 +170,7 @@ class EvaluationGateApi(APIView):
         baseline, rule = gate_baseline_and_rule(
             evaluation=evaluation, baseline_id=data.get("baseline"),
             rule_fields={name: data.get(name) for name in (
-                "min_coverage", "min_shared_keywords", "threshold")})
+                "min_coverage", "min_shared_keywords", "threshold", "segments", "weighted")})
         verdict = regression_verdict_create(
             evaluation=evaluation, baseline=baseline, rule=rule,
             source=RegressionVerdict.Source.GATE, user=request.user, metrics=data.get("metrics"))

@@ -1,9 +1,10 @@
 """Evaluations judged by a rule of their own, which a higher app knows.
 
-A schedule's run is judged by its schedule's rule (coverage, threshold) against the
-baseline its schedule chose, and the schedules app stores that standing verdict when the
-run finishes; the gate (metrics.reports.verdicts.gate_baseline_and_rule) takes the same rule and
-baseline unless told otherwise, and the verdict on finish (regression_verdict_on_finish)
+A schedule's run is judged by its schedule's rule (coverage, threshold, segments,
+weighting) against the baseline its schedule chose, and the schedules app stores that
+standing verdict when the run finishes; the gate
+(metrics.reports.verdicts.gate_baseline_and_rule) takes the same rule and baseline unless
+told otherwise, and the verdict on finish (regression_verdict_on_finish)
 leaves such an evaluation to that app. metrics may not import schedules: schedules
 registers at start-up (`register_own_rule`) the function that answers for an evaluation.
 Until then every evaluation is judged by the team's rule.

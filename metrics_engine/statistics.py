@@ -17,6 +17,7 @@ import numpy as np
 from metrics_engine.agreement import _present
 from metrics_engine.agreement import cohen_kappa as cohen_kappa
 from metrics_engine.batch import mean_over_keywords
+from metrics_engine.weighted import validate_weights
 
 SlotGrades = Sequence[int | None]
 """The slots of one snapshot; None = not graded yet."""
@@ -249,6 +250,80 @@ def bootstrap_ci(
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def weighted_randomization_test(
+    deltas: np.ndarray, weights: Sequence[int], *, resamples: int = 10_000, seed: int = 0
+) -> float | None:
+    """randomization_test of the weighted mean Σ wᵢ·dᵢ / Σ wᵢ: each resample flips the
+    signs of the dᵢ and compares the weighted mean of the flipped deltas with the observed
+    one. Keywords of weight 0 take no part (docs/METRICS.md, "Weighted means and
+    segments"); None when none is left. With every weight 1 it draws the same signs and
+    answers randomization_test's p to the bit."""
+    kept = _weighted_rows(deltas, weights)
+    if kept is None:
+        return None
+    values, weight = kept
+    weighted = values * weight
+    total = float(weight.sum())
+    observed = abs(float(weighted.sum()) / total)
+    generator = np.random.default_rng(seed)
+    extreme = 0
+    count = int(values.size)
+    block = max(1, 2_000_000 // count)
+    done = 0
+    while done < resamples:
+        size = min(block, resamples - done)
+        signs = generator.integers(0, 2, size=(size, count), dtype=np.int8) * 2 - 1
+        means = np.abs(signs @ weighted) / total
+        extreme += int((means >= observed - 1e-12 * max(observed, 1.0)).sum())
+        done += size
+    return (extreme + 1) / (resamples + 1)
+
+
+def weighted_bootstrap_ci(
+    values: Sequence[float | None],
+    weights: Sequence[int],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """bootstrap_ci of the weighted mean: resample the keywords (each value with its
+    weight) with replacement and take each resample's Σ wᵢ·vᵢ / Σ wᵢ. Nulls and keywords
+    of weight 0 are left out; None when none is left. With every weight 1 it draws the same
+    resamples and answers bootstrap_ci's interval to the bit."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    kept = _weighted_rows(values, weights)
+    if kept is None:
+        return None
+    present, weight = kept
+    weighted = present * weight
+    generator = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    block = max(1, 2_000_000 // present.size)
+    for start in range(0, resamples, block):
+        stop = min(start + block, resamples)
+        picks = generator.integers(0, present.size, size=(stop - start, present.size))
+        means[start:stop] = weighted[picks].sum(axis=1) / weight[picks].sum(axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def _weighted_rows(values: Sequence[float | None] | np.ndarray, weights: Sequence[int]
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The present values whose weight is above 0, and those weights as floats (exact up to
+    2^53); None when none is. An error naming `weights` for a weight that is not a
+    non-negative integer or a count that differs from the values'."""
+    checked = validate_weights(list(weights), len(values))
+    rows = [(float(value), weight) for value, weight in zip(values, checked, strict=True)
+            if _present(value) and weight > 0]
+    if not rows:
+        return None
+    return (np.array([value for value, _ in rows], dtype=np.float64),
+            np.array([weight for _, weight in rows], dtype=np.float64))
 
 
 def holm_adjust(p_values: Sequence[float | None]) -> list[float | None]:

@@ -33,6 +33,17 @@ Decision per metric, the first that applies:
 Overall: regressed if any metric regressed; else undecided if any is undecided (a gate
 must not pass a run because one metric improved while another could not be measured);
 else improved if any improved; else no change. No metric in common: undecided.
+
+Segments and traffic weights (`rule.segments`, `rule.weighted`; decision record 0013):
+each metric is also compared on the keywords carrying each named tag, and with
+`weighted` on the means weighted by the run's keyword weights, overall and per segment
+(metrics_engine.verdict_segments builds these comparisons). Every comparison is measured
+and decided as above, its own coverage and shared keywords counted within it; a weighted
+one takes the delta Σ wᵢ·dᵢ / Σ wᵢ, its bootstrap and randomization test weighted
+(statistics.weighted_bootstrap_ci, weighted_randomization_test) and its bounds weighted.
+Holm corrects across every comparison of the verdict (metrics, segments, weighted or not). A
+metric's verdict is then the overall order above over its comparisons, its reason one
+sentence (verdict_words.summary_text); each comparison keeps its own.
 """
 
 from __future__ import annotations
@@ -44,13 +55,25 @@ from enum import StrEnum
 
 import numpy as np
 
+from metrics_engine import verdict_words as words
 from metrics_engine.batch import mean_over_keywords
 from metrics_engine.bounds import KeywordBounds, bounds_mean
-from metrics_engine.statistics import bootstrap_ci, holm_adjust, randomization_test
+from metrics_engine.statistics import (
+    bootstrap_ci,
+    holm_adjust,
+    randomization_test,
+    weighted_bootstrap_ci,
+    weighted_randomization_test,
+)
+from metrics_engine.weighted import weighted_mean
 
 RESAMPLES = 10_000
 SEED = 0
 WORST_COUNT = 5
+# A segment is a keyword tag (at most 50 characters, as evaluations.services.keywords
+# cleans one); a rule names at most this many.
+MAX_SEGMENTS = 20
+MAX_SEGMENT_LENGTH = 50
 
 
 class Verdict(StrEnum):
@@ -77,6 +100,10 @@ class VerdictRule:
     threshold: float | None = None
     """An absolute change the mean must exceed to count (e.g. 0.01); None: any."""
     alpha: float = 0.05
+    segments: tuple[str, ...] = ()
+    """Tags whose keywords are also judged apart, e.g. ("tail", "lang:de"), in this order."""
+    weighted: bool = False
+    """Also judge the means weighted by the run's keyword weights, overall and per segment."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_coverage <= 1.0:
@@ -87,21 +114,41 @@ class VerdictRule:
             raise ValueError("threshold must be >= 0")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError("alpha must be in (0, 1)")
+        if not isinstance(self.segments, list | tuple):
+            raise ValueError("segments must be a list of tags")
+        # Stored rules give a JSON list; the rule holds a tuple, so it stays hashable.
+        object.__setattr__(self, "segments", tuple(self.segments))
+        if len(self.segments) > MAX_SEGMENTS:
+            raise ValueError(f"segments: at most {MAX_SEGMENTS}")
+        if any(not isinstance(tag, str) or not tag or len(tag) > MAX_SEGMENT_LENGTH
+               for tag in self.segments):
+            raise ValueError(f"segments must be tags of 1 to {MAX_SEGMENT_LENGTH} characters")
+        if len(set(self.segments)) != len(self.segments):
+            raise ValueError("segments must not repeat a tag")
+        if not isinstance(self.weighted, bool):
+            raise ValueError("weighted must be true or false")
 
     def as_dict(self) -> dict:
         return {"min_coverage": self.min_coverage,
                 "min_shared_keywords": self.min_shared_keywords,
-                "threshold": self.threshold, "alpha": self.alpha}
+                "threshold": self.threshold, "alpha": self.alpha,
+                "segments": list(self.segments), "weighted": self.weighted}
 
     @property
     def text(self) -> str:
-        """The rule in words: "coverage ≥ 90 %, ≥ 5 shared keywords, alpha 0.05, any change"."""
+        """The rule in words: "coverage ≥ 90 %, ≥ 5 shared keywords, alpha 0.05, any change"
+        (then "; segments tail, lang:de; weighted by traffic too" when it asks for them)."""
         threshold = ("any change" if self.threshold is None
-                     else f"changes beyond {_number(self.threshold)}")
-        return (f"coverage \u2265 {_percent(self.min_coverage)}, \u2265 "
+                     else f"changes beyond {words.number(self.threshold)}")
+        text = (f"coverage \u2265 {words.percent(self.min_coverage)}, \u2265 "
                 f"{self.min_shared_keywords} shared keyword"
                 f"{'s' if self.min_shared_keywords != 1 else ''}, \u03b1 {self.alpha:g}, "
                 f"{threshold}")
+        if self.segments:
+            text += f"; segments {', '.join(self.segments)}"
+        if self.weighted:
+            text += "; weighted by traffic too"
+        return text
 
 
 @dataclass(frozen=True)
@@ -123,6 +170,23 @@ class MetricMeasure:
     run_bounds: KeywordBounds | None = None
     bounds_pending: bool = False
     """Some shared keyword has no bounds stored yet: the bounds decide nothing."""
+    segment: str = ""
+    """The tag whose keywords this compares; "" for every keyword of the run."""
+    weighted: bool = False
+    """Means weighted by the run's keyword weights: the delta is Σ wᵢ·dᵢ / Σ wᵢ over the
+    shared keywords of weight above 0 (those alone count as shared)."""
+    segment_measures: tuple[MetricMeasure, ...] = ()
+    """On the measure over every keyword, unweighted: the same metric's other comparisons
+    the rule asks for (weighted, per segment), each decided and Holm-corrected with every
+    other comparison of the verdict."""
+
+    @property
+    def title(self) -> str:
+        """The label, with where it looks unless that is every keyword unweighted:
+        "nDCG@10", "nDCG@10 on tail", "nDCG@10 weighted by traffic"."""
+        if not self.segment and not self.weighted:
+            return self.label
+        return f"{self.label} {words.place(self)}"
 
     @property
     def delta_range(self) -> tuple[float, float] | None:
@@ -156,6 +220,10 @@ class MetricVerdict:
     p_adjusted: float | None
     reason: str
     decided_by: DecidedBy = DecidedBy.NOTHING
+    comparisons: tuple[MetricVerdict, ...] = ()
+    """Every comparison of the metric, the one over every keyword unweighted first, when
+    the rule asks for more than that one; the fields above then sum them up: the verdict
+    over all of them (overall_verdict), the reason in one sentence, the rest the first's."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +261,8 @@ def metric_measure(
     *,
     baseline_bounds: Mapping[Hashable, KeywordBounds] | None = None,
     run_bounds: Mapping[Hashable, KeywordBounds] | None = None,
+    weights: Mapping[Hashable, int] | None = None,
+    segment: str = "",
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> MetricMeasure:
@@ -200,29 +270,46 @@ def metric_measure(
     (None where it has no value), so its length is the run's keyword count; `baseline`
     every keyword of the baseline likewise. With both `*_bounds` (per keyword, as stored;
     a keyword missing from them has none yet) the measure carries each side's mean bounds
-    over the keywords both sides have."""
+    over the keywords both sides have. With `weights` (one per keyword of `run`) every mean
+    is weighted by them; `segment` only names the tag `run` was chosen by."""
     deltas = shared_deltas(baseline, run)
+    if weights is not None:
+        deltas = {key: delta for key, delta in deltas.items() if weights[key] > 0}
     values = np.array(list(deltas.values()), dtype=np.float64)
     covered = sum(1 for value in run.values() if _present(value))
+    where = {"segment": segment, "weighted": weights is not None}
     bounds: dict = {}
     if baseline_bounds is not None and run_bounds is not None:
         both = [key for key in run if key in baseline]
         missing = KeywordBounds(None, None, True)
+        both_weights = None if weights is None else [weights[key] for key in both]
         bounds = {
-            "baseline_bounds": bounds_mean(baseline_bounds.get(key, missing) for key in both),
-            "run_bounds": bounds_mean(run_bounds.get(key, missing) for key in both),
+            "baseline_bounds": bounds_mean((baseline_bounds.get(key, missing) for key in both),
+                                           both_weights),
+            "run_bounds": bounds_mean((run_bounds.get(key, missing) for key in both),
+                                      both_weights),
             "bounds_pending": any(key not in baseline_bounds or key not in run_bounds
                                   for key in both),
         }
     if values.size == 0:
-        return MetricMeasure(label, len(run), covered, 0, None, None, None, {}, **bounds)
-    mean_delta, shared_count = shared_mean_delta(baseline, run)
+        return MetricMeasure(label, len(run), covered, 0, None, None, None, {}, **bounds,
+                             **where)
+    if weights is None:
+        mean_delta, shared_count = shared_mean_delta(baseline, run)
+        ci = bootstrap_ci(list(values), resamples=resamples, seed=seed)
+        p = randomization_test(values, resamples=resamples, seed=seed)
+    else:
+        shared_weights = [weights[key] for key in deltas]
+        # The weighted delta: Σ wᵢ·dᵢ / Σ wᵢ, the exact sum rounded once (docs/METRICS.md).
+        mean_delta, shared_count = weighted_mean(values, shared_weights), len(deltas)
+        ci = weighted_bootstrap_ci(list(values), shared_weights, resamples=resamples,
+                                   seed=seed)
+        p = weighted_randomization_test(values, shared_weights, resamples=resamples,
+                                        seed=seed)
     return MetricMeasure(
         label=label, run_keyword_count=len(run), covered_count=covered,
-        shared_count=shared_count, mean_delta=mean_delta,
-        ci=bootstrap_ci(list(values), resamples=resamples, seed=seed),
-        p=randomization_test(values, resamples=resamples, seed=seed),
-        deltas=deltas, **bounds,
+        shared_count=shared_count, mean_delta=mean_delta, ci=ci, p=p,
+        deltas=deltas, **bounds, **where,
     )
 
 
@@ -234,23 +321,41 @@ def verdicts_decide(
     names: Mapping[Hashable, str] | None = None,
     notes: Sequence[str] = (),
 ) -> RegressionOutcome:
-    """Holm across the measurable metrics, a verdict per metric and overall, in words.
+    """Holm across every measurable comparison (each metric, and each of its
+    `segment_measures`), a verdict per comparison, per metric and overall, in words.
 
     `identical_rankings`: every shared keyword returned the same documents in the same
     order (RBO 1), so no metric may be *regressed*. `names` spells the keys in the reasons
     (default: str(key)); `notes` are appended to the reasons (e.g. metrics not compared).
     """
     names = names or {}
-    measurable = [_undecided_reason(m, rule) is None for m in measures]
-    adjusted = holm_adjust([m.p if ok else None for m, ok in zip(measures, measurable,
-                                                                   strict=True)])
+    comparisons = [(index, comparison) for index, measure in enumerate(measures)
+                   for comparison in (measure, *measure.segment_measures)]
+    why = [_undecided_why(comparison, rule) for _, comparison in comparisons]
+    # One family: every (metric, segment, weighted or not) comparison the verdict decides.
+    adjusted = holm_adjust([comparison.p if reason is None else None
+                            for (_, comparison), reason in zip(comparisons, why, strict=True)])
+    decided = [_decide(comparison, p_adjusted, rule, identical_rankings, names)
+               for (_, comparison), p_adjusted in zip(comparisons, adjusted, strict=True)]
     results = []
-    for measure, p_adjusted in zip(measures, adjusted, strict=True):
-        results.append(_decide(measure, p_adjusted, rule, identical_rankings, names))
+    for index in range(len(measures)):
+        own = [(result, reason) for (owner, _), result, reason
+               in zip(comparisons, decided, why, strict=True) if owner == index]
+        results.append(own[0][0] if len(own) == 1 else _summed_up(own))
     verdict = overall_verdict([r.verdict for r in results])
-    headline = _headline(verdict, results)
+    headline = words.headline(verdict, results)
     return RegressionOutcome(verdict=verdict, metrics=results,
                              reasons=[headline, *(r.reason for r in results), *notes])
+
+
+def _summed_up(own: list[tuple[MetricVerdict, str | None]]) -> MetricVerdict:
+    """A metric judged in several places, as one: see MetricVerdict.comparisons."""
+    results = [result for result, _ in own]
+    first = results[0]
+    reason = (first.reason if all(r.decided_by == DecidedBy.SAME_RESULTS for r in results)
+              else words.summary_text(results, [reason for _, reason in own]))
+    return MetricVerdict(first.measure, overall_verdict([r.verdict for r in results]),
+                         first.p_adjusted, reason, first.decided_by, tuple(results))
 
 
 def overall_verdict(verdicts: Sequence[Verdict]) -> Verdict:
@@ -264,20 +369,21 @@ def overall_verdict(verdicts: Sequence[Verdict]) -> Verdict:
     return Verdict.NO_CHANGE
 
 
-def _undecided_reason(measure: MetricMeasure, rule: VerdictRule) -> str | None:
+def _undecided_why(measure: MetricMeasure, rule: VerdictRule) -> str | None:
+    """Why rule 3 of the module docstring leaves the comparison undecided, or None."""
     coverage = measure.coverage
     if coverage is None:
-        return f"{measure.label}: the run has no keyword"
+        return "the run has no keyword"
     if coverage < rule.min_coverage:
-        return (f"{measure.label}: only {measure.covered_count} of {measure.run_keyword_count} "
-                f"keywords have a value ({_percent(coverage)}), below the minimum "
-                f"{_percent(rule.min_coverage)}")
+        return (f"only {measure.covered_count} of {measure.run_keyword_count} keywords have "
+                f"a value ({words.percent(coverage)}), below the minimum "
+                f"{words.percent(rule.min_coverage)}")
     if measure.shared_count < rule.min_shared_keywords:
-        return (f"{measure.label}: only {measure.shared_count} keyword"
+        return (f"only {measure.shared_count} keyword"
                 f"{'' if measure.shared_count == 1 else 's'} with a value in both the run "
                 f"and the baseline, fewer than {rule.min_shared_keywords}")
     if measure.p is None or measure.mean_delta is None:
-        return f"{measure.label}: no p-value"
+        return "no p-value"
     return None
 
 
@@ -302,35 +408,28 @@ def _decide(measure: MetricMeasure, p_adjusted: float | None, rule: VerdictRule,
     def result(verdict: Verdict, reason: str, by: DecidedBy) -> MetricVerdict:
         return MetricVerdict(measure, verdict, p_adjusted, reason, by)
 
+    title = measure.title
     if identical_rankings:
-        moved = (f"; {measure.label} moved {_signed(measure.mean_delta)} over the "
+        moved = (f"; {title} moved {words.signed(measure.mean_delta)} over the "
                  f"{measure.shared_count} shared keywords: the grades moved, not the ranking"
                  if measure.mean_delta else "")
         return result(Verdict.NO_CHANGE,
-                      f"{measure.label}: same results, cannot differ (the rankings are "
+                      f"{title}: same results, cannot differ (the rankings are "
                       f"identical, RBO 1, on every shared keyword){moved}.",
                       DecidedBy.SAME_RESULTS)
-    text = _moved_text(measure, p_adjusted, names)
+    text = words.moved_text(measure, p_adjusted, names)
     by_bounds = _bounds_verdict(measure, rule)
     if by_bounds is not None:
         assert measure.delta_range is not None
-        low, high = measure.delta_range
         word = {Verdict.REGRESSED: "worse", Verdict.IMPROVED: "better",
                 Verdict.NO_CHANGE: "no change"}[by_bounds]
-        if low == high:
-            how = (f"{word}, decided by the bounds: every result it reads is graded, so the "
-                   f"change {_signed(low)} is final")
-        else:
-            how = (f"{word} whatever the ungraded results turn out to be, decided by the "
-                   f"bounds: the mean change over the keywords both have can only end between "
-                   f"{_signed(low)} and {_signed(high)}")
-        if rule.threshold:
-            beyond = "within" if by_bounds == Verdict.NO_CHANGE else "beyond"
-            how += f", {beyond} the threshold {_number(rule.threshold)}"
+        how = words.bounds_text(word, *measure.delta_range, rule.threshold,
+                                within=by_bounds == Verdict.NO_CHANGE)
         return result(by_bounds, f"{text}: {how}.", DecidedBy.BOUNDS)
-    undecided = _undecided_reason(measure, rule)
+    undecided = _undecided_why(measure, rule)
     if undecided is not None:
-        return result(Verdict.UNDECIDED, f"Undecided: {undecided}.", DecidedBy.NOTHING)
+        return result(Verdict.UNDECIDED, f"Undecided: {title}: {undecided}.",
+                      DecidedBy.NOTHING)
     assert measure.mean_delta is not None and p_adjusted is not None
     delta = measure.mean_delta
     significant = p_adjusted < rule.alpha and delta != 0
@@ -339,76 +438,8 @@ def _decide(measure: MetricMeasure, p_adjusted: float | None, rule: VerdictRule,
     if not significant:
         return result(Verdict.NO_CHANGE, f"{text}: no change, within what chance produces.", by)
     if not beyond:
-        return result(Verdict.NO_CHANGE,
-                      f"{text}: no change, within the threshold {_number(rule.threshold or 0.0)}.",
-                      by)
+        return result(Verdict.NO_CHANGE, f"{text}: no change, within the threshold "
+                                         f"{words.number(rule.threshold or 0.0)}.", by)
     if delta < 0:
         return result(Verdict.REGRESSED, f"{text}.", by)
     return result(Verdict.IMPROVED, f"{text}.", by)
-
-
-def _moved_text(measure: MetricMeasure, p_adjusted: float | None,
-                names: Mapping[Hashable, str]) -> str:
-    """The statistics that exist, in words ("nDCG@10 fell 0.031 (95 % CI …, p … after Holm)
-    over 48 of 50 keywords; worst: …"); no p when the metric took no part in Holm."""
-    delta = measure.mean_delta
-    if delta is None:
-        return f"{measure.label} (no keyword has a value on both sides)"
-    over = f"over {measure.shared_count} of {measure.run_keyword_count} keywords"
-    stats = f"95 % CI {_ci_text(measure.ci)}"
-    if p_adjusted is not None:
-        stats += f", p {_p_text(p_adjusted)} after Holm"
-    if delta < 0:
-        text = f"{measure.label} fell {_number(-delta)} ({stats}) {over}"
-        worst = measure.extremes(worst=True, count=1)
-        if worst:
-            key, value = worst[0]
-            text += f"; worst: '{names.get(key, str(key))}' {_signed(value, 2)}"
-    elif delta > 0:
-        text = f"{measure.label} rose {_number(delta)} ({stats}) {over}"
-        best = measure.extremes(worst=False, count=1)
-        if best:
-            key, value = best[0]
-            text += f"; best: '{names.get(key, str(key))}' {_signed(value, 2)}"
-    else:
-        text = f"{measure.label} did not move ({stats}) {over}"
-    return text
-
-
-def _headline(verdict: Verdict, results: Sequence[MetricVerdict]) -> str:
-    if not results:
-        return "Undecided: no metric is configured in both the run and the baseline."
-    count = {v: sum(1 for r in results if r.verdict == v) for v in Verdict}
-    total = len(results)
-    of = f"of {total} metric{'s' if total != 1 else ''}"
-    if verdict == Verdict.REGRESSED:
-        return f"Regressed: {count[Verdict.REGRESSED]} {of} got worse."
-    if verdict == Verdict.UNDECIDED:
-        return f"Undecided: {count[Verdict.UNDECIDED]} {of} could not be measured."
-    if verdict == Verdict.IMPROVED:
-        return f"Improved: {count[Verdict.IMPROVED]} {of} got better, none worse."
-    return f"No change: none {of} moved beyond chance or the threshold."
-
-
-def _number(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def _signed(value: float, digits: int = 3) -> str:
-    # A real minus sign, as printed figures use.
-    text = f"{value:+.{digits}f}"
-    return text.replace("-", "\u2212")
-
-
-def _ci_text(ci: tuple[float, float] | None) -> str:
-    if ci is None:
-        return "n/a"
-    return f"{_signed(ci[0])}\u2026{_signed(ci[1])}"
-
-
-def _p_text(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
-
-
-def _percent(share: float) -> str:
-    return f"{share * 100:.0f} %"

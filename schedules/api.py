@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from evaluations.api import MetricConfigSerializer
 from evaluations.models import KeywordSet, SearchModel
+from metrics_engine.verdicts import MAX_SEGMENT_LENGTH, MAX_SEGMENTS
 from schedules import selectors as schedule_selectors
 from schedules import services
 from schedules.models import Schedule
@@ -55,6 +56,11 @@ class ScheduleOutputSerializer(serializers.Serializer):
     baseline = serializers.ChoiceField(choices=Schedule.Baseline.choices)
     min_coverage = serializers.FloatField()
     threshold = serializers.FloatField(allow_null=True)
+    segments = serializers.ListField(child=serializers.CharField(),
+                                     help_text="Tags whose keywords each run is also judged "
+                                               "on.")
+    weighted = serializers.BooleanField(help_text="Whether the traffic-weighted means are "
+                                                  "judged too.")
     keep_runs = serializers.IntegerField()
     next_due_at = serializers.DateTimeField(allow_null=True)
     paused = serializers.BooleanField(source="is_paused")
@@ -96,6 +102,14 @@ class ScheduleInputSerializer(serializers.Serializer):
     threshold = serializers.FloatField(required=False, allow_null=True,
                                        help_text="An absolute change, or null for any "
                                                  "significant change.")
+    segments = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_SEGMENT_LENGTH), required=False,
+        max_length=MAX_SEGMENTS,
+        help_text='Tags whose keywords each run is also judged on, e.g. ["tail", '
+                  '"lang:de"]; default none.')
+    weighted = serializers.BooleanField(
+        required=False, help_text="Also judge the means weighted by the keywords' weights "
+                                  "(traffic), overall and per segment; default false.")
     keep_runs = api_integer(required=False, help_text="Default 10.")
 
     class Meta:

@@ -10,6 +10,8 @@ import metrics_engine as core
 from evaluations.forms import MONO, EvaluationForm, parse_metrics
 from evaluations.hooks import scale_provider
 from evaluations.models import KeywordSet, SearchModel
+from evaluations.services.keywords import TAG_SEPARATOR
+from metrics_engine.verdicts import MAX_SEGMENT_LENGTH, MAX_SEGMENTS
 from schedules.models import Schedule
 from schedules.run_judges import counting_judges
 from schedules.services import SCHEDULE_FIELDS
@@ -58,6 +60,18 @@ class ScheduleForm(forms.Form):
         required=False, label="Threshold (optional)",
         help_text="The absolute change of a mean that counts, e.g. 0.01; empty: any "
                   "significant change.")
+    segments = forms.CharField(
+        required=False, max_length=(MAX_SEGMENT_LENGTH + 3) * MAX_SEGMENTS,
+        label="Segments (optional)",
+        widget=forms.TextInput(attrs={"class": "mono", "placeholder": "tail | lang:de",
+                                      "spellcheck": "false"}),
+        help_text=f"Keyword tags, separated by “{TAG_SEPARATOR}”: each run is also judged on "
+                  "the keywords carrying each tag (the query set's head, torso and tail "
+                  "are tags too).")
+    weighted = forms.BooleanField(
+        required=False, label="Judge the traffic-weighted means too",
+        help_text="Means weighted by how often each keyword is asked (its weight), overall "
+                  "and per segment.")
     keep_runs = form_integer(
         initial=10, label="Runs to keep",
         help_text="Older finished runs are archived (never deleted).")
@@ -93,11 +107,18 @@ class ScheduleForm(forms.Form):
             "time_zone": schedule.time_zone, "deadline_hours": schedule.deadline_hours,
             "judge_ids": schedule.judge_ids, "baseline": schedule.baseline,
             "min_coverage": _percent(schedule.min_coverage),
-            "threshold": schedule.threshold, "keep_runs": schedule.keep_runs,
+            "threshold": schedule.threshold,
+            "segments": f" {TAG_SEPARATOR} ".join(schedule.segments),
+            "weighted": schedule.weighted, "keep_runs": schedule.keep_runs,
         }
 
     def clean_metrics(self) -> list[dict[str, Any]]:
         return parse_metrics(self.cleaned_data["metrics"])
+
+    def clean_segments(self) -> list[str]:
+        # Typed as one line; the service cleans each tag (and names a bad one).
+        return [part for part in self.cleaned_data["segments"].split(TAG_SEPARATOR)
+                if part.strip()]
 
     def clean_min_coverage(self) -> float:
         # Typed as a percent, stored as a share.

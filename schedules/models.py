@@ -54,6 +54,10 @@ class Schedule(models.Model):
     # the absolute change a mean must exceed to count (None: any significant change).
     min_coverage = models.FloatField(default=0.90)
     threshold = models.FloatField(null=True, blank=True)
+    # ...the tags whose keywords are also judged apart (segments, in order) and whether the
+    # traffic-weighted means are judged too (metrics_engine.verdicts.VerdictRule).
+    segments = models.JSONField(default=list, db_default=[], blank=True)
+    weighted = models.BooleanField(default=False, db_default=False)
     # Runs kept in the lists; older ones are archived (never deleted).
     keep_runs = models.PositiveIntegerField(default=10)
 

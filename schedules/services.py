@@ -2,8 +2,9 @@
 
 Every field is checked whole before anything is saved (a ValidationError names each bad
 field): the run's configuration as an evaluation's is checked, the timing
-(schedules.timing), the baseline, and the judges, which must be the team's counting
-judges (schedules.run_judges). A pause stops the firing (schedules.firing); a resume
+(schedules.timing), the baseline, the verdict rule (its segments cleaned as tags are:
+metrics.reports.verdicts.verdict_segments_clean), and the judges, which must be the team's
+counting judges (schedules.run_judges). A pause stops the firing (schedules.firing); a resume
 fires again from the next due time after now, with the failure streak reset.
 """
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 from evaluations.models import KeywordSet, SearchModel
 from evaluations.services.config_checks import evaluation_config_check
 from metrics import selectors as metrics_selectors
+from metrics.reports.verdicts import verdict_segments_clean
 from notifications.models import Event
 from notifications.services import notify
 from schedules.models import Schedule
@@ -95,6 +97,13 @@ def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
     threshold = fields.get("threshold")
     if threshold is not None and not 0.0 <= threshold < 1.0:
         fail("threshold", "An absolute change between 0 and 1 (e.g. 0.01), or empty.")
+    segments = fields.get("segments") or []
+    if not isinstance(segments, list | tuple):
+        fail("segments", "A list of tags.")
+    else:
+        clean["segments"] = list(run(verdict_segments_clean, list(segments)) or ())
+    if not isinstance(fields.get("weighted"), bool):
+        fail("weighted", "True or false.")
 
     baseline = fields["baseline"]
     if baseline not in Schedule.Baseline.values:
@@ -123,13 +132,14 @@ def _check(*, team: Team, fields: dict[str, Any]) -> dict[str, Any]:
 
 SCHEDULE_FIELDS = ("name", "model", "query_set", "scale", "strategy", "metrics",
                    "interval_minutes", "cron", "time_zone", "deadline_hours", "judge_ids",
-                   "baseline", "min_coverage", "threshold", "keep_runs")
+                   "baseline", "min_coverage", "threshold", "segments", "weighted",
+                   "keep_runs")
 
 
 def _defaults() -> dict[str, Any]:
     return {"interval_minutes": None, "cron": "", "time_zone": "UTC", "deadline_hours": 24,
             "judge_ids": [], "baseline": Schedule.Baseline.TEAM, "min_coverage": 0.90,
-            "threshold": None, "keep_runs": 10}
+            "threshold": None, "segments": [], "weighted": False, "keep_runs": 10}
 
 
 @transaction.atomic

@@ -57,8 +57,7 @@ def schedule_run_verdict(*, run: ScheduleRun, evaluation: Evaluation) -> Regress
     """The finished run against its schedule's baseline, by the schedule's rule, stored and
     announced. Without a baseline the run is *undecided*, with why; that is announced only
     when the run's fetch failed (a first run's lack of a baseline is nobody's news)."""
-    schedule = run.schedule
-    rule = VerdictRule(min_coverage=schedule.min_coverage, threshold=schedule.threshold)
+    rule = schedule_verdict_rule(run.schedule)
     baseline, missing = schedule_run_baseline(run=run, evaluation=evaluation)
     verdict = None
     if baseline is not None:
@@ -101,6 +100,12 @@ def run_own_rule(evaluation: Evaluation) -> OwnRule | None:
     if run is None:
         return None
     return OwnRule(
-        rule=VerdictRule(min_coverage=run.schedule.min_coverage,
-                         threshold=run.schedule.threshold),
+        rule=schedule_verdict_rule(run.schedule),
         baseline=lambda: schedule_run_baseline(run=run, evaluation=evaluation))
+
+
+def schedule_verdict_rule(schedule: Schedule) -> VerdictRule:
+    """The rule a schedule's runs are judged by: its coverage, threshold, segments and
+    weighting, the rest the defaults."""
+    return VerdictRule(min_coverage=schedule.min_coverage, threshold=schedule.threshold,
+                       segments=tuple(schedule.segments), weighted=schedule.weighted)

@@ -19,11 +19,13 @@ from django.urls import reverse
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
+from evaluations.services.keywords import FieldProblem, tags_clean
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.selectors import metric_configs, metric_key, metric_label, team_baseline
 from metrics.verdict_rules import own_rule
 from metrics_engine import verdicts as core_verdicts
-from metrics_engine.verdicts import RegressionOutcome, VerdictRule
+from metrics_engine.verdict_segments import metric_comparisons, segments_not_compared
+from metrics_engine.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
 from notifications.models import Event
 from notifications.services import notify
 from searchtweak.models import User
@@ -42,26 +44,59 @@ class VerdictComputation:
         return str(self.outcome.verdict)
 
     def metric_details(self) -> list[dict]:
+        """Per metric, the comparison over every keyword (its verdict and reason those of
+        the metric: see MetricVerdict.comparisons), the worst keywords, and under
+        `segments` each comparison the rule asked for (empty when it asked for none)."""
         rows = []
         for config, result in zip(self.configs, self.outcome.metrics, strict=True):
-            measure = result.measure
             rows.append({
-                "label": measure.label, "code": config.code, "k": config.k,
-                "params": config.params, "verdict": str(result.verdict),
-                "mean_delta": measure.mean_delta,
-                "ci_low": measure.ci[0] if measure.ci else None,
-                "ci_high": measure.ci[1] if measure.ci else None,
-                "p": measure.p, "p_adjusted": result.p_adjusted,
-                "coverage": measure.coverage, "covered_count": measure.covered_count,
-                "shared_count": measure.shared_count,
-                "run_keyword_count": measure.run_keyword_count,
+                "label": result.measure.label, "code": config.code, "k": config.k,
+                "params": config.params, **_comparison_details(result),
+                "verdict": str(result.verdict), "reason": result.reason,
                 "worst": [{"keyword": key, "delta": delta}
-                          for key, delta in measure.extremes(worst=True)],
-                "reason": result.reason,
-                "decided_by": str(result.decided_by),
-                "delta_range": list(measure.delta_range) if measure.delta_range else None,
+                          for key, delta in result.measure.extremes(worst=True)],
+                "segments": [{"segment": c.measure.segment or None,
+                              "weighted": c.measure.weighted, **_comparison_details(c)}
+                             for c in result.comparisons],
             })
         return rows
+
+
+def _comparison_details(result: MetricVerdict) -> dict:
+    measure = result.measure
+    return {
+        "verdict": str(result.verdict), "mean_delta": measure.mean_delta,
+        "ci_low": measure.ci[0] if measure.ci else None,
+        "ci_high": measure.ci[1] if measure.ci else None,
+        "p": measure.p, "p_adjusted": result.p_adjusted,
+        "coverage": measure.coverage, "covered_count": measure.covered_count,
+        "shared_count": measure.shared_count, "run_keyword_count": measure.run_keyword_count,
+        "reason": result.reason, "decided_by": str(result.decided_by),
+        "delta_range": list(measure.delta_range) if measure.delta_range else None,
+    }
+
+
+def verdict_segments_clean(segments: list[str]) -> tuple[str, ...]:
+    """The segments a rule names, as tags are stored (lower-cased, whitespace made one
+    space: evaluations.services.keywords.tags_clean), in the given order, each once; a
+    ValidationError on `segments` naming the item for an empty or too long one, or too
+    many."""
+    cleaned: list[str] = []
+    for index, segment in enumerate(segments):
+        if not isinstance(segment, str):
+            raise ValidationError({"segments": f"item {index}: a tag is text."})
+        try:
+            tag = tags_clean([segment])
+        except FieldProblem as problem:
+            raise ValidationError({"segments": f"item {index}: {problem.problem}"}) from None
+        if not tag:
+            raise ValidationError({"segments": f"item {index}: a tag, not an empty text."})
+        if tag[0] not in cleaned:
+            cleaned.append(tag[0])
+    if len(cleaned) > core_verdicts.MAX_SEGMENTS:
+        raise ValidationError({"segments": f"{len(cleaned)} segments; a rule names at most "
+                                           f"{core_verdicts.MAX_SEGMENTS}."})
+    return tuple(cleaned)
 
 
 def verdict_baseline_check(*, evaluation: Evaluation, baseline: Evaluation | None) -> Evaluation:
@@ -96,9 +131,9 @@ def gate_baseline_and_rule(*, evaluation: Evaluation, baseline_id: int | None,
     """What a gate judges the evaluation against, and by which rule: the named baseline;
     else, for an evaluation with a rule of its own (a schedule's run: metrics.verdict_rules),
     the baseline that rule chose (a ValidationError on `baseline` saying why when there is
-    none yet) with that rule's coverage and threshold as the defaults; else the team's
-    baseline. `rule_fields` (a VerdictRule's fields the caller gave) override the
-    defaults."""
+    none yet) with that rule's coverage, threshold, segments and weighting as the defaults;
+    else the team's baseline. `rule_fields` (a VerdictRule's fields the caller gave; None:
+    not given) override the defaults; the segments as verdict_segments_clean cleans them."""
     own = own_rule(evaluation)
     defaults = VerdictRule()
     if own is not None:
@@ -109,9 +144,10 @@ def gate_baseline_and_rule(*, evaluation: Evaluation, baseline_id: int | None,
             raise ValidationError({"baseline": f"{missing} Name a baseline."})
     else:
         baseline = baseline_of_team(evaluation=evaluation, baseline_id=baseline_id)
-    rule = VerdictRule(**{**defaults.as_dict(), **{name: value for name, value
-                                                  in rule_fields.items() if value is not None}})
-    return baseline, rule
+    given = {name: value for name, value in rule_fields.items() if value is not None}
+    if "segments" in given:
+        given["segments"] = verdict_segments_clean(given["segments"])
+    return baseline, VerdictRule(**{**defaults.as_dict(), **given})
 
 
 def _wanted_metrics(names: list[str] | None) -> list[tuple[str, int | None]] | None:
@@ -154,7 +190,13 @@ def regression_verdict_compute(
         notes = []
 
     run_keywords = list(Keyword.objects.filter(evaluation=evaluation).order_by("position")
-                        .values_list("pk", "normalized_text", "text", "fetch_status"))
+                        .values_list("pk", "normalized_text", "text", "fetch_status",
+                                     "weight", "tags"))
+    # The rule's segments and weights are the run's keywords' (paired with the baseline's
+    # by text, as their values are).
+    tags = {normalized: tuple(keyword_tags or ()) for _, normalized, *_, keyword_tags
+            in run_keywords}
+    weights = {normalized: weight for _, normalized, *_, weight, _ in run_keywords}
     base_keywords = dict(Keyword.objects.filter(evaluation=baseline)
                          .values_list("normalized_text", "pk"))
     stored: dict[tuple[int, int], tuple[float | None, core.KeywordBounds]] = {
@@ -164,21 +206,24 @@ def regression_verdict_compute(
             metric_id__in=[c.pk for pair in pairs for c in pair]
         ).values_list("keyword_id", "metric_id", "value", "lower", "upper", "bounds_exact")
     }
-    names = {normalized: text for _, normalized, text, _ in run_keywords}
+    names = {normalized: text for _, normalized, text, *_ in run_keywords}
     measures = []
     for run_config, base_config in pairs:
         run_side = {normalized: stored.get((pk, run_config.pk))
-                    for pk, normalized, _, _ in run_keywords}
+                    for pk, normalized, *_ in run_keywords}
         base_side = {normalized: stored.get((pk, base_config.pk))
                      for normalized, pk in base_keywords.items()}
-        measures.append(core_verdicts.metric_measure(
+        measures.append(metric_comparisons(
             metric_label(run_config),
             {key: row[0] if row else None for key, row in base_side.items()},
             {key: row[0] if row else None for key, row in run_side.items()},
+            rule=rule, tags=tags, weights=weights,
             baseline_bounds={key: row[1] for key, row in base_side.items() if row},
             run_bounds={key: row[1] for key, row in run_side.items() if row}))
+    notes += segments_not_compared(rule, tags)
 
-    failed = sum(1 for *_, status in run_keywords if status == Keyword.FetchStatus.FAILED)
+    failed = sum(1 for *_, status, _, _ in run_keywords
+                 if status == Keyword.FetchStatus.FAILED)
     if failed:
         every = " (every keyword)" if failed == len(run_keywords) else ""
         notes.insert(0, f"{failed} of {len(run_keywords)} keywords of the run failed to "

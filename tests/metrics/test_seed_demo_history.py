@@ -11,7 +11,7 @@ from evaluations import demo
 from evaluations.models import DemoProduct, Evaluation
 from judgments.models import FeedbackSlot
 from metrics.management.commands import seed_demo_history as history
-from metrics.models import KeywordMetricValue, TeamBaseline
+from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics_engine import agreement
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +49,24 @@ def test_the_cheap_first_ranking_is_the_relevance_top_100_by_price(client):
     assert [hit["id"] for hit in cheap] != [hit["id"] for hit in relevant[:10]]
     response = client.get("/demo/search", {"q": "boots", "ranking": "random"})
     assert response.status_code == 400
-    assert response.json() == {"error": "ranking must be one of relevance, cheap-first"}
+    assert response.json() == {
+        "error": "ranking must be one of relevance, cheap-first, head-tuned"}
+
+
+def test_the_head_tuned_ranking_is_relevance_on_the_head_and_torso_cheap_first_on_the_tail(
+        client):
+    def ids(query: str, ranking: str) -> list[str]:
+        return [hit["id"] for hit in client.get("/demo/search", {
+            "q": query, "size": 10, "ranking": ranking}).json()["hits"]]
+
+    # "running shoes" (5,200 searches a day) is the head; "resistance bands" (500) the tail.
+    assert "running shoes" in demo.head_tuned_queries()
+    assert "resistance bands" not in demo.head_tuned_queries()
+    assert ids("running shoes", "head-tuned") == ids("running shoes", "relevance")
+    assert ids("resistance bands", "head-tuned") == ids("resistance bands", "cheap-first")
+    assert ids("resistance bands", "head-tuned") != ids("resistance bands", "relevance")
+    # Head and torso: the 22 most asked of the 50, 80 % of the searches.
+    assert len(demo.head_tuned_queries()) == 22
 
 
 def test_tiles_differ_by_category_and_name_what_the_product_is():
@@ -120,9 +137,35 @@ def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline
         assert note.startswith("Not sure: ") and note.endswith("is that what was asked for?")
         assert grade != demo.relevance(text, products[doc_id])
 
+    # The head-tuned model over the demo query set: finished (its verdict by the team's rule
+    # comes after commit, which this test's transaction never reaches), and judged per
+    # segment and weighted by traffic: head held, tail fell.
+    tuned = Evaluation.objects.get(name=history.TAIL_RUN_NAME)
+    assert tuned.status == Evaluation.Status.FINISHED
+    segment_verdict = RegressionVerdict.objects.get(evaluation=tuned, source="command")
+    assert (segment_verdict.rule["segments"], segment_verdict.rule["weighted"]) == (
+        ["head", "tail"], True)
+    assert segment_verdict.reasons[0] == (
+        "Regressed: 3 of 3 metrics got worse overall and on tail; every metric held on head.")
+    ndcg = next(m for m in segment_verdict.metrics if m["code"] == "ndcg")
+    rows = {(row["segment"], row["weighted"]): row for row in ndcg["segments"]}
+    # Every head result is BM25's, graded alike: not one value moved.
+    assert (rows["head", False]["mean_delta"], rows["head", True]["mean_delta"]) == (0.0, 0.0)
+    assert rows["head", False]["verdict"] == rows["head", True]["verdict"] == "no_change"
+    assert rows["tail", False]["verdict"] == "regressed"
+    assert rows["tail", False]["mean_delta"] < -0.05
+    assert rows["tail", False]["shared_count"] == 28
+    assert any(reason.startswith("nDCG@10 held on head (+0.000; weighted by traffic +0.000) "
+                                 "but fell ") and " on tail (95 % CI " in reason
+               for reason in segment_verdict.reasons)
+
     # Safe to run twice: nothing is graded again or added.
     graded = FeedbackSlot.objects.filter(grade__isnull=False).count()
     call_command("seed_demo_history")
     assert FeedbackSlot.objects.filter(grade__isnull=False).count() == graded
     assert Evaluation.objects.filter(name=history.CANDIDATE_NAME).count() == 1
-    assert "Demo history:" in capsys.readouterr().out
+    assert RegressionVerdict.objects.filter(evaluation=tuned, source="command").count() == 1
+    out = capsys.readouterr().out
+    assert "Demo history:" in out
+    assert ("Per segment, 'Demo candidate: tuned on the head' against the baseline: Regressed: "
+            "3 of 3 metrics got worse overall and on tail; every metric held on head.") in out

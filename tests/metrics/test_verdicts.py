@@ -94,7 +94,8 @@ def test_a_worse_run_is_regressed_with_hand_computed_numbers(personas, baseline)
     ]
     assert verdict.baseline == baseline and verdict.baseline_name == baseline.name
     assert verdict.rule == {"min_coverage": 0.9, "min_shared_keywords": 5, "threshold": None,
-                            "alpha": 0.05, "metrics": []}
+                            "alpha": 0.05, "segments": [], "weighted": False, "metrics": []}
+    assert metric["segments"] == []
 
 
 def test_a_better_run_is_improved(personas, baseline):
@@ -299,7 +300,8 @@ def test_the_gate_passes_an_undecided_run_unless_told_otherwise(personas, baseli
                        format="json").json()
     assert (body["verdict"], body["passed"]) == ("no_change", True)
     assert body["rule"] == {"min_coverage": 0.5, "min_shared_keywords": 5, "threshold": 0.5,
-                            "alpha": 0.05, "metrics": ["ndcg@10"]}
+                            "alpha": 0.05, "segments": [], "weighted": False,
+                            "metrics": ["ndcg@10"]}
 
 
 @pytest.mark.parametrize(("body", "field"), [

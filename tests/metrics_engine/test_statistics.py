@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from metrics_engine.errors import MetricInputError
 from metrics_engine.statistics import (
     binary_tie_rate,
     bootstrap_ci,
@@ -15,6 +16,8 @@ from metrics_engine.statistics import (
     paired_comparison,
     paired_t_test,
     randomization_test,
+    weighted_bootstrap_ci,
+    weighted_randomization_test,
 )
 from tests.conftest import import_or_skip
 
@@ -121,3 +124,70 @@ def test_holm_adjust_keeps_the_order_and_caps_at_one():
 def test_holm_adjust_leaves_missing_tests_out():
     assert holm_adjust([None, 0.02, None, 0.04]) == pytest.approx([None, 0.04, None, 0.04])
     assert holm_adjust([]) == []
+
+
+# --- weighted by traffic -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 13, 40, 300])
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_every_weight_one_draws_and_answers_as_the_unweighted_tests_to_the_bit(size, seed):
+    deltas = np.random.default_rng(size).normal(-0.02, 0.2, size)
+    ones = [1] * size
+    assert weighted_randomization_test(deltas, ones, resamples=2000, seed=seed) == (
+        randomization_test(deltas, resamples=2000, seed=seed))
+    assert weighted_bootstrap_ci(list(deltas), ones, resamples=2000, seed=seed) == (
+        bootstrap_ci(list(deltas), resamples=2000, seed=seed))
+
+
+def test_the_weighted_randomization_test_against_every_sign_flip_by_hand():
+    # d = (0.4, -0.1, 0.2, -0.3), w = (1, 3, 2, 1): w·d = (0.4, -0.3, 0.4, -0.3), observed
+    # |Σ w·d| = 0.2 (the weighted mean 0.2 / 7). Of the 16 flips, the two 0.4s give ±0.8 or
+    # 0 (twice), the two 0.3s ±0.6 or 0 (twice): with ±0.8 all 4 sums reach 0.2 (1.4, 0.8,
+    # 0.8, 0.2), with 0 only ±0.6 does (2 of 4): (4 + 4 + 2 · 2) / 16 = 12/16 = 0.75.
+    # Unweighted, |Σ d| = 0.2 is reached by 14 of 16 flips (all but ±(0.4 + 0.1 - 0.2 - 0.3)):
+    # 0.875, so the weights must be used.
+    deltas, weights = np.array([0.4, -0.1, 0.2, -0.3]), [1, 3, 2, 1]
+    estimate = weighted_randomization_test(deltas, weights, resamples=40_000, seed=1)
+    # 40,000 draws estimate 0.75 with a standard error of 0.0022.
+    assert estimate == pytest.approx(12 / 16, abs=0.01)
+    assert randomization_test(deltas, resamples=40_000, seed=1) == pytest.approx(14 / 16,
+                                                                                abs=0.01)
+
+
+def test_a_weight_of_zero_leaves_its_keyword_out_of_the_flips():
+    # (0.4, -0.1, 0.2, -0.3) with the last weight 0: the flips of the first three alone,
+    # the same draws as three keywords of weights (1, 3, 2).
+    deltas = np.array([0.4, -0.1, 0.2, -0.3])
+    assert weighted_randomization_test(deltas, [1, 3, 2, 0], resamples=5000, seed=4) == (
+        weighted_randomization_test(deltas[:3], [1, 3, 2], resamples=5000, seed=4))
+    assert weighted_randomization_test(deltas, [0, 0, 0, 0]) is None
+    assert weighted_bootstrap_ci([0.5, None], [0, 3]) is None
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_weighted_deltas_all_of_one_sign_give_exactly_one_over_resamples_plus_one(sign):
+    # As unweighted: only the all-plus and all-minus flips of 2^40 reach the observed
+    # weighted mean, and none is drawn; the observed arrangement alone counts.
+    deltas = sign * np.linspace(0.01, 0.4, 40)
+    weights = [1 + n % 7 for n in range(40)]
+    assert weighted_randomization_test(deltas, weights, resamples=10_000, seed=0) == 1 / 10_001
+    assert weighted_randomization_test(deltas, weights, resamples=999, seed=7) == 1 / 1000
+
+
+def test_the_weighted_bootstrap_resamples_keywords_with_their_weights():
+    # Values (0, 1) with weights (1, 3): two draws are (0, 0) → 0 with chance 1/4, (1, 1) → 1
+    # with 1/4, one of each → (0·1 + 1·3) / (1 + 3) = 3/4 with 1/2. The 30 % and 70 % points
+    # both lie on the atom 3/4 (the unweighted mean of one of each would be 1/2); the 2.5 %
+    # and 97.5 % points on 0 and 1. The null and the weight-0 keyword take no part.
+    values, weights = [0.0, 1.0, None, 5.0], [1, 3, 2, 0]
+    assert weighted_bootstrap_ci(values, weights, confidence=0.4, seed=3) == (0.75, 0.75)
+    assert weighted_bootstrap_ci(values, weights, seed=3) == (0.0, 1.0)
+    assert bootstrap_ci([0.0, 1.0], confidence=0.4, seed=3) == (0.5, 0.5)
+
+
+def test_weights_that_are_not_non_negative_integers_name_weights():
+    with pytest.raises(MetricInputError, match="weights"):
+        weighted_randomization_test(np.array([0.1, 0.2]), [1, -1])
+    with pytest.raises(MetricInputError, match="weights"):
+        weighted_bootstrap_ci([0.1, 0.2], [1])

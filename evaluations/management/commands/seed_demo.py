@@ -48,37 +48,11 @@ DEMO_USERS = [
 ENDPOINT_NAME = "Demo product search"
 MODEL_NAME = "Demo BM25"
 EVALUATION_NAME = "Demo: product search relevance"
-# The shoppers' queries of the demo: how often each is asked (a day's searches) and whether
+# The demo shop's queries (demo.SHOPPERS_QUERIES) with how often each is asked and whether
 # it names a kind of product (broad) or one with its traits (specific). The demo query set
 # tags them head / torso / tail by that traffic too, so segments show from the first minute.
-_QUERIES = [
-    ("waterproof hiking boots", 900, "specific"), ("running shoes", 5200, "broad"),
-    ("red sneakers", 700, "specific"), ("kids rain boots", 450, "specific"),
-    ("noise cancelling headphones", 3100, "specific"),
-    ("waterproof bluetooth speaker", 380, "specific"), ("usb-c charger", 2400, "broad"),
-    ("cast iron skillet", 1300, "broad"), ("espresso machine", 1900, "broad"),
-    ("chef's knife", 860, "broad"), ("non-stick saucepan", 240, "specific"),
-    ("electric kettle", 1100, "broad"), ("coffee grinder", 760, "broad"),
-    ("wool coat", 980, "broad"), ("packable rain jacket", 310, "specific"),
-    ("women's down parka", 520, "specific"), ("fleece hoodie", 640, "broad"),
-    ("two-person camping tent", 290, "specific"), ("ultralight sleeping bag", 170, "specific"),
-    ("rechargeable headlamp", 140, "specific"), ("non-slip yoga mat", 410, "specific"),
-    ("adjustable dumbbells", 830, "specific"), ("tennis racket", 350, "broad"),
-    ("bicycle helmet", 600, "broad"), ("anti-fog swim goggles", 95, "specific"),
-    ("dimmable desk lamp", 120, "specific"), ("memory foam pillow", 880, "specific"),
-    ("ergonomic office chair", 1500, "specific"), ("organic cotton bed sheets", 260, "specific"),
-    ("oak bookshelf", 75, "specific"), ("ceramic vase", 130, "broad"),
-    ("throw blanket", 420, "broad"), ("smartwatch", 4100, "broad"), ("e-reader", 1200, "broad"),
-    ("mechanical keyboard", 1400, "broad"), ("wireless mouse", 1700, "broad"),
-    ("power bank", 2000, "broad"), ("webcam for video calls", 230, "specific"),
-    ("hiking backpack", 560, "broad"), ("insulated water bottle", 690, "specific"),
-    ("trekking poles", 160, "broad"), ("camping stove", 180, "broad"), ("hammock", 210, "broad"),
-    ("leather loafers", 190, "specific"), ("summer sandals", 330, "specific"),
-    ("slippers", 470, "broad"), ("resistance bands", 500, "broad"), ("jump rope", 220, "broad"),
-    ("dutch oven", 540, "broad"), ("blender", 1600, "broad"),
-]
 DEMO_QUERIES = [KeywordEntry(text, weight, ("intent:" + intent, "lang:en"))
-                for text, weight, intent in _QUERIES]
+                for text, weight, intent in demo.SHOPPERS_QUERIES]
 DEMO_KEYWORDS = [query.text for query in DEMO_QUERIES]
 QUERY_SET_NAME = "Demo: shoppers' queries"
 # Demo evaluations seeded before carried this tag, which no grader carried.

@@ -7,7 +7,8 @@ exits 2 when a `--fail-under` threshold is not met or its value is null (nothing
 With `--gate` (or `--evaluation ID`, which gates an existing evaluation instead of creating
 one) it then stores and prints the regression verdict against `--baseline` (default: the
 team's baseline), the same verdict as the gate API (metrics.reports.verdicts), and exits 3 when it
-is *regressed*, or *undecided* with `--undecided fail`.
+is *regressed*, or *undecided* with `--undecided fail`; `--segment TAG` (repeatable) and
+`--weighted` judge segments and traffic-weighted means too, as the API's fields do.
 Exit codes: 0 ok, 1 bad arguments, a failed start or fetch timeout, 2 threshold failed,
 3 gate failed.
 """
@@ -24,7 +25,12 @@ from evaluations.models import Evaluation, EvaluationMetric, SearchModel
 from evaluations.selectors import fetch_progress
 from evaluations.services import configuration, keyword_input, lifecycle
 from metrics.models import RegressionVerdict
-from metrics.reports.verdicts import baseline_of_team, gate_passed, regression_verdict_create
+from metrics.reports.verdicts import (
+    baseline_of_team,
+    gate_passed,
+    regression_verdict_create,
+    verdict_segments_clean,
+)
 from metrics.services import evaluation_metrics_recompute
 from metrics_engine.verdicts import VerdictRule
 from searchtweak.models import User
@@ -55,6 +61,12 @@ def parse_threshold(text: str) -> tuple[tuple[str, int], float]:
 
 def _label(code: str, k: int) -> str:
     return core.metric_code_at_k(code, k)
+
+
+def _problems(error: ValidationError) -> str:
+    """"field: message; field: message", as the API's 400 names them."""
+    return "; ".join(f"{field}: {' '.join(messages)}"
+                     for field, messages in error.message_dict.items())
 
 
 class Command(BaseCommand):
@@ -95,6 +107,12 @@ class Command(BaseCommand):
                           help="Share of the keywords that must have a value (default 0.9).")
         gate.add_argument("--min-shared", type=int, default=VerdictRule.min_shared_keywords,
                           help="Fewest keywords with a value in both (default 5).")
+        gate.add_argument("--segment", action="append", default=[], dest="segments",
+                          help="A tag whose keywords are also judged apart, repeatable: "
+                               "--segment tail --segment lang:de.")
+        gate.add_argument("--weighted", action="store_true",
+                          help="Also judge the means weighted by the keywords' weights "
+                               "(traffic), overall and per segment.")
 
     def handle(self, *args, model: int | None, keywords: str | None, metrics: list[str],
                scale: str, strategy: int, name: str, reuse: str, user: str,
@@ -139,9 +157,7 @@ class Command(BaseCommand):
             )
             lifecycle.evaluation_start(evaluation=evaluation)
         except ValidationError as error:
-            raise CommandError("; ".join(
-                f"{field}: {' '.join(messages)}"
-                for field, messages in error.message_dict.items())) from None
+            raise CommandError(_problems(error)) from None
         self.stderr.write(f"Evaluation {evaluation.pk} started.")
         self._wait(evaluation, wait_timeout, quiet)
         evaluation_metrics_recompute(evaluation_id=evaluation.pk)
@@ -161,7 +177,11 @@ class Command(BaseCommand):
         try:
             return VerdictRule(min_coverage=options["min_coverage"],
                                min_shared_keywords=options["min_shared"],
-                               threshold=options["threshold"])
+                               threshold=options["threshold"],
+                               segments=verdict_segments_clean(options["segments"]),
+                               weighted=options["weighted"])
+        except ValidationError as error:
+            raise CommandError(_problems(error)) from None
         except ValueError as error:
             raise CommandError(str(error)) from None
 
@@ -173,9 +193,7 @@ class Command(BaseCommand):
                 evaluation=evaluation, baseline=baseline, rule=rule,
                 source=RegressionVerdict.Source.COMMAND, user=user)
         except ValidationError as error:
-            raise CommandError("; ".join(
-                f"{field}: {' '.join(messages)}"
-                for field, messages in error.message_dict.items())) from None
+            raise CommandError(_problems(error)) from None
         self.stdout.write(f"Evaluation {evaluation.pk} against '{verdict.baseline_name}' "
                           f"({verdict.baseline_id}): {verdict.get_verdict_display()}")
         for reason in verdict.reasons:

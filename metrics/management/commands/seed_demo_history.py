@@ -8,6 +8,14 @@ of relevance (evaluations.demo.relevance) with each grader's habits on top (a se
 generator: the same grades on every machine), so a newcomer sees a compare verdict, an
 agreement below 1 and keywords that got worse. Grades are written through
 judgments.grading like any grader's, and the stored values through the usual recompute.
+
+A third model, tuned on the head of the shop's traffic (the demo engine's "head-tuned"
+ranking: BM25's results for the most asked queries, cheap-first for the long tail), runs
+the demo query set (weights and head / torso / tail tags) and is graded by the same people
+in full, so it finishes and is judged against the baseline by the team's rule; it is also
+judged per traffic segment and weighted by traffic (as `manage.py evaluate --gate
+--segment head --segment tail --weighted` would), whose verdict says that
+head held and tail fell.
 Safe to run twice: what exists is left as it is.
 """
 
@@ -26,15 +34,20 @@ from evaluations.management.commands.seed_demo import (
     DEMO_KEYWORDS,
     METRICS,
     MODEL_NAME,
+    QUERY_SET_NAME,
     fetch_now,
     seeding_quietly,
 )
-from evaluations.models import DemoProduct, Evaluation, SearchModel, Snapshot
+from evaluations.models import DemoProduct, Evaluation, KeywordSet, SearchModel, Snapshot
+from evaluations.query_sets import services as query_set_services
 from evaluations.services import configuration
 from judgments.grading import snapshot_grade
 from judgments.selectors import snapshot_target_for_user
-from metrics.models import TeamBaseline
+from metrics.models import RegressionVerdict, TeamBaseline
+from metrics.reports.verdicts import regression_verdict_create
 from metrics.services import team_baseline_set
+from metrics_engine.verdicts import VerdictRule
+from metrics_engine.weighted import HEAD, TAIL
 from searchtweak.models import Team, User
 
 CHEAP_MODEL_NAME = "Demo cheap-first"
@@ -44,6 +57,11 @@ CANDIDATE_NAME = "Demo candidate: cheap-first ranking"
 # by grader1 only; the rest wait for the newcomer.
 CANDIDATE_FULLY_GRADED = 30
 CANDIDATE_PARTLY_GRADED = 10
+TUNED_MODEL_NAME = "Demo head-tuned"
+TAIL_RUN_NAME = "Demo candidate: tuned on the head"
+# The segment verdict of the head-tuned run: the head and the tail of the demo query set's
+# traffic, and the traffic-weighted means.
+SEGMENT_RULE = VerdictRule(segments=(HEAD, TAIL), weighted=True)
 # How each simulated grader departs from the demo's relevance: the chance of a grade one
 # lower and of one higher.
 GRADER_HABITS = {"grader1": (0.06, 0.06), "grader2": (0.12, 0.04), "grader3": (0.04, 0.16)}
@@ -60,12 +78,19 @@ class Command(BaseCommand):
             raise CommandError("No Demo team: run `manage.py seed_demo` first.")
         with seeding_quietly():
             baseline, candidate = self._history(team)
+            tail_run, segment_verdict = self._tail_regression(team, baseline)
         compare = (f"{settings.SITE_URL}{reverse('metrics:compare')}"
                    f"?a={baseline.pk}&b={candidate.pk}")
         self.stdout.write(self.style.SUCCESS(
             f"Demo history: '{baseline.name}' ({baseline.status}, the team's baseline) and "
             f"'{candidate.name}' ({candidate.status}, partly graded); compare them under "
             f"Compare in the top menu: {compare}"))
+        if segment_verdict is not None:
+            dashboard = (f"{settings.SITE_URL}"
+                         f"{reverse('metrics:evaluation_dashboard', args=[tail_run.pk])}")
+            self.stdout.write(self.style.SUCCESS(
+                f"Per segment, '{tail_run.name}' against the baseline: "
+                f"{' '.join(segment_verdict.reasons[:2])} See {dashboard}"))
 
     def _history(self, team: Team) -> tuple[Evaluation, Evaluation]:
         lead = User.objects.get(username="lead")
@@ -92,15 +117,57 @@ class Command(BaseCommand):
         return baseline, candidate
 
     def _cheap_model(self, team: Team, bm25: SearchModel) -> SearchModel:
-        model = SearchModel.objects.filter(team=team, name=CHEAP_MODEL_NAME).first()
+        return self._demo_model(
+            team, bm25, CHEAP_MODEL_NAME, "cheap-first",
+            "The demo engine's top 100 by relevance, re-sorted cheapest first: a deliberately "
+            "worse ranking to compare against.")
+
+    def _demo_model(self, team: Team, bm25: SearchModel, name: str, ranking: str,
+                    description: str) -> SearchModel:
+        model = SearchModel.objects.filter(team=team, name=name).first()
         if model is None:
             model = endpoint_services.search_model_create(
-                team=team, created_by=None, endpoint=bm25.endpoint, name=CHEAP_MODEL_NAME,
-                params={"q": "#query#", "size": "10", "ranking": "cheap-first"},
-                description="The demo engine's top 100 by relevance, re-sorted cheapest first: "
-                            "a deliberately worse ranking to compare against.",
-                default_keywords=bm25.default_keywords)
+                team=team, created_by=None, endpoint=bm25.endpoint, name=name,
+                params={"q": "#query#", "size": "10", "ranking": ranking},
+                description=description, default_keywords=bm25.default_keywords)
         return model
+
+    def _tail_regression(self, team: Team, baseline: Evaluation
+                         ) -> tuple[Evaluation, RegressionVerdict | None]:
+        """The head-tuned model over the demo query set, graded in full (so it finishes and
+        the team's rule judges it), and its verdict per segment and weighted by traffic;
+        None when the baseline is not finished (nothing to judge against)."""
+        lead = User.objects.get(username="lead")
+        graders = {user.username: user for user in User.objects.filter(
+            username__in=GRADER_HABITS)}
+        bm25 = SearchModel.objects.get(team=team, name=MODEL_NAME)
+        tuned = self._demo_model(
+            team, bm25, TUNED_MODEL_NAME, "head-tuned",
+            "BM25 tuned on what shoppers ask most: its results for the head and torso of "
+            "the traffic, cheap-first for the long tail the tuning never saw.")
+        run = Evaluation.objects.filter(team=team, name=TAIL_RUN_NAME).first()
+        if run is None:
+            query_set = KeywordSet.objects.get(team=team, name=QUERY_SET_NAME,
+                                               archived_at=None)
+            run = query_set_services.evaluation_create_from_query_set(
+                query_set=query_set, team=team, created_by=lead, model=tuned,
+                name=TAIL_RUN_NAME, scale="graded", strategy=3, metrics=METRICS,
+                description="The demo query set against a model tuned on the head of the "
+                            "traffic: held on head, fell on tail.")
+        fetch_now(run)
+        run.refresh_from_db()
+        self._grade(run, graders, keyword_count=run.keywords.count())
+        call_command("recompute_metrics", evaluation=run.pk, stdout=io.StringIO())
+        run.refresh_from_db()
+        if baseline.status != Evaluation.Status.FINISHED:
+            return run, None
+        verdict = RegressionVerdict.objects.filter(
+            evaluation=run, source=RegressionVerdict.Source.COMMAND).first()
+        if verdict is None:
+            verdict = regression_verdict_create(
+                evaluation=run, baseline=baseline, rule=SEGMENT_RULE,
+                source=RegressionVerdict.Source.COMMAND, user=lead)
+        return run, verdict
 
     def _evaluation(self, team: Team, lead: User, model: SearchModel, name: str,
                     description: str) -> Evaluation:
