@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, imports, pool, selectors
 from judgments import scales as scale_lookup
+from judgments.formats import recognise
 from judgments.forms import PoolImportForm
 from searchtweak import access
 from searchtweak.models import Role, Team
@@ -37,8 +38,9 @@ def pool_import(request: HttpRequest) -> HttpResponse:
         else:
             name, content, mapping = kept.name, bytes(kept.content), (
                 None if kept.mapping is None else bytes(kept.mapping))
-        parsed = imports.parse_content(kind=data["format"], content=content, mapping=mapping,
-                                       scale=scale, duplicates=data["duplicates"])
+        parsed = recognise.parse_content(kind=data["format"], content=content,
+                                         mapping=mapping, scale=scale,
+                                         duplicates=data["duplicates"])
         if "preview" in request.POST or not parsed.ok:
             preview = imports.preview(parsed)
             status = 200 if parsed.ok else 400
@@ -56,7 +58,7 @@ def pool_import(request: HttpRequest) -> HttpResponse:
         else:
             counts = pool.pool_judgments_import(
                 team=team, scale=scale.code, judgments=parsed.judgments,
-                source=f"{data['format']}: {name}", user=request.user)
+                source=f"{parsed.format_kind}: {name}", user=request.user)
             if token:
                 pool.pool_upload_discard(team=team, user=request.user, token=token)
             messages.success(request, (

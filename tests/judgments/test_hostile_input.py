@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 
 from evaluations.models import Keyword
 from judgments import imports
+from judgments.formats import trec
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
 from tests.judgments.builders import evaluation_with_slots
@@ -157,7 +158,9 @@ def test_api_import_without_a_file_or_with_a_wrong_format_names_the_field(person
     assert response.status_code == 400 and "format" in response.json()
     response = evaluation_url_post(b"1 0 d1 1\n", kind="trec")
     assert response.status_code == 400
-    assert response.json()["file"] == ["TREC qrels need the mapping file (qid<TAB>keyword lines)"]
+    assert response.json()["file"] == [
+        "TREC qrels need the mapping file (qid<TAB>keyword lines): the topic ids are numbers "
+        "(line 1: 1), which name queries by id, not by their text"]
     assert not PoolJudgment.objects.exists()
 
 
@@ -178,7 +181,7 @@ def test_pool_import_page_with_hostile_bytes_answers_a_page_that_names_the_probl
         # Exactly the file's judgments were written, as its preview would have listed them.
         scale = builtin_scale("graded")
         parsed = (imports.parse_csv(content, scale=scale) if kind == "csv" else
-                  imports.parse_trec(content, mapping=content, scale=scale))
+                  trec.parse_trec(content, mapping=content, scale=scale))
         assert parsed.ok and parsed.judgments
         added = [row[1:] for row in _pool_rows(personas.team) if row not in before]
         assert sorted(added) == sorted(
