@@ -212,16 +212,6 @@ class EvaluationSnapshotListApi(APIView):
 # --- export and import of judgments ---
 
 
-_CONTENT_TYPES = {
-    "json": "application/json",
-    "jsonl": "application/jsonl; charset=utf-8",
-    "csv": "text/csv; charset=utf-8",
-    "trec": "text/plain; charset=utf-8",
-    "trec_mapping": "text/plain; charset=utf-8",
-    "trec_run": "text/plain; charset=utf-8",
-}
-
-
 class ExportJudgmentSerializer(serializers.Serializer):
     keyword = serializers.CharField()
     keyword_position = serializers.IntegerField()
@@ -365,10 +355,15 @@ class EvaluationJudgmentsApi(APIView):
             "`false`; `note`: the grader's unsure note; `graded_at`: ISO 8601, UTC). "
             "`trec`: qrels `qid 0 docid grade` (aggregate rounded half up, qid = keyword "
             "position); `trec_mapping`: `qid<TAB>keyword`; `trec_run`: `qid Q0 docid rank "
-            "score tag`. An evaluation that is not finished is exported too, marked partial: "
+            "score tag`. `quepid_csv` (Quepid basic CSV), `rre` (RRE ratings.json), `ltr` "
+            "(`grade qid:N # docid query`), `workbench` (OpenSearch Search Relevance "
+            "Workbench judgments): one grade a keyword and document, the aggregate rounded "
+            "half up as in `trec`; the import reads each back. "
+            "An evaluation that is not finished is exported too, marked partial: "
             "header `X-SearchTweak-Partial: true` and `partial` in JSON. Files are named "
             "`searchtweak-<evaluation name slug, else id>-<judgments|judgments-per-grader|"
-            "qid-mapping|run>-<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run>`. Every "
+            "qid-mapping|run|quepid-ratings|rre-ratings|ltr-judgments|workbench-judgments>-"
+            "<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run|txt>`. Every "
             "format is streamed as it is read, whatever the evaluation's size."
         ),
     )
@@ -392,16 +387,9 @@ class EvaluationJudgmentsApi(APIView):
         # Streamed: a million judgments are written as they are read. JSON is rendered here
         # as the JSON renderer would (a browser's Accept would otherwise pick the browsable
         # API for a download); API clients read it inline, the name there for "save as".
-        if kind == "csv":
-            pieces = (exports.judgments_csv_per_grader_stream(evaluation)
-                      if per_grader else exports.judgments_csv_stream(evaluation))
-        else:
-            pieces = {"json": exports.judgments_json_stream,
-                      "jsonl": exports.judgments_jsonl_stream, "trec": exports.qrels_stream,
-                      "trec_mapping": exports.trec_mapping_stream,
-                      "trec_run": exports.trec_run_stream}[kind](evaluation)
         http = FileStreamResponse(
-            pieces, content_type=_CONTENT_TYPES[kind], filename=name,
+            exports.evaluation_stream(evaluation, kind, per_grader=per_grader),
+            content_type=exports.CONTENT_TYPES[kind], filename=name,
             disposition="attachment" if kind != "json" or download else "inline")
         http["X-SearchTweak-Partial"] = partial
         return http

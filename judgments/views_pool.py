@@ -112,14 +112,22 @@ def _read_pool_files(data: dict) -> tuple[str, bytes, bytes | None]:
 @require_GET
 @login_required
 def pool_export(request: HttpRequest) -> HttpResponse:
-    """The team's imported judgments on `?scale=` in the per-slot CSV format, which the
-    import reads back unchanged."""
+    """The team's imported judgments on `?scale=`: in the per-slot CSV format, which the
+    import reads back unchanged, or with `?format=` in another tool's format
+    (exports.FOREIGN_FORMATS), one imported row a line or entry."""
     team = access.current_team_access(user=request.user, minimum_role=access.GRADES_ROLE).team
     scale = scale_lookup.scale_for_team(team_id=team.pk, code=request.GET.get("scale", ""))
     if scale is None:
         raise Http404("No such scale.")
-    response = HttpResponse(exports.pool_slots_csv(team_id=team.pk, scale=scale.code),
-                            content_type="text/csv; charset=utf-8")
-    name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code)
+    kind = request.GET.get("format", "csv")
+    if kind == "csv":
+        text = exports.pool_slots_csv(team_id=team.pk, scale=scale.code)
+    elif kind in exports.FOREIGN_FORMATS:
+        text = "".join(exports.foreign_pool_stream(kind, team=team, scale=scale.code))
+    else:
+        raise Http404("No such format.")
+    response = HttpResponse(text, content_type=exports.CONTENT_TYPES[kind])
+    name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code,
+                                 kind=kind)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

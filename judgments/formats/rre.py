@@ -8,6 +8,7 @@ ratings: RRE"): an object with `queries`, each query naming its text in
 
 import json
 from collections.abc import Iterable, Iterator
+from itertools import groupby
 
 from judgments.imports import ParsedJudgment, ParseResult, grade_from, read_json, text_ok
 from judgments.scales import GradeScale
@@ -76,15 +77,20 @@ def parse_rre(content: bytes, *, scale: GradeScale) -> ParseResult:
     return result
 
 
-def write_rre(rows: Iterable[tuple[str, str, int]], *, index: str) -> str:
-    """ratings.json of (query, doc id, grade) rows: queries in first-seen order, grades
-    from the highest, documents in their order. `index` names the collection."""
-    queries: dict[str, dict[int, list[str]]] = {}
-    for query, doc_id, grade in rows:
-        queries.setdefault(query, {}).setdefault(grade, []).append(doc_id)
-    document = {"index": index, "id_field": "id", "queries": [
-        {"placeholders": {QUERY_PLACEHOLDER: query},
-         "relevant_documents": {str(grade): docs for grade, docs in
-                                sorted(grades.items(), reverse=True)}}
-        for query, grades in queries.items()]}
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+def write_rre(rows: Iterable[tuple[str, str, int]], *, index: str) -> Iterator[str]:
+    """ratings.json of (query, doc id, grade) rows, a query a line: each run of rows of one
+    query is one entry, its documents grouped by grade from the highest, in their order.
+    `index` names the collection. Written a query at a time."""
+    yield "{" + _compact({"index": index, "id_field": "id"})[1:-1] + ',"queries":[\n'
+    for number, (query, group) in enumerate(groupby(rows, key=lambda row: row[0])):
+        grades: dict[int, list[str]] = {}
+        for _, doc_id, grade in group:
+            grades.setdefault(grade, []).append(doc_id)
+        entry = {"placeholders": {QUERY_PLACEHOLDER: query}, "relevant_documents": {
+            str(grade): docs for grade, docs in sorted(grades.items(), reverse=True)}}
+        yield ("," if number else "") + _compact(entry) + "\n"
+    yield "]}\n"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -14,7 +14,8 @@ Errors name the item's path (`judgmentRatings[0].ratings[2].rating`).
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import groupby
 
 from judgments.imports import ParsedJudgment, ParseResult, read_json, text_ok
 from judgments.scales import GradeScale
@@ -126,14 +127,18 @@ def parse_workbench(content: bytes, *, scale: GradeScale) -> ParseResult:
     return result
 
 
-def write_workbench(rows: Iterable[tuple[str, str, int]], *, name: str) -> str:
-    """The import body of (query, docId, grade) rows: queries in first-seen order, ratings
-    written as the Workbench writes them (`"2.000"`), which read back as whole grades."""
-    queries: dict[str, list[dict[str, str]]] = {}
-    for query, doc_id, grade in rows:
-        queries.setdefault(query, []).append({"docId": doc_id, "rating": f"{grade:.3f}"})
-    document = {"name": name, "description": "Exported from SearchTweak",
-                "type": "IMPORT_JUDGMENT",
-                "judgmentRatings": [{"query": query, "ratings": ratings}
-                                    for query, ratings in queries.items()]}
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+def write_workbench(rows: Iterable[tuple[str, str, int]], *, name: str) -> Iterator[str]:
+    """The import body of (query, docId, grade) rows, a query a line (each run of rows of
+    one query is one entry), ratings written as the Workbench writes them (`"2.000"`),
+    which read back as whole grades. Written a query at a time."""
+    head = {"name": name, "description": "Exported from SearchTweak", "type": "IMPORT_JUDGMENT"}
+    yield "{" + _compact(head)[1:-1] + ',"judgmentRatings":[\n'
+    for number, (query, group) in enumerate(groupby(rows, key=lambda row: row[0])):
+        entry = {"query": query, "ratings": [{"docId": doc_id, "rating": f"{grade:.3f}"}
+                                             for _, doc_id, grade in group]}
+        yield ("," if number else "") + _compact(entry) + "\n"
+    yield "]}\n"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
