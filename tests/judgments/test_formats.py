@@ -79,14 +79,14 @@ def test_workbench_decimal_ratings_are_spread_over_the_scale_by_the_stated_rule(
 
 
 def test_workbench_ratings_on_a_scale_that_starts_at_one_start_at_its_lowest_grade():
-    stars = builtin_scale("detail")
     body = (b'{"judgmentRatings": [{"query": "q", "ratings": [{"docId": "a", "rating": 0}, '
             b'{"docId": "b", "rating": "0.55"}, {"docId": "c", "rating": 1}]}]}')
-    result = _parse(body, scale=stars)
+    result = _parse(body, scale=DETAIL)
     assert result.ok, result.errors
-    width = stars.hi - stars.lo
-    assert [item.grade for item in result.judgments] == [
-        stars.lo, stars.lo + int(0.55 * width + 0.5), stars.hi]
+    # Detail is 1..10: 1 + round(0.55 * 9) = 1 + round(4.95) = 6.
+    assert [item.grade for item in result.judgments] == [1, 6, 10]
+    assert result.grade_rule == ("Ratings are 0..1, spread over the Detail scale 1..10: "
+                                 "grade = 1 + round(rating * 9), halves up.")
 
 
 def test_workbench_whole_ratings_within_the_scale_are_the_grades():
@@ -235,3 +235,12 @@ def test_a_repeated_query_and_document_follow_the_duplicates_policy():
     kept = recognise.parse_content(kind="auto", content=content, mapping=None, scale=GRADED,
                                    duplicates="newest")
     assert _triples(kept) == [("q", "d1", 3)] and kept.dropped_count == 1
+
+
+@pytest.mark.parametrize("content", [b"[" * 100_000, b'{"judgmentRatings": ' + b"[" * 100_000])
+def test_json_nested_past_what_a_parser_can_follow_is_refused_not_crashed(content):
+    result = _parse(content)
+    assert result.errors == ["the format is not recognised: the file starts like JSON but is "
+                             "not: not JSON (nested too deeply); choose it on the form if it "
+                             "is one of the listed formats"]
+    assert _parse(content, kind="workbench").errors == ["not JSON (nested too deeply)"]
