@@ -77,7 +77,11 @@ def recognise(content: bytes, *, has_mapping: bool) -> Recognition:
     line = _first_line(content)
     if not line:
         return Recognition(refusal="the file holds no judgments")
-    cells = next(csv.reader([line]), [])
+    try:
+        cells = next(csv.reader([line]), [])
+    except csv.Error:
+        # A carriage return inside the line: no CSV header; the parse names the line.
+        cells = [line]
     header = [cell.strip().lower() for cell in cells]
     shown = ",".join(header)
     if header == SLOT_HEADER:

@@ -397,3 +397,37 @@ def test_a_note_past_its_limit_is_named_on_the_grading_page(client, grading, per
     assert "Note: Ensure this value has at most 2000 characters (it has 2001)." in page
     assert "Choose one of the grades." not in page
     assert FeedbackSlot.objects.get(pk=slot_id).grade is None
+
+
+# Other tools' files, recognised ("auto"): hostile versions of each.
+VALID_TOOL_FILES = [
+    b"query,docid,rating\nlaptop,d1,3\nrocky,,\n",
+    b"3 qid:1 # d1 star wars\n0 qid:1 # d2 star wars\n",
+    b'{"queries": [{"placeholders": {"$query": "q"}, "relevant_documents": {"3": ["d1"]}}]}',
+    b'{"judgmentRatings": [{"query": "q", "ratings": [{"docId": "d", "rating": "0.700"}]}]}',
+    b"laptop 0 d1 2\nphone 0 p1 0\n",
+]
+# What a refused tool file may say: a line, a JSON item path, or a whole-file problem.
+TOOL_MESSAGE = re.compile(
+    r"^(line \d+(: | column \d+: not JSON)|queries\[\d+\]|judgmentRatings(\[|: )|"
+    r"the format is not recognised: \S|not UTF-8 text|not JSON \(|expected an object with|"
+    r"TREC qrels need the mapping|… and \d+ more errors\.$|The submitted file is empty\.$)")
+
+
+@HOSTILE
+@given(content=st.sampled_from(VALID_TOOL_FILES).flatmap(hostile_bytes))
+# A carriage return inside the first line once stopped the recogniser's CSV read (a 500).
+@example(content=b"\x00\r\x00")
+def test_api_import_of_hostile_tool_files_is_a_success_or_a_400_naming_the_place(
+        personas, api_import, content):
+    before = _pool_rows(personas.team)
+    response = api_import(content, kind="auto")
+    if response.status_code == 201:
+        counts = response.json()
+        assert counts["imported"] == (len(_pool_rows(personas.team)) - len(before)
+                                      + counts["replaced"])
+        return
+    assert response.status_code == 400, response.content[:500]
+    messages = response.json()["file"]
+    assert messages and all(TOOL_MESSAGE.match(message) for message in messages), messages
+    assert _pool_rows(personas.team) == before, "a refused file wrote to the pool"
