@@ -133,7 +133,12 @@ def parse_content(*, kind: str, content: bytes, mapping: bytes | None, scale: Gr
             return result
         kind, name, reason = found.kind, found.name, found.reason
     else:
+        found = recognise(content, has_mapping=mapping is not None)
         name, reason = NAMES[kind], "chosen on the form"
+        if found.kind == kind:
+            name, reason = found.name, f"{found.reason} (chosen on the form)"
+        elif found.kind:
+            reason = f"chosen on the form, though it looks like {found.name} ({found.reason})"
     parsed = _parse(kind, content, mapping, scale)
     parsed.format_kind, parsed.format_name, parsed.format_reason = kind, name, reason
     return apply_duplicates(parsed, duplicates)

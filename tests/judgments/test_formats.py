@@ -167,9 +167,18 @@ def test_a_file_of_no_known_format_is_refused_with_what_was_seen(content, refusa
     assert not result.judgments
 
 
-def test_a_chosen_format_is_named_as_chosen():
+def test_a_chosen_format_is_named_as_chosen_and_says_when_the_file_looks_like_another():
     result = _parse(b"laptop 0 d1 2\n", kind="trec")
-    assert (result.format_name, result.format_reason) == ("TREC qrels", "chosen on the form")
+    assert (result.format_name, result.format_reason) == (
+        "TREC qrels", "four columns `laptop 0 d1 2`; no mapping file: the topic ids are read "
+        "as the queries' text (chosen on the form)")
+    wrong = _parse(b"query,docid,rating\nq,d,1\n", kind="ltr")
+    assert (wrong.format_name, wrong.format_reason) == (
+        "LTR judgment list (RankLib text)",
+        "chosen on the form, though it looks like Quepid basic CSV (header query,docid,rating)")
+    assert wrong.errors[0] == "line 1: expected `grade qid:N # docid query text`"
+    unknown = _parse(b"x y\n", kind="csv")
+    assert unknown.format_reason == "chosen on the form"
 
 
 # --- errors name the line or item and the field; nothing is kept ---
