@@ -293,8 +293,8 @@ class JudgmentImportPreviewSerializer(serializers.Serializer):
                                    help_text="Every error, with its line number.")
     format = serializers.CharField(allow_blank=True, help_text="What the file was read as.")
     format_reason = serializers.CharField(allow_blank=True, help_text="Why it was.")
-    grade_rule = serializers.CharField(allow_blank=True, help_text="How decimal ratings "
-                                       "became grades; empty when they are the grades.")
+    grade_rule = serializers.CharField(allow_blank=True, help_text="How the file's "
+                                       "ratings became grades of the scale.")
     grade_table = GradeTableRowSerializer(many=True, help_text="Rating → grade.")
     skipped = serializers.IntegerField(help_text="Queries with no rating, skipped.")
     skipped_note = serializers.CharField(allow_blank=True)

@@ -141,6 +141,10 @@ def parse_content(*, kind: str, content: bytes, mapping: bytes | None, scale: Gr
             reason = f"chosen on the form, though it looks like {found.name} ({found.reason})"
     parsed = _parse(kind, content, mapping, scale)
     parsed.format_kind, parsed.format_name, parsed.format_reason = kind, name, reason
+    # Only the Workbench's decimals need a rule; every other format writes grades.
+    parsed.grade_rule = parsed.grade_rule or (
+        f"Ratings are whole grades, kept as they are on the {scale.name} scale "
+        f"{scale.lo}..{scale.hi} (one outside it is an error).")
     return apply_duplicates(parsed, duplicates)
 
 

@@ -294,7 +294,9 @@ def test_dry_run_previews_a_valid_file_and_stores_nothing(personas, pool_evaluat
         "repeats": "Every keyword and document appears on one line only.",
         "errors": [], "format": "SearchTweak CSV",
         "format_reason": "header keyword,doc_id,grade (chosen on the form)",
-        "grade_rule": "", "grade_table": [], "skipped": 0, "skipped_note": "",
+        "grade_rule": "Ratings are whole grades, kept as they are on the Graded scale 0..3 "
+                      "(one outside it is an error).",
+        "grade_table": [], "skipped": 0, "skipped_note": "",
         "preview": [{"line": 2, "keyword": "laptop", "doc_id": "d9", "grade": 2, "grader": "",
                      "grader_kind": "", "unsure": False, "note": ""},
                     {"line": 3, "keyword": "phone", "doc_id": "p1", "grade": 0, "grader": "",

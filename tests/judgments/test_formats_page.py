@@ -50,7 +50,9 @@ def test_the_preview_says_how_many_unrated_queries_are_skipped(client, personas)
     page = response.content.decode()
     assert "Read as <strong>Quepid basic CSV</strong>: header query,docid,rating." in page
     assert "1 query has no rating (rows `query,,`): skipped." in page
-    assert 'data-testid="pool-grade-rule"' not in page
+    assert ("Ratings are whole grades, kept as they are on the Graded scale 0..3 (one outside "
+            "it is an error).") in page
+    assert "<th>Rating</th>" not in page
 
 
 def test_an_import_stores_the_recognised_file_and_names_its_format(client, personas):
