@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, gold, imports, pool, queue, queue_selectors, selectors
 from judgments import scales as scale_lookup
+from judgments.formats import recognise
 from judgments.grading import gold_probe_grade, snapshot_grade, snapshot_grade_and_claim_next
 from judgments.slot_json import ASSIGNED_SLOT_FIELDS, SLOT_FIELDS, SlotField
 from metrics_engine.scales import is_integer
@@ -211,16 +212,6 @@ class EvaluationSnapshotListApi(APIView):
 # --- export and import of judgments ---
 
 
-_CONTENT_TYPES = {
-    "json": "application/json",
-    "jsonl": "application/jsonl; charset=utf-8",
-    "csv": "text/csv; charset=utf-8",
-    "trec": "text/plain; charset=utf-8",
-    "trec_mapping": "text/plain; charset=utf-8",
-    "trec_run": "text/plain; charset=utf-8",
-}
-
-
 class ExportJudgmentSerializer(serializers.Serializer):
     keyword = serializers.CharField()
     keyword_position = serializers.IntegerField()
@@ -268,6 +259,10 @@ class JudgmentImportOutputSerializer(serializers.Serializer):
         help_text="With `duplicates=newest`: older lines of repeated pairs, not imported.")
 
 
+class GradeTableRowSerializer(serializers.Serializer):
+    rating, grade = serializers.CharField(), serializers.IntegerField()
+
+
 class JudgmentImportPreviewSerializer(serializers.Serializer):
     class RowSerializer(serializers.Serializer):
         line = serializers.IntegerField()
@@ -296,6 +291,13 @@ class JudgmentImportPreviewSerializer(serializers.Serializer):
         help_text="What the import does with the repeated pairs, in words.")
     errors = serializers.ListField(child=serializers.CharField(),
                                    help_text="Every error, with its line number.")
+    format = serializers.CharField(allow_blank=True, help_text="What the file was read as.")
+    format_reason = serializers.CharField(allow_blank=True, help_text="Why it was.")
+    grade_rule = serializers.CharField(allow_blank=True, help_text="How the file's "
+                                       "ratings became grades of the scale.")
+    grade_table = GradeTableRowSerializer(many=True, help_text="Rating → grade.")
+    skipped = serializers.IntegerField(help_text="Queries with no rating, skipped.")
+    skipped_note = serializers.CharField(allow_blank=True)
     preview = RowSerializer(many=True, help_text="The first 20 judgments read.")
 
 
@@ -317,17 +319,17 @@ class EvaluationJudgmentsApi(APIView):
             "(Content-Disposition: attachment); the other formats always are.")
 
     class InputSerializer(serializers.Serializer):
-        format = serializers.ChoiceField(choices=["csv", "trec"], default="csv")
-        file = serializers.FileField(
-            help_text="The per-slot CSV (`format=csv&per_grader=true` exports it), CSV "
-            "`keyword,doc_id,grade` or TREC qrels `qid 0 docid grade`.")
+        format = serializers.ChoiceField(
+            choices=recognise.KIND_CHOICES, default="auto", help_text="`auto` recognises "
+            "the file (`dry_run` says as what and why); docs/guide/metrics.md lists them.")
+        file = serializers.FileField(help_text="The judgments file.")
         duplicates = serializers.ChoiceField(
             choices=list(imports.DUPLICATE_POLICIES), default="all",
             help_text="A keyword and document on several lines: `all` imports every line "
             "as a separate grade, `newest` only the newest (latest graded_at, else the "
             "later line).")
         mapping = serializers.FileField(
-            required=False, help_text="TREC only: `qid<TAB>keyword` lines.")
+            required=False, help_text="TREC with numeric topic ids: `qid<TAB>keyword` lines.")
 
     class ImportFilterSerializer(serializers.Serializer):
         dry_run = serializers.BooleanField(default=False)
@@ -353,10 +355,15 @@ class EvaluationJudgmentsApi(APIView):
             "`false`; `note`: the grader's unsure note; `graded_at`: ISO 8601, UTC). "
             "`trec`: qrels `qid 0 docid grade` (aggregate rounded half up, qid = keyword "
             "position); `trec_mapping`: `qid<TAB>keyword`; `trec_run`: `qid Q0 docid rank "
-            "score tag`. An evaluation that is not finished is exported too, marked partial: "
+            "score tag`. `quepid_csv` (Quepid basic CSV), `rre` (RRE ratings.json), `ltr` "
+            "(`grade qid:N # docid query`), `workbench` (OpenSearch Search Relevance "
+            "Workbench judgments): one grade a keyword and document, the aggregate rounded "
+            "half up as in `trec`; the import reads each back. "
+            "An evaluation that is not finished is exported too, marked partial: "
             "header `X-SearchTweak-Partial: true` and `partial` in JSON. Files are named "
             "`searchtweak-<evaluation name slug, else id>-<judgments|judgments-per-grader|"
-            "qid-mapping|run>-<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run>`. Every "
+            "qid-mapping|run|quepid-ratings|rre-ratings|ltr-judgments|workbench-judgments>-"
+            "<YYYYMMDD>.<json|jsonl|csv|trec|tsv|run|txt>`. Every "
             "format is streamed as it is read, whatever the evaluation's size."
         ),
     )
@@ -380,16 +387,9 @@ class EvaluationJudgmentsApi(APIView):
         # Streamed: a million judgments are written as they are read. JSON is rendered here
         # as the JSON renderer would (a browser's Accept would otherwise pick the browsable
         # API for a download); API clients read it inline, the name there for "save as".
-        if kind == "csv":
-            pieces = (exports.judgments_csv_per_grader_stream(evaluation)
-                      if per_grader else exports.judgments_csv_stream(evaluation))
-        else:
-            pieces = {"json": exports.judgments_json_stream,
-                      "jsonl": exports.judgments_jsonl_stream, "trec": exports.qrels_stream,
-                      "trec_mapping": exports.trec_mapping_stream,
-                      "trec_run": exports.trec_run_stream}[kind](evaluation)
         http = FileStreamResponse(
-            pieces, content_type=_CONTENT_TYPES[kind], filename=name,
+            exports.evaluation_stream(evaluation, kind, per_grader=per_grader),
+            content_type=exports.CONTENT_TYPES[kind], filename=name,
             disposition="attachment" if kind != "json" or download else "inline")
         http["X-SearchTweak-Partial"] = partial
         return http
@@ -422,7 +422,7 @@ class EvaluationJudgmentsApi(APIView):
         scale = scale_lookup.scale_for_team(team_id=evaluation.team_id, code=evaluation.scale)
         if scale is None:
             raise ValidationError({"scale": f"Unknown scale {evaluation.scale!r}."})
-        parsed = imports.parse_upload(
+        parsed = recognise.parse_upload(
             kind=data["format"], file=data["file"], mapping=data.get("mapping"), scale=scale,
             duplicates=data["duplicates"])
         if flags.validated_data["dry_run"]:
@@ -431,7 +431,7 @@ class EvaluationJudgmentsApi(APIView):
             raise ValidationError({"file": parsed.messages()})
         counts = pool.pool_judgments_import(
             team=evaluation.team, scale=evaluation.scale, judgments=parsed.judgments,
-            source=f"{data['format']}: {data['file'].name}", user=request.user)
+            source=f"{parsed.format_kind}: {data['file'].name}", user=request.user)
         counts = {**counts, "duplicates": parsed.duplicate_count,
                   "dropped": parsed.dropped_count}
         return Response(JudgmentImportOutputSerializer(counts).data,

@@ -28,6 +28,11 @@
   position in the evaluation; `trec_mapping` lists `qid<TAB>keyword` for every keyword.
 - `trec_run`: `qid Q0 docid rank score tag` for every fetched result, score = number of
   results - rank + 1 (higher is better, as trec_eval sorts by score), tag `searchtweak-<id>`.
+- Other tools' formats (judgments.formats, which the import reads back): `quepid_csv`
+  (Quepid basic CSV), `rre` (RRE ratings.json as Quepid exports it), `ltr` (`grade qid:N #
+  docid query`), `workbench` (OpenSearch Search Relevance Workbench judgments). They hold
+  one grade a (keyword, document): for an evaluation the aggregate rounded half up as in
+  `trec`; for the team's pool each imported row, in import order.
 Documents whose id contains whitespace cannot be written in the TREC formats faithfully;
 such characters are replaced by `_` there (CSV and JSON keep them). A CSV cell that a
 spreadsheet would run as a formula (`=...`, `+...`, `@...`) starts with an apostrophe
@@ -57,12 +62,26 @@ from django.utils.text import slugify
 import metrics_engine as core
 from evaluations.models import Evaluation, Snapshot
 from judgments import scales as scale_lookup
+from judgments.formats import write
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics_engine.aggregate import Aggregation
 from searchtweak.csv_cells import csv_lines, csv_text, text_pieces
 from searchtweak.models import User
 
-FORMATS = ("json", "jsonl", "csv", "trec", "trec_mapping", "trec_run")
+FOREIGN_FORMATS = write.KINDS
+FORMATS = ("json", "jsonl", "csv", "trec", "trec_mapping", "trec_run", *FOREIGN_FORMATS)
+CONTENT_TYPES = {
+    "json": "application/json",
+    "jsonl": "application/jsonl; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
+    "trec": "text/plain; charset=utf-8",
+    "trec_mapping": "text/plain; charset=utf-8",
+    "trec_run": "text/plain; charset=utf-8",
+    "quepid_csv": "text/csv; charset=utf-8",
+    "rre": "application/json",
+    "ltr": "text/plain; charset=utf-8",
+    "workbench": "application/json",
+}
 # Rows read from the database at a time (a server-side cursor on PostgreSQL), and the
 # (keyword, document) pairs aggregated at a time.
 EXPORT_CHUNK = 5000
@@ -76,6 +95,10 @@ _FILE_PARTS = {
     "trec": ("judgments", "trec"),
     "trec_mapping": ("qid-mapping", "tsv"),
     "trec_run": ("run", "run"),
+    "quepid_csv": ("quepid-ratings", "csv"),
+    "rre": ("rre-ratings", "json"),
+    "ltr": ("ltr-judgments", "txt"),
+    "workbench": ("workbench-judgments", "json"),
 }
 
 
@@ -91,11 +114,16 @@ def filename(evaluation: Evaluation, kind: str, *, per_grader: bool = False,
     return f"searchtweak-{name}-{what}-{day}.{extension}"
 
 
-def pool_filename(*, team_name: str, team_id: int, scale: str, on: date | None = None) -> str:
-    """`searchtweak-pool-<team slug>-<scale>-<YYYYMMDD>.csv`."""
+def pool_filename(*, team_name: str, team_id: int, scale: str, on: date | None = None,
+                  kind: str = "csv") -> str:
+    """`searchtweak-pool-<team slug>-<scale>-<YYYYMMDD>.csv` (the per-slot CSV), or for
+    another tool's format `...-<scale>-<what>-<YYYYMMDD>.<ext>`."""
     name = slugify(team_name)[:60].strip("-") or str(team_id)
     day = (on or timezone.localdate()).strftime("%Y%m%d")
-    return f"searchtweak-pool-{name}-{scale}-{day}.csv"
+    if kind == "csv":
+        return f"searchtweak-pool-{name}-{scale}-{day}.csv"
+    what, extension = _FILE_PARTS[kind]
+    return f"searchtweak-pool-{name}-{scale}-{what}-{day}.{extension}"
 
 
 def is_partial(evaluation: Evaluation) -> bool:
@@ -385,3 +413,34 @@ def _run_lines(keyword_position: int | None, doc_ids: list[str], tag: str) -> It
 
 def trec_run(evaluation: Evaluation) -> str:
     return "".join(trec_run_stream(evaluation))
+
+
+def evaluation_grade_rows(evaluation: Evaluation) -> Iterator[tuple[str, str, int]]:
+    """One grade a (keyword, document): the aggregate rounded half up, as `trec` writes it."""
+    return ((item.keyword_text, item.doc_id, math.floor(item.value + 0.5))
+            for item in aggregated(evaluation))
+
+
+def pool_grade_rows(*, team_id: int, scale: str) -> Iterator[tuple[str, str, int]]:
+    """The team's imported judgments on `scale`, one a row, in import order."""
+    rows = PoolJudgment.objects.filter(team_id=team_id, scale=scale).order_by("pk")
+    return rows.values_list("text", "doc_id", "grade").iterator(chunk_size=EXPORT_CHUNK)
+
+
+def foreign_pool_stream(kind: str, *, team, scale: str) -> Iterator[str]:
+    """The team's pool on `scale` in another tool's format, named "<team> pool (<scale>)"."""
+    return write.foreign_stream(kind, pool_grade_rows(team_id=team.pk, scale=scale),
+                                title=f"{team.name} pool ({scale})")
+
+
+def evaluation_stream(evaluation: Evaluation, kind: str, *,
+                      per_grader: bool = False) -> Iterator[str]:
+    """The evaluation's export in `kind` (FORMATS) as pieces of text."""
+    if kind == "csv":
+        return (judgments_csv_per_grader_stream(evaluation) if per_grader
+                else judgments_csv_stream(evaluation))
+    if kind in FOREIGN_FORMATS:
+        return write.foreign_stream(kind, evaluation_grade_rows(evaluation), title=evaluation.name)
+    return {"json": judgments_json_stream, "jsonl": judgments_jsonl_stream,
+            "trec": qrels_stream, "trec_mapping": trec_mapping_stream,
+            "trec_run": trec_run_stream}[kind](evaluation)

@@ -6,6 +6,7 @@ from typing import Any
 from django import forms
 from django.utils.safestring import mark_safe
 
+from judgments.formats.recognise import KINDS
 from judgments.imports import DUPLICATE_POLICIES
 from judgments.scales import Grade, GradeScale
 
@@ -145,15 +146,15 @@ class GraderTagsForm(forms.Form):
 
 
 class PoolImportForm(forms.Form):
-    """Judgments for the team's pool: the per-slot CSV (or `keyword,doc_id,grade`) or TREC
-    qrels + mapping. The file may be left out when a previewed one is `kept`."""
+    """Judgments for the team's pool in one of the formats of judgments.formats.recognise
+    (recognised, or chosen). The file may be left out when a previewed one is `kept`."""
 
     scale = forms.ChoiceField(help_text="The scale the grades are on.")
-    format = forms.ChoiceField(choices=[
-        ("csv", "CSV: per slot (the “CSV per grader” export) or keyword,doc_id,grade"),
-        ("trec", "TREC qrels (qid 0 docid grade)")])
+    format = forms.ChoiceField(choices=list(KINDS.items()), initial="auto")
     file = forms.FileField(required=False)
-    mapping = forms.FileField(required=False, help_text="TREC only: qid<TAB>keyword lines.")
+    mapping = forms.FileField(
+        required=False, help_text="TREC only, when the topic ids are numbers: qid<TAB>keyword "
+                                  "lines.")
     duplicates = forms.ChoiceField(
         label="A keyword and document on several lines", widget=forms.RadioSelect,
         choices=list(DUPLICATE_POLICIES.items()), initial="all", required=False)

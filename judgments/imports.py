@@ -1,10 +1,12 @@
-"""Parsing judgment files for the team's pool: CSV `keyword,doc_id,grade` and TREC qrels.
+"""What every judgment import shares, and SearchTweak's own CSV formats.
 
 Pure functions over bytes: every problem is reported with its line number ("line 7: grade
-5 is outside Graded (0..3)") and nothing here writes; `pool.pool_judgments_import`
-stores a parse only when it has no error at all (all-or-nothing).
+5 is outside Graded (0..3)") or, in JSON, its item path ("judgmentRatings[0].ratings[2].
+rating: ..."), and nothing here writes; `pool.pool_judgments_import` stores a parse only
+when it has no error at all (all-or-nothing). The other tools' formats, TREC qrels and the
+recogniser that names what a file is live in judgments/formats/ (one module a format).
 
-Formats
+SearchTweak's CSV formats
 - Per-slot CSV, the lossless one (judgments.exports.SLOT_COLUMNS, what "CSV per grader"
   exports): the header line `keyword,doc_id,grade,grader,grader_kind,reason,unsure,note,
   position,graded_at`, then one grade a row. Every column is stored with the pool row and
@@ -18,22 +20,20 @@ Formats
   for it, aggregated like a snapshot's slots; with `duplicates="newest"` only the newest
   line of the pair is kept (latest `graded_at`, else the later line). `describe_repeats`
   says which in words for the preview.
-- TREC qrels: `qid iteration docid relevance`, whitespace separated (the iteration column
-  is ignored), with a mapping file of `qid<TAB>keyword` lines (the `trec_mapping` export).
 Each line is decoded as UTF-8 on its own, so a file mixing encodings names every line
-that is not UTF-8. Blank lines and, in qrels and mappings, lines starting with `#` are
-skipped.
+that is not UTF-8. Blank lines are skipped.
 
 Limits: at most MAX_JUDGMENTS judgments a file (a larger file is refused whole: split
 it). A line that repeats an earlier judgment is skipped and counted (`duplicate_count`):
-in qrels, the same (keyword, docid); in a CSV that names graders, the same (keyword,
-doc_id, grader), and in the per-slot format the same (keyword, doc_id, position, grader)
-(one person grades a result once). The same key with another grade there is an error
-naming both lines. `(import)` and unnamed graders are no person: their lines stay
-separate grades, as in a CSV without a grader column.
+in a CSV that names graders, the same (keyword, doc_id, grader), and in the per-slot
+format the same (keyword, doc_id, position, grader) (one person grades a result once).
+The same key with another grade there is an error naming both lines. `(import)` and
+unnamed graders are no person: their lines stay separate grades, as in a CSV without a
+grader column.
 """
 
 import csv
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -93,6 +93,16 @@ class ParseResult:
     repeated_pairs: int = 0
     dropped_count: int = 0
     policy: str = "all"
+    # What the file was read as and why ("Quepid basic CSV", "header query,docid,rating"),
+    # how its ratings became grades (a rule and its rating → grade rows, when they are not
+    # the grades themselves), and lines read but not judgments (a query with no rating).
+    format_kind: str = ""
+    format_name: str = ""
+    format_reason: str = ""
+    grade_rule: str = ""
+    grade_table: list[tuple[str, int]] = field(default_factory=list)
+    skipped_count: int = 0
+    skipped_note: str = ""
     # Where each judgment that may not repeat was first seen: key -> (line, grade).
     _seen: dict[tuple, tuple[int, int]] = field(default_factory=dict, repr=False)
 
@@ -134,7 +144,8 @@ class ParseResult:
                        "into smaller files")
 
 
-def _lines(content: bytes, result: ParseResult, prefix: str = "line", *, keep_cr: bool = False):
+def decoded_lines(content: bytes, result: ParseResult, prefix: str = "line", *,
+                  keep_cr: bool = False):
     """(line number, text) of every line that decodes as UTF-8; the others are errors.
     `keep_cr` keeps a line's closing carriage return (the CSV reader ends lines itself and
     a quoted note may hold one)."""
@@ -160,49 +171,68 @@ def _lines(content: bytes, result: ParseResult, prefix: str = "line", *, keep_cr
         yield number, text if keep_cr else text.rstrip("\r")
 
 
-def _grade(raw: str, scale: GradeScale, number: int, result: ParseResult) -> int | None:
+def read_json(content: bytes, result: ParseResult) -> object | None:
+    """The JSON document in `content`, or None with an error that names its line."""
+    if len(content) > MAX_FILE_BYTES:
+        result.error(f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        return None
+    try:
+        return json.loads(content.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        result.error(f"not UTF-8 text (byte 0x{content[error.start]:02x} at offset "
+                     f"{error.start})")
+    except (ValueError, RecursionError) as error:
+        where = (f"line {error.lineno} column {error.colno}: "
+                 if isinstance(error, json.JSONDecodeError) else "")
+        result.error(f"{where}not JSON ({getattr(error, 'msg', 'nested too deeply')})")
+    return None
+
+
+def grade_from(raw: str, scale: GradeScale, where: str, result: ParseResult) -> int | None:
+    """`raw` as a grade of `scale`, or None with an error that starts with `where` ("line
+    7", or a JSON item's path)."""
     try:
         value = int(raw.strip())
     except ValueError:
         try:
             float(raw.strip())
         except ValueError:
-            result.error(f"line {number}: grade {raw.strip()!r} is not an integer")
+            result.error(f"{where}: grade {raw.strip()!r} is not an integer")
         else:
-            result.error(f"line {number}: grade {raw.strip()!r} is not an integer: a mean "
+            result.error(f"{where}: grade {raw.strip()!r} is not an integer: a mean "
                          "of several grades (the averaged CSV export) cannot be imported; "
                          "export “CSV per grader”, which has one grade a line, and import "
                          "that")
         return None
     if not scale.contains(value):
-        result.error(f"line {number}: grade {value} is outside the {scale.name} scale "
+        result.error(f"{where}: grade {value} is outside the {scale.name} scale "
                      f"{scale.lo}..{scale.hi}")
         return None
     return value
 
 
-def _text_ok(value: str, what: str, number: int, result: ParseResult) -> bool:
+def text_ok(value: str, what: str, where: str, result: ParseResult) -> bool:
     if not value:
-        result.error(f"line {number}: the {what} is empty")
+        result.error(f"{where}: the {what} is empty")
         return False
     # The keyword is stored normalized too, and casefolding can lengthen it ("ß" → "ss").
     if len(value) > MAX_TEXT or (what == "keyword" and len(Keyword.normalize(value)) > MAX_TEXT):
-        result.error(f"line {number}: the {what} is longer than {MAX_TEXT} characters")
+        result.error(f"{where}: the {what} is longer than {MAX_TEXT} characters")
         return False
     return True
 
 
-def _cell(value: str) -> str:
+def csv_cell(value: str) -> str:
     # Our CSV exports protect cells from spreadsheets' formulas: read them back as typed.
     return csv_cell_read(value.strip()).strip()
 
 
-def _csv_rows(content: bytes, result: ParseResult):
+def csv_rows(content: bytes, result: ParseResult):
     """(first line number, cells) of each CSV row; a quoted cell may span lines."""
     numbers: list[int] = []
 
     def feed():
-        for number, text in _lines(content, result, keep_cr=True):
+        for number, text in decoded_lines(content, result, keep_cr=True):
             numbers.append(number)
             yield text + "\n"
 
@@ -260,7 +290,7 @@ def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
     result = ParseResult()
     first = True
     slots = False
-    for number, row in _csv_rows(content, result):
+    for number, row in csv_rows(content, result):
         if not any(cell.strip() for cell in row):
             continue
         header = [cell.strip().lower() for cell in row]
@@ -279,13 +309,14 @@ def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
             result.error(f"line {number}: expected 3 columns (keyword,doc_id,grade), "
                          f"found {len(row)}")
             continue
-        keyword, doc_id, raw_grade = _cell(row[0]), _cell(row[1]), row[2]
-        grade = _grade(raw_grade, scale, number, result)
+        keyword, doc_id, raw_grade = csv_cell(row[0]), csv_cell(row[1]), row[2]
+        grade = grade_from(raw_grade, scale, f"line {number}", result)
         extra = _slot_fields(row, number, result) if slots else {}
-        if not (_text_ok(keyword, "keyword", number, result)
-                and _text_ok(doc_id, "doc_id", number, result)) or grade is None or extra is None:
+        names_ok = (text_ok(keyword, "keyword", f"line {number}", result)
+                    and text_ok(doc_id, "doc_id", f"line {number}", result))
+        if not names_ok or grade is None or extra is None:
             continue
-        grader = extra["grader"] if slots else (_cell(row[3]) if len(row) > 3 else "")
+        grader = extra["grader"] if slots else (csv_cell(row[3]) if len(row) > 3 else "")
         person = grader and grader != IMPORT_GRADER
         key = (Keyword.normalize(keyword), doc_id, extra.get("position"), grader)
         result.add(ParsedJudgment(number, keyword, doc_id, grade, **extra),
@@ -294,64 +325,6 @@ def parse_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
         if result.full:
             break
     return result
-
-
-def parse_trec_mapping(content: bytes, result: ParseResult) -> dict[str, str]:
-    """qid → keyword from `qid<TAB>keyword` lines; errors say "mapping line N"."""
-    mapping: dict[str, str] = {}
-    for number, text in _lines(content, result, prefix="mapping line"):
-        if not text.strip() or text.lstrip().startswith("#"):
-            continue
-        qid, sep, keyword = text.partition("\t")
-        if not sep:
-            parts = text.strip().split(None, 1)
-            qid, keyword = (parts[0], parts[1]) if len(parts) == 2 else (text.strip(), "")
-        qid, keyword = qid.strip(), keyword.strip()
-        if not keyword:
-            result.error(f"mapping line {number}: expected `qid<TAB>keyword`")
-            continue
-        if max(len(keyword), len(Keyword.normalize(keyword))) > MAX_TEXT:
-            result.error(f"mapping line {number}: the keyword is longer than {MAX_TEXT} "
-                         "characters")
-            continue
-        if qid in mapping and Keyword.normalize(mapping[qid]) != Keyword.normalize(keyword):
-            result.error(f"mapping line {number}: qid {qid} is mapped twice")
-            continue
-        mapping[qid] = keyword
-    return mapping
-
-
-def parse_trec(content: bytes, *, mapping: bytes, scale: GradeScale) -> ParseResult:
-    result = ParseResult()
-    qids = parse_trec_mapping(mapping, result)
-    for number, text in _lines(content, result):
-        if not text.strip() or text.lstrip().startswith("#"):
-            continue
-        row = text.split()
-        if len(row) != 4:
-            result.error(f"line {number}: expected 4 columns (qid 0 docid grade), "
-                         f"found {len(row)}")
-            continue
-        qid, _iteration, doc_id, raw_grade = row
-        grade = _grade(raw_grade, scale, number, result)
-        keyword = qids.get(qid)
-        if keyword is None:
-            result.error(f"line {number}: qid {qid} is not in the mapping file")
-            continue
-        if grade is None or not _text_ok(doc_id, "docid", number, result):
-            continue
-        result.add(ParsedJudgment(number, keyword, doc_id, grade),
-                   key=(Keyword.normalize(keyword), doc_id), what=f"qid {qid} docid {doc_id}")
-        if result.full:
-            break
-    return result
-
-
-def _read(upload, result: ParseResult, what: str) -> bytes:
-    if upload.size is not None and upload.size > MAX_FILE_BYTES:
-        result.error(f"the {what} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
-        return b""
-    return upload.read()
 
 
 def apply_duplicates(result: ParseResult, policy: str) -> ParseResult:
@@ -376,34 +349,6 @@ def apply_duplicates(result: ParseResult, policy: str) -> ParseResult:
         result.judgments = [item for item in result.judgments if id(item) in chosen]
         result.dropped_count = result.repeated_lines
     return result
-
-
-def parse_upload(*, kind: str, file, mapping, scale: GradeScale,
-                 duplicates: str = "all") -> ParseResult:
-    """Parse an uploaded file (and its mapping for TREC qrels) of `kind` "csv" or "trec",
-    with the `duplicates` policy applied (see `apply_duplicates`)."""
-    result = ParseResult()
-    content = _read(file, result, "file")
-    if not result.ok:
-        return result
-    return parse_content(kind=kind, content=content,
-                         mapping=None if mapping is None else _read(mapping, result,
-                                                                    "mapping file"),
-                         scale=scale, duplicates=duplicates, result=result)
-
-
-def parse_content(*, kind: str, content: bytes, mapping: bytes | None, scale: GradeScale,
-                  duplicates: str = "all", result: ParseResult | None = None) -> ParseResult:
-    """`parse_upload` of bytes already read (a file kept between preview and import)."""
-    if result is not None and not result.ok:
-        return result
-    if kind == "csv":
-        return apply_duplicates(parse_csv(content, scale=scale), duplicates)
-    if mapping is None:
-        result = ParseResult()
-        result.error("TREC qrels need the mapping file (qid<TAB>keyword lines)")
-        return result
-    return apply_duplicates(parse_trec(content, mapping=mapping, scale=scale), duplicates)
 
 
 def describe_repeats(result: ParseResult) -> str:
@@ -436,6 +381,13 @@ def preview(result: ParseResult, *, rows: int = 20) -> dict:
         "dropped": result.dropped_count,
         "repeats": describe_repeats(result),
         "errors": result.messages(),
+        "format": result.format_name,
+        "format_reason": result.format_reason,
+        "grade_rule": result.grade_rule,
+        "grade_table": [{"rating": rating, "grade": grade}
+                        for rating, grade in result.grade_table],
+        "skipped": result.skipped_count,
+        "skipped_note": result.skipped_note,
         "preview": [
             {"line": item.line, "keyword": item.text, "doc_id": item.doc_id,
              "grade": item.grade, "grader": item.grader, "grader_kind": item.grader_kind,

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, imports, pool, selectors
 from judgments import scales as scale_lookup
+from judgments.formats import recognise
 from judgments.forms import PoolImportForm
 from searchtweak import access
 from searchtweak.models import Role, Team
@@ -37,8 +38,9 @@ def pool_import(request: HttpRequest) -> HttpResponse:
         else:
             name, content, mapping = kept.name, bytes(kept.content), (
                 None if kept.mapping is None else bytes(kept.mapping))
-        parsed = imports.parse_content(kind=data["format"], content=content, mapping=mapping,
-                                       scale=scale, duplicates=data["duplicates"])
+        parsed = recognise.parse_content(kind=data["format"], content=content,
+                                         mapping=mapping, scale=scale,
+                                         duplicates=data["duplicates"])
         if "preview" in request.POST or not parsed.ok:
             preview = imports.preview(parsed)
             status = 200 if parsed.ok else 400
@@ -56,7 +58,7 @@ def pool_import(request: HttpRequest) -> HttpResponse:
         else:
             counts = pool.pool_judgments_import(
                 team=team, scale=scale.code, judgments=parsed.judgments,
-                source=f"{data['format']}: {name}", user=request.user)
+                source=f"{parsed.format_kind}: {name}", user=request.user)
             if token:
                 pool.pool_upload_discard(team=team, user=request.user, token=token)
             messages.success(request, (
@@ -110,14 +112,22 @@ def _read_pool_files(data: dict) -> tuple[str, bytes, bytes | None]:
 @require_GET
 @login_required
 def pool_export(request: HttpRequest) -> HttpResponse:
-    """The team's imported judgments on `?scale=` in the per-slot CSV format, which the
-    import reads back unchanged."""
+    """The team's imported judgments on `?scale=`: in the per-slot CSV format, which the
+    import reads back unchanged, or with `?format=` in another tool's format
+    (exports.FOREIGN_FORMATS), one imported row a line or entry."""
     team = access.current_team_access(user=request.user, minimum_role=access.GRADES_ROLE).team
     scale = scale_lookup.scale_for_team(team_id=team.pk, code=request.GET.get("scale", ""))
     if scale is None:
         raise Http404("No such scale.")
-    response = HttpResponse(exports.pool_slots_csv(team_id=team.pk, scale=scale.code),
-                            content_type="text/csv; charset=utf-8")
-    name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code)
+    kind = request.GET.get("format", "csv")
+    if kind == "csv":
+        text = exports.pool_slots_csv(team_id=team.pk, scale=scale.code)
+    elif kind in exports.FOREIGN_FORMATS:
+        text = "".join(exports.foreign_pool_stream(kind, team=team, scale=scale.code))
+    else:
+        raise Http404("No such format.")
+    response = HttpResponse(text, content_type=exports.CONTENT_TYPES[kind])
+    name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code,
+                                 kind=kind)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

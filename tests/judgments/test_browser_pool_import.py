@@ -1,6 +1,7 @@
 """The pool import in a real Chromium, as a lead: the evaluation's per-slot export is
 previewed, its repeated pairs explained, and imported without choosing the file again; the
-judgments page filters to the unsure grades."""
+judgments page filters to the unsure grades; the pool's download for another tool previews
+as the format it is, with its rating → grade rule."""
 
 from pathlib import Path
 
@@ -71,3 +72,21 @@ def test_a_lead_exports_per_slot_previews_and_imports_without_a_second_upload(
     assert list(PoolJudgment.objects.filter(team=personas.team).values_list(
         "grader", "grade", "unsure")) == [("owner", 2, False)]
     shot(page, "3-imported")
+
+    # The pool downloads for another tool, and that file previews as what it is.
+    page.goto(f"{live_server.url}/pool/import/")
+    with page.expect_download() as download:
+        page.get_by_test_id("pool-export-other").get_by_role(
+            "link", name="OpenSearch Workbench JSON").click()
+    workbench = Path(download.value.path()).read_bytes()
+    page.get_by_label("Scale").select_option("graded")
+    page.locator("input[name=file]").set_input_files(
+        files=[{"name": "srw.json", "mimeType": "application/json", "buffer": workbench}])
+    page.get_by_role("button", name="Preview").click()
+    expect(page.get_by_test_id("pool-format")).to_have_text(
+        "Read as OpenSearch Workbench judgments JSON: a JSON object with judgmentRatings.")
+    expect(page.get_by_test_id("pool-grade-rule")).to_contain_text(
+        "Every rating is a whole grade of the Graded scale 0..3")
+    expect(page.get_by_test_id("pool-grade-rule").locator("tbody td")).to_have_text(
+        ["2.000", "2"])
+    shot(page, "4-workbench-preview")

@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation
 from judgments import exports, imports
+from judgments.formats import trec
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
 from metrics.models import KeywordMetricValue
@@ -252,7 +253,9 @@ def test_trec_import_reads_the_mapping(personas, pool_evaluation):
     (b"1 0 d1 2\n2 0 d2 1\n", "trec", b"1\tlaptop\n", "line 2: qid 2 is not in the mapping file"),
     (b"1 0 d1\n", "trec", b"1\tlaptop\n", "line 1: expected 4 columns (qid 0 docid grade), "
                                            "found 3"),
-    (b"1 0 d1 2\n", "trec", None, "TREC qrels need the mapping file (qid<TAB>keyword lines)"),
+    (b"1 0 d1 2\n", "trec", None, "TREC qrels need the mapping file (qid<TAB>keyword lines): "
+                                   "the topic ids are numbers (line 1: 1), which name queries "
+                                   "by id, not by their text"),
     (b"laptop,d1,2\nlaptop,caf\xe9,1\nphone,\xe2\x82\xac,2\n", "csv", None,
      "line 2: not UTF-8 text (byte 0xe9 at column 11)"),
 ])
@@ -289,7 +292,11 @@ def test_dry_run_previews_a_valid_file_and_stores_nothing(personas, pool_evaluat
         "dry_run": True, "valid": True, "would_import": 2, "keywords": 2, "duplicates": 0,
         "duplicate_policy": "all", "repeated_pairs": 0, "repeated_lines": 0, "dropped": 0,
         "repeats": "Every keyword and document appears on one line only.",
-        "errors": [],
+        "errors": [], "format": "SearchTweak CSV",
+        "format_reason": "header keyword,doc_id,grade (chosen on the form)",
+        "grade_rule": "Ratings are whole grades, kept as they are on the Graded scale 0..3 "
+                      "(one outside it is an error).",
+        "grade_table": [], "skipped": 0, "skipped_note": "",
         "preview": [{"line": 2, "keyword": "laptop", "doc_id": "d9", "grade": 2, "grader": "",
                      "grader_kind": "", "unsure": False, "note": ""},
                     {"line": 3, "keyword": "phone", "doc_id": "p1", "grade": 0, "grader": "",
@@ -325,7 +332,7 @@ def test_csv_parser_allows_quotes_header_and_a_grader_column():
 
 
 def test_mapping_errors_name_the_mapping_line():
-    result = imports.parse_trec(b"1 0 d 1\n", mapping=b"1\tlaptop\n2\n", scale=GRADED)
+    result = trec.parse_trec(b"1 0 d 1\n", mapping=b"1\tlaptop\n2\n", scale=GRADED)
     assert result.errors == ["mapping line 2: expected `qid<TAB>keyword`"]
 
 

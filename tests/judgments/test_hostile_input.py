@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from evaluations.models import Keyword
-from judgments import imports
+from judgments.formats import recognise
 from judgments.models import FeedbackSlot, PoolJudgment
 from judgments.scales import builtin_scale
 from tests.judgments.builders import evaluation_with_slots
@@ -33,6 +33,14 @@ VALID_CSV = b"keyword,doc_id,grade\nlaptop,d1,3\nred shoes,d2,0\n\"a, b\",d3,2\n
 VALID_QRELS = b"1 0 d1 3\n2 0 d2 0\n"
 VALID_MAPPING = b"1\tlaptop\n2\tred shoes\n"
 
+# Other tools' files, recognised ("auto"): hostile versions of each.
+VALID_TOOL_FILES = [
+    b"query,docid,rating\nlaptop,d1,3\nrocky,,\n",
+    b"3 qid:1 # d1 star wars\n0 qid:1 # d2 star wars\n",
+    b'{"queries": [{"placeholders": {"$query": "q"}, "relevant_documents": {"3": ["d1"]}}]}',
+    b'{"judgmentRatings": [{"query": "q", "ratings": [{"docId": "d", "rating": "0.700"}]}]}',
+    b"laptop 0 d1 2\nphone 0 p1 0\n",
+]
 # What a refused file may say: a numbered line, or a whole-file problem.
 LINE_MESSAGE = re.compile(r"^(mapping )?line \d+: \S")
 FILE_MESSAGES = re.compile(r"^(the (mapping )?file is larger than|TREC qrels need the mapping|"
@@ -157,13 +165,15 @@ def test_api_import_without_a_file_or_with_a_wrong_format_names_the_field(person
     assert response.status_code == 400 and "format" in response.json()
     response = evaluation_url_post(b"1 0 d1 1\n", kind="trec")
     assert response.status_code == 400
-    assert response.json()["file"] == ["TREC qrels need the mapping file (qid<TAB>keyword lines)"]
+    assert response.json()["file"] == [
+        "TREC qrels need the mapping file (qid<TAB>keyword lines): the topic ids are numbers "
+        "(line 1: 1), which name queries by id, not by their text"]
     assert not PoolJudgment.objects.exists()
 
 
 @HOSTILE
-@given(content=hostile_bytes(VALID_CSV), kind=st.sampled_from(["csv", "trec"]),
-       action=st.sampled_from(["preview", "import"]))
+@given(content=st.sampled_from([VALID_CSV, *VALID_TOOL_FILES]).flatmap(hostile_bytes),
+       kind=st.sampled_from(recognise.KIND_CHOICES), action=st.sampled_from(["preview", "import"]))
 @example(content=VALID_CSV, kind="csv", action="import")
 def test_pool_import_page_with_hostile_bytes_answers_a_page_that_names_the_problem(
         client, personas, content, kind, action):
@@ -177,9 +187,9 @@ def test_pool_import_page_with_hostile_bytes_answers_a_page_that_names_the_probl
         assert action == "import"
         # Exactly the file's judgments were written, as its preview would have listed them.
         scale = builtin_scale("graded")
-        parsed = (imports.parse_csv(content, scale=scale) if kind == "csv" else
-                  imports.parse_trec(content, mapping=content, scale=scale))
-        assert parsed.ok and parsed.judgments
+        parsed = recognise.parse_content(kind=kind, content=content, mapping=content,
+                                         scale=scale)
+        assert parsed.ok
         added = [row[1:] for row in _pool_rows(personas.team) if row not in before]
         assert sorted(added) == sorted(
             (Keyword.normalize(item.text), item.doc_id, item.grade) for item in parsed.judgments)
@@ -195,7 +205,8 @@ def test_pool_import_page_with_hostile_bytes_answers_a_page_that_names_the_probl
         assert _pool_rows(personas.team) == before
     elif response.status_code == 400:
         assert preview is not None and preview["errors"]
-        assert all(LINE_MESSAGE.match(m) or FILE_MESSAGES.match(m) for m in preview["errors"])
+        assert all(LINE_MESSAGE.match(m) or FILE_MESSAGES.match(m) or TOOL_MESSAGE.match(m)
+                   for m in preview["errors"])
         assert escape(preview["errors"][0]) in response.content.decode()
         assert _pool_rows(personas.team) == before
     else:
@@ -394,3 +405,29 @@ def test_a_note_past_its_limit_is_named_on_the_grading_page(client, grading, per
     assert "Note: Ensure this value has at most 2000 characters (it has 2001)." in page
     assert "Choose one of the grades." not in page
     assert FeedbackSlot.objects.get(pk=slot_id).grade is None
+
+
+# What a refused tool file may say: a line, a JSON item path, or a whole-file problem.
+TOOL_MESSAGE = re.compile(
+    r"^(line \d+(: | column \d+: not JSON)|queries\[\d+\]|judgmentRatings(\[|: )|"
+    r"the format is not recognised: \S|not UTF-8 text|not JSON \(|expected an object with|"
+    r"TREC qrels need the mapping|… and \d+ more errors\.$|The submitted file is empty\.$)")
+
+
+@HOSTILE
+@given(content=st.sampled_from(VALID_TOOL_FILES).flatmap(hostile_bytes))
+# A carriage return inside the first line once stopped the recogniser's CSV read (a 500).
+@example(content=b"\x00\r\x00")
+def test_api_import_of_hostile_tool_files_is_a_success_or_a_400_naming_the_place(
+        personas, api_import, content):
+    before = _pool_rows(personas.team)
+    response = api_import(content, kind="auto")
+    if response.status_code == 201:
+        counts = response.json()
+        assert counts["imported"] == (len(_pool_rows(personas.team)) - len(before)
+                                      + counts["replaced"])
+        return
+    assert response.status_code == 400, response.content[:500]
+    messages = response.json()["file"]
+    assert messages and all(TOOL_MESSAGE.match(message) for message in messages), messages
+    assert _pool_rows(personas.team) == before, "a refused file wrote to the pool"

@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from judgments import exports, imports
+from judgments.formats import recognise
 from judgments.grading import slots_reuse_fill
 from judgments.models import FeedbackSlot, PoolImportUpload, PoolJudgment
 from judgments.pool import pool_judgments_import
@@ -112,14 +113,14 @@ def _repeats_file() -> bytes:
 
 
 def test_the_newest_policy_keeps_the_latest_graded_line_of_each_pair():
-    result = imports.parse_content(kind="csv", content=_repeats_file(), mapping=None,
+    result = recognise.parse_content(kind="csv", content=_repeats_file(), mapping=None,
                                    scale=GRADED, duplicates="newest")
     assert result.ok
     # d1: bob's grade is the latest; d2: neither has a time, so the later line wins.
     assert [(j.doc_id, j.grade, j.grader) for j in result.judgments] == [
         ("d1", 3, "bob"), ("d2", 1, "(import)"), ("d3", 2, "ann")]
     assert (result.repeated_pairs, result.repeated_lines, result.dropped_count) == (2, 3, 3)
-    everything = imports.parse_content(kind="csv", content=_repeats_file(), mapping=None,
+    everything = recognise.parse_content(kind="csv", content=_repeats_file(), mapping=None,
                                        scale=GRADED, duplicates="all")
     assert len(everything.judgments) == 6 and everything.dropped_count == 0
 
