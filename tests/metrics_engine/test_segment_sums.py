@@ -4,12 +4,13 @@ sum over the final values ends."""
 
 from fractions import Fraction
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metrics_engine as core
 from metrics_engine.segment_sums import EVERY, SegmentTotals, keyword_shares, segment_totals
 from metrics_engine.weighted import weighted_mean
+from tests.property_depth import examples
 
 
 def weighted_by_hand(pairs: list[tuple[float, int]]) -> float:
@@ -76,6 +77,7 @@ values = st.one_of(st.none(), st.floats(min_value=-1e6, max_value=1e6,
                                         allow_nan=False, allow_infinity=False))
 
 
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10**6), values, values), min_size=1, max_size=12),
        st.randoms(use_true_random=False))
 def test_moves_in_any_order_end_at_the_sum_of_the_final_values(keywords, random):
