@@ -1,0 +1,213 @@
+"""Reading a run file into a ranking per keyword. Pure Python: no Django, no database.
+
+Two formats:
+- TREC run: `qid Q0 docid rank score tag` per line, whitespace-separated; each topic's
+  documents ordered by rank. A topic id is mapped to its keyword by `topics` (a
+  `qid<TAB>keyword` mapping, parse_topic_map) or, without a mapping, is the keyword's text.
+- JSON Lines: `{"keyword": …, "results": [{"doc_id": …, "name": …, …}, …]}` per line,
+  results in rank order; `doc_id`, `name` and `image` become the snapshot's own columns,
+  every other key is kept in its fields.
+
+Both are read line by line (an iterable of lines, bytes or text), so a large file is never
+held whole; what they build is bounded by the caps. Any error raises RunFileError naming
+the line (1-based) and the field; the caller stores nothing then.
+"""
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_KEYWORDS = 100_000
+MAX_RESULTS = 100
+# Snapshot.doc_id's column width: a longer id could not be stored.
+MAX_DOC_ID_CHARS = 500
+MAX_KEYWORD_CHARS = 1000
+# Columns of a snapshot, taken out of a JSON Lines result; the rest goes to its fields.
+OWN_KEYS = ("doc_id", "name", "image")
+
+
+@dataclass(frozen=True)
+class RunDocument:
+    doc_id: str
+    name: str = ""
+    image: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class RunFileError(ValueError):
+    """What is wrong with a run file, where: `line` (1-based, 0 for the file as a whole)
+    and `field` (the column or key)."""
+
+    def __init__(self, *, line: int, field: str, message: str) -> None:
+        self.line, self.field, self.message = line, field, message
+        where = f"line {line}, {field}" if line else field
+        super().__init__(f"{where}: {message}")
+
+
+def _text_lines(lines: Iterable[bytes | str]) -> Iterable[tuple[int, str]]:
+    for number, line in enumerate(lines, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise RunFileError(line=number, field="encoding",
+                                   message="not UTF-8 text") from error
+        yield number, line.rstrip("\r\n")
+
+
+def _keyword(text: str, *, line: int, name: str) -> str:
+    keyword = " ".join(text.split())
+    if not keyword:
+        raise RunFileError(line=line, field=name, message="empty keyword")
+    if len(keyword) > MAX_KEYWORD_CHARS:
+        raise RunFileError(line=line, field=name,
+                           message=f"longer than {MAX_KEYWORD_CHARS} characters")
+    return keyword
+
+
+def _doc_id(value: Any, *, line: int, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise RunFileError(line=line, field=name, message="a document id must be a string")
+    doc_id = str(value).strip()
+    if not doc_id:
+        raise RunFileError(line=line, field=name, message="empty document id")
+    if len(doc_id) > MAX_DOC_ID_CHARS:
+        raise RunFileError(line=line, field=name,
+                           message=f"longer than {MAX_DOC_ID_CHARS} characters")
+    return doc_id
+
+
+class _Rankings:
+    """Rankings as they are read, each cap checked on the line that would break it."""
+
+    def __init__(self, *, max_keywords: int, max_results: int) -> None:
+        self.max_keywords, self.max_results = max_keywords, max_results
+        self.by_keyword: dict[str, list[tuple[float, RunDocument]]] = {}
+        self.doc_ids: dict[str, set[str]] = {}
+
+    def ranking(self, keyword: str, *, line: int,
+                field_name: str) -> list[tuple[float, RunDocument]]:
+        ranking = self.by_keyword.get(keyword)
+        if ranking is None:
+            if len(self.by_keyword) >= self.max_keywords:
+                raise RunFileError(line=line, field=field_name,
+                                   message=f"more than {self.max_keywords} keywords")
+            ranking = self.by_keyword[keyword] = []
+            self.doc_ids[keyword] = set()
+        return ranking
+
+    def add(self, keyword: str, order: float, document: RunDocument, *, line: int,
+            field_name: str) -> None:
+        ranking = self.ranking(keyword, line=line, field_name=field_name)
+        if len(ranking) >= self.max_results:
+            raise RunFileError(line=line, field="results",
+                               message=f"more than {self.max_results} results for {keyword!r}")
+        if document.doc_id in self.doc_ids[keyword]:
+            raise RunFileError(line=line, field="doc_id",
+                               message=f"{document.doc_id!r} twice for {keyword!r}")
+        self.doc_ids[keyword].add(document.doc_id)
+        ranking.append((order, document))
+
+    def ordered(self) -> dict[str, list[RunDocument]]:
+        # sorted() is stable: equal ranks keep the file's order.
+        return {keyword: [document for _, document in sorted(ranking, key=lambda r: r[0])]
+                for keyword, ranking in self.by_keyword.items()}
+
+
+def parse_topic_map(lines: Iterable[bytes | str]) -> dict[str, str]:
+    """A `qid<TAB>keyword` file (as the TREC exports write it): topic id → keyword."""
+    topics: dict[str, str] = {}
+    for number, line in _text_lines(lines):
+        if not line.strip():
+            continue
+        qid, tab, text = line.partition("\t")
+        if not tab or not qid.strip():
+            raise RunFileError(line=number, field="qid",
+                               message="expected qid<TAB>keyword")
+        if qid.strip() in topics:
+            raise RunFileError(line=number, field="qid", message=f"{qid.strip()!r} twice")
+        topics[qid.strip()] = _keyword(text, line=number, name="keyword")
+    return topics
+
+
+def parse_trec_run(lines: Iterable[bytes | str], *, topics: dict[str, str] | None = None,
+                   max_keywords: int = MAX_KEYWORDS,
+                   max_results: int = MAX_RESULTS) -> dict[str, list[RunDocument]]:
+    """keyword → its documents in rank order, from `qid Q0 docid rank score tag` lines.
+    With `topics`, a qid it does not list is an error; without, the qid is the keyword
+    (so it cannot hold spaces: use a mapping for keywords that do)."""
+    rankings = _Rankings(max_keywords=max_keywords, max_results=max_results)
+    for number, line in _text_lines(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        columns = line.split()
+        if len(columns) != 6:
+            raise RunFileError(line=number, field="columns", message=(
+                f"expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}"))
+        qid, _, doc_id, rank, score, _ = columns
+        if topics is not None:
+            if qid not in topics:
+                raise RunFileError(line=number, field="qid",
+                                   message=f"{qid!r} is not in the topic mapping")
+            keyword = topics[qid]
+        else:
+            keyword = _keyword(qid, line=number, name="qid")
+        try:
+            order = int(rank)
+        except ValueError:
+            raise RunFileError(line=number, field="rank",
+                               message=f"{rank!r} is not a whole number") from None
+        if order < 1:
+            raise RunFileError(line=number, field="rank", message="ranks start at 1")
+        try:
+            float(score)
+        except ValueError:
+            raise RunFileError(line=number, field="score",
+                               message=f"{score!r} is not a number") from None
+        rankings.add(keyword, order, RunDocument(_doc_id(doc_id, line=number, name="docid")),
+                     line=number, field_name="qid")
+    return rankings.ordered()
+
+
+def parse_jsonl_run(lines: Iterable[bytes | str], *, max_keywords: int = MAX_KEYWORDS,
+                    max_results: int = MAX_RESULTS) -> dict[str, list[RunDocument]]:
+    """keyword → its documents in the file's order, from one JSON object a line."""
+    rankings = _Rankings(max_keywords=max_keywords, max_results=max_results)
+    seen: set[str] = set()
+    for number, line in _text_lines(lines):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            raise RunFileError(line=number, field="json",
+                               message=f"not JSON ({error.msg})") from None
+        if not isinstance(row, dict):
+            raise RunFileError(line=number, field="json", message="expected a JSON object")
+        if not isinstance(row.get("keyword"), str):
+            raise RunFileError(line=number, field="keyword", message="missing or not a string")
+        keyword = _keyword(row["keyword"], line=number, name="keyword")
+        if keyword in seen:
+            raise RunFileError(line=number, field="keyword",
+                               message=f"{keyword!r} is on an earlier line too")
+        seen.add(keyword)
+        results = row.get("results")
+        if not isinstance(results, list):
+            raise RunFileError(line=number, field="results", message="missing or not a list")
+        # A keyword listed with no results returned nothing, as an endpoint may.
+        rankings.ranking(keyword, line=number, field_name="keyword")
+        for index, result in enumerate(results):
+            where = f"results[{index}]"
+            if not isinstance(result, dict):
+                raise RunFileError(line=number, field=where, message="expected a JSON object")
+            doc_id = _doc_id(result.get("doc_id"), line=number, name=f"{where}.doc_id")
+            for key in ("name", "image"):
+                if not isinstance(result.get(key, ""), str):
+                    raise RunFileError(line=number, field=f"{where}.{key}",
+                                       message="not a string")
+            document = RunDocument(
+                doc_id, name=result.get("name", ""), image=result.get("image", ""),
+                fields={key: value for key, value in result.items() if key not in OWN_KEYS})
+            rankings.add(keyword, index, document, line=number, field_name="keyword")
+    return rankings.ordered()
