@@ -2,6 +2,7 @@ from django.urls import path
 
 from evaluations import api
 from evaluations.endpoints import api as endpoint_api
+from evaluations.offline_runs import api as offline_api
 from evaluations.query_sets import api as query_set_api
 
 app_name = "evaluations_api"
@@ -12,6 +13,10 @@ urlpatterns = [
     path("endpoints/<int:endpoint_id>/restore/", endpoint_api.EndpointRestoreApi.as_view(),
          name="endpoint_restore"),
     path("models/", endpoint_api.SearchModelListApi.as_view(), name="models"),
+    path("models/offline/", offline_api.OfflineModelCreateApi.as_view(),
+         name="models_offline"),
+    path("models/<int:model_id>/run/", offline_api.OfflineRunUploadApi.as_view(),
+         name="model_run"),
     path("models/<int:model_id>/", endpoint_api.SearchModelDetailApi.as_view(), name="model"),
     path("models/<int:model_id>/restore/", endpoint_api.SearchModelRestoreApi.as_view(),
          name="model_restore"),

@@ -222,7 +222,9 @@ class SearchModelOutputSerializer(_ConfigurationHidingSerializer):
 
     id = serializers.IntegerField()
     team = serializers.IntegerField(source="team_id")
-    endpoint = serializers.IntegerField(source="endpoint_id")
+    endpoint = serializers.IntegerField(
+        source="endpoint_id", allow_null=True,
+        help_text="Null for an offline model (its rankings come from an uploaded run).")
     name = serializers.CharField()
     description = serializers.CharField()
     params = serializers.JSONField()

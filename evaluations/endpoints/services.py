@@ -357,9 +357,14 @@ def search_model_create(
 def search_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
     allowed = {"name", "endpoint", "params", "body", "body_format", "headers", "description",
                "default_keywords", "archived"}
+    if model.is_offline:
+        # No request to describe: its rankings come from its run (offline_runs).
+        allowed = {"name", "description", "default_keywords", "archived"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
+    if model.is_offline:
+        return _offline_model_update(model=model, **changes)
     try:
         stored = search_model_secret_headers(model=model)
     except crypto.SecretsUnreadable:
@@ -388,6 +393,21 @@ def search_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
     return model
 
 
+def _offline_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
+    if "name" in changes and not changes["name"].strip():
+        raise ValidationError({"name": "A search model needs a name."})
+    update_fields = []
+    for key in ("name", "description", "default_keywords"):
+        if key in changes:
+            setattr(model, key, changes[key].strip() if key == "name" else changes[key])
+            update_fields.append(key)
+    if "archived" in changes:
+        model.archived_at = (model.archived_at or timezone.now()) if changes["archived"] else None
+        update_fields.append("archived_at")
+    model.save(update_fields=update_fields)
+    return model
+
+
 @transaction.atomic
 def search_model_delete(*, model: SearchModel) -> bool:
     """Delete an unused model; archive one that evaluations use. True when deleted."""
@@ -402,7 +422,7 @@ def search_model_delete(*, model: SearchModel) -> bool:
 
 def search_model_restore(*, model: SearchModel) -> SearchModel:
     """Bring an archived model back; its endpoint must be active (restore that first)."""
-    if model.endpoint.archived_at is not None:
+    if model.endpoint is not None and model.endpoint.archived_at is not None:
         raise ValidationError({"endpoint": f"Its endpoint {model.endpoint.name} is archived: "
                                "restore the endpoint first."})
     return search_model_update(model=model, archived=False)
@@ -413,6 +433,9 @@ def search_model_test(
 ) -> FetchResult:
     """Run one query as a fetch would, once (no retries), and return what happened.
     Raises TestsBusy when the model's team already runs its Tests at once."""
+    if model.is_offline:
+        raise ValidationError({"model": "An offline model has no endpoint to query: its "
+                               "rankings come from its run file."})
     if not query.strip():
         raise ValidationError({"query": "Enter a query."})
     try:

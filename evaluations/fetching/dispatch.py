@@ -104,7 +104,10 @@ def keywords_fetch_requeue_lapsed() -> int:
         "evaluation__model__endpoint__requests_per_minute")
     lapsed: dict[int, list[int]] = {}
     for keyword_id, evaluation_id, claimed_at, timeout_seconds, concurrent, per_minute in claims:
-        lease = timedelta(seconds=fetch_claim_lease_seconds(
+        # An offline model has no endpoint (timeout None): its fetch sends no request, so
+        # its lease is the storing margin alone, as _keywords_fetch_offline claims it.
+        lease = timedelta(seconds=settings.FETCH_CLAIM_MARGIN_SECONDS) if (
+            timeout_seconds is None) else timedelta(seconds=fetch_claim_lease_seconds(
             timeout_seconds, limited=limits_make_requests_wait(
                 max_concurrent_requests=concurrent, requests_per_minute=per_minute)))
         if claimed_at < now - lease:

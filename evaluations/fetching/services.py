@@ -34,6 +34,7 @@ from evaluations.fetching.search_requests import (
     request_spec_for,
 )
 from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.offline_runs.services import offline_results
 from evaluations.services.completion import evaluation_finish_if_complete
 from evaluations.signals import snapshots_created
 from searchtweak import outbound_limits
@@ -244,6 +245,8 @@ def keywords_fetch(
         pk=evaluation_id, status=Evaluation.Status.FETCHING).first()
     if evaluation is None:
         return 0
+    if evaluation.model.is_offline:
+        return _keywords_fetch_offline(evaluation=evaluation, keyword_ids=keyword_ids)
     endpoint = evaluation.model.endpoint
     lease_seconds = fetch_claim_lease_seconds(
         endpoint.timeout_seconds, limited=limits_make_requests_wait(
@@ -287,6 +290,28 @@ def keywords_fetch(
             keyword_fetch_fail(keyword_ids=list(pending), claimed_at=claimed_at,
                                error="the fetch task stopped before this keyword was stored")
         evaluation_fetch_complete(evaluation_id=evaluation_id)
+    return stored
+
+
+def _keywords_fetch_offline(*, evaluation: Evaluation, keyword_ids: list[int]) -> int:
+    """keywords_fetch for an offline model: the rankings come from its run file, not
+    requests, and are stored by the same path (keywords_fetch_store), so slots, metrics and
+    the finish rule answer as they do for an endpoint's results."""
+    claimed_at = timezone.now()
+    claimed = keywords_fetch_claim(keyword_ids=keyword_ids,
+                                   lease_seconds=settings.FETCH_CLAIM_MARGIN_SECONDS,
+                                   now=claimed_at)
+    stored = 0
+    try:
+        results = offline_results(model=evaluation.model, keywords=claimed,
+                                  limit=snapshot_depth(evaluation=evaluation))
+        for start in range(0, len(results), STORE_GROUP_SIZE):
+            stored += len(keywords_fetch_store(
+                claimed_at=claimed_at, results=results[start:start + STORE_GROUP_SIZE]))
+    finally:
+        keyword_fetch_fail(keyword_ids=list(claimed), claimed_at=claimed_at,
+                           error="the fetch task stopped before this keyword was stored")
+        evaluation_fetch_complete(evaluation_id=evaluation.pk)
     return stored
 
 

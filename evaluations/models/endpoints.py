@@ -62,12 +62,21 @@ class Endpoint(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_offline(self) -> bool:
+        return self.endpoint_id is None
+
 
 class SearchModel(models.Model):
-    """One way of querying an endpoint: params, body and headers with #query# in them."""
+    """One way of querying an endpoint: params, body and headers with #query# in them.
+
+    An offline model has no endpoint: its rankings come from an uploaded run file
+    (OfflineRun), read by the fetch instead of a request (docs/decisions/0017)."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="search_models")
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="models")
+    # Null: an offline model (is_offline).
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="models",
+                                 null=True, blank=True)
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True, default="")
     class BodyFormat(models.TextChoices):
@@ -99,3 +108,49 @@ class SearchModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_offline(self) -> bool:
+        return self.endpoint_id is None
+
+
+class OfflineRun(models.Model):
+    """The rankings of an offline search model, read from the run file last uploaded for
+    it; a new upload replaces them. Evaluations already fetched keep their snapshots."""
+
+    class Format(models.TextChoices):
+        TREC = "trec", "TREC run"
+        JSONL = "jsonl", "JSON Lines"
+
+    model = models.OneToOneField(SearchModel, on_delete=models.CASCADE,
+                                 related_name="offline_run")
+    format = models.CharField(max_length=5, choices=Format.choices)
+    filename = models.CharField(max_length=255, blank=True, default="")
+    keyword_count = models.PositiveIntegerField(default=0)
+    result_count = models.PositiveIntegerField(default=0)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    uploaded_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.filename or self.format})"
+
+
+class OfflineRanking(models.Model):
+    """One keyword's ranking in a run: [{"doc_id", "name", "image", "fields"}, …] in rank
+    order (the snapshot's columns, ready to copy)."""
+
+    run = models.ForeignKey(OfflineRun, on_delete=models.CASCADE, related_name="rankings")
+    keyword = models.CharField(max_length=1000)
+    documents = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "keyword"],
+                                    name="offline_ranking_keyword_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.keyword

@@ -9,12 +9,14 @@ Two formats:
   every other key is kept in its fields.
 
 Both are read line by line (an iterable of lines, bytes or text), so a large file is never
-held whole; what they build is bounded by the caps. Any error raises RunFileError naming
+held whole; what they build is bounded by the caps. Keywords are keyed by `normalize`
+(the caller passes Keyword.normalize, so "Shoes" and "shoes " are one keyword, as in an
+evaluation). Any error raises RunFileError naming
 the line (1-based) and the field; the caller stores nothing then.
 """
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +24,8 @@ MAX_KEYWORDS = 100_000
 MAX_RESULTS = 100
 # Snapshot.doc_id's column width: a longer id could not be stored.
 MAX_DOC_ID_CHARS = 500
-MAX_KEYWORD_CHARS = 1000
+# Keyword.text's column width: a longer keyword is in no evaluation.
+MAX_KEYWORD_CHARS = 500
 # Columns of a snapshot, taken out of a JSON Lines result; the rest goes to its fields.
 OWN_KEYS = ("doc_id", "name", "image")
 
@@ -56,8 +59,11 @@ def _text_lines(lines: Iterable[bytes | str]) -> Iterable[tuple[int, str]]:
         yield number, line.rstrip("\r\n")
 
 
-def _keyword(text: str, *, line: int, name: str) -> str:
-    keyword = " ".join(text.split())
+Normalize = Callable[[str], str]
+
+
+def _keyword(text: str, *, line: int, name: str, normalize: Normalize) -> str:
+    keyword = normalize(text)
     if not keyword:
         raise RunFileError(line=line, field=name, message="empty keyword")
     if len(keyword) > MAX_KEYWORD_CHARS:
@@ -115,7 +121,8 @@ class _Rankings:
                 for keyword, ranking in self.by_keyword.items()}
 
 
-def parse_topic_map(lines: Iterable[bytes | str]) -> dict[str, str]:
+def parse_topic_map(lines: Iterable[bytes | str],
+                    normalize: Normalize = str.strip) -> dict[str, str]:
     """A `qid<TAB>keyword` file (as the TREC exports write it): topic id → keyword."""
     topics: dict[str, str] = {}
     for number, line in _text_lines(lines):
@@ -127,12 +134,12 @@ def parse_topic_map(lines: Iterable[bytes | str]) -> dict[str, str]:
                                message="expected qid<TAB>keyword")
         if qid.strip() in topics:
             raise RunFileError(line=number, field="qid", message=f"{qid.strip()!r} twice")
-        topics[qid.strip()] = _keyword(text, line=number, name="keyword")
+        topics[qid.strip()] = _keyword(text, line=number, name="keyword", normalize=normalize)
     return topics
 
 
 def parse_trec_run(lines: Iterable[bytes | str], *, topics: dict[str, str] | None = None,
-                   max_keywords: int = MAX_KEYWORDS,
+                   normalize: Normalize = str.strip, max_keywords: int = MAX_KEYWORDS,
                    max_results: int = MAX_RESULTS) -> dict[str, list[RunDocument]]:
     """keyword → its documents in rank order, from `qid Q0 docid rank score tag` lines.
     With `topics`, a qid it does not list is an error; without, the qid is the keyword
@@ -152,7 +159,7 @@ def parse_trec_run(lines: Iterable[bytes | str], *, topics: dict[str, str] | Non
                                    message=f"{qid!r} is not in the topic mapping")
             keyword = topics[qid]
         else:
-            keyword = _keyword(qid, line=number, name="qid")
+            keyword = _keyword(qid, line=number, name="qid", normalize=normalize)
         try:
             order = int(rank)
         except ValueError:
@@ -170,7 +177,8 @@ def parse_trec_run(lines: Iterable[bytes | str], *, topics: dict[str, str] | Non
     return rankings.ordered()
 
 
-def parse_jsonl_run(lines: Iterable[bytes | str], *, max_keywords: int = MAX_KEYWORDS,
+def parse_jsonl_run(lines: Iterable[bytes | str], *, normalize: Normalize = str.strip,
+                    max_keywords: int = MAX_KEYWORDS,
                     max_results: int = MAX_RESULTS) -> dict[str, list[RunDocument]]:
     """keyword → its documents in the file's order, from one JSON object a line."""
     rankings = _Rankings(max_keywords=max_keywords, max_results=max_results)
@@ -187,7 +195,8 @@ def parse_jsonl_run(lines: Iterable[bytes | str], *, max_keywords: int = MAX_KEY
             raise RunFileError(line=number, field="json", message="expected a JSON object")
         if not isinstance(row.get("keyword"), str):
             raise RunFileError(line=number, field="keyword", message="missing or not a string")
-        keyword = _keyword(row["keyword"], line=number, name="keyword")
+        keyword = _keyword(row["keyword"], line=number, name="keyword",
+                           normalize=normalize)
         if keyword in seen:
             raise RunFileError(line=number, field="keyword",
                                message=f"{keyword!r} is on an earlier line too")

@@ -21,7 +21,14 @@ from django.utils import timezone
 
 from evaluations.events import By, Transition, transition_announce
 from evaluations.fetching.dispatch import FetchNotSent, keywords_fetch_enqueue
-from evaluations.models import Evaluation, EvaluationMetric, Keyword, QuerySetVersion, SearchModel
+from evaluations.models import (
+    Evaluation,
+    EvaluationMetric,
+    Keyword,
+    OfflineRun,
+    QuerySetVersion,
+    SearchModel,
+)
 from evaluations.services.completion import (
     evaluation_finish_if_complete,
     evaluation_finished_notify,
@@ -145,8 +152,12 @@ def _evaluation_start(*, evaluation: Evaluation, enqueue: bool, by: By,
     configs = list(evaluation.metric_configs.all())
     if not configs:
         raise ValidationError({"metrics": "Configure at least one metric."})
-    if evaluation.model.archived_at or evaluation.model.endpoint.archived_at:
+    model = evaluation.model
+    if model.archived_at or (model.endpoint is not None and model.endpoint.archived_at):
         raise ValidationError({"model": "The search model or its endpoint is archived."})
+    if model.is_offline and not OfflineRun.objects.filter(model=model).exists():
+        raise ValidationError({"model": f"{model.name} is offline and has no run file yet: "
+                               "upload one first."})
     metrics_transformers_check(
         team=evaluation.team, scale=team_scale_check(evaluation.team, evaluation.scale),
         transformers=evaluation.transformers,

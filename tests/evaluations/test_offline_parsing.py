@@ -85,7 +85,7 @@ def test_it_caps_jsonl_keywords_also_for_keywords_with_no_results():
 def test_it_keeps_jsonl_results_in_order_with_their_other_fields():
     run = lines('{"keyword": "red  shoes", "results": [{"doc_id": "a", "name": "A", '
                 '"price": 3}, {"doc_id": 7, "image": "http://x/7.png"}]}\n')
-    assert parse_jsonl_run(run) == {"red shoes": [
+    assert parse_jsonl_run(run) == {"red  shoes": [
         RunDocument("a", name="A", fields={"price": 3}),
         RunDocument("7", image="http://x/7.png"),
     ]}
@@ -111,3 +111,9 @@ def test_it_rejects_a_mapping_line_without_a_tab():
     with pytest.raises(RunFileError) as caught:
         parse_topic_map(lines("1\tred shoes\n2 blue boots\n"))
     assert (caught.value.line, caught.value.field) == (2, "qid")
+
+
+def test_it_keys_keywords_by_the_normalisation_given():
+    run = lines("Shoes Q0 a 1 1 t\nshoes Q0 b 2 1 t\n")
+    assert doc_ids(parse_trec_run(run, normalize=str.casefold)) == {"shoes": ["a", "b"]}
+    assert doc_ids(parse_trec_run(run)) == {"Shoes": ["a"], "shoes": ["b"]}

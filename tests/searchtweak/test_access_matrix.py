@@ -375,6 +375,9 @@ TABLE: dict[str, Row] = {
     ),
     "evaluations_api:model_restore": row(_model, POST=(200, 200, 403, 403, 404, 401)),
     "evaluations_api:model_test": row(_model, POST=(400, 400, 400, 403, 404, 401)),
+    "evaluations_api:models_offline": row(POST=(400, 400, 403, 403, 400, 401)),
+    # Multipart only: an empty JSON body is the wrong media type once access is granted.
+    "evaluations_api:model_run": row(_model, POST=(415, 415, 403, 403, 404, 401)),
     "evaluations_api:evaluations": row(
         GET=(200, 200, 200, 200, 200, 401),
         POST=(400, 400, 400, 403, 400, 401),

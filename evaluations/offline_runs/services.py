@@ -1,0 +1,96 @@
+"""Offline models: create one, store a run file's rankings for it, and hand a fetch the
+rankings of its keywords (the fetch stores them as it stores an endpoint's answers)."""
+
+from collections.abc import Iterable
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from evaluations.endpoints.mapper import Document
+from evaluations.fetching.search_requests import FetchResult
+from evaluations.models import Keyword, OfflineRanking, OfflineRun, SearchModel
+from evaluations.offline_runs.parsing import (
+    RunDocument,
+    RunFileError,
+    parse_jsonl_run,
+    parse_topic_map,
+    parse_trec_run,
+)
+from searchtweak.bulk_insert import bulk_insert
+from searchtweak.models import Team, User
+
+# Rankings written per statement group: bounds the rows built at once, not the run.
+INSERT_CHUNK = 2000
+
+
+@transaction.atomic
+def search_model_create_offline(*, team: Team, created_by: User | None, name: str,
+                                description: str = "") -> SearchModel:
+    """A search model without an endpoint: its rankings come from offline_run_upload."""
+    if not name.strip():
+        raise ValidationError({"name": "A search model needs a name."})
+    return SearchModel.objects.create(team=team, created_by=created_by, endpoint=None,
+                                      name=name.strip(), description=description)
+
+
+def offline_run_parse(*, run_format: str, lines: Iterable[bytes | str],
+                      topic_lines: Iterable[bytes | str] | None = None
+                      ) -> dict[str, list[RunDocument]]:
+    """The file's rankings keyed by Keyword.normalize; ValidationError({"file": "line N,
+    field: …"}) (or "topics") on the first problem."""
+    try:
+        topics = (parse_topic_map(topic_lines, normalize=Keyword.normalize)
+                  if topic_lines is not None else None)
+    except RunFileError as error:
+        raise ValidationError({"topics": str(error)}) from None
+    try:
+        if run_format == OfflineRun.Format.TREC:
+            return parse_trec_run(lines, topics=topics, normalize=Keyword.normalize)
+        if run_format == OfflineRun.Format.JSONL:
+            if topics is not None:
+                raise ValidationError({"topics": "A JSON Lines run names its keywords itself."})
+            return parse_jsonl_run(lines, normalize=Keyword.normalize)
+    except RunFileError as error:
+        raise ValidationError({"file": str(error)}) from None
+    raise ValidationError({"format": "Use trec or jsonl."})
+
+
+@transaction.atomic
+def offline_run_upload(*, model: SearchModel, uploaded_by: User | None, run_format: str,
+                       lines: Iterable[bytes | str], filename: str = "",
+                       topic_lines: Iterable[bytes | str] | None = None) -> OfflineRun:
+    """Read a run file and make it the model's run, replacing the one before. The whole
+    file is read before anything is written, so a bad file stores nothing."""
+    if not model.is_offline:
+        raise ValidationError({"model": "Runs are uploaded for offline models only; this one "
+                               "queries an endpoint."})
+    if model.archived_at is not None:
+        raise ValidationError({"model": f"{model.name} is archived."})
+    rankings = offline_run_parse(run_format=run_format, lines=lines, topic_lines=topic_lines)
+    if not rankings:
+        raise ValidationError({"file": "The file holds no ranking."})
+    OfflineRun.objects.filter(model=model).delete()
+    run = OfflineRun.objects.create(
+        model=model, format=run_format, filename=filename[:255], uploaded_by=uploaded_by,
+        keyword_count=len(rankings),
+        result_count=sum(len(documents) for documents in rankings.values()))
+    items = list(rankings.items())
+    for start in range(0, len(items), INSERT_CHUNK):
+        bulk_insert([OfflineRanking(run=run, keyword=keyword, documents=[
+            {"doc_id": d.doc_id, "name": d.name, "image": d.image, "fields": d.fields}
+            for d in documents]) for keyword, documents in items[start:start + INSERT_CHUNK]])
+    return run
+
+
+def offline_results(*, model: SearchModel, keywords: dict[int, str],
+                    limit: int) -> list[tuple[int, FetchResult]]:
+    """Each keyword's ranking in the model's run, its first `limit` documents, as a fetch
+    result; a keyword the run does not rank returned nothing (an empty result, as an
+    endpoint answering no documents)."""
+    wanted = {keyword_id: Keyword.normalize(text) for keyword_id, text in keywords.items()}
+    ranked = dict(OfflineRanking.objects.filter(
+        run__model=model, keyword__in=set(wanted.values())).values_list("keyword", "documents"))
+    return [(keyword_id, FetchResult(documents=[
+        Document(doc_id=d["doc_id"], name=d["name"], image=d["image"], fields=d["fields"])
+        for d in ranked.get(normalized, [])[:limit]]))
+        for keyword_id, normalized in wanted.items()]

@@ -1,0 +1,156 @@
+"""Offline models: a run file uploaded over the API stands in for an endpoint; the
+evaluation takes its snapshots from it at start and is graded and measured as any other."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from evaluations.models import Evaluation, Keyword, OfflineRanking, OfflineRun, SearchModel
+from evaluations.offline_runs.services import search_model_create_offline
+from judgments.grading import feedback_submit
+from judgments.models import FeedbackSlot
+from metrics.models import KeywordMetricValue, MetricMean
+
+pytestmark = pytest.mark.django_db
+
+# Three keywords by topic id; lines out of rank order, "3" deeper than P@3 reads.
+TOPICS = "1\tred shoes\n2\thats\n3\tsocks\n"
+RUN = ("1 Q0 d2 2 0.8 bm25\n1 Q0 d1 1 0.9 bm25\n1 Q0 d3 3 0.7 bm25\n"
+       "2 Q0 h1 1 3 bm25\n2 Q0 h2 2 2 bm25\n2 Q0 h3 3 1 bm25\n"
+       "3 Q0 s1 1 4 bm25\n3 Q0 s2 2 3 bm25\n3 Q0 s3 3 2 bm25\n3 Q0 s4 4 1 bm25\n")
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def upload(client: APIClient, model_id: int, run: str, *, run_format: str = "trec",
+           topics: str | None = None):
+    data = {"format": run_format, "file": SimpleUploadedFile("bm25.run", run.encode())}
+    if topics is not None:
+        data["topics"] = SimpleUploadedFile("topics.tsv", topics.encode())
+    return client.post(f"/api/v1/models/{model_id}/run/", data, format="multipart")
+
+
+def rankings(evaluation: Evaluation) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for keyword in evaluation.keywords.order_by("position"):
+        found[keyword.text] = list(keyword.snapshots.order_by("position")
+                                   .values_list("doc_id", flat=True))
+    return found
+
+
+def grade_all(evaluation: Evaluation, user, grades: dict[str, list[int]]) -> None:
+    """The grader takes each result's slot and grades it through the grading service."""
+    for text, values in grades.items():
+        for position, value in enumerate(values, start=1):
+            slot = FeedbackSlot.objects.get(evaluation=evaluation, keyword__text=text,
+                                            snapshot__position=position, index=0)
+            FeedbackSlot.objects.filter(pk=slot.pk).update(
+                user=user, assigned_at=timezone.now(),
+                lease_expires_at=timezone.now() + timedelta(minutes=5))
+            feedback_submit(user=user, slot_id=slot.pk, grade=value)
+
+
+def test_an_uploaded_trec_run_is_fetched_graded_and_measured(
+        personas, django_capture_on_commit_callbacks):
+    admin = client_for(personas.admin)
+    created = admin.post("/api/v1/models/offline/", {"name": "BM25 run"}, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["endpoint"] is None
+    model_id = created.json()["id"]
+    uploaded = upload(admin, model_id, RUN, topics=TOPICS)
+    assert uploaded.status_code == 201, uploaded.json()
+    assert (uploaded.json()["keyword_count"], uploaded.json()["result_count"]) == (3, 10)
+
+    payload = {"name": "Offline", "model": model_id, "scale": "binary", "strategy": 1,
+               "keywords": ["red shoes", "Hats", "socks", "gloves"],
+               "metrics": [{"code": "precision", "k": 3}], "transformers": {}}
+    lead = client_for(personas.lead)
+    response = lead.post("/api/v1/evaluations/", payload, format="json")
+    assert response.status_code == 201, response.json()
+    evaluation_id = response.json()["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        started = lead.post(f"/api/v1/evaluations/{evaluation_id}/start/")
+    assert started.status_code == 200, started.json()
+
+    evaluation = Evaluation.objects.get(pk=evaluation_id)
+    assert evaluation.status == Evaluation.Status.ACTIVE
+    # The file's ranking, cut at the deepest k (3); "gloves" is not in the file: it
+    # returned nothing, fetched like a live endpoint's empty answer.
+    assert rankings(evaluation) == {"red shoes": ["d1", "d2", "d3"], "Hats": ["h1", "h2", "h3"],
+                                    "socks": ["s1", "s2", "s3"], "gloves": []}
+    assert set(evaluation.keywords.values_list("fetch_status", flat=True)) == {"fetched"}
+    assert FeedbackSlot.objects.filter(evaluation=evaluation).count() == 9
+
+    with django_capture_on_commit_callbacks(execute=True):
+        grade_all(evaluation, personas.grader, {"red shoes": [1, 0, 1], "Hats": [1, 0, 0],
+                                                "socks": [1, 1, 1]})
+    # P@3 = relevant / judged: 2/3, 1/3 and 3/3; "gloves" has none (null), so the mean is
+    # over three keywords: (2/3 + 1/3 + 1) / 3 = 2/3.
+    values = dict(KeywordMetricValue.objects.filter(metric__evaluation=evaluation)
+                  .values_list("keyword__text", "value"))
+    assert values["red shoes"] == pytest.approx(2 / 3)
+    assert values["Hats"] == pytest.approx(1 / 3)
+    assert values["socks"] == pytest.approx(1.0)
+    assert values.get("gloves") is None
+    mean = MetricMean.objects.get(metric__evaluation=evaluation)
+    assert (mean.value, mean.keyword_count) == (pytest.approx(2 / 3), 3)
+
+
+def test_a_bad_run_file_is_400_naming_the_line_and_stores_nothing(personas):
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    admin = client_for(personas.admin)
+    assert upload(admin, model.pk, "a Q0 d1 1 1 t\n").status_code == 201
+    response = upload(admin, model.pk, "b Q0 d1 1 1 t\nb Q0 d2 two 1 t\n")
+    assert response.status_code == 400
+    assert response.json() == {"file": ["line 2, rank: 'two' is not a whole number"]}
+    # The run before stays whole: nothing of the bad file was written.
+    assert list(OfflineRanking.objects.values_list("keyword", flat=True)) == ["a"]
+    assert OfflineRun.objects.count() == 1
+
+
+def test_a_topic_mapping_line_without_a_tab_is_400_naming_it(personas):
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    response = upload(client_for(personas.admin), model.pk, "1 Q0 d 1 1 t\n",
+                      topics="1 red shoes\n")
+    assert response.status_code == 400
+    assert response.json() == {"topics": ["line 1, qid: expected qid<TAB>keyword"]}
+    assert not OfflineRun.objects.exists()
+
+
+def test_outsiders_get_404_and_leads_403_for_a_models_run(personas):
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    assert upload(client_for(personas.outsider), model.pk, "a Q0 d 1 1 t\n").status_code == 404
+    assert upload(client_for(personas.lead), model.pk, "a Q0 d 1 1 t\n").status_code == 403
+    assert client_for(personas.outsider).post(
+        "/api/v1/models/offline/", {"name": "x", "team": personas.team.pk},
+        format="json").status_code == 404
+    assert not OfflineRun.objects.exists()
+    assert SearchModel.objects.count() == 1
+
+
+def test_a_run_is_refused_for_a_model_that_queries_an_endpoint(personas):
+    from tests.evaluations.factories import SearchModelFactory
+    model = SearchModelFactory(endpoint__team=personas.team)
+    response = upload(client_for(personas.admin), model.pk, "a Q0 d 1 1 t\n")
+    assert response.status_code == 400
+    assert "offline models only" in response.json()["model"][0]
+
+
+def test_an_offline_model_without_a_run_does_not_start(personas):
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    lead = client_for(personas.lead)
+    response = lead.post("/api/v1/evaluations/", {
+        "name": "E", "model": model.pk, "scale": "binary", "strategy": 1, "keywords": ["a"],
+        "metrics": [{"code": "precision", "k": 3}], "transformers": {}}, format="json")
+    assert response.status_code == 201, response.json()
+    started = lead.post(f"/api/v1/evaluations/{response.json()['id']}/start/")
+    assert started.status_code == 400
+    assert "no run file yet" in started.json()["model"][0]
+    assert set(Keyword.objects.values_list("fetch_status", flat=True)) == {"pending"}
