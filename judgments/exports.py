@@ -28,6 +28,10 @@
   position in the evaluation; `trec_mapping` lists `qid<TAB>keyword` for every keyword.
 - `trec_run`: `qid Q0 docid rank score tag` for every fetched result, score = number of
   results - rank + 1 (higher is better, as trec_eval sorts by score), tag `searchtweak-<id>`.
+- `run_jsonl`: the snapshots as an offline model's run reads them back
+  (evaluations.offline_runs.parsing): `{"keyword": …, "results": [{"doc_id", "name",
+  "image" (when set), …fields}]}` a fetched keyword, in position order; a keyword that
+  returned nothing has `"results": []`, so it imports as returning nothing again.
 - Other tools' formats (judgments.formats, which the import reads back): `quepid_csv`
   (Quepid basic CSV), `rre` (RRE ratings.json as Quepid exports it), `ltr` (`grade qid:N #
   docid query`), `workbench` (OpenSearch Search Relevance Workbench judgments). They hold
@@ -60,7 +64,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 import metrics_engine as core
-from evaluations.models import Evaluation, Snapshot
+from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments import scales as scale_lookup
 from judgments.formats import write
 from judgments.models import FeedbackSlot, PoolJudgment
@@ -69,7 +73,8 @@ from searchtweak.csv_cells import csv_lines, csv_text, text_pieces
 from searchtweak.models import User
 
 FOREIGN_FORMATS = write.KINDS
-FORMATS = ("json", "jsonl", "csv", "trec", "trec_mapping", "trec_run", *FOREIGN_FORMATS)
+FORMATS = ("json", "jsonl", "csv", "trec", "trec_mapping", "trec_run", "run_jsonl",
+           *FOREIGN_FORMATS)
 CONTENT_TYPES = {
     "json": "application/json",
     "jsonl": "application/jsonl; charset=utf-8",
@@ -77,6 +82,7 @@ CONTENT_TYPES = {
     "trec": "text/plain; charset=utf-8",
     "trec_mapping": "text/plain; charset=utf-8",
     "trec_run": "text/plain; charset=utf-8",
+    "run_jsonl": "application/jsonl; charset=utf-8",
     "quepid_csv": "text/csv; charset=utf-8",
     "rre": "application/json",
     "ltr": "text/plain; charset=utf-8",
@@ -95,6 +101,7 @@ _FILE_PARTS = {
     "trec": ("judgments", "trec"),
     "trec_mapping": ("qid-mapping", "tsv"),
     "trec_run": ("run", "run"),
+    "run_jsonl": ("run", "jsonl"),
     "quepid_csv": ("quepid-ratings", "csv"),
     "rre": ("rre-ratings", "json"),
     "ltr": ("ltr-judgments", "txt"),
@@ -415,6 +422,43 @@ def trec_run(evaluation: Evaluation) -> str:
     return "".join(trec_run_stream(evaluation))
 
 
+# Keywords whose snapshots one query reads, for run_jsonl.
+RUN_KEYWORD_CHUNK = 500
+# A snapshot's own columns in a run_jsonl result; a field of the same name (a mapper
+# label) would be read back as the column, so it is left out (offline_runs.parsing).
+_RUN_OWN_KEYS = ("doc_id", "name", "image")
+
+
+def run_jsonl_stream(evaluation: Evaluation) -> Iterator[str]:
+    """One JSON object a fetched keyword: its snapshots in position order."""
+    keywords = (evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FETCHED)
+                .order_by("position").values_list("pk", "text"))
+
+    def lines() -> Iterator[str]:
+        chunk: list[tuple[int, str]] = []
+        for row in keywords.iterator(chunk_size=EXPORT_CHUNK):
+            chunk.append(row)
+            if len(chunk) == RUN_KEYWORD_CHUNK:
+                yield from _run_jsonl_lines(chunk)
+                chunk = []
+        yield from _run_jsonl_lines(chunk)
+
+    return text_pieces(lines())
+
+
+def _run_jsonl_lines(keywords: list[tuple[int, str]]) -> Iterator[str]:
+    results: dict[int, list[dict]] = {keyword_id: [] for keyword_id, _ in keywords}
+    for keyword_id, doc_id, name, image, fields in Snapshot.objects.filter(
+            keyword_id__in=results).order_by("keyword_id", "position").values_list(
+            "keyword_id", "doc_id", "name", "image", "fields"):
+        result = {"doc_id": doc_id, "name": name, **({"image": image} if image else {})}
+        result.update((key, value) for key, value in (fields or {}).items()
+                      if key not in _RUN_OWN_KEYS)
+        results[keyword_id].append(result)
+    for keyword_id, text in keywords:
+        yield compact_json({"keyword": text, "results": results[keyword_id]}) + "\n"
+
+
 def evaluation_grade_rows(evaluation: Evaluation) -> Iterator[tuple[str, str, int]]:
     """One grade a (keyword, document): the aggregate rounded half up, as `trec` writes it."""
     return ((item.keyword_text, item.doc_id, math.floor(item.value + 0.5))
@@ -443,4 +487,4 @@ def evaluation_stream(evaluation: Evaluation, kind: str, *,
         return write.foreign_stream(kind, evaluation_grade_rows(evaluation), title=evaluation.name)
     return {"json": judgments_json_stream, "jsonl": judgments_jsonl_stream,
             "trec": qrels_stream, "trec_mapping": trec_mapping_stream,
-            "trec_run": trec_run_stream}[kind](evaluation)
+            "trec_run": trec_run_stream, "run_jsonl": run_jsonl_stream}[kind](evaluation)

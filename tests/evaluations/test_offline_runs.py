@@ -154,3 +154,37 @@ def test_an_offline_model_without_a_run_does_not_start(personas):
     assert started.status_code == 400
     assert "no run file yet" in started.json()["model"][0]
     assert set(Keyword.objects.values_list("fetch_status", flat=True)) == {"pending"}
+
+
+def snapshot_rows(evaluation: Evaluation) -> dict[str, list[tuple]]:
+    return {keyword.text: list(keyword.snapshots.order_by("position").values_list(
+        "doc_id", "name", "image", "fields")) for keyword in evaluation.keywords.all()}
+
+
+def test_a_jsonl_run_export_imports_back_as_the_same_snapshots(
+        personas, django_capture_on_commit_callbacks):
+    from tests.metrics.builders import build_evaluation
+    source = build_evaluation(team=personas.team, keywords={
+        "red shoes": ["a", "b", "c"], "Hats": ["h 1"], "socks": []},
+        metrics=[("precision", 3, {})])
+    Snapshot = source.keywords.get(text="red shoes").snapshots.model
+    Snapshot.objects.filter(keyword__evaluation=source, doc_id="b").update(
+        name="Boot \u2028 B", image="http://img/b.png", fields={"Price": 3.5, "Tags": ["x"]})
+    lead, admin = client_for(personas.lead), client_for(personas.admin)
+    exported = lead.get(f"/api/v1/evaluations/{source.pk}/judgments/?format=run_jsonl")
+    assert exported.status_code == 200
+    text = b"".join(exported.streaming_content).decode()
+    assert text.splitlines()[2] == '{"keyword":"socks","results":[]}'
+
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Replay")
+    assert upload(admin, model.pk, text, run_format="jsonl").status_code == 201
+    created = lead.post("/api/v1/evaluations/", {
+        "name": "Replay", "model": model.pk, "scale": "graded", "strategy": 1,
+        "keywords": ["red shoes", "Hats", "socks"], "metrics": [{"code": "precision", "k": 3}],
+        "transformers": {}}, format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        lead.post(f"/api/v1/evaluations/{created.json()['id']}/start/")
+    replay = Evaluation.objects.get(pk=created.json()["id"])
+    assert snapshot_rows(replay) == snapshot_rows(source)
+    assert snapshot_rows(replay)["red shoes"][1] == (
+        "b", "Boot \u2028 B", "http://img/b.png", {"Price": 3.5, "Tags": ["x"]})
