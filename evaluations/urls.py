@@ -2,6 +2,7 @@ from django.urls import path
 
 from evaluations import views
 from evaluations.endpoints import views as endpoint_views
+from evaluations.offline_runs import views as offline_views
 from evaluations.query_sets import views as query_set_views
 
 app_name = "evaluations"
@@ -15,6 +16,9 @@ urlpatterns = [
          name="endpoint_restore"),
     path("models/", endpoint_views.model_list, name="model_list"),
     path("models/new/", endpoint_views.model_create, name="model_create"),
+    path("models/offline/new/", offline_views.offline_model_create,
+         name="offline_model_create"),
+    path("models/<int:model_id>/run/", offline_views.offline_run_replace, name="offline_run"),
     path("models/<int:model_id>/", endpoint_views.model_edit, name="model_edit"),
     path("models/<int:model_id>/delete/", endpoint_views.model_delete, name="model_delete"),
     path("models/<int:model_id>/restore/", endpoint_views.model_restore, name="model_restore"),

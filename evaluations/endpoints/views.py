@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -184,6 +184,9 @@ def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
     # The page shows the configuration: the same role as the API's detail.
     model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                 minimum_role=selectors.CONFIGURATION_ROLE)
+    if model.is_offline:
+        # Nothing of a request to edit: its page is its run file's.
+        return redirect("evaluations:offline_run", model.pk)
     initial = SearchModelForm.initial_for(model, services.search_model_headers_shown(model=model))
     form = SearchModelForm(request.POST or None, team=model.team, initial=initial)
     saved = form_saved_response(

@@ -82,6 +82,20 @@ def offline_run_upload(*, model: SearchModel, uploaded_by: User | None, run_form
     return run
 
 
+@transaction.atomic
+def offline_model_create_with_run(*, team: Team, created_by: User | None, name: str,
+                                  description: str, run_format: str,
+                                  lines: Iterable[bytes | str], filename: str = "",
+                                  topic_lines: Iterable[bytes | str] | None = None
+                                  ) -> SearchModel:
+    """The page's one step: the model and its run, or (a bad file) neither."""
+    model = search_model_create_offline(team=team, created_by=created_by, name=name,
+                                        description=description)
+    offline_run_upload(model=model, uploaded_by=created_by, run_format=run_format,
+                       lines=lines, filename=filename, topic_lines=topic_lines)
+    return model
+
+
 def offline_results(*, model: SearchModel, keywords: dict[int, str],
                     limit: int) -> list[tuple[int, FetchResult]]:
     """Each keyword's ranking in the model's run, its first `limit` documents, as a fetch

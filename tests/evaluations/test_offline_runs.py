@@ -188,3 +188,30 @@ def test_a_jsonl_run_export_imports_back_as_the_same_snapshots(
     assert snapshot_rows(replay) == snapshot_rows(source)
     assert snapshot_rows(replay)["red shoes"][1] == (
         "b", "Boot \u2028 B", "http://img/b.png", {"Price": 3.5, "Tags": ["x"]})
+
+
+def test_the_page_creates_an_offline_model_with_its_run(client, personas):
+    client.force_login(personas.admin)
+    response = client.post("/models/offline/new/", {
+        "name": "Nightly", "description": "", "format": "jsonl",
+        "file": SimpleUploadedFile("run.jsonl", b'{"keyword": "Shoes", "results": '
+                                   b'[{"doc_id": "a"}, {"doc_id": "b"}]}\n')})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    model = SearchModel.objects.get(name="Nightly")
+    assert model.is_offline
+    assert list(OfflineRanking.objects.filter(run__model=model).values_list(
+        "keyword", "documents")) == [("shoes", [
+            {"doc_id": "a", "name": "", "image": "", "fields": {}},
+            {"doc_id": "b", "name": "", "image": "", "fields": {}}])]
+    listed = client.get("/models/").content.decode()
+    assert f'href="/models/{model.pk}/run/"' in listed
+
+
+def test_the_page_names_the_bad_line_and_creates_no_model(client, personas):
+    client.force_login(personas.admin)
+    response = client.post("/models/offline/new/", {
+        "name": "Nightly", "description": "", "format": "trec",
+        "file": SimpleUploadedFile("run.txt", b"q Q0 a 1 1 t\nq Q0 b 2\n")})
+    assert response.status_code == 400
+    assert "line 2, columns: expected 6 columns" in response.content.decode()
+    assert not SearchModel.objects.exists() and not OfflineRun.objects.exists()

@@ -608,6 +608,15 @@ TABLE: dict[str, Row] = {
         GET=(200, 200, 403, 403, 200, LOGIN),
         POST=(200, 200, 403, 403, 200, LOGIN),
     ),
+    "evaluations:offline_model_create": row(
+        GET=(200, 200, 403, 403, 200, LOGIN),
+        POST=(200, 200, 403, 403, 200, LOGIN),
+    ),
+    "evaluations:offline_run": row(
+        _model,
+        GET=(200, 200, 403, 403, 404, LOGIN),
+        POST=(200, 200, 403, 403, 404, LOGIN),
+    ),
     "evaluations:model_edit": row(
         _model,
         GET=(200, 200, 403, 403, 404, LOGIN),
