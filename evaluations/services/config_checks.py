@@ -79,6 +79,12 @@ def evaluation_config_check(*, team: Team, model: SearchModel, name: str, scale:
     """The checks evaluation_create makes of these fields (errors on each field), for a
     caller that stores them to create evaluations later (a schedule); the metrics cleaned."""
     evaluation_fields_validate(team=team, model=model, name=name, strategy=strategy)
+    if model.is_offline:
+        # A schedule's runs would read the same uploaded run each time: nothing to watch.
+        # Refused here, so a schedule's tick never reaches the endpoint it does not have.
+        raise ValidationError({"model": f"{model.name} is an offline model: its run is "
+                               "uploaded, not fetched, so it cannot be scheduled. Start its "
+                               "evaluations after each upload (from CI through the API)."})
     scale_obj = team_scale_check(team, scale)
     metrics = metrics_validate(metrics)
     if not metrics:

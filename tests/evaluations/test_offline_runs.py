@@ -215,3 +215,18 @@ def test_the_page_names_the_bad_line_and_creates_no_model(client, personas):
     assert response.status_code == 400
     assert "line 2, columns: expected 6 columns" in response.content.decode()
     assert not SearchModel.objects.exists() and not OfflineRun.objects.exists()
+
+
+def test_an_offline_model_cannot_be_scheduled(personas):
+    from django.core.exceptions import ValidationError
+
+    from evaluations.query_sets.services import query_set_create
+    from schedules.services import schedule_create
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    query_set = query_set_create(team=personas.team, created_by=personas.lead, name="Q",
+                                 keywords=["shoes"])
+    with pytest.raises(ValidationError) as caught:
+        schedule_create(team=personas.team, created_by=personas.lead, name="Nightly",
+                        model=model, query_set=query_set, scale="graded", strategy=1,
+                        metrics=[{"code": "ndcg", "k": 10, "params": {}}], interval_minutes=60)
+    assert "cannot be scheduled" in caught.value.message_dict["model"][0]
