@@ -1,6 +1,7 @@
 """Offline models over the API: create one, then upload its run file; an evaluation of it
 is created and started with the evaluations API, and gated with the verdicts' gate."""
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -10,7 +11,7 @@ from rest_framework.views import APIView
 
 from evaluations import selectors
 from evaluations.endpoints.api import SearchModelOutputSerializer
-from evaluations.models import OfflineRun
+from evaluations.models import KeywordSet, OfflineRun
 from evaluations.offline_runs import services
 from searchtweak.api_shared import body_team, create_in_team_response
 from searchtweak.integers import api_id
@@ -58,6 +59,9 @@ class OfflineRunUploadApi(APIView):
         topics = serializers.FileField(
             required=False, help_text="trec only: `qid<TAB>keyword` lines; without it a "
             "topic id is the keyword itself.")
+        query_set = api_id(required=False, help_text=(
+            "trec only, instead of `topics`: topic ids number this query set's keywords "
+            "(1 for the first), as the `trec_run` export numbers an evaluation's."))
 
     @extend_schema(request={"multipart/form-data": InputSerializer},
                    responses={201: OfflineRunOutputSerializer},
@@ -70,9 +74,16 @@ class OfflineRunUploadApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        topics = data.get("topics")
+        query_set = None
+        if data.get("query_set") is not None:
+            # A foreign or missing query set is bad input here (400), as a model's endpoint
+            # is: the model's access step has already admitted the caller to its team.
+            query_set = KeywordSet.objects.filter(pk=data["query_set"],
+                                                  team_id=model.team_id).first()
+            if query_set is None:
+                raise ValidationError({"query_set": "No such query set in this team."})
         run = services.offline_run_upload(
             model=model, uploaded_by=request.user, run_format=data["format"],
             lines=data["file"], filename=data["file"].name or "",
-            topic_lines=topics if topics is not None else None)
+            topic_lines=data.get("topics"), query_set=query_set)
         return Response(OfflineRunOutputSerializer(run).data, status=status.HTTP_201_CREATED)

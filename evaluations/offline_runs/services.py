@@ -8,7 +8,7 @@ from django.db import transaction
 
 from evaluations.endpoints.mapper import Document
 from evaluations.fetching.search_requests import FetchResult
-from evaluations.models import Keyword, OfflineRanking, OfflineRun, SearchModel
+from evaluations.models import Keyword, KeywordSet, OfflineRanking, OfflineRun, SearchModel
 from evaluations.offline_runs.parsing import (
     RunDocument,
     RunFileError,
@@ -33,14 +33,26 @@ def search_model_create_offline(*, team: Team, created_by: User | None, name: st
                                       name=name.strip(), description=description)
 
 
+def query_set_topics(*, query_set: KeywordSet) -> dict[str, str]:
+    """Topic ids as the TREC exports number keywords: "1" for the query set's first keyword
+    (its current version's position order), "2" for the second, …"""
+    version = query_set.current_version()
+    if version is None:
+        raise ValidationError({"query_set": f"{query_set.name} has no keywords."})
+    return {str(number): normalized for number, normalized in enumerate(
+        version.keywords.order_by("position").values_list("normalized_text", flat=True),
+        start=1)}
+
+
 def offline_run_parse(*, run_format: str, lines: Iterable[bytes | str],
-                      topic_lines: Iterable[bytes | str] | None = None
-                      ) -> dict[str, list[RunDocument]]:
+                      topic_lines: Iterable[bytes | str] | None = None,
+                      topics: dict[str, str] | None = None) -> dict[str, list[RunDocument]]:
     """The file's rankings keyed by Keyword.normalize; ValidationError({"file": "line N,
-    field: …"}) (or "topics") on the first problem."""
+    field: …"}) (or "topics") on the first problem. TREC topic ids come from `topic_lines`
+    (a mapping file), else `topics` (query_set_topics), else are the keywords."""
     try:
-        topics = (parse_topic_map(topic_lines, normalize=Keyword.normalize)
-                  if topic_lines is not None else None)
+        if topic_lines is not None:
+            topics = parse_topic_map(topic_lines, normalize=Keyword.normalize)
     except RunFileError as error:
         raise ValidationError({"topics": str(error)}) from None
     try:
@@ -58,15 +70,26 @@ def offline_run_parse(*, run_format: str, lines: Iterable[bytes | str],
 @transaction.atomic
 def offline_run_upload(*, model: SearchModel, uploaded_by: User | None, run_format: str,
                        lines: Iterable[bytes | str], filename: str = "",
-                       topic_lines: Iterable[bytes | str] | None = None) -> OfflineRun:
+                       topic_lines: Iterable[bytes | str] | None = None,
+                       query_set: KeywordSet | None = None) -> OfflineRun:
     """Read a run file and make it the model's run, replacing the one before. The whole
-    file is read before anything is written, so a bad file stores nothing."""
+    file is read before anything is written, so a bad file stores nothing. `query_set`:
+    TREC topic ids are its keywords' numbers (query_set_topics)."""
     if not model.is_offline:
         raise ValidationError({"model": "Runs are uploaded for offline models only; this one "
                                "queries an endpoint."})
     if model.archived_at is not None:
         raise ValidationError({"model": f"{model.name} is archived."})
-    rankings = offline_run_parse(run_format=run_format, lines=lines, topic_lines=topic_lines)
+    topics = None
+    if query_set is not None:
+        if query_set.team_id != model.team_id:
+            raise ValidationError({"query_set": "No such query set in this team."})
+        if topic_lines is not None:
+            raise ValidationError({"query_set": "Give a topic mapping or a query set, "
+                                   "not both."})
+        topics = query_set_topics(query_set=query_set)
+    rankings = offline_run_parse(run_format=run_format, lines=lines, topic_lines=topic_lines,
+                                 topics=topics)
     if not rankings:
         raise ValidationError({"file": "The file holds no ranking."})
     OfflineRun.objects.filter(model=model).delete()

@@ -230,3 +230,30 @@ def test_an_offline_model_cannot_be_scheduled(personas):
                         model=model, query_set=query_set, scale="graded", strategy=1,
                         metrics=[{"code": "ndcg", "k": 10, "params": {}}], interval_minutes=60)
     assert "cannot be scheduled" in caught.value.message_dict["model"][0]
+
+
+def test_trec_topic_ids_can_number_a_query_sets_keywords(personas):
+    from evaluations.query_sets.services import query_set_create
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    query_set = query_set_create(team=personas.team, created_by=personas.lead, name="Q",
+                                 keywords=["Red Shoes", "hats"])
+    admin = client_for(personas.admin)
+    response = admin.post(f"/api/v1/models/{model.pk}/run/", {
+        "format": "trec", "query_set": query_set.pk,
+        "file": SimpleUploadedFile("r.run", b"2 Q0 h1 1 1 t\n1 Q0 s1 1 1 t\n")},
+        format="multipart")
+    assert response.status_code == 201, response.json()
+    assert dict(OfflineRanking.objects.values_list("keyword", "documents__0__doc_id")) == {
+        "red shoes": "s1", "hats": "h1"}
+    # A topic the query set does not number is named with its line.
+    response = admin.post(f"/api/v1/models/{model.pk}/run/", {
+        "format": "trec", "query_set": query_set.pk,
+        "file": SimpleUploadedFile("r.run", b"1 Q0 s1 1 1 t\n3 Q0 x 1 1 t\n")},
+        format="multipart")
+    assert response.json() == {"file": ["line 2, qid: '3' is not in the topic mapping"]}
+    other = query_set_create(team=personas.other_team, created_by=None, name="Theirs",
+                             keywords=["x"])
+    response = admin.post(f"/api/v1/models/{model.pk}/run/", {
+        "format": "trec", "query_set": other.pk,
+        "file": SimpleUploadedFile("r.run", b"1 Q0 s1 1 1 t\n")}, format="multipart")
+    assert response.json() == {"query_set": ["No such query set in this team."]}
