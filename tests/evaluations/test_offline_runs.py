@@ -103,6 +103,29 @@ def test_an_uploaded_trec_run_is_fetched_graded_and_measured(
     assert (mean.value, mean.keyword_count) == (pytest.approx(2 / 3), 3)
 
 
+
+def test_an_offline_evaluations_pages_render(client, personas,
+                                             django_capture_on_commit_callbacks):
+    model = search_model_create_offline(team=personas.team, created_by=None, name="BM25 run")
+    admin = client_for(personas.admin)
+    assert upload(admin, model.pk, RUN, topics=TOPICS).status_code == 201
+    lead = client_for(personas.lead)
+    created = lead.post("/api/v1/evaluations/", {
+        "name": "Offline", "model": model.pk, "scale": "binary", "strategy": 1,
+        "keywords": ["red shoes"], "metrics": [{"code": "precision", "k": 3}],
+        "transformers": {}}, format="json").json()
+    with django_capture_on_commit_callbacks(execute=True):
+        lead.post(f"/api/v1/evaluations/{created['id']}/start/")
+    client.force_login(personas.lead)
+    page = client.get(f"/evaluations/{created['id']}/")
+    assert page.status_code == 200
+    assert "BM25 run <span class=\"help\">offline run</span>" in page.content.decode()
+    client.force_login(personas.admin)
+    assert client.get(f"/models/{model.pk}/").url == f"/models/{model.pk}/run/"
+    run_page = client.get(f"/models/{model.pk}/run/").content.decode()
+    assert "3 keywords, 10 results" in run_page
+
+
 def test_a_bad_run_file_is_400_naming_the_line_and_stores_nothing(personas):
     model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
     admin = client_for(personas.admin)
