@@ -22,6 +22,7 @@ from django.utils import timezone
 from evaluations.events import By, Transition, transition_announce
 from evaluations.fetching.dispatch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.models import (
+    Endpoint,
     Evaluation,
     EvaluationMetric,
     Keyword,
@@ -140,8 +141,14 @@ def _fetch_not_sent(evaluation: Evaluation, error: FetchNotSent, *, doing: str
 @transaction.atomic
 def _evaluation_start(*, evaluation: Evaluation, enqueue: bool, by: By,
                       user: User | None) -> Evaluation:
-    evaluation = Evaluation.objects.select_for_update().select_related(
-        "model__endpoint", "team").get(pk=evaluation.pk)
+    # An offline model has no endpoint: PostgreSQL locks no row of an outer join's null
+    # side, so the endpoint's row (when there is one) is locked on its own.
+    evaluation = Evaluation.objects.select_for_update(
+        of=("self", "model", "team")).select_related("model__endpoint", "team").get(
+        pk=evaluation.pk)
+    if evaluation.model.endpoint_id is not None:
+        list(Endpoint.objects.select_for_update().filter(
+            pk=evaluation.model.endpoint_id).values_list("pk", flat=True))
     if evaluation.status != Evaluation.Status.PENDING:
         raise ValidationError({"status": f"Only a pending evaluation can start (it is "
                                f"{evaluation.get_status_display().lower()})."})
