@@ -55,7 +55,7 @@ def test_segment_means_and_bounds_by_hand():
     assert head.upper == weighted_by_hand([(0.3, 5), (0.7, 3)])
     assert head.bounds_exact
     german = totals["lang:de", True]
-    # R(3 × 0.2) / 3 is not 0.2: the product is exact, the sum rounded once, then divided.
+    # R(3 x 0.2) / 3 is not 0.2: the product is exact, the sum rounded once, then divided.
     assert (german.mean, german.value_count) == (None, 0)
     assert (german.lower, german.upper) == (0.20000000000000004, 0.6999999999999998)
     assert german.lower == weighted_by_hand([(0.2, 3)])
