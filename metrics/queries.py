@@ -13,11 +13,13 @@ Each statement has a test against the same question asked through the ORM
 (tests/metrics/test_queries.py).
 """
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db import connection
+from django.db import NotSupportedError, connection
+from django.db.models import BooleanField, F, Func
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
@@ -657,6 +659,36 @@ def snapshot_grade_patterns(*, evaluation_id: int) -> list[tuple[int, int, int, 
         " per_snapshot GROUP BY total, graded, lo, hi, grade_sum",
         [evaluation_id],
     )
+
+
+# --- segments: the keywords carrying a tag ---
+
+
+class Tagged(Func):
+    """A filter on Keyword (or on a model that reaches it `through` a relation,
+    "keyword__"): the keyword's tags hold `tag`. Django's JSONField `contains` does not
+    run on SQLite, so each database gets its own: PostgreSQL's jsonb containment, SQLite's
+    json_each over the list. A filter like any other: keyword_table sorts and pages over it,
+    the counts count through it."""
+
+    output_field = BooleanField()
+
+    def __init__(self, tag: str, *, through: str = "") -> None:
+        super().__init__(F(f"{through}tags"))
+        self.tag = tag
+
+    def as_sql(self, compiler, connection, **extra):
+        raise NotSupportedError(f"tag filters are written for PostgreSQL and SQLite, not "
+                                f"{connection.vendor}")
+
+    def as_postgresql(self, compiler, connection, **extra):
+        tags_sql, tags_params = compiler.compile(self.source_expressions[0])
+        return f"{tags_sql} @> %s::jsonb", [*tags_params, json.dumps([self.tag])]
+
+    def as_sqlite(self, compiler, connection, **extra):
+        tags_sql, tags_params = compiler.compile(self.source_expressions[0])
+        return (f"EXISTS (SELECT 1 FROM json_each({tags_sql}) AS carried"
+                " WHERE carried.value = %s)", [*tags_params, self.tag])
 
 
 # --- the evaluation's run mark (metrics.recompute.scheduling) ---

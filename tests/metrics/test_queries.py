@@ -334,3 +334,37 @@ def test_the_pool_config_filter_keeps_every_config_the_registry_says_reads_the_p
                 if core.config_reads_pool(config.code, config.params)}
     assert passed == expected
     assert {EvaluationMetric.objects.get(pk=pk).code for pk in passed} >= {"recall", "ndcg"}
+
+
+# --- segments: queries.Tagged ---
+
+# Tags that a text match would confuse: a prefix of another, a LIKE wildcard, quotes,
+# JSON's own characters, a non-ASCII letter, a colon.
+_TAGS_OF = {"a": ["tail"], "b": ["tails"], "c": ["head", "lang:de"], "d": [],
+            "e": ["100%", "o'neil"], "f": ['say "hi"', "straße", "tail"], "g": ["[tail]"]}
+
+
+@pytest.mark.parametrize("tag", ["tail", "tails", "lang:de", "head", "100%", "o'neil",
+                                 'say "hi"', "straße", "[tail]", "ail", "%", "", "lang"])
+def test_tagged_keeps_the_keywords_carrying_the_tag_exactly(tag):
+    evaluation = build_evaluation(keywords={text: ["d1"] for text in _TAGS_OF},
+                                  metrics=[("precision", 1, {})])
+    other = build_evaluation(keywords={"z": ["d1"]}, metrics=[("precision", 1, {})])
+    Keyword.objects.filter(evaluation=other).update(tags=[tag])
+    for text, tags in _TAGS_OF.items():
+        Keyword.objects.filter(evaluation=evaluation, text=text).update(tags=tags)
+    config = EvaluationMetric.objects.get(evaluation=evaluation)
+    for keyword in Keyword.objects.filter(evaluation=evaluation):
+        KeywordMetricValue.objects.create(keyword=keyword, metric=config, value=0.5,
+                                          computed_version=1)
+    expected = sorted(text for text, tags in _TAGS_OF.items() if tag in tags)
+    found = Keyword.objects.filter(evaluation=evaluation).filter(queries.Tagged(tag))
+    assert sorted(found.values_list("text", flat=True)) == expected
+    # Through a relation, as the value reads filter them.
+    through = KeywordMetricValue.objects.filter(metric=config).filter(
+        queries.Tagged(tag, through="keyword__"))
+    assert sorted(through.values_list("keyword__text", flat=True)) == expected
+    # Combined with other conditions and negated, it is a filter like any other.
+    assert sorted(Keyword.objects.filter(evaluation=evaluation).exclude(
+        queries.Tagged(tag)).values_list("text", flat=True)) == sorted(
+        set(_TAGS_OF) - set(expected))
