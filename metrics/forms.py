@@ -3,8 +3,17 @@
 from django import forms
 
 from evaluations.models import EvaluationMetric
+from evaluations.services.keywords import MAX_TAG_LENGTH
 from metrics.reports.keyword_table import FILTERS
 from searchtweak.integers import ID_MAX, bounded, form_integer
+
+
+def weighted_field() -> forms.TypedChoiceField:
+    """`weighted=1`: means weighted by the keywords' traffic; absent, empty or 0: plain."""
+    return forms.TypedChoiceField(
+        choices=[("", "Every keyword alike"), ("0", "Every keyword alike"),
+                 ("1", "Weighted by traffic")],
+        coerce=lambda value: value == "1", empty_value=False, required=False)
 
 
 class KeywordTableForm(forms.Form):
@@ -25,6 +34,10 @@ class KeywordTableForm(forms.Form):
                                          ("baseline", "Team baseline"),
                                          ("previous", "Previous evaluation of the model")],
                                 required=False)
+    # The segment every part of the page counts (a tag; empty: every keyword) and whether
+    # its means are weighted by traffic: which tags exist is the view's to check.
+    segment = forms.CharField(required=False, max_length=MAX_TAG_LENGTH)
+    weighted = weighted_field()
 
     def __init__(self, *args, configs: list[EvaluationMetric], **kwargs):
         super().__init__(*args, **kwargs)
@@ -33,6 +46,10 @@ class KeywordTableForm(forms.Form):
             (f"m{config.pk}", str(config)) for config in configs]
         self.fields["dist"].choices = [("", "First metric")] + [
             (str(config.pk), str(config)) for config in configs]
+
+    def clean_segment(self) -> str:
+        # Tags are stored lower-cased (evaluations.services.keywords).
+        return self.cleaned_data["segment"].lower()
 
 
 class CompareForm(forms.Form):

@@ -420,8 +420,14 @@ def segment_means(*, evaluation_id: int) -> list[SegmentMean]:
     """Every segment mean of the evaluation's metrics (in the metrics' order; every keyword
     first, then the tags in order; plain before weighted), from the stored sums, or from
     the stored values for a metric whose sums are not known yet."""
-    metric_ids = list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
-                      .order_by("position", "id").values_list("id", flat=True))
+    return metric_segment_means(metric_ids=list(
+        EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+        .order_by("position", "id").values_list("id", flat=True)))
+
+
+def metric_segment_means(*, metric_ids: list[int]) -> list[SegmentMean]:
+    """segment_means of these configured metrics (of any evaluations), in the order given:
+    one query when their sums are known, for a page that holds the configs already."""
     totals = segment_totals_read(metric_ids=metric_ids)
     unknown = [pk for pk in metric_ids if pk not in totals]
     if unknown:

@@ -7,6 +7,8 @@ grades arrive.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -38,14 +40,27 @@ from metrics.reports import (
 )
 from metrics.reports.agreement import evaluation_agreement
 from metrics.reports.cards import evaluation_reference, metric_cards
-from metrics.reports.distribution import metric_distribution, metric_histogram
+from metrics.reports.distribution import (
+    metric_distribution,
+    metric_histogram,
+    segment_distribution,
+)
 from metrics.reports.keyword_table import FILTERS, keyword_table
+from metrics.reports.segments import (
+    EVERY_KEYWORD,
+    SegmentChoice,
+    SegmentMeans,
+    segment_means_of,
+    segment_problem,
+    segment_table,
+)
 from metrics.reports.verdicts import (
     ad_hoc_regression_verdicts,
     model_regressed_evaluation_ids,
     standing_regression_verdict,
 )
 from metrics.selectors import metric_configs, metric_label
+from metrics_engine.segment_sums import EVERY
 from searchtweak import access
 from searchtweak.models import Role, role_at_least
 from searchtweak.views_shared import service_step_response
@@ -63,43 +78,102 @@ def _table_params(form: KeywordTableForm) -> dict:
     }
 
 
-def _live_context(request: HttpRequest, evaluation: Evaluation,
-                  configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+@dataclass
+class DashboardRequest:
+    """What every part of the evaluation dashboard reads: the evaluation (through its access
+    function), its metric configs, the query-string form and the segment it chose."""
+
+    request: HttpRequest
+    evaluation: Evaluation
+    configs: list[EvaluationMetric]
+    form: KeywordTableForm
+    choice: SegmentChoice = EVERY_KEYWORD
+
+    @cached_property
+    def means(self) -> SegmentMeans:
+        """The evaluation's segment means, read once for the request (one query)."""
+        return segment_means_of(self.configs)
+
+
+def _dashboard_request(request: HttpRequest, evaluation_id: int) -> DashboardRequest:
+    """The dashboard's request with its segment choice checked: a tag no keyword carries
+    is an error on `segment` (the page then shows every keyword)."""
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    configs = metric_configs(evaluation.pk)
+    form = KeywordTableForm(request.GET, configs=configs)
+    dashboard = DashboardRequest(request, evaluation, configs, form)
+    if form.is_valid():
+        segment = form.cleaned_data["segment"]
+        problem = segment_problem(evaluation=evaluation, means=dashboard.means,
+                                  segment=segment) if segment else None
+        if problem:
+            form.add_error("segment", problem)
+        else:
+            dashboard.choice = SegmentChoice(segment, form.cleaned_data["weighted"])
+    return dashboard
+
+
+def _live_context(dashboard: DashboardRequest) -> dict:
+    evaluation, configs, form = dashboard.evaluation, dashboard.configs, dashboard.form
+    choice = dashboard.choice
     data = form.cleaned_data if form.is_valid() else {}
     reference = evaluation_reference(evaluation=evaluation,
                                      against=data.get("against") or "")
     cards = metric_cards(
         evaluation=evaluation, reference=reference, configs=configs,
         verdict=standing_regression_verdict(evaluation=evaluation)
-        if reference.evaluation is not None else None)
+        if reference.evaluation is not None and choice.everything_plain else None,
+        choice=choice, means=dashboard.means if not choice.everything_plain else None)
     dist_config = next((c for c in configs if c.pk == data.get("dist")),
                        configs[0] if configs else None)
-    distribution = None
-    if dist_config is not None:
-        label = f"{metric_label(dist_config)} over keywords"
-        binned = metric_histogram(config=dist_config)
-        if binned is not None:
-            distribution = {"config": dist_config, "count": sum(binned), "svg": mark_safe(
-                charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
-        else:
-            values = metric_distribution(config=dist_config)
-            # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
-            bounded = all(0.0 <= v <= 1.0 for v in values)
-            distribution = {
-                "config": dist_config, "count": len(values),
-                "svg": mark_safe(charts.histogram(
-                    values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
-                    label=label)),
-            }
     return {
-        "evaluation": evaluation, "reference": reference,
+        "evaluation": evaluation, "reference": reference, "choice": choice,
         "cards": [(card, mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
         "agreement": evaluation_agreement(evaluation=evaluation, configs=configs),
-        "distribution": distribution, "live": evaluation.status in LIVE_STATUSES,
-        "can_lead": access.current_team_can(user=request.user, team_id=evaluation.team_id,
+        "distribution": _distribution(dist_config, choice)
+        if dist_config is not None else None,
+        "segment_table": segment_table(configs=configs, means=dashboard.means),
+        "segment_links": _segment_links(dashboard),
+        "live": evaluation.status in LIVE_STATUSES,
+        "can_lead": access.current_team_can(user=dashboard.request.user,
+                                            team_id=evaluation.team_id,
                                             minimum_role=Role.LEAD),
     }
+
+
+def _distribution(config: EvaluationMetric, choice: SegmentChoice) -> dict:
+    """The distribution chart of one metric over the chosen keywords: from the recompute's
+    counts over every keyword when it has them, else binned from the values (over the
+    values' own range for the unbounded metrics, CG and DCG); bars of traffic when
+    weighted."""
+    label = f"{metric_label(config)} over {choice.label}"
+    binned = metric_histogram(config=config) if choice.everything_plain else None
+    if binned is not None:
+        return {"config": config, "count": sum(binned), "weighted": False, "svg": mark_safe(
+            charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
+    if choice.everything_plain:
+        values, weights = metric_distribution(config=config), None
+    else:
+        values, weights = segment_distribution(config=config, choice=choice)
+    # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
+    bounded = all(0.0 <= v <= 1.0 for v in values)
+    return {
+        "config": config, "count": len(values), "weighted": weights is not None,
+        "weight_sum": sum(weights) if weights is not None else None,
+        "svg": mark_safe(charts.histogram(
+            values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
+            label=label, weights=weights)),
+    }
+
+
+def _segment_links(dashboard: DashboardRequest) -> list[tuple[str, str, bool]]:
+    """(segment, the page's query string choosing it, chosen) for every keyword and each
+    tag: the segment table's headings link to them, keeping the weights' choice."""
+    data = dashboard.form.data
+    return [(segment, query_with(data, segment=segment, page="", after="", before=""),
+             segment == dashboard.choice.segment)
+            for segment in [EVERY, *dashboard.means.tags]]
 
 
 def query_with(data, **changes) -> str:
@@ -112,12 +186,18 @@ def query_with(data, **changes) -> str:
     return query.urlencode()
 
 
-def _table_context(request: HttpRequest, evaluation: Evaluation,
-                   configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+def _table_context(dashboard: DashboardRequest) -> dict:
+    evaluation, configs, form = dashboard.evaluation, dashboard.configs, dashboard.form
+    choice = dashboard.choice
     params = _table_params(form)
-    visibility = access.grade_visibility(user=request.user)
-    table = keyword_table(evaluation=evaluation, configs=configs,
-                          visibility=visibility, **params)
+    visibility = access.grade_visibility(user=dashboard.request.user)
+    segment_counts = None
+    if choice.segment:
+        segment_counts = {config.pk: mean.keyword_count for config in configs
+                          if (mean := dashboard.means.get(config.pk, SegmentChoice(
+                              choice.segment))) is not None}
+    table = keyword_table(evaluation=evaluation, configs=configs, visibility=visibility,
+                          tag=choice.segment, tag_value_counts=segment_counts, **params)
     data = form.data
 
     def sort_link(key: str) -> dict:
@@ -129,7 +209,8 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
 
     return {
         "evaluation": evaluation, "configs": configs, "table": table, "params": params,
-        "form": form, "sees_all_grades": visibility.sees_everyone(evaluation.team_id),
+        "form": form, "choice": choice,
+        "sees_all_grades": visibility.sees_everyone(evaluation.team_id),
         "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
         "metric_columns": [(config, metric_label(config), sort_link(f"m{config.pk}"))
                            for config in configs],
@@ -140,37 +221,47 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
     }
 
 
-ContextBuilder = Callable[[HttpRequest, Evaluation, list[EvaluationMetric], KeywordTableForm],
-                          dict]
+ContextBuilder = Callable[[DashboardRequest], dict]
 
 
 def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
                         *parts: ContextBuilder) -> HttpResponse:
     """The dashboard page or one of its polled fragments: the evaluation through its access
     function, its metric configs, the query-string form they all read, and the context of
-    each part; a query string the form refuses answers 400 with the defaults shown."""
-    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = metric_configs(evaluation.pk)
-    form = KeywordTableForm(request.GET, configs=configs)
-    valid = form.is_valid()
+    each part; a query string the form refuses (a segment no keyword has included)
+    answers 400 with the defaults shown and the reason."""
+    dashboard = _dashboard_request(request, evaluation_id)
     context: dict = {}
     for part in parts:
-        context.update(part(request, evaluation, configs, form))
-    return render(request, template, context, status=200 if valid else 400)
+        context.update(part(dashboard))
+    return render(request, template, context,
+                  status=200 if dashboard.form.is_valid() else 400)
+
+
+def _selector_context(dashboard: DashboardRequest) -> dict:
+    """The segment selector at the top of the page: the tags to choose from and the rest
+    of the query string, kept as it is (the page it shows starts again at 1)."""
+    kept = dashboard.form.data.copy()
+    for name in ("segment", "weighted", "page", "after", "before"):
+        kept.pop(name, None)
+    return {"segment_tags": dashboard.means.tags,
+            "kept_params": [(name, value) for name, values in kept.lists()
+                            for value in values]}
 
 
 @require_GET
 @login_required
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
-                               _live_context, _table_context, _verdict_context)
+                               _selector_context, _live_context, _table_context,
+                               _verdict_context)
 
 
-def _verdict_context(request: HttpRequest, evaluation: Evaluation,
-                     configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+def _verdict_context(dashboard: DashboardRequest) -> dict:
     """The standing regression verdict and the newest ad-hoc ones, each with its rule (two
     queries; the page only, they change when a run finishes or a gate is called, not while
     grades arrive)."""
+    evaluation = dashboard.evaluation
     return {"verdict": standing_regression_verdict(evaluation=evaluation),
             "ad_hoc_verdicts": ad_hoc_regression_verdicts(evaluation=evaluation)}
 
@@ -178,7 +269,8 @@ def _verdict_context(request: HttpRequest, evaluation: Evaluation,
 @require_GET
 @login_required
 def evaluation_dashboard_live(request: HttpRequest, evaluation_id: int) -> HttpResponse:
-    """The cards, progress, agreement and distribution, polled while grades arrive."""
+    """The cards, progress, agreement, distribution and segment table, polled while grades
+    arrive."""
     return _dashboard_response(request, evaluation_id, "metrics/_evaluation_live.html",
                                _live_context)
 

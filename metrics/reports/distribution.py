@@ -1,19 +1,34 @@
 """The distribution chart's data of the evaluation dashboard: one configured metric's
-per-keyword values, or their histogram from the recompute's counts.
+per-keyword values (over a segment, with their weights when weighted), or their histogram
+from the recompute's counts.
 """
-
 
 from django.db.models import Q
 
 from evaluations.models import EvaluationMetric
 from metrics.models import DashboardCount, KeywordMetricValue
+from metrics.queries import Tagged
 from metrics.recompute import aggregates
+from metrics.reports.segments import EVERY_KEYWORD, SegmentChoice
 
 
 def metric_distribution(*, config: EvaluationMetric) -> list[float]:
     """The non-null per-keyword values of one configured metric."""
     return list(KeywordMetricValue.objects.filter(metric=config, value__isnull=False)
                 .values_list("value", flat=True))
+
+
+def segment_distribution(*, config: EvaluationMetric, choice: SegmentChoice = EVERY_KEYWORD
+                         ) -> tuple[list[float], list[int] | None]:
+    """The non-null values of one configured metric over the chosen segment's keywords,
+    and, when the choice is weighted, each value's keyword weight (else None). One query."""
+    rows = KeywordMetricValue.objects.filter(metric=config, value__isnull=False)
+    if choice.segment:
+        rows = rows.filter(Tagged(choice.segment, through="keyword__"))
+    if not choice.weighted:
+        return list(rows.values_list("value", flat=True)), None
+    pairs = list(rows.values_list("value", "keyword__weight"))
+    return [value for value, _ in pairs], [weight for _, weight in pairs]
 
 
 def metric_histogram(*, config: EvaluationMetric) -> list[int] | None:

@@ -1,0 +1,353 @@
+"""Segments on the evaluation dashboard: the cards over a segment and weighted by traffic
+against hand-computed values (docs/METRICS.md, "Weighted means and segments"), the keyword
+table filtered by a tag, the segment table, the distribution, and the page's query string
+(`?segment=head&weighted=1`): a bad one is a 400 with its reason, an outsider a 404."""
+
+from fractions import Fraction
+
+import pytest
+from django.http import QueryDict
+from django.urls import reverse
+from django.utils import timezone
+
+from evaluations.models import Evaluation, Keyword
+from metrics import queries
+from metrics.models import KeywordMetricValue
+from metrics.reports.cards import evaluation_reference, metric_cards
+from metrics.reports.distribution import segment_distribution
+from metrics.reports.keyword_table import keyword_table
+from metrics.reports.segments import (
+    EVERY_KEYWORD,
+    SegmentChoice,
+    segment_means_of,
+    segment_problem,
+    segment_table,
+    tag_order,
+)
+from metrics.selectors import metric_configs
+from searchtweak.access import GradeVisibility
+from tests.metrics.builders import build_evaluation, set_grades, slot
+from tests.metrics.test_dashboard_builders import bulk_evaluation, graders_of
+from tests.searchtweak.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+# P@10 now (relevant of 10), P@10 in the previous run, weight, tags.
+KEYWORDS = {"shoes": (3, 1, 5, ["head"]), "boots": (2, 1, 3, ["head", "lang:de"]),
+            "socks": (1, 3, 0, ["tail"])}
+
+
+def by_hand(pairs: list[tuple[float, int]]) -> float | None:
+    """R(Σ w·v) / Σ w over the pairs whose weight is above 0: the products and the sum
+    exact, rounded once, then one division (docs/METRICS.md)."""
+    kept = [(v, w) for v, w in pairs if w > 0]
+    weight = sum(w for _, w in kept)
+    return float(sum(Fraction(v) * w for v, w in kept)) / weight if weight else None
+
+
+def _tagged(team, *, index: int, grader) -> Evaluation:
+    evaluation = build_evaluation(
+        team=team, keywords={text: [f"{text}-{rank}" for rank in range(10)]
+                             for text in KEYWORDS},
+        metrics=[("precision", 10, {}), ("ndcg", 10, {})])
+    for text, (*_, weight, tags) in KEYWORDS.items():
+        Keyword.objects.filter(evaluation=evaluation, text=text).update(weight=weight, tags=tags)
+    set_grades([grader], [(slot(evaluation, text, rank), 2 if rank <= row[index] else 0)
+                          for text, row in KEYWORDS.items() for rank in range(1, 11)])
+    return evaluation
+
+
+@pytest.fixture
+def runs(personas, django_capture_on_commit_callbacks):
+    """The previous run of a model (finished) and its current run (active), both tagged and
+    weighted alike and fully graded."""
+    grader = UserFactory(username="segment-grader")
+    with django_capture_on_commit_callbacks(execute=True):
+        previous = _tagged(personas.team, index=1, grader=grader)
+        current = _tagged(personas.team, index=0, grader=grader)
+    Evaluation.objects.filter(pk=previous.pk).update(
+        model=current.model, status=Evaluation.Status.FINISHED, name="Previous",
+        finished_at=timezone.now())
+    Evaluation.objects.filter(pk=current.pk).update(name="Current")
+    previous.refresh_from_db()
+    current.refresh_from_db()
+    return previous, current
+
+
+def _precision_card(current: Evaluation, choice: SegmentChoice):
+    configs = metric_configs(current.pk)
+    cards = metric_cards(evaluation=current, reference=evaluation_reference(evaluation=current),
+                         configs=configs, choice=choice, means=segment_means_of(configs))
+    return next(card for card in cards if card.config.code == "precision")
+
+
+def test_cards_over_every_keyword_plain_are_the_stored_means(runs):
+    _, current = runs
+    card = _precision_card(current, EVERY_KEYWORD)
+    assert (card.value, card.keyword_count) == (by_hand([(0.3, 1), (0.2, 1), (0.1, 1)]), 3)
+    assert card.reference_value == by_hand([(0.1, 1), (0.1, 1), (0.3, 1)])
+    assert (card.delta, card.shared_count) == (
+        by_hand([(0.3 - 0.1, 1), (0.2 - 0.1, 1), (0.1 - 0.3, 1)]), 3)
+    assert card.history  # every keyword's history shows
+
+
+@pytest.mark.parametrize(("segment", "weighted", "value", "count", "weight_sum", "reference",
+                          "delta", "shared"), [
+    # head: shoes (0.3, weight 5, was 0.1) and boots (0.2, weight 3, was 0.1).
+    ("head", False, 0.25, 2, 2, 0.1, by_hand([(0.3 - 0.1, 1), (0.2 - 0.1, 1)]), 2),
+    ("head", True, by_hand([(0.3, 5), (0.2, 3)]), 2, 8, by_hand([(0.1, 5), (0.1, 3)]),
+     by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), 2),
+    # Every keyword weighted: socks weighs 0 and is left out of the mean and the delta.
+    ("", True, by_hand([(0.3, 5), (0.2, 3)]), 2, 8, by_hand([(0.1, 5), (0.1, 3)]),
+     by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), 2),
+    ("lang:de", False, 0.2, 1, 1, 0.1, 0.2 - 0.1, 1),
+    ("tail", False, 0.1, 1, 1, 0.3, 0.1 - 0.3, 1),
+    # The tail's only keyword weighs 0: nothing to weigh.
+    ("tail", True, None, 0, 0, None, None, 0),
+])
+def test_cards_over_a_segment_and_weighted_by_hand(runs, segment, weighted, value, count,
+                                                  weight_sum, reference, delta, shared):
+    _, current = runs
+    card = _precision_card(current, SegmentChoice(segment, weighted))
+    assert (card.value, card.keyword_count, card.weight_sum) == (value, count, weight_sum)
+    assert card.reference_value == reference
+    assert (card.delta, card.shared_count) == (delta, shared)
+    # Fully graded: the bounds are the value (none without one).
+    assert (card.lower, card.upper, card.bounds_exact) == (value, value, True)
+    # The history and the verdict's word count every keyword: not shown for a segment.
+    assert card.history == [] and card.verdict == ""
+
+
+def test_the_hand_computed_weighted_numbers_read_as_expected(runs):
+    _, current = runs
+    card = _precision_card(current, SegmentChoice("head", True))
+    assert card.value == 0.2625
+    assert card.delta == pytest.approx(0.1625, abs=1e-15)
+    assert card.reference_value == pytest.approx(0.1, abs=1e-15)
+
+
+def test_the_segment_table_lays_out_every_metric_by_segment(runs):
+    _, current = runs
+    configs = metric_configs(current.pk)
+    table = segment_table(configs=configs, means=segment_means_of(configs))
+    # Traffic segments first, in their order, then the other tags by name.
+    assert table.segments == ["", "head", "tail", "lang:de"]
+    assert [row.label for row in table.rows] == ["P@10", "nDCG@10"]
+    precision = table.rows[0]
+    cells = {cell.segment: cell for cell in precision.cells}
+    assert (cells["head"].plain.value, cells["head"].weighted.value) == (
+        0.25, by_hand([(0.3, 5), (0.2, 3)]))
+    assert (cells["tail"].plain.keyword_count, cells["tail"].weighted.value) == (1, None)
+    assert cells[""].plain.value == current.metric_configs.with_stored_mean().get(
+        code="precision").value
+
+
+def test_tag_order_puts_the_traffic_segments_first():
+    assert tag_order(["lang:de", "tail", "brand", "head", "torso", "tail"]) == [
+        "head", "torso", "tail", "brand", "lang:de"]
+
+
+def test_a_segment_is_known_from_the_means_or_the_keywords(runs, django_assert_num_queries):
+    _, current = runs
+    means = segment_means_of(metric_configs(current.pk))
+    with django_assert_num_queries(0):
+        assert segment_problem(evaluation=current, means=means, segment="tail") is None
+        assert segment_problem(evaluation=current, means=means, segment="") is None
+    problem = segment_problem(evaluation=current, means=means, segment="tails")
+    assert "No keyword of this evaluation carries the tag “tails”" in problem
+    # A tag its keywords carry before any value is stored is a segment (empty for now).
+    Keyword.objects.filter(evaluation=current, text="socks").update(tags=["tail", "new"])
+    with django_assert_num_queries(1):
+        assert segment_problem(evaluation=current, means=means, segment="new") is None
+
+
+def test_the_distribution_counts_the_segment_and_its_traffic(runs):
+    _, current = runs
+    config = current.metric_configs.get(code="precision")
+    assert sorted(segment_distribution(config=config, choice=SegmentChoice("head"))[0]) == [
+        0.2, 0.3]
+    values, weights = segment_distribution(config=config, choice=SegmentChoice("", True))
+    assert sorted(zip(values, weights, strict=True)) == [(0.1, 0), (0.2, 3), (0.3, 5)]
+
+
+# --- the keyword table filtered by a tag ----------------------------------------------------
+
+
+@pytest.fixture
+def tagged_bulk(personas):
+    """30 keywords of random binary grades, every third tagged "tail", every fifth "head"
+    (some both), the weights varied."""
+    evaluation = bulk_evaluation(team=personas.team, graders=graders_of(personas.team),
+                                 keyword_count=30, graded_share=0.8, recompute=False)
+    from metrics.recompute.means import evaluation_means_refresh
+    from metrics.services import evaluation_metrics_recompute
+
+    for keyword in Keyword.objects.filter(evaluation=evaluation):
+        index = keyword.position - 1
+        tags = sorted(["tail"] * (index % 3 == 0) + ["head"] * (index % 5 == 0))
+        Keyword.objects.filter(pk=keyword.pk).update(tags=tags, weight=index % 4)
+    # Some keywords without a value of the first metric: the table puts them last.
+    evaluation_metrics_recompute(evaluation_id=evaluation.pk)
+    first = metric_configs(evaluation.pk)[0]
+    KeywordMetricValue.objects.filter(metric=first, keyword__position__in=[1, 4, 7]).update(
+        value=None)
+    # Written past the value writers: the means and segment sums are rebuilt from the values.
+    queries.metric_sums_forget(evaluation_id=evaluation.pk)
+    evaluation_means_refresh(evaluation_id=evaluation.pk)
+    return evaluation
+
+
+def _all_pages(evaluation, configs, **params) -> list[str]:
+    """Every row of the table, walked page by page along the Next cursors."""
+    visibility = GradeVisibility(None, frozenset({evaluation.team_id}))
+    table = keyword_table(evaluation=evaluation, configs=configs, visibility=visibility,
+                          per_page=4, **params)
+    texts = [row.row.keyword.text for row in table.rows]
+    while table.page.has_next():
+        table = keyword_table(evaluation=evaluation, configs=configs, visibility=visibility,
+                              per_page=4, after=table.page.last_id, **params)
+        texts += [row.row.keyword.text for row in table.rows]
+    return texts
+
+
+@pytest.mark.parametrize("sort", ["position", "text", "metric"])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("show", ["", "worst", "ungraded"])
+def test_the_keyword_table_of_a_segment_is_the_whole_table_with_the_others_left_out(
+        tagged_bulk, sort, descending, show):
+    """Sorting, filters and paging over a tag give the rows the untagged table gives, in the
+    same order, minus the keywords without the tag; the count is theirs."""
+    configs = metric_configs(tagged_bulk.pk)
+    sort_key = f"m{configs[0].pk}" if sort == "metric" else sort
+    params = {"sort": sort_key, "descending": descending, "show": show}
+    tail = {keyword.text for keyword in Keyword.objects.filter(evaluation=tagged_bulk)
+            if "tail" in keyword.tags}
+    everything = _all_pages(tagged_bulk, configs, **params)
+    expected = [text for text in everything if text in tail]
+    means = segment_means_of(configs)
+    counts = {config.pk: means.get(config.pk, SegmentChoice("tail")).keyword_count
+              for config in configs}
+    assert _all_pages(tagged_bulk, configs, tag="tail", **params) == expected
+    assert _all_pages(tagged_bulk, configs, tag="tail", tag_value_counts=counts,
+                      **params) == expected
+    visibility = GradeVisibility(None, frozenset({tagged_bulk.team_id}))
+    table = keyword_table(evaluation=tagged_bulk, configs=configs, visibility=visibility,
+                          per_page=4, tag="tail", tag_value_counts=counts, **params)
+    assert table.page.count == len(expected)
+
+
+def test_the_keyword_table_of_a_segment_searches_and_pages_back(tagged_bulk):
+    configs = metric_configs(tagged_bulk.pk)
+    visibility = GradeVisibility(None, frozenset({tagged_bulk.team_id}))
+    found = keyword_table(evaluation=tagged_bulk, configs=configs, visibility=visibility,
+                          tag="head", search="query 2", sort=f"m{configs[1].pk}")
+    # "query 2" and "query 20".."query 29" contain the term; of them, 0, 5, 10, ... are head.
+    assert sorted(row.row.keyword.text for row in found.rows) == ["query 20", "query 25"]
+    pages = keyword_table(evaluation=tagged_bulk, configs=configs, visibility=visibility,
+                          tag="tail", per_page=3, page_number=2)
+    back = keyword_table(evaluation=tagged_bulk, configs=configs, visibility=visibility,
+                         tag="tail", per_page=3, before=pages.page.first_id, page_number=1)
+    assert [row.row.keyword.position for row in pages.rows] == [10, 13, 16]
+    assert [row.row.keyword.position for row in back.rows] == [1, 4, 7]
+
+
+# --- the pages --------------------------------------------------------------------------------
+
+
+def _dashboard(evaluation) -> str:
+    return reverse("metrics:evaluation_dashboard", args=[evaluation.pk])
+
+
+def test_the_dashboard_shows_the_chosen_segment_weighted(client, personas, runs):
+    _, current = runs
+    client.force_login(personas.lead)
+    response = client.get(_dashboard(current), {"segment": "head", "weighted": "1"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<option value="head" selected>Tagged head</option>' in html
+    assert 'name="weighted" value="1" checked' in html
+    assert "keywords tagged head, weighted by traffic" in html
+    assert '<p class="metric-value" data-testid="metric-value">0.2625</p>' in html
+    assert "Σ weight 8" in html
+    assert "weighted Δ over 2 shared keywords tagged head" in html
+    # The keyword table keeps the head, with their weights.
+    rows = response.context["table"].rows
+    assert [(row.row.keyword.text, row.row.keyword.weight) for row in rows] == [
+        ("shoes", 5), ("boots", 3)]
+    # Its sort links and its form keep the segment.
+    assert "segment=head" in response.context["sort_links"]["text"]["query"]
+    assert '<input type="hidden" name="segment" value="head">' in html
+    # The segment table links each segment, keeping the weights' choice.
+    links = {segment: QueryDict(query) for segment, query, _ in
+             response.context["segment_links"]}
+    assert links["tail"] == QueryDict("segment=tail&weighted=1")
+    assert links[""] == QueryDict("weighted=1")
+
+
+def test_the_live_and_table_partials_follow_the_segment(client, personas, runs):
+    _, current = runs
+    client.force_login(personas.lead)
+    live = client.get(reverse("metrics:evaluation_dashboard_live", args=[current.pk]),
+                      {"segment": "tail"})
+    assert live.status_code == 200
+    card = next(card for card, _ in live.context["cards"] if card.config.code == "precision")
+    assert (card.value, card.keyword_count) == (0.1, 1)
+    assert live.context["distribution"]["count"] == 1
+    table = client.get(reverse("metrics:evaluation_dashboard_table", args=[current.pk]),
+                       {"segment": "lang:de"})
+    assert [row.row.keyword.text for row in table.context["table"].rows] == ["boots"]
+
+
+@pytest.mark.parametrize(("query", "problem"), [
+    ({"segment": "tails"}, "No keyword of this evaluation carries the tag “tails”"),
+    ({"segment": "x" * 51}, "Ensure this value has at most 50 characters"),
+    ({"weighted": "yes"}, "Select a valid choice"),
+])
+def test_a_bad_segment_answers_400_with_its_reason_and_every_keyword(client, personas, runs,
+                                                                     query, problem):
+    _, current = runs
+    client.force_login(personas.lead)
+    for name in ("evaluation_dashboard", "evaluation_dashboard_live",
+                 "evaluation_dashboard_table"):
+        response = client.get(reverse(f"metrics:{name}", args=[current.pk]), query)
+        assert response.status_code == 400, name
+        assert response.context["choice"] == EVERY_KEYWORD
+    response = client.get(_dashboard(current), query)
+    assert problem in response.content.decode()
+    assert len(response.context["table"].rows) == 3
+
+
+def test_a_tag_in_another_case_is_the_tag(client, personas, runs):
+    _, current = runs
+    client.force_login(personas.lead)
+    response = client.get(_dashboard(current), {"segment": "HEAD"})
+    assert response.status_code == 200
+    assert response.context["choice"] == SegmentChoice("head")
+
+
+def test_an_outsider_gets_404_whatever_the_segment(client, personas, runs):
+    _, current = runs
+    client.force_login(personas.outsider)
+    for segment in ("head", "nope"):
+        assert client.get(_dashboard(current), {"segment": segment}).status_code == 404
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ({"sort": "text"}, 26),
+    # The cards read the reference's segment means instead of the standing verdict; the
+    # distribution reads the segment's values instead of the stored counts.
+    ({"sort": "text", "segment": "head", "weighted": "1"}, 26),
+    # Sorted by a metric, a page that runs out of values reads the keywords without one.
+    ({"sort": "m0"}, 27),
+    ({"sort": "m0", "segment": "tail"}, 27),
+])
+def test_the_dashboard_of_a_segment_runs_as_many_queries_as_the_plain_one(
+        client, personas, runs, django_assert_num_queries, query, expected):
+    """With a reference to compare with, whose delta a segment restricts."""
+    _, current = runs
+    client.force_login(personas.lead)
+    if query["sort"] == "m0":
+        query = {**query, "sort": f"m{metric_configs(current.pk)[0].pk}"}
+    with django_assert_num_queries(expected):
+        response = client.get(_dashboard(current), query)
+    assert response.status_code == 200
