@@ -16,9 +16,22 @@ def weighted_field() -> forms.TypedChoiceField:
         coerce=lambda value: value == "1", empty_value=False, required=False)
 
 
-class KeywordTableForm(forms.Form):
-    """Sorting, filtering, search and paging of the per-keyword table, and the metric the
-    distribution chart shows."""
+class SegmentForm(forms.Form):
+    """The keywords a page counts: a segment's tag (empty: every keyword) and whether the
+    means are weighted by traffic (metrics.reports.segments)."""
+
+    segment = forms.CharField(required=False, max_length=MAX_TAG_LENGTH)
+    weighted = weighted_field()
+
+    def clean_segment(self) -> str:
+        # Tags are stored lower-cased (evaluations.services.keywords).
+        return self.cleaned_data["segment"].lower()
+
+
+class KeywordTableForm(SegmentForm):
+    """Sorting, filtering, search and paging of the per-keyword table, the metric the
+    distribution chart shows, and the segment every part of the page counts (which tags
+    exist is the view's to check)."""
 
     sort = forms.ChoiceField(required=False)
     dir = forms.ChoiceField(choices=[("asc", "ascending"), ("desc", "descending")],
@@ -34,10 +47,6 @@ class KeywordTableForm(forms.Form):
                                          ("baseline", "Team baseline"),
                                          ("previous", "Previous evaluation of the model")],
                                 required=False)
-    # The segment every part of the page counts (a tag; empty: every keyword) and whether
-    # its means are weighted by traffic: which tags exist is the view's to check.
-    segment = forms.CharField(required=False, max_length=MAX_TAG_LENGTH)
-    weighted = weighted_field()
 
     def __init__(self, *args, configs: list[EvaluationMetric], **kwargs):
         super().__init__(*args, **kwargs)
@@ -46,10 +55,6 @@ class KeywordTableForm(forms.Form):
             (f"m{config.pk}", str(config)) for config in configs]
         self.fields["dist"].choices = [("", "First metric")] + [
             (str(config.pk), str(config)) for config in configs]
-
-    def clean_segment(self) -> str:
-        # Tags are stored lower-cased (evaluations.services.keywords).
-        return self.cleaned_data["segment"].lower()
 
 
 class CompareForm(forms.Form):

@@ -29,6 +29,7 @@ from metrics.forms import (
     CompareKeywordForm,
     KeywordTableForm,
     LeaderboardForm,
+    SegmentForm,
 )
 from metrics.reports import (
     charts,
@@ -104,8 +105,9 @@ def _dashboard_request(request: HttpRequest, evaluation_id: int) -> DashboardReq
     dashboard = DashboardRequest(request, evaluation, configs, form)
     if form.is_valid():
         segment = form.cleaned_data["segment"]
-        problem = segment_problem(evaluation=evaluation, means=dashboard.means,
-                                  segment=segment) if segment else None
+        problem = segment_problem(
+            means=dashboard.means, segment=segment,
+            keywords=Keyword.objects.filter(evaluation=evaluation)) if segment else None
         if problem:
             form.add_error("segment", problem)
         else:
@@ -336,25 +338,42 @@ def regressed_evaluation_ids(*, model) -> set[int]:
 @login_required
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
     model = search_model_get_for_user(user=request.user, model_id=model_id)
-    histories = metric_history.model_history(model=model)
-    intervals = compare_many_stats.config_intervals(configs=[
-        config for history in histories for config in history.configs])
+    form = SegmentForm(request.GET)
+    choice = EVERY_KEYWORD
+    if form.is_valid():
+        choice = SegmentChoice(form.cleaned_data["segment"], form.cleaned_data["weighted"])
+    history = metric_history.model_history(model=model, choice=choice)
+    if choice.segment:
+        problem = segment_problem(
+            means=SegmentMeans({}, history.tags), segment=choice.segment,
+            owner="the model's finished evaluations", keywords=Keyword.objects.filter(
+                evaluation__model=model, evaluation__status=Evaluation.Status.FINISHED))
+        if problem:
+            form.add_error("segment", problem)
+            choice = EVERY_KEYWORD
+            history = metric_history.model_history(model=model)
+    # A weighted mean has no bootstrap interval here: the whiskers are left out.
+    intervals = {} if choice.weighted else compare_many_stats.config_intervals(
+        configs=[config for line in history.histories for config in line.configs],
+        segment=choice.segment)
     regressed = regressed_evaluation_ids(model=model)
     rows = []
-    for history in histories:
-        bands = [intervals.get(config.pk) for config in history.configs]
-        bounds = [(config.lower, config.upper) for config in history.configs]
-        rows.append((history, mark_safe(charts.line_chart(
-            [(evaluation.name, value) for evaluation, value, _ in history.points],
-            label=f"{history.label} over finished evaluations, with 95% intervals and "
-                  "the bounds under missing grades shaded",
-            intervals=bands, bands=bounds,
-            marked=[evaluation.pk in regressed for evaluation, _, _ in history.points],
-            **_unit_range([value for _, value, _ in history.points]
-                          + [b for band in [*bands, *bounds] if band for b in band]))),
+    for line in history.histories:
+        bands = [intervals.get(config.pk) for config in line.configs]
+        rows.append((line, mark_safe(charts.line_chart(
+            [(evaluation.name, value) for evaluation, value, _ in line.points],
+            label=f"{line.label} over finished evaluations, {choice.label}, with "
+                  f"{'' if choice.weighted else '95% intervals and '}the bounds under "
+                  "missing grades shaded",
+            intervals=bands, bands=line.bounds,
+            marked=[evaluation.pk in regressed for evaluation, _, _ in line.points],
+            **_unit_range([value for _, value, _ in line.points]
+                          + [b for band in [*bands, *line.bounds] if band for b in band]))),
             [(*point, band, point[0].pk in regressed)
-             for point, band in zip(history.points, bands, strict=True)]))
-    return render(request, "metrics/model_history.html", {"model": model, "histories": rows})
+             for point, band in zip(line.points, bands, strict=True)]))
+    return render(request, "metrics/model_history.html", {
+        "model": model, "histories": rows, "form": form, "choice": choice,
+        "segment_tags": history.tags}, status=200 if form.is_valid() else 400)
 
 
 def _picker_context(request: HttpRequest) -> dict:

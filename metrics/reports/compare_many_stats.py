@@ -22,6 +22,7 @@ from django.core.cache import cache
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Snapshot
 from metrics.models import KeywordMetricValue, RegressionVerdict
+from metrics.queries import Tagged
 from metrics.selectors import MetricKey, metric_key, metric_label
 from metrics_engine import multi_compare
 from metrics_engine import verdicts as core_verdicts
@@ -243,20 +244,25 @@ def metric_row(*, key: MetricKey, configs: list[EvaluationMetric], matrix: np.nd
     )
 
 
-def config_intervals(*, configs: Sequence[EvaluationMetric],
-                     resamples: int = RESAMPLES) -> dict[int, tuple[float, float] | None]:
+def config_intervals(*, configs: Sequence[EvaluationMetric], resamples: int = RESAMPLES,
+                     segment: str = "") -> dict[int, tuple[float, float] | None]:
     """Each configured metric's 95 % bootstrap interval of its mean over its keywords'
-    stored values (seeded), by config id: one query for all of them; each interval is
-    cached under the config and its `updated_at`, which every means refresh moves."""
+    stored values (seeded), by config id, over the keywords tagged `segment` when given:
+    one query for all of them; each interval is cached under the config, the segment and
+    the config's `updated_at`, which every means refresh moves."""
     intervals: dict[int, tuple[float, float] | None] = {}
-    keys = {c.pk: f"metrics:interval:{c.pk}:{c.updated_at.isoformat()}:{resamples}"
+    # A tag may hold spaces, which a cache key may not: its digest stands for it.
+    tag = f":{hashlib.blake2b(segment.encode(), digest_size=8).hexdigest()}" if segment else ""
+    keys = {c.pk: f"metrics:interval:{c.pk}:{c.updated_at.isoformat()}:{resamples}{tag}"
             for c in configs if c.updated_at is not None}
     cached = cache.get_many(list(keys.values())) if keys else {}
     missing = [c.pk for c in configs if keys.get(c.pk) not in cached]
     values: dict[int, list[float]] = defaultdict(list)
     if missing:
-        for metric_id, value in KeywordMetricValue.objects.filter(
-                metric_id__in=missing, value__isnull=False).values_list("metric_id", "value"):
+        rows = KeywordMetricValue.objects.filter(metric_id__in=missing, value__isnull=False)
+        if segment:
+            rows = rows.filter(Tagged(segment, through="keyword__"))
+        for metric_id, value in rows.values_list("metric_id", "value"):
             values[metric_id].append(value)
     for config in configs:
         key = keys.get(config.pk)

@@ -10,7 +10,9 @@ shared as it is seen.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluations.models import Evaluation, EvaluationMetric, Keyword
+from django.db.models import QuerySet
+
+from evaluations.models import EvaluationMetric, Keyword
 from metrics.queries import Tagged
 from metrics.selectors import SegmentMean, metric_label, metric_segment_means
 from metrics_engine.segment_sums import EVERY
@@ -73,16 +75,17 @@ def segment_means_of(configs: Sequence[EvaluationMetric]) -> SegmentMeans:
         tags=tag_order([row.segment for row in rows if row.segment != EVERY]))
 
 
-def segment_problem(*, evaluation: Evaluation, means: SegmentMeans, segment: str
-                    ) -> str | None:
-    """Why `segment` cannot be shown for the evaluation, or None when it can: every keyword,
-    a tag the stored means cover, or one its keywords carry before any value is stored
-    (one query, asked only then)."""
+def segment_problem(*, means: SegmentMeans, segment: str, keywords: QuerySet[Keyword],
+                    owner: str = "this evaluation") -> str | None:
+    """Why `segment` cannot be shown, or None when it can: every keyword, a tag the stored
+    means cover, or one that some of `keywords` (the page's: an evaluation's, a model's)
+    carry before any value is stored (one query, asked only then). `owner` names whose
+    keywords they are in the message."""
     if segment == EVERY or segment in means.tags:
         return None
-    if Keyword.objects.filter(evaluation=evaluation).filter(Tagged(segment)).exists():
+    if keywords.filter(Tagged(segment)).exists():
         return None
-    return (f"No keyword of this evaluation carries the tag “{segment}”, so there is no such "
+    return (f"No keyword of {owner} carries the tag “{segment}”, so there is no such "
             f"segment: every keyword is shown.")
 
 

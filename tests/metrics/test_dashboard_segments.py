@@ -16,6 +16,7 @@ from metrics.models import KeywordMetricValue
 from metrics.reports.cards import evaluation_reference, metric_cards
 from metrics.reports.distribution import segment_distribution
 from metrics.reports.keyword_table import keyword_table
+from metrics.reports.metric_history import model_history
 from metrics.reports.segments import (
     EVERY_KEYWORD,
     SegmentChoice,
@@ -150,15 +151,16 @@ def test_tag_order_puts_the_traffic_segments_first():
 def test_a_segment_is_known_from_the_means_or_the_keywords(runs, django_assert_num_queries):
     _, current = runs
     means = segment_means_of(metric_configs(current.pk))
+    keywords = Keyword.objects.filter(evaluation=current)
     with django_assert_num_queries(0):
-        assert segment_problem(evaluation=current, means=means, segment="tail") is None
-        assert segment_problem(evaluation=current, means=means, segment="") is None
-    problem = segment_problem(evaluation=current, means=means, segment="tails")
+        assert segment_problem(keywords=keywords, means=means, segment="tail") is None
+        assert segment_problem(keywords=keywords, means=means, segment="") is None
+    problem = segment_problem(keywords=keywords, means=means, segment="tails")
     assert "No keyword of this evaluation carries the tag “tails”" in problem
     # A tag its keywords carry before any value is stored is a segment (empty for now).
     Keyword.objects.filter(evaluation=current, text="socks").update(tags=["tail", "new"])
     with django_assert_num_queries(1):
-        assert segment_problem(evaluation=current, means=means, segment="new") is None
+        assert segment_problem(keywords=keywords, means=means, segment="new") is None
 
 
 def test_the_distribution_counts_the_segment_and_its_traffic(runs):
@@ -351,3 +353,62 @@ def test_the_dashboard_of_a_segment_runs_as_many_queries_as_the_plain_one(
     with django_assert_num_queries(expected):
         response = client.get(_dashboard(current), query)
     assert response.status_code == 200
+
+
+# --- the model's history per segment ----------------------------------------------------------
+
+
+@pytest.fixture
+def both_finished(runs):
+    previous, current = runs
+    Evaluation.objects.filter(pk=current.pk).update(status=Evaluation.Status.FINISHED,
+                                                    finished_at=timezone.now())
+    current.refresh_from_db()
+    return previous, current
+
+
+@pytest.mark.parametrize(("choice", "points"), [
+    (EVERY_KEYWORD, [(by_hand([(0.1, 1), (0.1, 1), (0.3, 1)]), 3),
+                     (by_hand([(0.3, 1), (0.2, 1), (0.1, 1)]), 3)]),
+    (SegmentChoice("head"), [(0.1, 2), (0.25, 2)]),
+    (SegmentChoice("head", True), [(by_hand([(0.1, 5), (0.1, 3)]), 2), (0.2625, 2)]),
+    (SegmentChoice("tail", True), [(None, 0), (None, 0)]),
+])
+def test_the_model_history_of_a_segment_by_hand(both_finished, choice, points):
+    previous, current = both_finished
+    history = model_history(model=current.model, choice=choice)
+    assert history.tags == ["head", "tail", "lang:de"]
+    precision = next(line for line in history.histories if line.label == "P@10")
+    assert [point[0] for point in precision.points] == [previous, current]
+    assert [point[1:] for point in precision.points] == points
+    # Fully graded: each point's bounds are its value.
+    assert precision.bounds == [(value, value) for value, _ in points]
+
+
+def test_the_model_history_page_shows_a_segment_and_refuses_an_unknown_one(
+        client, personas, both_finished):
+    _, current = both_finished
+    client.force_login(personas.lead)
+    url = reverse("metrics:model_history", args=[current.model_id])
+    response = client.get(url, {"segment": "head"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<option value="head" selected>Tagged head</option>' in html
+    assert "Each point: keywords tagged head." in html
+    rows = response.context["histories"]
+    precision = next(points for line, _, points in rows if line.label == "P@10")
+    # The 95% interval of the head's two values, 0.3 and 0.2, is theirs.
+    assert precision[-1][3] == pytest.approx((0.2, 0.3))
+    assert f"/dashboard/evaluations/{current.pk}/?segment=head\"" in html
+    weighted = client.get(url, {"segment": "head", "weighted": "1"})
+    precision = next(points for line, _, points in weighted.context["histories"]
+                     if line.label == "P@10")
+    assert precision[-1][1:3] == (0.2625, 2)
+    assert precision[-1][3] is None  # no interval for a weighted mean
+    unknown = client.get(url, {"segment": "nope"})
+    assert unknown.status_code == 400
+    assert ("No keyword of the model&#x27;s finished evaluations carries the tag “nope”"
+            in unknown.content.decode())
+    assert unknown.context["choice"] == EVERY_KEYWORD
+    client.force_login(personas.outsider)
+    assert client.get(url, {"segment": "head"}).status_code == 404
