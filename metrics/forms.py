@@ -57,7 +57,7 @@ class KeywordTableForm(SegmentForm):
             (str(config.pk), str(config)) for config in configs]
 
 
-class CompareForm(forms.Form):
+class CompareForm(SegmentForm):
     a = form_integer(min_value=1, max_value=ID_MAX, label="Evaluation A (before)")
     b = form_integer(min_value=1, max_value=ID_MAX, label="Evaluation B (after)")
     metric = form_integer(required=False, min_value=0,

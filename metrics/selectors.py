@@ -295,12 +295,15 @@ NO_BOUNDS = core.KeywordBounds(None, None, True)
 _NOTHING_STORED = (None, NO_BOUNDS)
 
 
-def stored_bounds_mean(stored: Mapping[int, core.KeywordBounds], keyword_ids: Iterable[int]
+def stored_bounds_mean(stored: Mapping[int, core.KeywordBounds], keyword_ids: Iterable[int],
+                       weights: Mapping[int, int] | None = None
                        ) -> tuple[core.KeywordBounds, bool]:
-    """The mean of the keywords' stored bounds (`stored` by keyword id, one metric), and
-    whether some keyword has none stored yet: a comparison is never decided then."""
+    """The mean of the keywords' stored bounds (`stored` by keyword id, one metric),
+    weighted by `weights` (by keyword id) when given, and whether some keyword has none
+    stored yet: a comparison is never decided then."""
     keyword_ids = list(keyword_ids)
-    return (core.bounds_mean(stored.get(pk, NO_BOUNDS) for pk in keyword_ids),
+    return (core.bounds_mean([stored.get(pk, NO_BOUNDS) for pk in keyword_ids],
+                             None if weights is None else [weights[pk] for pk in keyword_ids]),
             any(pk not in stored for pk in keyword_ids))
 
 

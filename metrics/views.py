@@ -9,6 +9,7 @@ grades arrive.
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -109,7 +110,7 @@ def _dashboard_request(request: HttpRequest, evaluation_id: int) -> DashboardReq
             means=dashboard.means, segment=segment,
             keywords=Keyword.objects.filter(evaluation=evaluation)) if segment else None
         if problem:
-            form.add_error("segment", problem)
+            form.add_error("segment", f"{problem} Every keyword is shown.")
         else:
             dashboard.choice = SegmentChoice(segment, form.cleaned_data["weighted"])
     return dashboard
@@ -349,7 +350,7 @@ def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
             owner="the model's finished evaluations", keywords=Keyword.objects.filter(
                 evaluation__model=model, evaluation__status=Evaluation.Status.FINISHED))
         if problem:
-            form.add_error("segment", problem)
+            form.add_error("segment", f"{problem} Every keyword is shown.")
             choice = EVERY_KEYWORD
             history = metric_history.model_history(model=model)
     # A weighted mean has no bootstrap interval here: the whiskers are left out.
@@ -394,13 +395,26 @@ def compare(request: HttpRequest) -> HttpResponse:
                       {"form": form, **_picker_context(request)}, status=400)
     a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
     b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
+    # The segments are B's (the run's tags): what its stored segment means cover.
+    means = segment_means_of(metric_configs(b.pk))
+    choice = SegmentChoice(form.cleaned_data["segment"], form.cleaned_data["weighted"])
+    problem = segment_problem(means=means, segment=choice.segment,
+                              keywords=Keyword.objects.filter(evaluation=b),
+                              owner=f"B ({b.name})") if choice.segment else None
+    if problem:
+        form.add_error("segment", f"{problem} Every keyword is shown.")
+        choice = SegmentChoice(weighted=choice.weighted)
     comparison = comparisons.evaluation_comparison(
-        a=a, b=b, sort_index=form.cleaned_data.get("metric"))
+        a=a, b=b, sort_index=form.cleaned_data.get("metric"), choice=choice)
     keywords = Paginator(comparison.keywords, 50).get_page(form.cleaned_data.get("page"))
     return render(request, "metrics/compare.html", {
         "form": form, "comparison": comparison, "keywords": keywords,
-        "sort_index": comparison.sort_index, **_picker_context(request),
-    })
+        "sort_index": comparison.sort_index, "segment_tags": means.tags, "choice": choice,
+        # Percent-encoded, so nothing in it needs HTML escaping.
+        "segment_query": mark_safe("".join(f"&{name}={quote(value)}" for name, value
+                                           in choice.query.items() if value)),
+        **_picker_context(request),
+    }, status=400 if problem else 200)
 
 
 @require_GET

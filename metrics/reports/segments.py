@@ -85,8 +85,7 @@ def segment_problem(*, means: SegmentMeans, segment: str, keywords: QuerySet[Key
         return None
     if keywords.filter(Tagged(segment)).exists():
         return None
-    return (f"No keyword of {owner} carries the tag “{segment}”, so there is no such "
-            f"segment: every keyword is shown.")
+    return f"No keyword of {owner} carries the tag “{segment}”: there is no such segment."
 
 
 @dataclass(frozen=True)

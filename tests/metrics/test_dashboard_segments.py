@@ -9,11 +9,13 @@ import pytest
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from evaluations.models import Evaluation, Keyword
 from metrics import queries
 from metrics.models import KeywordMetricValue
 from metrics.reports.cards import evaluation_reference, metric_cards
+from metrics.reports.comparisons import evaluation_comparison
 from metrics.reports.distribution import segment_distribution
 from metrics.reports.keyword_table import keyword_table
 from metrics.reports.metric_history import model_history
@@ -47,8 +49,9 @@ def by_hand(pairs: list[tuple[float, int]]) -> float | None:
 
 
 def _tagged(team, *, index: int, grader) -> Evaluation:
+    # Each run its own documents: the rankings differ, so the bounds may decide.
     evaluation = build_evaluation(
-        team=team, keywords={text: [f"{text}-{rank}" for rank in range(10)]
+        team=team, keywords={text: [f"{text}-{index}-{rank}" for rank in range(10)]
                              for text in KEYWORDS},
         metrics=[("precision", 10, {}), ("ndcg", 10, {})])
     for text, (*_, weight, tags) in KEYWORDS.items():
@@ -412,3 +415,167 @@ def test_the_model_history_page_shows_a_segment_and_refuses_an_unknown_one(
     assert unknown.context["choice"] == EVERY_KEYWORD
     client.force_login(personas.outsider)
     assert client.get(url, {"segment": "head"}).status_code == 404
+
+
+# --- compare two evaluations per segment --------------------------------------------------------
+
+
+def _precision_comparison(previous, current, choice):
+    comparison = evaluation_comparison(a=previous, b=current, choice=choice, resamples=200)
+    return comparison, next(m for m in comparison.metrics if m.label == "P@10")
+
+
+@pytest.mark.parametrize(("choice", "mean_a", "mean_b", "delta", "texts", "weight_sum"), [
+    # head: shoes 0.1 -> 0.3 (weight 5), boots 0.1 -> 0.2 (weight 3).
+    (SegmentChoice("head"), 0.1, 0.25, by_hand([(0.3 - 0.1, 1), (0.2 - 0.1, 1)]),
+     ["shoes", "boots"], None),
+    (SegmentChoice("head", True), by_hand([(0.1, 5), (0.1, 3)]), 0.2625,
+     by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), ["shoes", "boots"], 8),
+    # Every keyword weighted: socks (0.3 -> 0.1) weighs 0 and drops out of the means.
+    (SegmentChoice("", True), by_hand([(0.1, 5), (0.1, 3)]), 0.2625,
+     by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), ["shoes", "boots", "socks"], 8),
+    (SegmentChoice("tail"), 0.3, 0.1, 0.1 - 0.3, ["socks"], None),
+    (SegmentChoice("tail", True), None, None, None, ["socks"], 0),
+])
+def test_compare_per_segment_by_hand(runs, choice, mean_a, mean_b, delta, texts, weight_sum):
+    previous, current = runs
+    comparison, precision = _precision_comparison(previous, current, choice)
+    assert (precision.result.mean_a, precision.result.mean_b,
+            precision.result.mean_delta) == (mean_a, mean_b, delta)
+    assert precision.weight_sum == weight_sum
+    assert sorted(row.text for row in comparison.keywords) == sorted(texts)
+    assert comparison.shared_count == len(texts)
+    # The keywords outside the segment are left uncompared, not counted as unshared.
+    assert (comparison.only_a_count, comparison.only_b_count) == (0, 0)
+    # The counts and the team rule's verdict cover the segment's keywords, every one alike.
+    assert precision.result.keyword_count == len(texts)
+    assert precision.rule_verdict.measure.shared_count == len(texts)
+    # Fully graded: each side's bounds are its mean, weighted as the mean is.
+    assert (precision.decision.a.lower, precision.decision.b.upper) == (mean_a, mean_b)
+
+
+def test_a_segment_decides_by_its_own_bounds(runs):
+    previous, current = runs
+    _, head = _precision_comparison(previous, current, SegmentChoice("head", True))
+    _, tail = _precision_comparison(previous, current, SegmentChoice("tail"))
+    assert (head.decision.winner, tail.decision.winner) == (1, -1)
+
+
+def test_every_weight_1_weighs_as_the_plain_comparison_to_the_bit(runs):
+    previous, current = runs
+    Keyword.objects.filter(evaluation=current).update(weight=1)
+    plain, plain_precision = _precision_comparison(previous, current, EVERY_KEYWORD)
+    weighted, weighted_precision = _precision_comparison(previous, current,
+                                                         SegmentChoice("", True))
+    assert weighted_precision.result == plain_precision.result
+    assert weighted_precision.decision == plain_precision.decision
+    assert weighted_precision.weight_sum == 3 and plain_precision.weight_sum is None
+    assert [row.cells for row in weighted.keywords] == [row.cells for row in plain.keywords]
+
+
+def test_the_compare_page_shows_a_segment_and_refuses_an_unknown_one(client, personas, runs):
+    previous, current = runs
+    client.force_login(personas.lead)
+    url = reverse("metrics:compare")
+    response = client.get(url, {"a": previous.pk, "b": current.pk, "segment": "head",
+                                "weighted": "1"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<option value="head" selected>Tagged head in B</option>' in html
+    assert "Compared over the shared keywords B tags head" in html
+    assert "weighted Δ over 2 shared keywords (Σ weight 8)" in html
+    assert f"?a={previous.pk}&b={current.pk}&metric=0&segment=head&weighted=1" in html
+    unknown = client.get(url, {"a": previous.pk, "b": current.pk, "segment": "nope"})
+    assert unknown.status_code == 400
+    assert "No keyword of B (Current) carries the tag “nope”" in unknown.content.decode()
+    assert unknown.context["comparison"].shared_count == 3
+    client.force_login(personas.outsider)
+    assert client.get(url, {"a": previous.pk, "b": current.pk,
+                            "segment": "head"}).status_code == 404
+
+
+# --- exports and API --------------------------------------------------------------------------
+
+
+def _api(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_the_segment_csv_has_a_row_per_metric_segment_and_weighting(personas, runs):
+    _, current = runs
+    response = _api(personas.grader).get(
+        f"/api/v1/evaluations/{current.pk}/metric-table/?segments=true", HTTP_ACCEPT="text/csv")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert "segments.csv" in response["Content-Disposition"]
+    lines = response.content.decode().splitlines()
+    assert lines[0] == ("metric,segment,weighted,value,keyword_count,weight_sum,lower,upper,"
+                        "bounds_exact")
+    precision = [line for line in lines if line.startswith("precision@10,")]
+    every = repr(by_hand([(0.3, 1), (0.2, 1), (0.1, 1)]))
+    weighted = repr(by_hand([(0.3, 5), (0.2, 3)]))
+    german = repr(by_hand([(0.2, 3)]))
+    assert precision == [
+        f"precision@10,,false,{every},3,3,{every},{every},true",
+        f"precision@10,,true,{weighted},2,8,{weighted},{weighted},true",
+        "precision@10,head,false,0.25,2,2,0.25,0.25,true",
+        f"precision@10,head,true,{weighted},2,8,{weighted},{weighted},true",
+        "precision@10,tail,false,0.1,1,1,0.1,0.1,true",
+        # The tail's one keyword weighs 0: no weighted mean, empty cells.
+        "precision@10,tail,true,,0,0,,,true",
+        "precision@10,lang:de,false,0.2,1,1,0.2,0.2,true",
+        # R(3 x 0.2) / 3: the product exact, the sum rounded once, then divided.
+        f"precision@10,lang:de,true,{german},1,3,{german},{german},true",
+    ]
+    assert german == "0.20000000000000004"
+    assert weighted == "0.2625"
+    # The keyword table is unchanged without the option.
+    plain = _api(personas.grader).get(f"/api/v1/evaluations/{current.pk}/metric-table/",
+                                      HTTP_ACCEPT="text/csv").content.decode().splitlines()
+    assert plain[0] == "keyword,precision@10,ndcg@10"
+    assert _api(personas.outsider).get(
+        f"/api/v1/evaluations/{current.pk}/metric-table/?segments=true").status_code == 404
+
+
+def test_the_metrics_api_gives_each_metric_its_segment_means(personas, runs,
+                                                             django_assert_max_num_queries):
+    _, current = runs
+    client = _api(personas.grader)
+    with django_assert_max_num_queries(6):
+        response = client.get(f"/api/v1/evaluations/{current.pk}/metrics/")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["evaluation"], body["tags"]) == (current.pk, ["head", "tail", "lang:de"])
+    precision = body["metrics"][0]
+    assert (precision["code"], precision["k"], precision["label"]) == ("precision", 10, "P@10")
+    assert (precision["value"], precision["keyword_count"]) == (
+        by_hand([(0.3, 1), (0.2, 1), (0.1, 1)]), 3)
+    segments = {(s["segment"], s["weighted"]): s for s in precision["segments"]}
+    assert list(segments)[:4] == [("", False), ("", True), ("head", False), ("head", True)]
+    assert segments["head", True] == {
+        "segment": "head", "weighted": True, "value": 0.2625, "keyword_count": 2,
+        "weight_sum": 8, "lower": 0.2625, "upper": 0.2625, "bounds_exact": True}
+    assert segments["", False]["value"] == precision["value"]
+    assert segments["tail", True]["value"] is None
+    assert _api(personas.outsider).get(
+        f"/api/v1/evaluations/{current.pk}/metrics/").status_code == 404
+
+
+def test_the_compare_api_takes_a_segment_and_weights(personas, runs):
+    previous, current = runs
+    client = _api(personas.grader)
+    url = f"/api/v1/evaluations/{previous.pk}/compare/{current.pk}/"
+    body = client.get(url, {"segment": "head", "weighted": "true"}).json()
+    assert (body["segment"], body["weighted"], body["shared_keyword_count"]) == (
+        "head", True, 2)
+    precision = body["metrics"][0]
+    assert (precision["mean_b"], precision["weight_sum"], precision["keyword_count"]) == (
+        0.2625, 8, 2)
+    assert precision["delta"] == by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)])
+    plain = client.get(url).json()
+    assert (plain["segment"], plain["weighted"], plain["shared_keyword_count"]) == ("", False, 3)
+    assert plain["metrics"][0]["weight_sum"] is None
+    unknown = client.get(url, {"segment": "nope"})
+    assert unknown.status_code == 400
+    assert "nope" in str(unknown.json())
