@@ -46,6 +46,7 @@ from metrics.reports.distribution import (
     metric_distribution,
     metric_histogram,
     segment_distribution,
+    segment_histogram,
 )
 from metrics.reports.keyword_table import FILTERS, keyword_table
 from metrics.reports.segments import (
@@ -155,6 +156,13 @@ def _distribution(config: EvaluationMetric, choice: SegmentChoice) -> dict:
     if binned is not None:
         return {"config": config, "count": sum(binned), "weighted": False, "svg": mark_safe(
             charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
+    counted = None if choice.everything_plain else segment_histogram(config=config,
+                                                                     choice=choice)
+    if counted is not None:
+        return {"config": config, "count": counted.keyword_count,
+                "weighted": counted.weighted, "weight_sum": counted.weight_sum,
+                "svg": mark_safe(charts.histogram_svg(
+                    counted.bars, charts.unit_edges(len(counted.bars)), label=label))}
     if choice.everything_plain:
         values, weights = metric_distribution(config=config), None
     else:

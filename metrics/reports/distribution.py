@@ -3,9 +3,13 @@ per-keyword values (over a segment, with their weights when weighted), or their 
 from the recompute's counts.
 """
 
+from dataclasses import dataclass
+
+import numpy as np
 from django.db.models import Q
 
 from evaluations.models import EvaluationMetric
+from metrics import queries
 from metrics.models import DashboardCount, KeywordMetricValue
 from metrics.queries import Tagged
 from metrics.recompute import aggregates
@@ -43,3 +47,32 @@ def metric_histogram(*, config: EvaluationMetric) -> list[int] | None:
     if aggregates.BUILT not in stored or stored.get(f"{prefix}-1"):
         return None
     return [stored.get(f"{prefix}{index}", 0) for index in range(aggregates.BINS)]
+
+
+@dataclass(frozen=True)
+class SegmentHistogram:
+    """The distribution of one metric over a segment's keywords, in the tenths of [0, 1]
+    (numpy.histogram's bins, as metric_histogram): per bin the keywords, or with `weighted`
+    their weights' sum; `keyword_count` keywords with a value, `weight_sum` theirs."""
+
+    bars: list[int]
+    keyword_count: int
+    weight_sum: int
+    weighted: bool
+
+
+def segment_histogram(*, config: EvaluationMetric, choice: SegmentChoice = EVERY_KEYWORD
+                      ) -> SegmentHistogram | None:
+    """The chosen keywords' histogram of the metric, counted in one query; None when some
+    value lies outside [0, 1] (the page then bins segment_distribution over the values'
+    own range)."""
+    rows = queries.segment_histogram_rows(
+        metric_id=config.pk, tag=choice.segment,
+        inner_edges=[float(edge) for edge in np.linspace(0.0, 1.0, aggregates.BINS + 1)[1:-1]])
+    if any(bin_ < 0 for bin_, _, _ in rows):
+        return None
+    bars = [0] * aggregates.BINS
+    for bin_, count, weight in rows:
+        bars[bin_] = weight if choice.weighted else count
+    return SegmentHistogram(bars, sum(count for _, count, _ in rows),
+                            sum(weight for _, _, weight in rows), choice.weighted)

@@ -368,3 +368,38 @@ def test_tagged_keeps_the_keywords_carrying_the_tag_exactly(tag):
     assert sorted(Keyword.objects.filter(evaluation=evaluation).exclude(
         queries.Tagged(tag)).values_list("text", flat=True)) == sorted(
         set(_TAGS_OF) - set(expected))
+
+
+@pytest.mark.parametrize("tag", ["", "tail"])
+def test_segment_histogram_rows_bin_as_numpy_does(tag):
+    """Per bin the keywords and their weights' sum, as numpy.histogram bins the segment's
+    values over [0, 1] (edges 0.3 and 0.7 included, whose products with 10 round the other
+    way); a value outside [0, 1] in bin -1."""
+    import numpy as np
+
+    from metrics.recompute.aggregates import BINS
+
+    values = [0.0, 0.1, 0.3, 0.7, 0.7000000000000001, 0.69999, 0.9999, 1.0, None, 0.5, 0.25]
+    weights = [3, 0, 2, 5, 1, 7, 1, 4, 9, 2, 1]
+    tags = [["tail"], ["tail"], [], ["tail", "head"], ["tail"], ["head"], ["tail"], ["tail"],
+            ["tail"], [], ["tail"]]
+    evaluation = build_evaluation(keywords={f"k{i}": ["d1"] for i in range(len(values))},
+                                  metrics=[("cg", 1, {})])
+    config = EvaluationMetric.objects.get(evaluation=evaluation)
+    for i, (value, weight, keyword_tags) in enumerate(zip(values, weights, tags, strict=True)):
+        keyword = Keyword.objects.get(evaluation=evaluation, text=f"k{i}")
+        Keyword.objects.filter(pk=keyword.pk).update(weight=weight, tags=keyword_tags)
+        KeywordMetricValue.objects.create(keyword=keyword, metric=config, value=value,
+                                          computed_version=1)
+    edges = [float(e) for e in np.linspace(0.0, 1.0, BINS + 1)[1:-1]]
+    kept = [(v, w) for v, w, t in zip(values, weights, tags, strict=True)
+            if v is not None and (not tag or tag in t)]
+    counts, _ = np.histogram([v for v, _ in kept], bins=BINS, range=(0.0, 1.0))
+    sums, _ = np.histogram([v for v, _ in kept], bins=BINS, range=(0.0, 1.0),
+                           weights=[w for _, w in kept])
+    expected = [(b, int(counts[b]), int(sums[b])) for b in range(BINS) if counts[b]]
+    assert queries.segment_histogram_rows(metric_id=config.pk, tag=tag,
+                                          inner_edges=edges) == expected
+    KeywordMetricValue.objects.filter(metric=config, keyword__text="k0").update(value=2.5)
+    assert queries.segment_histogram_rows(metric_id=config.pk, tag=tag,
+                                          inner_edges=edges)[0] == (-1, 1, 3)
