@@ -101,7 +101,7 @@ class IntegerListField(forms.Field):
             raise forms.ValidationError("Evaluation ids are whole numbers.") from None
 
 
-class CompareManyForm(forms.Form):
+class CompareManyForm(SegmentForm):
     """The N-way compare's query string; how many evaluations, which reference and the
     rest of the rules are the selector's (metrics.reports.compare_many)."""
 

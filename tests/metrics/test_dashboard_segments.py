@@ -15,6 +15,7 @@ from evaluations.models import Evaluation, Keyword
 from metrics import queries
 from metrics.models import KeywordMetricValue
 from metrics.reports.cards import evaluation_reference, metric_cards
+from metrics.reports.compare_many import evaluations_compare_many
 from metrics.reports.comparisons import evaluation_comparison
 from metrics.reports.distribution import segment_distribution
 from metrics.reports.keyword_table import keyword_table
@@ -579,3 +580,95 @@ def test_the_compare_api_takes_a_segment_and_weights(personas, runs):
     unknown = client.get(url, {"segment": "nope"})
     assert unknown.status_code == 400
     assert "nope" in str(unknown.json())
+
+
+# --- compare many per segment ---------------------------------------------------------------
+
+
+def _many_precision(previous, current, choice):
+    comparison = evaluations_compare_many(evaluations=[previous, current], reference=previous,
+                                          choice=choice, resamples=200)
+    precision = next(metric for metric in comparison.metrics if metric.label == "P@10")
+    return comparison, precision.stats[0], precision.stats[1]
+
+
+@pytest.mark.parametrize(("choice", "reference_mean", "run_mean", "delta", "texts"), [
+    (SegmentChoice("head"), 0.1, 0.25, by_hand([(0.3 - 0.1, 1), (0.2 - 0.1, 1)]),
+     ["boots", "shoes"]),
+    (SegmentChoice("head", True), by_hand([(0.1, 5), (0.1, 3)]), 0.2625,
+     by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), ["boots", "shoes"]),
+    (SegmentChoice("tail"), 0.3, 0.1, 0.1 - 0.3, ["socks"]),
+    (SegmentChoice("", True), by_hand([(0.1, 5), (0.1, 3)]), 0.2625,
+     by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), ["boots", "shoes", "socks"]),
+])
+def test_compare_many_per_segment_by_hand(runs, choice, reference_mean, run_mean, delta,
+                                          texts):
+    previous, current = runs
+    comparison, reference, run = _many_precision(previous, current, choice)
+    assert (reference.summary.mean, run.summary.mean) == (reference_mean, run_mean)
+    assert run.test.mean_delta == delta
+    assert sorted(row.text for row in comparison.keywords) == texts
+    assert comparison.shared_count == len(texts)
+    # Fully graded: each mean's bounds are the mean, weighted as it is.
+    assert (reference.bounds.lower, run.bounds.upper) == (reference_mean, run_mean)
+
+
+def test_compare_many_pairs_by_the_runs_tags_and_means_by_each_ones_own(runs):
+    """The reference tags socks head too: its own head mean counts it, the run's test pairs
+    only the keywords the run tags head."""
+    previous, current = runs
+    Keyword.objects.filter(evaluation=previous, text="socks").update(tags=["head", "tail"])
+    _, reference, run = _many_precision(previous, current, SegmentChoice("head"))
+    assert reference.summary.mean == by_hand([(0.1, 1), (0.1, 1), (0.3, 1)])
+    assert (reference.summary.present_count, reference.summary.keyword_count) == (3, 3)
+    assert (run.summary.present_count, run.summary.keyword_count) == (2, 2)
+    assert (run.test.keyword_count, run.test.mean_delta) == (
+        2, by_hand([(0.3 - 0.1, 1), (0.2 - 0.1, 1)]))
+
+
+def test_compare_many_weighted_with_every_weight_1_is_the_plain_one(runs):
+    previous, current = runs
+    Keyword.objects.filter(evaluation__in=[previous, current]).update(weight=1)
+    _, plain_reference, plain_run = _many_precision(previous, current, EVERY_KEYWORD)
+    _, reference, run = _many_precision(previous, current, SegmentChoice("", True))
+    assert (reference.summary, run.summary, run.test) == (
+        plain_reference.summary, plain_run.summary, plain_run.test)
+    assert (reference.bounds, run.bounds) == (plain_reference.bounds, plain_run.bounds)
+
+
+def test_the_compare_many_page_and_csv_follow_the_segment(client, personas, runs):
+    previous, current = runs
+    client.force_login(personas.lead)
+    query = {"evaluation": [previous.pk, current.pk], "reference": previous.pk,
+             "segment": "head", "weighted": "1"}
+    response = client.get(reverse("metrics:compare_many"), query)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<option value="head" selected>Tagged head</option>' in html
+    assert "Means and Δ weigh each keyword by its weight" in html
+    assert "weighted Δ over 2 keywords tagged head" in html
+    csv_lines = client.get(reverse("metrics:compare_many_csv"), query
+                           ).content.decode().splitlines()
+    assert sorted(line.split(",")[0] for line in csv_lines[1:]) == ["boots", "shoes"]
+    unknown = client.get(reverse("metrics:compare_many"), {**query, "segment": "nope"})
+    assert unknown.status_code == 400
+    assert "No keyword of the evaluations compared carries the tag “nope”" in (
+        unknown.content.decode())
+
+
+def test_the_compare_many_api_takes_a_segment_and_weights(personas, runs):
+    previous, current = runs
+    client = _api(personas.grader)
+    query = {"evaluation": [previous.pk, current.pk], "reference": previous.pk}
+    body = client.get("/api/v1/compare/", {**query, "segment": "head", "weighted": "true"}
+                      ).json()
+    assert (body["segment"], body["weighted"], body["shared_keyword_count"]) == (
+        "head", True, 2)
+    stats = body["metrics"][0]["evaluations"]
+    assert (stats[0]["mean"], stats[1]["mean"]) == (by_hand([(0.1, 5), (0.1, 3)]), 0.2625)
+    assert (stats[1]["delta"], stats[1]["paired_count"]) == (
+        by_hand([(0.3 - 0.1, 5), (0.2 - 0.1, 3)]), 2)
+    plain = client.get("/api/v1/compare/", query).json()
+    assert (plain["segment"], plain["shared_keyword_count"]) == ("", 3)
+    assert plain["metrics"][0]["evaluations"][1]["paired_count"] == 3
+    assert client.get("/api/v1/compare/", {**query, "segment": "nope"}).status_code == 400
