@@ -132,7 +132,9 @@ def _live_context(dashboard: DashboardRequest) -> dict:
                        configs[0] if configs else None)
     return {
         "evaluation": evaluation, "reference": reference, "choice": choice,
-        "cards": [(card, mark_safe(charts.sparkline(
+        # A segment's card has no history of its own to draw (the stored one is every
+        # keyword's): the card says so instead of an empty frame.
+        "cards": [(card, "" if card.segmented else mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
         "agreement": evaluation_agreement(evaluation=evaluation, configs=configs),
         "distribution": _distribution(dist_config, choice)

@@ -273,8 +273,12 @@ def test_the_dashboard_shows_the_chosen_segment_weighted(client, personas, runs)
     assert '<option value="head" selected>Tagged head</option>' in html
     assert 'name="weighted" value="1" checked' in html
     assert "keywords tagged head, weighted by traffic" in html
+    assert "2 keywords tagged head with a value" in html
     assert '<p class="metric-value" data-testid="metric-value">0.2625</p>' in html
     assert "Σ weight 8" in html
+    # No history of the segment's own: a note instead of an empty sparkline.
+    assert html.count('data-testid="card-history-note"') == 2
+    assert "svg" not in html.split('data-testid="metric-cards"')[1].split("</section>")[0]
     assert "weighted Δ over 2 shared keywords tagged head" in html
     # The keyword table keeps the head, with their weights.
     rows = response.context["table"].rows
