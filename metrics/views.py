@@ -42,12 +42,7 @@ from metrics.reports import (
 )
 from metrics.reports.agreement import evaluation_agreement
 from metrics.reports.cards import evaluation_reference, metric_cards
-from metrics.reports.distribution import (
-    metric_distribution,
-    metric_histogram,
-    segment_distribution,
-    segment_histogram,
-)
+from metrics.reports.distribution import distribution_chart
 from metrics.reports.keyword_table import FILTERS, keyword_table
 from metrics.reports.segments import (
     EVERY_KEYWORD,
@@ -137,46 +132,15 @@ def _live_context(dashboard: DashboardRequest) -> dict:
         "cards": [(card, "" if card.segmented else mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
         "agreement": evaluation_agreement(evaluation=evaluation, configs=configs),
-        "distribution": _distribution(dist_config, choice)
-        if dist_config is not None else None,
+        "distribution": None if dist_config is None else {
+            **vars(chart := distribution_chart(config=dist_config, choice=choice)),
+            "svg": mark_safe(chart.svg)},
         "segment_table": segment_table(configs=configs, means=dashboard.means),
         "segment_links": _segment_links(dashboard),
         "live": evaluation.status in LIVE_STATUSES,
         "can_lead": access.current_team_can(user=dashboard.request.user,
                                             team_id=evaluation.team_id,
                                             minimum_role=Role.LEAD),
-    }
-
-
-def _distribution(config: EvaluationMetric, choice: SegmentChoice) -> dict:
-    """The distribution chart of one metric over the chosen keywords: from the recompute's
-    counts over every keyword when it has them, else binned from the values (over the
-    values' own range for the unbounded metrics, CG and DCG); bars of traffic when
-    weighted."""
-    label = f"{metric_label(config)} over {choice.label}"
-    binned = metric_histogram(config=config) if choice.everything_plain else None
-    if binned is not None:
-        return {"config": config, "count": sum(binned), "weighted": False, "svg": mark_safe(
-            charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
-    counted = None if choice.everything_plain else segment_histogram(config=config,
-                                                                     choice=choice)
-    if counted is not None:
-        return {"config": config, "count": counted.keyword_count,
-                "weighted": counted.weighted, "weight_sum": counted.weight_sum,
-                "svg": mark_safe(charts.histogram_svg(
-                    counted.bars, charts.unit_edges(len(counted.bars)), label=label))}
-    if choice.everything_plain:
-        values, weights = metric_distribution(config=config), None
-    else:
-        values, weights = segment_distribution(config=config, choice=choice)
-    # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
-    bounded = all(0.0 <= v <= 1.0 for v in values)
-    return {
-        "config": config, "count": len(values), "weighted": weights is not None,
-        "weight_sum": sum(weights) if weights is not None else None,
-        "svg": mark_safe(charts.histogram(
-            values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
-            label=label, weights=weights)),
     }
 
 

@@ -5,7 +5,6 @@ with a segment's tag, the means and their delta weighted by B's traffic when ask
 (metrics.reports.segments).
 """
 
-import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.reports.keyword_snapshots import SnapshotDetail, snapshot_details
-from metrics.reports.segments import EVERY_KEYWORD, SegmentChoice
+from metrics.reports.segments import EVERY_KEYWORD, SegmentChoice, weighted_paired
 from metrics.selectors import (
     MetricKey,
     metric_configs,
@@ -29,7 +28,6 @@ from metrics.selectors import (
 from metrics_engine import statistics
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
-from metrics_engine.weighted import weighted_mean
 from searchtweak.access import GradeVisibility
 
 SIGNIFICANCE = 0.05
@@ -306,7 +304,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
         weight_sum = None
         if weights_b is not None:
-            result, weight_sum = _weighted_result(result, both, values_a, values_b, weights_b)
+            result, weight_sum = weighted_paired(result, both, values_a, values_b, weights_b)
         deltas = [values_b[t] - values_a[t] for t in both]
         ci = rule_verdict.measure.ci  # the bootstrap of these deltas, in this order
         verdict, direction = comparison_verdict(result, ci)
@@ -358,24 +356,6 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         only_b_metrics=tuple(metric_label(c) for c in all_b if metric_key(c) not in keys_a),
         rule=rule, outcome=outcome, choice=choice,
     )
-
-
-def _weighted_result(result: statistics.PairedComparison, both: list[str],
-                     values_a: dict[str, float | None], values_b: dict[str, float | None],
-                     weights: dict[str, int]) -> tuple[statistics.PairedComparison, int]:
-    """`result` with its means and mean delta weighted by `weights` over the keywords with a
-    value on both sides (`both`; weight 0 leaves a keyword out: docs/METRICS.md,
-    "Weighted means and segments"), and Σ weight over them. Its counts and tests stay
-    those of every keyword alike."""
-    counted = [t for t in both if weights[t] > 0]
-    keyword_weights = [weights[t] for t in counted]
-    return dataclasses.replace(
-        result,
-        mean_a=weighted_mean([values_a[t] for t in counted], keyword_weights),
-        mean_b=weighted_mean([values_b[t] for t in counted], keyword_weights),
-        mean_delta=weighted_mean([values_b[t] - values_a[t] for t in counted],
-                                 keyword_weights),
-    ), sum(keyword_weights)
 
 
 def _open_slot_positions(keyword_ids: list[int]) -> dict[int, list[int]]:

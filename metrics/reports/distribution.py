@@ -1,6 +1,6 @@
-"""The distribution chart's data of the evaluation dashboard: one configured metric's
-per-keyword values (over a segment, with their weights when weighted), or their histogram
-from the recompute's counts.
+"""The distribution chart of the evaluation dashboard: one configured metric's per-keyword
+values over the chosen keywords, binned from the recompute's counts, in SQL for a segment,
+or from the values themselves (over a segment, with their weights when weighted).
 """
 
 from dataclasses import dataclass
@@ -13,7 +13,9 @@ from metrics import queries
 from metrics.models import DashboardCount, KeywordMetricValue
 from metrics.queries import Tagged
 from metrics.recompute import aggregates
+from metrics.reports import charts
 from metrics.reports.segments import EVERY_KEYWORD, SegmentChoice
+from metrics.selectors import metric_label
 
 
 def metric_distribution(*, config: EvaluationMetric) -> list[float]:
@@ -76,3 +78,42 @@ def segment_histogram(*, config: EvaluationMetric, choice: SegmentChoice = EVERY
         bars[bin_] = weight if choice.weighted else count
     return SegmentHistogram(bars, sum(count for _, count, _ in rows),
                             sum(weight for _, _, weight in rows), choice.weighted)
+
+
+@dataclass(frozen=True)
+class DistributionChart:
+    config: EvaluationMetric
+    count: int  # keywords with a value
+    weighted: bool  # each bar the traffic (Σ weight) of its keywords
+    weight_sum: int | None
+    svg: str  # escaped by charts: the page may mark it safe
+
+
+def distribution_chart(*, config: EvaluationMetric, choice: SegmentChoice = EVERY_KEYWORD
+                       ) -> DistributionChart:
+    """The histogram of one metric over the chosen keywords: from the recompute's counts for
+    every keyword when it has them, counted in SQL for a segment or weights, else binned
+    from the values (over the values' own range for the unbounded metrics, CG and DCG)."""
+    label = f"{metric_label(config)} over {choice.label}"
+    binned = metric_histogram(config=config) if choice.everything_plain else None
+    if binned is not None:
+        return DistributionChart(config, sum(binned), False, None, charts.histogram_svg(
+            binned, charts.unit_edges(len(binned)), label=label))
+    counted = None if choice.everything_plain else segment_histogram(config=config,
+                                                                     choice=choice)
+    if counted is not None:
+        return DistributionChart(
+            config, counted.keyword_count, counted.weighted, counted.weight_sum,
+            charts.histogram_svg(counted.bars, charts.unit_edges(len(counted.bars)),
+                                 label=label))
+    if choice.everything_plain:
+        values, weights = metric_distribution(config=config), None
+    else:
+        values, weights = segment_distribution(config=config, choice=choice)
+    # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
+    bounded = all(0.0 <= v <= 1.0 for v in values)
+    return DistributionChart(
+        config, len(values), weights is not None,
+        sum(weights) if weights is not None else None,
+        charts.histogram(values, bins=10, lo=0.0 if bounded else None,
+                         hi=1.0 if bounded else None, label=label, weights=weights))

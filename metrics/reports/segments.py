@@ -1,12 +1,14 @@
 """Segments on the pages a lead reads (docs/METRICS.md, "Weighted means and segments"): which
 keywords a page counts (every keyword, or those carrying a tag) and whether their means
 are weighted by traffic; an evaluation's stored segment means read once
-(metrics.selectors.metric_segment_means) and laid out as a table of metric x segment.
+(metrics.selectors.metric_segment_means) and laid out as a table of metric x segment; a
+paired comparison's means weighted (the compare page).
 
 The choice travels in the query string (`?segment=tail&weighted=1`), so a page can be
 shared as it is seen.
 """
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,8 +17,9 @@ from django.db.models import QuerySet
 from evaluations.models import EvaluationMetric, Keyword
 from metrics.queries import Tagged
 from metrics.selectors import SegmentMean, metric_label, metric_segment_means
+from metrics_engine import statistics
 from metrics_engine.segment_sums import EVERY
-from metrics_engine.weighted import HEAD, TAIL, TORSO
+from metrics_engine.weighted import HEAD, TAIL, TORSO, weighted_mean
 
 # The traffic segments read best in their own order, before every other tag.
 _TRAFFIC_ORDER = {HEAD: 0, TORSO: 1, TAIL: 2}
@@ -120,3 +123,21 @@ def segment_table(*, configs: Sequence[EvaluationMetric], means: SegmentMeans) -
                         means.means.get((config.pk, segment, True)))
             for segment in segments])
         for config in configs])
+
+
+def weighted_paired(result: statistics.PairedComparison, both: list[str],
+                    values_a: dict[str, float | None], values_b: dict[str, float | None],
+                    weights: dict[str, int]) -> tuple[statistics.PairedComparison, int]:
+    """`result` with its means and mean delta weighted by `weights` over the keywords with a
+    value on both sides (`both`; weight 0 leaves a keyword out: docs/METRICS.md,
+    "Weighted means and segments"), and Σ weight over them. Its counts and tests stay
+    those of every keyword alike."""
+    counted = [t for t in both if weights[t] > 0]
+    keyword_weights = [weights[t] for t in counted]
+    return dataclasses.replace(
+        result,
+        mean_a=weighted_mean([values_a[t] for t in counted], keyword_weights),
+        mean_b=weighted_mean([values_b[t] for t in counted], keyword_weights),
+        mean_delta=weighted_mean([values_b[t] - values_a[t] for t in counted],
+                                 keyword_weights),
+    ), sum(keyword_weights)
