@@ -674,22 +674,25 @@ def _tagged_sql(tags_sql: str, vendor: str) -> str:
     raise NotSupportedError(f"tag filters are written for PostgreSQL and SQLite, not {vendor}")
 
 
-def segment_histogram_rows(*, metric_id: int, tag: str, inner_edges: list[float]
-                           ) -> list[tuple[int, int, int]]:
-    """(bin, keywords, Σ weight) of the metric's non-null values over the keywords carrying
-    `tag` ("": every keyword), binned as the dashboard's counts are (_value_bin; bin -1:
-    a value outside [0, 1]). Grouped here: read value by value, a segment of 90,000
-    keywords cost the dashboard 100 ms more than this statement (bench/segments.py)."""
-    keywords = _table(Keyword)
+def segment_histogram_rows(*, evaluation_id: int, metric_id: int, tag: str,
+                           inner_edges: list[float]) -> list[tuple[int | None, int, int]]:
+    """(bin, keywords, Σ weight) of the metric's non-null values over the evaluation's
+    keywords carrying `tag` ("": every keyword), binned as the dashboard's counts are
+    (_value_bin; bin -1: a value outside [0, 1]), and a row of bin None for the keywords
+    without a value: the rows' keywords add up to the segment's. Grouped here: read value
+    by value, a segment of 90,000 keywords cost the dashboard 100 ms more than this
+    statement, and the segment's count is the keyword table's (bench/segments.py)."""
     where, params = "", []
     if tag:
         where, params = f" AND {_tagged_sql('k.tags', connection.vendor)}", [tag]
-    return [(int(bin_), count, int(weight)) for bin_, count, weight in _run(
-        f"SELECT bin, COUNT(*), SUM(weight) FROM (SELECT {_value_bin(inner_edges)} AS bin,"
-        f" k.weight AS weight FROM {_table(KeywordMetricValue)} v"
-        f" JOIN {keywords} k ON k.id = v.keyword_id"
-        f" WHERE v.metric_id = %s AND v.value IS NOT NULL{where}) binned"
-        " GROUP BY bin ORDER BY bin", [*inner_edges, metric_id, *params])]
+    return [(None if bin_ is None else int(bin_), count, int(weight or 0))
+            for bin_, count, weight in _run(
+        "SELECT bin, COUNT(*), SUM(weight) FROM (SELECT CASE WHEN v.value IS NULL THEN NULL"
+        f" ELSE {_value_bin(inner_edges)} END AS bin, k.weight AS weight FROM {_table(Keyword)} k"
+        f" LEFT JOIN {_table(KeywordMetricValue)} v ON v.keyword_id = k.id"
+        " AND v.metric_id = %s AND v.value IS NOT NULL"
+        f" WHERE k.evaluation_id = %s{where}) binned GROUP BY bin",
+        [*inner_edges, metric_id, evaluation_id, *params])]
 
 
 class Tagged(Func):

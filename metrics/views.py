@@ -86,6 +86,9 @@ class DashboardRequest:
     configs: list[EvaluationMetric]
     form: KeywordTableForm
     choice: SegmentChoice = EVERY_KEYWORD
+    # The chosen keywords' count when the distribution's statement counted them (the cards
+    # and chart come before the table on the page): the table's count then costs nothing.
+    segment_count: int | None = None
 
     @cached_property
     def means(self) -> SegmentMeans:
@@ -125,6 +128,9 @@ def _live_context(dashboard: DashboardRequest) -> dict:
         choice=choice, means=dashboard.means if not choice.everything_plain else None)
     dist_config = next((c for c in configs if c.pk == data.get("dist")),
                        configs[0] if configs else None)
+    chart = None if dist_config is None else distribution_chart(config=dist_config,
+                                                                 choice=choice)
+    dashboard.segment_count = chart.segment_count if chart else None
     return {
         "evaluation": evaluation, "reference": reference, "choice": choice,
         # A segment's card has no history of its own to draw (the stored one is every
@@ -132,9 +138,7 @@ def _live_context(dashboard: DashboardRequest) -> dict:
         "cards": [(card, "" if card.segmented else mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
         "agreement": evaluation_agreement(evaluation=evaluation, configs=configs),
-        "distribution": None if dist_config is None else {
-            **vars(chart := distribution_chart(config=dist_config, choice=choice)),
-            "svg": mark_safe(chart.svg)},
+        "distribution": chart and {**vars(chart), "svg": mark_safe(chart.svg)},
         "segment_table": segment_table(configs=configs, means=dashboard.means),
         "segment_links": _segment_links(dashboard),
         "live": evaluation.status in LIVE_STATUSES,
@@ -173,8 +177,11 @@ def _table_context(dashboard: DashboardRequest) -> dict:
         segment_counts = {config.pk: mean.keyword_count for config in configs
                           if (mean := dashboard.means.get(config.pk, SegmentChoice(
                               choice.segment))) is not None}
+    unfiltered = not params["show"] and not params["search"]
     table = keyword_table(evaluation=evaluation, configs=configs, visibility=visibility,
-                          tag=choice.segment, tag_value_counts=segment_counts, **params)
+                          tag=choice.segment, tag_value_counts=segment_counts,
+                          known_count=dashboard.segment_count if unfiltered else None,
+                          **params)
     data = form.data
 
     def sort_link(key: str) -> dict:
@@ -205,8 +212,9 @@ def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
                         *parts: ContextBuilder) -> HttpResponse:
     """The dashboard page or one of its polled fragments: the evaluation through its access
     function, its metric configs, the query-string form they all read, and the context of
-    each part; a query string the form refuses (a segment no keyword has included)
-    answers 400 with the defaults shown and the reason."""
+    each part, in order (the table takes the count the distribution made); a query string
+    the form refuses (a segment no keyword has included) answers 400 with the defaults
+    shown and the reason."""
     dashboard = _dashboard_request(request, evaluation_id)
     context: dict = {}
     for part in parts:

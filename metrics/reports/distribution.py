@@ -55,12 +55,14 @@ def metric_histogram(*, config: EvaluationMetric) -> list[int] | None:
 class SegmentHistogram:
     """The distribution of one metric over a segment's keywords, in the tenths of [0, 1]
     (numpy.histogram's bins, as metric_histogram): per bin the keywords, or with `weighted`
-    their weights' sum; `keyword_count` keywords with a value, `weight_sum` theirs."""
+    their weights' sum; `keyword_count` keywords with a value, `weight_sum` theirs;
+    `segment_count` every keyword of the segment, with a value or not."""
 
     bars: list[int]
     keyword_count: int
     weight_sum: int
     weighted: bool
+    segment_count: int
 
 
 def segment_histogram(*, config: EvaluationMetric, choice: SegmentChoice = EVERY_KEYWORD
@@ -69,15 +71,17 @@ def segment_histogram(*, config: EvaluationMetric, choice: SegmentChoice = EVERY
     value lies outside [0, 1] (the page then bins segment_distribution over the values'
     own range)."""
     rows = queries.segment_histogram_rows(
-        metric_id=config.pk, tag=choice.segment,
+        evaluation_id=config.evaluation_id, metric_id=config.pk, tag=choice.segment,
         inner_edges=[float(edge) for edge in np.linspace(0.0, 1.0, aggregates.BINS + 1)[1:-1]])
-    if any(bin_ < 0 for bin_, _, _ in rows):
+    valued = [(bin_, count, weight) for bin_, count, weight in rows if bin_ is not None]
+    if any(bin_ < 0 for bin_, _, _ in valued):
         return None
     bars = [0] * aggregates.BINS
-    for bin_, count, weight in rows:
+    for bin_, count, weight in valued:
         bars[bin_] = weight if choice.weighted else count
-    return SegmentHistogram(bars, sum(count for _, count, _ in rows),
-                            sum(weight for _, _, weight in rows), choice.weighted)
+    return SegmentHistogram(bars, sum(count for _, count, _ in valued),
+                            sum(weight for _, _, weight in valued), choice.weighted,
+                            sum(count for _, count, _ in rows))
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class DistributionChart:
     weighted: bool  # each bar the traffic (Σ weight) of its keywords
     weight_sum: int | None
     svg: str  # escaped by charts: the page may mark it safe
+    # Every keyword the chart chose from, with a value or not, when its statement counted
+    # them (a segment or weights): the keyword table's count then needs no query.
+    segment_count: int | None = None
 
 
 def distribution_chart(*, config: EvaluationMetric, choice: SegmentChoice = EVERY_KEYWORD
@@ -105,7 +112,7 @@ def distribution_chart(*, config: EvaluationMetric, choice: SegmentChoice = EVER
         return DistributionChart(
             config, counted.keyword_count, counted.weighted, counted.weight_sum,
             charts.histogram_svg(counted.bars, charts.unit_edges(len(counted.bars)),
-                                 label=label))
+                                 label=label), counted.segment_count)
     if choice.everything_plain:
         values, weights = metric_distribution(config=config), None
     else:

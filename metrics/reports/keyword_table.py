@@ -357,12 +357,13 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   page_number: int | str | None = 1, after: int | None = None,
                   before: int | None = None, per_page: int = KEYWORDS_PER_PAGE,
                   tag: str = "", tag_value_counts: Mapping[int, int] | None = None,
-                  ) -> KeywordTable:
+                  known_count: int | None = None) -> KeywordTable:
     """One page of the per-keyword table: values of every metric and, for the expanding
     rows, each keyword's snapshots with the slots the viewer may see. A cursor (the page
     starts `after` a keyword, or ends `before` one) reads the page along the sort's index
     from that keyword's key, whatever the depth; a bare page number pages with OFFSET.
-    Seven queries at any size."""
+    Seven queries at any size, six with `known_count`: how many keywords the table holds,
+    when the caller has counted them already (a segment's, with no other filter)."""
     keywords = keyword_order(evaluation=evaluation, configs=configs, sort=sort,
                              descending=descending, show=show, search=search, tag=tag,
                              tag_value_counts=tag_value_counts)
@@ -371,7 +372,10 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     cursor = None if cursor_id is None else _cursor_keyword(
         evaluation=evaluation, metric_id=metric_id, keyword_id=cursor_id)
     if cursor is None:
-        page = Paginator(keywords, per_page).get_page(page_number)
+        paginator = Paginator(keywords, per_page)
+        if known_count is not None:
+            paginator.count = known_count  # a cached_property: set, it is not asked
+        page = paginator.get_page(page_number)
         table_page = TablePage(list(page.object_list), page.number, page.paginator.count,
                                per_page, page.has_previous(), page.has_next())
     else:
@@ -391,7 +395,9 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
             found.reverse()
             # Back at the start: whatever the link said, this is page 1.
             number = number if more else 1
-        table_page = TablePage(found, number, keywords.count(), per_page,
+        table_page = TablePage(found, number,
+                               keywords.count() if known_count is None else known_count,
+                               per_page,
                                more_before=more if backward else True,
                                more_after=True if backward else more)
     page_keywords = table_page.object_list

@@ -345,11 +345,14 @@ def test_an_outsider_gets_404_whatever_the_segment(client, personas, runs):
 @pytest.mark.parametrize(("query", "expected"), [
     ({"sort": "text"}, 26),
     # The cards read the reference's segment means instead of the standing verdict; the
-    # distribution reads the segment's values instead of the stored counts.
-    ({"sort": "text", "segment": "head", "weighted": "1"}, 26),
+    # distribution counts the segment's keywords in its statement instead of reading the
+    # stored counts, and the table takes that count instead of asking its own.
+    ({"sort": "text", "segment": "head", "weighted": "1"}, 25),
     # Sorted by a metric, a page that runs out of values reads the keywords without one.
     ({"sort": "m0"}, 27),
-    ({"sort": "m0", "segment": "tail"}, 27),
+    ({"sort": "m0", "segment": "tail"}, 26),
+    # A search too: the table counts for itself.
+    ({"sort": "m0", "segment": "tail", "q": "socks"}, 27),
 ])
 def test_the_dashboard_of_a_segment_runs_as_many_queries_as_the_plain_one(
         client, personas, runs, django_assert_num_queries, query, expected):
@@ -361,6 +364,9 @@ def test_the_dashboard_of_a_segment_runs_as_many_queries_as_the_plain_one(
     with django_assert_num_queries(expected):
         response = client.get(_dashboard(current), query)
     assert response.status_code == 200
+    # Whoever counted, the table's count is the segment's.
+    assert response.context["table"].page.count == {"head": 2, "tail": 1, None: 3}[
+        query.get("segment")]
 
 
 # --- the model's history per segment ----------------------------------------------------------

@@ -398,8 +398,19 @@ def test_segment_histogram_rows_bin_as_numpy_does(tag):
     sums, _ = np.histogram([v for v, _ in kept], bins=BINS, range=(0.0, 1.0),
                            weights=[w for _, w in kept])
     expected = [(b, int(counts[b]), int(sums[b])) for b in range(BINS) if counts[b]]
-    assert queries.segment_histogram_rows(metric_id=config.pk, tag=tag,
-                                          inner_edges=edges) == expected
+    # The keywords of the segment without a value: their own row.
+    missing = [w for v, w, t in zip(values, weights, tags, strict=True)
+               if v is None and (not tag or tag in t)]
+    expected.append((None, len(missing), sum(missing)))
+    # Another evaluation's keywords count in neither.
+    other = build_evaluation(keywords={"z": ["d1"]}, metrics=[("cg", 1, {})])
+    Keyword.objects.filter(evaluation=other).update(tags=["tail"])
+
+    def rows():
+        found = queries.segment_histogram_rows(evaluation_id=evaluation.pk,
+                                               metric_id=config.pk, tag=tag, inner_edges=edges)
+        return sorted(found, key=lambda row: (row[0] is None, row[0] or 0))
+
+    assert rows() == expected
     KeywordMetricValue.objects.filter(metric=config, keyword__text="k0").update(value=2.5)
-    assert queries.segment_histogram_rows(metric_id=config.pk, tag=tag,
-                                          inner_edges=edges)[0] == (-1, 1, 3)
+    assert rows()[0] == (-1, 1, 3)
