@@ -682,3 +682,17 @@ def test_the_compare_many_api_takes_a_segment_and_weights(personas, runs):
     assert (plain["segment"], plain["shared_keyword_count"]) == ("", 3)
     assert plain["metrics"][0]["evaluations"][1]["paired_count"] == 3
     assert client.get("/api/v1/compare/", {**query, "segment": "nope"}).status_code == 400
+
+
+def test_a_tag_its_keywords_carry_before_any_value_is_a_segment_to_choose(client, personas,
+                                                                           runs):
+    """No stored value counts the tag yet: the page shows the segment, empty, still chosen."""
+    _, current = runs
+    Keyword.objects.filter(evaluation=current, text="boots").update(tags=["head", "new"])
+    client.force_login(personas.lead)
+    response = client.get(_dashboard(current), {"segment": "new"})
+    assert response.status_code == 200
+    assert '<option value="new" selected>Tagged new</option>' in response.content.decode()
+    card = next(card for card, _ in response.context["cards"] if card.config.code == "precision")
+    assert (card.value, card.keyword_count) == (None, 0)
+    assert [row.row.keyword.text for row in response.context["table"].rows] == ["boots"]
