@@ -571,6 +571,7 @@ def test_the_metrics_api_gives_each_metric_its_segment_means(personas, runs,
     assert segments["tail", True]["value"] is None
     assert _api(personas.outsider).get(
         f"/api/v1/evaluations/{current.pk}/metrics/").status_code == 404
+    assert client.post(f"/api/v1/evaluations/{current.pk}/metrics/").status_code == 405
 
 
 def test_the_compare_api_takes_a_segment_and_weights(personas, runs):
