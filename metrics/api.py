@@ -1,3 +1,4 @@
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -7,8 +8,21 @@ from rest_framework.views import APIView
 from evaluations.api_keywords import tags_output_field, weight_output_field
 from evaluations.models import Keyword
 from evaluations.selectors import evaluation_get_for_user
+from evaluations.services.keywords import MAX_TAG_LENGTH
 from metrics.models import RegressionVerdict
-from metrics.selectors import evaluation_metric_configs, keyword_rows, keywords_filtered
+from metrics.reports.segments import (
+    SegmentChoice,
+    SegmentMeans,
+    segment_means_of,
+    segment_problem,
+)
+from metrics.selectors import (
+    evaluation_metric_configs,
+    keyword_rows,
+    keywords_filtered,
+    metric_configs,
+    metric_label,
+)
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.integers import api_integer
 
@@ -124,6 +138,15 @@ class EvaluationCompareApi(APIView):
                                      help_text="Depth of RBO (default: the largest k).")
         p = serializers.FloatField(required=False, default=0.9, min_value=0.01,
                                    max_value=0.99, help_text="Persistence of RBO.")
+        segment = serializers.CharField(
+            required=False, default="", allow_blank=True, max_length=MAX_TAG_LENGTH,
+            help_text="Compare only the shared keywords B tags with this tag (a segment); "
+                      "empty: every shared keyword.")
+        weighted = serializers.BooleanField(
+            required=False, default=False,
+            help_text="Weigh each keyword by its weight in B (its traffic) in each side's "
+                      "mean, the mean delta and the bounds; the interval, the tests and the "
+                      "rule's verdict weigh every keyword alike.")
 
     class OutputSerializer(serializers.Serializer):
         class EvaluationRefSerializer(serializers.Serializer):
@@ -161,6 +184,9 @@ class EvaluationCompareApi(APIView):
             rule_verdict = RuleVerdictSerializer(
                 help_text="B against A by the team's rule, as B's stored verdict and a gate "
                           "decide: bounds first (at any coverage), then the statistics.")
+            weight_sum = serializers.IntegerField(
+                allow_null=True, help_text="With `weighted`: the sum of B's weights over the "
+                                           "keywords with a value on both sides; else null.")
 
         class KeywordSerializer(serializers.Serializer):
             text = serializers.CharField()
@@ -175,7 +201,10 @@ class EvaluationCompareApi(APIView):
 
         a = EvaluationRefSerializer()
         b = EvaluationRefSerializer()
-        shared_keyword_count = serializers.IntegerField()
+        segment = serializers.CharField(help_text="The tag compared; empty: every keyword.")
+        weighted = serializers.BooleanField()
+        shared_keyword_count = serializers.IntegerField(
+            help_text="Shared keywords compared (those B tags with `segment`, if given).")
         only_a_count = serializers.IntegerField()
         only_b_count = serializers.IntegerField()
         rbo_k = serializers.IntegerField()
@@ -210,12 +239,21 @@ class EvaluationCompareApi(APIView):
         b = evaluation_get_for_user(user=request.user, evaluation_id=other_id)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
+        choice = SegmentChoice(filters.validated_data["segment"].strip().lower(),
+                               filters.validated_data["weighted"])
+        problem = segment_problem(
+            means=SegmentMeans({}, []), segment=choice.segment, owner=f"B ({b.name})",
+            keywords=Keyword.objects.filter(evaluation=b)) if choice.segment else None
+        if problem:
+            raise ValidationError({"segment": problem})
         comparison = evaluation_comparison(
             a=a, b=b, sort_index=filters.validated_data["metric"],
             rbo_k=filters.validated_data.get("k"), rbo_p=filters.validated_data["p"],
+            choice=choice,
         )
         return Response(self.OutputSerializer({
-            "a": a, "b": b, "shared_keyword_count": comparison.shared_count,
+            "a": a, "b": b, "segment": choice.segment, "weighted": choice.weighted,
+            "shared_keyword_count": comparison.shared_count,
             "only_a_count": comparison.only_a_count, "only_b_count": comparison.only_b_count,
             "rbo_k": comparison.rbo_k, "mean_rbo": comparison.mean_rbo,
             "identical_rankings": comparison.identical_rankings,
@@ -242,6 +280,7 @@ class EvaluationCompareApi(APIView):
                 "rule_verdict": {"verdict": str(m.rule_verdict.verdict),
                                  "decided_by": str(m.rule_verdict.decided_by),
                                  "reason": m.rule_verdict.reason},
+                "weight_sum": m.weight_sum,
             } for m in comparison.metrics],
             "only_a_metrics": comparison.only_a_metrics,
             "only_b_metrics": comparison.only_b_metrics,
@@ -251,4 +290,65 @@ class EvaluationCompareApi(APIView):
                 "values_a": row.values_a, "values_b": row.values_b, "deltas": row.deltas,
                 "rbo": row.rbo, "same_ranking": row.same_ranking,
             } for row in comparison.keywords],
+        }).data)
+
+
+class EvaluationMetricsApi(APIView):
+    """GET /evaluations/{id}/metrics/: each configured metric's mean over every keyword and
+    its segment means (docs/METRICS.md, "Weighted means and segments")."""
+
+    class OutputSerializer(serializers.Serializer):
+        class MetricSerializer(serializers.Serializer):
+            class SegmentSerializer(serializers.Serializer):
+                segment = serializers.CharField(
+                    help_text="A tag: the mean over the keywords carrying it; empty: over "
+                              "every keyword.")
+                weighted = serializers.BooleanField(
+                    help_text="Weighted by the keywords' weights (their traffic); keywords "
+                              "of weight 0 are left out.")
+                value = serializers.FloatField(allow_null=True)
+                keyword_count = serializers.IntegerField(
+                    help_text="Keywords of the segment with a value (of weight above 0 when "
+                              "weighted).")
+                weight_sum = serializers.IntegerField(
+                    help_text="Their weights' sum (their count when not weighted).")
+                lower = serializers.FloatField(allow_null=True)
+                upper = serializers.FloatField(allow_null=True)
+                bounds_exact = serializers.BooleanField()
+
+            id = serializers.IntegerField()
+            code = serializers.CharField()
+            k = serializers.IntegerField()
+            params = serializers.DictField()
+            label = serializers.CharField()
+            value = serializers.FloatField(allow_null=True)
+            keyword_count = serializers.IntegerField()
+            lower = serializers.FloatField(allow_null=True)
+            upper = serializers.FloatField(allow_null=True)
+            bounds_exact = serializers.BooleanField()
+            segments = SegmentSerializer(
+                many=True, help_text="Every keyword first, then each tag (head, torso, "
+                                     "tail first, then by name); plain before weighted.")
+
+        evaluation = serializers.IntegerField()
+        tags = serializers.ListField(child=serializers.CharField(),
+                                     help_text="The tags the segments cover, in their order.")
+        metrics = MetricSerializer(many=True)
+
+    @extend_schema(responses=OutputSerializer, operation_id="evaluations_metrics")
+    def get(self, request: Request, evaluation_id: int) -> Response:
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        configs = metric_configs(evaluation.pk)
+        means = segment_means_of(configs)
+        return Response(self.OutputSerializer({
+            "evaluation": evaluation.pk, "tags": means.tags,
+            "metrics": [{
+                "id": config.pk, "code": config.code, "k": config.k, "params": config.params,
+                "label": metric_label(config), "value": config.value,
+                "keyword_count": config.keyword_count, "lower": config.lower,
+                "upper": config.upper, "bounds_exact": config.bounds_exact,
+                "segments": [vars(mean) for segment in ["", *means.tags]
+                             for weighted in (False, True)
+                             if (mean := means.means.get((config.pk, segment, weighted)))],
+            } for config in configs],
         }).data)

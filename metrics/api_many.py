@@ -13,8 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluations.models import Keyword
 from evaluations.selectors import evaluations_get_for_user
+from evaluations.services.keywords import MAX_TAG_LENGTH
 from metrics.reports import compare_many
+from metrics.reports.segments import SegmentChoice, SegmentMeans, segment_problem
 from searchtweak.integers import api_id
 
 
@@ -39,8 +42,9 @@ class ManyStatsSerializer(serializers.Serializer):
     coverage = serializers.FloatField(allow_null=True)
     delta = serializers.FloatField(
         allow_null=True, help_text="Mean of (this - reference) over the keywords "
-                                   "both have a value for (the verdict's delta); null for the "
-                                   "reference.")
+                                   "both have a value for (the verdict's delta); with a "
+                                   "segment or weights, over the keywords this evaluation "
+                                   "tags, weighted when asked; null for the reference.")
     paired_count = serializers.IntegerField(
         allow_null=True, help_text="The keywords `delta` covers.")
     p = serializers.FloatField(allow_null=True,
@@ -102,6 +106,15 @@ class EvaluationCompareManyApi(APIView):
                                        help_text="changed: keywords with some Δ ≠ 0 only.")
         page = serializers.IntegerField(min_value=1, default=1)
         page_size = serializers.IntegerField(min_value=1, max_value=1000, default=50)
+        segment = serializers.CharField(
+            required=False, default="", allow_blank=True, max_length=MAX_TAG_LENGTH,
+            help_text="Only the keywords carrying this tag: each mean over those its "
+                      "evaluation tags, each delta and test over those the run tags; empty: "
+                      "every shared keyword.")
+        weighted = serializers.BooleanField(
+            required=False, default=False,
+            help_text="Means and deltas weigh each keyword by its weight (the run's for a "
+                      "delta); intervals, p-values and pairs weigh every keyword alike.")
 
     class OutputSerializer(serializers.Serializer):
         class EvaluationRefSerializer(serializers.Serializer):
@@ -130,6 +143,8 @@ class EvaluationCompareManyApi(APIView):
 
         evaluations = EvaluationRefSerializer(many=True)
         reference = serializers.IntegerField()
+        segment = serializers.CharField(help_text="The tag compared; empty: every keyword.")
+        weighted = serializers.BooleanField()
         mode = serializers.CharField()
         resamples = serializers.IntegerField()
         shared_keyword_count = serializers.IntegerField()
@@ -154,10 +169,17 @@ class EvaluationCompareManyApi(APIView):
         reference_id = data.get("reference") or ids[0]
         reference = next((e for e in evaluations if e.pk == reference_id), None)
         sort = data["sort"]
+        choice = SegmentChoice(data["segment"].strip().lower(), data["weighted"])
+        problem = segment_problem(
+            means=SegmentMeans({}, []), segment=choice.segment,
+            keywords=Keyword.objects.filter(evaluation__in=evaluations),
+            owner="the evaluations compared") if choice.segment else None
+        if problem:
+            raise ValidationError({"segment": problem})
         comparison = compare_many.evaluations_compare_many(
             evaluations=evaluations, reference=reference, mode=data["mode"], sort=sort,
             descending=data.get("dir", "asc" if sort == "text" else "desc") == "desc",
-            show=data["show"])
+            show=data["show"], choice=choice)
         size = data["page_size"]
         page_count = max(1, math.ceil(len(comparison.keywords) / size))
         if data["page"] > page_count:
@@ -174,6 +196,7 @@ def _payload(comparison: compare_many.ManyComparison, rows, page: int,
     ids = [e.pk for e in comparison.evaluations]
     return {
         "evaluations": comparison.evaluations, "reference": comparison.reference.pk,
+        "segment": comparison.choice.segment, "weighted": comparison.choice.weighted,
         "mode": comparison.mode, "resamples": comparison.resamples,
         "shared_keyword_count": comparison.shared_count,
         "changed_count": comparison.changed_count,
@@ -187,8 +210,7 @@ def _payload(comparison: compare_many.ManyComparison, rows, page: int,
                 "ci_low": s.summary.ci[0] if s.summary.ci else None,
                 "ci_high": s.summary.ci[1] if s.summary.ci else None,
                 "present_count": s.summary.present_count, "coverage": s.summary.coverage,
-                "delta": s.rule_verdict.measure.mean_delta if s.rule_verdict else None,
-                "paired_count": s.rule_verdict.measure.shared_count if s.rule_verdict else None,
+                "delta": s.delta, "paired_count": s.delta_count,
                 "p": s.test.p if s.test else None,
                 "p_adjusted": s.test.p_adjusted if s.test else None,
                 "significant": s.significant,

@@ -6,6 +6,8 @@ app_name = "metrics_api"
 urlpatterns = [
     path("evaluations/<int:evaluation_id>/keywords/", api.KeywordListApi.as_view(),
          name="evaluation_keywords"),
+    path("evaluations/<int:evaluation_id>/metrics/", api.EvaluationMetricsApi.as_view(),
+         name="evaluation_metrics"),
 ]
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/compare/<int:other_id>/",

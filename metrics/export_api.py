@@ -1,4 +1,5 @@
-"""The keyword metric table of an evaluation as CSV (the exports beside judgments')."""
+"""The keyword metric table of an evaluation as CSV (the exports beside judgments'), or its
+segment means: one row per metric, segment and weighting."""
 
 from collections.abc import Iterator
 from itertools import islice
@@ -12,7 +13,13 @@ from rest_framework.views import APIView
 import metrics_engine as core
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
-from metrics.selectors import evaluation_keywords, evaluation_metric_configs, keyword_rows
+from metrics.reports.segments import segment_means_of
+from metrics.selectors import (
+    evaluation_keywords,
+    evaluation_metric_configs,
+    keyword_rows,
+    metric_configs,
+)
 from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
 from searchtweak.csv_cells import csv_lines
 
@@ -63,6 +70,40 @@ def metric_table_csv(evaluation: Evaluation, *, with_bounds: bool = False) -> st
     return "".join(metric_table_csv_stream(evaluation, with_bounds=with_bounds))
 
 
+SEGMENT_HEADER = ["metric", "segment", "weighted", "value", "keyword_count", "weight_sum",
+                  "lower", "upper", "bounds_exact"]
+
+
+def segment_table_csv_stream(evaluation: Evaluation) -> Iterator[str]:
+    """`metric,segment,weighted,value,keyword_count,weight_sum,lower,upper,bounds_exact`:
+    each metric's stored mean over every keyword (segment empty) and over each tag's
+    keywords, plain (`weighted` false) then weighted by traffic; metrics in their order,
+    segments as the dashboard lists them (docs/METRICS.md, "Weighted means and segments").
+    Empty cells for null; `weight_sum` is Σ weight over the keywords with a value (their
+    count when plain). Two queries at any size."""
+    configs = metric_configs(evaluation.pk)
+    means = segment_means_of(configs)
+
+    def rows() -> Iterator[list[str]]:
+        yield SEGMENT_HEADER
+        for config in configs:
+            label = metric_label(config.code, config.k, config.params)
+            for segment in ["", *means.tags]:
+                for weighted in (False, True):
+                    mean = means.means.get((config.pk, segment, weighted))
+                    if mean is None:
+                        continue
+                    yield [label, segment, _boolean(weighted), _number(mean.value),
+                           str(mean.keyword_count), str(mean.weight_sum), _number(mean.lower),
+                           _number(mean.upper), _boolean(mean.bounds_exact)]
+
+    return csv_lines(rows())
+
+
+def _boolean(value: bool) -> str:
+    return "true" if value else "false"
+
+
 def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
 
@@ -71,6 +112,10 @@ class _TableOptions(serializers.Serializer):
     bounds = serializers.BooleanField(
         default=False, help_text="Add each metric's bounds under missing grades: `lower`, "
         "`upper` and `exact` columns after its value.")
+    segments = serializers.BooleanField(
+        default=False, help_text="Instead of one line per keyword, the segment means: one "
+        "line per metric, segment (empty: every keyword; else a tag) and weighting, with "
+        "`value`, `keyword_count`, `weight_sum`, `lower`, `upper` and `bounds_exact`.")
 
 
 class EvaluationMetricTableApi(APIView):
@@ -84,18 +129,26 @@ class EvaluationMetricTableApi(APIView):
             "The keyword metric table as CSV: `keyword` and one column per configured metric "
             "(`code@k`, params in brackets), an empty cell for a null value; with "
             "`bounds=true`, each followed by its bounds under missing grades (`code@k lower`, "
-            "`code@k upper`, `code@k exact`: `false` where wider sound bounds stand in). Header "
-            "`X-SearchTweak-Partial: true` while the evaluation is not finished."
+            "`code@k upper`, `code@k exact`: `false` where wider sound bounds stand in). With "
+            "`segments=true`, the segment means instead: `metric,segment,weighted,value,"
+            "keyword_count,weight_sum,lower,upper,bounds_exact`, one line per metric, segment "
+            "(empty: every keyword) and weighting. Header `X-SearchTweak-Partial: true` while "
+            "the evaluation is not finished."
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> FileStreamResponse:
         evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
         options = _TableOptions(data=request.query_params)
         options.is_valid(raise_exception=True)
-        response = FileStreamResponse(
-            metric_table_csv_stream(evaluation, with_bounds=options.validated_data["bounds"]),
-            content_type="text/csv; charset=utf-8",
-            filename=f"evaluation-{evaluation.pk}-metrics.csv")
+        if options.validated_data["segments"]:
+            lines = segment_table_csv_stream(evaluation)
+            filename = f"evaluation-{evaluation.pk}-segments.csv"
+        else:
+            lines = metric_table_csv_stream(evaluation,
+                                            with_bounds=options.validated_data["bounds"])
+            filename = f"evaluation-{evaluation.pk}-metrics.csv"
+        response = FileStreamResponse(lines, content_type="text/csv; charset=utf-8",
+                                      filename=filename)
         response["X-SearchTweak-Partial"] = (
             "false" if evaluation.status == Evaluation.Status.FINISHED else "true")
         return response

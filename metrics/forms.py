@@ -3,13 +3,35 @@
 from django import forms
 
 from evaluations.models import EvaluationMetric
+from evaluations.services.keywords import MAX_TAG_LENGTH
 from metrics.reports.keyword_table import FILTERS
 from searchtweak.integers import ID_MAX, bounded, form_integer
 
 
-class KeywordTableForm(forms.Form):
-    """Sorting, filtering, search and paging of the per-keyword table, and the metric the
-    distribution chart shows."""
+def weighted_field() -> forms.TypedChoiceField:
+    """`weighted=1`: means weighted by the keywords' traffic; absent, empty or 0: plain."""
+    return forms.TypedChoiceField(
+        choices=[("", "Every keyword alike"), ("0", "Every keyword alike"),
+                 ("1", "Weighted by traffic")],
+        coerce=lambda value: value == "1", empty_value=False, required=False)
+
+
+class SegmentForm(forms.Form):
+    """The keywords a page counts: a segment's tag (empty: every keyword) and whether the
+    means are weighted by traffic (metrics.reports.segments)."""
+
+    segment = forms.CharField(required=False, max_length=MAX_TAG_LENGTH)
+    weighted = weighted_field()
+
+    def clean_segment(self) -> str:
+        # Tags are stored lower-cased (evaluations.services.keywords).
+        return self.cleaned_data["segment"].lower()
+
+
+class KeywordTableForm(SegmentForm):
+    """Sorting, filtering, search and paging of the per-keyword table, the metric the
+    distribution chart shows, and the segment every part of the page counts (which tags
+    exist is the view's to check)."""
 
     sort = forms.ChoiceField(required=False)
     dir = forms.ChoiceField(choices=[("asc", "ascending"), ("desc", "descending")],
@@ -35,7 +57,7 @@ class KeywordTableForm(forms.Form):
             (str(config.pk), str(config)) for config in configs]
 
 
-class CompareForm(forms.Form):
+class CompareForm(SegmentForm):
     a = form_integer(min_value=1, max_value=ID_MAX, label="Evaluation A (before)")
     b = form_integer(min_value=1, max_value=ID_MAX, label="Evaluation B (after)")
     metric = form_integer(required=False, min_value=0,
@@ -79,7 +101,7 @@ class IntegerListField(forms.Field):
             raise forms.ValidationError("Evaluation ids are whole numbers.") from None
 
 
-class CompareManyForm(forms.Form):
+class CompareManyForm(SegmentForm):
     """The N-way compare's query string; how many evaluations, which reference and the
     rest of the rules are the selector's (metrics.reports.compare_many)."""
 

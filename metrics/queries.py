@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db import connection
+from django.db import NotSupportedError, connection
+from django.db.models import BooleanField, F, Func
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
@@ -663,6 +664,59 @@ def snapshot_grade_patterns(*, evaluation_id: int) -> list[tuple[int, int, int, 
     )
 
 
+# --- segments: the keywords carrying a tag ---
+
+
+def _tagged_sql(tags_sql: str, vendor: str) -> str:
+    """SQL that is true when the JSON list of strings `tags_sql` holds the tag given as the
+    one parameter that follows: PostgreSQL's jsonb `?` (a string element of the list; it
+    read 100,000 keywords a third faster than containment, @>), SQLite's json_each."""
+    if vendor == "postgresql":
+        return f"{tags_sql} ? %s"
+    if vendor == "sqlite":
+        return f"EXISTS (SELECT 1 FROM json_each({tags_sql}) AS carried WHERE carried.value = %s)"
+    raise NotSupportedError(f"tag filters are written for PostgreSQL and SQLite, not {vendor}")
+
+
+def segment_histogram_rows(*, evaluation_id: int, metric_id: int, tag: str,
+                           inner_edges: list[float]) -> list[tuple[int | None, int, int]]:
+    """(bin, keywords, Σ weight) of the metric's non-null values over the evaluation's
+    keywords carrying `tag` ("": every keyword), binned as the dashboard's counts are
+    (_value_bin; bin -1: a value outside [0, 1]), and a row of bin None for the keywords
+    without a value: the rows' keywords add up to the segment's. Grouped here: read value
+    by value, a segment of 90,000 keywords cost the dashboard 100 ms more than this
+    statement, and the segment's count is the keyword table's (bench/segments.py)."""
+    where, params = "", []
+    if tag:
+        where, params = f" AND {_tagged_sql('k.tags', connection.vendor)}", [tag]
+    return [(None if bin_ is None else int(bin_), count, int(weight or 0))
+            for bin_, count, weight in _run(
+        "SELECT bin, COUNT(*), SUM(weight) FROM (SELECT CASE WHEN v.value IS NULL THEN NULL"
+        f" ELSE {_value_bin(inner_edges)} END AS bin, k.weight AS weight FROM {_table(Keyword)} k"
+        f" LEFT JOIN {_table(KeywordMetricValue)} v ON v.keyword_id = k.id"
+        " AND v.metric_id = %s AND v.value IS NOT NULL"
+        f" WHERE k.evaluation_id = %s{where}) binned GROUP BY bin",
+        [*inner_edges, metric_id, evaluation_id, *params])]
+
+
+class Tagged(Func):
+    """A filter on Keyword (or on a model that reaches it `through` a relation,
+    "keyword__"): the keyword's tags hold `tag` (_tagged_sql). Django's JSONField
+    `contains` does not run on SQLite, and its `has_key` reads a list's elements as keys
+    there. A filter like any other: keyword_table sorts and pages over it, the counts count
+    through it."""
+
+    output_field = BooleanField()
+
+    def __init__(self, tag: str, *, through: str = "") -> None:
+        super().__init__(F(f"{through}tags"))
+        self.tag = tag
+
+    def as_sql(self, compiler, connection, **extra):
+        tags_sql, tags_params = compiler.compile(self.source_expressions[0])
+        return _tagged_sql(tags_sql, connection.vendor), [*tags_params, self.tag]
+
+
 # --- the evaluation's run mark (metrics.recompute.scheduling) ---
 
 
@@ -689,7 +743,6 @@ def _share_parts(*, slot_filter: str, value_filter: str, inner_edges: list[float
     def text(expression: str) -> str:  # an empty field for null, as parse_pattern reads it
         return f"COALESCE(CAST({expression} AS TEXT), '')"
 
-    bins = " + ".join(["CASE WHEN v.value >= %s THEN 1 ELSE 0 END"] * len(inner_edges))
     return (
         "SELECT keyword_id, key, COUNT(*) AS n FROM ("
         "SELECT keyword_id, 'p:' || " + " || ':' || ".join(
@@ -699,10 +752,18 @@ def _share_parts(*, slot_filter: str, value_filter: str, inner_edges: list[float
         " GROUP BY keyword_id, snapshot_id) patterns GROUP BY keyword_id, key"
         " UNION ALL SELECT keyword_id, key, COUNT(*) FROM ("
         "SELECT v.keyword_id, 'b:' || CAST(v.metric_id AS TEXT) || ':' || CAST("
-        "CASE WHEN v.value < 0 OR v.value > 1 THEN -1"
-        f" WHEN v.value = 1 THEN {len(inner_edges)} ELSE {bins} END AS TEXT) AS key"
+        f"{_value_bin(inner_edges)} AS TEXT) AS key"
         f" FROM {_table(KeywordMetricValue)} v WHERE v.value IS NOT NULL AND {value_filter}"
         ") bins GROUP BY keyword_id, key")
+
+
+def _value_bin(inner_edges: list[float]) -> str:
+    """SQL of the bin of the value `v.value` in [0, 1] cut at `inner_edges` (one parameter
+    each, in order): how many of them it reaches, numpy.histogram's rule; 1.0 in the last
+    bin, a value outside [0, 1] in bin -1."""
+    reached = " + ".join(["CASE WHEN v.value >= %s THEN 1 ELSE 0 END"] * len(inner_edges))
+    return ("CASE WHEN v.value < 0 OR v.value > 1 THEN -1"
+            f" WHEN v.value = 1 THEN {len(inner_edges)} ELSE {reached} END")
 
 
 def dashboard_share_rows(*, keyword_ids: list[int], inner_edges: list[float]) -> list[tuple]:

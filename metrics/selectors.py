@@ -295,12 +295,15 @@ NO_BOUNDS = core.KeywordBounds(None, None, True)
 _NOTHING_STORED = (None, NO_BOUNDS)
 
 
-def stored_bounds_mean(stored: Mapping[int, core.KeywordBounds], keyword_ids: Iterable[int]
+def stored_bounds_mean(stored: Mapping[int, core.KeywordBounds], keyword_ids: Iterable[int],
+                       weights: Mapping[int, int] | None = None
                        ) -> tuple[core.KeywordBounds, bool]:
-    """The mean of the keywords' stored bounds (`stored` by keyword id, one metric), and
-    whether some keyword has none stored yet: a comparison is never decided then."""
+    """The mean of the keywords' stored bounds (`stored` by keyword id, one metric),
+    weighted by `weights` (by keyword id) when given, and whether some keyword has none
+    stored yet: a comparison is never decided then."""
     keyword_ids = list(keyword_ids)
-    return (core.bounds_mean(stored.get(pk, NO_BOUNDS) for pk in keyword_ids),
+    return (core.bounds_mean([stored.get(pk, NO_BOUNDS) for pk in keyword_ids],
+                             None if weights is None else [weights[pk] for pk in keyword_ids]),
             any(pk not in stored for pk in keyword_ids))
 
 
@@ -422,8 +425,14 @@ def segment_means(*, evaluation_id: int) -> list[SegmentMean]:
     """Every segment mean of the evaluation's metrics (in the metrics' order; every keyword
     first, then the tags in order; plain before weighted), from the stored sums, or from
     the stored values for a metric whose sums are not known yet."""
-    metric_ids = list(EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
-                      .order_by("position", "id").values_list("id", flat=True))
+    return metric_segment_means(metric_ids=list(
+        EvaluationMetric.objects.filter(evaluation_id=evaluation_id)
+        .order_by("position", "id").values_list("id", flat=True)))
+
+
+def metric_segment_means(*, metric_ids: list[int]) -> list[SegmentMean]:
+    """segment_means of these configured metrics (of any evaluations), in the order given:
+    one query when their sums are known, for a page that holds the configs already."""
     totals = segment_totals_read(metric_ids=metric_ids)
     unknown = [pk for pk in metric_ids if pk not in totals]
     if unknown:

@@ -7,6 +7,9 @@ grades arrive.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -27,6 +30,7 @@ from metrics.forms import (
     CompareKeywordForm,
     KeywordTableForm,
     LeaderboardForm,
+    SegmentForm,
 )
 from metrics.reports import (
     charts,
@@ -38,14 +42,23 @@ from metrics.reports import (
 )
 from metrics.reports.agreement import evaluation_agreement
 from metrics.reports.cards import evaluation_reference, metric_cards
-from metrics.reports.distribution import metric_distribution, metric_histogram
+from metrics.reports.distribution import distribution_chart
 from metrics.reports.keyword_table import FILTERS, keyword_table
+from metrics.reports.segments import (
+    EVERY_KEYWORD,
+    SegmentChoice,
+    SegmentMeans,
+    segment_means_of,
+    segment_problem,
+    segment_table,
+)
 from metrics.reports.verdicts import (
     ad_hoc_regression_verdicts,
     model_regressed_evaluation_ids,
     standing_regression_verdict,
 )
 from metrics.selectors import metric_configs, metric_label
+from metrics_engine.segment_sums import EVERY
 from searchtweak import access
 from searchtweak.models import Role, role_at_least
 from searchtweak.views_shared import service_step_response
@@ -63,43 +76,85 @@ def _table_params(form: KeywordTableForm) -> dict:
     }
 
 
-def _live_context(request: HttpRequest, evaluation: Evaluation,
-                  configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+@dataclass
+class DashboardRequest:
+    """What every part of the evaluation dashboard reads: the evaluation (through its access
+    function), its metric configs, the query-string form and the segment it chose."""
+
+    request: HttpRequest
+    evaluation: Evaluation
+    configs: list[EvaluationMetric]
+    form: KeywordTableForm
+    choice: SegmentChoice = EVERY_KEYWORD
+    # The chosen keywords' count when the distribution's statement counted them (the cards
+    # and chart come before the table on the page): the table's count then costs nothing.
+    segment_count: int | None = None
+
+    @cached_property
+    def means(self) -> SegmentMeans:
+        """The evaluation's segment means, read once for the request (one query)."""
+        return segment_means_of(self.configs)
+
+
+def _dashboard_request(request: HttpRequest, evaluation_id: int) -> DashboardRequest:
+    """The dashboard's request with its segment choice checked: a tag no keyword carries
+    is an error on `segment` (the page then shows every keyword)."""
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    configs = metric_configs(evaluation.pk)
+    form = KeywordTableForm(request.GET, configs=configs)
+    dashboard = DashboardRequest(request, evaluation, configs, form)
+    if form.is_valid():
+        segment = form.cleaned_data["segment"]
+        problem = segment_problem(
+            means=dashboard.means, segment=segment,
+            keywords=Keyword.objects.filter(evaluation=evaluation)) if segment else None
+        if problem:
+            form.add_error("segment", f"{problem} Every keyword is shown.")
+        else:
+            dashboard.choice = SegmentChoice(segment, form.cleaned_data["weighted"])
+    return dashboard
+
+
+def _live_context(dashboard: DashboardRequest) -> dict:
+    evaluation, configs, form = dashboard.evaluation, dashboard.configs, dashboard.form
+    choice = dashboard.choice
     data = form.cleaned_data if form.is_valid() else {}
     reference = evaluation_reference(evaluation=evaluation,
                                      against=data.get("against") or "")
     cards = metric_cards(
         evaluation=evaluation, reference=reference, configs=configs,
         verdict=standing_regression_verdict(evaluation=evaluation)
-        if reference.evaluation is not None else None)
+        if reference.evaluation is not None and choice.everything_plain else None,
+        choice=choice, means=dashboard.means if not choice.everything_plain else None)
     dist_config = next((c for c in configs if c.pk == data.get("dist")),
                        configs[0] if configs else None)
-    distribution = None
-    if dist_config is not None:
-        label = f"{metric_label(dist_config)} over keywords"
-        binned = metric_histogram(config=dist_config)
-        if binned is not None:
-            distribution = {"config": dist_config, "count": sum(binned), "svg": mark_safe(
-                charts.histogram_svg(binned, charts.unit_edges(len(binned)), label=label))}
-        else:
-            values = metric_distribution(config=dist_config)
-            # Most metrics live in [0, 1]; the unbounded ones (CG, DCG) use their own range.
-            bounded = all(0.0 <= v <= 1.0 for v in values)
-            distribution = {
-                "config": dist_config, "count": len(values),
-                "svg": mark_safe(charts.histogram(
-                    values, bins=10, lo=0.0 if bounded else None, hi=1.0 if bounded else None,
-                    label=label)),
-            }
+    chart = None if dist_config is None else distribution_chart(config=dist_config,
+                                                                 choice=choice)
+    dashboard.segment_count = chart.segment_count if chart else None
     return {
-        "evaluation": evaluation, "reference": reference,
-        "cards": [(card, mark_safe(charts.sparkline(
+        "evaluation": evaluation, "reference": reference, "choice": choice,
+        # A segment's card has no history of its own to draw (the stored one is every
+        # keyword's): the card says so instead of an empty frame.
+        "cards": [(card, "" if card.segmented else mark_safe(charts.sparkline(
             card.history, label=f"History of {card.label}"))) for card in cards],
         "agreement": evaluation_agreement(evaluation=evaluation, configs=configs),
-        "distribution": distribution, "live": evaluation.status in LIVE_STATUSES,
-        "can_lead": access.current_team_can(user=request.user, team_id=evaluation.team_id,
+        "distribution": chart and {**vars(chart), "svg": mark_safe(chart.svg)},
+        "segment_table": segment_table(configs=configs, means=dashboard.means),
+        "segment_links": _segment_links(dashboard),
+        "live": evaluation.status in LIVE_STATUSES,
+        "can_lead": access.current_team_can(user=dashboard.request.user,
+                                            team_id=evaluation.team_id,
                                             minimum_role=Role.LEAD),
     }
+
+
+def _segment_links(dashboard: DashboardRequest) -> list[tuple[str, str, bool]]:
+    """(segment, the page's query string choosing it, chosen) for every keyword and each
+    tag: the segment table's headings link to them, keeping the weights' choice."""
+    data = dashboard.form.data
+    return [(segment, query_with(data, segment=segment, page="", after="", before=""),
+             segment == dashboard.choice.segment)
+            for segment in [EVERY, *dashboard.means.tags]]
 
 
 def query_with(data, **changes) -> str:
@@ -112,12 +167,21 @@ def query_with(data, **changes) -> str:
     return query.urlencode()
 
 
-def _table_context(request: HttpRequest, evaluation: Evaluation,
-                   configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+def _table_context(dashboard: DashboardRequest) -> dict:
+    evaluation, configs, form = dashboard.evaluation, dashboard.configs, dashboard.form
+    choice = dashboard.choice
     params = _table_params(form)
-    visibility = access.grade_visibility(user=request.user)
-    table = keyword_table(evaluation=evaluation, configs=configs,
-                          visibility=visibility, **params)
+    visibility = access.grade_visibility(user=dashboard.request.user)
+    segment_counts = None
+    if choice.segment:
+        segment_counts = {config.pk: mean.keyword_count for config in configs
+                          if (mean := dashboard.means.get(config.pk, SegmentChoice(
+                              choice.segment))) is not None}
+    unfiltered = not params["show"] and not params["search"]
+    table = keyword_table(evaluation=evaluation, configs=configs, visibility=visibility,
+                          tag=choice.segment, tag_value_counts=segment_counts,
+                          known_count=dashboard.segment_count if unfiltered else None,
+                          **params)
     data = form.data
 
     def sort_link(key: str) -> dict:
@@ -129,7 +193,8 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
 
     return {
         "evaluation": evaluation, "configs": configs, "table": table, "params": params,
-        "form": form, "sees_all_grades": visibility.sees_everyone(evaluation.team_id),
+        "form": form, "choice": choice,
+        "sees_all_grades": visibility.sees_everyone(evaluation.team_id),
         "sort_links": {"position": sort_link("position"), "text": sort_link("text")},
         "metric_columns": [(config, metric_label(config), sort_link(f"m{config.pk}"))
                            for config in configs],
@@ -140,37 +205,48 @@ def _table_context(request: HttpRequest, evaluation: Evaluation,
     }
 
 
-ContextBuilder = Callable[[HttpRequest, Evaluation, list[EvaluationMetric], KeywordTableForm],
-                          dict]
+ContextBuilder = Callable[[DashboardRequest], dict]
 
 
 def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
                         *parts: ContextBuilder) -> HttpResponse:
     """The dashboard page or one of its polled fragments: the evaluation through its access
     function, its metric configs, the query-string form they all read, and the context of
-    each part; a query string the form refuses answers 400 with the defaults shown."""
-    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-    configs = metric_configs(evaluation.pk)
-    form = KeywordTableForm(request.GET, configs=configs)
-    valid = form.is_valid()
+    each part, in order (the table takes the count the distribution made); a query string
+    the form refuses (a segment no keyword has included) answers 400 with the defaults
+    shown and the reason."""
+    dashboard = _dashboard_request(request, evaluation_id)
     context: dict = {}
     for part in parts:
-        context.update(part(request, evaluation, configs, form))
-    return render(request, template, context, status=200 if valid else 400)
+        context.update(part(dashboard))
+    return render(request, template, context,
+                  status=200 if dashboard.form.is_valid() else 400)
+
+
+def _selector_context(dashboard: DashboardRequest) -> dict:
+    """The segment selector at the top of the page: the tags to choose from and the rest
+    of the query string, kept as it is (the page it shows starts again at 1)."""
+    kept = dashboard.form.data.copy()
+    for name in ("segment", "weighted", "page", "after", "before"):
+        kept.pop(name, None)
+    return {"segment_tags": dashboard.means.tags,
+            "kept_params": [(name, value) for name, values in kept.lists()
+                            for value in values]}
 
 
 @require_GET
 @login_required
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
-                               _live_context, _table_context, _verdict_context)
+                               _selector_context, _live_context, _table_context,
+                               _verdict_context)
 
 
-def _verdict_context(request: HttpRequest, evaluation: Evaluation,
-                     configs: list[EvaluationMetric], form: KeywordTableForm) -> dict:
+def _verdict_context(dashboard: DashboardRequest) -> dict:
     """The standing regression verdict and the newest ad-hoc ones, each with its rule (two
     queries; the page only, they change when a run finishes or a gate is called, not while
     grades arrive)."""
+    evaluation = dashboard.evaluation
     return {"verdict": standing_regression_verdict(evaluation=evaluation),
             "ad_hoc_verdicts": ad_hoc_regression_verdicts(evaluation=evaluation)}
 
@@ -178,7 +254,8 @@ def _verdict_context(request: HttpRequest, evaluation: Evaluation,
 @require_GET
 @login_required
 def evaluation_dashboard_live(request: HttpRequest, evaluation_id: int) -> HttpResponse:
-    """The cards, progress, agreement and distribution, polled while grades arrive."""
+    """The cards, progress, agreement, distribution and segment table, polled while grades
+    arrive."""
     return _dashboard_response(request, evaluation_id, "metrics/_evaluation_live.html",
                                _live_context)
 
@@ -244,25 +321,42 @@ def regressed_evaluation_ids(*, model) -> set[int]:
 @login_required
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
     model = search_model_get_for_user(user=request.user, model_id=model_id)
-    histories = metric_history.model_history(model=model)
-    intervals = compare_many_stats.config_intervals(configs=[
-        config for history in histories for config in history.configs])
+    form = SegmentForm(request.GET)
+    choice = EVERY_KEYWORD
+    if form.is_valid():
+        choice = SegmentChoice(form.cleaned_data["segment"], form.cleaned_data["weighted"])
+    history = metric_history.model_history(model=model, choice=choice)
+    if choice.segment:
+        problem = segment_problem(
+            means=SegmentMeans({}, history.tags), segment=choice.segment,
+            owner="the model's finished evaluations", keywords=Keyword.objects.filter(
+                evaluation__model=model, evaluation__status=Evaluation.Status.FINISHED))
+        if problem:
+            form.add_error("segment", f"{problem} Every keyword is shown.")
+            choice = EVERY_KEYWORD
+            history = metric_history.model_history(model=model)
+    # A weighted mean has no bootstrap interval here: the whiskers are left out.
+    intervals = {} if choice.weighted else compare_many_stats.config_intervals(
+        configs=[config for line in history.histories for config in line.configs],
+        segment=choice.segment)
     regressed = regressed_evaluation_ids(model=model)
     rows = []
-    for history in histories:
-        bands = [intervals.get(config.pk) for config in history.configs]
-        bounds = [(config.lower, config.upper) for config in history.configs]
-        rows.append((history, mark_safe(charts.line_chart(
-            [(evaluation.name, value) for evaluation, value, _ in history.points],
-            label=f"{history.label} over finished evaluations, with 95% intervals and "
-                  "the bounds under missing grades shaded",
-            intervals=bands, bands=bounds,
-            marked=[evaluation.pk in regressed for evaluation, _, _ in history.points],
-            **_unit_range([value for _, value, _ in history.points]
-                          + [b for band in [*bands, *bounds] if band for b in band]))),
+    for line in history.histories:
+        bands = [intervals.get(config.pk) for config in line.configs]
+        rows.append((line, mark_safe(charts.line_chart(
+            [(evaluation.name, value) for evaluation, value, _ in line.points],
+            label=f"{line.label} over finished evaluations, {choice.label}, with "
+                  f"{'' if choice.weighted else '95% intervals and '}the bounds under "
+                  "missing grades shaded",
+            intervals=bands, bands=line.bounds,
+            marked=[evaluation.pk in regressed for evaluation, _, _ in line.points],
+            **_unit_range([value for _, value, _ in line.points]
+                          + [b for band in [*bands, *line.bounds] if band for b in band]))),
             [(*point, band, point[0].pk in regressed)
-             for point, band in zip(history.points, bands, strict=True)]))
-    return render(request, "metrics/model_history.html", {"model": model, "histories": rows})
+             for point, band in zip(line.points, bands, strict=True)]))
+    return render(request, "metrics/model_history.html", {
+        "model": model, "histories": rows, "form": form, "choice": choice,
+        "segment_tags": history.tags}, status=200 if form.is_valid() else 400)
 
 
 def _picker_context(request: HttpRequest) -> dict:
@@ -283,13 +377,26 @@ def compare(request: HttpRequest) -> HttpResponse:
                       {"form": form, **_picker_context(request)}, status=400)
     a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
     b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
+    # The segments are B's (the run's tags): what its stored segment means cover.
+    means = segment_means_of(metric_configs(b.pk))
+    choice = SegmentChoice(form.cleaned_data["segment"], form.cleaned_data["weighted"])
+    problem = segment_problem(means=means, segment=choice.segment,
+                              keywords=Keyword.objects.filter(evaluation=b),
+                              owner=f"B ({b.name})") if choice.segment else None
+    if problem:
+        form.add_error("segment", f"{problem} Every keyword is shown.")
+        choice = SegmentChoice(weighted=choice.weighted)
     comparison = comparisons.evaluation_comparison(
-        a=a, b=b, sort_index=form.cleaned_data.get("metric"))
+        a=a, b=b, sort_index=form.cleaned_data.get("metric"), choice=choice)
     keywords = Paginator(comparison.keywords, 50).get_page(form.cleaned_data.get("page"))
     return render(request, "metrics/compare.html", {
         "form": form, "comparison": comparison, "keywords": keywords,
-        "sort_index": comparison.sort_index, **_picker_context(request),
-    })
+        "sort_index": comparison.sort_index, "segment_tags": means.tags, "choice": choice,
+        # Percent-encoded, so nothing in it needs HTML escaping.
+        "segment_query": mark_safe("".join(f"&{name}={quote(value)}" for name, value
+                                           in choice.query.items() if value)),
+        **_picker_context(request),
+    }, status=400 if problem else 200)
 
 
 @require_GET

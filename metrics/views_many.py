@@ -15,11 +15,18 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from evaluations.models import EvaluationMetric, Keyword
 from evaluations.selectors import evaluations_get_for_user
 from metrics.forms import CompareManyForm
 from metrics.reports import compare_many
 from metrics.reports.compare_many import KeywordRow, ManyComparison
 from metrics.reports.comparisons import team_evaluations_for_picker
+from metrics.reports.segments import (
+    SegmentChoice,
+    SegmentMeans,
+    segment_means_of,
+    segment_problem,
+)
 from metrics.views import query_with
 from searchtweak import access
 from searchtweak.csv_cells import csv_text
@@ -46,10 +53,17 @@ def _comparison(request: HttpRequest, form: CompareManyForm) -> ManyComparison:
     reference_id = data.get("reference") or (ids[0] if ids else None)
     reference = next((e for e in evaluations if e.pk == reference_id), None)
     sort = data.get("sort") or "change"
+    choice = SegmentChoice(data["segment"], data["weighted"])
+    problem = segment_problem(
+        means=SegmentMeans({}, []), segment=choice.segment,
+        keywords=Keyword.objects.filter(evaluation__in=evaluations),
+        owner="the evaluations compared") if choice.segment else None
+    if problem:
+        raise ValidationError({"segment": problem})
     return compare_many.evaluations_compare_many(
         evaluations=evaluations, reference=reference, mode=data.get("mode") or "reference",
         sort=sort, descending=(data.get("dir") or ("asc" if sort == "text" else "desc"))
-        == "desc", show=data.get("show") or "")
+        == "desc", show=data.get("show") or "", choice=choice)
 
 
 def _add_errors(form: CompareManyForm, error: ValidationError) -> None:
@@ -81,6 +95,9 @@ def compare_many_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     return render(request, TEMPLATE, {
         **context, "comparison": comparison, "keywords": page,
+        "segment_tags": segment_means_of(list(EvaluationMetric.objects.filter(
+            evaluation__in=comparison.evaluations).order_by("evaluation_id", "position",
+                                                             "id"))).tags,
         "rows": [(row, _cells_html(row)) for row in page.object_list],
         "chosen_ids": {e.pk for e in comparison.evaluations},
         "sort_links": (links := _sort_links(query, comparison)),

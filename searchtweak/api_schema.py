@@ -47,9 +47,11 @@ _ERRORS = {
 RESOURCE_TAGS: list[tuple[str, str, str]] = [
     ("grading", "The grading queue, grades, judgments import and export, and gold items.",
      r"evaluations/\{evaluation_id\}/(next|snapshots|judgments|gold)/|snapshots/"),
-    ("metrics", "Metric values per keyword, comparisons of two to ten evaluations, "
-                "regression verdicts and the CI gate, and the metric table.",
-     r"evaluations/\{evaluation_id\}/(keywords|compare|metric-table|gate|verdicts)/|compare/"),
+    ("metrics", "Metric values per keyword, an evaluation's means per segment, comparisons "
+                "of two to ten evaluations, regression verdicts and the CI gate, and the "
+                "metric table.",
+     r"evaluations/\{evaluation_id\}/(keywords|metrics|compare|metric-table|gate|verdicts)/"
+     r"|compare/"),
     ("judges", "LLM judges, their runs, calibration, call logs and judge-human triage.",
      r"evaluations/\{evaluation_id\}/(judge-runs|triage)/|judge-runs/|judges/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "

@@ -244,26 +244,32 @@ def _x_labels(names: Sequence[str], x_of, *, left: float, right: float, width: f
 
 
 def histogram_bins(values: Sequence[Number], *, bins: int = 10,
-                   lo: float | None = None, hi: float | None = None
-                   ) -> tuple[list[int], list[float]]:
+                   lo: float | None = None, hi: float | None = None,
+                   weights: Sequence[int] | None = None) -> tuple[list[int], list[float]]:
     """Counts per bin and the bin edges (bins + 1) of the present values; the last bin
-    includes its upper edge."""
-    present = np.array([float(v) for v in values if _present(v)], dtype=np.float64)
+    includes its upper edge. With `weights` (one whole number per value) a bin holds the
+    sum of its values' weights instead of their count."""
+    kept = [(float(v), w) for v, w in zip(values, weights if weights is not None
+                                          else [1] * len(values), strict=True)
+            if _present(v)]
+    present = np.array([v for v, _ in kept], dtype=np.float64)
     low = lo if lo is not None else (float(present.min()) if present.size else 0.0)
     high = hi if hi is not None else (float(present.max()) if present.size else 1.0)
     if high <= low:
         high = low + 1.0
-    counts, edges = np.histogram(present, bins=bins, range=(low, high))
+    counts, edges = np.histogram(present, bins=bins, range=(low, high),
+                                 weights=None if weights is None else
+                                 np.array([w for _, w in kept], dtype=np.int64))
     return [int(c) for c in counts], [float(e) for e in edges]
 
 
 def histogram(values: Sequence[Number], *, bins: int = 10, lo: float | None = None,
               hi: float | None = None, width: int = 400, height: int = 200,
-              label: str = "Distribution") -> str:
+              label: str = "Distribution", weights: Sequence[int] | None = None) -> str:
     """Bars of how many values fall in each of `bins` equal ranges between lo and hi
-    (default: the values' own range); each bar's <title> gives its range and count. The
-    count axis has whole-number gridlines from 0."""
-    counts, edges = histogram_bins(values, bins=bins, lo=lo, hi=hi)
+    (default: the values' own range), or of their weights' sum with `weights`; each bar's
+    <title> gives its range and count. The count axis has whole-number gridlines from 0."""
+    counts, edges = histogram_bins(values, bins=bins, lo=lo, hi=hi, weights=weights)
     return histogram_svg(counts, edges, width=width, height=height, label=label)
 
 

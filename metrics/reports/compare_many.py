@@ -10,6 +10,13 @@ values of all N evaluations are one query each, and the snapshots of the keyword
 values give the same numbers; they are cached under a digest of the values they read.
 Each evaluation's verdict against the reference (by the team's rule, metrics_engine.verdicts)
 reads one more query, the snapshots to the deepest k (identical rankings).
+
+A segment (metrics.reports.segments) keeps, for each evaluation, the keywords it tags with
+the segment's tag: its mean covers those, and each evaluation's test against the
+reference pairs the keywords it tags (the run's tags, as a verdict of the segment reads
+them). Weighted, each mean and each mean delta to the reference weigh a keyword by its
+weight (the run's, for a delta); the intervals, the tests and Tukey's pairs weigh every
+keyword alike, and the verdicts by the team's rule cover every keyword.
 """
 
 from collections import defaultdict
@@ -28,10 +35,13 @@ from metrics.reports.compare_many_stats import (
     config_values,
     metric_row,
     rule_outcomes,
+    segmented,
     value_or_none,
     with_bounds,
     with_verdicts,
+    with_weights,
 )
+from metrics.reports.segments import EVERY_KEYWORD, SegmentChoice
 from metrics.selectors import metric_key, metric_label, stored_bounds_mean
 from metrics_engine import multi_compare
 from metrics_engine.verdicts import RegressionOutcome, VerdictRule
@@ -108,6 +118,7 @@ class ManyComparison:
     # over every metric both have, as its stored verdict and a gate decide.
     outcomes: list[RegressionOutcome | None] = field(default_factory=list)
     rule: VerdictRule = field(default_factory=VerdictRule)
+    choice: SegmentChoice = EVERY_KEYWORD
 
     @property
     def reference_index(self) -> int:
@@ -144,12 +155,15 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
                              reference: Evaluation | None, mode: str = "reference",
                              sort: str = "change", descending: bool = True, show: str = "",
                              rbo_k: int | None = None,
-                             resamples: int = RESAMPLES) -> ManyComparison:
+                             resamples: int = RESAMPLES,
+                             choice: SegmentChoice = EVERY_KEYWORD) -> ManyComparison:
     """Every metric all the evaluations have (same code, k and parameters) over the keywords
     they all have (matched by normalized text; none in common is a ValidationError on
     `evaluations`). Keywords come sorted by `sort` ("change":
     the largest |Δ| to the reference of any metric; "m<i>": of the i-th metric; "text"),
-    `show="changed"` keeps those with some Δ ≠ 0. Churn is left for `keyword_overlaps`."""
+    `show="changed"` keeps those with some Δ ≠ 0. Churn is left for `keyword_overlaps`.
+    A segment or weights (`choice`) as the module says; every keyword, unweighted: the
+    numbers before segments."""
     evaluations = list(evaluations)
     evaluations_many_validate(evaluations=evaluations, reference=reference, mode=mode)
     assert reference is not None
@@ -173,14 +187,22 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
     texts_of: dict[int, dict[str, str]] = {pk: {} for pk in ids}
     column_of = {pk: columns[i] for i, pk in enumerate(ids)}
     reference_id = reference.pk
+    # Per evaluation: its keywords in the segment, and each keyword's weight.
+    tagged: dict[int, set[str]] = {pk: set() for pk in ids}
+    weights: dict[int, dict[str, int]] = {pk: {} for pk in ids}
+    traffic_fields = [] if choice.everything_plain else ["weight", "tags"]
     # In position order: the verdicts resample each run's keywords in that order.
-    for evaluation_id, normalized, pk, text in Keyword.objects.filter(
+    for evaluation_id, normalized, pk, text, *traffic in Keyword.objects.filter(
             evaluation_id__in=ids).order_by("evaluation_id", "position").values_list(
-            "evaluation_id", "normalized_text", "pk", "text"):
+            "evaluation_id", "normalized_text", "pk", "text", *traffic_fields):
         column_of[evaluation_id][normalized] = pk
         texts_of[evaluation_id][normalized] = text
         if evaluation_id == reference_id:
             texts[normalized] = text
+        if traffic:
+            weights[evaluation_id][normalized] = traffic[0]
+            if not choice.segment or choice.segment in traffic[1]:
+                tagged[evaluation_id].add(normalized)
     shared_set = set(columns[0]).intersection(*columns[1:])
     if not shared_set:
         raise ValidationError({"evaluations": (
@@ -214,15 +236,44 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
                              configs=[configs[pk] for pk in ids], columns=columns,
                              texts=[texts_of[pk] for pk in ids], rule=rule,
                              values=stored, bounds=bounds)
-    metrics = [
-        with_verdicts(with_bounds(
-            metric_row(key=key, configs=row, matrix=data[m], evaluations=evaluations,
-                       ref_index=ref_index, mode=mode, resamples=resamples),
-            [stored_bounds_mean(bounds[config.pk], id_matrix[:, e].tolist())
-             for e, config in enumerate(row)],
-            ref_index), outcomes)
-        for m, (key, row) in enumerate(zip(keys, chosen, strict=True))
-    ]
+    # [keyword, evaluation]: the keyword is in that evaluation's segment; its weight there.
+    inside = np.ones((len(shared), len(ids)), dtype=bool)
+    weight_matrix = None
+    if not choice.everything_plain:
+        inside = np.array([[t in tagged[pk] for pk in ids] for t in shared],
+                          dtype=bool).reshape(len(shared), len(ids))
+        weight_matrix = np.array([[weights[pk][t] for pk in ids] for t in shared],
+                                 dtype=np.int64).reshape(len(shared), len(ids))
+    # Each evaluation's mean over its own segment; the tests pair each run's segment with
+    # the reference, whatever the reference's tags (the run's tags choose).
+    paired = np.where(inside[None, :, :], data, np.nan)
+    paired[:, :, ref_index] = data[:, :, ref_index]
+    # Per evaluation: the keyword ids its mean's bounds cover, and their weights if weighted.
+    kept_ids = [id_matrix[inside[:, e], e].tolist() for e in range(len(ids))]
+    bound_weights = [dict(zip(id_matrix[:, e].tolist(), weight_matrix[:, e].tolist(),
+                              strict=True))
+                     if choice.weighted and weight_matrix is not None else None
+                     for e in range(len(ids))]
+    metrics = []
+    for m, (key, row) in enumerate(zip(keys, chosen, strict=True)):
+        own = None if choice.everything_plain else [data[m][inside[:, e], e]
+                                                    for e in range(len(ids))]
+        metric = metric_row(key=key, configs=row, matrix=paired[m], evaluations=evaluations,
+                            ref_index=ref_index, mode=mode, resamples=resamples,
+                            summary_columns=own)
+        if choice.weighted and weight_matrix is not None and own is not None:
+            metric = with_weights(
+                metric, summary_columns=own, paired=paired[m],
+                weight_columns=[weight_matrix[inside[:, e], e] for e in range(len(ids))],
+                paired_weights=weight_matrix, ref_index=ref_index)
+        metric = with_verdicts(with_bounds(metric, [
+            stored_bounds_mean(bounds[config.pk], kept_ids[e], bound_weights[e])
+            for e, config in enumerate(row)], ref_index), outcomes)
+        metrics.append(metric if choice.everything_plain else segmented(metric))
+    # The keyword table pairs as the tests do: a run's cell only where it tags the keyword,
+    # a row for each keyword some run tags (every shared keyword without a segment).
+    data = paired
+    in_rows = inside[:, [e for e in range(len(ids)) if e != ref_index]].any(axis=1)
     # |Δ| to the reference per metric and keyword (the largest over evaluations), -1: none.
     changes = np.abs(data - data[:, :, ref_index:ref_index + 1])
     changes[:, :, ref_index] = np.nan
@@ -232,8 +283,9 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
     index = int(sort[1:]) if sort[:1] == "m" and sort[1:].isdigit() else None
     order_key = by_metric[index] if index is not None and index < len(keys) else by_any
     positions = np.arange(len(shared))
+    positions = positions[in_rows]
     if show == "changed":
-        positions = positions[changed]
+        positions = positions[changed[positions]]
     if sort == "text":
         ordered = positions[::-1] if descending else positions
     else:
@@ -250,10 +302,12 @@ def evaluations_compare_many(*, evaluations: Sequence[Evaluation],
         rbo_k = max((row[ref_index].k for row in chosen), default=10)
     return ManyComparison(
         evaluations=evaluations, reference=reference, mode=mode, metrics=metrics,
-        keywords=rows, shared_count=len(shared), changed_count=int(changed.sum()),
+        keywords=rows, shared_count=int(in_rows.sum()),
+        changed_count=int(changed[in_rows].sum()),
         not_shared_count=all_count - len(shared), unshared_metrics=unshared,
         rbo_k=rbo_k, sort=sort, descending=descending, show=show, resamples=resamples,
         outcomes=[found[0] if found else None for found in outcomes], rule=rule,
+        choice=choice,
     )
 
 

@@ -22,12 +22,14 @@ from django.core.cache import cache
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Snapshot
 from metrics.models import KeywordMetricValue, RegressionVerdict
+from metrics.queries import Tagged
 from metrics.selectors import MetricKey, metric_key, metric_label
 from metrics_engine import multi_compare
 from metrics_engine import verdicts as core_verdicts
 from metrics_engine.multi_compare import MetricSummary, PairTest, ReferenceTest
 from metrics_engine.statistics import bootstrap_ci
 from metrics_engine.verdicts import MetricVerdict, RegressionOutcome, VerdictRule
+from metrics_engine.weighted import weighted_mean
 
 # Fewer resamples than the two-way compare's 10,000: N evaluations times their metrics must
 # fit a page; with 1,000 the smallest p is 1/1001, well below 0.05 / 9 (Holm's first step).
@@ -53,12 +55,32 @@ class EvaluationMetricStats:
     # The evaluation against the reference by the team's rule (metrics_engine.verdicts), as
     # its stored verdict and a gate against the reference decide; None for the reference.
     rule_verdict: MetricVerdict | None = None
+    # Over a segment or weighted (metrics.reports.segments): the delta shown is the test's,
+    # over the keywords the evaluation tags, weighted when chosen.
+    segmented: bool = False
 
     @property
     def rule_verdict_label(self) -> str:
         if self.rule_verdict is None:
             return ""
         return RegressionVerdict.Verdict(self.rule_verdict.verdict).label
+
+    @property
+    def delta(self) -> float | None:
+        """The mean delta to the reference every surface shows: the verdict's, over the
+        keywords both have a value for; over a segment, the test's. None for the
+        reference."""
+        if self.segmented:
+            return self.test.mean_delta if self.test else None
+        measure = self.rule_verdict.measure if self.rule_verdict else None
+        return measure.mean_delta if measure else None
+
+    @property
+    def delta_count(self) -> int | None:
+        """The keywords `delta` covers."""
+        if self.segmented:
+            return self.test.keyword_count if self.test else None
+        return self.rule_verdict.measure.shared_count if self.rule_verdict else None
 
     @property
     def significant(self) -> bool:
@@ -210,21 +232,30 @@ def with_bounds(row: MetricRow, bounds: list[tuple[core.KeywordBounds, bool]],
     return dataclasses.replace(row, stats=stats)
 
 
-def _stats_key(matrix: np.ndarray, *, ref_index: int, mode: str, resamples: int) -> str:
+def _stats_key(matrix: np.ndarray, *, ref_index: int, mode: str, resamples: int,
+               columns: Sequence[np.ndarray] | None = None) -> str:
     digest = hashlib.blake2b(np.ascontiguousarray(matrix).tobytes(), digest_size=16)
     digest.update(f"{matrix.shape}:{ref_index}:{mode}:{resamples}".encode())
+    for column in columns or []:
+        digest.update(f"|{column.shape}|".encode() + np.ascontiguousarray(column).tobytes())
     return f"metrics:many:{digest.hexdigest()}"
 
 
 def metric_row(*, key: MetricKey, configs: list[EvaluationMetric], matrix: np.ndarray,
                evaluations: list[Evaluation], ref_index: int, mode: str,
-               resamples: int) -> MetricRow:
-    cache_key = _stats_key(matrix, ref_index=ref_index, mode=mode, resamples=resamples)
+               resamples: int, summary_columns: Sequence[np.ndarray] | None = None
+               ) -> MetricRow:
+    """The metric's statistics: each evaluation's summary over its column of `matrix`
+    ([keyword, evaluation], NaN = no value), or over `summary_columns[e]` when given (the
+    keywords of its segment), and the tests over `matrix`."""
+    cache_key = _stats_key(matrix, ref_index=ref_index, mode=mode, resamples=resamples,
+                           columns=summary_columns)
     computed = cache.get(cache_key)
     if computed is None:
+        columns = summary_columns if summary_columns is not None else [
+            matrix[:, e] for e in range(matrix.shape[1])]
         summaries = [multi_compare.metric_summary(
-            [value_or_none(v) for v in matrix[:, e]], resamples=resamples)
-            for e in range(matrix.shape[1])]
+            [value_or_none(v) for v in column], resamples=resamples) for column in columns]
         tests = multi_compare.reference_tests(matrix, reference=ref_index,
                                               resamples=resamples)
         complete, pairs = (multi_compare.tukey_randomized(matrix, resamples=resamples)
@@ -243,20 +274,53 @@ def metric_row(*, key: MetricKey, configs: list[EvaluationMetric], matrix: np.nd
     )
 
 
-def config_intervals(*, configs: Sequence[EvaluationMetric],
-                     resamples: int = RESAMPLES) -> dict[int, tuple[float, float] | None]:
+def with_weights(row: MetricRow, *, summary_columns: Sequence[np.ndarray],
+                 weight_columns: Sequence[np.ndarray], paired: np.ndarray,
+                 paired_weights: np.ndarray, ref_index: int) -> MetricRow:
+    """The row with each evaluation's mean weighted by its keywords' weights
+    (`summary_columns[e]` and `weight_columns[e]`, its segment's values and weights) and
+    each test's mean delta to the reference weighted by the run's weights over the
+    keywords both have (`paired` [keyword, evaluation], `paired_weights` the run's weight
+    of each); keywords of weight 0 left out (docs/METRICS.md). The intervals, counts and
+    p-values stay those of every keyword alike."""
+    stats = []
+    for e, stat in enumerate(row.stats):
+        summary = dataclasses.replace(stat.summary, mean=weighted_mean(
+            [value_or_none(v) for v in summary_columns[e]], weight_columns[e].tolist()))
+        test = stat.test
+        if test is not None:
+            deltas = paired[:, e] - paired[:, ref_index]
+            test = dataclasses.replace(test, mean_delta=weighted_mean(
+                [value_or_none(v) for v in deltas], paired_weights[:, e].tolist()))
+        stats.append(dataclasses.replace(stat, summary=summary, test=test))
+    return dataclasses.replace(row, stats=stats)
+
+
+def segmented(row: MetricRow) -> MetricRow:
+    """The row over a segment or weighted: each evaluation shows its test's delta."""
+    return dataclasses.replace(row, stats=[dataclasses.replace(stat, segmented=True)
+                                           for stat in row.stats])
+
+
+def config_intervals(*, configs: Sequence[EvaluationMetric], resamples: int = RESAMPLES,
+                     segment: str = "") -> dict[int, tuple[float, float] | None]:
     """Each configured metric's 95 % bootstrap interval of its mean over its keywords'
-    stored values (seeded), by config id: one query for all of them; each interval is
-    cached under the config and its `updated_at`, which every means refresh moves."""
+    stored values (seeded), by config id, over the keywords tagged `segment` when given:
+    one query for all of them; each interval is cached under the config, the segment and
+    the config's `updated_at`, which every means refresh moves."""
     intervals: dict[int, tuple[float, float] | None] = {}
-    keys = {c.pk: f"metrics:interval:{c.pk}:{c.updated_at.isoformat()}:{resamples}"
+    # A tag may hold spaces, which a cache key may not: its digest stands for it.
+    tag = f":{hashlib.blake2b(segment.encode(), digest_size=8).hexdigest()}" if segment else ""
+    keys = {c.pk: f"metrics:interval:{c.pk}:{c.updated_at.isoformat()}:{resamples}{tag}"
             for c in configs if c.updated_at is not None}
     cached = cache.get_many(list(keys.values())) if keys else {}
     missing = [c.pk for c in configs if keys.get(c.pk) not in cached]
     values: dict[int, list[float]] = defaultdict(list)
     if missing:
-        for metric_id, value in KeywordMetricValue.objects.filter(
-                metric_id__in=missing, value__isnull=False).values_list("metric_id", "value"):
+        rows = KeywordMetricValue.objects.filter(metric_id__in=missing, value__isnull=False)
+        if segment:
+            rows = rows.filter(Tagged(segment, through="keyword__"))
+        for metric_id, value in rows.values_list("metric_id", "value"):
             values[metric_id].append(value)
     for config in configs:
         key = keys.get(config.pk)

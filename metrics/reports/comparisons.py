@@ -1,6 +1,8 @@
 """Reads for comparing two evaluations (the compare page, its side-by-side keyword view and
 the compare API): B against A over the keywords they share, with paired statistics from
-metrics_engine over the stored values.
+metrics_engine over the stored values; over every shared keyword, or over those B tags
+with a segment's tag, the means and their delta weighted by B's traffic when asked
+(metrics.reports.segments).
 """
 
 import math
@@ -15,6 +17,7 @@ from evaluations.models import Evaluation, EvaluationMetric, Keyword, Snapshot
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue, RegressionVerdict
 from metrics.reports.keyword_snapshots import SnapshotDetail, snapshot_details
+from metrics.reports.segments import EVERY_KEYWORD, SegmentChoice, weighted_paired
 from metrics.selectors import (
     MetricKey,
     metric_configs,
@@ -54,6 +57,9 @@ class MetricComparison:
     # B against A by the team's rule (metrics_engine.verdicts): what the stored verdict, the
     # gate and the N-way compare say for the same pair.
     rule_verdict: MetricVerdict | None = None
+    # Weighted by traffic: Σ of B's weights over the keywords with a value on both sides
+    # (the means and the delta of `result` are weighted then); None when not weighted.
+    weight_sum: int | None = None
 
     @property
     def both_count(self) -> int:
@@ -156,6 +162,9 @@ class Comparison:
     # its baseline: the verdict a gate of B against A with that rule stores.
     rule: VerdictRule = field(default_factory=VerdictRule)
     outcome: RegressionOutcome | None = None
+    # The keywords compared: every shared one, or those B tags with the segment's tag;
+    # means and deltas weighted by B's weights when chosen.
+    choice: SegmentChoice = EVERY_KEYWORD
 
     @property
     def sort_label(self) -> str | None:
@@ -211,24 +220,37 @@ def _p_text(p: float | None) -> str:
 
 def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | None = None,
                           rbo_k: int | None = None, rbo_p: float = 0.9,
-                          resamples: int = 10_000) -> Comparison:
+                          resamples: int = 10_000,
+                          choice: SegmentChoice = EVERY_KEYWORD) -> Comparison:
     """B against A over the keywords they share (matched by normalized text) for every
     metric configured in both with the same code, k and parameters; the metrics only one
     side has are named in `only_a_metrics` / `only_b_metrics`. Keywords come sorted by the
     largest absolute change over the shared metrics, or of the `sort_index`-th one alone
     (an index past them falls back to all), then by the largest change of any, then by
-    lowest RBO."""
+    lowest RBO.
+
+    A segment (`choice`) keeps the shared keywords B tags with it (the run's tags, as a
+    verdict reads a segment): every statistic, the bounds and the team rule's verdict
+    cover those. Weighted, each side's mean, the mean delta and the bounds weigh each
+    keyword by B's weight (keywords of weight 0 left out); the tests, the interval and the
+    rule's verdict still weigh every keyword alike. Every keyword, unweighted: the numbers
+    before segments, bit for bit."""
     keywords_a = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "pk"))
     # In position order, as the verdict reads a run: the seeded resampling sees the same
     # sequence, so the numbers match the stored verdict's to the bit.
+    traffic_fields = ["weight", "tags"] if not choice.everything_plain else []
     rows_b = list(Keyword.objects.filter(evaluation=b).order_by("position")
-                  .values_list("normalized_text", "pk", "text"))
-    keywords_b = {normalized: pk for normalized, pk, _ in rows_b}
-    texts_b = {normalized: text for normalized, _, text in rows_b}
+                  .values_list("normalized_text", "pk", "text", *traffic_fields))
+    keywords_b = {normalized: pk for normalized, pk, *_ in rows_b}
+    texts_b = {normalized: text for normalized, _, text, *_ in rows_b}
+    weights_b = {row[0]: row[3] for row in rows_b} if choice.weighted else None
+    in_segment = {row[0] for row in rows_b if choice.segment in row[4]} \
+        if choice.segment else set(keywords_b)
     texts = dict(Keyword.objects.filter(evaluation=a).values_list("normalized_text", "text"))
     # In B's position order, as the verdict reads its run: the paired statistics below see
     # the deltas in the verdict's sequence, so their seeded numbers are the verdict's.
-    shared = [text for text in keywords_b if text in keywords_a]
+    shared = [text for text in keywords_b if text in keywords_a and text in in_segment]
+    shared_anywhere = sum(1 for text in keywords_b if text in keywords_a)
     all_a, all_b = metric_configs(a.pk), metric_configs(b.pk)
     configs_b = {metric_key(c): c for c in all_b}
     pairs = [(c, configs_b[metric_key(c)]) for c in all_a if metric_key(c) in configs_b]
@@ -257,15 +279,21 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
     identical = bool(shared) and all(
         doc_ids[keywords_a[t]][:depth] == doc_ids[keywords_b[t]][:depth] for t in shared)
     rule = VerdictRule()
+    # The run is B's keywords in the segment (all of them by default), as a verdict of the
+    # segment reads it; the baseline is every keyword of A, paired by text.
+    run_keywords = {t: pk for t, pk in keywords_b.items() if t in in_segment}
     measures = [core_verdicts.metric_measure(
         metric_label(config_a),
         {t: stored.get((pk, config_a.pk)) for t, pk in keywords_a.items()},
-        {t: stored.get((pk, config_b.pk)) for t, pk in keywords_b.items()},
+        {t: stored.get((pk, config_b.pk)) for t, pk in run_keywords.items()},
         baseline_bounds={t: stored_bounds[config_a.pk][pk] for t, pk in keywords_a.items()
                          if pk in stored_bounds[config_a.pk]},
-        run_bounds={t: stored_bounds[config_b.pk][pk] for t, pk in keywords_b.items()
+        run_bounds={t: stored_bounds[config_b.pk][pk] for t, pk in run_keywords.items()
                     if pk in stored_bounds[config_b.pk]},
         resamples=resamples) for config_a, config_b in pairs]
+    # Both sides' keywords weigh B's weight of their text.
+    weights_by_id = None if weights_b is None else {
+        pk: weights_b[t] for t in shared for pk in (keywords_a[t], keywords_b[t])}
     outcome = core_verdicts.verdicts_decide(measures, rule, identical_rankings=identical,
                                             names=texts_b)
     metrics = []
@@ -274,6 +302,9 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         values_b = {t: stored.get((keywords_b[t], config_b.pk)) for t in shared}
         result = statistics.paired_comparison(values_a, values_b, resamples=resamples)
         both = [t for t in shared if values_a[t] is not None and values_b[t] is not None]
+        weight_sum = None
+        if weights_b is not None:
+            result, weight_sum = weighted_paired(result, both, values_a, values_b, weights_b)
         deltas = [values_b[t] - values_a[t] for t in both]
         ci = rule_verdict.measure.ci  # the bootstrap of these deltas, in this order
         verdict, direction = comparison_verdict(result, ci)
@@ -283,7 +314,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
         decision = _bounds_decision(
             ([keywords_a[t] for t in shared], config_a),
             ([keywords_b[t] for t in shared], config_b), stored_bounds, open_slots,
-            same_results=identical)
+            same_results=identical, weights=weights_by_id)
         metrics.append(MetricComparison(
             key=metric_key(config_a), label=label, config_a=config_a,
             config_b=config_b, result=result, ci=ci, verdict=verdict, direction=direction,
@@ -292,7 +323,7 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
                 label=label, both_count=len(both), grading_only_count=grading_only,
                 same_count=sum(1 for t in both if same_ranking[t]),
                 mean_delta=result.mean_delta),
-            decision=decision, rule_verdict=rule_verdict,
+            decision=decision, rule_verdict=rule_verdict, weight_sum=weight_sum,
         ))
 
     rows = []
@@ -316,11 +347,14 @@ def evaluation_comparison(*, a: Evaluation, b: Evaluation, sort_index: int | Non
     rbos = [row.rbo for row in rows if row.rbo is not None and not math.isnan(row.rbo)]
     return Comparison(
         a=a, b=b, metrics=metrics, keywords=rows,
-        only_a_count=len(keywords_a) - len(shared), only_b_count=len(keywords_b) - len(shared),
+        # Over every keyword, whatever the segment: a segment leaves the others uncompared,
+        # not unshared.
+        only_a_count=len(keywords_a) - shared_anywhere,
+        only_b_count=len(keywords_b) - shared_anywhere,
         rbo_k=rbo_k, mean_rbo=core.mean_over_keywords(rbos)[0], sort_index=index,
         only_a_metrics=tuple(metric_label(c) for c in all_a if metric_key(c) not in configs_b),
         only_b_metrics=tuple(metric_label(c) for c in all_b if metric_key(c) not in keys_a),
-        rule=rule, outcome=outcome,
+        rule=rule, outcome=outcome, choice=choice,
     )
 
 
@@ -337,10 +371,12 @@ def _bounds_decision(side_a: tuple[list[int], EvaluationMetric],
                      side_b: tuple[list[int], EvaluationMetric],
                      stored_bounds: dict[int, dict[int, core.KeywordBounds]],
                      open_slots: dict[int, list[int]], *,
-                     same_results: bool = False) -> BoundsDecision:
-    """Each side: its shared keywords' ids and its config of the metric."""
+                     same_results: bool = False,
+                     weights: dict[int, int] | None = None) -> BoundsDecision:
+    """Each side: its shared keywords' ids and its config of the metric; `weights` (by
+    keyword id) weigh the mean bounds when given."""
     (mean_a, pending_a), (mean_b, pending_b) = (
-        stored_bounds_mean(stored_bounds.get(config.pk, {}), keyword_ids)
+        stored_bounds_mean(stored_bounds.get(config.pk, {}), keyword_ids, weights)
         for keyword_ids, config in (side_a, side_b))
     # A pool metric reads every result of the keyword, the others those up to k.
     open_count = sum(

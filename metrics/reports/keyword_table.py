@@ -1,10 +1,12 @@
-"""The per-keyword table of the evaluation dashboard: the keywords filtered, searched and
-sorted in SQL (by position, text or a metric's stored values), paged by number or by a
-cursor along the sort's index, each row with every metric's value and its snapshots.
-Seven queries whatever the number of keywords or the page's depth.
+"""The per-keyword table of the evaluation dashboard: the keywords filtered (by status, by
+a segment's tag), searched and sorted in SQL (by position, text or a metric's stored
+values), paged by number or by a cursor along the sort's index, each row with every
+metric's value and its snapshots. Seven queries whatever the number of keywords or the
+page's depth.
 """
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
@@ -13,6 +15,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot
 from metrics.models import KeywordMetricValue
+from metrics.queries import Tagged
 from metrics.reports.keyword_snapshots import SnapshotDetail, snapshot_details
 from metrics.selectors import KeywordRow, keyword_rows
 from searchtweak.access import GradeVisibility
@@ -145,11 +148,14 @@ def _keyset_slice(rows: QuerySet, fields: list[tuple[str, bool]], key: tuple | N
 
 def keyword_queryset(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                      sort: str = "position", descending: bool = False, show: str = "",
-                     search: str = "") -> QuerySet[Keyword]:
+                     search: str = "", tag: str = "") -> QuerySet[Keyword]:
     """The evaluation's keywords filtered and ordered in SQL. `sort` is "position",
     "text" or "m<config id>"; "worst" keeps keywords with a value of the sort metric (the
-    first metric when sorting by position or text) and puts the lowest first."""
+    first metric when sorting by position or text) and puts the lowest first; `tag` keeps
+    the keywords carrying it (a segment)."""
     keywords = Keyword.objects.filter(evaluation=evaluation)
+    if tag:
+        keywords = keywords.filter(Tagged(tag))
     if search:
         keywords = keywords.filter(Keyword.search_q(search))
     if show == "failed":
@@ -210,14 +216,18 @@ class MetricOrder:
 
     A `search` keeps the keywords whose text contains it, in the same walk: a frequent
     term fills a page from the first rows of the index, where sorting every match by its
-    value cost a read of all of them (the count then reads the keywords' texts)."""
+    value cost a read of all of them (the count then reads the keywords' texts). A `tag`
+    keeps a segment's keywords likewise; how many of them have a value is the segment's
+    stored keyword count when the caller knows it (`tag_value_count`)."""
 
     def __init__(self, *, evaluation: Evaluation, config: EvaluationMetric,
-                 descending: bool, values_only: bool, search: str = "") -> None:
+                 descending: bool, values_only: bool, search: str = "", tag: str = "",
+                 tag_value_count: int | None = None) -> None:
         self.evaluation, self.config = evaluation, config
         self.descending, self.values_only = descending, values_only
-        self.search = search
-        self._value_count: int | None = None if self.search else (config.keyword_count or 0)
+        self.search, self.tag = search, tag
+        known = tag_value_count if tag else (config.keyword_count or 0)
+        self._value_count: int | None = None if self.search else known
         self._count: int | None = None
 
     @property
@@ -233,11 +243,15 @@ class MetricOrder:
 
     def _all(self) -> QuerySet[Keyword]:
         keywords = Keyword.objects.filter(evaluation=self.evaluation)
+        if self.tag:
+            keywords = keywords.filter(Tagged(self.tag))
         return keywords.filter(Keyword.search_q(self.search)) if self.search else keywords
 
     def _values(self) -> QuerySet[KeywordMetricValue]:
         values = KeywordMetricValue.objects.filter(metric_id=self.config.pk,
                                                    value__isnull=False)
+        if self.tag:
+            values = values.filter(Tagged(self.tag, through="keyword__"))
         return values.filter(Keyword.search_q(self.search, through="keyword__")) \
             if self.search else values
 
@@ -306,9 +320,13 @@ class MetricOrder:
 
 def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
-                  search: str = "") -> "MetricOrder | QuerySet[Keyword]":
+                  search: str = "", tag: str = "",
+                  tag_value_counts: Mapping[int, int] | None = None,
+                  ) -> "MetricOrder | QuerySet[Keyword]":
     """What keyword_table pages through: MetricOrder when the table is sorted by a metric
-    (or shows the worst), searched or not, with no other filter; else keyword_queryset."""
+    (or shows the worst), searched, in a segment or not, with no other filter; else
+    keyword_queryset. `tag_value_counts`: per metric, how many of the tag's keywords have
+    a value (the segment's stored count), when known."""
     metric_id = int(sort[1:]) if sort.startswith("m") else None
     if show == "worst" and metric_id is None and configs:
         metric_id, descending = configs[0].pk, False
@@ -316,9 +334,10 @@ def keyword_order(*, evaluation: Evaluation, configs: list[EvaluationMetric],
     if config is not None and show in ("", "worst"):
         return MetricOrder(evaluation=evaluation, config=config,
                            descending=descending and show != "worst",
-                           values_only=show == "worst", search=search)
+                           values_only=show == "worst", search=search, tag=tag,
+                           tag_value_count=(tag_value_counts or {}).get(config.pk))
     return keyword_queryset(evaluation=evaluation, configs=configs, sort=sort,
-                            descending=descending, show=show, search=search)
+                            descending=descending, show=show, search=search, tag=tag)
 
 
 def _cursor_keyword(*, evaluation: Evaluation, metric_id: int | None,
@@ -336,20 +355,27 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
                   sort: str = "position", descending: bool = False, show: str = "",
                   visibility: GradeVisibility, search: str = "",
                   page_number: int | str | None = 1, after: int | None = None,
-                  before: int | None = None, per_page: int = KEYWORDS_PER_PAGE) -> KeywordTable:
+                  before: int | None = None, per_page: int = KEYWORDS_PER_PAGE,
+                  tag: str = "", tag_value_counts: Mapping[int, int] | None = None,
+                  known_count: int | None = None) -> KeywordTable:
     """One page of the per-keyword table: values of every metric and, for the expanding
     rows, each keyword's snapshots with the slots the viewer may see. A cursor (the page
     starts `after` a keyword, or ends `before` one) reads the page along the sort's index
     from that keyword's key, whatever the depth; a bare page number pages with OFFSET.
-    Seven queries at any size."""
+    Seven queries at any size, six with `known_count`: how many keywords the table holds,
+    when the caller has counted them already (a segment's, with no other filter)."""
     keywords = keyword_order(evaluation=evaluation, configs=configs, sort=sort,
-                             descending=descending, show=show, search=search)
+                             descending=descending, show=show, search=search, tag=tag,
+                             tag_value_counts=tag_value_counts)
     metric_id, _ = _sort_metric(configs=configs, sort=sort, descending=descending, show=show)
     cursor_id = before if before is not None else after
     cursor = None if cursor_id is None else _cursor_keyword(
         evaluation=evaluation, metric_id=metric_id, keyword_id=cursor_id)
     if cursor is None:
-        page = Paginator(keywords, per_page).get_page(page_number)
+        paginator = Paginator(keywords, per_page)
+        if known_count is not None:
+            paginator.count = known_count  # a cached_property: set, it is not asked
+        page = paginator.get_page(page_number)
         table_page = TablePage(list(page.object_list), page.number, page.paginator.count,
                                per_page, page.has_previous(), page.has_next())
     else:
@@ -369,7 +395,9 @@ def keyword_table(*, evaluation: Evaluation, configs: list[EvaluationMetric],
             found.reverse()
             # Back at the start: whatever the link said, this is page 1.
             number = number if more else 1
-        table_page = TablePage(found, number, keywords.count(), per_page,
+        table_page = TablePage(found, number,
+                               keywords.count() if known_count is None else known_count,
+                               per_page,
                                more_before=more if backward else True,
                                more_after=True if backward else more)
     page_keywords = table_page.object_list

@@ -3,6 +3,11 @@
 // JavaScript the page is complete; it just does not refresh by itself.
 (function () {
   "use strict";
+  // Choosing a segment or the weights shows it at once (the Show button does without JS).
+  var selector = document.querySelector("[data-testid=segment-selector]");
+  if (selector) {
+    selector.addEventListener("change", function () { selector.submit(); });
+  }
   var live = document.getElementById("live");
   var table = document.getElementById("keyword-table");
   if (!live) { return; }

@@ -197,7 +197,7 @@ def test_the_page_draws_the_stored_histogram_of_hand_counted_values(
         html = client.get(reverse("metrics:evaluation_dashboard", args=[evaluation.pk])
                           ).content.decode()
         chart = re.search(r'<svg [^>]*class="chart histogram"[^>]*'
-                          r'aria-label="P@2 over keywords".*?</svg>', html, re.S).group(0)
+                          r'aria-label="P@2 over every keyword".*?</svg>', html, re.S).group(0)
         assert re.findall(r"<title>([^<]*: \d+)</title>", chart) == expected
 
 

@@ -334,3 +334,83 @@ def test_the_pool_config_filter_keeps_every_config_the_registry_says_reads_the_p
                 if core.config_reads_pool(config.code, config.params)}
     assert passed == expected
     assert {EvaluationMetric.objects.get(pk=pk).code for pk in passed} >= {"recall", "ndcg"}
+
+
+# --- segments: queries.Tagged ---
+
+# Tags that a text match would confuse: a prefix of another, a LIKE wildcard, quotes,
+# JSON's own characters, a non-ASCII letter, a colon.
+_TAGS_OF = {"a": ["tail"], "b": ["tails"], "c": ["head", "lang:de"], "d": [],
+            "e": ["100%", "o'neil"], "f": ['say "hi"', "straße", "tail"], "g": ["[tail]"]}
+
+
+@pytest.mark.parametrize("tag", ["tail", "tails", "lang:de", "head", "100%", "o'neil",
+                                 'say "hi"', "straße", "[tail]", "ail", "%", "", "lang"])
+def test_tagged_keeps_the_keywords_carrying_the_tag_exactly(tag):
+    evaluation = build_evaluation(keywords={text: ["d1"] for text in _TAGS_OF},
+                                  metrics=[("precision", 1, {})])
+    other = build_evaluation(keywords={"z": ["d1"]}, metrics=[("precision", 1, {})])
+    Keyword.objects.filter(evaluation=other).update(tags=[tag])
+    for text, tags in _TAGS_OF.items():
+        Keyword.objects.filter(evaluation=evaluation, text=text).update(tags=tags)
+    config = EvaluationMetric.objects.get(evaluation=evaluation)
+    for keyword in Keyword.objects.filter(evaluation=evaluation):
+        KeywordMetricValue.objects.create(keyword=keyword, metric=config, value=0.5,
+                                          computed_version=1)
+    expected = sorted(text for text, tags in _TAGS_OF.items() if tag in tags)
+    found = Keyword.objects.filter(evaluation=evaluation).filter(queries.Tagged(tag))
+    assert sorted(found.values_list("text", flat=True)) == expected
+    # Through a relation, as the value reads filter them.
+    through = KeywordMetricValue.objects.filter(metric=config).filter(
+        queries.Tagged(tag, through="keyword__"))
+    assert sorted(through.values_list("keyword__text", flat=True)) == expected
+    # Combined with other conditions and negated, it is a filter like any other.
+    assert sorted(Keyword.objects.filter(evaluation=evaluation).exclude(
+        queries.Tagged(tag)).values_list("text", flat=True)) == sorted(
+        set(_TAGS_OF) - set(expected))
+
+
+@pytest.mark.parametrize("tag", ["", "tail"])
+def test_segment_histogram_rows_bin_as_numpy_does(tag):
+    """Per bin the keywords and their weights' sum, as numpy.histogram bins the segment's
+    values over [0, 1] (edges 0.3 and 0.7 included, whose products with 10 round the other
+    way); a value outside [0, 1] in bin -1."""
+    import numpy as np
+
+    from metrics.recompute.aggregates import BINS
+
+    values = [0.0, 0.1, 0.3, 0.7, 0.7000000000000001, 0.69999, 0.9999, 1.0, None, 0.5, 0.25]
+    weights = [3, 0, 2, 5, 1, 7, 1, 4, 9, 2, 1]
+    tags = [["tail"], ["tail"], [], ["tail", "head"], ["tail"], ["head"], ["tail"], ["tail"],
+            ["tail"], [], ["tail"]]
+    evaluation = build_evaluation(keywords={f"k{i}": ["d1"] for i in range(len(values))},
+                                  metrics=[("cg", 1, {})])
+    config = EvaluationMetric.objects.get(evaluation=evaluation)
+    for i, (value, weight, keyword_tags) in enumerate(zip(values, weights, tags, strict=True)):
+        keyword = Keyword.objects.get(evaluation=evaluation, text=f"k{i}")
+        Keyword.objects.filter(pk=keyword.pk).update(weight=weight, tags=keyword_tags)
+        KeywordMetricValue.objects.create(keyword=keyword, metric=config, value=value,
+                                          computed_version=1)
+    edges = [float(e) for e in np.linspace(0.0, 1.0, BINS + 1)[1:-1]]
+    kept = [(v, w) for v, w, t in zip(values, weights, tags, strict=True)
+            if v is not None and (not tag or tag in t)]
+    counts, _ = np.histogram([v for v, _ in kept], bins=BINS, range=(0.0, 1.0))
+    sums, _ = np.histogram([v for v, _ in kept], bins=BINS, range=(0.0, 1.0),
+                           weights=[w for _, w in kept])
+    expected = [(b, int(counts[b]), int(sums[b])) for b in range(BINS) if counts[b]]
+    # The keywords of the segment without a value: their own row.
+    missing = [w for v, w, t in zip(values, weights, tags, strict=True)
+               if v is None and (not tag or tag in t)]
+    expected.append((None, len(missing), sum(missing)))
+    # Another evaluation's keywords count in neither.
+    other = build_evaluation(keywords={"z": ["d1"]}, metrics=[("cg", 1, {})])
+    Keyword.objects.filter(evaluation=other).update(tags=["tail"])
+
+    def rows():
+        found = queries.segment_histogram_rows(evaluation_id=evaluation.pk,
+                                               metric_id=config.pk, tag=tag, inner_edges=edges)
+        return sorted(found, key=lambda row: (row[0] is None, row[0] or 0))
+
+    assert rows() == expected
+    KeywordMetricValue.objects.filter(metric=config, keyword__text="k0").update(value=2.5)
+    assert rows()[0] == (-1, 1, 3)

@@ -510,6 +510,7 @@ TABLE: dict[str, Row] = {
                                           POST=(400, 400, 400, 403, 404, 401)),
     # --- metrics_api ---
     "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    "metrics_api:evaluation_metrics": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:compare_many": row(query=_compare_many_query,
                                     GET=(200, 200, 200, 200, 404, 401)),

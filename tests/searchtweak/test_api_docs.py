@@ -77,6 +77,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "evaluation_judge_runs_estimate": "judges",
         "scales_list": "scales", "transformers_create": "scales",
         "evaluations_compare": "metrics", "evaluations_keywords_list": "metrics",
+        "evaluations_metrics": "metrics",
         "evaluations_metric_table": "metrics", "evaluations_compare_many": "metrics",
         "evaluations_gate": "metrics", "evaluations_verdicts_list": "metrics",
         "me": "teams", "teams_invitations_create": "teams",
