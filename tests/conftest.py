@@ -99,6 +99,18 @@ def _live_requests_drained(request):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _live_server_without_nagle():
+    """The live server writes a response's headers and its body in two writes: with Nagle's
+    algorithm on, the body waits for the client's delayed ACK of the headers, 40 ms on Linux,
+    on every request of a kept-alive connection after its first few. The browser walks paid
+    it on most of their requests (about a third of a persona's walk); real servers set
+    TCP_NODELAY, as tests/evaluations/servers.py does."""
+    from django.test.testcases import QuietWSGIRequestHandler
+
+    QuietWSGIRequestHandler.disable_nagle_algorithm = True
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _static_files_scanned_once():
     from tests import static_files_once
 
