@@ -50,12 +50,19 @@ def pytest_runtest_logreport(report):
     _phase_reports.append(report)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     # A reason of "" would pass the slow-test check while saying nothing.
     for item in items:
         for marker in item.iter_markers("slow_reason"):
             if not (marker.args and isinstance(marker.args[0], str) and marker.args[0].strip()):
                 raise pytest.UsageError(f"{item.nodeid}: slow_reason needs the reason")
+    # The slow tests first, the rest in their order; then pytest-django's sort (stable)
+    # puts the database tests first, the transactional ones next, the rest last, so each of
+    # those starts with its slow tests. xdist deals tests out in this order: the processes
+    # end on short tests together, instead of one waiting out the other's `make run`
+    # (tests/test_make_run.py, among the last before).
+    items.sort(key=lambda item: item.get_closest_marker("slow_reason") is None)
 
 
 @pytest.fixture(scope="session")
