@@ -50,12 +50,19 @@ def pytest_runtest_logreport(report):
     _phase_reports.append(report)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     # A reason of "" would pass the slow-test check while saying nothing.
     for item in items:
         for marker in item.iter_markers("slow_reason"):
             if not (marker.args and isinstance(marker.args[0], str) and marker.args[0].strip()):
                 raise pytest.UsageError(f"{item.nodeid}: slow_reason needs the reason")
+    # The slow tests first, the rest in their order; then pytest-django's sort (stable)
+    # puts the database tests first, the transactional ones next, the rest last, so each of
+    # those starts with its slow tests. xdist deals tests out in this order: the processes
+    # end on short tests together, instead of one waiting out the other's `make run`
+    # (tests/test_make_run.py, among the last before).
+    items.sort(key=lambda item: item.get_closest_marker("slow_reason") is None)
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +103,39 @@ def _live_requests_drained(request):
     if not in_flight.wait_for_none(LIVE_REQUESTS_DRAIN_SECONDS):
         pytest.fail(f"the live server still served a request {LIVE_REQUESTS_DRAIN_SECONDS} s "
                     "after the test ended")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _live_server_without_nagle():
+    """The live server writes a response's headers and its body in two writes: with Nagle's
+    algorithm on, the body waits for the client's delayed ACK of the headers, 40 ms on Linux,
+    on every request of a kept-alive connection after its first few. The browser walks paid
+    it on most of their requests (about a third of a persona's walk); real servers set
+    TCP_NODELAY, as tests/evaluations/servers.py does."""
+    from django.test.testcases import QuietWSGIRequestHandler
+
+    QuietWSGIRequestHandler.disable_nagle_algorithm = True
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sqlite_commits_without_fsync():
+    """SQLite syncs the file to disk at every commit (synchronous=FULL): 9 ms here, which
+    the transactional tests paid on each of their thousands of commits (a third of their
+    time). A test database need not survive the machine losing power; what every test
+    checks (transactions, locks, what other connections and processes see) does not
+    depend on it. Set on the raw connection, so no query count sees it. The workers a test
+    starts open the file with the project's own settings."""
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    def without_fsync(sender, connection, **kwargs) -> None:
+        if connection.vendor == "sqlite":
+            connection.connection.execute("PRAGMA synchronous = OFF")
+
+    connection_created.connect(without_fsync, weak=False)
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None:
+            without_fsync(None, connection)
 
 
 @pytest.fixture(autouse=True, scope="session")

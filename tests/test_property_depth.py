@@ -22,6 +22,15 @@ def test_examples_are_the_named_depth_in_ci_and_a_tenth_in_the_loop(
     assert property_depth.examples(ci_depth) == expected
 
 
+@pytest.mark.parametrize("profile", ["ci", "dev"])
+def test_no_profile_times_an_example_or_the_drawing_of_its_inputs(profile):
+    from hypothesis import HealthCheck, settings
+
+    chosen = settings.get_profile(profile)
+    assert chosen.deadline is None
+    assert HealthCheck.too_slow in chosen.suppress_health_check
+
+
 def test_an_unknown_profile_is_refused_not_taken_for_dev(monkeypatch):
     monkeypatch.setenv(property_depth.PROFILE_ENV, "deep")
     with pytest.raises(ValueError, match="HYPOTHESIS_PROFILE='deep'"):

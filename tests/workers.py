@@ -134,7 +134,7 @@ def tasks_sent_to(*, broker_url: str, queue: str,
     os.environ.update(CELERY_BROKER_URL=broker_url, CELERY_RESULT_BACKEND=result_backend)
     app.conf.update(broker_url=broker_url, result_backend=result_backend,
                     task_always_eager=False, task_default_queue=queue)
-    _forget_connections(app)
+    forget_connections(app)
     try:
         yield
     finally:
@@ -144,12 +144,15 @@ def tasks_sent_to(*, broker_url: str, queue: str,
             else:
                 os.environ[name] = value
         app.conf.update(previous)
-        _forget_connections(app)
+        forget_connections(app)
 
 
-def _forget_connections(app) -> None:
-    # Celery caches the producer pool, the default queue and the result backend from the
-    # configuration at first use; drop them so the next send reads the new configuration.
+def forget_connections(app) -> None:
+    """Make the next send open new connections.
+
+    Celery caches the producer pool, the default queue and the result backend from the
+    configuration at first use: dropped, the next send reads the new configuration, and
+    meets no connection a broker outage broke."""
     app._pool = None
     app.__dict__.pop("amqp", None)
     app._backend_cache = None

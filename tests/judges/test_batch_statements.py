@@ -94,6 +94,10 @@ def test_a_lane_of_several_calls_claims_and_stores_batches_in_groups(personas, m
 
     monkeypatch.setattr(lanes, "_group_start", counted_start)
     monkeypatch.setattr(batch_storing, "group_store", counted_store)
+    # Answers are held until half a round is in, or STORE_HOLD_SECONDS (0.1 s) at most: on
+    # a loaded machine the calls outlived the hold, and stores of one to three were cut by
+    # the clock, not the rule this test is for. Without the clock, the rule alone groups.
+    monkeypatch.setattr(lanes, "STORE_HOLD_SECONDS", 3600.0)
     with fake_provider(OPENAI) as provider:
         # Answers return one at a time (each keyword its own latency), as a model's do.
         provider.default = lambda prompt, request: ModelAnswer({"grades": [
@@ -110,9 +114,10 @@ def test_a_lane_of_several_calls_claims_and_stores_batches_in_groups(personas, m
     assert sum(claims) == 48 and sum(stores) == 48
     print(f"claims {claims}\nstores {stores}")
     # Ramping up (1, 2, 4, then 8 calls out) takes four small claims; after it, each claim
-    # takes 4 batches or more (but the last, of what is left), and so do most stores (one
-    # a return, with one call out at a time: [2, 3, 5, 9, 2, 4, 1, 4, 2, 3, ...] and
-    # [1, 1, 1, 2, 4, 1, 4, 2, 3, 3, 1, 3, ...], a median of 2).
+    # takes 4 batches or more (but the last, of what is left). A store waits for half a
+    # round of answers: while 1 and then 2 calls are out that is one, then two, and from
+    # then on four (but the last store, of what is left when no call is out). One store a
+    # return, with one call out at a time, gave [1, 1, 1, 2, 4, 1, 4, 2, 3, 3, 1, 3, ...].
     taken = [count for count in claims if count]
     assert min(taken[4:-1]) >= 4, claims
-    assert sorted(stores)[len(stores) // 2] >= 4, stores
+    assert stores[0] == 1 and min(stores[2:-1]) >= 4, stores

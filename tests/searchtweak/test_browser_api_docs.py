@@ -28,6 +28,8 @@ def offline_context(context, live_server):
     return context
 
 
+@pytest.mark.slow_reason("Swagger UI lays out the whole schema in Chromium, each request "
+                         "routed (3 s alone, over 5 s beside the rest of the suite)")
 def test_swagger_ui_renders_offline(offline_context, live_server):
     # The docs are public (drf-spectacular's SERVE_PERMISSIONS): no login needed.
     page = offline_context.new_page()

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
-from playwright.sync_api import expect
+from playwright.sync_api import APIResponse, expect
 
 from evaluations.models import Evaluation, Keyword
 from evaluations.query_sets.services import query_set_create_from_evaluation
@@ -217,19 +217,37 @@ class Visitor:
             self.page.get_by_role("button", name="Log in").click()
             self.page.wait_for_url(f"{self.base}/")
 
-    def is_page(self, url: str) -> bool:
-        """A whole HTML page: not a 405 for an action, a download or an htmx partial."""
+    def page_answer(self, url: str) -> APIResponse | None:
+        """The answer to a GET of `url` when it is a whole HTML page; None for a redirect,
+        a 405 for an action, a download or an htmx partial. Asked with the context's
+        cookies, as the browser would ask."""
         response = self.context.request.get(f"{self.base}{url}", max_redirects=0)
         if response.status in (301, 302, 405):
-            return False
+            return None
         kind = response.headers.get("content-type", "")
-        return kind.startswith("text/html") and "<!doctype html" in response.text()[:200].lower()
+        if kind.startswith("text/html") and "<!doctype html" in response.text()[:200].lower():
+            return response
+        return None
 
-    def overflows(self, url: str) -> list[str]:
+    def overflows(self, url: str, answer: APIResponse) -> list[str]:
         """The page at both sizes (the current size first, so each page loads once), and
-        what it broke of the policy."""
+        what it broke of the policy.
+
+        The browser is given `answer` (the server's status, headers and body, as asked
+        for by page_answer) instead of asking again, so the server renders each page once,
+        not once to tell whether it is a page and again for the browser. Only the document
+        is served so; its scripts, styles and fragments come from the live server."""
         sizes = [PHONE, LAPTOP] if self.page.viewport_size == PHONE else [LAPTOP, PHONE]
-        response = self.page.goto(f"{self.base}{url}")
+        address = f"{self.base}{url}"
+
+        def the_document(requested: str) -> bool:
+            return requested == address
+
+        self.page.route(the_document, lambda route: route.fulfill(response=answer))
+        try:
+            response = self.page.goto(address)
+        finally:
+            self.page.unroute(the_document)
         # Settled: loaded, and no htmx fragment still on its way (one can widen the page).
         # An event, not networkidle's half second of quiet, which cost ~60 s a persona.
         if not self.page.evaluate(SETTLED):
@@ -285,10 +303,11 @@ def test_every_page_fits_a_phone_and_a_laptop_under_the_policy(browser, live_ser
     visitor = Visitor(browser, live_server, username)
     visited, problems = 0, []
     for url in page_urls(demo):
-        if not visitor.is_page(url):
+        answer = visitor.page_answer(url)
+        if answer is None:
             continue
         visited += 1
-        problems += visitor.overflows(url)
+        problems += visitor.overflows(url, answer)
     assert problems == []
     # Logged in, most of the ~60 pages are pages; logged out, the login and reset pages.
     assert visited >= (40 if username else 5), visited
