@@ -52,7 +52,6 @@ Aggregates are computed a block of keywords at a time: a (keyword, document) pai
 all come from one keyword, and slots arrive in keyword order.
 """
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -64,10 +63,13 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 import metrics_engine as core
-from evaluations.models import Evaluation, Keyword, Snapshot
+from evaluations.models import Evaluation
 from judgments import scales as scale_lookup
+from judgments.export_text import EXPORT_CHUNK, compact_json
+from judgments.export_text import trec_token as _trec_token
 from judgments.formats import write
 from judgments.models import FeedbackSlot, PoolJudgment
+from judgments.run_exports import run_jsonl_stream, trec_run_stream
 from metrics_engine.aggregate import Aggregation
 from searchtweak.csv_cells import csv_lines, csv_text, text_pieces
 from searchtweak.models import User
@@ -88,10 +90,6 @@ CONTENT_TYPES = {
     "ltr": "text/plain; charset=utf-8",
     "workbench": "application/json",
 }
-# Rows read from the database at a time (a server-side cursor on PostgreSQL), and the
-# (keyword, document) pairs aggregated at a time.
-EXPORT_CHUNK = 5000
-
 
 # What each format's file is called after "searchtweak-<evaluation>-", and its extension.
 _FILE_PARTS = {
@@ -226,13 +224,6 @@ def judgments_json(evaluation: Evaluation) -> dict:
             "judgments": [_slot_object(slot) for slot in _slot_rows(evaluation)]}
 
 
-def compact_json(value: object) -> str:
-    """`value` as DRF's JSONRenderer writes it with our settings: compact, UTF-8 kept, no
-    NaN, and U+2028/U+2029 escaped (a JavaScript reader of the text breaks on them raw)."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
 def judgments_json_stream(evaluation: Evaluation) -> Iterator[str]:
     """judgments_json as the API's JSON renderer writes it, byte for byte, a slot at a
     time: a million judgments cost a chunk of rows, not the document."""
@@ -365,10 +356,6 @@ def pool_slots_csv(*, team_id: int, scale: str) -> str:
     ])
 
 
-def _trec_token(value: str) -> str:
-    return "_".join(value.split()) or "_"
-
-
 def qrels_stream(evaluation: Evaluation) -> Iterator[str]:
     return text_pieces(
         f"{item.keyword_position} 0 {_trec_token(item.doc_id)} {math.floor(item.value + 0.5)}\n"
@@ -387,76 +374,6 @@ def trec_mapping_stream(evaluation: Evaluation) -> Iterator[str]:
 
 def trec_mapping(evaluation: Evaluation) -> str:
     return "".join(trec_mapping_stream(evaluation))
-
-
-def trec_run_stream(evaluation: Evaluation) -> Iterator[str]:
-    """`qid Q0 docid rank score tag` per fetched result; a keyword's results are held until
-    its last one is read, since the score counts them."""
-    tag = f"searchtweak-{evaluation.pk}"
-    snapshots = (
-        Snapshot.objects.filter(keyword__evaluation=evaluation)
-        .order_by("keyword__position", "position")
-        .values_list("keyword__position", "doc_id")
-    )
-
-    def lines() -> Iterator[str]:
-        keyword_position: int | None = None
-        doc_ids: list[str] = []
-        for position, doc_id in snapshots.iterator(chunk_size=EXPORT_CHUNK):
-            if position != keyword_position:
-                yield from _run_lines(keyword_position, doc_ids, tag)
-                keyword_position, doc_ids = position, []
-            doc_ids.append(doc_id)
-        yield from _run_lines(keyword_position, doc_ids, tag)
-
-    return text_pieces(lines())
-
-
-def _run_lines(keyword_position: int | None, doc_ids: list[str], tag: str) -> Iterator[str]:
-    for rank, doc_id in enumerate(doc_ids, start=1):
-        score = len(doc_ids) - rank + 1
-        yield f"{keyword_position} Q0 {_trec_token(doc_id)} {rank} {score} {tag}\n"
-
-
-def trec_run(evaluation: Evaluation) -> str:
-    return "".join(trec_run_stream(evaluation))
-
-
-# Keywords whose snapshots one query reads, for run_jsonl.
-RUN_KEYWORD_CHUNK = 500
-# A snapshot's own columns in a run_jsonl result; a field of the same name (a mapper
-# label) would be read back as the column, so it is left out (offline_runs.parsing).
-_RUN_OWN_KEYS = ("doc_id", "name", "image")
-
-
-def run_jsonl_stream(evaluation: Evaluation) -> Iterator[str]:
-    """One JSON object a fetched keyword: its snapshots in position order."""
-    keywords = (evaluation.keywords.filter(fetch_status=Keyword.FetchStatus.FETCHED)
-                .order_by("position").values_list("pk", "text"))
-
-    def lines() -> Iterator[str]:
-        chunk: list[tuple[int, str]] = []
-        for row in keywords.iterator(chunk_size=EXPORT_CHUNK):
-            chunk.append(row)
-            if len(chunk) == RUN_KEYWORD_CHUNK:
-                yield from _run_jsonl_lines(chunk)
-                chunk = []
-        yield from _run_jsonl_lines(chunk)
-
-    return text_pieces(lines())
-
-
-def _run_jsonl_lines(keywords: list[tuple[int, str]]) -> Iterator[str]:
-    results: dict[int, list[dict]] = {keyword_id: [] for keyword_id, _ in keywords}
-    for keyword_id, doc_id, name, image, fields in Snapshot.objects.filter(
-            keyword_id__in=results).order_by("keyword_id", "position").values_list(
-            "keyword_id", "doc_id", "name", "image", "fields"):
-        result = {"doc_id": doc_id, "name": name, **({"image": image} if image else {})}
-        result.update((key, value) for key, value in (fields or {}).items()
-                      if key not in _RUN_OWN_KEYS)
-        results[keyword_id].append(result)
-    for keyword_id, text in keywords:
-        yield compact_json({"keyword": text, "results": results[keyword_id]}) + "\n"
 
 
 def evaluation_grade_rows(evaluation: Evaluation) -> Iterator[tuple[str, str, int]]:

@@ -24,6 +24,7 @@ from evaluations.fetching.search_requests import (
     secret_values,
 )
 from evaluations.models import Endpoint, SearchModel
+from evaluations.offline_runs.services import offline_model_update
 from searchtweak import outbound, outbound_limits
 from searchtweak.json_input import JSONInputError, json_loads
 from searchtweak.models import Team, User
@@ -364,7 +365,7 @@ def search_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
     if model.is_offline:
-        return _offline_model_update(model=model, **changes)
+        return offline_model_update(model=model, **changes)
     try:
         stored = search_model_secret_headers(model=model)
     except crypto.SecretsUnreadable:
@@ -383,21 +384,6 @@ def search_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
         model.secret_headers_encrypted = crypto.encrypt_headers(secrets)
         update_fields.append("secret_headers_encrypted")
     for key in allowed - {"archived"}:
-        if key in changes:
-            setattr(model, key, changes[key].strip() if key == "name" else changes[key])
-            update_fields.append(key)
-    if "archived" in changes:
-        model.archived_at = (model.archived_at or timezone.now()) if changes["archived"] else None
-        update_fields.append("archived_at")
-    model.save(update_fields=update_fields)
-    return model
-
-
-def _offline_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
-    if "name" in changes and not changes["name"].strip():
-        raise ValidationError({"name": "A search model needs a name."})
-    update_fields = []
-    for key in ("name", "description", "default_keywords"):
         if key in changes:
             setattr(model, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)

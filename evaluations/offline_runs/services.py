@@ -2,9 +2,11 @@
 rankings of its keywords (the fetch stores them as it stores an endpoint's answers)."""
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from evaluations.endpoints.mapper import Document
 from evaluations.fetching.search_requests import FetchResult
@@ -131,3 +133,19 @@ def offline_results(*, model: SearchModel, keywords: dict[int, str],
         Document(doc_id=d["doc_id"], name=d["name"], image=d["image"], fields=d["fields"])
         for d in ranked.get(normalized, [])[:limit]]))
         for keyword_id, normalized in wanted.items()]
+
+
+def offline_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
+    """An offline model's own fields (no endpoint, params or headers to change)."""
+    if "name" in changes and not changes["name"].strip():
+        raise ValidationError({"name": "A search model needs a name."})
+    update_fields = []
+    for key in ("name", "description", "default_keywords"):
+        if key in changes:
+            setattr(model, key, changes[key].strip() if key == "name" else changes[key])
+            update_fields.append(key)
+    if "archived" in changes:
+        model.archived_at = (model.archived_at or timezone.now()) if changes["archived"] else None
+        update_fields.append("archived_at")
+    model.save(update_fields=update_fields)
+    return model

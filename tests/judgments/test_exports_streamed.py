@@ -15,7 +15,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
 from evaluations.models import Snapshot
-from judgments import exports
+from judgments import exports, run_exports
 from judgments.exports import (
     IMPORT_GRADER,
     _core_scale,
@@ -162,6 +162,7 @@ def mixed(personas, monkeypatch):
     of one keyword, whitespace in a document id, a formula-like keyword and note, ungraded
     results; read 2 rows (and aggregated 2 pairs) at a time, written in 8-character pieces."""
     monkeypatch.setattr(exports, "EXPORT_CHUNK", 2)
+    monkeypatch.setattr(run_exports, "EXPORT_CHUNK", 2)
     monkeypatch.setattr(csv_cells, "STREAM_PIECE_CHARS", 8)
     evaluation = build_evaluation(
         team=personas.team, scale="graded", strategy=3,
