@@ -296,6 +296,23 @@ def test_a_share_that_would_finish_is_counted_from_the_slots(personas):
     assert evaluation.status == Evaluation.Status.ACTIVE
 
 
+def test_a_finished_share_the_slots_confirm_is_stored_without_counting_them(personas):
+    """Every slot graded and the counts agree: one probe of the slots' index confirms it
+    (no count over every slot, which regrading a complete evaluation would pay each run);
+    slots deleted behind the counts' back are counted, none left giving 0."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
+                                 graded_share=1.0, status=Evaluation.Status.ACTIVE)
+    assert aggregates.evaluation_slot_counts(evaluation_id=evaluation.pk) == (90, 90)
+    statements = [s for s in _refresh_statements(evaluation) if FeedbackSlot._meta.db_table in s]
+    assert len(statements) == 1 and "COUNT(" not in statements[0].upper(), statements
+    assert _stored_progress(evaluation) == _slot_progress(evaluation) == 100.0
+    FeedbackSlot.objects.filter(evaluation=evaluation).delete()
+    statements = [s for s in _refresh_statements(evaluation) if FeedbackSlot._meta.db_table in s]
+    assert any("COUNT(" in s.upper() for s in statements), statements
+    assert _stored_progress(evaluation) == _slot_progress(evaluation) == 0.0
+
+
 def test_deleting_keywords_drops_the_counts_and_the_next_run_builds_them(personas):
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=12,
