@@ -42,9 +42,11 @@ def keywords_fetched_mark_dirty(*, evaluation_id: int, keywords: Iterable[tuple[
                                 ) -> FetchedMarked | None:
     """A fetch stored these keywords' results (keyword id, whether it returned any), which
     no grade has asked about yet: their values' bounds are known now (every completion of
-    their ungraded slots), so each is marked dirty like a graded one. A fetch that returned
-    nothing matters only with a pool metric (recall and best give 0 when the pool knows
-    documents the search missed).
+    their ungraded slots), and their new slots belong in the dashboard's counts, which the
+    progress reads (metrics.recompute.aggregates), with or without metrics; so each is
+    marked dirty like a graded one. A fetch that returned nothing opened no slot and
+    matters only with a pool metric (recall and best give 0 when the pool knows documents
+    the search missed).
 
     Runs after the fetch committed (metrics.tasks.mark_fetched_dirty_many), for a whole
     stored group at once: the configuration is read once, the marks take two statements,
@@ -53,8 +55,6 @@ def keywords_fetched_mark_dirty(*, evaluation_id: int, keywords: Iterable[tuple[
     already). The keywords have no grades, so no pool sibling changes.
     """
     configs = evaluation_metric_configs(evaluation_id=evaluation_id)
-    if not configs:
-        return None
     marks_empty = any(core.config_reads_pool(config.code, config.params) for config in configs)
     keyword_ids = [keyword_id for keyword_id, has_results in keywords
                    if has_results or marks_empty]
