@@ -210,12 +210,14 @@ def main_large(grade_count: int) -> None:
                            grade_plan(evaluations[size], grade_count, skip=5, shift=shift))
                     for size in sizes})
 
+            loads = [os.getloadavg()[0]]
             phases["grade"] = measure(0)
             # Every slot graded: the same snapshots graded again, each to another grade
             # (a lead's corrections of a complete evaluation whose finish is theirs).
             for size in sizes:
                 complete_evaluation(evaluations[size], graders)
             phases["regrade, every slot graded"] = measure(1)
+            loads.append(os.getloadavg()[0])
     finally:
         server.terminate()
         worker.terminate()
@@ -223,7 +225,8 @@ def main_large(grade_count: int) -> None:
         worker.wait()
     print()
     print("grade POST -> evaluation mean updated (real worker, PostgreSQL, Redis;"
-          " the sizes' grades interleaved)")
+          " the sizes' grades interleaved; host load average"
+          f" {loads[0]:.2f} before, {loads[1]:.2f} after)")
     p50 = {}
     for phase, latencies in phases.items():
         print(f"{phase}:")
