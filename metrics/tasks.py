@@ -113,6 +113,16 @@ def recompute_evaluation(evaluation_id: int) -> int:
                                                      send=_send_recompute)
 
 
+@shared_task(name="metrics.refresh_after_keywords_deleted",
+             time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT,
+             soft_time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT - 20, ignore_result=True,
+             autoretry_for=(run.RecomputeConflict,), retry_backoff=0.2, max_retries=5)
+def refresh_after_keywords_deleted(evaluation_id: int) -> float | None:
+    """Keywords of the evaluation were deleted: its counts, means and progress from what
+    remains (run.evaluation_refresh_after_deletion); the progress stored."""
+    return run.evaluation_refresh_after_deletion(evaluation_id=evaluation_id)
+
+
 @shared_task(name="metrics.sweep_dirty_keywords", time_limit=60, soft_time_limit=50)
 def sweep_dirty_keywords() -> int:
     """Re-enqueue keywords left dirty: a lost message or a stopped worker only delays values.
