@@ -548,9 +548,9 @@ def evaluation_progress_store(*, evaluation_id: int,
 
 
 def evaluation_all_slots_graded(*, evaluation_id: int) -> bool:
-    """Whether the evaluation has slots and every one holds a grade, from the first entry
-    of its (evaluation, grade) index read from the ungraded end: an ungraded slot comes
-    first when there is one: one index probe at any size, where counting reads every slot
+    """Whether the evaluation has slots and every one holds a grade: the first entry of its
+    (evaluation, grade) index read from the ungraded end, where an ungraded slot would
+    come first. One index probe at any size, where counting reads every slot
     (bench/RESULTS.md)."""
     rows = _rows(
         f"SELECT grade IS NULL FROM {_table(FeedbackSlot)} WHERE evaluation_id = %s"
