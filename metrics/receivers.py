@@ -155,7 +155,7 @@ def on_keyword_deleting(sender, *, instance: Keyword, origin=None, **kwargs) -> 
     evaluation's running sums and dashboard counts would still count them, so they are
     dropped here, in the deleting transaction and under the evaluation's lock; after the
     commit a task rebuilds them from what remains and refreshes the means and progress
-    (metrics.recompute.run.evaluation_refresh_after_deletion; if it is lost, the next run
+    (metrics.recompute.scheduling.keywords_deleted_refresh; if it is lost, the next run
     of the evaluation rebuilds them). Once per evaluation and deletion; nothing when the
     evaluation (or team) itself goes."""
     if _cascaded_from_elsewhere(origin, Keyword):

@@ -296,23 +296,6 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     return len(keyword_ids)
 
 
-def evaluation_refresh_after_deletion(*, evaluation_id: int) -> float | None:
-    """Keywords of the evaluation were deleted (metrics.receivers.on_keyword_deleting
-    dropped its dashboard counts and running sums, whose rows named them): rebuild the
-    counts from what remains, refresh the means, history and progress (the sums rebuilt
-    from the remaining values) and ask the finish rule, as a run would. Once, in a task
-    after the deletion, so the stored figures follow it at once and the next grade's run
-    rebuilds nothing. The progress stored, or None when the evaluation is gone."""
-    try:
-        aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
-        progress = evaluation_means_refresh(evaluation_id=evaluation_id)
-    except OperationalError as error:
-        _raise_conflict_if_transient(error)
-        raise
-    _finish_if_complete(evaluation_id, progress)
-    return progress
-
-
 def _finish_if_complete(evaluation_id: int, progress: float | None) -> None:
     """Ask the lifecycle's finish rule after a run's marks are cleared (it waits for clean
     keywords); not when the refresh found the evaluation gone."""

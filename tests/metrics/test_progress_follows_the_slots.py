@@ -74,9 +74,8 @@ def test_kept_progress_counts_and_means_follow_every_step_of_grading(
 
     def committed(write) -> None:
         """Write as a request does; the runs its commit queues happen (eagerly)."""
-        with django_capture_on_commit_callbacks(execute=True):
-            with transaction.atomic():
-                write()
+        with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+            write()
         assert_kept_figures_follow_the_slots(evaluation.pk)
 
     def grade(slots) -> None:
