@@ -9,7 +9,9 @@ from pathlib import Path
 
 import psycopg
 
-REPO = Path(__file__).resolve().parents[1]
+# The checkout whose code runs: this one, or BENCH_ROOT's (its server and worker too), so
+# one bench script measures an old and a new tree alike.
+REPO = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
 SIX_METRICS = [("precision", 10, {}), ("ap", 10, {}), ("rr", 10, {}), ("ndcg", 10, {}),
                ("err", 10, {}), ("cg", 10, {})]

@@ -529,12 +529,17 @@ def evaluation_progress_store(*, evaluation_id: int,
     error) in one statement; returns it.
 
     `slot_counts` (slots, graded slots), when the caller has them, gives the share without
-    counting every slot; only while it is below 100 %: a share that would finish the
-    evaluation is counted from the slots, so a count that lags a fetch cannot finish it."""
+    counting every slot. A share that would finish the evaluation is checked against the
+    slots, so a count that lags a fetch cannot finish it: one probe of the slots' index
+    (evaluation_all_slots_graded) confirms it; when the probe disagrees the slots are
+    counted."""
+    share = "CAST(%s AS DOUBLE PRECISION)"
     if slot_counts is not None and slot_counts[1] < slot_counts[0]:
         slots, graded = slot_counts
-        share = "CAST(%s AS DOUBLE PRECISION)"
         params: list = [graded * 100.0 / slots, evaluation_id]
+    elif slot_counts is not None and evaluation_all_slots_graded(evaluation_id=evaluation_id):
+        # What counting gives when every slot holds a grade: n * 100.0 / n is 100.0 exactly.
+        params = [100.0, evaluation_id]
     else:
         share = ("COALESCE((SELECT CAST(COUNT(grade) AS DOUBLE PRECISION) * 100.0"
                  f" / NULLIF(COUNT(*), 0) FROM {_table(FeedbackSlot)}"
@@ -548,6 +553,17 @@ def evaluation_progress_store(*, evaluation_id: int,
         params,
     )
     return rows[0][0] if rows else 0.0
+
+
+def evaluation_all_slots_graded(*, evaluation_id: int) -> bool:
+    """Whether the evaluation has slots and every one holds a grade: the first entry of its
+    (evaluation, grade) index read from the ungraded end, where an ungraded slot would
+    come first. One index probe at any size, where counting reads every slot
+    (bench/RESULTS.md)."""
+    rows = _rows(
+        f"SELECT grade IS NULL FROM {_table(FeedbackSlot)} WHERE evaluation_id = %s"
+        " ORDER BY grade DESC NULLS FIRST LIMIT 1", [evaluation_id])
+    return bool(rows) and not rows[0][0]
 
 
 def evaluation_recompute_error_store(*, evaluation_id: int, error: str) -> bool:

@@ -152,10 +152,12 @@ def on_evaluation_deleting(sender, *, instance: Evaluation, **kwargs) -> None:
 
 def on_keyword_deleting(sender, *, instance: Keyword, origin=None, **kwargs) -> None:
     """Keywords are being deleted (before the cascade takes their values): their
-    evaluation's running sums would still count those values, so they are dropped here,
-    in the deleting transaction and under the evaluation's lock, and the next means
-    refresh rebuilds them from what remains (metrics.recompute.means). Once per evaluation
-    and deletion; nothing when the evaluation (or team) itself goes."""
+    evaluation's running sums and dashboard counts would still count them, so they are
+    dropped here, in the deleting transaction and under the evaluation's lock; after the
+    commit a task rebuilds them from what remains and refreshes the means and progress
+    (metrics.recompute.scheduling.keywords_deleted_refresh; if it is lost, the next run
+    of the evaluation rebuilds them). Once per evaluation and deletion; nothing when the
+    evaluation (or team) itself goes."""
     if _cascaded_from_elsewhere(origin, Keyword):
         return
     # One deletion of many keywords sends this for each: the origin remembers which
@@ -164,8 +166,11 @@ def on_keyword_deleting(sender, *, instance: Keyword, origin=None, **kwargs) -> 
     if done is not None and instance.evaluation_id in done:
         return
     from metrics.recompute.means import evaluation_sums_forget
+    from metrics.tasks import refresh_after_keywords_deleted
 
-    evaluation_sums_forget(evaluation_id=instance.evaluation_id)
+    evaluation_id = instance.evaluation_id
+    evaluation_sums_forget(evaluation_id=evaluation_id)
+    transaction.on_commit(lambda: _enqueue(refresh_after_keywords_deleted, evaluation_id))
     if origin is not None:
         if done is None:
             done = set()

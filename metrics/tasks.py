@@ -113,6 +113,17 @@ def recompute_evaluation(evaluation_id: int) -> int:
                                                      send=_send_recompute)
 
 
+@shared_task(name="metrics.refresh_after_keywords_deleted",
+             time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT,
+             soft_time_limit=settings.RECOMPUTE_EVALUATION_TIME_LIMIT - 20, ignore_result=True)
+def refresh_after_keywords_deleted(evaluation_id: int) -> float | None:
+    """Keywords of the evaluation were deleted: its counts, means and progress from what
+    remains (scheduling.keywords_deleted_refresh); the progress stored. Each of its writes
+    takes the evaluation's row first, as every writer of these rows does, so it waits for
+    a run rather than deadlocking with it."""
+    return scheduling.keywords_deleted_refresh(evaluation_id=evaluation_id)
+
+
 @shared_task(name="metrics.sweep_dirty_keywords", time_limit=60, soft_time_limit=50)
 def sweep_dirty_keywords() -> int:
     """Re-enqueue keywords left dirty: a lost message or a stopped worker only delays values.

@@ -16,9 +16,10 @@ inside their transaction (judgments.signals.grades_written) and metrics.receiver
 
 States of a keyword (its KeywordRecomputeMark; no row is version 0, clean):
 - clean: `dirty_since` is NULL and `computed_version == version`;
-- dirty: a grade changed (judgments.grading) or its pool did (a sibling's grade, or a fetch
-  that stored no results, with a pool metric configured), or what all of the evaluation's
-  values depend on did (its metrics, a team transformer it reads grades through:
+- dirty: a grade changed (judgments.grading), a fetch stored its results (their bounds and
+  slots are a run's to count), or its pool did (a sibling's grade, or a fetch that stored
+  no results, with a pool metric configured), or what all of the evaluation's values
+  depend on did (its metrics, a team transformer it reads grades through:
   `scheduling.evaluation_configuration_changed`): `version` went up and `dirty_since`
   holds the time it first turned dirty;
 - computed: a run read the keyword at version v and stored its values labelled v; it sets

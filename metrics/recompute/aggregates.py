@@ -238,9 +238,8 @@ def _store(evaluation_id: int, shares: dict[int, Mapping[str, int]], totals: Cou
 
 def dashboard_aggregates_forget(*, evaluation_id: int) -> None:
     """Drop the evaluation's counts and shares, under its lock: what follows changes slots
-    or values without a recompute of their keywords (keywords deleted; its last metric
-    removed, after which fetches mark nothing dirty). The page then counts from scratch
-    until a recompute with metrics builds them again."""
+    or values without a recompute of their keywords (keywords deleted). The page then
+    counts from scratch until a run builds them again."""
     if _lock(evaluation_id):
         DashboardCount.objects.filter(evaluation_id=evaluation_id).delete()
         KeywordDashboardShare.objects.filter(evaluation_id=evaluation_id).delete()

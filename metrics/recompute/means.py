@@ -136,10 +136,9 @@ def evaluation_means_refresh(*, evaluation_id: int, force_history: bool = False,
         if means and (changed or force_history):
             # An unchanged mean leaves the history alone: its latest point shows it.
             _history_append(means, now=now, force=force_history)
-        # The recompute keeps the grade patterns' counts while the evaluation has metrics
-        # (aggregates): read there, not by counting every slot.
-        slot_counts = (aggregates.evaluation_slot_counts(evaluation_id=evaluation_id)
-                       if configs else None)
+        # The recompute keeps the grade patterns' counts (aggregates): read there, not by
+        # counting every slot.
+        slot_counts = aggregates.evaluation_slot_counts(evaluation_id=evaluation_id)
         progress = queries.evaluation_progress_store(evaluation_id=evaluation_id,
                                                      slot_counts=slot_counts)
     return progress

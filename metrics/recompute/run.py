@@ -184,6 +184,10 @@ def _recompute_dirty(keyword_id: int) -> RecomputeRun:
                 for row in rows
                 for config, column in zip(configs, columns, strict=True)
             ))
+    if not configs or outcome == "error":
+        # No values written; the dashboard's counts, which the progress reads, still
+        # follow the keywords' slots.
+        aggregates.dashboard_aggregates_update(keyword_ids=keyword_ids)
     progress = evaluation_means_refresh(evaluation_id=evaluation_id) if outcome == "ok" else None
     # Last, so a clean keyword's values are in the means as well.
     left_dirty = marks.keywords_mark_computed(dirty.versions)
@@ -236,8 +240,8 @@ def _recompute_evaluation(evaluation_id: int, progress) -> int:
     keyword_ids = [pk for pk, _ in keywords]
     versions = dict(keywords)
     if not configs or not keyword_ids:
-        # Without metrics fetches mark no keyword dirty, so no run would keep the counts.
-        aggregates.dashboard_aggregates_forget(evaluation_id=evaluation_id)
+        # No values: the counts from the slots alone (and none left of a removed metric's).
+        aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
         stored = evaluation_means_refresh(evaluation_id=evaluation_id, rebuild=True)
         marks.keywords_mark_computed(keywords)
         _finish_if_complete(evaluation_id, stored)

@@ -13,9 +13,11 @@ from django.utils import timezone
 
 import metrics_engine as core
 from evaluations.models import Evaluation, Keyword
+from evaluations.services.completion import evaluation_finish_if_complete
 from metrics import queries
 from metrics.models import KeywordRecomputeMark, RecomputeDue
-from metrics.recompute import marks
+from metrics.recompute import aggregates, marks
+from metrics.recompute.means import evaluation_means_refresh
 from metrics.recompute.run import (
     RecomputeRun,
     evaluation_metrics_recompute,
@@ -42,9 +44,11 @@ def keywords_fetched_mark_dirty(*, evaluation_id: int, keywords: Iterable[tuple[
                                 ) -> FetchedMarked | None:
     """A fetch stored these keywords' results (keyword id, whether it returned any), which
     no grade has asked about yet: their values' bounds are known now (every completion of
-    their ungraded slots), so each is marked dirty like a graded one. A fetch that returned
-    nothing matters only with a pool metric (recall and best give 0 when the pool knows
-    documents the search missed).
+    their ungraded slots), and their new slots belong in the dashboard's counts, which the
+    progress reads (metrics.recompute.aggregates), with or without metrics; so each is
+    marked dirty like a graded one. A fetch that returned nothing opened no slot and
+    matters only with a pool metric (recall and best give 0 when the pool knows documents
+    the search missed).
 
     Runs after the fetch committed (metrics.tasks.mark_fetched_dirty_many), for a whole
     stored group at once: the configuration is read once, the marks take two statements,
@@ -53,8 +57,6 @@ def keywords_fetched_mark_dirty(*, evaluation_id: int, keywords: Iterable[tuple[
     already). The keywords have no grades, so no pool sibling changes.
     """
     configs = evaluation_metric_configs(evaluation_id=evaluation_id)
-    if not configs:
-        return None
     marks_empty = any(core.config_reads_pool(config.code, config.params) for config in configs)
     keyword_ids = [keyword_id for keyword_id, has_results in keywords
                    if has_results or marks_empty]
@@ -299,6 +301,23 @@ def evaluation_deleted_pool_sibling_runs(*, evaluation_id: int) -> dict[int, int
 
 # Keywords per look for pool siblings: far below SQLite's 32,766 bound parameters.
 _DELETED_CHUNK = 2000
+
+
+# --- after keywords are deleted (metrics.receivers) ---
+
+
+def keywords_deleted_refresh(*, evaluation_id: int) -> float | None:
+    """Keywords of the evaluation were deleted, and with them what its dashboard counts and
+    running sums held of them (metrics.receivers.on_keyword_deleting dropped both): rebuild
+    the counts from what remains, refresh the means, history and progress (the sums
+    rebuilt from the remaining values) and ask the finish rule, as a run would. Once, in a
+    task after the deletion, so the stored figures follow it at once and the next grade's
+    run rebuilds nothing. The progress stored, or None when the evaluation is gone."""
+    aggregates.dashboard_aggregates_rebuild(evaluation_id=evaluation_id)
+    progress = evaluation_means_refresh(evaluation_id=evaluation_id)
+    if progress is not None:
+        evaluation_finish_if_complete(evaluation_id=evaluation_id, progress=progress)
+    return progress
 
 
 # --- a worker's runs of a busy evaluation (metrics.tasks.recompute_keyword) ---

@@ -5,7 +5,13 @@ import io
 from django.core.management import call_command
 
 from evaluations.models import EvaluationMetric
-from metrics.models import KeywordMetricValue, KeywordQueueWidth, MetricSums
+from metrics.models import (
+    DashboardCount,
+    EvaluationRecomputeState,
+    KeywordMetricValue,
+    KeywordQueueWidth,
+    MetricSums,
+)
 from metrics_engine.exact_sum import exact_total, total_decode
 
 
@@ -74,6 +80,7 @@ def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
     values, means = stored_values(evaluation_id)
     bounds = stored_mean_bounds(evaluation_id)
     widths = stored_widths(evaluation_id)
+    progress, counts = stored_progress(evaluation_id), stored_counts(evaluation_id)
     call_command("recompute_metrics", "--evaluation", str(evaluation_id), "--quiet",
                  stdout=io.StringIO())
     expected_values, expected_means = stored_values(evaluation_id)
@@ -91,6 +98,13 @@ def assert_stored_values_equal_a_full_recompute(evaluation_id: int) -> None:
     expected_widths = stored_widths(evaluation_id)
     assert widths == {pk: expected_widths.get(pk) for pk in widths}, (
         "stored (left) and recomputed (right) queue widths differ")
+    # The progress and the dashboard's counts the runs kept, where they kept them.
+    if progress is not None:
+        assert progress == stored_progress(evaluation_id), (
+            "stored (left) and recomputed (right) progress differ")
+    if counts is not None:
+        assert counts == stored_counts(evaluation_id), (
+            "stored (left) and recomputed (right) dashboard counts differ")
 
 
 def stored_widths(evaluation_id: int) -> dict[int, float]:
@@ -101,3 +115,22 @@ def stored_widths(evaluation_id: int) -> dict[int, float]:
 
 def _counted(by_segment: dict) -> dict:
     return {key: totals for key, totals in by_segment.items() if not totals.empty}
+
+
+def stored_progress(evaluation_id: int) -> float | None:
+    """The progress a refresh stored (None: none yet)."""
+    return EvaluationRecomputeState.objects.filter(evaluation_id=evaluation_id).values_list(
+        "progress", flat=True).first()
+
+
+def stored_counts(evaluation_id: int) -> dict[str, int] | None:
+    """The dashboard's non-zero counts once built (a count that fell to 0 stays as a row
+    a rebuild does not write), or None; of the bins, those of the metrics configured now
+    (a removed metric's wait for the recompute its removal queues, and nothing reads them)."""
+    configured = {f"b:{pk}:" for pk in EvaluationMetric.objects.filter(
+        evaluation_id=evaluation_id).values_list("pk", flat=True)}
+    rows = dict(DashboardCount.objects.filter(evaluation_id=evaluation_id)
+                .values_list("key", "count"))
+    return {key: n for key, n in rows.items()
+            if n and (not key.startswith("b:") or key[:key.rindex(":") + 1] in configured)
+            } if rows else None

@@ -296,6 +296,23 @@ def test_a_share_that_would_finish_is_counted_from_the_slots(personas):
     assert evaluation.status == Evaluation.Status.ACTIVE
 
 
+def test_a_finished_share_the_slots_confirm_is_stored_without_counting_them(personas):
+    """Every slot graded and the counts agree: one probe of the slots' index confirms it
+    (no count over every slot, which regrading a complete evaluation would pay each run);
+    slots deleted behind the counts' back are counted, none left giving 0."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
+                                 graded_share=1.0, status=Evaluation.Status.ACTIVE)
+    assert aggregates.evaluation_slot_counts(evaluation_id=evaluation.pk) == (90, 90)
+    statements = [s for s in _refresh_statements(evaluation) if FeedbackSlot._meta.db_table in s]
+    assert len(statements) == 1 and "COUNT(" not in statements[0].upper(), statements
+    assert _stored_progress(evaluation) == _slot_progress(evaluation) == 100.0
+    FeedbackSlot.objects.filter(evaluation=evaluation).delete()
+    statements = [s for s in _refresh_statements(evaluation) if FeedbackSlot._meta.db_table in s]
+    assert any("COUNT(" in s.upper() for s in statements), statements
+    assert _stored_progress(evaluation) == _slot_progress(evaluation) == 0.0
+
+
 def test_deleting_keywords_drops_the_counts_and_the_next_run_builds_them(personas):
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=12,
@@ -318,20 +335,55 @@ def test_deleting_keywords_drops_the_counts_and_the_next_run_builds_them(persona
     assert _stored_progress(evaluation) == _slot_progress(evaluation)
 
 
-def test_an_evaluation_without_metrics_keeps_no_counts_and_counts_its_slots(personas):
-    """Without metrics a fetch marks nothing dirty, so no run would keep the counts."""
+def test_an_evaluation_without_metrics_keeps_its_counts_and_reads_its_progress_there(
+        personas, django_capture_on_commit_callbacks):
+    """Its runs write no value but keep the grade patterns, so a grade's refresh reads the
+    progress from the counts, not from every slot; a fetch's new slots reach the counts
+    through the run its marks queue."""
     graders = graders_of(personas.team)
     evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=5,
                                  graded_share=0.5)
-    assert DashboardCount.objects.filter(evaluation=evaluation, key=aggregates.BUILT).exists()
     evaluation.metric_configs.all().delete()
     call_command("recompute_metrics", evaluation=evaluation.pk, quiet=True)
-    assert not DashboardCount.objects.filter(evaluation=evaluation).exists()
-    for index, grader in enumerate(graders[:3]):
-        FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True,
-                                    index=index).update(grade=1, user=grader)
-    evaluation_means_refresh(evaluation_id=evaluation.pk)
-    assert _stored_progress(evaluation) == 100.0
+    assert not DashboardCount.objects.filter(evaluation=evaluation, key__startswith="b:")
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    assert _stored_progress(evaluation) == _slot_progress(evaluation) < 100.0
+    keyword_ids = list(evaluation.keywords.order_by("pk").values_list("pk", flat=True))
+    _regrade(evaluation, keyword_ids[1:3], np.random.default_rng(4), graders)
+    assert keyword_metrics_recompute(keyword_id=keyword_ids[1]).outcome == "ok"
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    assert _stored_progress(evaluation) == _slot_progress(evaluation)
+    statements = _refresh_statements(evaluation)
+    assert not [s for s in statements if FeedbackSlot._meta.db_table in s], statements
+    # A keyword fetched now: its slots are counted once its marking's run has read them.
+    fetched = Keyword.objects.create(evaluation=evaluation, position=6, text="late",
+                                     normalized_text="late",
+                                     fetch_status=Keyword.FetchStatus.FETCHED)
+    snapshot = Snapshot.objects.create(keyword=fetched, position=1, doc_id="d", name="d")
+    FeedbackSlot.objects.bulk_create(
+        FeedbackSlot(snapshot=snapshot, keyword=fetched, evaluation=evaluation, index=index,
+                     keyword_position=6, position=1) for index in range(3))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert mark_fetched_dirty(fetched.pk, evaluation.pk, True) is True
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
+    assert _stored_progress(evaluation) == _slot_progress(evaluation)
+
+
+def test_a_run_that_cannot_compute_still_counts_its_keywords_slots(personas):
+    """Its values stay as they were, but the grades it read are in the counts (and the
+    bins of the values still stored)."""
+    graders = graders_of(personas.team)
+    evaluation = bulk_evaluation(team=personas.team, graders=graders, keyword_count=6,
+                                 scale="graded", graded_share=0.6)
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        transformers={"graded->binary": {"0": 0, "1": 1}})
+    keyword_id = evaluation.keywords.order_by("pk").values_list("pk", flat=True)[2]
+    with transaction.atomic():
+        FeedbackSlot.objects.filter(keyword_id=keyword_id, index=0).update(
+            grade=3, user=graders[0])
+        keywords_version_bump(keyword_ids=[keyword_id])
+    assert keyword_metrics_recompute(keyword_id=keyword_id).outcome == "error"
+    _assert_page_numbers_are_the_scratch_ones(evaluation)
 
 
 def _shares_from_the_database(keyword_ids):

@@ -294,6 +294,56 @@ def test_evaluation_progress_store(evaluation):
     assert queries.evaluation_progress_store(evaluation_id=empty.pk) == 0
 
 
+def test_evaluation_progress_store_from_counts_below_and_at_every_slot(evaluation):
+    """The caller's counts give the share below 100 %; at 100 % the slots confirm it (one
+    probe) or, when they disagree, are counted."""
+    assert queries.evaluation_progress_store(
+        evaluation_id=evaluation.pk, slot_counts=(7, 3)) == 3 * 100.0 / 7
+    # The fixture's slots are not all graded: counts that say so are not believed.
+    counts = FeedbackSlot.objects.filter(evaluation=evaluation).aggregate(
+        graded=Count("grade"), total=Count("pk"))
+    counted = counts["graded"] * 100.0 / counts["total"]
+    assert counted < 100.0
+    assert queries.evaluation_progress_store(
+        evaluation_id=evaluation.pk, slot_counts=(21, 21)) == pytest.approx(counted, abs=1e-12)
+    _grade(FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True), 1)
+    # Counts that lag (they say 20 slots where there are 21): the share is still the slots'.
+    assert queries.evaluation_progress_store(
+        evaluation_id=evaluation.pk, slot_counts=(20, 20)) == 100.0
+    assert state_of(evaluation).progress == 100.0
+
+
+def _grade(slots, grade: int | None) -> None:
+    """Give each slot the grade, by a grader of its own (one person per result)."""
+    for slot in list(slots):
+        FeedbackSlot.objects.filter(pk=slot.pk).update(
+            grade=grade, user=None if grade is None else UserFactory())
+
+
+def test_evaluation_all_slots_graded(evaluation):
+    def orm(evaluation_id: int) -> bool:
+        slots = FeedbackSlot.objects.filter(evaluation_id=evaluation_id)
+        return slots.exists() and not slots.filter(grade__isnull=True).exists()
+
+    empty = build_evaluation(keywords={}, metrics=[])
+    assert queries.evaluation_all_slots_graded(evaluation_id=empty.pk) is orm(empty.pk) is False
+    assert queries.evaluation_all_slots_graded(
+        evaluation_id=evaluation.pk) is orm(evaluation.pk) is False
+    ungraded = list(FeedbackSlot.objects.filter(evaluation=evaluation, grade__isnull=True)
+                    .order_by("pk"))
+    _grade(ungraded[2:], 2)
+    # Each ungraded slot alone still says no, whichever grades the others hold.
+    _grade(ungraded[:1], 0)
+    assert queries.evaluation_all_slots_graded(
+        evaluation_id=evaluation.pk) is orm(evaluation.pk) is False
+    _grade(ungraded[1:2], 3)
+    assert queries.evaluation_all_slots_graded(
+        evaluation_id=evaluation.pk) is orm(evaluation.pk) is True
+    _grade(ungraded[:1], None)
+    assert queries.evaluation_all_slots_graded(
+        evaluation_id=evaluation.pk) is orm(evaluation.pk) is False
+
+
 def test_snapshot_grade_patterns(evaluation):
     per_snapshot = (FeedbackSlot.objects.filter(evaluation=evaluation).values("snapshot_id")
                     .annotate(total=Count("pk"), graded=Count("grade"), lo=Min("grade"),
