@@ -206,8 +206,16 @@ def randomization_test(
     count = deltas.size
     if count == 0:
         return None
-    observed = abs(float(deltas.mean()))
+    return _sign_flip_p(deltas, float(count), abs(float(deltas.mean())),
+                        resamples=resamples, seed=seed)
+
+
+def _sign_flip_p(terms: np.ndarray, total: float, observed: float, *, resamples: int,
+                 seed: int) -> float:
+    """(extreme + 1) / (resamples + 1): how often |Σ ±termᵢ| / total, signs drawn from the
+    seed, reaches the observed |mean|."""
     generator = np.random.default_rng(seed)
+    count = int(terms.size)
     extreme = 0
     # Blocks keep the sign matrix small for evaluations with many keywords.
     block = max(1, 2_000_000 // count)
@@ -215,7 +223,7 @@ def randomization_test(
     while done < resamples:
         size = min(block, resamples - done)
         signs = generator.integers(0, 2, size=(size, count), dtype=np.int8) * 2 - 1
-        means = np.abs(signs @ deltas) / count
+        means = np.abs(signs @ terms) / total
         # A tolerance so that the observed arrangement itself always counts as extreme.
         extreme += int((means >= observed - 1e-12 * max(observed, 1.0)).sum())
         done += size
@@ -266,19 +274,8 @@ def weighted_randomization_test(
     values, weight = kept
     weighted = values * weight
     total = float(weight.sum())
-    observed = abs(float(weighted.sum()) / total)
-    generator = np.random.default_rng(seed)
-    extreme = 0
-    count = int(values.size)
-    block = max(1, 2_000_000 // count)
-    done = 0
-    while done < resamples:
-        size = min(block, resamples - done)
-        signs = generator.integers(0, 2, size=(size, count), dtype=np.int8) * 2 - 1
-        means = np.abs(signs @ weighted) / total
-        extreme += int((means >= observed - 1e-12 * max(observed, 1.0)).sum())
-        done += size
-    return (extreme + 1) / (resamples + 1)
+    return _sign_flip_p(weighted, total, abs(float(weighted.sum()) / total),
+                        resamples=resamples, seed=seed)
 
 
 def weighted_bootstrap_ci(
