@@ -62,6 +62,10 @@ class QuerySetFile:
     entries: list[KeywordEntry] = field(default_factory=list)
     note: str = ""
 
+    @property
+    def keyword_count(self) -> int:
+        return len(self.entries)
+
     def summary(self) -> str:
         count = len(self.entries)
         text = (f"Read as {self.name} ({self.reason}): {count} "
