@@ -150,3 +150,12 @@ def test_a_linear_gain_is_said_to_differ_and_a_grader_may_not_export(personas, g
         "DCG: Elasticsearch's gain is 2^rating - 1 (our gain=exponential); this metric's "
         "gain is linear, so the values differ.")
     assert _get(personas.grader, graded).status_code == 403
+
+
+def test_the_feedback_page_offers_a_body_per_metric(client, personas, graded):
+    client.force_login(personas.lead)
+    page = client.get(f"/feedback/evaluations/{graded.pk}/").content.decode()
+    assert f'action="/api/v1/evaluations/{graded.pk}/rank-eval/"' in page
+    for metric in ("ndcg@10", "precision@5", "err@10", "dcg@4"):
+        assert f'<option value="{metric}">{metric}</option>' in page
+    assert 'href="/help/moving-from-other-tools/#elasticsearch-rank_eval"' in page
