@@ -146,6 +146,14 @@ class KeywordsReadSerializer(serializers.Serializer):
         ref_name = "QuerySetKeywordsRead"
 
 
+class QuerySetCreatedSerializer(QuerySetDetailSerializer):
+    keywords_read = KeywordsReadSerializer(
+        required=False, help_text="Only when the keywords came from keywords_file.")
+
+    class Meta:
+        ref_name = "QuerySetCreated"
+
+
 def _with_read(data: dict, read: QuerySetFile | None) -> dict:
     """The answer with `keywords_read` when the keywords came from a file."""
     if read is not None:
@@ -190,7 +198,7 @@ class QuerySetListApi(APIView):
         return paginated_response(self, request, query_sets, lambda page: (
             QuerySetOutputSerializer(page, many=True).data))
 
-    @extend_schema(request=QuerySetInputSerializer, responses={201: QuerySetDetailSerializer},
+    @extend_schema(request=QuerySetInputSerializer, responses={201: QuerySetCreatedSerializer},
                    operation_id="query_sets_create",
                    description="A query set with version 1 holding the keywords (leads).")
     def post(self, request: Request) -> Response:
@@ -244,6 +252,8 @@ class QuerySetVersionCreateApi(APIView):
         created = serializers.BooleanField(
             help_text="False when the list equals the current version's: nothing was "
                       "written and this is the current version.")
+        keywords_read = KeywordsReadSerializer(
+            required=False, help_text="Only when the keywords came from keywords_file.")
 
         class Meta:
             ref_name = "QuerySetVersionCreated"
