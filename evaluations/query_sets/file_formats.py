@@ -35,6 +35,7 @@ from evaluations.services.keywords import (
     keyword_text_clean,
     keyword_text_problem,
 )
+from searchtweak.csv_cells import csv_cell_read
 
 KINDS = {
     "auto": "Recognise the format (recommended)",
@@ -223,7 +224,8 @@ def _read_quepid(lines: list[str], collector: _Collector) -> str:
                                         "query,docid,rating")
                 continue
             unrated += not row[1].strip() and not row[2].strip()
-            if not collector.add(number, "query", row[0]):
+            # Our own Quepid export protects formula cells with an apostrophe (csv_cells).
+            if not collector.add(number, "query", csv_cell_read(row[0])):
                 break
     except csv.Error as error:
         collector.errors.append(f"line {number + 1}: query: {error}")
