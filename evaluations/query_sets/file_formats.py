@@ -108,15 +108,32 @@ def _header_of(line: str) -> list[str]:
     return [cell.strip().lower() for cell in cells]
 
 
-def recognise(*, filename: str, lines: list[str]) -> QuerySetFile:
+# The first content line is looked for in this much of the file; the rest is only scanned
+# for commas, so a text or CSV file is held once (its bytes), not again as lines.
+_HEAD_BYTES = 1024 * 1024
+
+
+def _line_of(content: bytes, index: int) -> int:
+    """The number of the line holding byte `index` (line ends: \n, \r\n, \r)."""
+    head = content[:index]
+    return head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
+
+
+def _comma_line(content: bytes) -> int | None:
+    found = [index for index in (content.find(b","), content.find(b'"')) if index >= 0]
+    return _line_of(content, min(found)) if found else None
+
+
+def recognise(*, filename: str, content: bytes) -> QuerySetFile:
     """The kind of the file, its name and the reason; ValidationError when it is ambiguous
     or holds nothing."""
-    _, line = _first(lines)
+    head = content[:_HEAD_BYTES].removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+    _, line = _first(keyword_lines(head))
     extension = filename.lower().rsplit(".", 1)[-1] if "." in filename else ""
     if not line:
         _refuse(["The file holds no keywords."])
     if line.lstrip().startswith(("{", "[")):
-        return _recognise_json(lines, line)
+        return _recognise_json(_text_lines(content), line)
     header = _header_of(line)
     shown = ",".join(header)
     if header in QUEPID_HEADERS:
@@ -133,8 +150,7 @@ def recognise(*, filename: str, lines: list[str]) -> QuerySetFile:
         if extension != "txt":
             _refuse([f"line 1: `{line.strip()}` may be a CSV header or a keyword: name the "
                      "file .csv (a header) or .txt (a keyword), or choose the format."])
-    with_commas = next((number for number, text in enumerate(lines, start=1)
-                        if "," in text or '"' in text), None)
+    with_commas = _comma_line(content)
     if with_commas is None:
         return QuerySetFile("text", NAMES["text"], "no header, no commas: one keyword a line")
     if extension == "csv":
@@ -283,8 +299,7 @@ def query_set_file_read(*, filename: str, content: bytes, kind: str = "auto",
     """The file read as `kind` ("auto": recognised), with what it was read as and why."""
     if max_keywords is None:
         max_keywords = settings.MAX_KEYWORDS
-    lines = _text_lines(content)
-    found = recognise(filename=filename, lines=lines) if kind == "auto" else QuerySetFile(
+    found = recognise(filename=filename, content=content) if kind == "auto" else QuerySetFile(
         kind, NAMES[kind], "chosen on the form")
     read_as = f"Read as {found.name} ({found.reason})."
     if found.kind in ("text", "csv"):
@@ -297,6 +312,7 @@ def query_set_file_read(*, filename: str, content: bytes, kind: str = "auto",
         # Blank lines are no keywords (keywords_clean would drop them too).
         return QuerySetFile(found.kind, found.name, found.reason,
                             [entry for entry in entries if entry.text.strip()])
+    lines = _text_lines(content)
     collector = _Collector(max_keywords)
     if found.kind == "quepid_csv":
         start, line = _first(lines)

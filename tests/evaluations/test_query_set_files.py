@@ -69,8 +69,9 @@ def test_the_workbench_create_body_is_read_too():
 
 
 def test_commas_without_a_header_in_a_file_of_no_known_name_are_refused_as_ambiguous():
-    errors = _refusal("queries", "laptop\nred, white shoes\n")
-    assert errors == ["line 2: a comma or double quote, and no header row: these may be CSV "
+    # The line is counted over every kind of line end.
+    errors = _refusal("queries", "laptop\r\nshoes\rbag\nred, white shoes\n")
+    assert errors == ["line 4: a comma or double quote, and no header row: these may be CSV "
                       "rows (keyword,weight,tags) or keywords holding commas. Add the header "
                       "keyword,weight,tags, name the file .csv or .txt, or choose the format."]
 
@@ -136,7 +137,12 @@ def test_a_line_that_is_not_utf8_is_named():
     with pytest.raises(ValidationError) as caught:
         query_set_file_read(filename="q.txt", content=b"laptop\nbad \xff\n")
     assert caught.value.message_dict["keywords_file"] == [
+        "Read as Plain text (no header, no commas: one keyword a line).",
         "line 2: not UTF-8 text (byte 0xff at column 5)"]
+    with pytest.raises(ValidationError) as caught:
+        query_set_file_read(filename="q.ndjson", content=b'{"queryText": "a"}\n\xff\n')
+    assert caught.value.message_dict["keywords_file"] == [
+        "line 2: not UTF-8 text (byte 0xff at column 1)"]
 
 
 @pytest.mark.parametrize(("name", "content"), [
