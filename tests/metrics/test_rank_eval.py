@@ -159,3 +159,17 @@ def test_the_feedback_page_offers_a_body_per_metric(client, personas, graded):
     for metric in ("ndcg@10", "precision@5", "err@10", "dcg@4"):
         assert f'<option value="{metric}">{metric}</option>' in page
     assert 'href="/help/moving-from-other-tools/#elasticsearch-rank_eval"' in page
+
+
+def test_an_offline_model_gets_the_match_template_too(personas, graded):
+    model = graded.model
+    model.endpoint = None
+    model.save(update_fields=["endpoint"])
+    response = _get(personas.lead, graded, metric="rr@3", index="catalog")
+    body = json.loads(response.content)
+    assert body["requests"][0] == {
+        "id": "laptop", "template_id": "searchtweak_match",
+        "params": {"query_string": "laptop", "field": "title"},
+        "ratings": [{"_index": "catalog", "_id": "d1", "rating": 3},
+                    {"_index": "catalog", "_id": "d2", "rating": 1}]}
+    assert body["metric"] == {"mean_reciprocal_rank": {"k": 3, "relevant_rating_threshold": 1}}
