@@ -36,7 +36,8 @@
   (Quepid basic CSV), `rre` (RRE ratings.json as Quepid exports it), `ltr` (`grade qid:N #
   docid query`), `workbench` (OpenSearch Search Relevance Workbench judgments). They hold
   one grade a (keyword, document): for an evaluation the aggregate rounded half up as in
-  `trec`; for the team's pool each imported row, in import order.
+  `trec`; for the team's pool each imported row, in import order. An evaluation's Quepid
+  CSV lists a keyword with no graded result as `keyword,,`, as Quepid does.
 Documents whose id contains whitespace cannot be written in the TREC formats faithfully;
 such characters are replaced by `_` there (CSV and JSON keep them). A CSV cell that a
 spreadsheet would run as a formula (`=...`, `+...`, `@...`) starts with an apostrophe
@@ -382,6 +383,22 @@ def evaluation_grade_rows(evaluation: Evaluation) -> Iterator[tuple[str, str, in
             for item in aggregated(evaluation))
 
 
+def evaluation_rows_with_unrated(evaluation: Evaluation
+                                 ) -> Iterator[tuple[str, str, int | None]]:
+    """`evaluation_grade_rows` with `(keyword, "", None)` in its place for each keyword that
+    has no graded result, as Quepid's basic export lists a query with no rating."""
+    keywords = evaluation.keywords.order_by("position").values_list("position", "text")
+    judgments = aggregated(evaluation)
+    pending = next(judgments, None)
+    for position, text in keywords.iterator(chunk_size=EXPORT_CHUNK):
+        if pending is None or pending.keyword_position != position:
+            yield text, "", None
+            continue
+        while pending is not None and pending.keyword_position == position:
+            yield pending.keyword_text, pending.doc_id, math.floor(pending.value + 0.5)
+            pending = next(judgments, None)
+
+
 def pool_grade_rows(*, team_id: int, scale: str) -> Iterator[tuple[str, str, int]]:
     """The team's imported judgments on `scale`, one a row, in import order."""
     rows = PoolJudgment.objects.filter(team_id=team_id, scale=scale).order_by("pk")
@@ -400,6 +417,9 @@ def evaluation_stream(evaluation: Evaluation, kind: str, *,
     if kind == "csv":
         return (judgments_csv_per_grader_stream(evaluation) if per_grader
                 else judgments_csv_stream(evaluation))
+    if kind == "quepid_csv":
+        return write.foreign_stream(kind, evaluation_rows_with_unrated(evaluation),
+                                    title=evaluation.name)
     if kind in FOREIGN_FORMATS:
         return write.foreign_stream(kind, evaluation_grade_rows(evaluation), title=evaluation.name)
     return {"json": judgments_json_stream, "jsonl": judgments_jsonl_stream,

@@ -103,6 +103,8 @@ class ParseResult:
     grade_table: list[tuple[str, int]] = field(default_factory=list)
     skipped_count: int = 0
     skipped_note: str = ""
+    # (line, query) of each query listed with no rating (Quepid's `query,,`).
+    unrated: list[tuple[int, str]] = field(default_factory=list)
     # Where each judgment that may not repeat was first seen: key -> (line, grade).
     _seen: dict[tuple, tuple[int, int]] = field(default_factory=dict, repr=False)
 

@@ -16,6 +16,8 @@ urlpatterns += [
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/metric-table/",
          export_api.EvaluationMetricTableApi.as_view(), name="evaluation_metric_table"),
+    path("evaluations/<int:evaluation_id>/rank-eval/",
+         export_api.EvaluationRankEvalApi.as_view(), name="evaluation_rank_eval"),
 ]
 urlpatterns += [
     path("evaluations/<int:evaluation_id>/gate/", api_verdicts.EvaluationGateApi.as_view(),

@@ -1,9 +1,13 @@
 """The keyword metric table of an evaluation as CSV (the exports beside judgments'), or its
-segment means: one row per metric, segment and weighting."""
+segment means: one row per metric, segment and weighting; and the evaluation as an
+Elasticsearch `_rank_eval` body (metrics.rank_eval)."""
 
+import json
 from collections.abc import Iterator
 from itertools import islice
 
+from django.utils import timezone
+from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -13,6 +17,7 @@ from rest_framework.views import APIView
 import metrics_engine as core
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
+from metrics.rank_eval import rank_eval_body
 from metrics.reports.segments import segment_means_of
 from metrics.selectors import (
     evaluation_keywords,
@@ -20,6 +25,7 @@ from metrics.selectors import (
     keyword_rows,
     metric_configs,
 )
+from searchtweak import access
 from searchtweak.api_files import FileContentNegotiation, FileStreamResponse
 from searchtweak.csv_cells import csv_lines
 
@@ -151,4 +157,58 @@ class EvaluationMetricTableApi(APIView):
                                       filename=filename)
         response["X-SearchTweak-Partial"] = (
             "false" if evaluation.status == Evaluation.Status.FINISHED else "true")
+        return response
+
+
+class _RankEvalOptions(serializers.Serializer):
+    metric = serializers.CharField(
+        required=False, allow_blank=True, help_text="One of the evaluation's metrics as "
+        "code@k (`ndcg@10`); default the first Elasticsearch has.")
+    index = serializers.CharField(
+        required=False, allow_blank=True, max_length=255, help_text="The index each rating "
+        "names; default the one in the endpoint's URL (`/<index>/_search`).")
+    field = serializers.CharField(
+        required=False, allow_blank=True, max_length=255, default="title", help_text="For a "
+        "model whose endpoint is not Elasticsearch's _search: the field the match query "
+        "searches.")
+
+
+class EvaluationRankEvalApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+
+    @extend_schema(
+        parameters=[_RankEvalOptions],
+        responses={(200, "application/json"): OpenApiTypes.OBJECT},
+        operation_id="evaluations_rank_eval",
+        description=(
+            "The evaluation as the body of an Elasticsearch `_rank_eval` request for one of "
+            "its metrics (Elasticsearch takes one a body): `requests` (one a keyword with "
+            "graded results: `id` the keyword, `request` the model's JSON body with the "
+            "keyword in it when the endpoint is Elasticsearch's `_search`, else `template_id` "
+            "and `params` of a `match` query on `field`), `ratings` (`_index`, `_id`, "
+            "`rating`: the aggregate grade rounded half up) and `metric`: precision → "
+            "`precision` (ignore_unlabeled), recall → `recall`, rr → `mean_reciprocal_rank`, "
+            "dcg/ndcg → `dcg` (normalize), err → `expected_reciprocal_rank`. Where "
+            "Elasticsearch computes differently, header `X-SearchTweak-Notes` says how. 400 "
+            "on `metric` for a metric it lacks, on `index` when none is known."),
+    )
+    def get(self, request: Request, evaluation_id: int) -> FileStreamResponse:
+        # The ratings are every grade's aggregate: for those who see everyone's grades.
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=access.GRADES_ROLE)
+        options = _RankEvalOptions(data=request.query_params)
+        options.is_valid(raise_exception=True)
+        data = options.validated_data
+        made = rank_eval_body(evaluation, metric=data.get("metric"), index=data.get("index"),
+                              field_name=data["field"])
+        name = slugify(evaluation.name)[:60].strip("-") or str(evaluation.pk)
+        response = FileStreamResponse(
+            iter([json.dumps(made.body, ensure_ascii=False, indent=1) + "\n"]),
+            content_type="application/json", disposition="attachment",
+            filename=f"searchtweak-{name}-rank-eval-{made.metric_label.replace('@', '-at-')}-"
+                     f"{timezone.localdate():%Y%m%d}.json")
+        response["X-SearchTweak-Partial"] = (
+            "false" if evaluation.status == Evaluation.Status.FINISHED else "true")
+        if made.notes:
+            response["X-SearchTweak-Notes"] = " ".join(made.notes)
         return response

@@ -21,13 +21,13 @@ from evaluations.api_keywords import (
 from evaluations.models import KeywordSet, QuerySetVersion
 from evaluations.query_sets import selectors as query_set_selectors
 from evaluations.query_sets import services
+from evaluations.query_sets.file_formats import KINDS, QuerySetFile, query_set_file_read
 from evaluations.query_sets.selectors import WRITE_ROLE
 from evaluations.services.keyword_input import keywords_from_text
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
     body_team,
-    create_in_team_response,
     row_step_api,
     visible_team_ids,
 )
@@ -94,12 +94,24 @@ class KeywordsInputSerializer(serializers.Serializer):
         help_text="Or the keywords as text, one per line as the page takes them: keyword "
                   "or keyword,weight,tags in CSV (tags separated by |; a keyword holding a "
                   "comma or double quote quoted). A problem names its line on "
-                  "keywords_text. Give one of the two; no keyword left is a 400 on keywords.")
+                  "keywords_text.")
+    keywords_file = serializers.FileField(
+        required=False, help_text="Or a file (multipart), recognised as the page does: "
+        "plain text, CSV keyword,weight,tags with a header, Quepid's basic CSV (its "
+        "queries), an OpenSearch Workbench query set (NDJSON queryText lines). The answer's "
+        "keywords_read says what it was read as and why; an ambiguous file or a bad line "
+        "is a 400 on keywords_file naming the line and field. Give one of the three; no "
+        "keyword left is a 400 on keywords.")
+    keywords_format = serializers.ChoiceField(
+        choices=list(KINDS), default="auto", help_text="The file's format; `auto` "
+        "recognises it.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "keywords" in attrs and "keywords_text" in attrs:
+        given = [name for name in ("keywords", "keywords_text", "keywords_file") if name in attrs]
+        if len(given) > 1:
             raise serializers.ValidationError(
-                {"keywords_text": "Give keywords or keywords_text, not both."})
+                {given[1]: f"Give {given[0]} or {given[1]}, not both."})
+        kind = attrs.pop("keywords_format", "auto")
         text = attrs.pop("keywords_text", None)
         if text is not None:
             try:
@@ -107,10 +119,46 @@ class KeywordsInputSerializer(serializers.Serializer):
             except DjangoValidationError as error:
                 raise serializers.ValidationError(
                     {"keywords_text": error.message_dict["keywords"]}) from None
+        upload = attrs.pop("keywords_file", None)
+        if upload is not None:
+            try:
+                read = query_set_file_read(filename=upload.name, content=upload.read(),
+                                           kind=kind)
+            except DjangoValidationError as error:
+                raise serializers.ValidationError(error.message_dict) from None
+            attrs["keywords"], attrs["keywords_read"] = read.entries, read
         if "keywords" not in attrs and not self.partial:
             raise serializers.ValidationError(
-                {"keywords": "This field is required (or give keywords_text)."})
+                {"keywords": "This field is required (or give keywords_text or keywords_file)."})
         return attrs
+
+
+class KeywordsReadSerializer(serializers.Serializer):
+    format = serializers.CharField(source="kind", help_text="text, csv, quepid_csv or "
+                                                            "workbench.")
+    name = serializers.CharField(help_text="What the file was read as.")
+    reason = serializers.CharField(help_text="Why (its header, its lines' shape, or "
+                                             "chosen).")
+    keyword_count = serializers.IntegerField(help_text="Keywords read from the file.")
+    note = serializers.CharField(allow_blank=True, help_text="What was left out.")
+
+    class Meta:
+        ref_name = "QuerySetKeywordsRead"
+
+
+class QuerySetCreatedSerializer(QuerySetDetailSerializer):
+    keywords_read = KeywordsReadSerializer(
+        required=False, help_text="Only when the keywords came from keywords_file.")
+
+    class Meta:
+        ref_name = "QuerySetCreated"
+
+
+def _with_read(data: dict, read: QuerySetFile | None) -> dict:
+    """The answer with `keywords_read` when the keywords came from a file."""
+    if read is not None:
+        data = {**data, "keywords_read": KeywordsReadSerializer(read).data}
+    return data
 
 
 class TrafficInputSerializer(serializers.Serializer):
@@ -150,16 +198,20 @@ class QuerySetListApi(APIView):
         return paginated_response(self, request, query_sets, lambda page: (
             QuerySetOutputSerializer(page, many=True).data))
 
-    @extend_schema(request=QuerySetInputSerializer, responses={201: QuerySetDetailSerializer},
+    @extend_schema(request=QuerySetInputSerializer, responses={201: QuerySetCreatedSerializer},
                    operation_id="query_sets_create",
                    description="A query set with version 1 holding the keywords (leads).")
     def post(self, request: Request) -> Response:
-        return create_in_team_response(
-            request, team=body_team(request, minimum_role=WRITE_ROLE),
-            input_serializer=QuerySetInputSerializer,
-            create=lambda team, data: services.query_set_create(
-                team=team, created_by=request.user, **data),
-            output=_query_set_data)
+        # The role is checked before the input is read (searchtweak.api_shared).
+        team = body_team(request, minimum_role=WRITE_ROLE)
+        serializer = QuerySetInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        data.pop("team", None)
+        read = data.pop("keywords_read", None)
+        query_set = services.query_set_create(team=team, created_by=request.user, **data)
+        return Response(_with_read(_query_set_data(query_set), read),
+                        status=status.HTTP_201_CREATED)
 
 
 class QuerySetDetailApi(APIView):
@@ -200,6 +252,8 @@ class QuerySetVersionCreateApi(APIView):
         created = serializers.BooleanField(
             help_text="False when the list equals the current version's: nothing was "
                       "written and this is the current version.")
+        keywords_read = KeywordsReadSerializer(
+            required=False, help_text="Only when the keywords came from keywords_file.")
 
         class Meta:
             ref_name = "QuerySetVersionCreated"
@@ -218,7 +272,8 @@ class QuerySetVersionCreateApi(APIView):
             query_set=query_set, created_by=request.user,
             keywords=serializer.validated_data["keywords"])
         version.created = created
-        return Response(self.OutputSerializer(version).data,
+        return Response(_with_read(self.OutputSerializer(version).data,
+                                   serializer.validated_data.get("keywords_read")),
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

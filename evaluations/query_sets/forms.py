@@ -4,7 +4,8 @@ from typing import Any
 
 from django import forms
 
-from evaluations.forms import KEYWORDS_HELP, MONO, UPLOAD_HELP
+from evaluations.forms import KEYWORDS_HELP, MONO
+from evaluations.query_sets.file_formats import KINDS
 from evaluations.services.keyword_input import keyword_upload_size_problem
 from searchtweak.integers import form_integer
 
@@ -21,8 +22,14 @@ class QuerySetForm(forms.Form):
         required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 10}),
         help_text=KEYWORDS_HELP)
     keywords_file = forms.FileField(
-        required=False, label="…or upload keywords (CSV or TXT)",
-        help_text=f"{UPLOAD_HELP} Added after the typed ones.")
+        required=False, label="…or upload keywords",
+        help_text="Plain text (one keyword a line), CSV keyword,weight,tags with a header, "
+                  "Quepid's basic CSV export (its queries) or an OpenSearch Workbench query "
+                  "set (NDJSON queryText lines). The page says what the file was read as. "
+                  "Added after the typed ones.")
+    keywords_format = forms.ChoiceField(
+        required=False, choices=list(KINDS.items()), initial="auto", label="File format",
+        help_text="Recognised from the file unless you choose one.")
     traffic_segments = forms.BooleanField(
         required=False, label="Tag head, torso and tail by traffic",
         help_text="Sorted by weight, the keywords that make the first share of all traffic "

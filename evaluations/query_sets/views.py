@@ -15,11 +15,11 @@ from evaluations import selectors
 from evaluations.models import KeywordSet
 from evaluations.query_sets import selectors as query_set_selectors
 from evaluations.query_sets import services
+from evaluations.query_sets.file_formats import query_set_file_read
 from evaluations.query_sets.forms import QuerySetForm, SaveAsQuerySetForm
 from evaluations.query_sets.selectors import WRITE_ROLE
-from evaluations.services.keyword_input import keywords_as_text
-from evaluations.services.keywords import KeywordEntry
-from evaluations.views import _keywords_from_form
+from evaluations.services.keyword_input import keywords_as_text, keywords_from_text
+from evaluations.services.keywords import KeywordEntry, keywords_clean
 from searchtweak.forms import add_service_errors
 from searchtweak.views_shared import (
     confirm_page,
@@ -48,17 +48,33 @@ def query_set_list(request: HttpRequest) -> HttpResponse:
     })
 
 
-def _form_keywords(form: QuerySetForm) -> list[KeywordEntry] | None:
-    """The typed and uploaded keywords (the evaluation form's parsing), or None with the
-    errors on the form. A file that leaves nothing is named on the file's field."""
-    parsed = _keywords_from_form(form)
-    if parsed is None:
+def _form_keywords(form: QuerySetForm) -> tuple[list[KeywordEntry], str] | None:
+    """The typed and uploaded keywords (the file recognised: file_formats) and what the
+    file was read as, or None with the errors on the form."""
+    errors: dict[str, list[str]] = {}
+    entries: list[KeywordEntry] = []
+    read = None
+    # Typed lines first: their line numbers are the textarea's, the file's its own.
+    try:
+        entries += keywords_from_text(form.cleaned_data["keywords"])
+    except ValidationError as error:
+        errors.update(error.message_dict)
+    upload = form.cleaned_data.get("keywords_file")
+    if upload:
+        try:
+            read = query_set_file_read(filename=upload.name, content=upload.read(),
+                                       kind=form.cleaned_data.get("keywords_format") or "auto")
+            entries += read.entries
+        except ValidationError as error:
+            errors.update(error.message_dict)
+    try:
+        if errors:
+            raise ValidationError(errors)
+        cleaned = keywords_clean(entries)
+    except ValidationError as error:
+        add_service_errors(form, error)
         return None
-    keywords, _ = parsed
-    if not keywords and form.cleaned_data.get("keywords_file"):
-        form.add_error("keywords_file", "The file holds no keywords.")
-        return None
-    return keywords
+    return cleaned.entries, read.summary() if read else ""
 
 
 def _render_form(request: HttpRequest, form: QuerySetForm, query_set: KeywordSet | None = None
@@ -74,8 +90,9 @@ def query_set_create(request: HttpRequest) -> HttpResponse:
     team = current_team(request, WRITE_ROLE)
     form = QuerySetForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        keywords = _form_keywords(form)
-        if keywords is not None:
+        parsed = _form_keywords(form)
+        if parsed is not None:
+            keywords, read = parsed
             data = form.cleaned_data
             try:
                 query_set = services.query_set_create(
@@ -85,7 +102,7 @@ def query_set_create(request: HttpRequest) -> HttpResponse:
                 add_service_errors(form, error)
             else:
                 messages.success(request, f"Query set {query_set.name} created with "
-                                 f"{len(keywords)} keywords.")
+                                 f"{len(keywords)} keywords. {read}".strip())
                 return redirect(_detail_url(query_set))
     return _render_form(request, form)
 
@@ -121,8 +138,9 @@ def query_set_edit(request: HttpRequest, query_set_id: int) -> HttpResponse:
                "traffic_torso_cut": query_set.traffic_torso_cut}
     form = QuerySetForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        keywords = _form_keywords(form)
-        if keywords is not None:
+        parsed = _form_keywords(form)
+        if parsed is not None:
+            keywords, read = parsed
             data = form.cleaned_data
             try:
                 query_set, version, created = services.query_set_edit(
@@ -131,9 +149,10 @@ def query_set_edit(request: HttpRequest, query_set_id: int) -> HttpResponse:
             except ValidationError as error:
                 add_service_errors(form, error)
             else:
-                messages.success(request, f"Saved as version {version.number} "
-                                 f"({version.keyword_count} keywords)." if created else
-                                 f"The keywords are unchanged: still version {version.number}.")
+                messages.success(request, (
+                    f"Saved as version {version.number} ({version.keyword_count} keywords)."
+                    if created else f"The keywords are unchanged: still version "
+                                    f"{version.number}.") + (f" {read}" if read else ""))
                 return redirect(_detail_url(query_set))
     return _render_form(request, form, query_set)
 

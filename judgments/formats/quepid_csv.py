@@ -1,7 +1,9 @@
 """Quepid's basic CSV ("Export ratings: basic"): a header `query,docid,rating` (older
 Quepid wrote `query,doc_id,rating`), then one rating a row. A row `query,,` is a query
 with no rating yet: it is skipped and counted, and the preview says so. A rating must be
-a whole grade of the chosen scale.
+a whole grade of the chosen scale. The parse keeps those queries, in order with their
+line numbers (`ParseResult.unrated`), so that a file read and written again
+(`write_quepid_csv` with `(query, "", None)` rows) gives the same bytes.
 """
 
 from collections.abc import Iterable, Iterator
@@ -36,6 +38,7 @@ def parse_quepid_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
         if not doc_id and not raw_rating:
             # Quepid lists a query that has no rating yet as `query,,`.
             result.skipped_count += 1
+            result.unrated.append((number, query))
             continue
         grade = grade_from(raw_rating, scale, where, result)
         if (not text_ok(query, "query", where, result) or not text_ok(doc_id, "docid", where,
@@ -52,7 +55,18 @@ def parse_quepid_csv(content: bytes, *, scale: GradeScale) -> ParseResult:
     return result
 
 
-def write_quepid_csv(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
-    """The basic CSV of (query, docid, grade) rows, in their order."""
+def write_quepid_csv(rows: Iterable[tuple[str, str, int | None]]) -> Iterator[str]:
+    """The basic CSV of (query, docid, grade) rows, in their order; a row with no grade
+    (`(query, "", None)`, a query with no rated result) is written `query,,` as Quepid
+    writes it."""
     yield from csv_lines([HEADERS[0]])
-    yield from csv_lines([query, doc_id, grade] for query, doc_id, grade in rows)
+    yield from csv_lines([query, doc_id, "" if grade is None else grade]
+                         for query, doc_id, grade in rows)
+
+
+def rows_in_file_order(result: ParseResult) -> list[tuple[str, str, int | None]]:
+    """The parse's rows as `write_quepid_csv` takes them: its judgments and its unrated
+    queries in the order of their lines."""
+    rows = [(item.line, item.text, item.doc_id, item.grade) for item in result.judgments]
+    rows += [(line, query, "", None) for line, query in result.unrated]
+    return [row[1:] for row in sorted(rows, key=lambda row: row[0])]

@@ -441,7 +441,8 @@ def test_the_api_creates_lists_and_details_a_set(personas):
 @pytest.mark.parametrize(("payload", "expected"), [
     ({"name": "E", "keywords": []}, {"keywords": ["Add at least one keyword."]}),
     ({"name": "E", "keywords_text": " \n"}, {"keywords": ["Add at least one keyword."]}),
-    ({"name": "E"}, {"keywords": ["This field is required (or give keywords_text)."]}),
+    ({"name": "E"},
+     {"keywords": ["This field is required (or give keywords_text or keywords_file)."]}),
     ({"name": "E", "keywords": ["a"], "keywords_text": "a"},
      {"keywords_text": ["Give keywords or keywords_text, not both."]}),
     ({"name": "shoes", "keywords": ["a"]},

@@ -32,8 +32,8 @@ def test_the_index_lists_every_page_and_its_links_work_under_help(client):
     links = re.findall(r'<a href="([^"]+)">', article)
     guide_links = [link for link in links if link.startswith("/help/")]
     assert guide_links == ["/help/grading/", "/help/evaluations/", "/help/metrics/",
-                           "/help/verdicts/", "/help/schedules/", "/help/admin/",
-                           "/help/judges/"]
+                           "/help/verdicts/", "/help/schedules/",
+                           "/help/moving-from-other-tools/", "/help/admin/", "/help/judges/"]
     for link in guide_links:
         assert client.get(link).status_code == 200
 
@@ -44,6 +44,12 @@ def test_a_link_to_a_section_of_another_page_reaches_that_heading(client):
     assert f'<a href="{target}">' in article
     page, fragment = target.split("#")
     assert f'id="{fragment}"' in _article(client, page)
+
+
+def test_the_export_menu_links_the_rank_eval_section_of_the_moving_page(client):
+    article = _article(client, "/help/moving-from-other-tools/")
+    assert 'id="elasticsearch-rank_eval"' in article
+    assert '<a href="/help/metrics/#files-from-other-tools">' in article
 
 
 def test_a_link_that_leaves_the_guide_keeps_its_text_without_a_link(client):

@@ -515,6 +515,9 @@ TABLE: dict[str, Row] = {
     "metrics_api:compare_many": row(query=_compare_many_query,
                                     GET=(200, 200, 200, 200, 404, 401)),
     "metrics_api:evaluation_metric_table": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    # Every grade's aggregate, as the judgments' exports: leads and above. The dataset's
+    # endpoint names no index, so those allowed get the 400 on `index`.
+    "metrics_api:evaluation_rank_eval": row(_evaluation, GET=(400, 400, 400, 403, 404, 401)),
     # The gate stores a verdict (leads and above); the dataset's team has no baseline, so an
     # empty body is a 400 on `baseline`. Anyone of the team reads the stored verdicts.
     "metrics_api:evaluation_gate": row(_evaluation, POST=(400, 400, 400, 403, 404, 401)),
