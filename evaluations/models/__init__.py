@@ -1,6 +1,6 @@
 """The models of evaluations, one module per concern; Django finds them here.
 
-- `endpoints`: Endpoint, SearchModel, OfflineRun, OfflineRanking, OfflineRunLine;
+- `endpoints`: Endpoint, SearchModel, OfflineRun, OfflineRanking, OfflineRunBlock;
 - `evaluations`: Evaluation, EvaluationMetric;
 - `keywords`: Keyword, Snapshot;
 - `query_sets`: KeywordSet (the pages' "query set"), QuerySetVersion, QuerySetKeyword;
@@ -13,7 +13,7 @@ from evaluations.models.endpoints import (
     Endpoint,
     OfflineRanking,
     OfflineRun,
-    OfflineRunLine,
+    OfflineRunBlock,
     SearchModel,
 )
 from evaluations.models.evaluations import Evaluation, EvaluationMetric
@@ -29,7 +29,7 @@ __all__ = [
     "KeywordSet",
     "OfflineRanking",
     "OfflineRun",
-    "OfflineRunLine",
+    "OfflineRunBlock",
     "QuerySetKeyword",
     "QuerySetVersion",
     "SearchModel",

@@ -156,19 +156,21 @@ class OfflineRanking(models.Model):
         return self.keyword
 
 
-class OfflineRunLine(models.Model):
-    """A TREC run file's line while its upload is read (a staging row): the lines are
-    streamed in, then read back topic by topic into OfflineRankings and deleted, all in
-    the upload's transaction, so none outlives it. A TREC file need not group its topics,
-    and this lets the database sort them instead of the upload holding every line."""
+class OfflineRunBlock(models.Model):
+    """Consecutive lines of one topic in a TREC run file, while its upload is read (a
+    staging row): the blocks are streamed in, then read back topic by topic into
+    OfflineRankings and deleted, all in the upload's transaction, so none outlives it. A
+    TREC file need not group its topics, and this lets the database bring a topic's
+    blocks together instead of the upload holding every line."""
 
-    # No index: the rows of one upload are read once, in one sorted scan.
+    # No index: the blocks of one upload are read once, in one sorted scan.
     run = models.ForeignKey(OfflineRun, on_delete=models.CASCADE, related_name="+",
                             db_index=False)
-    line = models.PositiveIntegerField()
     keyword = models.CharField(max_length=1000)
-    doc_id = models.CharField(max_length=500)
-    rank = models.PositiveIntegerField()
+    line = models.PositiveIntegerField(help_text="The block's first line.")
+    # JSON text, [[line, doc id, rank], …]: written and read by the upload alone, as one
+    # value (a JSON column would parse and re-encode what nothing queries).
+    lines = models.TextField()
 
     def __str__(self) -> str:
-        return f"{self.keyword} line {self.line}"
+        return f"{self.keyword} from line {self.line}"

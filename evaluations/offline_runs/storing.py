@@ -3,41 +3,48 @@ size (docs/decisions/0019). Called inside the upload's transaction: an error rai
 RunFileError naming the first line that breaks a rule, as parsing.parse_trec_run and
 parse_jsonl_run would, and the caller's rollback leaves nothing stored.
 
-- TREC: the lines, checked alone, go to OfflineRunLine in chunks (COPY on PostgreSQL);
-  one sorted read brings each topic's lines back together in the file's order, whatever
-  order the file had them in; `ranked_topic` checks and orders each, and its ranking is
-  stored. The staged lines are deleted in the same transaction.
+- TREC: the lines, checked alone, are staged in the database a block at a time (the
+  consecutive lines of one topic: OfflineRunBlock, COPY on PostgreSQL); one sorted read
+  brings each topic's blocks back together in the file's order, whatever order the file
+  had them in; `ranked_topic` checks and orders each topic, and its ranking is stored.
+  The staged blocks are deleted in the same transaction.
 - JSON Lines: a line holds a whole keyword, so its ranking is stored as read; a keyword
   on an earlier line too is found in the chunk being built and, for earlier chunks, by a
   lookup in the run's rankings (their unique key) before the chunk is written.
 """
 
+import json
 from collections.abc import Iterable, Iterator
 from itertools import groupby
+from operator import itemgetter
 
 from django.db.models import Min
 
-from evaluations.models import Keyword, OfflineRanking, OfflineRun, OfflineRunLine
+from evaluations.models import Keyword, OfflineRanking, OfflineRun, OfflineRunBlock
 from evaluations.offline_runs.parsing import (
     MAX_KEYWORDS,
     MAX_RESULTS,
     RunDocument,
     RunFileError,
-    TrecLine,
     ranked_topic,
     read_jsonl_lines,
     read_trec_lines,
 )
 from searchtweak.bulk_insert import bulk_insert, bulk_insert_rows
 
-# Staged lines per insert: a few hundred kilobytes of tuples.
-STAGE_CHUNK = 10_000
+# Staged blocks are inserted once they hold this many lines between them: a few hundred
+# kilobytes of text.
+STAGE_LINES = 10_000
 # Rankings are written once they hold this many documents between them (a hundred
 # rankings of a hundred), or this many rankings: what is built at once, not the run.
 WRITE_DOCUMENTS = 10_000
 WRITE_RANKINGS = 2_000
-# Staged lines fetched at a time by the sorted read.
-READ_CHUNK = 10_000
+# Staged blocks fetched at a time by the sorted read (a block holds up to MAX_RESULTS + 1
+# lines).
+READ_CHUNK = 100
+
+# A staged line: (line, doc id, rank).
+TrecTriple = tuple[int, str, int]
 
 
 def _first(*errors: RunFileError | None) -> RunFileError | None:
@@ -76,34 +83,77 @@ class _RankingWriter:
         self.pending, self.pending_documents = [], 0
 
 
+def _staged_lines(blocks: Iterable[tuple[str, str]]) -> Iterator[tuple[str, TrecTriple]]:
+    """(keyword, (line, doc id, rank)) for each line of each staged block."""
+    for keyword, lines in blocks:
+        for line, doc_id, rank in json.loads(lines):
+            yield keyword, (line, doc_id, rank)
+
+
+class _BlockStager:
+    """A run's lines staged a block at a time, blocks inserted in bounded chunks."""
+
+    def __init__(self, run: OfflineRun) -> None:
+        self.template = OfflineRunBlock(run=run, keyword="", line=0, lines="")
+        self.keyword: str | None = None
+        self.block: list[TrecTriple] = []
+        self.pending: list[tuple[str, int, str]] = []
+        self.pending_lines = 0
+
+    def add(self, keyword: str, triple: TrecTriple) -> int:
+        """Stage a line; how long its block is now."""
+        if keyword != self.keyword:
+            self._close_block()
+            self.keyword = keyword
+            if self.pending_lines >= STAGE_LINES:
+                self._insert()
+        self.block.append(triple)
+        return len(self.block)
+
+    def flush(self) -> None:
+        self._close_block()
+        self._insert()
+
+    def _close_block(self) -> None:
+        if self.block:
+            self.pending.append((self.keyword, self.block[0][0], json.dumps(self.block)))
+            self.pending_lines += len(self.block)
+            self.block = []
+
+    def _insert(self) -> None:
+        bulk_insert_rows(self.template, ("keyword", "line", "lines"), self.pending)
+        self.pending, self.pending_lines = [], 0
+
+
 def trec_run_store(*, run: OfflineRun, lines: Iterable[bytes | str],
                    topics: dict[str, str] | None = None,
                    max_keywords: int = MAX_KEYWORDS,
                    max_results: int = MAX_RESULTS) -> tuple[int, int]:
-    """Store a TREC run's rankings for `run`: (keywords, results) stored."""
+    """Store a TREC run's rankings for `run`: (keywords, results) stored.
+
+    Consecutive lines of one topic (a block: a whole topic in a file grouped by topic, one
+    line in a file written rank by rank) are staged as one OfflineRunBlock, in chunks
+    (COPY on PostgreSQL). A block longer than `max_results` stops the reading: the rule
+    it breaks is broken on one of its lines, so no later line can be the first error."""
     problem: RunFileError | None = None
-    template = OfflineRunLine(run=run, line=0, keyword="", doc_id="", rank=0)
-    reader: Iterator[TrecLine] = read_trec_lines(lines, topics=topics,
-                                                 normalize=Keyword.normalize)
-    columns = ("line", "keyword", "doc_id", "rank")
-    chunk: list[TrecLine] = []
+    stager = _BlockStager(run)
     try:
-        for row in reader:
-            chunk.append(row)
-            if len(chunk) >= STAGE_CHUNK:
-                bulk_insert_rows(template, columns, chunk)
-                chunk = []
+        for line, keyword, doc_id, rank in read_trec_lines(lines, topics=topics,
+                                                           normalize=Keyword.normalize):
+            if stager.add(keyword, (line, doc_id, rank)) > max_results:
+                break
     except RunFileError as error:
+        # A line's own error: every line above it is staged and checked below, as a
+        # rule across lines may break first.
         problem = error
-    # The last lines, or those above a bad line: a rule across lines may break first.
-    bulk_insert_rows(template, columns, chunk)
+    stager.flush()
     writer = _RankingWriter(run)
-    staged = (OfflineRunLine.objects.filter(run=run).order_by("keyword", "line")
-              .values_list("keyword", "line", "doc_id", "rank").iterator(READ_CHUNK))
+    staged = (OfflineRunBlock.objects.filter(run=run).order_by("keyword", "line")
+              .values_list("keyword", "lines").iterator(READ_CHUNK))
     topic_count = 0
-    for keyword, rows in groupby(staged, key=lambda row: row[0]):
+    for keyword, rows in groupby(_staged_lines(staged), key=itemgetter(0)):
         topic_count += 1
-        ranked = ranked_topic(keyword, ((line, doc_id, rank) for _, line, doc_id, rank in rows),
+        ranked = ranked_topic(keyword, (triple for _, triple in rows),
                               max_results=max_results)
         if isinstance(ranked, RunFileError):
             problem = _first(problem, ranked)
@@ -113,7 +163,7 @@ def trec_run_store(*, run: OfflineRun, lines: Iterable[bytes | str],
                 writer.flush()
     if topic_count > max_keywords:
         # The topic that made one too many: the (max_keywords + 1)-th by its first line.
-        line = (OfflineRunLine.objects.filter(run=run).values("keyword")
+        line = (OfflineRunBlock.objects.filter(run=run).values("keyword")
                 .annotate(first=Min("line")).order_by("first", "keyword")
                 .values_list("first", flat=True)[max_keywords])
         problem = _first(problem, RunFileError(
@@ -121,7 +171,7 @@ def trec_run_store(*, run: OfflineRun, lines: Iterable[bytes | str],
     if problem is not None:
         raise problem
     writer.flush()
-    OfflineRunLine.objects.filter(run=run).delete()
+    OfflineRunBlock.objects.filter(run=run).delete()
     return writer.keyword_count, writer.result_count
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from evaluations.models import OfflineRanking, OfflineRun, OfflineRunLine
+from evaluations.models import OfflineRanking, OfflineRun, OfflineRunBlock
 from evaluations.offline_runs import storing
 from evaluations.offline_runs.parsing import RunFileError, parse_jsonl_run, parse_trec_run
 from evaluations.offline_runs.services import offline_run_upload, search_model_create_offline
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     """Chunks of two or three, so a dozen lines cross several of each boundary."""
-    monkeypatch.setattr(storing, "STAGE_CHUNK", 2)
+    monkeypatch.setattr(storing, "STAGE_LINES", 2)
     monkeypatch.setattr(storing, "WRITE_DOCUMENTS", 3)
     monkeypatch.setattr(storing, "WRITE_RANKINGS", 2)
     monkeypatch.setattr(storing, "READ_CHUNK", 2)
@@ -62,7 +62,7 @@ def test_interleaved_trec_topics_are_stored_in_rank_order(run, tiny_chunks):
                            "c": ["c1", "c0"]}
     assert stored(run) == expected(parse_trec_run(lines))
     # The staged lines go in the upload's transaction.
-    assert not OfflineRunLine.objects.exists()
+    assert not OfflineRunBlock.objects.exists()
 
 
 @pytest.mark.parametrize(("rows", "line", "field"), [
@@ -177,4 +177,12 @@ def test_a_bad_file_leaves_the_previous_run_and_no_staged_lines(personas, tiny_c
     assert caught.value.message_dict == {"file": ["line 4, doc_id: 'd1' twice for 'b'"]}
     assert list(OfflineRanking.objects.values_list("keyword", flat=True)) == ["a"]
     assert OfflineRun.objects.get().keyword_count == 1
-    assert not OfflineRunLine.objects.exists()
+    assert not OfflineRunBlock.objects.exists()
+
+
+def test_a_topic_block_past_the_cap_stops_the_reading_at_its_line(run, tiny_chunks):
+    # Line 4 is "a"'s fourth result (cap 3); line 5 is bad alone but comes after it.
+    lines = [*trec(("a", "d1", 1), ("a", "d2", 2), ("a", "d3", 3), ("a", "d4", 4)),
+             b"a Q0 d5 five 1 t\n"]
+    error = store_error(storing.trec_run_store, run=run, lines=lines, max_results=3)
+    assert (error.line, error.field) == (4, "results")
