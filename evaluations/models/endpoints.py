@@ -140,7 +140,8 @@ class OfflineRun(models.Model):
 
 class OfflineRanking(models.Model):
     """One keyword's ranking in a run: [{"doc_id", "name", "image", "fields"}, …] in rank
-    order (the snapshot's columns, ready to copy)."""
+    order (the snapshot's columns, ready to copy); "name", "image" and "fields" only when
+    not empty."""
 
     run = models.ForeignKey(OfflineRun, on_delete=models.CASCADE, related_name="rankings")
     keyword = models.CharField(max_length=1000)

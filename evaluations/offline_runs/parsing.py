@@ -24,8 +24,9 @@ Two layers:
 """
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 MAX_KEYWORDS = 100_000
@@ -158,58 +159,70 @@ def read_trec_lines(lines: Iterable[bytes | str], *, topics: dict[str, str] | No
     docid), in the file's order. With `topics`, a qid it does not list is an error;
     without, the qid is the keyword (so it cannot hold spaces: use a mapping for keywords
     that do)."""
+    # The last qid's keyword: a file's lines come topic by topic, mostly.
+    last_qid, keyword = None, ""
     for number, line in _text_lines(lines):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
         columns = line.split()
+        if not columns or columns[0].startswith("#"):
+            continue
         if len(columns) != 6:
             raise RunFileError(line=number, field="columns", message=(
                 f"expected 6 columns (qid Q0 docid rank score tag), found {len(columns)}"))
         qid, _, doc_id, rank, score, _ = columns
-        if topics is not None:
-            if qid not in topics:
-                raise RunFileError(line=number, field="qid",
-                                   message=f"{qid!r} is not in the topic mapping")
-            keyword = topics[qid]
-        else:
-            keyword = _keyword(qid, line=number, name="qid", normalize=normalize)
+        if qid != last_qid:
+            if topics is not None:
+                if qid not in topics:
+                    raise RunFileError(line=number, field="qid",
+                                       message=f"{qid!r} is not in the topic mapping")
+                keyword = topics[qid]
+            else:
+                keyword = _keyword(qid, line=number, name="qid", normalize=normalize)
+            last_qid = qid
         try:
             order = int(rank)
         except ValueError:
             raise RunFileError(line=number, field="rank",
                                message=f"{rank!r} is not a whole number") from None
-        if order < 1:
-            raise RunFileError(line=number, field="rank", message="ranks start at 1")
-        if order > MAX_RANK:
-            raise RunFileError(line=number, field="rank",
-                               message=f"ranks go up to {MAX_RANK}")
+        if not 1 <= order <= MAX_RANK:
+            raise RunFileError(line=number, field="rank", message=(
+                "ranks start at 1" if order < 1 else f"ranks go up to {MAX_RANK}"))
         try:
             float(score)
         except ValueError:
             raise RunFileError(line=number, field="score",
                                message=f"{score!r} is not a number") from None
-        yield number, keyword, _doc_id(doc_id, line=number, name="docid"), order
+        # A column is a non-empty string without spaces: only its length can be wrong.
+        if len(doc_id) > MAX_DOC_ID_CHARS:
+            doc_id = _doc_id(doc_id, line=number, name="docid")
+        yield number, keyword, doc_id, order
 
 
-def ranked_topic(keyword: str, rows: Iterable[tuple[int, str, int]], *,
-                 max_results: int = MAX_RESULTS) -> list[RunDocument] | RunFileError:
-    """One TREC topic's lines, (line, doc id, rank) in the file's order: its documents by
+def ranked_topic(keyword: str, rows: Iterable[Sequence], *,
+                 max_results: int = MAX_RESULTS) -> list[str] | RunFileError:
+    """One TREC topic's lines, (line, doc id, rank) in the file's order: its doc ids by
     rank (equal ranks in the file's order), or the first of its lines that breaks a rule
     (a document a second time; a result past `max_results`). Reads at most
     `max_results` + 1 rows, so a topic's memory is bounded whatever the file holds."""
-    seen: set[str] = set()
-    kept: list[tuple[int, int, str]] = []
-    for line, doc_id, rank in rows:
-        if len(kept) >= max_results:
-            return RunFileError(line=line, field="results",
-                                message=f"more than {max_results} results for {keyword!r}")
-        if doc_id in seen:
-            return RunFileError(line=line, field="doc_id",
-                                message=f"{doc_id!r} twice for {keyword!r}")
-        seen.add(doc_id)
-        kept.append((rank, line, doc_id))
-    kept.sort()
-    return [RunDocument(doc_id) for _, _, doc_id in kept]
+    kept = list(islice(rows, max_results + 1))
+    # A document twice among the first max_results lines comes before the line past
+    # them; on that line itself, the cap is named (as parse_trec_run checks it first).
+    head = kept[:max_results]
+    if len({doc_id for _, doc_id, _ in head}) < len(head):
+        seen: set[str] = set()
+        for line, doc_id, _ in head:
+            if doc_id in seen:
+                return RunFileError(line=line, field="doc_id",
+                                    message=f"{doc_id!r} twice for {keyword!r}")
+            seen.add(doc_id)
+    if len(kept) > max_results:
+        return RunFileError(line=kept[-1][0], field="results",
+                            message=f"more than {max_results} results for {keyword!r}")
+    kept.sort(key=_by_rank)
+    return [doc_id for _, doc_id, _ in kept]
+
+
+def _by_rank(row: Sequence) -> tuple[int, int]:
+    return row[2], row[0]
 
 
 def read_jsonl_lines(lines: Iterable[bytes | str], *, normalize: Normalize = str.strip,

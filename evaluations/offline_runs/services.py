@@ -115,7 +115,8 @@ def offline_results(*, model: SearchModel, keywords: dict[int, str],
     ranked = dict(OfflineRanking.objects.filter(
         run__model=model, keyword__in=set(wanted.values())).values_list("keyword", "documents"))
     return [(keyword_id, FetchResult(documents=[
-        Document(doc_id=d["doc_id"], name=d["name"], image=d["image"], fields=d["fields"])
+        Document(doc_id=d["doc_id"], name=d.get("name", ""), image=d.get("image", ""),
+                 fields=d.get("fields", {}))
         for d in ranked.get(normalized, [])[:limit]]))
         for keyword_id, normalized in wanted.items()]
 

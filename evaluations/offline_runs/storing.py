@@ -14,8 +14,8 @@ parse_jsonl_run would, and the caller's rollback leaves nothing stored.
 """
 
 import json
-from collections.abc import Iterable, Iterator
-from itertools import groupby
+from collections.abc import Iterable
+from itertools import chain, groupby
 from operator import itemgetter
 
 from django.db.models import Min
@@ -52,9 +52,23 @@ def _first(*errors: RunFileError | None) -> RunFileError | None:
     return min(found, key=lambda error: error.line) if found else None
 
 
-def _documents(documents: list[RunDocument]) -> list[dict]:
-    return [{"doc_id": d.doc_id, "name": d.name, "image": d.image, "fields": d.fields}
-            for d in documents]
+def _documents(documents: list[RunDocument] | list[str]) -> list[dict]:
+    """A ranking as OfflineRanking.documents holds it: a document's doc id, and its name,
+    image and other fields only when it has them (a TREC run has none), so that a fetch
+    reads a third of the JSON."""
+    if documents and isinstance(documents[0], str):
+        return [{"doc_id": doc_id} for doc_id in documents]
+    stored = []
+    for d in documents:
+        row: dict = {"doc_id": d.doc_id}
+        if d.name:
+            row["name"] = d.name
+        if d.image:
+            row["image"] = d.image
+        if d.fields:
+            row["fields"] = d.fields
+        stored.append(row)
+    return stored
 
 
 class _RankingWriter:
@@ -66,7 +80,7 @@ class _RankingWriter:
         self.pending_documents = 0
         self.keyword_count = self.result_count = 0
 
-    def add(self, keyword: str, documents: list[RunDocument]) -> None:
+    def add(self, keyword: str, documents: list[RunDocument] | list[str]) -> None:
         self.pending.append(OfflineRanking(run=self.run, keyword=keyword,
                                            documents=_documents(documents)))
         self.pending_documents += len(documents)
@@ -81,13 +95,6 @@ class _RankingWriter:
     def flush(self) -> None:
         bulk_insert(self.pending)
         self.pending, self.pending_documents = [], 0
-
-
-def _staged_lines(blocks: Iterable[tuple[str, str]]) -> Iterator[tuple[str, TrecTriple]]:
-    """(keyword, (line, doc id, rank)) for each line of each staged block."""
-    for keyword, lines in blocks:
-        for line, doc_id, rank in json.loads(lines):
-            yield keyword, (line, doc_id, rank)
 
 
 class _BlockStager:
@@ -151,10 +158,11 @@ def trec_run_store(*, run: OfflineRun, lines: Iterable[bytes | str],
     staged = (OfflineRunBlock.objects.filter(run=run).order_by("keyword", "line")
               .values_list("keyword", "lines").iterator(READ_CHUNK))
     topic_count = 0
-    for keyword, rows in groupby(_staged_lines(staged), key=itemgetter(0)):
+    for keyword, blocks in groupby(staged, key=itemgetter(0)):
         topic_count += 1
-        ranked = ranked_topic(keyword, (triple for _, triple in rows),
-                              max_results=max_results)
+        # The topic's lines in the file's order, its blocks decoded as they are reached.
+        rows = chain.from_iterable(json.loads(lines) for _, lines in blocks)
+        ranked = ranked_topic(keyword, rows, max_results=max_results)
         if isinstance(ranked, RunFileError):
             problem = _first(problem, ranked)
         elif problem is None:

@@ -73,6 +73,9 @@ def test_interleaved_trec_topics_are_stored_in_rank_order(run, tiny_chunks):
       ("b", "x4", 4)), 6, "results"),
     # The third topic (cap 2) first appears on line 3; a duplicate later does not hide it.
     ((("a", "d1", 1), ("b", "d1", 1), ("c", "d1", 1), ("a", "d1", 2)), 3, "qid"),
+    # The line past the cap (3) repeats a document too: the cap is named.
+    ((("a", "d1", 1), ("b", "d1", 1), ("a", "d2", 2), ("a", "d3", 3), ("a", "d1", 4)),
+     5, "results"),
     # Two problems: the duplicate (line 3) comes before the cap (line 5).
     ((("a", "d1", 1), ("a", "d2", 2), ("a", "d1", 3), ("a", "d3", 3), ("a", "d4", 4)),
      3, "doc_id"),
