@@ -4,6 +4,8 @@ grouped, across chunk boundaries; nothing stored when a file is bad."""
 
 import json
 import random
+import tracemalloc
+from collections.abc import Iterator
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -189,3 +191,41 @@ def test_a_topic_block_past_the_cap_stops_the_reading_at_its_line(run, tiny_chun
              b"a Q0 d5 five 1 t\n"]
     error = store_error(storing.trec_run_store, run=run, lines=lines, max_results=3)
     assert (error.line, error.field) == (4, "results")
+
+
+def grouped_run(topics: int, results: int) -> Iterator[bytes]:
+    for topic in range(topics):
+        for rank in range(1, results + 1):
+            yield f"q{topic} Q0 d{rank} {rank} 1 t\n".encode()
+
+
+def peak_bytes(action) -> int:
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_stores_memory_does_not_grow_with_the_file(run, monkeypatch):
+    # 150 and then 1,500 topics of 10 results, each file generated line by line, with
+    # chunks smaller than both files. The whole-file reading holds every ranking: its peak
+    # grows with the file; the store's holds a chunk at a time.
+    monkeypatch.setattr(storing, "STAGE_LINES", 300)
+    monkeypatch.setattr(storing, "WRITE_DOCUMENTS", 300)
+    monkeypatch.setattr(storing, "READ_CHUNK", 30)
+    def store(topics: int) -> int:
+        with transaction.atomic():
+            peak = peak_bytes(lambda: storing.trec_run_store(
+                run=run, lines=grouped_run(topics, 10)))
+            transaction.set_rollback(True)
+        return peak
+
+    small, large = store(150), store(1_500)
+    whole_small = peak_bytes(lambda: parse_trec_run(grouped_run(150, 10)))
+    whole_large = peak_bytes(lambda: parse_trec_run(grouped_run(1_500, 10)))
+    assert whole_large > 5 * whole_small
+    # The store's peak moves with when the collector runs, not with the file.
+    assert large < 2 * small, (small, large)
+    assert large < whole_large / 5, (large, whole_large)
