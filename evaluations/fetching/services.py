@@ -47,6 +47,9 @@ DEFAULT_SNAPSHOT_DEPTH = 10
 # most this many keywords or this long after the last store, whichever comes first.
 STORE_GROUP_SIZE = 100
 STORE_GROUP_SECONDS = 0.5
+# An offline model's rankings are all there at once: fewer, larger stores (each commit's
+# follow-up work, the metrics' marks and recompute, is paid per store), still bounded.
+OFFLINE_STORE_GROUP_SIZE = 500
 
 
 def snapshot_depth(*, evaluation: Evaluation) -> int:
@@ -305,9 +308,10 @@ def _keywords_fetch_offline(*, evaluation: Evaluation, keyword_ids: list[int]) -
     try:
         results = offline_results(model=evaluation.model, keywords=claimed,
                                   limit=snapshot_depth(evaluation=evaluation))
-        for start in range(0, len(results), STORE_GROUP_SIZE):
+        for start in range(0, len(results), OFFLINE_STORE_GROUP_SIZE):
             stored += len(keywords_fetch_store(
-                claimed_at=claimed_at, results=results[start:start + STORE_GROUP_SIZE]))
+                claimed_at=claimed_at,
+                results=results[start:start + OFFLINE_STORE_GROUP_SIZE]))
     finally:
         keyword_fetch_fail(keyword_ids=list(claimed), claimed_at=claimed_at,
                            error="the fetch task stopped before this keyword was stored")

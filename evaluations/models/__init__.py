@@ -1,6 +1,6 @@
 """The models of evaluations, one module per concern; Django finds them here.
 
-- `endpoints`: Endpoint, SearchModel, OfflineRun, OfflineRanking;
+- `endpoints`: Endpoint, SearchModel, OfflineRun, OfflineRanking, OfflineRunBlock;
 - `evaluations`: Evaluation, EvaluationMetric;
 - `keywords`: Keyword, Snapshot;
 - `query_sets`: KeywordSet (the pages' "query set"), QuerySetVersion, QuerySetKeyword;
@@ -9,7 +9,13 @@
 """
 
 from evaluations.models.demo import DemoProduct
-from evaluations.models.endpoints import Endpoint, OfflineRanking, OfflineRun, SearchModel
+from evaluations.models.endpoints import (
+    Endpoint,
+    OfflineRanking,
+    OfflineRun,
+    OfflineRunBlock,
+    SearchModel,
+)
 from evaluations.models.evaluations import Evaluation, EvaluationMetric
 from evaluations.models.keywords import Keyword, Snapshot
 from evaluations.models.query_sets import KeywordSet, QuerySetKeyword, QuerySetVersion
@@ -23,6 +29,7 @@ __all__ = [
     "KeywordSet",
     "OfflineRanking",
     "OfflineRun",
+    "OfflineRunBlock",
     "QuerySetKeyword",
     "QuerySetVersion",
     "SearchModel",

@@ -140,7 +140,8 @@ class OfflineRun(models.Model):
 
 class OfflineRanking(models.Model):
     """One keyword's ranking in a run: [{"doc_id", "name", "image", "fields"}, …] in rank
-    order (the snapshot's columns, ready to copy)."""
+    order (the snapshot's columns, ready to copy); "name", "image" and "fields" only when
+    not empty."""
 
     run = models.ForeignKey(OfflineRun, on_delete=models.CASCADE, related_name="rankings")
     keyword = models.CharField(max_length=1000)
@@ -154,3 +155,23 @@ class OfflineRanking(models.Model):
 
     def __str__(self) -> str:
         return self.keyword
+
+
+class OfflineRunBlock(models.Model):
+    """Consecutive lines of one topic in a TREC run file, while its upload is read (a
+    staging row): the blocks are streamed in, then read back topic by topic into
+    OfflineRankings and deleted, all in the upload's transaction, so none outlives it. A
+    TREC file need not group its topics, and this lets the database bring a topic's
+    blocks together instead of the upload holding every line."""
+
+    # No index: the blocks of one upload are read once, in one sorted scan.
+    run = models.ForeignKey(OfflineRun, on_delete=models.CASCADE, related_name="+",
+                            db_index=False)
+    keyword = models.CharField(max_length=1000)
+    line = models.PositiveIntegerField(help_text="The block's first line.")
+    # JSON text, [[line, doc id, rank], …]: written and read by the upload alone, as one
+    # value (a JSON column would parse and re-encode what nothing queries).
+    lines = models.TextField()
+
+    def __str__(self) -> str:
+        return f"{self.keyword} from line {self.line}"

@@ -11,18 +11,9 @@ from django.utils import timezone
 from evaluations.endpoints.mapper import Document
 from evaluations.fetching.search_requests import FetchResult
 from evaluations.models import Keyword, KeywordSet, OfflineRanking, OfflineRun, SearchModel
-from evaluations.offline_runs.parsing import (
-    RunDocument,
-    RunFileError,
-    parse_jsonl_run,
-    parse_topic_map,
-    parse_trec_run,
-)
-from searchtweak.bulk_insert import bulk_insert
+from evaluations.offline_runs import storing
+from evaluations.offline_runs.parsing import RunFileError, parse_topic_map
 from searchtweak.models import Team, User
-
-# Rankings written per statement group: bounds the rows built at once, not the run.
-INSERT_CHUNK = 2000
 
 
 @transaction.atomic
@@ -46,27 +37,19 @@ def query_set_topics(*, query_set: KeywordSet) -> dict[str, str]:
         start=1)}
 
 
-def offline_run_parse(*, run_format: str, lines: Iterable[bytes | str],
-                      topic_lines: Iterable[bytes | str] | None = None,
-                      topics: dict[str, str] | None = None) -> dict[str, list[RunDocument]]:
-    """The file's rankings keyed by Keyword.normalize; ValidationError({"file": "line N,
-    field: …"}) (or "topics") on the first problem. TREC topic ids come from `topic_lines`
-    (a mapping file), else `topics` (query_set_topics), else are the keywords."""
-    try:
-        if topic_lines is not None:
-            topics = parse_topic_map(topic_lines, normalize=Keyword.normalize)
-    except RunFileError as error:
-        raise ValidationError({"topics": str(error)}) from None
-    try:
-        if run_format == OfflineRun.Format.TREC:
-            return parse_trec_run(lines, topics=topics, normalize=Keyword.normalize)
-        if run_format == OfflineRun.Format.JSONL:
-            if topics is not None:
-                raise ValidationError({"topics": "A JSON Lines run names its keywords itself."})
-            return parse_jsonl_run(lines, normalize=Keyword.normalize)
-    except RunFileError as error:
-        raise ValidationError({"file": str(error)}) from None
-    raise ValidationError({"format": "Use trec or jsonl."})
+def _topics(*, topic_lines: Iterable[bytes | str] | None,
+            query_set: KeywordSet | None) -> dict[str, str] | None:
+    """TREC topic ids: from a mapping file, else a query set's keyword numbers, else none
+    (the ids are the keywords)."""
+    if topic_lines is not None:
+        if query_set is not None:
+            raise ValidationError({"query_set": "Give a topic mapping or a query set, "
+                                   "not both."})
+        try:
+            return parse_topic_map(topic_lines, normalize=Keyword.normalize)
+        except RunFileError as error:
+            raise ValidationError({"topics": str(error)}) from None
+    return query_set_topics(query_set=query_set) if query_set is not None else None
 
 
 @transaction.atomic
@@ -74,36 +57,38 @@ def offline_run_upload(*, model: SearchModel, uploaded_by: User | None, run_form
                        lines: Iterable[bytes | str], filename: str = "",
                        topic_lines: Iterable[bytes | str] | None = None,
                        query_set: KeywordSet | None = None) -> OfflineRun:
-    """Read a run file and make it the model's run, replacing the one before. The whole
-    file is read before anything is written, so a bad file stores nothing. `query_set`:
-    TREC topic ids are its keywords' numbers (query_set_topics)."""
+    """Read a run file and make it the model's run, replacing the one before. The file is
+    streamed into the database (storing), its memory bounded whatever its size; a bad
+    file raises ValidationError({"file": "line N, field: …"}) (or "topics") for its first
+    bad line, and the transaction's rollback leaves the previous run as it was.
+    `query_set`: TREC topic ids are its keywords' numbers (query_set_topics)."""
     if not model.is_offline:
         raise ValidationError({"model": "Runs are uploaded for offline models only; this one "
                                "queries an endpoint."})
     if model.archived_at is not None:
         raise ValidationError({"model": f"{model.name} is archived."})
-    topics = None
-    if query_set is not None:
-        if query_set.team_id != model.team_id:
-            raise ValidationError({"query_set": "No such query set in this team."})
-        if topic_lines is not None:
-            raise ValidationError({"query_set": "Give a topic mapping or a query set, "
-                                   "not both."})
-        topics = query_set_topics(query_set=query_set)
-    rankings = offline_run_parse(run_format=run_format, lines=lines, topic_lines=topic_lines,
-                                 topics=topics)
-    if not rankings:
-        raise ValidationError({"file": "The file holds no ranking."})
+    if query_set is not None and query_set.team_id != model.team_id:
+        raise ValidationError({"query_set": "No such query set in this team."})
+    if run_format not in OfflineRun.Format.values:
+        raise ValidationError({"format": "Use trec or jsonl."})
+    if run_format == OfflineRun.Format.JSONL and (topic_lines is not None
+                                                  or query_set is not None):
+        raise ValidationError({"topics": "A JSON Lines run names its keywords itself."})
+    topics = _topics(topic_lines=topic_lines, query_set=query_set)
     OfflineRun.objects.filter(model=model).delete()
-    run = OfflineRun.objects.create(
-        model=model, format=run_format, filename=filename[:255], uploaded_by=uploaded_by,
-        keyword_count=len(rankings),
-        result_count=sum(len(documents) for documents in rankings.values()))
-    items = list(rankings.items())
-    for start in range(0, len(items), INSERT_CHUNK):
-        bulk_insert([OfflineRanking(run=run, keyword=keyword, documents=[
-            {"doc_id": d.doc_id, "name": d.name, "image": d.image, "fields": d.fields}
-            for d in documents]) for keyword, documents in items[start:start + INSERT_CHUNK]])
+    run = OfflineRun.objects.create(model=model, format=run_format, filename=filename[:255],
+                                    uploaded_by=uploaded_by)
+    try:
+        if run_format == OfflineRun.Format.TREC:
+            counts = storing.trec_run_store(run=run, lines=lines, topics=topics)
+        else:
+            counts = storing.jsonl_run_store(run=run, lines=lines)
+    except RunFileError as error:
+        raise ValidationError({"file": str(error)}) from None
+    if not counts[0]:
+        raise ValidationError({"file": "The file holds no ranking."})
+    run.keyword_count, run.result_count = counts
+    run.save(update_fields=["keyword_count", "result_count"])
     return run
 
 
@@ -130,7 +115,8 @@ def offline_results(*, model: SearchModel, keywords: dict[int, str],
     ranked = dict(OfflineRanking.objects.filter(
         run__model=model, keyword__in=set(wanted.values())).values_list("keyword", "documents"))
     return [(keyword_id, FetchResult(documents=[
-        Document(doc_id=d["doc_id"], name=d["name"], image=d["image"], fields=d["fields"])
+        Document(doc_id=d["doc_id"], name=d.get("name", ""), image=d.get("image", ""),
+                 fields=d.get("fields", {}))
         for d in ranked.get(normalized, [])[:limit]]))
         for keyword_id, normalized in wanted.items()]
 
