@@ -50,12 +50,26 @@ def _virtual_tables() -> list[str]:
         return [name for (name,) in cursor.fetchall()]
 
 
+def _written_columns(cursor, table: str) -> list[str]:
+    """The columns an INSERT may name; empty for "all of them". PostgreSQL refuses a value
+    for a generated column (the demo catalog's stored text vectors: evaluations migration
+    0020), which it computes again from the copied row."""
+    if connection.vendor != "postgresql":
+        return []
+    cursor.execute("SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                   "AND table_schema = current_schema() AND is_generated = 'NEVER' "
+                   "ORDER BY ordinal_position", [table])
+    return [name for (name,) in cursor.fetchall()]
+
+
 def _read(tables: list[str], virtual: list[str]) -> list[TableRows]:
     copied = []
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         for table in tables:
-            cursor.execute(f"SELECT * FROM {quote(table)}")
+            columns = _written_columns(cursor, table)
+            cursor.execute(f"SELECT {', '.join(map(quote, columns))} FROM {quote(table)}"
+                           if columns else f"SELECT * FROM {quote(table)}")
             rows = cursor.fetchall()
             if rows:
                 copied.append(TableRows(table, tuple(col[0] for col in cursor.description),
