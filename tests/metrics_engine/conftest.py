@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-# ranx compiles numba kernels on first use; a cache inside the repo makes later runs fast.
-os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".cache" / "numba"))
+# ranx's kernels are Python functions under numba's decorator. The cross-check feeds them
+# 60 keywords, which they compute as plain Python in well under a second, the same values;
+# compiling them cost 61 s of CPU in every fresh checkout (CI's) and ~6 s a test process
+# after. Set before ranx (and so numba) is first imported: only test_crosscheck imports it.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 # The worked cases of docs/METRICS.md, kept in the repo so a clone stands alone.
 PUBLIC_CASES = Path(__file__).resolve().parent / "cases" / "public.jsonl"

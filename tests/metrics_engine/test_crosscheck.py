@@ -81,9 +81,6 @@ def trec_scores(qrels, run, measure, key):
         ("ndcg", {"ideal": "pool", "gain": "exponential"}, "ndcg_burges@10", "pooled"),
     ],
 )
-@pytest.mark.slow_reason("ranx loads (first run: compiles) its numba kernels per metric")
-# In one test process: each process that runs one of these pays ranx's load (~6 s).
-@pytest.mark.xdist_group("ranx")
 def test_it_agrees_with_ranx(judged_runs, metric, params, ranx_metric, qrels_kind):
     _, _, retrieved, pooled, run = judged_runs
     qrels = retrieved if qrels_kind == "retrieved" else pooled
