@@ -65,29 +65,36 @@ def _windowed(rows: QuerySet, start_on: date | None, end_on: date | None) -> Que
     return rows
 
 
+KEYWORD_CHUNK = 500
+"""Keywords per IN list: SQLite refuses a statement with more bound variables than its
+limit, and an evaluation may have 100,000 keywords."""
+
+
 def keyword_behaviours(*, source: BehaviourSource, keywords: list[str],
                        start_on: date | None = None, end_on: date | None = None
                        ) -> dict[str, KeywordBehaviour]:
     """{normalised keyword: its behaviour summed over the window}, for those it has."""
     by_position: dict[str, dict[int, tuple]] = defaultdict(dict)
-    counts = _windowed(BehaviourCount.objects.filter(source=source, keyword__in=keywords),
-                       start_on, end_on)
-    for row in counts.values("keyword", "position").annotate(
-            shown=Sum("impressions"), clicked=Sum("clicks"), dwell_sum=Sum("dwell_seconds_sum"),
-            dwell_count=Sum("dwell_count")).order_by():
-        by_position[row["keyword"]][row["position"]] = (
-            row["shown"], row["clicked"], row["dwell_sum"], row["dwell_count"])
     searches: dict[str, int] = defaultdict(int)
     firsts: dict[str, list[int]] = defaultdict(list)
-    found = _windowed(BehaviourSearches.objects.filter(source=source, keyword__in=keywords),
-                      start_on, end_on)
-    for keyword, search_count, first_clicks in found.values_list(
-            "keyword", "search_count", "first_clicks"):
-        searches[keyword] += search_count
-        total = firsts[keyword]
-        total.extend([0] * (len(first_clicks) - len(total)))
-        for index, count in enumerate(first_clicks):
-            total[index] += count
+    for start in range(0, len(keywords), KEYWORD_CHUNK):
+        chunk = keywords[start:start + KEYWORD_CHUNK]
+        counts = _windowed(BehaviourCount.objects.filter(source=source, keyword__in=chunk),
+                           start_on, end_on)
+        for row in counts.values("keyword", "position").annotate(
+                shown=Sum("impressions"), clicked=Sum("clicks"),
+                dwell_sum=Sum("dwell_seconds_sum"), dwell_count=Sum("dwell_count")).order_by():
+            by_position[row["keyword"]][row["position"]] = (
+                row["shown"], row["clicked"], row["dwell_sum"], row["dwell_count"])
+        found = _windowed(BehaviourSearches.objects.filter(source=source, keyword__in=chunk),
+                          start_on, end_on)
+        for keyword, search_count, first_clicks in found.values_list(
+                "keyword", "search_count", "first_clicks"):
+            searches[keyword] += search_count
+            total = firsts[keyword]
+            total.extend([0] * (len(first_clicks) - len(total)))
+            for index, count in enumerate(first_clicks):
+                total[index] += count
     behaviours = {}
     for keyword, positions in by_position.items():
         depth = max(max(positions), len(firsts[keyword]))
@@ -120,7 +127,8 @@ def evaluation_online_metrics(*, evaluation: Evaluation, source: BehaviourSource
                               k: int = 10, start_on: date | None = None,
                               end_on: date | None = None) -> EvaluationOnline:
     """The online metrics of each of the evaluation's keywords, of them all, and of each
-    tag's keywords (a segment), from the source's sums in the window. Two queries."""
+    tag's keywords (a segment), from the source's sums in the window: three queries
+    per KEYWORD_CHUNK keywords."""
     keywords = list(evaluation.keywords.order_by("position").values_list(
         "id", "text", "normalized_text", "tags"))
     behaviours = keyword_behaviours(source=source, keywords=[kw[2] for kw in keywords],

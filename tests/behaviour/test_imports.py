@@ -259,3 +259,24 @@ def test_sums_are_stored_in_batches_all_the_same(personas, monkeypatch):
     monkeypatch.setattr(services, "BATCH_SIZE", 2)
     source = import_ubi(personas)
     assert BehaviourCount.objects.filter(source=source).count() == 8
+
+
+def test_keywords_are_read_in_chunks_all_the_same(personas, monkeypatch):
+    from behaviour import selectors
+
+    monkeypatch.setattr(selectors, "KEYWORD_CHUNK", 1)
+    source = import_ubi(personas)
+    found = evaluation_online_metrics(evaluation=evaluation_with_keywords(personas),
+                                      source=source, k=2)
+    assert [row.metrics.searches if row.metrics else None for row in found.keywords] == [
+        2, 1, None]
+    assert found.overall.mean_first_click_rr == 0.375
+
+
+def test_an_evaluations_online_metrics_take_three_queries(personas,
+                                                           django_assert_num_queries):
+    source = import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)
+    # The keywords, their counts per position, their searches.
+    with django_assert_num_queries(3):
+        evaluation_online_metrics(evaluation=evaluation, source=source)
