@@ -28,11 +28,13 @@ OUTPUT = ROOT / "docs" / "architecture.svg"
 PARTS: list[tuple[str, str, str]] = [
     ("schedules", "schedules/", "watches: timing, firing, streak, a run's judges and verdict"),
     ("guide", "guide/", "the user guide at /help/, from docs/guide (imports no app)"),
+    ("behaviour", "behaviour/", "what users do: behaviour imports, online metrics"),
     ("judges", "judges/", "LLM judges: runs, calls, calibration, counts"),
     ("judges.core", "judges/core/", "providers, sending, prompts, answers (no Django)"),
     ("metrics", "metrics/", "recompute pipeline, reports: dashboards, compare, verdicts"),
     ("judgments", "judgments/", "scales, slots and grades, queue, pool, import/export"),
     ("evaluations", "evaluations/", "endpoints, fetching, query sets, evaluations, lifecycle"),
+    ("behaviour.core", "behaviour/core/", "click models, online metrics, simulator (no Django)"),
     ("metrics_engine", "metrics_engine/", "every formula, aggregation, bounds (no Django)"),
     ("notifications", "notifications/", "in-app notifications, mail, webhooks and deliveries"),
     ("searchtweak", "searchtweak/", "settings, teams and access, outbound policy, SQL helpers"),

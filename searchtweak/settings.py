@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "metrics",
     "judges",
     "schedules",
+    "behaviour",
     "guide",
 ]
 

@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/v1/", include("metrics.api_urls")),
     path("api/v1/", include("judges.api_urls")),
     path("api/v1/", include("schedules.api_urls")),
+    path("api/v1/", include("behaviour.api_urls")),
     path("", views.home, name="home"),
     path("login/", form_page(auth_views.LoginView.as_view(
         redirect_authenticated_user=True, authentication_form=forms.LoginForm)),

@@ -81,7 +81,13 @@ def world(personas):
     # Paused: the resume route (which takes a JSON body) has something to act on.
     run = run_of(judge, evaluation, mode=JudgeRun.Mode.SHADOW)
     JudgeRun.objects.filter(pk=run.pk).update(status=JudgeRun.Status.PAUSED)
+    from behaviour.services import behaviour_source_import_csv
+
+    source = behaviour_source_import_csv(
+        team=personas.team, user=None, name="Counts",
+        lines=["keyword,doc_id,position,impressions,clicks", "boots,d1,1,10,2"])
     return {
+        "source_id": source.pk,
         "query_set_id": query_set.pk, "number": 1, "webhook_id": webhook.pk,
         "schedule_id": schedule.pk, "run_id": run.pk,
         "team_id": personas.team.pk, "endpoint_id": endpoint.pk, "model_id": model.pk,

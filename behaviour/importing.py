@@ -1,0 +1,392 @@
+"""Reading behaviour files: UBI query and event logs (NDJSON) and a plain CSV of
+per-position counts, into the sums a BehaviourSource keeps. No database writes here:
+services.py stores what these return, after every line has been read and found good.
+
+Memory stays bounded whatever the log's size. A UBI log is staged line by line in a
+throw-away SQLite file (one row per query, and per result shown or clicked) and summed
+there with GROUP BY; Python holds one batch of lines at a time. A CSV is summed in a dict
+keyed by (keyword, document, position), as large as what is stored.
+
+**UBI** (User Behavior Insights 1.x, o19s/ubi's schema, as OpenSearch's UBI plugin writes
+its `ubi_queries` and `ubi_events` indices), one JSON object a line:
+- a query: `query_id`, `user_query` (the keyword), `timestamp` (ISO 8601; without a zone
+  it is read as UTC), `query_response_hit_ids` (the results shown, in order) and
+  `client_id` (optional here, as in the schema).
+- an event: `action_name`, `query_id`, `timestamp`, and for the actions read here
+  `event_attributes.object.object_id` and `event_attributes.position.ordinal` (from 1).
+  `click` and `click_through` are clicks, `impression` an impression; other actions
+  (`add_to_cart`, `purchase`, ...) are counted and left out of the sums. A click's dwell
+  time, where given, is `event_attributes.dwell_time` in seconds (UBI names no field for
+  it; this is the one read).
+A result is shown in a search at a position when the query's hit ids list it there, or an
+impression or click event names it there; it is clicked once however many click events
+name it (so clicks ≤ impressions, as click models need), its dwell the longest given.
+
+**CSV**: a header `keyword,doc_id,position,impressions,clicks[,dwell_seconds]`;
+`dwell_seconds` is the mean dwell time of the row's clicks. Rows repeating a (keyword,
+doc_id, position) add up.
+
+A bad line is named (file, line number, field, why) and counted; the first
+MAX_NAMED_ERRORS are named, all are counted, and a file with any stores nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from evaluations.models.keywords import Keyword
+
+MAX_NAMED_ERRORS = 20
+TEXT_LIMIT = 500
+CLICK_ACTIONS = frozenset({"click", "click_through"})
+IMPRESSION_ACTIONS = frozenset({"impression"})
+BATCH_LINES = 10_000
+CSV_FIELDS = ("keyword", "doc_id", "position", "impressions", "clicks")
+
+
+@dataclass
+class LineErrors:
+    """Bad lines of one file: the first few named, all counted."""
+
+    file: str
+    named: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, line: int, field_name: str, why: str) -> None:
+        self.count += 1
+        if len(self.named) < MAX_NAMED_ERRORS:
+            self.named.append(f"{self.file} line {line}, {field_name}: {why}")
+
+    def messages(self) -> list[str]:
+        if not self.count:
+            return []
+        more = self.count - len(self.named)
+        tail = [f"... and {more} more bad line{'s' if more != 1 else ''}"] if more else []
+        return [*self.named, *tail,
+                f"{self.count} bad line{'s' if self.count != 1 else ''} in the {self.file}; "
+                "nothing was stored."]
+
+
+class BadLine(Exception):
+    def __init__(self, field_name: str, why: str):
+        super().__init__(why)
+        self.field_name, self.why = field_name, why
+
+
+@dataclass(frozen=True)
+class CountRow:
+    keyword: str
+    doc_id: str
+    position: int
+    day: date | None
+    impressions: int
+    clicks: int
+    dwell_seconds_sum: float
+    dwell_count: int
+
+
+@dataclass(frozen=True)
+class SearchesRow:
+    keyword: str
+    day: date | None
+    search_count: int
+    first_clicks: list[int]
+
+
+@dataclass
+class Summary:
+    search_count: int = 0
+    event_count: int = 0
+    window_start_at: datetime | None = None
+    window_end_at: datetime | None = None
+
+
+def _text_lines(lines: Iterable[bytes | str], file: str, errors: LineErrors
+                ) -> Iterator[tuple[int, str]]:
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                errors.add(number, "line", "not UTF-8")
+                continue
+        yield number, raw
+
+
+def _keyword(value: object, field_name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise BadLine(field_name, "a non-empty string is needed")
+    normalized = Keyword.normalize(value)
+    if len(normalized) > TEXT_LIMIT:
+        raise BadLine(field_name, f"longer than {TEXT_LIMIT} characters")
+    return normalized
+
+
+def _identifier(value: object, field_name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise BadLine(field_name, "a string or an integer is needed")
+    text = str(value).strip()
+    if not text or len(text) > TEXT_LIMIT:
+        raise BadLine(field_name, f"empty or longer than {TEXT_LIMIT} characters")
+    return text
+
+
+def _timestamp(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise BadLine("timestamp", "an ISO 8601 date-time string is needed")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadLine("timestamp", f"{value[:40]!r} is not an ISO 8601 date-time") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _position(value: object, field_name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadLine(field_name, "a whole number from 1 is needed")
+    return value
+
+
+def _json_object(text: str) -> dict:
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BadLine("line", f"not JSON ({error.msg})") from None
+    if not isinstance(found, dict):
+        raise BadLine("line", "not a JSON object")
+    return found
+
+
+class UbiLog:
+    """A UBI log staged in a throw-away SQLite file; use as a context manager."""
+
+    def __init__(self) -> None:
+        self._directory = tempfile.TemporaryDirectory(prefix="behaviour-")
+        self.db = sqlite3.connect(Path(self._directory.name) / "stage.sqlite3")
+        self.db.executescript("""
+            PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32000;
+            PRAGMA temp_store = FILE;
+            CREATE TABLE query (query_id TEXT PRIMARY KEY, keyword TEXT NOT NULL,
+                                day TEXT NOT NULL, line INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE seen (query_id TEXT NOT NULL, object_id TEXT NOT NULL,
+                               position INTEGER NOT NULL, clicked INTEGER NOT NULL,
+                               dwell REAL, line INTEGER);
+        """)
+        self.summary = Summary()
+
+    def __enter__(self) -> UbiLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
+        self._directory.cleanup()
+
+    def _widen(self, moment: datetime) -> None:
+        summary = self.summary
+        if summary.window_start_at is None or moment < summary.window_start_at:
+            summary.window_start_at = moment
+        if summary.window_end_at is None or moment > summary.window_end_at:
+            summary.window_end_at = moment
+
+    def read_queries(self, lines: Iterable[bytes | str]) -> LineErrors:
+        errors = LineErrors("queries")
+        shown: list[tuple] = []
+        for number, text in _text_lines(lines, "queries", errors):
+            if not text.strip():
+                continue
+            try:
+                found = _json_object(text)
+                query_id = _identifier(found.get("query_id"), "query_id")
+                keyword = _keyword(found.get("user_query"), "user_query")
+                moment = _timestamp(found.get("timestamp"))
+                hits = found.get("query_response_hit_ids") or []
+                if not isinstance(hits, list):
+                    raise BadLine("query_response_hit_ids", "a list of ids is needed")
+                hit_ids = [_identifier(hit, "query_response_hit_ids") for hit in hits]
+            except BadLine as bad:
+                errors.add(number, bad.field_name, bad.why)
+                continue
+            try:
+                self.db.execute("INSERT INTO query VALUES (?, ?, ?, ?)",
+                                (query_id, keyword, moment.date().isoformat(), number))
+            except sqlite3.IntegrityError:
+                first = self.db.execute("SELECT line FROM query WHERE query_id = ?",
+                                        (query_id,)).fetchone()[0]
+                errors.add(number, "query_id", f"{query_id!r} is on line {first} already")
+                continue
+            self.summary.search_count += 1
+            self._widen(moment)
+            shown.extend((query_id, hit, index, 0, None, None)
+                         for index, hit in enumerate(hit_ids, start=1))
+            if len(shown) >= BATCH_LINES:
+                self._stage(shown)
+        self._stage(shown)
+        return errors
+
+    def _stage(self, rows: list[tuple]) -> None:
+        self.db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, ?)", rows)
+        rows.clear()
+
+    def read_events(self, lines: Iterable[bytes | str]) -> LineErrors:
+        errors = LineErrors("events")
+        staged: list[tuple] = []
+        for number, text in _text_lines(lines, "events", errors):
+            if not text.strip():
+                continue
+            try:
+                row = self._event_row(_json_object(text), number)
+            except BadLine as bad:
+                errors.add(number, bad.field_name, bad.why)
+                continue
+            self.summary.event_count += 1
+            if row is not None:
+                staged.append(row)
+            if len(staged) >= BATCH_LINES:
+                self._stage(staged)
+        self._stage(staged)
+        # Events of searches the queries file lacks: named by their own lines.
+        orphans = self.db.execute(
+            "SELECT line, query_id FROM seen WHERE line IS NOT NULL AND query_id NOT IN "
+            "(SELECT query_id FROM query) ORDER BY line")
+        for line, query_id in orphans:
+            errors.add(line, "query_id", f"{query_id!r} is not among the queries")
+        return errors
+
+    def _event_row(self, found: dict, number: int) -> tuple | None:
+        action = found.get("action_name")
+        if not isinstance(action, str) or not action.strip():
+            raise BadLine("action_name", "a non-empty string is needed")
+        _timestamp(found.get("timestamp"))
+        if action not in CLICK_ACTIONS and action not in IMPRESSION_ACTIONS:
+            return None
+        query_id = _identifier(found.get("query_id"), "query_id")
+        attributes = found.get("event_attributes")
+        if not isinstance(attributes, dict):
+            raise BadLine("event_attributes", "an object is needed")
+        thing = attributes.get("object")
+        if not isinstance(thing, dict):
+            raise BadLine("event_attributes.object", "an object is needed")
+        object_id = _identifier(thing.get("object_id"), "event_attributes.object.object_id")
+        where = attributes.get("position")
+        if not isinstance(where, dict):
+            raise BadLine("event_attributes.position", "an object with an ordinal is needed")
+        position = _position(where.get("ordinal"), "event_attributes.position.ordinal")
+        dwell = attributes.get("dwell_time")
+        if dwell is not None and (isinstance(dwell, bool) or not isinstance(dwell, int | float)
+                                  or not math.isfinite(dwell) or dwell < 0):
+            raise BadLine("event_attributes.dwell_time", "seconds, a number from 0, needed")
+        clicked = action in CLICK_ACTIONS
+        return (query_id, object_id, position, int(clicked),
+                float(dwell) if clicked and dwell is not None else None, number)
+
+    def count_rows(self) -> Iterator[CountRow]:
+        rows = self.db.execute("""
+            WITH result AS (
+                SELECT query_id, object_id, position, max(clicked) AS clicked,
+                       max(dwell) AS dwell
+                FROM seen GROUP BY query_id, object_id, position)
+            SELECT q.keyword, r.object_id, r.position, q.day, count(*), sum(r.clicked),
+                   total(CASE WHEN r.clicked = 1 THEN r.dwell END),
+                   count(CASE WHEN r.clicked = 1 THEN r.dwell END)
+            FROM result r JOIN query q ON q.query_id = r.query_id
+            GROUP BY q.keyword, r.object_id, r.position, q.day""")
+        for keyword, doc_id, position, day, shown, clicks, dwell_sum, dwell_count in rows:
+            yield CountRow(keyword, doc_id, position, date.fromisoformat(day), shown, clicks,
+                           dwell_sum, dwell_count)
+
+    def searches_rows(self) -> Iterator[SearchesRow]:
+        firsts: dict[tuple[str, str], list[int]] = {}
+        for keyword, day, position, count in self.db.execute("""
+                SELECT q.keyword, q.day, f.position, count(*)
+                FROM (SELECT query_id, min(position) AS position FROM seen WHERE clicked = 1
+                      GROUP BY query_id) f JOIN query q ON q.query_id = f.query_id
+                GROUP BY q.keyword, q.day, f.position"""):
+            counts = firsts.setdefault((keyword, day), [])
+            counts.extend([0] * (position - len(counts)))
+            counts[position - 1] = count
+        for keyword, day, count in self.db.execute(
+                "SELECT keyword, day, count(*) FROM query GROUP BY keyword, day"):
+            yield SearchesRow(keyword, date.fromisoformat(day), count,
+                              firsts.get((keyword, day), []))
+
+
+def read_csv(lines: Iterable[bytes | str]) -> tuple[dict[tuple[str, str, int], list],
+                                                    Summary, LineErrors]:
+    """{(keyword, doc_id, position): [impressions, clicks, dwell sum, dwell count]}."""
+    errors = LineErrors("CSV")
+    sums: dict[tuple[str, str, int], list] = {}
+    summary = Summary()
+    numbered = _text_lines(lines, "CSV", errors)
+    header: list[str] | None = None
+    for row in _csv_rows(numbered):
+        number, cells = row
+        if header is None:
+            header = [cell.strip().lower() for cell in cells]
+            if tuple(header[:5]) != CSV_FIELDS or header[5:] not in ([], ["dwell_seconds"]):
+                errors.add(number, "header",
+                           "expected keyword,doc_id,position,impressions,clicks"
+                           "[,dwell_seconds]")
+                return sums, summary, errors
+            continue
+        if not any(cell.strip() for cell in cells):
+            continue
+        try:
+            key, counts = _csv_counts(cells, header)
+        except BadLine as bad:
+            errors.add(number, bad.field_name, bad.why)
+            continue
+        summary.event_count += 1
+        found = sums.setdefault(key, [0, 0, 0.0, 0])
+        for index, value in enumerate(counts):
+            found[index] += value
+    if header is None:
+        errors.add(1, "header", "the file is empty")
+    return sums, summary, errors
+
+
+def _csv_rows(numbered: Iterator[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
+    # One physical line a row: a keyword or document id with a newline has no place here.
+    for number, text in numbered:
+        yield number, next(csv.reader([text.rstrip("\r\n")]), [])
+
+
+def _count(value: str, field_name: str) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise BadLine(field_name, f"{value.strip()[:40]!r} is not a whole number") from None
+    if number < 0:
+        raise BadLine(field_name, "cannot be negative")
+    return number
+
+
+def _csv_counts(cells: list[str], header: list[str]) -> tuple[tuple[str, str, int], list]:
+    if len(cells) != len(header):
+        raise BadLine("line", f"{len(cells)} fields where the header has {len(header)}")
+    keyword = _keyword(cells[0], "keyword")
+    doc_id = _identifier(cells[1], "doc_id")
+    position = _count(cells[2], "position")
+    if position < 1:
+        raise BadLine("position", "positions count from 1")
+    impressions, clicks = _count(cells[3], "impressions"), _count(cells[4], "clicks")
+    if clicks > impressions:
+        raise BadLine("clicks", "more clicks than impressions")
+    dwell_sum, dwell_count = 0.0, 0
+    if len(header) == 6 and cells[5].strip():
+        try:
+            dwell = float(cells[5])
+        except ValueError:
+            raise BadLine("dwell_seconds", f"{cells[5].strip()[:40]!r} is not a number") \
+                from None
+        if not math.isfinite(dwell) or dwell < 0:
+            raise BadLine("dwell_seconds", "seconds, a number from 0, needed")
+        dwell_sum, dwell_count = dwell * clicks, clicks
+    return (keyword, doc_id, position), [impressions, clicks, dwell_sum, dwell_count]

@@ -1,0 +1,108 @@
+"""A team's behaviour data: where it came from, its time window, and its counts summed per
+(keyword, document, position, day) and per (keyword, day). The raw events are read once,
+by the importers, and not kept (docs/decisions/0020)."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+from searchtweak.models import Team, User
+
+
+class BehaviourSourceQuerySet(models.QuerySet):
+    def visible_to(self, user: User) -> "BehaviourSourceQuerySet":
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(team__memberships__user=user)
+
+
+class BehaviourSource(models.Model):
+    """One import of a team's behaviour: UBI query and event logs, or a plain CSV of
+    per-position counts. Never changed after its import; a new log is a new source."""
+
+    class Kind(models.TextChoices):
+        UBI = "ubi", "UBI queries and events"
+        CSV = "csv", "CSV of per-position counts"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="behaviour_sources")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # The window the data covers: the first and last search of a UBI log; what the
+    # importer says for a CSV (which has no timestamps), or nothing.
+    window_start_at = models.DateTimeField(null=True, blank=True)
+    window_end_at = models.DateTimeField(null=True, blank=True)
+    search_count = models.PositiveBigIntegerField(default=0)
+    """Searches read (UBI queries); 0 for a CSV, which counts no searches."""
+    event_count = models.PositiveBigIntegerField(default=0)
+    """Lines of events read (UBI) or of counts (CSV), every action counted."""
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = BehaviourSourceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(window_start_at__isnull=True) | Q(window_end_at__isnull=True)
+                | Q(window_start_at__lte=F("window_end_at")),
+                name="behaviour_source_window_ordered"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class BehaviourCount(models.Model):
+    """How often a document was shown and clicked at a position for a keyword, on a day
+    (a CSV's rows have no day). Clicks count once per search, so clicks ≤ impressions."""
+
+    source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
+                               related_name="counts")
+    keyword = models.CharField(max_length=500)
+    """The keyword's normalised text (evaluations.models.Keyword.normalize)."""
+    doc_id = models.CharField(max_length=500)
+    position = models.PositiveIntegerField()
+    day = models.DateField(null=True, blank=True)
+    impressions = models.PositiveBigIntegerField()
+    clicks = models.PositiveBigIntegerField()
+    dwell_seconds_sum = models.FloatField(default=0.0)
+    dwell_count = models.PositiveBigIntegerField(default=0)
+    """Clicks whose dwell time is known (the sum is over these)."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "keyword", "doc_id", "position", "day"],
+                                    name="behaviour_count_unique"),
+            models.CheckConstraint(condition=Q(clicks__lte=F("impressions")),
+                                   name="behaviour_count_clicks_shown"),
+            models.CheckConstraint(condition=Q(position__gte=1),
+                                   name="behaviour_count_position_from_one"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.keyword} / {self.doc_id} @ {self.position}"
+
+
+class BehaviourSearches(models.Model):
+    """A keyword's searches on a day and where each first click fell: what first-click RR
+    and abandonment need, which per-position counts cannot say. UBI sources only."""
+
+    source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
+                               related_name="searches")
+    keyword = models.CharField(max_length=500)
+    day = models.DateField(null=True, blank=True)
+    search_count = models.PositiveBigIntegerField()
+    first_clicks = models.JSONField(default=list)
+    """[searches whose first click was at position 1, at 2, ...]."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "keyword", "day"],
+                                    name="behaviour_searches_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.keyword}: {self.search_count} searches"

@@ -1,0 +1,99 @@
+"""Writes of behaviour data: a source imported whole or not at all.
+
+Every line is read and checked first (behaviour.importing); a file with a bad line raises
+ValidationError naming the lines and how many, before any row is written. Only then, in
+one transaction, the source and its sums are stored, in batches drawn from the staged
+sums, so neither Python nor one statement holds them all.
+"""
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from itertools import islice
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from behaviour.importing import CountRow, SearchesRow, UbiLog, read_csv
+from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource
+from searchtweak.models import Team, User
+
+BATCH_SIZE = 5000
+Lines = Iterable[bytes | str]
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name:
+        raise ValidationError({"name": "A behaviour source needs a name."})
+    if len(name) > BehaviourSource._meta.get_field("name").max_length:
+        raise ValidationError({"name": "At most 200 characters."})
+    return name
+
+
+def _batches(rows: Iterator) -> Iterator[list]:
+    while batch := list(islice(rows, BATCH_SIZE)):
+        yield batch
+
+
+def _store_counts(source: BehaviourSource, rows: Iterable[CountRow]) -> None:
+    for batch in _batches(iter(rows)):
+        BehaviourCount.objects.bulk_create(
+            BehaviourCount(source=source, keyword=r.keyword, doc_id=r.doc_id,
+                           position=r.position, day=r.day, impressions=r.impressions,
+                           clicks=r.clicks, dwell_seconds_sum=r.dwell_seconds_sum,
+                           dwell_count=r.dwell_count) for r in batch)
+
+
+def _store_searches(source: BehaviourSource, rows: Iterable[SearchesRow]) -> None:
+    for batch in _batches(iter(rows)):
+        BehaviourSearches.objects.bulk_create(
+            BehaviourSearches(source=source, keyword=r.keyword, day=r.day,
+                              search_count=r.search_count, first_clicks=r.first_clicks)
+            for r in batch)
+
+
+def behaviour_source_import_ubi(*, team: Team, user: User | None, name: str,
+                                queries: Lines, events: Lines) -> BehaviourSource:
+    """A UBI log (queries and events, NDJSON) as a new source of the team."""
+    name = _clean_name(name)
+    with UbiLog() as log:
+        query_errors = log.read_queries(queries)
+        if query_errors.count:
+            # The events are not read: which of them are orphans depends on the queries.
+            raise ValidationError({"queries": query_errors.messages()})
+        event_errors = log.read_events(events)
+        if event_errors.count:
+            raise ValidationError({"events": event_errors.messages()})
+        summary = log.summary
+        with transaction.atomic():
+            source = BehaviourSource.objects.create(
+                team=team, name=name, kind=BehaviourSource.Kind.UBI, created_by=user,
+                window_start_at=summary.window_start_at, window_end_at=summary.window_end_at,
+                search_count=summary.search_count, event_count=summary.event_count)
+            _store_counts(source, log.count_rows())
+            _store_searches(source, log.searches_rows())
+    return source
+
+
+def behaviour_source_import_csv(*, team: Team, user: User | None, name: str, lines: Lines,
+                                window_start_at: datetime | None = None,
+                                window_end_at: datetime | None = None) -> BehaviourSource:
+    """A CSV of per-position counts as a new source; its window is what the caller says
+    (the file has no timestamps)."""
+    name = _clean_name(name)
+    if window_start_at and window_end_at and window_start_at > window_end_at:
+        raise ValidationError({"window_end_at": "The window ends before it starts."})
+    sums, summary, errors = read_csv(lines)
+    if errors.count:
+        raise ValidationError({"file": errors.messages()})
+    rows = (CountRow(keyword, doc_id, position, None, impressions, clicks, dwell_sum,
+                     dwell_count)
+            for (keyword, doc_id, position), (impressions, clicks, dwell_sum, dwell_count)
+            in sums.items())
+    with transaction.atomic():
+        source = BehaviourSource.objects.create(
+            team=team, name=name, kind=BehaviourSource.Kind.CSV, created_by=user,
+            window_start_at=window_start_at, window_end_at=window_end_at,
+            event_count=summary.event_count)
+        _store_counts(source, rows)
+    return source

@@ -1,0 +1,83 @@
+"""The UBI reader's sums against a plain-Python oracle of the rules in
+behaviour/importing.py, on random small logs (no database: the reader stages in SQLite)."""
+
+import json
+from collections import defaultdict
+from datetime import date
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from behaviour.importing import UbiLog
+from tests.property_depth import examples
+
+DOCS = ["A", "B", "C", "D"]
+KEYWORDS = ["boots", "Red Shoes"]
+
+QUERY = st.tuples(st.sampled_from(KEYWORDS), st.integers(1, 2),
+                  st.lists(st.sampled_from(DOCS), max_size=3, unique=True))
+EVENT = st.tuples(st.sampled_from(["click", "click_through", "impression", "purchase"]),
+                  st.integers(0, 5), st.sampled_from(DOCS), st.integers(1, 4),
+                  st.one_of(st.none(), st.integers(0, 100)))
+
+
+def oracle(queries, events):
+    shown = defaultdict(dict)  # query index -> {(doc, position): [clicked, dwell]}
+    for index, (_keyword, _day, hits) in enumerate(queries):
+        for position, doc in enumerate(hits, start=1):
+            shown[index][(doc, position)] = [0, None]
+    for action, index, doc, position, dwell in events:
+        if action == "purchase":
+            continue
+        result = shown[index].setdefault((doc, position), [0, None])
+        if action != "impression":
+            result[0] = 1
+            if dwell is not None:
+                result[1] = dwell if result[1] is None else max(result[1], dwell)
+    sums = defaultdict(lambda: [0, 0, 0.0, 0])
+    searches = defaultdict(lambda: [0, defaultdict(int)])
+    for index, (keyword, day, _hits) in enumerate(queries):
+        key = (keyword.casefold(), date(2026, 11, day))
+        searches[key][0] += 1
+        clicked = [position for (_doc, position), (c, _d) in shown[index].items() if c]
+        if clicked:
+            searches[key][1][min(clicked)] += 1
+        for (doc, position), (c, dwell) in shown[index].items():
+            row = sums[(key[0], doc, position, key[1])]
+            row[0] += 1
+            row[1] += c
+            if c and dwell is not None:
+                row[2] += dwell
+                row[3] += 1
+    return ({k: tuple(v) for k, v in sums.items()},
+            {k: (n, {p: c for p, c in firsts.items()}) for k, (n, firsts) in searches.items()})
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(QUERY, min_size=1, max_size=6), st.lists(EVENT, max_size=15))
+def test_the_sums_follow_the_rules_line_for_line(queries, events):
+    events = [e for e in events if e[1] < len(queries)]
+    query_lines = [json.dumps({"query_id": f"q{i}", "user_query": keyword,
+                               "timestamp": f"2026-11-0{day}T12:00:00Z",
+                               "query_response_hit_ids": hits})
+                   for i, (keyword, day, hits) in enumerate(queries)]
+    event_lines = [json.dumps({"action_name": action, "query_id": f"q{index}",
+                               "timestamp": "2026-11-01T12:00:01Z",
+                               "event_attributes": {
+                                   "object": {"object_id": doc},
+                                   "position": {"ordinal": position},
+                                   **({"dwell_time": dwell} if dwell is not None else {})}})
+                   for action, index, doc, position, dwell in events]
+    with UbiLog() as log:
+        assert log.read_queries(query_lines).count == 0
+        assert log.read_events(event_lines).count == 0
+        counts = {(r.keyword, r.doc_id, r.position, r.day):
+                  (r.impressions, r.clicks, r.dwell_seconds_sum, r.dwell_count)
+                  for r in log.count_rows()}
+        searches = {(r.keyword, r.day): (r.search_count,
+                                         {p: c for p, c in enumerate(r.first_clicks, 1) if c})
+                    for r in log.searches_rows()}
+    expected_counts, expected_searches = oracle(queries, events)
+    assert counts == expected_counts
+    assert searches == expected_searches
+    assert log.summary.event_count == len(events)
