@@ -72,6 +72,7 @@ urlpatterns = [
          name="api_token_revoke"),
     path("", include("notifications.urls")),
     path("healthz", views.healthz, name="healthz"),
+    path("", include("monitoring.urls")),
     path("admin/", admin.site.urls),
     # Each app's pages; the apps above searchtweak plug in here and in the API above, the
     # only places the project names them.
