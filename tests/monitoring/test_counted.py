@@ -1,0 +1,115 @@
+"""The gauges read from shared state (Redis queues) and the counters the apps add to where
+the work happens: grades, fetches, schedule ticks."""
+
+import httpx
+import pytest
+import redis
+from django.test import Client, override_settings
+from django.utils import timezone
+
+from evaluations.fetching.search_requests import fetch_keyword_results, request_spec_for
+from judgments.grading import feedback_submit
+from judgments.models import FeedbackSlot
+from monitoring.collectors import redis_queue_keys
+from schedules.firing import schedules_tick
+from searchtweak.models import Role
+from tests.evaluations.factories import fetchable_evaluation
+from tests.evaluations.servers import Reply, hits, running_server
+from tests.judgments.builders import evaluation_with_slots
+from tests.monitoring.scrape import sample
+from tests.searchtweak.factories import TeamFactory, member
+from tests.workers import require_redis
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = "scrape-me-7f3a"
+
+
+def scrape() -> str:
+    with override_settings(METRICS_TOKEN=TOKEN, METRICS_ALLOW=[]):
+        response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_each_queue_reports_the_messages_waiting_in_redis():
+    url = require_redis()
+    queues = ["st-metrics-test-default", "st-metrics-test-fetch"]
+    connection = redis.Redis.from_url(url)
+    keys = [key for queue in queues for key in redis_queue_keys(queue)]
+    connection.delete(*keys)
+    try:
+        connection.rpush(queues[0], "a", "b", "c")
+        # kombu's list for priority 3 of the same queue: still that queue's messages.
+        connection.rpush(redis_queue_keys(queues[0])[1], "d", "e")
+        with override_settings(CELERY_BROKER_URL=url, WORKER_QUEUES=queues):
+            text = scrape()
+    finally:
+        connection.delete(*keys)
+    name = "searchtweak_celery_queue_length"
+    assert sample(text, name, queue=queues[0]) == 5
+    assert sample(text, name, queue=queues[1]) == 0
+    assert f'queue="{queues[1]}"' in text  # an empty queue is reported, as 0
+    assert sample(text, "searchtweak_broker_up") == 1
+
+
+def test_an_unreachable_broker_reports_no_queue_and_broker_down():
+    # Port 1 on loopback: nothing listens; the scrape still answers with the counters.
+    with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0"):
+        text = scrape()
+    assert "searchtweak_celery_queue_length{" not in text
+    assert sample(text, "searchtweak_broker_up") == 0
+    assert "searchtweak_http_requests_total" in text
+
+
+def test_a_grade_is_counted_once_its_transaction_commits(django_capture_on_commit_callbacks):
+    team = TeamFactory()
+    grader = member(team, Role.GRADER, "grader")
+    evaluation = evaluation_with_slots(team, keywords=1, positions=2)
+    slots = list(FeedbackSlot.objects.filter(evaluation=evaluation).order_by("pk"))
+    FeedbackSlot.objects.filter(pk__in=[s.pk for s in slots]).update(
+        user=grader, assigned_at=timezone.now(),
+        lease_expires_at=timezone.now() + timezone.timedelta(minutes=5))
+    name = "searchtweak_grades_written_total"
+    before = sample(scrape(), name, source="person")
+    with django_capture_on_commit_callbacks(execute=False) as pending:
+        feedback_submit(user=grader, slot_id=slots[0].pk, grade=2)
+    # Not yet: the transaction has not committed.
+    assert sample(scrape(), name, source="person") == before
+    for callback in pending:
+        callback()
+    with django_capture_on_commit_callbacks(execute=True):
+        feedback_submit(user=grader, slot_id=slots[1].pk, grade=0)
+    assert sample(scrape(), name, source="person") - before == 2
+
+
+def test_fetches_are_counted_by_outcome_with_their_time():
+    with running_server() as server:
+        server.handler = lambda request: (
+            Reply(body=hits(request.query["q"][0])) if request.query["q"][0] != "broken"
+            else Reply(status=404, body={"error": "no"}))
+        evaluation = fetchable_evaluation(url=server.url, keywords=["boots"])
+        spec = request_spec_for(evaluation.model, limit=10)
+        before = scrape()
+        with httpx.Client() as http:
+            ok = fetch_keyword_results(spec, "boots", client=http, retries=0)
+            failed = fetch_keyword_results(spec, "broken", client=http, retries=0)
+    assert ok.error == "" and failed.error != ""
+    after = scrape()
+    for outcome, added in (("ok", 1), ("error", 1)):
+        name = "searchtweak_fetches_total"
+        assert sample(after, name, outcome=outcome) - sample(
+            before, name, outcome=outcome) == added
+    name = "searchtweak_fetch_duration_seconds_count"
+    assert sample(after, name) - sample(before, name) == 2
+
+
+def test_a_schedules_tick_is_counted_with_the_overdue_runs_it_finished():
+    before = scrape()
+    report = schedules_tick()
+    after = scrape()
+    assert sample(after, "searchtweak_schedule_ticks_total") - sample(
+        before, "searchtweak_schedule_ticks_total") == 1
+    assert report.finished_overdue == 0
+    assert sample(after, "searchtweak_schedule_runs_overdue_total") == sample(
+        before, "searchtweak_schedule_runs_overdue_total")
