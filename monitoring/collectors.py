@@ -2,10 +2,12 @@
 summed over processes in multiprocess mode, and the gauges read from shared state at
 scrape time (Celery queue depths in Redis, the recompute's lag in the database)."""
 
+import logging
 from collections.abc import Iterator
 
 import redis
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -19,6 +21,8 @@ from searchtweak import instruments
 # queue + separator + priority step (0 is the plain name); settings change none of it.
 _PRIORITY_SEPARATOR = "\x06\x16"
 _PRIORITY_STEPS = (3, 6, 9)
+
+logger = logging.getLogger(__name__)
 
 
 def redis_queue_keys(queue: str) -> list[str]:
@@ -61,7 +65,11 @@ class SharedStateCollector(Collector):
         lag = GaugeMetricFamily(
             "searchtweak_recompute_lag_seconds",
             "Age of the oldest keyword waiting for its metrics' recompute (0: none waits).")
-        lag.add_metric([], recompute_lag_seconds())
+        try:
+            lag.add_metric([], recompute_lag_seconds())
+        except DatabaseError:
+            # The scrape still reports the counters; the missing sample is the alert.
+            logger.warning("/metrics could not read the recompute lag", exc_info=True)
         yield lag
         try:
             depths = queue_depths()
