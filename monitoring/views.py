@@ -32,7 +32,7 @@ def _scrape_allowed(request: HttpRequest) -> bool:
 
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """The operators' metrics, to a caller with METRICS_TOKEN or from METRICS_ALLOW.
+    """The operators' metrics, to a caller with METRICS_TOKEN or in a network of METRICS_ALLOW.
 
     With neither setting the page does not exist (404). A refused caller gets 401 with a
     Bearer challenge when a token is configured, else 404: an allow-list alone does not

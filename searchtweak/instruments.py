@@ -31,6 +31,10 @@ if MULTIPROCESS_DIR:
     # Before any metric below is made: each takes its value class when created.
     values.ValueClass = values.MultiProcessValue(process_identifier=process_identifier)
 
+# A page or an API call answers in milliseconds; a slow one is a problem at 1 s. Few
+# buckets: the request histogram has a series per bucket and view (some 250 views), and a
+# scrape in multiprocess mode reads every process's copy of each (bench/metrics_endpoint.py).
+REQUEST_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 # Outbound calls are slower than requests: a search engine or a model answers in 10 ms to
 # a minute.
 OUTBOUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -40,7 +44,8 @@ REQUESTS = Counter(
     ["view", "status"])
 REQUEST_SECONDS = Histogram(
     "searchtweak_http_request_duration_seconds",
-    "Time from the request reaching Django to its answer, by view name.", ["view"])
+    "Time from the request reaching Django to its answer, by view name.", ["view"],
+    buckets=REQUEST_BUCKETS)
 GRADES = Counter(
     "searchtweak_grades_written",
     "Grades written on feedback slots (committed), by who wrote them: person, judge, reuse.",
@@ -65,7 +70,7 @@ SCHEDULE_TICKS = Counter(
     "searchtweak_schedule_ticks", "Runs of the schedules' tick.")
 SCHEDULE_RUNS_OVERDUE = Counter(
     "searchtweak_schedule_runs_overdue",
-    "Schedule runs that missed their deadline (a due time the tick fired late or skipped).")
+    "Schedule runs finished at their deadline with what was graded by then.")
 
 
 def status_class(status_code: int) -> str:

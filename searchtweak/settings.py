@@ -649,7 +649,8 @@ CELERY_BEAT_SCHEDULE.update({
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 
 # The operators' metrics at /metrics (Prometheus's text format, docs/operations/metrics.md):
-# answered to a caller sending this bearer token, or from METRICS_ALLOW; with neither, off.
+# answered to a caller sending this bearer token, or in a network of METRICS_ALLOW; with
+# neither, off.
 # METRICS_TOKEN: the bearer token a Prometheus scrape sends to /metrics.
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 # METRICS_ALLOW: networks (CIDRs) whose connecting address may read /metrics without a token.
