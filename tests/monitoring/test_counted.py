@@ -1,5 +1,5 @@
 """The gauges read from shared state (Redis queues) and the counters the apps add to where
-the work happens: grades, fetches, schedule ticks."""
+the work happens: grades, fetches, schedule ticks, webhook attempts, judge calls."""
 
 import httpx
 import pytest
@@ -8,13 +8,21 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from evaluations.fetching.search_requests import fetch_keyword_results, request_spec_for
+from judges import calls
+from judges.core.prompts import Document
+from judgments import scales as scale_lookup
 from judgments.grading import feedback_submit
 from judgments.models import FeedbackSlot
 from monitoring.collectors import redis_queue_keys
+from notifications.delivery import webhook_body, webhook_delivery_attempt
+from notifications.models import Event, WebhookDelivery
+from notifications.services import webhook_create
 from schedules.firing import schedules_tick
 from searchtweak.models import Role
 from tests.evaluations.factories import fetchable_evaluation
 from tests.evaluations.servers import Reply, hits, running_server
+from tests.judges.builders import judge_for
+from tests.judges.fake_providers import OPENAI, fake_provider
 from tests.judgments.builders import evaluation_with_slots
 from tests.monitoring.scrape import sample
 from tests.searchtweak.factories import TeamFactory, member
@@ -113,3 +121,55 @@ def test_a_schedules_tick_is_counted_with_the_overdue_runs_it_finished():
     assert report.finished_overdue == 0
     assert sample(after, "searchtweak_schedule_runs_overdue_total") == sample(
         before, "searchtweak_schedule_runs_overdue_total")
+
+
+def test_webhook_attempts_are_counted_by_outcome(settings):
+    settings.WEBHOOK_MAX_ATTEMPTS = 2
+    team = TeamFactory()
+    name = "searchtweak_webhook_delivery_attempts_total"
+    before = scrape()
+    with running_server() as server:
+        answers = iter([Reply(status=204, body=b""), Reply(status=500, body=b""),
+                        Reply(status=500, body=b"")])
+        server.handler = lambda request: next(answers)
+        webhook, _ = webhook_create(team=team, created_by=None, url=f"{server.url}/hook",
+                                    events=["run_regressed"])
+        sent = _delivery(webhook)
+        assert webhook_delivery_attempt(delivery_id=sent.pk) is None
+        refused = _delivery(webhook)
+        assert webhook_delivery_attempt(delivery_id=refused.pk) is not None  # a retry
+        WebhookDelivery.objects.filter(pk=refused.pk).update(next_attempt_at=timezone.now())
+        assert webhook_delivery_attempt(delivery_id=refused.pk) is None  # the last: failed
+    after = scrape()
+    assert {outcome: sample(after, name, outcome=outcome) - sample(before, name, outcome=outcome)
+            for outcome in ("delivered", "retry", "failed")} == {
+        "delivered": 1, "retry": 1, "failed": 1}
+
+
+def _delivery(webhook) -> WebhookDelivery:
+    return WebhookDelivery.objects.create(
+        webhook=webhook, event=Event.RUN_REGRESSED, body=webhook_body(
+            event=Event.RUN_REGRESSED, team_id=webhook.team_id, text="nDCG fell"))
+
+
+def test_each_http_attempt_to_a_judge_is_counted_with_its_time(personas, settings):
+    settings.JUDGE_RETRY_BACKOFF_MS = 5
+    documents = [Document(id="a", fields={"title": "Office chair"})]
+    name = "searchtweak_judge_calls_total"
+    before = scrape()
+    with fake_provider(OPENAI) as provider:
+        judge = judge_for(personas.team, provider, max_retries=2)
+        scale = scale_lookup.scale_for_team(team_id=judge.team_id, code="binary").scale
+        assert calls.ask(judge=judge, keyword="chair", guidelines="", scale=scale,
+                         documents=documents).ok
+        # A 503 is retried: two attempts refused, then the third answered.
+        serve = provider.server.handler
+        answers = iter([Reply(status=503, body=b""), Reply(status=503, body=b"")])
+        provider.server.handler = lambda request: next(answers, None) or serve(request)
+        assert calls.ask(judge=judge, keyword="chair", guidelines="", scale=scale,
+                         documents=documents).ok
+    after = scrape()
+    assert sample(after, name, outcome="ok") - sample(before, name, outcome="ok") == 2
+    assert sample(after, name, outcome="error") - sample(before, name, outcome="error") == 2
+    count = "searchtweak_judge_call_duration_seconds_count"
+    assert sample(after, count) - sample(before, count) == 4
