@@ -11,8 +11,9 @@ from evaluations.fetching.search_requests import fetch_keyword_results, request_
 from judges import calls
 from judges.core.prompts import Document
 from judgments import scales as scale_lookup
-from judgments.grading import feedback_submit
+from judgments.grading import feedback_submit, snapshot_grade
 from judgments.models import FeedbackSlot
+from judgments.selectors import snapshot_target_for_user
 from monitoring.collectors import redis_queue_keys
 from notifications.delivery import webhook_body, webhook_delivery_attempt
 from notifications.models import Event, WebhookDelivery
@@ -173,3 +174,19 @@ def test_each_http_attempt_to_a_judge_is_counted_with_its_time(personas, setting
     assert sample(after, name, outcome="error") - sample(before, name, outcome="error") == 2
     count = "searchtweak_judge_call_duration_seconds_count"
     assert sample(after, count) - sample(before, count) == 4
+
+
+def test_grades_through_the_api_path_are_counted_on_each_route(
+        personas, django_capture_on_commit_callbacks):
+    """The first grade claims a slot (the general path); the second re-grades the caller's
+    own slot, which PostgreSQL writes in one statement."""
+    evaluation = evaluation_with_slots(personas.team, keywords=1, positions=1, strategy=3)
+    snapshot = evaluation.keywords.get().snapshots.get()
+    target = snapshot_target_for_user(user=personas.grader, snapshot_id=snapshot.pk)
+    name = "searchtweak_grades_written_total"
+    before = sample(scrape(), name, source="person")
+    with django_capture_on_commit_callbacks(execute=True):
+        snapshot_grade(user=personas.grader, target=target, grade=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        snapshot_grade(user=personas.grader, target=target, grade=3)
+    assert sample(scrape(), name, source="person") - before == 2
