@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "audit",
     "searchtweak",
     "notifications",
     "evaluations",
@@ -76,6 +77,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: its time covers every other middleware (monitoring.middleware).
     "monitoring.middleware.RequestMetricsMiddleware",
+    # The client address on the audit rows a request's services write (audit.context).
+    "audit.middleware.ClientAddressMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
