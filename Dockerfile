@@ -16,7 +16,11 @@ COPY . .
 # collectstatic needs settings that start; the real secret arrives at run time.
 RUN DEBUG=false SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput
 
-RUN useradd --create-home searchtweak
+RUN useradd --create-home searchtweak \
+    # Where every process writes its counts for /metrics (PROMETHEUS_MULTIPROC_DIR in
+    # docker-compose.yml): a volume mounted here starts owned by the app's user.
+    && mkdir -p /var/lib/searchtweak-metrics \
+    && chown searchtweak /var/lib/searchtweak-metrics
 USER searchtweak
 EXPOSE 8000
 # gunicorn.conf.py: sync workers, two per CPU (WEB_CONCURRENCY); see its docstring.

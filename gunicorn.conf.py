@@ -9,6 +9,8 @@ a worker: put a buffering proxy (nginx, a cloud load balancer) in front in produ
 """
 
 import os
+import socket
+import tempfile
 
 from searchtweak.envvars import env_behind_tls_proxy
 
@@ -40,6 +42,15 @@ accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 # for Django); otherwise nobody's.
 forwarded_allow_ips = "*" if env_behind_tls_proxy() else ""
 
+# /metrics (monitoring) must sum what every worker counted, not answer with the one worker
+# that served the scrape: each worker writes its counts to files in PROMETHEUS_MULTIPROC_DIR
+# (searchtweak.instruments). With metrics on and no directory given, a fresh one for this
+# server, made before any worker starts so that all of them inherit it. A directory given
+# is left as it is: compose shares it with the Celery workers, which count there too.
+if (os.environ.get("METRICS_TOKEN") or os.environ.get("METRICS_ALLOW")) and not (
+        os.environ.get("PROMETHEUS_MULTIPROC_DIR")):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="searchtweak-metrics-")
+
 
 def post_worker_init(worker) -> None:
     """Import the URL configuration, and with it every view, before the worker accepts:
@@ -54,3 +65,13 @@ def post_worker_init(worker) -> None:
 
     get_resolver().url_patterns  # noqa: B018 - the import is the point
     gc.freeze()
+
+
+def child_exit(server, worker) -> None:
+    """A worker ended: drop its live gauges from /metrics' sums (its counters stay, they
+    count what happened). The files are named as searchtweak.instruments names them."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(f"{socket.gethostname()}_{worker.pid}", directory)

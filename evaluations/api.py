@@ -288,7 +288,7 @@ class EvaluationDetailApi(APIView):
     def delete(self, request: Request, evaluation_id: int) -> Response:
         evaluation = selectors.evaluation_get_for_user(
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        lifecycle.evaluation_delete(evaluation=evaluation)
+        lifecycle.evaluation_delete(evaluation=evaluation, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -21,6 +21,8 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.models import Evaluation
 
 logger = logging.getLogger(__name__)
@@ -71,8 +73,19 @@ def transition_announce(
         evaluation_id=evaluation_id, team_id=team_id, transition=Transition(transition),
         previous_status=str(previous_status), status=str(status), by=By(by), user_id=user_id,
         at=at or timezone.now())
+    if event.transition in _AUDITED:
+        audit_record(action=_AUDITED[event.transition], actor_id=user_id, team_id=team_id,
+                     object_type="evaluation", object_id=evaluation_id,
+                     before={"status": event.previous_status},
+                     after={"status": event.status, "by": str(event.by)})
     transaction.on_commit(lambda: _send(event))
     return event
+
+
+# The transitions a team's owner may have to account for, in the audit trail (in the
+# transition's transaction: every path that starts or finishes an evaluation comes here).
+_AUDITED = {Transition.STARTED: Action.EVALUATION_STARTED,
+            Transition.FINISHED: Action.EVALUATION_FINISHED}
 
 
 def _send(event: EvaluationTransitioned) -> None:

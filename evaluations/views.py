@@ -286,7 +286,7 @@ def evaluation_delete(request: HttpRequest, evaluation_id: int) -> HttpResponse:
             button="" if fetching else "Delete evaluation", danger=True,
             cancel_url=_detail_url(evaluation))
     return service_step_response(
-        request, lambda: lifecycle.evaluation_delete(evaluation=evaluation),
+        request, lambda: lifecycle.evaluation_delete(evaluation=evaluation, user=request.user),
         done=f"Evaluation {evaluation.name} deleted.", next_url="evaluations:evaluation_list",
         refused_url=_detail_url(evaluation))
 

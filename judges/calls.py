@@ -30,7 +30,7 @@ from judges.core.sending import Attempt, CallResult, RetryPolicy, send
 from judges.models import Judge, JudgeCall, JudgeRun
 from judges.secrets import decrypt_api_key
 from metrics_engine.scales import Scale
-from searchtweak import outbound, outbound_limits, outbound_sending
+from searchtweak import instruments, outbound, outbound_limits, outbound_sending
 
 # A turn is held for one attempt; this outlasts the longest (connect, then a body that
 # trickles until twice the timeout), so a killed worker's turn frees itself.
@@ -109,9 +109,12 @@ def transmit(judge: Judge, client: httpx.Client):
     followed hop by hop (same origin; another origin only when the judge allows it, and
     then without its key). What the rules refuse is a call that failed for good."""
     def sending(request: httpx.Request) -> httpx.Response:
+        started, outcome = time.monotonic(), "error"
         try:
-            return outbound.send(client, request, allow_cross_origin_redirects=(
+            response = outbound.send(client, request, allow_cross_origin_redirects=(
                 judge.allow_cross_origin_redirects))
+            outcome = "ok" if response.status_code < 400 else "error"
+            return response
         except outbound.RedirectRefused as error:
             raise providers.ProviderRefused(
                 # The rule's words are an endpoint's; a judge's admin reads them here.
@@ -123,6 +126,9 @@ def transmit(judge: Judge, client: httpx.Client):
             if refused is None:
                 raise
             raise providers.ProviderRefused(str(refused)) from error
+        finally:
+            instruments.JUDGE_CALLS.labels(outcome).inc()
+            instruments.JUDGE_CALL_SECONDS.observe(time.monotonic() - started)
     return sending
 
 

@@ -13,6 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, gold, imports, pool, queue, queue_selectors, selectors
 from judgments import scales as scale_lookup
@@ -390,6 +392,9 @@ class EvaluationJudgmentsApi(APIView):
         # Streamed: a million judgments are written as they are read. JSON is rendered here
         # as the JSON renderer would (a browser's Accept would otherwise pick the browsable
         # API for a download); API clients read it inline, the name there for "save as".
+        audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user,
+                     team_id=evaluation.team_id, object_type="evaluation",
+                     object_id=evaluation.pk, after={"format": kind, "per_grader": per_grader})
         http = FileStreamResponse(
             exports.evaluation_stream(evaluation, kind, per_grader=per_grader),
             content_type=exports.CONTENT_TYPES[kind], filename=name,

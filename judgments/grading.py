@@ -40,7 +40,7 @@ from judgments.queue import (
 from judgments.queue_selectors import routes_to
 from judgments.selectors import GradingTarget, assigned_slot_from_row
 from judgments.signals import grades_written
-from searchtweak import sql
+from searchtweak import instruments, sql
 from searchtweak.models import User
 
 # --- marking the graded keywords dirty ---
@@ -56,6 +56,14 @@ def keywords_mark_dirty(*, keyword_ids: Iterable[int]) -> None:
     ids = sorted(set(keyword_ids))
     if ids:
         grades_written.send(sender=FeedbackSlot, keyword_ids=ids)
+
+
+def grades_count(count: int, *, source: str) -> None:
+    """Count `count` grades written by `source` (person, judge, reuse) for the operators'
+    metrics once the transaction that wrote them commits: every write of a grade on a slot
+    in this module calls it, and nothing else counts grades."""
+    if count:
+        transaction.on_commit(lambda: instruments.GRADES.labels(source).inc(count))
 
 
 def _open_where_it_matters(*, strategy: int, evaluation_id: int,
@@ -159,6 +167,7 @@ def slots_reuse_fill(
                      "reused_from_pool"]
         )
         keywords_mark_dirty(keyword_ids=[keyword.pk])
+    grades_count(len(filled), source="reuse")
     return len(filled)
 
 
@@ -260,6 +269,7 @@ def _write_grade(
         del slot.__dict__["shown_position"]
     if changed:
         keywords_mark_dirty(keyword_ids=[slot.keyword_id])
+    grades_count(1, source="person")
 
 
 def _lock_slot(slot_id: int) -> FeedbackSlot | None:
@@ -353,6 +363,7 @@ def _grade_own_slot_sql(*, user: User, target: GradingTarget, value: int, unsure
 def _announce_own_slot_graded(row: dict, *, now) -> int:
     """After the one-statement grade wrote a grade: announce it if it changed (its version
     bump is done: the statement made it); the slot id."""
+    grades_count(1, source="person")
     if row["graded_changed"]:
         newly_dirty = [row["graded_keyword_id"]] if row["graded_dirty_since"] == now else []
         grades_written.send(sender=FeedbackSlot, keyword_ids=[row["graded_keyword_id"]],
@@ -404,6 +415,7 @@ def snapshot_grade(
             [value, sql.time_param(now), unsure, note, slot["id"]])
         if slot["grade"] != value:
             keywords_mark_dirty(keyword_ids=[slot["keyword_id"]])
+        grades_count(1, source="person")
         _open_where_it_matters(strategy=target.strategy, evaluation_id=target.evaluation_id,
                                snapshot_ids=[target.snapshot_id])
     return slot["id"]
@@ -607,6 +619,7 @@ def judge_grades_write(*, judge_user: User, evaluation: Evaluation,
         constants={"graded_at": now, "lease_expires_at": None, "unsure": False, "note": "",
                    "graded_by": None, "shown_position": None})
     keywords_mark_dirty(keyword_ids=[keyword_id for _, _, keyword_id in held])
+    grades_count(len(held), source="judge")
     written = {snapshot_id for _, snapshot_id, _ in held}
     _open_where_it_matters(strategy=evaluation.strategy, evaluation_id=evaluation.pk,
                            snapshot_ids=written)

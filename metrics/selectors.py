@@ -16,7 +16,7 @@ import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from judgments.models import FeedbackSlot, PoolJudgment
 from metrics import queries
-from metrics.models import KeywordMetricValue, SegmentSums, TeamBaseline
+from metrics.models import KeywordMetricValue, KeywordRecomputeMark, SegmentSums, TeamBaseline
 from metrics_engine.exact_sum import total_decode
 from metrics_engine.segment_sums import EVERY, SegmentKey, SegmentTotals, segment_totals
 from searchtweak import sql
@@ -441,3 +441,10 @@ def metric_segment_means(*, metric_ids: list[int]) -> list[SegmentMean]:
                         sums.lower, sums.upper, sums.bounds_exact)
             for pk in metric_ids
             for (segment, weighted), sums in sorted(totals.get(pk, {}).items())]
+
+
+def oldest_dirty_since() -> datetime | None:
+    """When the keyword that has waited longest for its recompute turned dirty; None when
+    every keyword is clean. One read down the `dirty_since` index (LIMIT 1)."""
+    return (KeywordRecomputeMark.objects.filter(dirty_since__isnull=False)
+            .order_by("dirty_since").values_list("dirty_since", flat=True).first())

@@ -41,7 +41,7 @@ from notifications.models import (
     WebhookDelivery,
     enabled_by_default,
 )
-from searchtweak import outbound
+from searchtweak import instruments, outbound
 from searchtweak.models import User
 from searchtweak.outbound_sending import TRANSIENT_ERRORS, RetryPolicy
 
@@ -187,6 +187,8 @@ def webhook_delivery_attempt(*, delivery_id: int) -> float | None:
         status=status, status_code=code, latency_ms=latency, error=error[:500], claimed_at=None,
         next_attempt_at=now + timedelta(seconds=wait or 0),
         sent_at=now if status != WebhookDelivery.Status.PENDING else None)
+    instruments.WEBHOOK_DELIVERIES.labels(
+        "delivered" if ok else "retry" if wait is not None else "failed").inc()
     if status == WebhookDelivery.Status.FAILED:
         logger.warning("webhook delivery %s failed after %s attempts: %s", delivery.pk,
                        attempt, error)

@@ -39,6 +39,7 @@ from evaluations.services.lifecycle import (
 from schedules.models import Schedule, ScheduleRun
 from schedules.services import schedule_pause_and_announce
 from schedules.timing import DueTimeUnknown, next_due_after, stored_zone
+from searchtweak import instruments
 
 logger = logging.getLogger(__name__)
 
@@ -275,5 +276,7 @@ def schedules_tick(now: datetime | None = None) -> TickReport:
                 run = None
             fired += run is not None
     _runs_trim_where_needed(fired_schedules)
-    return TickReport(fired=fired, skipped=len(due) - fired,
-                      finished_overdue=schedule_runs_finish_overdue(now))
+    overdue = schedule_runs_finish_overdue(now)
+    instruments.SCHEDULE_TICKS.inc()
+    instruments.SCHEDULE_RUNS_OVERDUE.inc(overdue)
+    return TickReport(fired=fired, skipped=len(due) - fired, finished_overdue=overdue)

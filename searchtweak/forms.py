@@ -3,6 +3,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxLengthValidator
 
+from audit.models import Action
 from searchtweak.integers import ID_MAX, form_integer
 from searchtweak.models import Role
 
@@ -58,6 +59,22 @@ def add_service_errors(form: forms.Form, error: ValidationError) -> None:
                 form.add_error(None, message)
             else:
                 form.add_error(None, f"{field}: {message}")
+
+
+class AuditFilterForm(forms.Form):
+    """The audit page's filters (GET): every field optional."""
+
+    action = forms.ChoiceField(required=False, choices=[("", "Any action"), *Action.choices])
+    actor = forms.CharField(required=False, max_length=150, label="Username")
+    since = forms.DateField(required=False, label="From")
+    until = forms.DateField(required=False, label="To")
+
+    def clean(self):
+        cleaned = super().clean()
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and since > until:
+            raise ValidationError({"until": "The last day comes before the first."})
+        return cleaned
 
 
 class LoginForm(AuthenticationForm):

@@ -11,6 +11,8 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_record
 from searchtweak.models import (
     ROLE_RANK,
     ApiToken,
@@ -147,8 +149,13 @@ def membership_change_role(*, membership: Membership, changed_by: User, role: st
     ):
         raise ValidationError({"role": "You cannot change a role above your own."})
     _ensure_an_owner_remains(membership=membership, new_role=role)
+    previous = membership.role
     membership.role = role
     membership.save(update_fields=["role"])
+    audit_record(action=Action.ROLE_CHANGED, actor=changed_by, team_id=membership.team_id,
+                 object_type="membership", object_id=membership.pk,
+                 before={"user": membership.user_id, "role": previous},
+                 after={"user": membership.user_id, "role": role})
     return membership
 
 
@@ -192,9 +199,12 @@ def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     if not name:
         raise ValidationError({"name": "Give the token a name."})
     key = secrets.token_hex(20)
-    token = ApiToken.objects.create(
-        user=user, name=name, key_hash=hash_token_key(key), key_prefix=key[:8]
-    )
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user, name=name, key_hash=hash_token_key(key), key_prefix=key[:8]
+        )
+        audit_record(action=Action.API_TOKEN_CREATED, actor=user, object_type="api_token",
+                     object_id=token.pk, after={"name": name, "key_prefix": key[:8]})
     return token, key
 
 

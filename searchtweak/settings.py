@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "audit",
     "searchtweak",
     "notifications",
     "evaluations",
@@ -71,9 +72,14 @@ INSTALLED_APPS = [
     "schedules",
     "behaviour",
     "guide",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
+    # First: its time covers every other middleware (monitoring.middleware).
+    "monitoring.middleware.RequestMetricsMiddleware",
+    # The client address on the audit rows a request's services write (audit.context).
+    "audit.middleware.ClientAddressMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -645,6 +651,14 @@ CELERY_BEAT_SCHEDULE.update({
 })
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
+
+# The operators' metrics at /metrics (Prometheus's text format, docs/operations/metrics.md):
+# answered to a caller sending this bearer token, or in a network of METRICS_ALLOW; with
+# neither, off.
+# METRICS_TOKEN: the bearer token a Prometheus scrape sends to /metrics.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+# METRICS_ALLOW: networks (CIDRs) whose connecting address may read /metrics without a token.
+METRICS_ALLOW = env_networks("METRICS_ALLOW", [])
 
 LOGGING = {
     "version": 1,

@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, forms, views
+from searchtweak import api, forms, views, views_audit
 
 handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
@@ -63,6 +63,7 @@ urlpatterns = [
     path("teams/switch/", views.team_switch, name="team_switch"),
     path("teams/<int:team_id>/", views.team_detail, name="team_detail"),
     path("teams/<int:team_id>/invitations/", views.invitation_create, name="invitation_create"),
+    path("teams/<int:team_id>/audit/", views_audit.team_audit, name="team_audit"),
     path("memberships/<int:membership_id>/role/", views.membership_change_role,
          name="membership_change_role"),
     path("memberships/<int:membership_id>/remove/", views.membership_remove,
@@ -73,6 +74,7 @@ urlpatterns = [
          name="api_token_revoke"),
     path("", include("notifications.urls")),
     path("healthz", views.healthz, name="healthz"),
+    path("", include("monitoring.urls")),
     path("admin/", admin.site.urls),
     # Each app's pages; the apps above searchtweak plug in here and in the API above, the
     # only places the project names them.

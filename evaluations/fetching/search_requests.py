@@ -19,7 +19,7 @@ from django.conf import settings
 from evaluations import crypto
 from evaluations.endpoints.mapper import Document, MapperError, map_documents
 from evaluations.models import Endpoint, SearchModel
-from searchtweak import outbound, outbound_limits, outbound_sending
+from searchtweak import instruments, outbound, outbound_limits, outbound_sending
 from searchtweak.outbound_sending import RetryPolicy
 
 # httpx logs every request at INFO: a line per keyword fetched drowns the worker's log.
@@ -207,6 +207,17 @@ def fetch_keyword_results(
     `deadline_seconds` bounds everything (waiting for a turn, connecting, redirects,
     reading, retries): Test runs inside a web request, which the web server kills."""
     policy = retry_policy(retries)
+    started = time.monotonic()
+    result = _fetch_with_retries(spec, keyword, client=client, policy=policy, sleep=sleep,
+                                 deadline_seconds=deadline_seconds)
+    instruments.FETCHES.labels("error" if result.error else "ok").inc()
+    instruments.FETCH_SECONDS.observe(time.monotonic() - started)
+    return result
+
+
+def _fetch_with_retries(spec: RequestSpec, keyword: str, *, client: httpx.Client,
+                        policy: RetryPolicy, sleep: Callable[[float], None],
+                        deadline_seconds: float | None) -> FetchResult:
     attempts = 0
     with outbound.deadline(deadline_seconds) as deadline_at:
         deadline = Deadline(deadline_at, deadline_seconds) if deadline_at is not None else None

@@ -9,6 +9,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.models import (
     Evaluation,
     EvaluationMetric,
@@ -88,6 +90,10 @@ def evaluation_create(
     )
     keywords_insert(evaluation, keywords)
     _create_metric_configs(evaluation, metrics)
+    audit_record(action=Action.EVALUATION_CREATED, actor=created_by, team_id=team.pk,
+                 object_type="evaluation", object_id=evaluation.pk,
+                 after={"name": evaluation.name, "model": model.pk,
+                        "keyword_count": len(keywords)})
     return evaluation
 
 

@@ -19,6 +19,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.events import By, Transition, transition_announce
 from evaluations.fetching.dispatch import FetchNotSent, keywords_fetch_enqueue
 from evaluations.models import (
@@ -302,8 +304,11 @@ def evaluation_restore(*, evaluation: Evaluation, by: By = By.SYSTEM,
 
 
 @transaction.atomic
-def evaluation_delete(*, evaluation: Evaluation) -> None:
+def evaluation_delete(*, evaluation: Evaluation, user: User | None = None) -> None:
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
     if evaluation.status == Evaluation.Status.FETCHING:
         raise ValidationError({"status": "Pause the evaluation before deleting it."})
+    audit_record(action=Action.EVALUATION_DELETED, actor=user, team_id=evaluation.team_id,
+                 object_type="evaluation", object_id=evaluation.pk,
+                 before={"name": evaluation.name, "status": evaluation.status})
     evaluation.delete()

@@ -570,6 +570,12 @@ TABLE: dict[str, Row] = {
     # A token is its owner's (the grader's) alone.
     "api_token_revoke": row(_api_token, POST=(404, 404, 404, 302, 404, LOGIN)),
     "healthz": row(GET=(200, 200, 200, 200, 200, 200)),
+    # The operators' metrics answer no persona: they take a bearer token or an allowed
+    # network, never a session, and are off (404) unless one is configured
+    # (tests/monitoring/test_endpoint.py covers both).
+    # A team's audit trail is its owners' alone.
+    "team_audit": row(_team, GET=(200, 403, 403, 403, 404, LOGIN)),
+    "monitoring:metrics": row(GET=(404, 404, 404, 404, 404, 404)),
     # The user guide is for anyone, signed in or not
     # (docs/decisions/0011-the-user-guide-at-help.md).
     "guide:index": row(GET=(200, 200, 200, 200, 200, 200)),

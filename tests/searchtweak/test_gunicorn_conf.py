@@ -44,7 +44,7 @@ def test_without_web_concurrency_two_workers_per_cpu_the_process_may_use():
     assert output.split()[0] == "2"
 
 
-def _serve(extra_env: dict[str, str]):
+def _serve(extra_env: dict[str, str], *, check_path: str | None = None):
     """gunicorn with gunicorn.conf.py on a free 127.0.0.1 port, in production settings."""
     import secrets
     import socket
@@ -95,3 +95,43 @@ def test_gunicorn_trusts_x_forwarded_proto_only_when_django_does():
     assert _status_of_a_forged_https_request({}) == 301
     # Behind a TLS proxy the header is the proxy's, for both.
     assert _status_of_a_forged_https_request({"SECURE_PROXY_SSL_HEADER": "true"}) == 200
+
+
+@pytest.mark.slow_reason("starts gunicorn with two workers")
+def test_metrics_sum_every_workers_counts(tmp_path):
+    """Eight requests over two workers: whichever worker answers the scrape, /metrics
+    reports all eight. One worker is held reading a request that has not finished
+    arriving while the other serves seven, then the first finishes it: both served some
+    (else the sum would prove nothing)."""
+    import socket
+
+    import httpx
+
+    from tests.monitoring.scrape import sample
+
+    token = "multi-worker-scrape"
+    # Production settings redirect plain HTTP: the requests say a TLS proxy passed them.
+    server, url = _serve({"WEB_CONCURRENCY": "2", "METRICS_TOKEN": token,
+                          "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+                          "SECURE_PROXY_SSL_HEADER": "true"})
+    host, port = url.removeprefix("http://").split(":")
+    held = socket.create_connection((host, int(port)), timeout=30)
+    try:
+        held.sendall(b"GET /help/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n")
+        with httpx.Client(timeout=30, headers={"X-Forwarded-Proto": "https"}) as http:
+            for _ in range(7):
+                assert http.get(f"{url}/help/").status_code == 200
+            held.sendall(b"Connection: close\r\n\r\n")
+            assert held.recv(12) == b"HTTP/1.1 200"
+            scrapes = [http.get(f"{url}/metrics",
+                                headers={"Authorization": f"Bearer {token}"}).text
+                       for _ in range(4)]
+    finally:
+        held.close()
+        server.terminate()
+        server.wait(timeout=30)
+    for text in scrapes:
+        assert sample(text, "searchtweak_http_requests_total",
+                      view="guide:index", status="2xx") == 8
+    # Counted in files of two processes (host_pid), as the hold arranged.
+    assert len({path.stem.split("_", 1)[1] for path in tmp_path.glob("counter_*.db")}) == 2
