@@ -62,13 +62,16 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
      r"endpoints/|models/"),
     ("scales", "Grading scales and the transformers between them.",
      r"scales/|transformers/"),
+    ("behaviour", "What users do: a team's behaviour sources (UBI logs, per-position click "
+                  "counts) and their online metrics per keyword.",
+     r"behaviour-sources/"),
     ("notifications", "The caller's notifications, and the teams' webhooks.",
      r"notifications/|webhooks/|teams/\{team_id\}/webhooks/"),
     ("teams", "The caller, teams and invitations.", r"me/|teams/"),
 ]
 # The order the docs list them in.
 TAG_ORDER = ("evaluations", "endpoints", "grading", "judges", "scales", "metrics",
-             "notifications", "teams")
+             "behaviour", "notifications", "teams")
 _TAG_PATTERNS = [(tag, re.compile(r"/api/v1/(?:" + paths + ")")) for tag, _, paths
                  in RESOURCE_TAGS]
 

@@ -33,6 +33,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
+from behaviour.services import behaviour_source_import_csv
 from evaluations.models import Evaluation, Keyword, KeywordSet, SearchModel
 from evaluations.query_sets.services import query_set_create
 from judges.models import Judge, JudgeCall, JudgeRun
@@ -91,6 +92,7 @@ class Dataset:
     webhook_id: int = 0
     notification_id: int = 0  # the grader's
     unsubscribe_token: str = ""  # the grader's, for run_regressed
+    behaviour_source_id: int = 0
     # One signed-in Client per persona and the cookies it signed in with (_client).
     clients: dict[str, Client] = field(default_factory=dict)
     cookies: dict[str, SimpleCookie] = field(default_factory=dict)
@@ -153,6 +155,9 @@ def _build() -> Dataset:
             user=users["grader"], team=team, event="run_regressed", text="nDCG fell").pk,
         unsubscribe_token=unsubscribe_token(user_id=users["grader"].pk,
                                             event="run_regressed"),
+        behaviour_source_id=behaviour_source_import_csv(
+            team=team, user=users["lead"], name="Counts",
+            lines=["keyword,doc_id,position,impressions,clicks", "boots,d1,1,10,2"]).pk,
     )
 
 
@@ -311,6 +316,10 @@ def _webhook(d: Dataset) -> dict:
     return {"webhook_id": d.webhook_id}
 
 
+def _behaviour_source(d: Dataset) -> dict:
+    return {"source_id": d.behaviour_source_id}
+
+
 def _notification(d: Dataset) -> dict:
     return {"notification_id": d.notification_id}
 
@@ -342,6 +351,11 @@ TABLE: dict[str, Row] = {
     "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 404, 401)),
     # Notifications are the caller's own; webhooks are a team admin's.
     "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 401)),
+    # Behaviour is the team's: every member reads it; another team's owner lists their own
+    # (none) and finds no other team's source.
+    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 401)),
+    "behaviour_api:source_keywords": row(_behaviour_source,
+                                         GET=(200, 200, 200, 200, 404, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 401)),

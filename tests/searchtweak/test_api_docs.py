@@ -55,7 +55,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
     tag_of = {operation["operationId"]: operation["tags"]
               for path in schema["paths"].values() for operation in path.values()}
     resources = ["evaluations", "endpoints", "grading", "judges", "scales", "metrics",
-                 "notifications", "teams"]
+                 "behaviour", "notifications", "teams"]
     assert [tag["name"] for tag in schema["tags"]] == resources
     assert all(tag["description"] for tag in schema["tags"])
     # Every operation sits under exactly one of them.
@@ -83,5 +83,6 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "me": "teams", "teams_invitations_create": "teams",
         "notifications_list": "notifications", "teams_webhooks_create": "notifications",
         "webhooks_test": "notifications",
+        "behaviour_sources_list": "behaviour", "behaviour_source_keywords": "behaviour",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected
