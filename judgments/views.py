@@ -32,6 +32,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluations.crypto import fernet
+from evaluations.endpoints.shapes import elasticsearch_shape
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
 from judgments import gold, gold_items, grading, queue, queue_selectors, selectors
@@ -328,6 +329,8 @@ def feedback_list(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     page = Paginator(rows, FEEDBACK_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "judgments/feedback_list.html", {
         "evaluation": evaluation,
+        # The rank-eval export needs an index the endpoint's URL may not name.
+        "rank_eval_index": elasticsearch_shape(evaluation.model)[1],
         "page": page,
         "rows": page.object_list,
         # Page links carry the filters, so page 2 is page 2 of the same rows.

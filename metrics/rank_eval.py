@@ -27,11 +27,11 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ValidationError
 
 import metrics_engine as core
+from evaluations.endpoints.shapes import elasticsearch_shape
 from evaluations.models import Evaluation, EvaluationMetric
 from judgments.exports import aggregated
 from metrics.recompute.run import evaluation_scale, evaluation_transformers
@@ -128,20 +128,6 @@ def _metric_body(evaluation: Evaluation, config: EvaluationMetric, notes: list[s
     return {name: options}
 
 
-def _search_shape(evaluation: Evaluation) -> tuple[str | None, str | None]:
-    """(the search body template, the index) when the model's endpoint is
-    Elasticsearch-shaped; else (None, None)."""
-    model = evaluation.model
-    endpoint = model.endpoint
-    if endpoint is None or model.body is None or model.body_format != model.BodyFormat.JSON:
-        return None, None
-    path = [unquote(part) for part in urlsplit(endpoint.url).path.split("/") if part]
-    if not path or path[-1] != "_search":
-        return None, None
-    index = path[-2] if len(path) >= 2 and not path[-2].startswith("_") else None
-    return model.body, index
-
-
 def _search_request(template: str, keyword: str, dropped: set[str]) -> dict:
     """The model's body for `keyword` less DROPPED_KEYS (added to `dropped`)."""
     text = template.replace("#query#", json.dumps(keyword, ensure_ascii=False)[1:-1])
@@ -162,7 +148,7 @@ def rank_eval_body(evaluation: Evaluation, *, metric: str | None = None,
     Elasticsearch has). ValidationError on `metric` or `index` when it cannot be written."""
     notes: list[str] = []
     config = _chosen(evaluation, metric)
-    template, url_index = _search_shape(evaluation)
+    template, url_index = elasticsearch_shape(evaluation.model)
     index = (index or "").strip() or url_index
     if not index or not _INDEX.match(index):
         raise ValidationError({"index": (

@@ -161,6 +161,21 @@ def test_the_feedback_page_offers_a_body_per_metric(client, personas, graded):
     assert 'href="/help/moving-from-other-tools/#elasticsearch-rank_eval"' in page
 
 
+def test_the_form_asks_for_an_index_only_where_the_endpoint_names_none(client, personas,
+                                                                         graded):
+    # Asked in the form, not answered by the API's 400 page after the click.
+    client.force_login(personas.lead)
+    page = client.get(f"/feedback/evaluations/{graded.pk}/").content.decode()
+    assert ('name="index" id="rank-eval-index" required placeholder="where the documents '
+            'live"') in page
+    assert "The model's endpoint names no index." in page
+    _es_shaped(graded)
+    page = client.get(f"/feedback/evaluations/{graded.pk}/").content.decode()
+    assert ('name="index" id="rank-eval-index" placeholder="products (the endpoint\'s)"'
+            in page)
+    assert "names no index" not in page
+
+
 def test_an_offline_model_gets_the_match_template_too(personas, graded):
     model = graded.model
     model.endpoint = None
