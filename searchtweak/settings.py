@@ -29,6 +29,7 @@ from searchtweak.envvars import (
     env_str,
     env_url,
 )
+from sso.group_roles import group_roles_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -64,6 +65,7 @@ INSTALLED_APPS = [
     "axes",
     "audit",
     "searchtweak",
+    "sso",
     "notifications",
     "evaluations",
     "judgments",
@@ -187,10 +189,48 @@ LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 10, minimum=1)
 # Reverse proxies in front of the app that append to X-Forwarded-For; 0 trusts none and
 # takes the connection's address (behind a proxy that would be the proxy's, for everyone).
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+# Passwords of SearchTweak's own; false leaves single sign-on only (superusers excepted).
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", default=True)
 AUTHENTICATION_BACKENDS = [
     "searchtweak.login_throttle.LoginThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's password check, refusing everyone but superusers when LOCAL_LOGIN is false.
+    "searchtweak.local_login.LocalPasswordBackend",
 ]
+
+# Single sign-on through OpenID Connect (sso/, mozilla-django-oidc; docs/operations/
+# production.md, "Single sign-on"). Off unless OIDC_DISCOVERY_URL is set; the provider's
+# endpoints and keys are read from its discovery document when first needed.
+
+# The provider's …/.well-known/openid-configuration; unset, single sign-on is off.
+OIDC_DISCOVERY_URL = env_url("OIDC_DISCOVERY_URL", schemes=("https", "http"))
+# The client id SearchTweak is registered under at the provider.
+OIDC_RP_CLIENT_ID = env_str("OIDC_CLIENT_ID")
+# The client's secret at the provider (confidential client).
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET")
+# The scopes asked for; "email" must be among them (users are matched by e-mail).
+OIDC_RP_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+# The claim (in the ID token or the userinfo answer) that lists the user's groups.
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+# group=team-id:role,…: a group's members get that role in that team at each sign-in.
+OIDC_GROUP_ROLES = group_roles_parse(env_list("OIDC_GROUP_ROLES", default=[]))
+# The provider's name on the login page's button ("Sign in with …").
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+if OIDC_DISCOVERY_URL:
+    if not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+        raise ImproperlyConfigured(
+            "OIDC_CLIENT_ID and OIDC_CLIENT_SECRET: both must be set with OIDC_DISCOVERY_URL")
+    AUTHENTICATION_BACKENDS.append("sso.backends.OidcBackend")
+elif not LOCAL_LOGIN:
+    raise ImproperlyConfigured(
+        "LOCAL_LOGIN: false needs single sign-on (OIDC_DISCOVERY_URL), or only superusers "
+        "could sign in")
+# What mozilla-django-oidc reads: ID tokens signed with the provider's RSA keys (from its
+# JWKS), a nonce and PKCE on every sign-in, bounded waits for the provider.
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso:callback"
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_FAILURE_LIMIT = "searchtweak.login_throttle.failure_limit"
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)

@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, forms, views, views_audit
+from searchtweak import api, views, views_audit
 
 handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
@@ -40,9 +40,9 @@ urlpatterns = [
     path("api/v1/", include("schedules.api_urls")),
     path("api/v1/", include("behaviour.api_urls")),
     path("", views.home, name="home"),
-    path("login/", form_page(auth_views.LoginView.as_view(
-        redirect_authenticated_user=True, authentication_form=forms.LoginForm)),
-         name="login"),
+    path("login/", form_page(views.LoginPage.as_view()), name="login"),
+    # Single sign-on (404 while OIDC_DISCOVERY_URL is unset).
+    path("", include("sso.urls")),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Django's own password views, with our templates in templates/registration/.
     path("password-reset/", form_page(auth_views.PasswordResetView.as_view()),

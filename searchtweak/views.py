@@ -1,5 +1,7 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -15,6 +17,7 @@ from searchtweak.forms import (
     AccountForm,
     ApiTokenForm,
     InvitationForm,
+    LoginForm,
     RegisterForm,
     RoleForm,
     SwitchTeamForm,
@@ -34,6 +37,23 @@ from searchtweak.selectors import (
     team_members,
     team_open_invitations,
 )
+
+
+class LoginPage(auth_views.LoginView):
+    """Django's login page, with the single sign-on button when OIDC is configured. With
+    LOCAL_LOGIN false it shows only that button; the password form stays at
+    /login/?local=1 for superusers (searchtweak.local_login refuses everyone else)."""
+
+    redirect_authenticated_user = True
+    authentication_form = LoginForm
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["sso_name"] = (settings.OIDC_PROVIDER_NAME if settings.OIDC_DISCOVERY_URL
+                               else "")
+        context["password_hidden"] = not (settings.LOCAL_LOGIN or "local" in self.request.GET
+                                          or self.request.method == "POST")
+        return context
 
 
 @require_GET
