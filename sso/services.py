@@ -104,8 +104,8 @@ def sso_team_roles_apply(*, user: User, groups: set[str]) -> None:
             membership.save(update_fields=["role"])
         audit_record(action=Action.ROLE_CHANGED, actor_label="single sign-on", team_id=team_id,
                      object_type="membership", object_id=membership.pk,
-                     before={"user": user.pk, "role": before},
-                     after={"user": user.pk, "role": role})
+                     before={"user": user.pk if before else None, "role": before},
+                     after={"user": user.pk if role else None, "role": role})
 
 
 def _last_owner(membership: Membership) -> bool:
