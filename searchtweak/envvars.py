@@ -177,3 +177,34 @@ def _without_password(parts: SplitResult, raw: str) -> str:
     if parts.password is None:
         return raw
     return raw.replace(f":{parts.password}@", ":***@", 1)
+
+
+# Single sign-on's OIDC_GROUP_ROLES (settings; sso.services applies it). Each item is
+# `group=team-id:role`: members of the provider's `group` get `role` in the team with that
+# id. A group may appear in several items (several teams), a team under several groups.
+# searchtweak.models.Role's values, highest first: settings cannot import models (a test
+# keeps the two in step).
+TEAM_ROLES = ("owner", "admin", "lead", "grader")
+
+
+@dataclass(frozen=True)
+class GroupRole:
+    group: str
+    team_id: int
+    role: str
+
+
+def group_roles_parse(items: list[str]) -> tuple[GroupRole, ...]:
+    """The mapping of OIDC_GROUP_ROLES's comma-separated items; ImproperlyConfigured names
+    the first item that is not `group=team-id:role` with a known role."""
+    mapping = []
+    for item in items:
+        group, equals, target = item.rpartition("=")
+        team, colon, role = target.partition(":")
+        if not (equals and colon and group.strip() and team.strip().isdigit()
+                and role.strip() in TEAM_ROLES):
+            raise ImproperlyConfigured(
+                f"OIDC_GROUP_ROLES: {item!r} is not group=team-id:role with role one of "
+                + ", ".join(TEAM_ROLES))
+        mapping.append(GroupRole(group=group.strip(), team_id=int(team), role=role.strip()))
+    return tuple(mapping)

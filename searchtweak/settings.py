@@ -28,8 +28,8 @@ from searchtweak.envvars import (
     env_networks,
     env_str,
     env_url,
+    group_roles_parse,
 )
-from sso.group_roles import group_roles_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -12,8 +12,8 @@ from django.db import transaction
 
 from audit.models import Action
 from audit.services import audit_record
+from searchtweak.envvars import TEAM_ROLES, GroupRole
 from searchtweak.models import Membership, Role, Team, User
-from sso.group_roles import roles_for_groups
 
 
 class SsoRefused(Exception):
@@ -111,3 +111,16 @@ def sso_team_roles_apply(*, user: User, groups: set[str]) -> None:
 def _last_owner(membership: Membership) -> bool:
     return not Membership.objects.select_for_update().filter(
         team_id=membership.team_id, role=Role.OWNER).exclude(pk=membership.pk).exists()
+
+
+def roles_for_groups(mapping: tuple[GroupRole, ...], groups: set[str]) -> dict[int, str]:
+    """{team id: the highest role `groups` give there} for the teams the mapping names and
+    the user's groups reach."""
+    roles: dict[int, str] = {}
+    for entry in mapping:
+        if entry.group not in groups:
+            continue
+        held = roles.get(entry.team_id)
+        if held is None or TEAM_ROLES.index(entry.role) < TEAM_ROLES.index(held):
+            roles[entry.team_id] = entry.role
+    return roles

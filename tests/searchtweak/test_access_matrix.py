@@ -541,6 +541,11 @@ TABLE: dict[str, Row] = {
     # A logged-in user is sent on (302 home).
     "login": row(GET=(302, 302, 302, 302, 302, 200), POST=(302, 302, 302, 302, 302, 200)),
     "logout": row(POST=(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
+    # Single sign-on is off here (no OIDC_DISCOVERY_URL): both pages are absent. Configured,
+    # they answer everyone alike (tests/sso: the start redirects to the provider, the
+    # callback signs in or refuses; other methods 405).
+    "sso:login": row(GET=(404, 404, 404, 404, 404, 404)),
+    "sso:callback": row(GET=(404, 404, 404, 404, 404, 404)),
     "password_reset": row(
         GET=(200, 200, 200, 200, 200, 200),
         POST=(200, 200, 200, 200, 200, 200),

@@ -3,7 +3,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import requests
 
-from sso.group_roles import group_roles_parse
+from searchtweak.envvars import group_roles_parse
 from sso.provider import provider_forget
 from tests.sso.fake_idp import CLIENT_ID, CLIENT_SECRET, FakeIdp, Person
 

@@ -4,9 +4,9 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from audit.models import Action, AuditEvent
-from searchtweak.envvars import env_list
+from searchtweak.envvars import TEAM_ROLES, GroupRole, env_list, group_roles_parse
 from searchtweak.models import Role
-from sso.group_roles import ROLES, GroupRole, group_roles_parse, roles_for_groups
+from sso.services import roles_for_groups
 from tests.searchtweak.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -85,4 +85,4 @@ def test_the_highest_role_of_a_users_groups_wins():
 def test_the_mappings_roles_are_the_teams_roles_highest_first():
     from searchtweak.models import ROLE_RANK
 
-    assert tuple(sorted(Role.values, key=ROLE_RANK.__getitem__, reverse=True)) == ROLES
+    assert tuple(sorted(Role.values, key=ROLE_RANK.__getitem__, reverse=True)) == TEAM_ROLES

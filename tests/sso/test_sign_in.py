@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from audit.models import Action, AuditEvent
+from searchtweak.envvars import group_roles_parse
 from searchtweak.models import Membership, Role
-from sso.group_roles import group_roles_parse
 from tests.searchtweak.factories import TeamFactory, UserFactory, member
 from tests.sso.conftest import callback_url
 
@@ -198,3 +198,15 @@ def test_the_login_page_offers_the_provider_beside_passwords(client, idp):
     assert 'href="/sso/login/?next=/evaluations/"' in page
     assert "Sign in with Fake IdP" in page
     assert 'name="password"' in page
+
+
+@pytest.mark.parametrize("path", ["/sso/login/", "/sso/callback/"])
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_the_pages_take_only_get(client, idp, path, method):
+    assert getattr(client, method)(path).status_code == 405
+
+
+def test_a_signed_in_member_starting_again_goes_to_the_provider(client, idp, personas):
+    client.force_login(personas.grader)
+    response = client.get("/sso/login/")
+    assert response.status_code == 302 and response["Location"].startswith(f"{idp.url}/")
