@@ -78,6 +78,10 @@ class SsoCallback(OIDCAuthenticationCallbackView):
             return sso_refused(request, PROVIDER_DOWN, status=503)
 
     def login_failure(self) -> HttpResponse:
+        if getattr(self.request, "axes_locked_out", False):
+            # Locked out by the login throttle: its backend refused before ours ran, Django
+            # has recorded the failure, and AxesMiddleware answers the lockout page.
+            return HttpResponse(status=429)
         return sso_refused(self.request, self.refusal)
 
 

@@ -26,10 +26,10 @@ def idp(settings):
         provider_forget()
 
 
-def callback_url(client, idp: FakeIdp, username: str) -> str:
+def callback_url(client, idp: FakeIdp, username: str, *, next_url: str = "") -> str:
     """Start a sign-in in `client`, sign in as `username` at the provider's form; the
     callback path (with code and state) the provider sends the browser back to."""
-    start = client.get("/sso/login/")
+    start = client.get("/sso/login/", {"next": next_url} if next_url else {})
     assert start.status_code == 302, start.content
     authorize = urlsplit(start["Location"])
     assert f"{authorize.scheme}://{authorize.netloc}{authorize.path}" == f"{idp.url}/authorize"

@@ -210,3 +210,28 @@ def test_a_signed_in_member_starting_again_goes_to_the_provider(client, idp, per
     client.force_login(personas.grader)
     response = client.get("/sso/login/")
     assert response.status_code == 302 and response["Location"].startswith(f"{idp.url}/")
+
+
+def test_after_a_sign_in_the_browser_goes_where_it_was_going(client, idp):
+    response = client.get(callback_url(client, idp, "alice", next_url="/teams/new/"))
+    assert response.status_code == 302 and response["Location"] == "/teams/new/"
+
+
+def test_a_next_address_on_another_site_is_dropped(client, idp):
+    response = client.get(callback_url(client, idp, "alice", next_url="https://evil.example/"))
+    assert response.status_code == 302 and response["Location"] == "/"
+
+
+def test_refusals_count_towards_the_addresss_lockout(client, idp, settings):
+    settings.LOGIN_FAILURE_LIMIT_PER_ADDRESS = 2
+    idp.tweaks["aud"] = "another-client"
+    assert client.get(callback_url(client, idp, "alice")).status_code == 403
+    # The failure that reaches the limit answers the lockout page, as a password's does.
+    assert client.get(callback_url(client, idp, "alice")).status_code == 429
+    idp.tweaks.clear()
+    response = client.get(callback_url(client, idp, "alice"))
+    assert response.status_code == 429
+    assert idp.token_requests == 2
+    assert "Too many failed logins from your address" in response.content.decode()
+    assert _signed_in_user_id(client) is None
+    assert AuditEvent.objects.filter(action=Action.SIGN_IN_FAILED).count() == 3
