@@ -1,15 +1,17 @@
 """LOCAL_LOGIN=false: passwords only for superusers (searchtweak.local_login)."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
-from django.core.exceptions import ImproperlyConfigured
 
 from audit.models import Action, AuditEvent
-from searchtweak.envvars import TEAM_ROLES, GroupRole, env_list, group_roles_parse
-from searchtweak.models import Role
-from sso.services import roles_for_groups
 from tests.searchtweak.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -48,41 +50,11 @@ def test_passwords_work_while_local_login_is_on(client, idp):
     assert client.session["_auth_user_id"] == str(jane.pk)
 
 
-def test_local_login_off_without_a_provider_stops_start_up(tmp_path):
-    import subprocess
-    import sys
-
+def test_local_login_off_without_a_provider_stops_start_up():
     result = subprocess.run(
-        [sys.executable, "-c", "import django; from django.conf import settings; "
-         "settings.INSTALLED_APPS"], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", "from django.conf import settings; settings.INSTALLED_APPS"],
+        capture_output=True, text=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "searchtweak.settings",
-             "LOCAL_LOGIN": "false", "PYTHONPATH": str(__import__("pathlib").Path(
-                 __file__).resolve().parents[2])})
+             "LOCAL_LOGIN": "false", "PYTHONPATH": str(ROOT)})
     assert result.returncode != 0
     assert "LOCAL_LOGIN: false needs single sign-on" in result.stderr
-
-
-def test_group_roles_are_read_from_the_setting():
-    mapping = group_roles_parse(env_list("X", [], environ={
-        "X": "search leads=3:lead, a=b=4:owner"}))
-    assert mapping == (GroupRole("search leads", 3, "lead"), GroupRole("a=b", 4, "owner"))
-
-
-@pytest.mark.parametrize("item", ["leads=3", "leads=x:lead", "=3:lead", "leads=3:boss",
-                                  "leads:3=lead"])
-def test_a_malformed_group_role_stops_start_up(item):
-    with pytest.raises(ImproperlyConfigured, match="OIDC_GROUP_ROLES"):
-        group_roles_parse([item])
-
-
-def test_the_highest_role_of_a_users_groups_wins():
-    mapping = group_roles_parse(["g=1:grader", "a=1:admin", "l=1:lead", "l=2:lead"])
-    assert roles_for_groups(mapping, {"g", "l"}) == {1: "lead", 2: "lead"}
-    assert roles_for_groups(mapping, {"g", "a", "l"}) == {1: "admin", 2: "lead"}
-    assert roles_for_groups(mapping, {"x"}) == {}
-
-
-def test_the_mappings_roles_are_the_teams_roles_highest_first():
-    from searchtweak.models import ROLE_RANK
-
-    assert tuple(sorted(Role.values, key=ROLE_RANK.__getitem__, reverse=True)) == TEAM_ROLES
