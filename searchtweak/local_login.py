@@ -10,6 +10,10 @@ from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
 
+# The backend a password sign-in is recorded under (a session names its backend, and one
+# not in AUTHENTICATION_BACKENDS is signed out at its next request).
+PASSWORD_BACKEND = "searchtweak.local_login.LocalPasswordBackend"
+
 
 def password_login_allowed(user) -> bool:
     """Whether `user` may sign in with a password under the current LOCAL_LOGIN."""

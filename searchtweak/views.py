@@ -24,6 +24,7 @@ from searchtweak.forms import (
     TeamForm,
     add_service_errors,
 )
+from searchtweak.local_login import PASSWORD_BACKEND
 from searchtweak.models import Role
 from searchtweak.selectors import (
     api_token_get_for_user,
@@ -201,7 +202,9 @@ def team_switch(request: HttpRequest) -> HttpResponse:
 def invitation_detail(request: HttpRequest, token: str) -> HttpResponse:
     invitation = invitation_get_for_user(user=request.user, token=token)
     register_form = None
-    if not request.user.is_authenticated and "@" in invitation.invitee:
+    # With passwords off (LOCAL_LOGIN false) a new person signs in through the provider,
+    # which makes the account, and then accepts.
+    if not request.user.is_authenticated and "@" in invitation.invitee and settings.LOCAL_LOGIN:
         register_form = RegisterForm(request.POST or None)
     if request.method == "POST" and invitation.is_open():
         try:
@@ -211,7 +214,7 @@ def invitation_detail(request: HttpRequest, token: str) -> HttpResponse:
                 user = services.user_register_from_invitation(
                     invitation=invitation, **register_form.cleaned_data
                 )
-                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, user, backend=PASSWORD_BACKEND)
             else:
                 return render(request, "searchtweak/invitation.html", {
                     "invitation": invitation, "register_form": register_form,

@@ -58,3 +58,18 @@ def test_local_login_off_without_a_provider_stops_start_up():
              "LOCAL_LOGIN": "false", "PYTHONPATH": str(ROOT)})
     assert result.returncode != 0
     assert "LOCAL_LOGIN: false needs single sign-on" in result.stderr
+
+
+def test_an_invitation_to_an_address_sends_a_new_person_to_the_provider(client, personas,
+                                                                         passwords_off):
+    from searchtweak.models import Invitation, Role
+
+    invitation = Invitation.objects.create(team=personas.team, invitee="eve@example.test",
+                                           role=Role.GRADER, invited_by=personas.owner)
+    url = f"/invitations/{invitation.token}/"
+    page = client.get(url).content.decode()
+    assert "Create your account" not in page
+    assert f'href="/login/?next={url}"' in page
+    response = client.post(url, {"username": "eve", "password": "long-enough-pw"})
+    assert response.status_code == 400
+    assert not type(personas.owner).objects.filter(username="eve").exists()
