@@ -97,7 +97,10 @@ def sso_team_roles_apply(*, user: User, groups: set[str]) -> None:
             membership.delete()
             membership.pk = membership_id
             if user.current_team_id == team_id:
-                user.current_team = None
+                # As searchtweak.services.membership_remove: on to the oldest team left.
+                next_membership = (Membership.objects.filter(user=user)
+                                   .order_by("joined_at").first())
+                user.current_team_id = next_membership.team_id if next_membership else None
                 user.save(update_fields=["current_team"])
         else:
             membership.role = role

@@ -64,11 +64,14 @@ def test_groups_give_the_mapped_roles_and_follow_the_provider(client, idp, setti
     assert {m.team_id: m.role for m in alice.memberships.all()} == {
         acme.pk: Role.GRADER, unmapped.pk: Role.ADMIN}
 
-    # In no mapped group: out of Acme; the unmapped team is not the mapping's business.
+    # In no mapped group: out of Acme, on to her other team; the unmapped team is not the
+    # mapping's business.
     idp.people["alice"].groups = []
     client.logout()
     client.get(callback_url(client, idp, "alice"))
     assert {m.team_id: m.role for m in alice.memberships.all()} == {unmapped.pk: Role.ADMIN}
+    alice.refresh_from_db()
+    assert alice.current_team_id == unmapped.pk
 
     changes = [(e.team_id, e.actor_id, e.actor_label, e.changes) for e in
                AuditEvent.objects.filter(action=Action.ROLE_CHANGED).order_by("pk")]
