@@ -85,6 +85,10 @@ class DashboardRequest:
     evaluation: Evaluation
     configs: list[EvaluationMetric]
     form: KeywordTableForm
+    # Whose grades the table shows and whether the page may name people: the member's, or
+    # nobody's and no for a share link's visitor (sharing.views).
+    visibility: access.GradeVisibility
+    sees_people: bool
     choice: SegmentChoice = EVERY_KEYWORD
     # The chosen keywords' count when the distribution's statement counted them (the cards
     # and chart come before the table on the page): the table's count then costs nothing.
@@ -97,12 +101,23 @@ class DashboardRequest:
 
 
 def _dashboard_request(request: HttpRequest, evaluation_id: int) -> DashboardRequest:
-    """The dashboard's request with its segment choice checked: a tag no keyword carries
-    is an error on `segment` (the page then shows every keyword)."""
-    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    """The member's dashboard request: the evaluation through its access function."""
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                         minimum_role=access.READS_ROLE)
+    return dashboard_request_of(
+        request, evaluation, visibility=access.grade_visibility(user=request.user),
+        sees_people=access.user_sees_people(user=request.user, team_id=evaluation.team_id))
+
+
+def dashboard_request_of(request: HttpRequest, evaluation: Evaluation, *,
+                         visibility: access.GradeVisibility,
+                         sees_people: bool) -> DashboardRequest:
+    """The dashboard's request for an evaluation the caller already may read, with its
+    segment choice checked: a tag no keyword carries is an error on `segment` (the page
+    then shows every keyword)."""
     configs = metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
-    dashboard = DashboardRequest(request, evaluation, configs, form)
+    dashboard = DashboardRequest(request, evaluation, configs, form, visibility, sees_people)
     if form.is_valid():
         segment = form.cleaned_data["segment"]
         problem = segment_problem(
@@ -171,7 +186,7 @@ def _table_context(dashboard: DashboardRequest) -> dict:
     evaluation, configs, form = dashboard.evaluation, dashboard.configs, dashboard.form
     choice = dashboard.choice
     params = _table_params(form)
-    visibility = access.grade_visibility(user=dashboard.request.user)
+    visibility = dashboard.visibility
     segment_counts = None
     if choice.segment:
         segment_counts = {config.pk: mean.keyword_count for config in configs
@@ -215,11 +230,16 @@ def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
     each part, in order (the table takes the count the distribution made); a query string
     the form refuses (a segment no keyword has included) answers 400 with the defaults
     shown and the reason."""
-    dashboard = _dashboard_request(request, evaluation_id)
-    context: dict = {}
+    return dashboard_response(_dashboard_request(request, evaluation_id), template, *parts)
+
+
+def dashboard_response(dashboard: DashboardRequest, template: str,
+                       *parts: ContextBuilder, extra: dict | None = None) -> HttpResponse:
+    """Render `template` with each part's context, in order, and `extra`."""
+    context: dict = {"sees_people": dashboard.sees_people, **(extra or {})}
     for part in parts:
         context.update(part(dashboard))
-    return render(request, template, context,
+    return render(dashboard.request, template, context,
                   status=200 if dashboard.form.is_valid() else 400)
 
 
@@ -238,8 +258,7 @@ def _selector_context(dashboard: DashboardRequest) -> dict:
 @login_required
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
-                               _selector_context, _live_context, _table_context,
-                               _verdict_context)
+                               *DASHBOARD_PARTS)
 
 
 def _verdict_context(dashboard: DashboardRequest) -> dict:
@@ -268,6 +287,11 @@ def evaluation_dashboard_table(request: HttpRequest, evaluation_id: int) -> Http
                                _table_context)
 
 
+# Every part of the full dashboard page, in the order the page reads them.
+DASHBOARD_PARTS: tuple[ContextBuilder, ...] = (_selector_context, _live_context,
+                                               _table_context, _verdict_context)
+
+
 @require_POST
 @login_required
 def baseline(request: HttpRequest, evaluation_id: int) -> HttpResponse:
@@ -294,6 +318,8 @@ def team_dashboard(request: HttpRequest) -> HttpResponse:
     if membership is None:
         messages.info(request, "Join or create a team to see its dashboard.")
         return redirect("home")
+    # Each grader's counts by name: a viewer reads the evaluations' dashboards instead.
+    access.check_membership_row(membership.role, access.PEOPLE_ROLE)
     dashboard = team_overview.team_dashboard(team=membership.team, user=request.user)
     return render(request, "metrics/team_dashboard.html", {
         "team": membership.team, "dashboard": dashboard,
@@ -320,7 +346,8 @@ def regressed_evaluation_ids(*, model) -> set[int]:
 @require_GET
 @login_required
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
-    model = search_model_get_for_user(user=request.user, model_id=model_id)
+    model = search_model_get_for_user(user=request.user, model_id=model_id,
+                                      minimum_role=access.READS_ROLE)
     form = SegmentForm(request.GET)
     choice = EVERY_KEYWORD
     if form.is_valid():
@@ -375,8 +402,20 @@ def compare(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return render(request, "metrics/compare.html",
                       {"form": form, **_picker_context(request)}, status=400)
-    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
-    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
+    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"],
+                                minimum_role=access.READS_ROLE)
+    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"],
+                                minimum_role=access.READS_ROLE)
+    return comparison_response(request, form, a, b, extra={
+        **_picker_context(request),
+        "can_lead": access.current_team_can(user=request.user, team_id=b.team_id,
+                                            minimum_role=Role.LEAD)})
+
+
+def comparison_response(request: HttpRequest, form: CompareForm, a: Evaluation,
+                        b: Evaluation, *, extra: dict) -> HttpResponse:
+    """The comparison of B against A (both already readable by the caller) that the valid
+    `form` asks for, rendered with `extra`. It names no person and no grade."""
     # The segments are B's (the run's tags): what its stored segment means cover.
     means = segment_means_of(metric_configs(b.pk))
     choice = SegmentChoice(form.cleaned_data["segment"], form.cleaned_data["weighted"])
@@ -395,7 +434,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         # Percent-encoded, so nothing in it needs HTML escaping.
         "segment_query": mark_safe("".join(f"&{name}={quote(value)}" for name, value
                                            in choice.query.items() if value)),
-        **_picker_context(request),
+        **extra,
     }, status=400 if problem else 200)
 
 
@@ -405,8 +444,10 @@ def compare_keyword(request: HttpRequest) -> HttpResponse:
     form = CompareKeywordForm(request.GET)
     if not form.is_valid():
         return render(request, "metrics/compare_keyword.html", {"form": form}, status=400)
-    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
-    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
+    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"],
+                                minimum_role=access.READS_ROLE)
+    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"],
+                                minimum_role=access.READS_ROLE)
     text = Keyword.normalize(form.cleaned_data["keyword"])
     visibility = access.grade_visibility(user=request.user)
     keyword_a, keyword_b, rows = comparisons.keyword_side_by_side(
@@ -425,6 +466,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     if membership is None:
         messages.info(request, "Join or create a team to see its leaderboards.")
         return redirect("home")
+    # The graders' board names them.
+    access.check_membership_row(membership.role, access.PEOPLE_ROLE)
     form = LeaderboardForm(request.GET)
     metric = form.cleaned_data.get("metric", "") if form.is_valid() else ""
     graders = leaderboards.grader_leaderboard(team=membership.team)
