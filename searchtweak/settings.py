@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "judges",
     "schedules",
     "behaviour",
+    "sharing",
     "guide",
     "monitoring",
 ]
