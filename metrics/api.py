@@ -239,7 +239,8 @@ class EvaluationCompareApi(APIView):
 
         a = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
                                              minimum_role=access.READS_ROLE)
-        b = evaluation_get_for_user(user=request.user, evaluation_id=other_id)
+        b = evaluation_get_for_user(user=request.user, evaluation_id=other_id,
+                                    minimum_role=access.READS_ROLE)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         choice = SegmentChoice(filters.validated_data["segment"].strip().lower(),
