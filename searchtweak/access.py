@@ -151,11 +151,6 @@ def sees_people(membership: Membership | None) -> bool:
     return membership_allows(membership, minimum_role=PEOPLE_ROLE)
 
 
-def user_sees_people(*, user: User, team_id: int) -> bool:
-    """sees_people for the user's membership in this team."""
-    return sees_people(membership_for(user=user, team_id=team_id))
-
-
 # --- whose grades a member may see ---------------------------------------------------------
 
 # Graders grade independently: Fleiss' κ, the tie rate and every value of a 3-slot
@@ -199,6 +194,18 @@ def grade_visibility(*, user: User) -> GradeVisibility:
         return GradeVisibility(None, frozenset())
     return GradeVisibility(user.pk, frozenset(
         visible_team_ids(user=user, minimum_role=GRADES_ROLE)))
+
+
+def reader_of(*, user: User, team_id: int) -> tuple[GradeVisibility, bool]:
+    """grade_visibility and sees_people (in `team_id`) from one query of the user's
+    memberships: what every result page asks, at the cost of the visibility alone."""
+    if not user.is_authenticated:
+        return GradeVisibility(None, frozenset()), False
+    roles = dict(Membership.objects.filter(user=user).values_list("team_id", "role"))
+    everyone = frozenset(team for team, role in roles.items()
+                         if role_at_least(role, GRADES_ROLE))
+    return (GradeVisibility(user.pk, everyone),
+            team_id in roles and role_at_least(roles[team_id], PEOPLE_ROLE))
 
 
 def team_creation_refusal(*, user: User) -> str:

@@ -8,7 +8,6 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from metrics.reports.comparisons import team_evaluations_for_picker
 from searchtweak import access, services
 from searchtweak import healthz as health
 from searchtweak.context_processors import allows_by_role
@@ -41,13 +40,9 @@ from searchtweak.selectors import (
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     membership = current_membership(user=request.user)
-    allows = allows_by_role(membership)
     return render(request, "searchtweak/home.html", {
         "membership": membership,
-        "allows": allows,
-        # A viewer's way in: the dashboards they may read (the nav offers them nothing else).
-        "dashboards": team_evaluations_for_picker(team_ids=[membership.team_id])
-        if membership and not allows[Role.GRADER] else [],
+        "allows": allows_by_role(membership),
         "invitations": invitations_for_user(user=request.user),
         "can_create_team": not access.team_creation_refusal(user=request.user),
     })

@@ -1,7 +1,8 @@
 """A lead's share links (make, list, revoke) and the page a link's visitor sees.
 
-The visitor's page is the dashboard or comparison a viewer sees (metrics.views renders
-both), with nobody's grades, no person's name and no link out, on a page with no nav."""
+The visitor's page is the dashboard or comparison a viewer sees (metrics.views and
+metrics.views_compare render them), with nobody's grades, no person's name and no link
+out, on a page with no nav."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -13,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from evaluations.selectors import evaluation_get_for_user
 from metrics import views as metric_views
+from metrics import views_compare
 from metrics.forms import CompareForm
 from searchtweak import access
 from searchtweak.forms import add_service_errors
@@ -94,12 +96,16 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
     return response
 
 
+def _nobodys() -> tuple[access.GradeVisibility, bool]:
+    """A share link's reader: nobody's grades, no person named."""
+    return access.GradeVisibility(None, frozenset()), False
+
+
 def _shared_page(request: HttpRequest, link: ShareLink) -> HttpResponse:
     extra = {"shared": True, "base_template": SHARED_BASE, "share_link": link}
     if link.kind == ShareLink.Kind.DASHBOARD:
         dashboard = metric_views.dashboard_request_of(
-            request, link.evaluation, visibility=access.GradeVisibility(None, frozenset()),
-            sees_people=False)
+            request, link.evaluation, reader=_nobodys)
         return metric_views.dashboard_response(
             dashboard, "metrics/evaluation_dashboard.html", *metric_views.DASHBOARD_PARTS,
             extra=extra)
@@ -110,5 +116,5 @@ def _shared_page(request: HttpRequest, link: ShareLink) -> HttpResponse:
     if not form.is_valid():
         return render(request, "sharing/gone.html", {"link": link, "state": "invalid",
                                                      "form": form}, status=400)
-    return metric_views.comparison_response(request, form, link.evaluation,
+    return views_compare.comparison_response(request, form, link.evaluation,
                                             link.other_evaluation, extra=extra)

@@ -902,7 +902,8 @@ TABLE: dict[str, Row] = {
     "judges:adjudicate": row(_evaluation_snapshot,
                              POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
     # --- metrics ---
-    "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
+    # A viewer's is the list of the team's evaluations, without the graders' counts.
+    "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation,
                                         GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
     "metrics:evaluation_dashboard_live": row(_evaluation,

@@ -303,7 +303,7 @@ def demo() -> Ids:
 @pytest.mark.timeout(900)
 @pytest.mark.slow_reason("walks every page of the URL conf as one persona, at two sizes, "
                         "under the Content-Security-Policy")
-@pytest.mark.parametrize("username", ["admin", "lead", "grader1", None])
+@pytest.mark.parametrize("username", ["admin", "lead", "grader1", "viewer", None])
 def test_every_page_fits_a_phone_and_a_laptop_under_the_policy(browser, live_server, demo,
                                                                 username):
     visitor = Visitor(browser, live_server, username)

@@ -56,15 +56,18 @@ def test_a_viewer_sees_the_dashboard_without_them(client, team_setup):
     assert "Share read-only" not in body
 
 
-def test_a_viewers_nav_and_home_lead_to_dashboards_only(client, team_setup):
+def test_a_viewers_nav_and_dashboard_lead_to_the_evaluations_dashboards(client, team_setup):
     _, _, viewer, evaluation = team_setup
     client.force_login(viewer)
     body = client.get(reverse("home")).content.decode()
-    assert reverse("metrics:evaluation_dashboard", args=[evaluation.pk]) in body
-    for hidden in ("judgments:grade", "evaluations:evaluation_list", "metrics:team_dashboard",
-                   "evaluations:endpoint_list"):
+    for hidden in ("judgments:grade", "evaluations:evaluation_list",
+                   "evaluations:endpoint_list", "metrics:leaderboard"):
         assert f'href="{reverse(hidden)}"' not in body, hidden
-    assert f'href="{reverse("metrics:compare")}"' in body
+    for shown in ("metrics:team_dashboard", "metrics:compare"):
+        assert f'href="{reverse(shown)}"' in body, shown
+    listing = client.get(reverse("metrics:team_dashboard")).content.decode()
+    assert reverse("metrics:evaluation_dashboard", args=[evaluation.pk]) in listing
+    assert "lead-q7z" not in listing
 
 
 def test_a_viewer_is_offered_on_the_members_page_and_may_be_invited(client, team_setup):
