@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
@@ -144,3 +145,15 @@ def test_a_compare_link_shows_b_against_a_whatever_the_query_string_says(client,
     body = client.get(url + f"?a={other.evaluation.pk}&b={other.evaluation.pk}").content
     assert f"B: {again.evaluation.name} against A: {grading.evaluation.name}" in body.decode()
     assert SECOND_GRADER not in body.decode()
+
+
+def test_a_comparison_link_across_two_teams_is_refused(shared):
+    lead, grading, _, _ = shared
+    outside = TeamFactory(name="Elsewhere")
+    other = independent_grading(outside, member(outside, Role.GRADER, "far-q7z"),
+                                second=member(outside, Role.GRADER, "far-two-q7z"),
+                                judge_name="Echo far")
+    with pytest.raises(ValidationError, match="same team"):
+        share_link_create(evaluation=grading.evaluation, other_evaluation=other.evaluation,
+                          created_by=lead, days=1)
+    assert ShareLink.objects.count() == 1
