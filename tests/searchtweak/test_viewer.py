@@ -87,3 +87,13 @@ def test_a_shared_dashboard_leaves_out_what_a_viewer_does_not_see(client, team_s
     _, token = share_link_create(evaluation=evaluation, created_by=lead, days=1)
     body = client.get(reverse("sharing:shared", args=[token])).content.decode()
     assert "(lead-q7z)" not in body and "search.internal.q7z" not in body
+
+
+def test_the_members_page_links_the_share_links_for_leads_only(client, team_setup):
+    team, lead, _, _ = team_setup
+    grader = member(team, Role.GRADER, "grader-q7z")
+    link = f'href="{reverse("sharing:share_list", args=[team.pk])}"'
+    client.force_login(lead)
+    assert link in client.get(reverse("team_detail", args=[team.pk])).content.decode()
+    client.force_login(grader)
+    assert link not in client.get(reverse("team_detail", args=[team.pk])).content.decode()
