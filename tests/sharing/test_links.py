@@ -4,6 +4,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -12,6 +14,7 @@ from searchtweak.models import Role
 from sharing import tokens
 from sharing.models import ShareLink
 from sharing.services import share_link_create, share_link_revoke
+from tests.judgments.builders import evaluation_with_slots
 from tests.judgments.visibility_data import SECOND_GRADER, SECOND_NOTE, independent_grading
 from tests.searchtweak.factories import TeamFactory, member
 
@@ -157,3 +160,17 @@ def test_a_comparison_link_across_two_teams_is_refused(shared):
         share_link_create(evaluation=grading.evaluation, other_evaluation=other.evaluation,
                           created_by=lead, days=1)
     assert ShareLink.objects.count() == 1
+
+
+def _share_page_queries(client, keywords: int) -> int:
+    team = TeamFactory()
+    lead = member(team, Role.LEAD)
+    evaluation = evaluation_with_slots(team, keywords=keywords, positions=3)
+    _, token = share_link_create(evaluation=evaluation, created_by=lead, days=1)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(reverse("sharing:shared", args=[token])).status_code == 200
+    return len(queries)
+
+
+def test_the_shared_dashboard_runs_the_same_queries_at_any_size(client):
+    assert _share_page_queries(client, 2) == _share_page_queries(client, 20)
