@@ -16,6 +16,8 @@ class Action(models.TextChoices):
     EXPORT_DOWNLOADED = "export_downloaded", "Downloaded an export"
     API_TOKEN_CREATED = "api_token_created", "Created an API token"
     ROLE_CHANGED = "role_changed", "Changed a member's role"
+    SHARE_LINK_CREATED = "share_link_created", "Made a share link"
+    SHARE_LINK_REVOKED = "share_link_revoked", "Revoked a share link"
 
 
 class AuditEvent(models.Model):

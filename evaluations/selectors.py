@@ -51,11 +51,14 @@ def evaluation_get_for_user(*, user: User, evaluation_id: int,
         user=user, pk=evaluation_id, minimum_role=minimum_role, what="evaluation")
 
 
-def evaluations_get_for_user(*, user: User, evaluation_ids: list[int]) -> list[Evaluation]:
+def evaluations_get_for_user(*, user: User, evaluation_ids: list[int],
+                             minimum_role: str = Role.GRADER) -> list[Evaluation]:
     """Several evaluations at once, in the order asked, in two queries whatever their
     number (the user's teams, then the rows): "No such evaluation." (404) when any is
-    missing or another team's, as `evaluation_get_for_user` answers for one."""
-    team_ids = access.visible_team_ids(user=user)
+    missing or another team's, as `evaluation_get_for_user` answers for one. A team where
+    the user holds less than `minimum_role` counts as another team's (404, not 403: the
+    rows may span teams, and no one of them is named)."""
+    team_ids = access.visible_team_ids(user=user, minimum_role=minimum_role)
     rows = {e.pk: e for e in Evaluation.objects.select_related("team", "model").filter(
         pk__in=evaluation_ids, team_id__in=team_ids)}
     if any(pk not in rows for pk in evaluation_ids):

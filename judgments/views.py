@@ -61,6 +61,9 @@ class _Scope:
             self.team: Team | None = self.evaluation.team
         else:
             membership = access.current_membership(user=request.user)
+            if membership is not None:
+                # A viewer never grades: their queue is refused, not shown empty.
+                access.check_membership_row(membership.role, Role.GRADER)
             self.team = membership.team if membership else None
         self.evaluation_ids = (
             queue_selectors.queue_evaluation_ids(

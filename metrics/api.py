@@ -23,6 +23,7 @@ from metrics.selectors import (
     metric_configs,
     metric_label,
 )
+from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.integers import api_integer
 
@@ -68,7 +69,8 @@ class KeywordListApi(APIView):
         description="The evaluation's keywords in order, each with its metric values.",
     )
     def get(self, request: Request, evaluation_id: int) -> Response:
-        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=access.READS_ROLE)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         configs = evaluation_metric_configs(evaluation_id=evaluation.pk)
@@ -235,8 +237,10 @@ class EvaluationCompareApi(APIView):
     def get(self, request: Request, evaluation_id: int, other_id: int) -> Response:
         from metrics.reports.comparisons import evaluation_comparison
 
-        a = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
-        b = evaluation_get_for_user(user=request.user, evaluation_id=other_id)
+        a = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=access.READS_ROLE)
+        b = evaluation_get_for_user(user=request.user, evaluation_id=other_id,
+                                    minimum_role=access.READS_ROLE)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         choice = SegmentChoice(filters.validated_data["segment"].strip().lower(),
@@ -337,7 +341,8 @@ class EvaluationMetricsApi(APIView):
 
     @extend_schema(responses=OutputSerializer, operation_id="evaluations_metrics")
     def get(self, request: Request, evaluation_id: int) -> Response:
-        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=access.READS_ROLE)
         configs = metric_configs(evaluation.pk)
         means = segment_means_of(configs)
         return Response(self.OutputSerializer({

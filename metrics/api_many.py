@@ -18,6 +18,7 @@ from evaluations.selectors import evaluations_get_for_user
 from evaluations.services.keywords import MAX_TAG_LENGTH
 from metrics.reports import compare_many
 from metrics.reports.segments import SegmentChoice, SegmentMeans, segment_problem
+from searchtweak import access
 from searchtweak.integers import api_id
 
 
@@ -165,7 +166,8 @@ class EvaluationCompareManyApi(APIView):
         filters.is_valid(raise_exception=True)
         data = filters.validated_data
         ids = data["evaluation"]
-        evaluations = evaluations_get_for_user(user=request.user, evaluation_ids=ids)
+        evaluations = evaluations_get_for_user(user=request.user, evaluation_ids=ids,
+                                               minimum_role=access.READS_ROLE)
         reference_id = data.get("reference") or ids[0]
         reference = next((e for e in evaluations if e.pk == reference_id), None)
         sort = data["sort"]

@@ -15,6 +15,7 @@ from metrics.reports.verdicts import (
     regression_verdicts,
 )
 from metrics_engine.verdicts import MAX_SEGMENT_LENGTH, MAX_SEGMENTS
+from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.integers import api_id
 from searchtweak.models import Role
@@ -186,7 +187,8 @@ class EvaluationVerdictListApi(APIView):
                    operation_id="evaluations_verdicts_list",
                    description="The evaluation's stored regression verdicts, newest first.")
     def get(self, request: Request, evaluation_id: int) -> Response:
-        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=access.READS_ROLE)
         return paginated_response(
             self, request, regression_verdicts(evaluation=evaluation),
             lambda rows: [VerdictOutputSerializer(row).data for row in rows])

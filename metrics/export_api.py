@@ -143,7 +143,9 @@ class EvaluationMetricTableApi(APIView):
         ),
     )
     def get(self, request: Request, evaluation_id: int) -> FileStreamResponse:
-        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+        # The dashboard's table as a file: what a viewer reads on the page.
+        evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                             minimum_role=access.READS_ROLE)
         options = _TableOptions(data=request.query_params)
         options.is_valid(raise_exception=True)
         if options.validated_data["segments"]:

@@ -1,4 +1,5 @@
-"""Dashboards, comparisons, history and leaderboards: what a team lead opens every morning.
+"""Dashboards, history and leaderboards: what a team lead opens every morning (the
+comparison pages are metrics.views_compare's).
 
 Thin views: access function, form for the query string, the reads of metrics.reports
 (dashboards, comparisons, leaderboards) and its charts. Every page renders fully without
@@ -9,11 +10,9 @@ grades arrive.
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,8 +25,6 @@ from judgments.gold_accuracy import DRIFT_WINDOW, GOLD_ACCURACY_THRESHOLD, GOLD_
 from metrics import services
 from metrics.forms import (
     BaselineForm,
-    CompareForm,
-    CompareKeywordForm,
     KeywordTableForm,
     LeaderboardForm,
     SegmentForm,
@@ -85,10 +82,26 @@ class DashboardRequest:
     evaluation: Evaluation
     configs: list[EvaluationMetric]
     form: KeywordTableForm
+    # Whose grades the table shows and whether the page may name people, read when a part
+    # first asks (the live fragment never does): the member's (access.reader_of), or
+    # nobody's and no for a share link's visitor (sharing.views).
+    reader_source: Callable[[], tuple[access.GradeVisibility, bool]]
     choice: SegmentChoice = EVERY_KEYWORD
     # The chosen keywords' count when the distribution's statement counted them (the cards
     # and chart come before the table on the page): the table's count then costs nothing.
     segment_count: int | None = None
+
+    @cached_property
+    def reader(self) -> tuple[access.GradeVisibility, bool]:
+        return self.reader_source()
+
+    @property
+    def visibility(self) -> access.GradeVisibility:
+        return self.reader[0]
+
+    def sees_people(self) -> bool:
+        """A method, so that a template that never asks costs no query."""
+        return self.reader[1]
 
     @cached_property
     def means(self) -> SegmentMeans:
@@ -97,12 +110,22 @@ class DashboardRequest:
 
 
 def _dashboard_request(request: HttpRequest, evaluation_id: int) -> DashboardRequest:
-    """The dashboard's request with its segment choice checked: a tag no keyword carries
-    is an error on `segment` (the page then shows every keyword)."""
-    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id)
+    """The member's dashboard request: the evaluation through its access function."""
+    evaluation = evaluation_get_for_user(user=request.user, evaluation_id=evaluation_id,
+                                         minimum_role=access.READS_ROLE)
+    return dashboard_request_of(request, evaluation, reader=lambda: access.reader_of(
+        user=request.user, team_id=evaluation.team_id))
+
+
+def dashboard_request_of(request: HttpRequest, evaluation: Evaluation, *,
+                         reader: Callable[[], tuple[access.GradeVisibility, bool]],
+                         ) -> DashboardRequest:
+    """The dashboard's request for an evaluation the caller already may read, with its
+    segment choice checked: a tag no keyword carries is an error on `segment` (the page
+    then shows every keyword)."""
     configs = metric_configs(evaluation.pk)
     form = KeywordTableForm(request.GET, configs=configs)
-    dashboard = DashboardRequest(request, evaluation, configs, form)
+    dashboard = DashboardRequest(request, evaluation, configs, form, reader)
     if form.is_valid():
         segment = form.cleaned_data["segment"]
         problem = segment_problem(
@@ -171,7 +194,7 @@ def _table_context(dashboard: DashboardRequest) -> dict:
     evaluation, configs, form = dashboard.evaluation, dashboard.configs, dashboard.form
     choice = dashboard.choice
     params = _table_params(form)
-    visibility = access.grade_visibility(user=dashboard.request.user)
+    visibility = dashboard.visibility
     segment_counts = None
     if choice.segment:
         segment_counts = {config.pk: mean.keyword_count for config in configs
@@ -215,11 +238,16 @@ def _dashboard_response(request: HttpRequest, evaluation_id: int, template: str,
     each part, in order (the table takes the count the distribution made); a query string
     the form refuses (a segment no keyword has included) answers 400 with the defaults
     shown and the reason."""
-    dashboard = _dashboard_request(request, evaluation_id)
-    context: dict = {}
+    return dashboard_response(_dashboard_request(request, evaluation_id), template, *parts)
+
+
+def dashboard_response(dashboard: DashboardRequest, template: str,
+                       *parts: ContextBuilder, extra: dict | None = None) -> HttpResponse:
+    """Render `template` with each part's context, in order, and `extra`."""
+    context: dict = {"sees_people": dashboard.sees_people, **(extra or {})}  # called lazily
     for part in parts:
         context.update(part(dashboard))
-    return render(request, template, context,
+    return render(dashboard.request, template, context,
                   status=200 if dashboard.form.is_valid() else 400)
 
 
@@ -238,8 +266,7 @@ def _selector_context(dashboard: DashboardRequest) -> dict:
 @login_required
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
-                               _selector_context, _live_context, _table_context,
-                               _verdict_context)
+                               *DASHBOARD_PARTS)
 
 
 def _verdict_context(dashboard: DashboardRequest) -> dict:
@@ -268,6 +295,11 @@ def evaluation_dashboard_table(request: HttpRequest, evaluation_id: int) -> Http
                                _table_context)
 
 
+# Every part of the full dashboard page, in the order the page reads them.
+DASHBOARD_PARTS: tuple[ContextBuilder, ...] = (_selector_context, _live_context,
+                                               _table_context, _verdict_context)
+
+
 @require_POST
 @login_required
 def baseline(request: HttpRequest, evaluation_id: int) -> HttpResponse:
@@ -294,6 +326,12 @@ def team_dashboard(request: HttpRequest) -> HttpResponse:
     if membership is None:
         messages.info(request, "Join or create a team to see its dashboard.")
         return redirect("home")
+    if not access.sees_people(membership):
+        # Each grader's counts by name are not a viewer's: they get the evaluations'
+        # dashboards to open instead.
+        return render(request, "metrics/viewer_dashboard.html", {
+            "team": membership.team, "evaluations": comparisons.team_evaluations_for_picker(
+                team_ids=[membership.team_id])})
     dashboard = team_overview.team_dashboard(team=membership.team, user=request.user)
     return render(request, "metrics/team_dashboard.html", {
         "team": membership.team, "dashboard": dashboard,
@@ -320,7 +358,8 @@ def regressed_evaluation_ids(*, model) -> set[int]:
 @require_GET
 @login_required
 def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
-    model = search_model_get_for_user(user=request.user, model_id=model_id)
+    model = search_model_get_for_user(user=request.user, model_id=model_id,
+                                      minimum_role=access.READS_ROLE)
     form = SegmentForm(request.GET)
     choice = EVERY_KEYWORD
     if form.is_valid():
@@ -359,65 +398,6 @@ def model_history(request: HttpRequest, model_id: int) -> HttpResponse:
         "segment_tags": history.tags}, status=200 if form.is_valid() else 400)
 
 
-def _picker_context(request: HttpRequest) -> dict:
-    membership = access.current_membership(user=request.user)
-    team_ids = [membership.team_id] if membership else []
-    return {"evaluations": comparisons.team_evaluations_for_picker(team_ids=team_ids)}
-
-
-@require_GET
-@login_required
-def compare(request: HttpRequest) -> HttpResponse:
-    if not request.GET:
-        return render(request, "metrics/compare.html",
-                      {"form": CompareForm(), **_picker_context(request)})
-    form = CompareForm(request.GET)
-    if not form.is_valid():
-        return render(request, "metrics/compare.html",
-                      {"form": form, **_picker_context(request)}, status=400)
-    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
-    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
-    # The segments are B's (the run's tags): what its stored segment means cover.
-    means = segment_means_of(metric_configs(b.pk))
-    choice = SegmentChoice(form.cleaned_data["segment"], form.cleaned_data["weighted"])
-    problem = segment_problem(means=means, segment=choice.segment,
-                              keywords=Keyword.objects.filter(evaluation=b),
-                              owner=f"B ({b.name})") if choice.segment else None
-    if problem:
-        form.add_error("segment", f"{problem} Every keyword is shown.")
-        choice = SegmentChoice(weighted=choice.weighted)
-    comparison = comparisons.evaluation_comparison(
-        a=a, b=b, sort_index=form.cleaned_data.get("metric"), choice=choice)
-    keywords = Paginator(comparison.keywords, 50).get_page(form.cleaned_data.get("page"))
-    return render(request, "metrics/compare.html", {
-        "form": form, "comparison": comparison, "keywords": keywords,
-        "sort_index": comparison.sort_index, "segment_tags": means.tags, "choice": choice,
-        # Percent-encoded, so nothing in it needs HTML escaping.
-        "segment_query": mark_safe("".join(f"&{name}={quote(value)}" for name, value
-                                           in choice.query.items() if value)),
-        **_picker_context(request),
-    }, status=400 if problem else 200)
-
-
-@require_GET
-@login_required
-def compare_keyword(request: HttpRequest) -> HttpResponse:
-    form = CompareKeywordForm(request.GET)
-    if not form.is_valid():
-        return render(request, "metrics/compare_keyword.html", {"form": form}, status=400)
-    a = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["a"])
-    b = evaluation_get_for_user(user=request.user, evaluation_id=form.cleaned_data["b"])
-    text = Keyword.normalize(form.cleaned_data["keyword"])
-    visibility = access.grade_visibility(user=request.user)
-    keyword_a, keyword_b, rows = comparisons.keyword_side_by_side(
-        a=a, b=b, normalized_text=text, visibility=visibility)
-    return render(request, "metrics/compare_keyword.html", {
-        "form": form, "a": a, "b": b, "keyword_a": keyword_a, "keyword_b": keyword_b,
-        "sees_all_grades": all(visibility.sees_everyone(e.team_id) for e in (a, b)),
-        "rows": rows, "text": (keyword_a or keyword_b).text if keyword_a or keyword_b else text,
-    }, status=200 if keyword_a or keyword_b else 404)
-
-
 @require_GET
 @login_required
 def leaderboard(request: HttpRequest) -> HttpResponse:
@@ -425,6 +405,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     if membership is None:
         messages.info(request, "Join or create a team to see its leaderboards.")
         return redirect("home")
+    # The graders' board names them.
+    access.check_membership_row(membership.role, access.PEOPLE_ROLE)
     form = LeaderboardForm(request.GET)
     metric = form.cleaned_data.get("metric", "") if form.is_valid() else ""
     graders = leaderboards.grader_leaderboard(team=membership.team)

@@ -49,7 +49,8 @@ def _comparison(request: HttpRequest, form: CompareManyForm) -> ManyComparison:
     if len(ids) > compare_many.MAX_EVALUATIONS * 2:  # no access query for a flood of ids
         raise ValidationError({"evaluations": f"Pick {compare_many.MIN_EVALUATIONS} to "
                                               f"{compare_many.MAX_EVALUATIONS} evaluations."})
-    evaluations = evaluations_get_for_user(user=request.user, evaluation_ids=ids)
+    evaluations = evaluations_get_for_user(user=request.user, evaluation_ids=ids,
+                                           minimum_role=access.READS_ROLE)
     reference_id = data.get("reference") or (ids[0] if ids else None)
     reference = next((e for e in evaluations if e.pk == reference_id), None)
     sort = data.get("sort") or "change"

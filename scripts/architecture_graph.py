@@ -26,6 +26,7 @@ OUTPUT = ROOT / "docs" / "architecture.svg"
 
 # Top to bottom: a part may import the parts below it.
 PARTS: list[tuple[str, str, str]] = [
+    ("sharing", "sharing/", "read-only share links to a dashboard or a comparison"),
     ("schedules", "schedules/", "watches: timing, firing, streak, a run's judges and verdict"),
     ("guide", "guide/", "the user guide at /help/, from docs/guide (imports no app)"),
     ("behaviour", "behaviour/", "what users do: behaviour imports, online metrics"),

@@ -2,8 +2,14 @@
 
 A user outside the team (not a member, not logged in, or no such team) gets a 404 that
 says nothing of what exists; a member whose role is below the one needed gets a 403 that
-names the role ("This needs the admin role."). Roles rank owner > admin > lead > grader,
-each allowed what the ones below it are (searchtweak.models.role_at_least).
+names the role ("This needs the admin role."). Roles rank owner > admin > lead > grader >
+viewer, each allowed what the ones below it are (searchtweak.models.role_at_least).
+
+A viewer reads results and nothing else: a check lets them in only where it names
+Role.VIEWER (READS_ROLE), which the dashboards, comparisons and verdicts do; every other
+check names the grader or above (the default) and refuses them, so a page added tomorrow
+is closed to viewers until someone opens it. Inside the pages they read, `sees_people`
+decides whether a person's name appears (docs/decisions/0026-viewers-and-share-links.md).
 
 The per-object access functions (`evaluation_get_for_user`, `slot_get_for_user`, …) load
 their row and ask `team_access` about its team; the grading API's raw statement reads the
@@ -128,6 +134,23 @@ def visible_team_ids(*, user: User, minimum_role: str = Role.GRADER) -> list[int
             if role_at_least(role, minimum_role)]
 
 
+# --- what a viewer reads ------------------------------------------------------------------
+
+# The role the result pages ask for: dashboards, comparisons, model history, verdicts and
+# their APIs. Those pages show aggregates and the viewer's own grades (they have none);
+# whatever else would name a person asks `sees_people`.
+READS_ROLE = Role.VIEWER
+
+# From this role up a member sees the team's people: who graded how much, who ran a gate.
+PEOPLE_ROLE = Role.GRADER
+
+
+def sees_people(membership: Membership | None) -> bool:
+    """Whether a page may name the team's people (graders, who started or judged what) to
+    this membership: not to a viewer, and not to a share link's visitor (None)."""
+    return membership_allows(membership, minimum_role=PEOPLE_ROLE)
+
+
 # --- whose grades a member may see ---------------------------------------------------------
 
 # Graders grade independently: Fleiss' κ, the tie rate and every value of a 3-slot
@@ -171,6 +194,18 @@ def grade_visibility(*, user: User) -> GradeVisibility:
         return GradeVisibility(None, frozenset())
     return GradeVisibility(user.pk, frozenset(
         visible_team_ids(user=user, minimum_role=GRADES_ROLE)))
+
+
+def reader_of(*, user: User, team_id: int) -> tuple[GradeVisibility, bool]:
+    """grade_visibility and sees_people (in `team_id`) from one query of the user's
+    memberships: what every result page asks, at the cost of the visibility alone."""
+    if not user.is_authenticated:
+        return GradeVisibility(None, frozenset()), False
+    roles = dict(Membership.objects.filter(user=user).values_list("team_id", "role"))
+    everyone = frozenset(team for team, role in roles.items()
+                         if role_at_least(role, GRADES_ROLE))
+    return (GradeVisibility(user.pk, everyone),
+            team_id in roles and role_at_least(roles[team_id], PEOPLE_ROLE))
 
 
 def team_creation_refusal(*, user: User) -> str:

@@ -184,7 +184,7 @@ def _without_password(parts: SplitResult, raw: str) -> str:
 # id. A group may appear in several items (several teams), a team under several groups.
 # searchtweak.models.Role's values, highest first: settings cannot import models (a test
 # keeps the two in step).
-TEAM_ROLES = ("owner", "admin", "lead", "grader")
+TEAM_ROLES = ("owner", "admin", "lead", "grader", "viewer")
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,15 @@ class Role(models.TextChoices):
     ADMIN = "admin", "Admin"
     LEAD = "lead", "Lead"
     GRADER = "grader", "Grader"
+    VIEWER = "viewer", "Viewer"
 
 
 # Each role can do everything the roles below it can: an admin may also lead evaluations.
-ROLE_RANK: dict[str, int] = {Role.GRADER: 10, Role.LEAD: 20, Role.ADMIN: 30, Role.OWNER: 40}
+# A viewer sits below the grader and holds only what a check names Role.VIEWER for: every
+# check that names the grader (the default) refuses them (searchtweak/access.py and
+# docs/decisions/0026-viewers-and-share-links.md).
+ROLE_RANK: dict[str, int] = {Role.VIEWER: 5, Role.GRADER: 10, Role.LEAD: 20, Role.ADMIN: 30,
+                             Role.OWNER: 40}
 
 
 def role_at_least(role: str, minimum: str) -> bool:

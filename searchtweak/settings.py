@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "judges",
     "schedules",
     "behaviour",
+    "sharing",
     "guide",
     "monitoring",
 ]

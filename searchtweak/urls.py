@@ -84,6 +84,7 @@ urlpatterns = [
     path("", include("evaluations.urls")),
     path("", include("judgments.urls")),
     path("", include("metrics.urls")),
+    path("", include("sharing.urls")),
     path("", include("schedules.urls")),
     path("", include("guide.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),

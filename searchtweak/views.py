@@ -103,6 +103,8 @@ def _render_team(request: HttpRequest, team, *, invitation_form, status: int = 2
         "invitations": team_open_invitations(team=team) if can_manage else [],
         "invitation_form": invitation_form,
         "can_manage": can_manage,
+        # The team's share links are its leads' (sharing.selectors.SHARE_ROLE).
+        "can_lead": access.membership_allows(membership, minimum_role=Role.LEAD),
         "mail_is_printed": services.mail_is_printed(),
         "roles": Role.choices,
     }, status=status)

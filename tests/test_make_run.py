@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 LOGINS = ["Demo team ready. Log in with:", "  admin / demo  (Owner)", "  lead / demo  (Lead)",
           "  grader1 / demo  (Grader)", "  grader2 / demo  (Grader)",
-          "  grader3 / demo  (Grader)"]
+          "  grader3 / demo  (Grader)", "  viewer / demo  (Viewer)"]
 
 
 def _free_port() -> int:

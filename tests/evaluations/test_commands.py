@@ -25,7 +25,7 @@ def test_seed_demo_is_safe_to_run_twice(capsys):
     team = Team.objects.get(name="Demo")
     roles = dict(Membership.objects.filter(team=team).values_list("user__username", "role"))
     assert roles == {"lead": Role.LEAD, "grader1": Role.GRADER, "grader2": Role.GRADER,
-                     "grader3": Role.GRADER, "admin": Role.OWNER}
+                     "grader3": Role.GRADER, "admin": Role.OWNER, "viewer": Role.VIEWER}
     assert User.objects.get(username="lead").check_password("other-pass")
     assert Endpoint.objects.filter(team=team).count() == 1
     assert SearchModel.objects.filter(team=team).count() == 1

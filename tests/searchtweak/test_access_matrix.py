@@ -1,12 +1,14 @@
 """The access matrix: every URL pattern by every persona, and the exact status it answers.
 
-Personas: the owner, an admin, a lead and a grader of one team, the owner of another team
-("other", who must get a 404 on this team's objects) and an anonymous visitor. Every URL
+Personas: the owner, an admin, a lead, a grader and a viewer of one team, the owner of
+another team ("other", who must get a 404 on this team's objects), an anonymous visitor and
+a visitor holding a share link of the team ("shared": no account, the link opened first,
+so nothing but the link's own page may answer them otherwise than the anonymous). Every URL
 the resolver knows must have a row in TABLE: a new pattern fails
 test_every_url_pattern_has_a_row until someone decides who may use it.
 
 A row names the kwargs to fill (this team's objects) and, for each method that matters,
-the six outcomes in PERSONAS order: a status code, LOGIN (302 to the login page) or
+the eight outcomes in PERSONAS order: a status code, LOGIN (302 to the login page) or
 ADMIN_LOGIN (302 to the admin's login page). Pages get GET; actions and unsafe API methods
 get their method with an empty body, so access answers before validation does. Each
 request runs in a transaction that is rolled back, so an owner's DELETE leaves the object
@@ -16,7 +18,9 @@ Two more checks run over the same table: every method a view does not list is re
 (405), HTML pages as well as API views, so a page that starts to accept another method
 must be decided here; and a grader sees no other grader's grade anywhere: every row is
 requested again by the grader against an evaluation graded independently by another
-grader and a judge (tests/judgments/visibility_data.py), and their markers must not appear.
+grader and a judge (tests/judgments/visibility_data.py), and their markers must not appear;
+the viewer and the share link's visitor, who read results only, see no person's name and no
+endpoint's address either.
 """
 
 import copy
@@ -48,6 +52,7 @@ from schedules.services import schedule_create
 from searchtweak import healthz
 from searchtweak.models import Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
+from sharing.services import share_link_create
 from tests.judges.calibration_data import make_judge
 from tests.judges.run_builders import call_of, judge_of, run_of
 from tests.judgments.builders import evaluation_with_slots
@@ -55,12 +60,13 @@ from tests.judgments.visibility_data import (
     JUDGE_REASON,
     SECOND_GRADER,
     SECOND_NOTE,
+    VIEWER_NOTE,
     IndependentGrading,
     independent_grading,
 )
 from tests.searchtweak.factories import TeamFactory, member
 
-PERSONAS = ("owner", "admin", "lead", "grader", "other", "anonymous")
+PERSONAS = ("owner", "admin", "lead", "grader", "viewer", "other", "anonymous", "shared")
 LOGIN = "login"
 ADMIN_LOGIN = "admin-login"
 
@@ -93,6 +99,12 @@ class Dataset:
     notification_id: int = 0  # the grader's
     unsubscribe_token: str = ""  # the grader's, for run_regressed
     behaviour_source_id: int = 0
+    share_link_id: int = 0
+    share_token: str = ""  # the dashboard of `evaluation`
+    share_compare_token: str = ""  # `second_evaluation` against `evaluation`
+    # The same two links to the independently graded evaluations (_graded_dataset).
+    graded_share_token: str = ""
+    graded_share_compare_token: str = ""
     # One signed-in Client per persona and the cookies it signed in with (_client).
     clients: dict[str, Client] = field(default_factory=dict)
     cookies: dict[str, SimpleCookie] = field(default_factory=dict)
@@ -106,8 +118,10 @@ def _build() -> Dataset:
         "admin": member(team, Role.ADMIN, "admin"),
         "lead": member(team, Role.LEAD, "lead"),
         "grader": member(team, Role.GRADER, "grader"),
+        "viewer": member(team, Role.VIEWER, "viewer"),
         "other": member(other_team, Role.OWNER, "other"),
         "anonymous": None,
+        "shared": None,
     }
     evaluation = evaluation_with_slots(team, keywords=1, positions=1)
     second_evaluation = evaluation_with_slots(team, keywords=1, positions=1)
@@ -138,7 +152,20 @@ def _build() -> Dataset:
                                interval_minutes=60, baseline=Schedule.Baseline.FIRST)
     ScheduleRun.objects.create(schedule=schedule, evaluation=second_evaluation,
                                due_at=timezone.now(), deadline_at=timezone.now())
+    share_link, share_token = share_link_create(evaluation=evaluation, created_by=users["lead"],
+                                                days=7)
+    _, share_compare_token = share_link_create(
+        evaluation=evaluation, other_evaluation=second_evaluation, created_by=users["lead"],
+        days=7)
+    _, graded_share_token = share_link_create(evaluation=graded.evaluation,
+                                              created_by=users["lead"], days=7)
+    _, graded_share_compare_token = share_link_create(
+        evaluation=graded.evaluation, other_evaluation=graded_again.evaluation,
+        created_by=users["lead"], days=7)
     return Dataset(
+        share_link_id=share_link.pk, share_token=share_token,
+        share_compare_token=share_compare_token, graded_share_token=graded_share_token,
+        graded_share_compare_token=graded_share_compare_token,
         team=team, users=users, evaluation=evaluation, second_evaluation=second_evaluation,
         keyword=slot.keyword, snapshot_id=slot.snapshot_id, slot=slot, model=evaluation.model,
         scale_id=scale.pk, transformer=transformer,
@@ -178,6 +205,8 @@ def dataset(django_db_setup, django_db_blocker):
             client = Client()
             if user is not None:
                 client.force_login(user)
+            if persona == "shared":
+                assert client.get(f"/s/{built.share_token}/").status_code == 200
             built.clients[persona] = client
             built.cookies[persona] = copy.deepcopy(client.cookies)
         yield built
@@ -187,7 +216,7 @@ def dataset(django_db_setup, django_db_blocker):
 # --- the table ---------------------------------------------------------------------------
 
 Outcome = int | str
-Outcomes = tuple[Outcome, Outcome, Outcome, Outcome, Outcome, Outcome]
+Outcomes = tuple[Outcome, Outcome, Outcome, Outcome, Outcome, Outcome, Outcome, Outcome]
 Fill = Callable[[Dataset], dict]
 
 
@@ -336,518 +365,582 @@ def _compare_many_query(d: Dataset) -> dict:
     return {"evaluation": [d.evaluation.pk, d.second_evaluation.pk]}
 
 
+def _share_token(d: Dataset) -> dict:
+    return {"token": d.share_token}
+
+
+def _share_link(d: Dataset) -> dict:
+    return {"link_id": d.share_link_id}
+
+
+def _share_query(d: Dataset) -> dict:
+    return {"evaluation": d.evaluation.pk}
+
+
 def _compare_keyword_query(d: Dataset) -> dict:
     return {"a": d.evaluation.pk, "b": d.second_evaluation.pk, "keyword": d.keyword.text}
 
 
-# Columns: (owner, admin, lead, grader, other team's owner, anonymous). A page or a list of
-# "the current team" answers the other team's owner about their own team (200); an object
-# of this team answers them 404. The API answers an anonymous caller 401.
+# Columns: (owner, admin, lead, grader, viewer, other team's owner, anonymous, shared). A
+# page or a list of "the current team" answers the other team's owner about their own team
+# (200); an object of this team answers them 404. The API answers an anonymous caller 401.
+# The viewer gets what a check naming access.READS_ROLE lets them (dashboards, comparisons,
+# model history, verdicts and their APIs) and their own account's pages; every check for
+# the grader or above answers them 403. The share link's visitor is an anonymous visitor
+# everywhere but on the link's own page.
 TABLE: dict[str, Row] = {
     # --- api ---
-    "api:me": row(GET=(200, 200, 200, 200, 200, 401)),
-    "api:teams": row(GET=(200, 200, 200, 200, 200, 401), POST=(400, 400, 400, 400, 400, 401)),
-    "api:team": row(_team, GET=(200, 200, 200, 200, 404, 401)),
-    "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 404, 401)),
+    "api:me": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
+    "api:teams": row(
+        GET=(200, 200, 200, 200, 200, 200, 401, 401),
+        POST=(400, 400, 400, 400, 400, 400, 401, 401)),
+    "api:team": row(_team, GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 403, 404, 401, 401)),
     # Notifications are the caller's own; webhooks are a team admin's.
-    "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 401)),
+    "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
     # Behaviour is the team's: every member reads it; another team's owner lists their own
     # (none) and finds no other team's source.
-    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 401)),
+    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
     "behaviour_api:source_keywords": row(_behaviour_source,
-                                         GET=(200, 200, 200, 200, 404, 401)),
-    "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
+                                         GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 200, 401, 401)),
     "notifications_api:notification_read": row(_notification,
-                                               POST=(404, 404, 404, 200, 404, 401)),
-    "notifications_api:team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, 401),
-                                           POST=(400, 400, 403, 403, 404, 401)),
-    "notifications_api:webhook": row(_webhook, GET=(200, 200, 403, 403, 404, 401),
-                                     PATCH=(200, 200, 403, 403, 404, 401),
-                                     DELETE=(204, 204, 403, 403, 404, 401)),
-    "notifications_api:webhook_test": row(_webhook, POST=(202, 202, 403, 403, 404, 401)),
+                                               POST=(404, 404, 404, 200, 404, 404, 401, 401)),
+    "notifications_api:team_webhooks": row(_team, GET=(200, 200, 403, 403, 403, 404, 401, 401),
+                                           POST=(400, 400, 403, 403, 403, 404, 401, 401)),
+    "notifications_api:webhook": row(_webhook, GET=(200, 200, 403, 403, 403, 404, 401, 401),
+                                     PATCH=(200, 200, 403, 403, 403, 404, 401, 401),
+                                     DELETE=(204, 204, 403, 403, 403, 404, 401, 401)),
+    "notifications_api:webhook_test": row(_webhook, POST=(202, 202, 403, 403, 403, 404, 401, 401)),
     # --- evaluations_api ---
     "evaluations_api:endpoints": row(
-        GET=(200, 200, 200, 200, 200, 401),
-        POST=(400, 400, 403, 403, 400, 401),
+        GET=(200, 200, 200, 200, 200, 200, 401, 401),
+        POST=(400, 400, 403, 403, 403, 400, 401, 401),
     ),
     "evaluations_api:endpoint": row(
         _endpoint,
-        GET=(200, 200, 403, 403, 404, 401),
-        PATCH=(200, 200, 403, 403, 404, 401),
-        DELETE=(200, 200, 403, 403, 404, 401),
+        GET=(200, 200, 403, 403, 403, 404, 401, 401),
+        PATCH=(200, 200, 403, 403, 403, 404, 401, 401),
+        DELETE=(200, 200, 403, 403, 403, 404, 401, 401),
     ),
-    "evaluations_api:endpoint_restore": row(_endpoint, POST=(200, 200, 403, 403, 404, 401)),
+    "evaluations_api:endpoint_restore": row(_endpoint,
+                                            POST=(200, 200, 403, 403, 403, 404, 401, 401)),
     "evaluations_api:models": row(
-        GET=(200, 200, 200, 200, 200, 401),
-        POST=(400, 400, 403, 403, 400, 401),
+        GET=(200, 200, 200, 200, 200, 200, 401, 401),
+        POST=(400, 400, 403, 403, 403, 400, 401, 401),
     ),
     "evaluations_api:model": row(
         _model,
-        GET=(200, 200, 403, 403, 404, 401),
-        PATCH=(200, 200, 403, 403, 404, 401),
-        DELETE=(200, 200, 403, 403, 404, 401),
+        GET=(200, 200, 403, 403, 403, 404, 401, 401),
+        PATCH=(200, 200, 403, 403, 403, 404, 401, 401),
+        DELETE=(200, 200, 403, 403, 403, 404, 401, 401),
     ),
-    "evaluations_api:model_restore": row(_model, POST=(200, 200, 403, 403, 404, 401)),
-    "evaluations_api:model_test": row(_model, POST=(400, 400, 400, 403, 404, 401)),
-    "evaluations_api:models_offline": row(POST=(400, 400, 403, 403, 400, 401)),
+    "evaluations_api:model_restore": row(_model, POST=(200, 200, 403, 403, 403, 404, 401, 401)),
+    "evaluations_api:model_test": row(_model, POST=(400, 400, 400, 403, 403, 404, 401, 401)),
+    "evaluations_api:models_offline": row(POST=(400, 400, 403, 403, 403, 400, 401, 401)),
     # Multipart only: an empty JSON body is the wrong media type once access is granted.
-    "evaluations_api:model_run": row(_model, POST=(415, 415, 403, 403, 404, 401)),
+    "evaluations_api:model_run": row(_model, POST=(415, 415, 403, 403, 403, 404, 401, 401)),
     "evaluations_api:evaluations": row(
-        GET=(200, 200, 200, 200, 200, 401),
-        POST=(400, 400, 400, 403, 400, 401),
+        GET=(200, 200, 200, 200, 200, 200, 401, 401),
+        POST=(400, 400, 400, 403, 403, 400, 401, 401),
     ),
     "evaluations_api:evaluation": row(
         _evaluation,
-        GET=(200, 200, 200, 200, 404, 401),
-        PATCH=(200, 200, 200, 403, 404, 401),
-        DELETE=(204, 204, 204, 403, 404, 401),
+        GET=(200, 200, 200, 200, 403, 404, 401, 401),
+        PATCH=(200, 200, 200, 403, 403, 404, 401, 401),
+        DELETE=(204, 204, 204, 403, 403, 404, 401, 401),
     ),
-    "evaluations_api:evaluation_clone": row(_evaluation, POST=(201, 201, 201, 403, 404, 401)),
-    "evaluations_api:evaluation_archive": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:evaluation_restore": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:evaluation_start": row(_evaluation, POST=(400, 400, 400, 403, 404, 401)),
-    "evaluations_api:evaluation_pause": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:evaluation_finish": row(_evaluation, POST=(200, 200, 200, 403, 404, 401)),
+    "evaluations_api:evaluation_clone": row(_evaluation,
+                                            POST=(201, 201, 201, 403, 403, 404, 401, 401)),
+    "evaluations_api:evaluation_archive": row(_evaluation,
+                                              POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "evaluations_api:evaluation_restore": row(_evaluation,
+                                              POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "evaluations_api:evaluation_start": row(_evaluation,
+                                            POST=(400, 400, 400, 403, 403, 404, 401, 401)),
+    "evaluations_api:evaluation_pause": row(_evaluation,
+                                            POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "evaluations_api:evaluation_finish": row(_evaluation,
+                                             POST=(200, 200, 200, 403, 403, 404, 401, 401)),
     "evaluations_api:evaluation_retry_failed": row(
         _evaluation,
-        POST=(200, 200, 200, 403, 404, 401),
+        POST=(200, 200, 200, 403, 403, 404, 401, 401),
     ),
     # --- evaluations_api: query sets (members read, leads write) ---
     "evaluations_api:query_sets": row(
-        GET=(200, 200, 200, 200, 200, 401),
-        POST=(400, 400, 400, 403, 400, 401),
+        GET=(200, 200, 200, 200, 200, 200, 401, 401),
+        POST=(400, 400, 400, 403, 403, 400, 401, 401),
     ),
     "evaluations_api:query_set": row(
         _query_set,
-        GET=(200, 200, 200, 200, 404, 401),
-        PATCH=(200, 200, 200, 403, 404, 401),
+        GET=(200, 200, 200, 200, 403, 404, 401, 401),
+        PATCH=(200, 200, 200, 403, 403, 404, 401, 401),
     ),
     # An empty body names no keywords: 400 once access lets the caller in.
-    "evaluations_api:query_set_versions": row(_query_set, POST=(400, 400, 400, 403, 404, 401)),
+    "evaluations_api:query_set_versions": row(_query_set,
+                                              POST=(400, 400, 400, 403, 403, 404, 401, 401)),
     "evaluations_api:query_set_version_keywords": row(
-        _query_set_version, GET=(200, 200, 200, 200, 404, 401)),
-    "evaluations_api:query_set_archive": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
-    "evaluations_api:query_set_restore": row(_query_set, POST=(200, 200, 200, 403, 404, 401)),
+        _query_set_version, GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    "evaluations_api:query_set_archive": row(_query_set,
+                                             POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "evaluations_api:query_set_restore": row(_query_set,
+                                             POST=(200, 200, 200, 403, 403, 404, 401, 401)),
     # --- evaluations_api: schedules (members read, leads write) ---
     "schedules_api:schedules": row(
-        GET=(200, 200, 200, 200, 200, 401),
-        POST=(400, 400, 400, 403, 400, 401),
+        GET=(200, 200, 200, 200, 200, 200, 401, 401),
+        POST=(400, 400, 400, 403, 403, 400, 401, 401),
     ),
     # An empty PATCH changes nothing (200).
     "schedules_api:schedule": row(
         _schedule,
-        GET=(200, 200, 200, 200, 404, 401),
-        PATCH=(200, 200, 200, 403, 404, 401),
-        DELETE=(204, 204, 204, 403, 404, 401),
+        GET=(200, 200, 200, 200, 403, 404, 401, 401),
+        PATCH=(200, 200, 200, 403, 403, 404, 401, 401),
+        DELETE=(204, 204, 204, 403, 403, 404, 401, 401),
     ),
-    "schedules_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
-    "schedules_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 404, 401)),
-    "schedules_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 404, 401)),
+    "schedules_api:schedule_pause": row(_schedule, POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "schedules_api:schedule_resume": row(_schedule, POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "schedules_api:schedule_runs": row(_schedule, GET=(200, 200, 200, 200, 403, 404, 401, 401)),
     # --- judgments_api ---
     # The grader holds the one slot; nobody else has anything to grade (204).
-    "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 404, 401)),
-    "judgments_api:snapshots": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
-    "judgments_api:grade": row(_snapshot, POST=(400, 400, 400, 400, 404, 401)),
+    "judgments_api:next": row(_evaluation, POST=(204, 204, 204, 200, 403, 404, 401, 401)),
+    "judgments_api:snapshots": row(_evaluation, GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    "judgments_api:grade": row(_snapshot, POST=(400, 400, 400, 400, 403, 404, 401, 401)),
     # POST is a file upload: a JSON body is the wrong media type, once access let it in.
     "judgments_api:judgments": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, 401),
-        POST=(415, 415, 415, 403, 404, 401),
+        GET=(200, 200, 200, 403, 403, 404, 401, 401),
+        POST=(415, 415, 415, 403, 403, 404, 401, 401),
     ),
     # Gold items: answers everyone is measured against, so leads and above
     # (access.GRADES_ROLE). An empty body is a 400 on `snapshot`; the import is a file
     # upload, so a JSON body is the wrong media type once access let it in.
-    "judgments_api:gold": row(_evaluation, GET=(200, 200, 200, 403, 404, 401),
-                              POST=(400, 400, 400, 403, 404, 401)),
-    "judgments_api:gold_import": row(_evaluation, POST=(415, 415, 415, 403, 404, 401)),
+    "judgments_api:gold": row(_evaluation, GET=(200, 200, 200, 403, 403, 404, 401, 401),
+                              POST=(400, 400, 400, 403, 403, 404, 401, 401)),
+    "judgments_api:gold_import": row(_evaluation, POST=(415, 415, 415, 403, 403, 404, 401, 401)),
     "judgments_api:scales": row(
-        GET=(200, 200, 403, 403, 200, 401),
-        POST=(400, 400, 403, 403, 400, 401),
+        GET=(200, 200, 403, 403, 403, 200, 401, 401),
+        POST=(400, 400, 403, 403, 403, 400, 401, 401),
     ),
     "judgments_api:scale": row(
         _scale,
-        GET=(200, 200, 403, 403, 404, 401),
-        PATCH=(200, 200, 403, 403, 404, 401),
-        DELETE=(204, 204, 403, 403, 404, 401),
+        GET=(200, 200, 403, 403, 403, 404, 401, 401),
+        PATCH=(200, 200, 403, 403, 403, 404, 401, 401),
+        DELETE=(204, 204, 403, 403, 403, 404, 401, 401),
     ),
     "judgments_api:transformers": row(
-        GET=(200, 200, 403, 403, 200, 401),
-        POST=(400, 400, 403, 403, 400, 401),
+        GET=(200, 200, 403, 403, 403, 200, 401, 401),
+        POST=(400, 400, 403, 403, 403, 400, 401, 401),
     ),
     "judgments_api:transformer": row(
         _transformer,
-        GET=(200, 200, 403, 403, 404, 401),
-        PATCH=(400, 400, 403, 403, 404, 401),
-        DELETE=(204, 204, 403, 403, 404, 401),
+        GET=(200, 200, 403, 403, 403, 404, 401, 401),
+        PATCH=(400, 400, 403, 403, 403, 404, 401, 401),
+        DELETE=(204, 204, 403, 403, 403, 404, 401, 401),
     ),
     # --- judges_api ---
     # As the pages: leads list judges (without their configuration); the rest is the admins'.
     "judges_api:judges": row(
-        GET=(200, 200, 200, 403, 200, 401),
-        POST=(400, 400, 403, 403, 400, 401),
+        GET=(200, 200, 200, 403, 403, 200, 401, 401),
+        POST=(400, 400, 403, 403, 403, 400, 401, 401),
     ),
     "judges_api:judge": row(
         _judge,
-        GET=(200, 200, 403, 403, 404, 401),
-        PATCH=(200, 200, 403, 403, 404, 401),
-        DELETE=(204, 204, 403, 403, 404, 401),
+        GET=(200, 200, 403, 403, 403, 404, 401, 401),
+        PATCH=(200, 200, 403, 403, 403, 404, 401, 401),
+        DELETE=(204, 204, 403, 403, 403, 404, 401, 401),
     ),
-    "judges_api:judge_test": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
+    "judges_api:judge_test": row(_judge, POST=(400, 400, 403, 403, 403, 404, 401, 401)),
     "judges_api:judge_calibration": row(_judge, query=_judge_evaluation_query,
-                                        GET=(200, 200, 200, 403, 404, 401)),
+                                        GET=(200, 200, 200, 403, 403, 404, 401, 401)),
     # Without a finished shadow run the judge may not count: 400 on `counts` (or its absence).
-    "judges_api:judge_counts": row(_judge, POST=(400, 400, 403, 403, 404, 401)),
+    "judges_api:judge_counts": row(_judge, POST=(400, 400, 403, 403, 403, 404, 401, 401)),
     # The team's bar for counting (the caller's current team): leads read, admins change.
-    "judges_api:trust_policy": row(GET=(200, 200, 200, 403, 200, 401),
-                                   PUT=(400, 400, 403, 403, 400, 401)),
+    "judges_api:trust_policy": row(GET=(200, 200, 200, 403, 403, 200, 401, 401),
+                                   PUT=(400, 400, 403, 403, 403, 400, 401, 401)),
     # --- judges_api: runs and call logs (a running shadow run of a judge of the team) ---
     "judges_api:evaluation_runs": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, 401),
-        POST=(400, 400, 400, 403, 404, 401),
+        GET=(200, 200, 200, 403, 403, 404, 401, 401),
+        POST=(400, 400, 400, 403, 403, 404, 401, 401),
     ),
     "judges_api:run_estimate": row(_evaluation, query=_estimate_query,
-                                   GET=(200, 200, 200, 403, 404, 401)),
-    "judges_api:run": row(_judge_run, GET=(200, 200, 200, 403, 404, 401)),
-    "judges_api:run_pause": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
+                                   GET=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "judges_api:run": row(_judge_run, GET=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "judges_api:run_pause": row(_judge_run, POST=(200, 200, 200, 403, 403, 404, 401, 401)),
     # A running run cannot be resumed.
-    "judges_api:run_resume": row(_judge_run, POST=(400, 400, 400, 403, 404, 401)),
-    "judges_api:run_cancel": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
-    "judges_api:run_retry": row(_judge_run, POST=(200, 200, 200, 403, 404, 401)),
-    "judges_api:run_failed": row(_judge_run, GET=(200, 200, 200, 403, 404, 401)),
-    "judges_api:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 404, 401)),
-    "judges_api:judge_calls_jsonl": row(_run_judge, GET=(200, 200, 200, 403, 404, 401)),
+    "judges_api:run_resume": row(_judge_run, POST=(400, 400, 400, 403, 403, 404, 401, 401)),
+    "judges_api:run_cancel": row(_judge_run, POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "judges_api:run_retry": row(_judge_run, POST=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "judges_api:run_failed": row(_judge_run, GET=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "judges_api:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 403, 404, 401, 401)),
+    "judges_api:judge_calls_jsonl": row(_run_judge, GET=(200, 200, 200, 403, 403, 404, 401, 401)),
     # Judge-human triage: everyone's grades, so leads and above (access.GRADES_ROLE). An
     # empty body is a 400 on `grade`.
-    "judges_api:evaluation_triage": row(_evaluation, GET=(200, 200, 200, 403, 404, 401)),
+    "judges_api:evaluation_triage": row(_evaluation, GET=(200, 200, 200, 403, 403, 404, 401, 401)),
     "judges_api:snapshot_adjudicate": row(_evaluation_snapshot,
-                                          POST=(400, 400, 400, 403, 404, 401)),
+                                          POST=(400, 400, 400, 403, 403, 404, 401, 401)),
     # --- metrics_api ---
-    "metrics_api:evaluation_keywords": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
-    "metrics_api:evaluation_metrics": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
-    "metrics_api:evaluation_compare": row(_two_evaluations, GET=(200, 200, 200, 200, 404, 401)),
+    "metrics_api:evaluation_keywords": row(_evaluation,
+                                           GET=(200, 200, 200, 200, 200, 404, 401, 401)),
+    "metrics_api:evaluation_metrics": row(_evaluation,
+                                          GET=(200, 200, 200, 200, 200, 404, 401, 401)),
+    "metrics_api:evaluation_compare": row(_two_evaluations,
+                                          GET=(200, 200, 200, 200, 200, 404, 401, 401)),
     "metrics_api:compare_many": row(query=_compare_many_query,
-                                    GET=(200, 200, 200, 200, 404, 401)),
-    "metrics_api:evaluation_metric_table": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+                                    GET=(200, 200, 200, 200, 200, 404, 401, 401)),
+    "metrics_api:evaluation_metric_table": row(_evaluation,
+                                               GET=(200, 200, 200, 200, 200, 404, 401, 401)),
     # Every grade's aggregate, as the judgments' exports: leads and above. The dataset's
     # endpoint names no index, so those allowed get the 400 on `index`.
-    "metrics_api:evaluation_rank_eval": row(_evaluation, GET=(400, 400, 400, 403, 404, 401)),
+    "metrics_api:evaluation_rank_eval": row(_evaluation,
+                                            GET=(400, 400, 400, 403, 403, 404, 401, 401)),
     # The gate stores a verdict (leads and above); the dataset's team has no baseline, so an
     # empty body is a 400 on `baseline`. Anyone of the team reads the stored verdicts.
-    "metrics_api:evaluation_gate": row(_evaluation, POST=(400, 400, 400, 403, 404, 401)),
-    "metrics_api:evaluation_verdicts": row(_evaluation, GET=(200, 200, 200, 200, 404, 401)),
+    "metrics_api:evaluation_gate": row(_evaluation, POST=(400, 400, 400, 403, 403, 404, 401, 401)),
+    "metrics_api:evaluation_verdicts": row(_evaluation,
+                                           GET=(200, 200, 200, 200, 200, 404, 401, 401)),
     # --- searchtweak ---
-    "home": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "home": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
     # A logged-in user is sent on (302 home).
-    "login": row(GET=(302, 302, 302, 302, 302, 200), POST=(302, 302, 302, 302, 302, 200)),
-    "logout": row(POST=(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
+    "login": row(
+        GET=(302, 302, 302, 302, 302, 302, 200, 200),
+        POST=(302, 302, 302, 302, 302, 302, 200, 200)),
+    "logout": row(POST=(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),
     # Single sign-on is off here (no OIDC_DISCOVERY_URL): both pages are absent. Configured,
     # they answer everyone alike (tests/sso: the start redirects to the provider, the
     # callback signs in or refuses; other methods 405).
-    "sso:login": row(GET=(404, 404, 404, 404, 404, 404)),
-    "sso:callback": row(GET=(404, 404, 404, 404, 404, 404)),
+    "sso:login": row(GET=(404, 404, 404, 404, 404, 404, 404, 404)),
+    "sso:callback": row(GET=(404, 404, 404, 404, 404, 404, 404, 404)),
     "password_reset": row(
-        GET=(200, 200, 200, 200, 200, 200),
-        POST=(200, 200, 200, 200, 200, 200),
+        GET=(200, 200, 200, 200, 200, 200, 200, 200),
+        POST=(200, 200, 200, 200, 200, 200, 200, 200),
     ),
-    "password_reset_done": row(GET=(200, 200, 200, 200, 200, 200)),
+    "password_reset_done": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
     "password_reset_confirm": row(
         _reset_link,
-        GET=(200, 200, 200, 200, 200, 200),
-        POST=(200, 200, 200, 200, 200, 200),
+        GET=(200, 200, 200, 200, 200, 200, 200, 200),
+        POST=(200, 200, 200, 200, 200, 200, 200, 200),
     ),
-    "password_reset_complete": row(GET=(200, 200, 200, 200, 200, 200)),
-    "account": row(GET=(200, 200, 200, 200, 200, LOGIN), POST=(200, 200, 200, 200, 200, LOGIN)),
+    "password_reset_complete": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "account": row(
+        GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
     "password_change": row(
-        GET=(200, 200, 200, 200, 200, LOGIN),
-        POST=(200, 200, 200, 200, 200, LOGIN),
+        GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
     ),
     "password_change_done": row(
-        GET=(200, 200, 200, 200, 200, LOGIN),
-        POST=(405, 405, 405, 405, 405, LOGIN),
+        GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
+        POST=(405, 405, 405, 405, 405, 405, LOGIN, LOGIN),
     ),
     "team_create": row(
-        GET=(200, 200, 200, 200, 200, LOGIN),
-        POST=(200, 200, 200, 200, 200, LOGIN),
+        GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
     ),
-    "team_switch": row(POST=(302, 302, 302, 302, 302, LOGIN)),
-    "team_detail": row(_team, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "invitation_create": row(_team, POST=(400, 400, 403, 403, 404, LOGIN)),
-    "membership_change_role": row(_membership, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "team_switch": row(POST=(302, 302, 302, 302, 302, 302, LOGIN, LOGIN)),
+    "team_detail": row(_team, GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
+    "invitation_create": row(_team, POST=(400, 400, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "membership_change_role": row(_membership, POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
     # The grader's own membership: leaving is open to them, removing them needs an admin.
-    "membership_remove": row(_membership, POST=(302, 302, 403, 302, 404, LOGIN)),
+    "membership_remove": row(_membership, POST=(302, 302, 403, 302, 403, 404, LOGIN, LOGIN)),
     # The link is for its invitee (not one of the personas) or a visitor about to log in.
     "invitation_detail": row(
         _invitation,
-        GET=(404, 404, 404, 404, 404, 200),
-        POST=(404, 404, 404, 404, 404, 400),
+        GET=(404, 404, 404, 404, 404, 404, 200, 200),
+        POST=(404, 404, 404, 404, 404, 404, 400, 400),
     ),
     "api_tokens": row(
-        GET=(200, 200, 200, 200, 200, LOGIN),
-        POST=(200, 200, 200, 200, 200, LOGIN),
+        GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
     ),
     # A token is its owner's (the grader's) alone.
-    "api_token_revoke": row(_api_token, POST=(404, 404, 404, 302, 404, LOGIN)),
-    "healthz": row(GET=(200, 200, 200, 200, 200, 200)),
+    "api_token_revoke": row(_api_token, POST=(404, 404, 404, 302, 404, 404, LOGIN, LOGIN)),
+    "healthz": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
     # The operators' metrics answer no persona: they take a bearer token or an allowed
     # network, never a session, and are off (404) unless one is configured
     # (tests/monitoring/test_endpoint.py covers both).
     # A team's audit trail is its owners' alone.
-    "team_audit": row(_team, GET=(200, 403, 403, 403, 404, LOGIN)),
-    "monitoring:metrics": row(GET=(404, 404, 404, 404, 404, 404)),
+    "team_audit": row(_team, GET=(200, 403, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "monitoring:metrics": row(GET=(404, 404, 404, 404, 404, 404, 404, 404)),
     # The user guide is for anyone, signed in or not
     # (docs/decisions/0011-the-user-guide-at-help.md).
-    "guide:index": row(GET=(200, 200, 200, 200, 200, 200)),
-    "guide:page": row(lambda d: {"name": "metrics"}, GET=(200, 200, 200, 200, 200, 200)),
-    "notifications:notification_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "notifications:notification_bell": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "notifications:notification_read_all": row(POST=(302, 302, 302, 302, 302, LOGIN)),
+    "guide:index": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "guide:page": row(lambda d: {"name": "metrics"}, GET=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "notifications:notification_list": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
+    "notifications:notification_bell": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
+    "notifications:notification_read_all": row(POST=(302, 302, 302, 302, 302, 302, LOGIN, LOGIN)),
     "notifications:notification_read": row(_notification,
-                                           POST=(404, 404, 404, 302, 404, LOGIN)),
-    "notifications:notification_preferences": row(GET=(200, 200, 200, 200, 200, LOGIN),
-                                                   POST=(302, 302, 302, 302, 302, LOGIN)),
+                                           POST=(404, 404, 404, 302, 404, 404, LOGIN, LOGIN)),
+    "notifications:notification_preferences": row(
+        GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN),
+        POST=(302, 302, 302, 302, 302, 302, LOGIN, LOGIN)),
     # The signed link is the authority (a mail client's one-click POST has no session).
     "notifications:notification_unsubscribe": row(_unsubscribe,
-                                                   GET=(200, 200, 200, 200, 200, 200),
-                                                   POST=(200, 200, 200, 200, 200, 200)),
-    "notifications:team_webhooks": row(_team, GET=(200, 200, 403, 403, 404, LOGIN),
-                                       POST=(400, 400, 403, 403, 404, LOGIN)),
-    "notifications:webhook_detail": row(_webhook, GET=(200, 200, 403, 403, 404, LOGIN)),
-    "notifications:webhook_test": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
-    "notifications:webhook_delete": row(_webhook, POST=(302, 302, 403, 403, 404, LOGIN)),
+                                                   GET=(200, 200, 200, 200, 200, 200, 200, 200),
+                                                   POST=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "notifications:team_webhooks": row(_team, GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+                                       POST=(400, 400, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "notifications:webhook_detail": row(_webhook, GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "notifications:webhook_test": row(_webhook, POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "notifications:webhook_delete": row(_webhook,
+                                        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
     # --- evaluations ---
-    "evaluations:endpoint_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:endpoint_list": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
     "evaluations:endpoint_create": row(
-        GET=(200, 200, 403, 403, 200, LOGIN),
-        POST=(200, 200, 403, 403, 200, LOGIN),
+        GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
     ),
     "evaluations:endpoint_edit": row(
         _endpoint,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(200, 200, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
     "evaluations:endpoint_delete": row(
         _endpoint,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(302, 302, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:endpoint_restore": row(_endpoint, POST=(302, 302, 403, 403, 404, LOGIN)),
-    "evaluations:model_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:endpoint_restore": row(_endpoint,
+                                        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "evaluations:model_list": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
     "evaluations:model_create": row(
-        GET=(200, 200, 403, 403, 200, LOGIN),
-        POST=(200, 200, 403, 403, 200, LOGIN),
+        GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
     ),
     "evaluations:offline_model_create": row(
-        GET=(200, 200, 403, 403, 200, LOGIN),
-        POST=(200, 200, 403, 403, 200, LOGIN),
+        GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
     ),
     "evaluations:offline_run": row(
         _model,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(200, 200, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
     "evaluations:model_edit": row(
         _model,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(200, 200, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
     "evaluations:model_delete": row(
         _model,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(302, 302, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:model_restore": row(_model, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "evaluations:model_restore": row(_model, POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
     "evaluations:model_test": row(
         _model,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(200, 200, 200, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:evaluation_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:evaluation_list": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
     "evaluations:evaluation_create": row(
-        GET=(200, 200, 200, 403, 200, LOGIN),
-        POST=(200, 200, 200, 403, 200, LOGIN),
+        GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
     ),
-    "evaluations:evaluation_detail": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:evaluation_detail": row(_evaluation,
+                                         GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
     "evaluations:evaluation_edit": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(200, 200, 200, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:evaluation_progress": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:evaluation_progress": row(_evaluation,
+                                           GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
     "evaluations:evaluation_archive": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(302, 302, 302, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN),
     ),
     "evaluations:evaluation_delete": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(302, 302, 302, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:evaluation_restore": row(_evaluation, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "evaluations:evaluation_action": row(_start, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "evaluations:keyword_detail": row(_keyword, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:evaluation_restore": row(_evaluation,
+                                          POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "evaluations:evaluation_action": row(_start, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "evaluations:keyword_detail": row(_keyword, GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
     # Query sets: every member reads, leads and above write (as evaluations).
-    "evaluations:query_set_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "evaluations:query_set_list": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
     "evaluations:query_set_create": row(
-        GET=(200, 200, 200, 403, 200, LOGIN),
-        POST=(200, 200, 200, 403, 200, LOGIN),
+        GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
     ),
-    "evaluations:query_set_detail": row(_query_set, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "evaluations:query_set_detail": row(_query_set,
+                                        GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
     "evaluations:query_set_edit": row(
         _query_set,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(200, 200, 200, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
     ),
     "evaluations:query_set_archive": row(
         _query_set,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(302, 302, 302, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:query_set_restore": row(_query_set, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "evaluations:query_set_restore": row(_query_set,
+                                         POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
     "evaluations:query_set_from_evaluation": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(200, 200, 200, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
     ),
     # Schedules: every member reads, leads and above write (as query sets). An empty POST
     # is an unbound form: the page again (200).
-    "schedules:schedule_list": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "schedules:schedule_list": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
     "schedules:schedule_create": row(
-        GET=(200, 200, 200, 403, 200, LOGIN),
-        POST=(200, 200, 200, 403, 200, LOGIN),
+        GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
     ),
-    "schedules:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "schedules:schedule_detail": row(_schedule, GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
     "schedules:schedule_edit": row(
         _schedule,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(200, 200, 200, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "schedules:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "schedules:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "schedules:schedule_pause": row(_schedule, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "schedules:schedule_resume": row(_schedule, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
     "schedules:schedule_delete": row(
         _schedule,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(302, 302, 302, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "evaluations:demo_search": row(GET=(200, 200, 200, 200, 200, 200)),
+    "evaluations:demo_search": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
     # --- judgments ---
-    "judgments:grade": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+    "judgments:grade": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
     # A slot page is for the grader who holds it; to the others of the team it is not there.
     "judgments:slot": row(
         _slot,
-        GET=(404, 404, 404, 200, 404, LOGIN),
-        POST=(404, 404, 404, 400, 404, LOGIN),
+        GET=(404, 404, 404, 200, 403, 404, LOGIN, LOGIN),
+        POST=(404, 404, 404, 400, 403, 404, LOGIN, LOGIN),
     ),
     # Skipping a slot you do not hold changes nothing and goes back to the queue.
-    "judgments:skip": row(_slot, POST=(302, 302, 302, 302, 404, LOGIN)),
+    "judgments:skip": row(_slot, POST=(302, 302, 302, 302, 403, 404, LOGIN, LOGIN)),
     # The same slot by the page's opaque address; skipping there is for its holder alone.
     "judgments:item": row(
         _slot_item,
-        GET=(404, 404, 404, 200, 404, LOGIN),
-        POST=(404, 404, 404, 400, 404, LOGIN),
+        GET=(404, 404, 404, 200, 403, 404, LOGIN, LOGIN),
+        POST=(404, 404, 404, 400, 403, 404, LOGIN, LOGIN),
     ),
-    "judgments:item_skip": row(_slot_item, POST=(404, 404, 404, 302, 404, LOGIN)),
-    "judgments:evaluation_grade": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "judgments:feedback": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
-    "judgments:lead_grade": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "judgments:reset": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "judgments:make_gold": row(_slot, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judgments:item_skip": row(_slot_item, POST=(404, 404, 404, 302, 403, 404, LOGIN, LOGIN)),
+    "judgments:evaluation_grade": row(_evaluation,
+                                      GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
+    "judgments:feedback": row(_evaluation, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "judgments:lead_grade": row(_slot, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "judgments:reset": row(_slot, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "judgments:make_gold": row(_slot, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
     "judgments:pool_import": row(
-        GET=(200, 200, 200, 403, 200, LOGIN),
-        POST=(400, 400, 400, 403, 400, LOGIN),
+        GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN),
+        POST=(400, 400, 400, 403, 403, 400, LOGIN, LOGIN),
     ),
     # The current team's pool in the per-slot format: the lead's, as others' grades are.
     "judgments:pool_export": row(query=lambda d: {"scale": "graded"},
-                                 GET=(200, 200, 200, 403, 200, LOGIN)),
-    "judgments:scales": row(GET=(200, 200, 403, 403, 200, LOGIN)),
+                                 GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN)),
+    "judgments:scales": row(GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN)),
     "judgments:scale_create": row(
-        GET=(200, 200, 403, 403, 200, LOGIN),
-        POST=(200, 200, 403, 403, 200, LOGIN),
+        GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
     ),
     "judgments:scale_edit": row(
         _scale,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(200, 200, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
-    "judgments:scale_delete": row(_scale, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "judgments:scale_delete": row(_scale, POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
     "judgments:transformer_edit": row(
-        GET=(200, 200, 403, 403, 200, LOGIN),
-        POST=(400, 400, 403, 403, 400, LOGIN),
+        GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+        POST=(400, 400, 403, 403, 403, 400, LOGIN, LOGIN),
     ),
-    "judgments:transformer_delete": row(_transformer, POST=(302, 302, 403, 403, 404, LOGIN)),
-    "judgments:grader_tags": row(GET=(200, 200, 403, 403, 200, LOGIN)),
-    "judgments:grader_tags_update": row(_grader_user, POST=(302, 302, 403, 403, 404, LOGIN)),
+    "judgments:transformer_delete": row(_transformer,
+                                        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "judgments:grader_tags": row(GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN)),
+    "judgments:grader_tags_update": row(_grader_user,
+                                        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
     # --- judges ---
     # Leads read the list (they choose judges for runs); the rest is the admins'
     # (judges.selectors.CONFIGURATION_ROLE). An empty POST is an unbound form: the page again.
-    "judges:judge_list": row(GET=(200, 200, 200, 403, 200, LOGIN)),
+    "judges:judge_list": row(GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN)),
     "judges:judge_create": row(
-        GET=(200, 200, 403, 403, 200, LOGIN),
-        POST=(200, 200, 403, 403, 200, LOGIN),
+        GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
     ),
     "judges:judge_edit": row(
         _judge,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(200, 200, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
     "judges:judge_delete": row(
         _judge,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(302, 302, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
     "judges:judge_test": row(
         _judge,
-        GET=(200, 200, 403, 403, 404, LOGIN),
-        POST=(200, 200, 403, 403, 404, LOGIN),
+        GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+        POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
     ),
     "judges:calibration": row(_judge, query=_judge_evaluation_query,
-                              GET=(200, 200, 200, 403, 404, LOGIN)),
+                              GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     # An empty form changes nothing and goes back to the calibration page with the reason.
-    "judges:counts": row(_judge, POST=(302, 302, 403, 403, 404, LOGIN)),
-    "judges:trust_policy": row(POST=(400, 400, 403, 403, 400, LOGIN)),
+    "judges:counts": row(_judge, POST=(302, 302, 403, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:trust_policy": row(POST=(400, 400, 403, 403, 403, 400, LOGIN, LOGIN)),
     # --- judges: runs and call logs ---
-    "judges:evaluation_runs": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judges:evaluation_runs": row(_evaluation, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     "judges:run_start": row(
         _evaluation,
-        GET=(200, 200, 200, 403, 404, LOGIN),
-        POST=(400, 400, 400, 403, 404, LOGIN),
+        GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+        POST=(400, 400, 400, 403, 403, 404, LOGIN, LOGIN),
     ),
     "judges:run_estimate": row(_evaluation, query=_estimate_query,
-                               GET=(200, 200, 200, 403, 404, LOGIN)),
-    "judges:run_detail": row(_judge_run, GET=(200, 200, 200, 403, 404, LOGIN)),
+                               GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:run_detail": row(_judge_run, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     # A refused action (resuming a running run) is a message on the run page, like a done one.
-    "judges:run_pause": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "judges:run_resume": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "judges:run_cancel": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "judges:run_retry": row(_judge_run, POST=(302, 302, 302, 403, 404, LOGIN)),
-    "judges:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 404, LOGIN)),
-    "judges:judge_calls_export": row(_run_judge, GET=(200, 200, 200, 403, 404, LOGIN)),
-    "judges:call_detail": row(_judge_call, GET=(200, 200, 200, 403, 404, LOGIN)),
+    "judges:run_pause": row(_judge_run, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:run_resume": row(_judge_run, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:run_cancel": row(_judge_run, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:run_retry": row(_judge_run, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:judge_calls_export": row(_run_judge, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:call_detail": row(_judge_call, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     # --- judges: triage (an empty form goes back to the page with the reason) ---
-    "judges:triage": row(_evaluation, GET=(200, 200, 200, 403, 404, LOGIN)),
-    "judges:adjudicate": row(_evaluation_snapshot, POST=(302, 302, 302, 403, 404, LOGIN)),
+    "judges:triage": row(_evaluation, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "judges:adjudicate": row(_evaluation_snapshot,
+                             POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
     # --- metrics ---
-    "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
-    "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "metrics:evaluation_dashboard_live": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    # A viewer's is the list of the team's evaluations, without the graders' counts.
+    "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
+    "metrics:evaluation_dashboard": row(_evaluation,
+                                        GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
+    "metrics:evaluation_dashboard_live": row(_evaluation,
+                                             GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
     "metrics:evaluation_dashboard_table": row(
         _evaluation,
-        GET=(200, 200, 200, 200, 404, LOGIN),
+        GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN),
     ),
-    "metrics:baseline": row(_evaluation, POST=(400, 400, 400, 403, 404, LOGIN)),
-    "metrics:model_history": row(_model, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "metrics:compare": row(query=_compare_query, GET=(200, 200, 200, 200, 404, LOGIN)),
-    "metrics:compare_many": row(query=_compare_many_query, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "metrics:baseline": row(_evaluation, POST=(400, 400, 400, 403, 403, 404, LOGIN, LOGIN)),
+    "metrics:model_history": row(_model, GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
+    "metrics:compare": row(query=_compare_query, GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
+    "metrics:compare_many": row(query=_compare_many_query,
+                                GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
     "metrics:compare_many_csv": row(query=_compare_many_query,
-                                    GET=(200, 200, 200, 200, 404, LOGIN)),
+                                    GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
     "metrics:compare_keyword": row(query=_compare_keyword_query,
-                                   GET=(200, 200, 200, 200, 404, LOGIN)),
-    "metrics:leaderboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
+                                   GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
+    "metrics:leaderboard": row(GET=(200, 200, 200, 200, 403, 200, LOGIN, LOGIN)),
+    # --- sharing ---
+    # Leads make, list and revoke the team's links; an empty POST is an unbound form: the
+    # page again.
+    "sharing:share_create": row(query=_share_query,
+                                GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN),
+                                POST=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "sharing:share_list": row(_team, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "sharing:share_revoke": row(_share_link, POST=(302, 302, 302, 403, 403, 404, LOGIN, LOGIN)),
+    # The link is the authority: whoever holds it reads the page, signed in or not.
+    "sharing:shared": row(_share_token, GET=(200, 200, 200, 200, 200, 200, 200, 200)),
     # --- searchtweak ---
-    "api_schema": row(GET=(200, 200, 200, 200, 200, 200)),
-    "api_docs": row(GET=(200, 200, 200, 200, 200, 200)),
-    "api_redoc": row(GET=(200, 200, 200, 200, 200, 200)),
+    "api_schema": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "api_docs": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "api_redoc": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
 }
 
 # Django's admin is for staff: no persona is, so every admin page sends each of them to the
@@ -856,7 +949,7 @@ ADMIN_MODELS = ("auth_group", "searchtweak_user", "searchtweak_team",
                 "searchtweak_invitation", "searchtweak_apitoken",
                 # django-axes' login throttling records.
                 "axes_accessattempt", "axes_accessfailurelog", "axes_accesslog")
-TO_ADMIN_LOGIN = (ADMIN_LOGIN,) * 6
+TO_ADMIN_LOGIN = (ADMIN_LOGIN,) * 8
 for _name in ADMIN_MODELS:
     _app, _model_name = _name.split("_", 1)
     for _action in ("changelist", "add", "history", "delete", "change"):
@@ -867,8 +960,8 @@ for _name in ADMIN_MODELS:
         path=f"/admin/{_app}/{_model_name}/1/", GET=TO_ADMIN_LOGIN)
 TABLE.update({
     "admin:index": row(GET=TO_ADMIN_LOGIN),
-    "admin:login": row(GET=(200, 200, 200, 200, 200, 200)),
-    "admin:logout": row(POST=(302, 302, 302, 302, 302, 302)),
+    "admin:login": row(GET=(200, 200, 200, 200, 200, 200, 200, 200)),
+    "admin:logout": row(POST=(302, 302, 302, 302, 302, 302, 302, 302)),
     "admin:password_change": row(GET=TO_ADMIN_LOGIN),
     "admin:password_change_done": row(GET=TO_ADMIN_LOGIN),
     "admin:autocomplete": row(GET=TO_ADMIN_LOGIN),
@@ -1032,7 +1125,7 @@ def _graded_dataset(dataset: Dataset) -> Dataset:
     graded, again = dataset.graded, dataset.graded_again
     return replace(dataset, evaluation=graded.evaluation, second_evaluation=again.evaluation,
                    keyword=graded.open_slot.keyword, snapshot_id=graded.open_slot.snapshot_id,
-                   slot=graded.open_slot)
+                   slot=graded.open_slot, share_token=dataset.graded_share_token)
 
 
 def _body(response) -> str:
@@ -1075,3 +1168,61 @@ def test_the_grade_check_reaches_the_pages_that_show_grades(dataset):
         url = _url(graded, key)
         assert _client(dataset, "grader").get(url).status_code == 200, key
         assert SECOND_GRADER in _body(_client(dataset, "lead").get(url)), key
+
+
+# --- a viewer and a share link's visitor read results, not people ---------------------------
+
+# The endpoint's address (tests/evaluations/factories.py): endpoint configuration.
+ENDPOINT_MARKER = "127.0.0.1:9/search"
+READERS = ("viewer", "shared")
+
+
+def _reader_markers(dataset: Dataset) -> list[str]:
+    # Every person's name and note (the grader's own included: to a reader it is another's),
+    # the judge's reason and name, and the endpoint's address.
+    return [SECOND_GRADER, SECOND_NOTE, VIEWER_NOTE, JUDGE_REASON,
+            f'"{dataset.graded.judge_username}"', ENDPOINT_MARKER]
+
+
+@pytest.mark.parametrize("persona", READERS)
+@pytest.mark.parametrize(("key", "method"), _cases())
+def test_a_reader_sees_no_person_grade_or_endpoint(dataset, key, method, persona):
+    graded = _graded_dataset(dataset)
+    url = _url(graded, key)
+    with transaction.atomic():
+        response = _request(_client(dataset, persona), method, url,
+                            api=url.startswith("/api/v1/"))
+        body = _body(response)
+        transaction.set_rollback(True)
+    shown = [marker for marker in _reader_markers(dataset) if marker in body]
+    assert not shown, f"{method} {url} shows the {persona} {shown} ({response.status_code})"
+
+
+def test_the_reader_check_reaches_the_pages_readers_read(dataset):
+    # The pages a reader gets show the markers to a lead (the check above is not vacuous),
+    # and the reader gets them (200) without.
+    graded = _graded_dataset(dataset)
+    pages = {"metrics:evaluation_dashboard": "viewer", "metrics:compare_keyword": "viewer",
+             "metrics:evaluation_dashboard_table": "viewer", "sharing:shared": "shared"}
+    for key, persona in pages.items():
+        url = _url(graded, key)
+        lead_url = (reverse("metrics:evaluation_dashboard", args=[graded.evaluation.pk])
+                    if key == "sharing:shared" else url)
+        assert SECOND_GRADER in _body(_client(dataset, "lead").get(lead_url)), key
+        assert _client(dataset, persona).get(url).status_code == 200, key
+
+
+def test_a_shared_comparison_names_nobody(dataset):
+    body = _body(_client(dataset, "shared").get(
+        reverse("sharing:shared", args=[dataset.graded_share_compare_token])))
+    assert "against A:" in body
+    assert not [marker for marker in _reader_markers(dataset) if marker in body]
+
+
+def test_a_viewers_api_lists_hold_nothing_of_the_team(dataset):
+    # The lists answer 200 (the viewer's own teams where they grade: none) and name no row.
+    for key in ("evaluations_api:endpoints", "evaluations_api:models",
+                "evaluations_api:evaluations", "evaluations_api:query_sets",
+                "schedules_api:schedules", "behaviour_api:sources"):
+        answer = _client(dataset, "viewer").get(reverse(key)).json()
+        assert answer["count"] == 0, key

@@ -34,6 +34,7 @@ from notifications.services import webhook_create
 from schedules.services import schedule_create
 from searchtweak.models import Role, User
 from searchtweak.services import api_token_create, invitation_create
+from sharing.services import share_link_create
 from tests.browser_policy import PolicyWatch
 from tests.demo_seed import seeded_demo
 from tests.judges.run_builders import call_of, judge_of, run_of
@@ -118,7 +119,10 @@ def _demo() -> tuple[int, int, int, int, dict[str, object]]:
         Notification.objects.create(user=user, team=team, event="evaluation_finished",
                                     text=f"Evaluation “{DEMO_EVALUATION}” finished (by hand).",
                                     url=f"/evaluations/{evaluation.pk}/")
+    share_link, share_token = share_link_create(evaluation=evaluation, created_by=users["lead"],
+                                                days=7)
     values = {
+        "link_id": share_link.pk, "shared:token": share_token,
         "evaluation_id": evaluation.pk, "other_id": earlier.pk, "keyword_id": keyword.pk,
         "snapshot_id": held.snapshot_id, "slot_id": held.pk, "scale_id": scale.pk,
         "transformer_id": transformer.pk, "user_id": users["grader1"].pk,
@@ -152,6 +156,7 @@ def _queries(ids: Ids) -> dict[str, dict]:
         # A keyset page of the keyword table (Next's link: after a keyword, page 2).
         "metrics:evaluation_dashboard_table": {"after": ids.keyword.pk, "page": 2},
         "judges:run_estimate": {"judge": ids.values["judge_id"], "mode": "shadow"},
+        "sharing:share_create": {"evaluation": ids.evaluation.pk},
     }
 
 
@@ -198,7 +203,8 @@ def test_every_page_pattern_can_be_filled(db):
     known = {"evaluation_id", "other_id", "keyword_id", "snapshot_id", "slot_id", "scale_id",
              "transformer_id", "user_id", "team_id", "membership_id", "token_id", "judge_id",
              "run_id", "call_id", "endpoint_id", "model_id", "action", "token", "uidb64",
-             "query_set_id", "webhook_id", "notification_id", "schedule_id", "name"}
+             "query_set_id", "webhook_id", "notification_id", "schedule_id", "name",
+             "link_id"}
     assert arguments <= known, f"page arguments this test cannot fill: {arguments - known}"
 
 
@@ -297,7 +303,7 @@ def demo() -> Ids:
 @pytest.mark.timeout(900)
 @pytest.mark.slow_reason("walks every page of the URL conf as one persona, at two sizes, "
                         "under the Content-Security-Policy")
-@pytest.mark.parametrize("username", ["admin", "lead", "grader1", None])
+@pytest.mark.parametrize("username", ["admin", "lead", "grader1", "viewer", None])
 def test_every_page_fits_a_phone_and_a_laptop_under_the_policy(browser, live_server, demo,
                                                                 username):
     visitor = Visitor(browser, live_server, username)

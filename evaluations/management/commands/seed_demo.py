@@ -45,6 +45,8 @@ DEMO_USERS = [
     ("grader1", Role.GRADER),
     ("grader2", Role.GRADER),
     ("grader3", Role.GRADER),
+    # Reads the dashboards and comparisons; grades nothing, sees no grader's name.
+    ("viewer", Role.VIEWER),
 ]
 ENDPOINT_NAME = "Demo product search"
 MODEL_NAME = "Demo BM25"
@@ -130,7 +132,7 @@ class Command(BaseCommand):
             name="Demo"
         )
         users = {}
-        # One hash for the five accounts: they share a published password anyway, and each
+        # One hash for the six accounts: they share a published password anyway, and each
         # hash is a deliberate ~0.8 s of PBKDF2 that a newcomer waits for at `make run`.
         encoded = make_password(password)
         for username, role in DEMO_USERS:
