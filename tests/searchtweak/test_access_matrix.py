@@ -356,6 +356,10 @@ TABLE: dict[str, Row] = {
     "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 401)),
     "behaviour_api:source_keywords": row(_behaviour_source,
                                          GET=(200, 200, 200, 200, 404, 401)),
+    # An evaluation against the team's newest source: every member reads it (this one
+    # has no metric to set against it, which the 400 names).
+    "behaviour_api:evaluation_behaviour_fit": row(_evaluation,
+                                                  GET=(400, 400, 400, 400, 404, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 401)),
@@ -825,6 +829,8 @@ TABLE: dict[str, Row] = {
     # --- metrics ---
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
+    "behaviour:evaluation_behaviour_fit": row(_evaluation,
+                                              GET=(200, 200, 200, 200, 404, LOGIN)),
     "metrics:evaluation_dashboard_live": row(_evaluation, GET=(200, 200, 200, 200, 404, LOGIN)),
     "metrics:evaluation_dashboard_table": row(
         _evaluation,
