@@ -66,3 +66,12 @@ def test_bad_cuts_are_named():
     assert cuts_problem([0.1, 0.5, 0.7], 4) == ""
     with pytest.raises(ValueError):
         grades_from_relevance(np.array([0.5]), lo=0, hi=3, cuts=[0.5])
+
+
+def test_the_worked_case_of_metrics_md():
+    # docs/METRICS.md: A 10 at 1 (4 clicks) and 10 at 2 (3), B 10 at 1 (2) and 20 at 2 (2).
+    counts = ClickCounts.from_rows([0, 0, 1, 1], [1, 2, 1, 2], [10, 10, 10, 20], [4, 3, 2, 2])
+    relevance = learned_relevance(counts, model="coec", min_impressions=10)
+    assert relevance == pytest.approx([0.45, 3.6 / 19])
+    assert grades_from_relevance(relevance, lo=0, hi=3) == [1, 0]
+    assert grades_from_relevance(relevance, lo=0, hi=3, cuts=[0.1, 0.2, 0.4]) == [3, 1]
