@@ -12,3 +12,10 @@ urlpatterns += [
     path("dashboard/evaluations/<int:evaluation_id>/behaviour-fit/",
          views_predicting.evaluation_behaviour_fit, name="evaluation_behaviour_fit"),
 ]
+
+# --- clicks graders (behaviour/views_learning.py) ---
+from behaviour import views_learning  # noqa: E402
+
+urlpatterns += [
+    path("judges/clicks/new/", views_learning.click_grader_create, name="click_grader_create"),
+]

@@ -183,3 +183,46 @@ def test_a_called_judge_s_form_cannot_make_a_clicks_judge(personas):
         judge_create(team=personas.team, by=personas.admin, name="x", provider="clicks",
                      model="pbm")
     assert "behaviour source" in refused.value.message_dict["provider"][0]
+
+
+def test_an_admin_makes_a_clicks_grader_on_its_page(personas, simulated, client):
+    client.force_login(personas.admin)
+    page = client.post("/judges/clicks/new/", {
+        "name": "Clicks COEC", "source": simulated.source.pk, "click_model": "coec",
+        "start_on": "", "end_on": "", "min_impressions": 50, "cuts": "0.1, 0.2, 0.4"})
+    assert page.status_code == 302 and page["Location"] == "/judges/"
+    grader = Judge.objects.get(name="Clicks COEC").click_grader
+    assert (grader.click_model, grader.min_impressions, grader.cuts, grader.source_id) == (
+        "coec", 50, [0.1, 0.2, 0.4], simulated.source.pk)
+    listed = client.get("/judges/").content.decode()
+    assert "Learned from clicks" in listed and "/judges/clicks/new/" in listed
+
+
+def test_the_page_names_bad_cuts_and_saves_nothing(personas, simulated, client):
+    client.force_login(personas.admin)
+    page = client.post("/judges/clicks/new/", {
+        "name": "Bad", "source": simulated.source.pk, "click_model": "pbm",
+        "min_impressions": 10, "cuts": "0.4, 0.2"})
+    assert page.status_code == 400 and "Cut points rise strictly." in page.content.decode()
+    assert not Judge.objects.exists()
+
+
+def test_another_team_s_source_is_not_offered(personas, simulated, client):
+    theirs = simulated_source(personas.other_team, keywords=1, documents=1, sessions=10)
+    client.force_login(personas.admin)
+    page = client.post("/judges/clicks/new/", {
+        "name": "X", "source": theirs.source.pk, "click_model": "pbm", "min_impressions": 10})
+    assert page.status_code == 400 and not Judge.objects.exists()
+
+
+def test_the_calibration_page_says_how_a_clicks_grader_learns(
+        personas, simulated, client, django_capture_on_commit_callbacks):
+    grader = grader_of(personas, simulated)
+    evaluation = evaluation_of(personas.team, simulated)
+    people_grade_the_truth(evaluation, simulated, personas.grader)
+    start(grader.judge, evaluation, Mode.SHADOW, personas, django_capture_on_commit_callbacks)
+    client.force_login(personas.lead)
+    html = client.get(f"/judges/{grader.judge.pk}/calibration/").content.decode()
+    assert ("Learned from clicks: Position-based model (EM) on the behaviour source "
+            "simulated, all its days; no grade below 10 impressions") in html
+    assert '<dd data-testid="kappa">1.000</dd>' in html

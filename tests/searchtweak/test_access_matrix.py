@@ -781,6 +781,9 @@ TABLE: dict[str, Row] = {
     # Leads read the list (they choose judges for runs); the rest is the admins'
     # (judges.selectors.CONFIGURATION_ROLE). An empty POST is an unbound form: the page again.
     "judges:judge_list": row(GET=(200, 200, 200, 403, 200, LOGIN)),
+    # A clicks grader is a judge: the same admins make one.
+    "behaviour:click_grader_create": row(GET=(200, 200, 403, 403, 200, LOGIN),
+                                         POST=(200, 200, 403, 403, 200, LOGIN)),
     "judges:judge_create": row(
         GET=(200, 200, 403, 403, 200, LOGIN),
         POST=(200, 200, 403, 403, 200, LOGIN),
