@@ -1,6 +1,6 @@
 from django.urls import path
 
-from behaviour import api, api_predicting
+from behaviour import api, api_learning, api_predicting
 
 app_name = "behaviour_api"
 urlpatterns = [
@@ -9,4 +9,5 @@ urlpatterns = [
          name="source_keywords"),
     path("evaluations/<int:evaluation_id>/behaviour-fit/",
          api_predicting.EvaluationBehaviourFitApi.as_view(), name="evaluation_behaviour_fit"),
+    path("click-graders/", api_learning.ClickGraderListApi.as_view(), name="click_graders"),
 ]

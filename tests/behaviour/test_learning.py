@@ -226,3 +226,27 @@ def test_the_calibration_page_says_how_a_clicks_grader_learns(
     assert ("Learned from clicks: Position-based model (EM) on the behaviour source "
             "simulated, all its days; no grade below 10 impressions") in html
     assert '<dd data-testid="kappa">1.000</dd>' in html
+
+
+def test_the_api_makes_and_lists_clicks_graders(personas, simulated):
+    from rest_framework.test import APIClient
+    api = APIClient()
+    api.force_authenticate(personas.admin)
+    made = api.post("/api/v1/click-graders/", {
+        "name": "API PBM", "source": simulated.source.pk, "click_model": "pbm",
+        "min_impressions": 20}, format="json")
+    assert made.status_code == 201
+    judge = Judge.objects.get(name="API PBM")
+    assert made.json() == {
+        "judge": judge.pk, "name": "API PBM", "team": personas.team.pk,
+        "source": simulated.source.pk, "click_model": "pbm", "start_on": None,
+        "end_on": None, "min_impressions": 20, "cuts": [], "counts": False}
+    assert api.get("/api/v1/click-graders/").json()["results"] == [made.json()]
+    bad = api.post("/api/v1/click-graders/", {
+        "name": "Bad", "source": simulated.source.pk, "click_model": "pbm",
+        "cuts": [0.4, 0.2]}, format="json")
+    assert bad.status_code == 400 and bad.json() == {"cuts": ["Cut points rise strictly."]}
+    theirs = simulated_source(personas.other_team, keywords=1, documents=1, sessions=10)
+    assert api.post("/api/v1/click-graders/", {
+        "name": "X", "source": theirs.source.pk, "click_model": "pbm"},
+        format="json").status_code == 404

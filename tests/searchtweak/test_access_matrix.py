@@ -360,6 +360,9 @@ TABLE: dict[str, Row] = {
     # has no metric to set against it, which the 400 names).
     "behaviour_api:evaluation_behaviour_fit": row(_evaluation,
                                                   GET=(400, 400, 400, 400, 404, 401)),
+    # Clicks graders are judges: leads list them, admins make them (an empty body: 400).
+    "behaviour_api:click_graders": row(GET=(200, 200, 200, 403, 200, 401),
+                                       POST=(400, 400, 403, 403, 400, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 401)),
