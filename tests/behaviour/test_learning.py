@@ -250,3 +250,30 @@ def test_the_api_makes_and_lists_clicks_graders(personas, simulated):
     assert api.post("/api/v1/click-graders/", {
         "name": "X", "source": theirs.source.pk, "click_model": "pbm"},
         format="json").status_code == 404
+
+
+def test_the_run_form_s_estimate_of_a_clicks_grader_says_it_costs_nothing(
+        personas, simulated, client):
+    grader = grader_of(personas, simulated)
+    evaluation = evaluation_of(personas.team, simulated)
+    client.force_login(personas.lead)
+    page = client.get(f"/evaluations/{evaluation.pk}/judge-runs/estimate/",
+                      {"judge": grader.judge.pk, "mode": "shadow"})
+    assert page.status_code == 200
+    assert "No estimate: learned from clicks makes no calls and costs nothing." in \
+        page.content.decode()
+
+
+def test_a_lead_starts_a_clicks_run_from_the_evaluation_s_run_panel(
+        personas, simulated, client, django_capture_on_commit_callbacks):
+    grader = grader_of(personas, simulated)
+    evaluation = evaluation_of(personas.team, simulated)
+    client.force_login(personas.lead)
+    assert client.get(f"/evaluations/{evaluation.pk}/judge-runs/").status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post(f"/evaluations/{evaluation.pk}/judge-runs/start/",
+                              {"judge": grader.judge.pk, "mode": "shadow"})
+    run = JudgeRun.objects.get(judge=grader.judge)
+    assert started.status_code == 302 and started["Location"] == f"/judge-runs/{run.pk}/"
+    assert (run.status, run.done_count) == (Status.DONE, 36)
+    assert client.get(f"/judge-runs/{run.pk}/").status_code == 200
