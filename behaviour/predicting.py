@@ -16,6 +16,7 @@ from behaviour.core.predictive import (
     disagreement,
     most_disagreeing,
     rank_correlation,
+    resamples_for,
 )
 from behaviour.models import BehaviourSource
 from behaviour.selectors import evaluation_online_metrics
@@ -27,12 +28,6 @@ from searchtweak.models import User
 
 ONLINE_MEASURES = {"ctr": "CTR@k", "first_click_rr": "first-click RR"}
 DISAGREEING_SHOWN = 10
-# Kendall's bootstrap holds resamples x n x n signs a chunk at a time; past this many
-# keywords the resamples are cut so the page answers in seconds (the count is shown).
-BOOTSTRAP_CELLS = 200_000_000
-MIN_RESAMPLES = 200
-
-
 @dataclass(frozen=True)
 class KeywordPoint:
     keyword_id: int
@@ -53,13 +48,6 @@ class Prediction:
     points: list[KeywordPoint]
     disagreeing: list[KeywordPoint]
     """The keywords of greatest disagreement, greatest first."""
-
-
-def resamples_for(keyword_count: int, wanted: int) -> int:
-    """`wanted` resamples, fewer for many keywords (never below MIN_RESAMPLES)."""
-    if keyword_count < 2:
-        return wanted
-    return max(MIN_RESAMPLES, min(wanted, BOOTSTRAP_CELLS // (keyword_count ** 2)))
 
 
 def _value(value) -> float | None:

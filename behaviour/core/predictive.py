@@ -55,29 +55,61 @@ def _paired(offline, online) -> tuple[np.ndarray, np.ndarray]:
     return a[kept], b[kept]
 
 
-def _tau_b_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Kendall's τ-b of each row pair of (samples, n) matrices; NaN where undefined."""
-    sign_a = np.sign(a[:, :, None] - a[:, None, :])
-    sign_b = np.sign(b[:, :, None] - b[:, None, :])
-    n = a.shape[1]
-    pairs = n * (n - 1) / 2
-    score = (sign_a * sign_b).sum(axis=(1, 2)) / 2
-    tied_a = ((sign_a == 0).sum(axis=(1, 2)) - n) / 2
-    tied_b = ((sign_b == 0).sum(axis=(1, 2)) - n) / 2
-    denominator = np.sqrt((pairs - tied_a) * (pairs - tied_b))
-    out = np.full(a.shape[0], np.nan)
-    np.divide(score, denominator, out=out, where=denominator > 0)
+def _groups(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's group of equal values (groups in ascending order), and their number."""
+    unique, inverse = np.unique(values, return_inverse=True)
+    return inverse.ravel(), unique.size
+
+
+def _group_weights(weights: np.ndarray, inverse: np.ndarray, groups: int) -> np.ndarray:
+    return np.vstack([np.bincount(inverse, weights=row, minlength=groups) for row in weights])
+
+
+def _rho_weighted(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each resample, given as how many times it drew each keyword
+    (rows of `weights`): the copies of one keyword, like equal values, share the average
+    of the ranks they span, so a resample's ranks come from its per-group weight sums
+    without materialising it."""
+    total = weights.sum(axis=1, keepdims=True)
+    middle = (total + 1) / 2
+    centred = []
+    for values in (a, b):
+        inverse, groups = _groups(values)
+        group_weight = _group_weights(weights, inverse, groups)
+        before = np.cumsum(group_weight, axis=1) - group_weight
+        centred.append((before + (group_weight + 1) / 2)[:, inverse] - middle)
+    covariance = (weights * centred[0] * centred[1]).sum(axis=1)
+    spread = np.sqrt((weights * centred[0] ** 2).sum(axis=1)
+                     * (weights * centred[1] ** 2).sum(axis=1))
+    out = np.full(weights.shape[0], np.nan)
+    np.divide(covariance, spread, out=out, where=spread > 1e-9)
     return out
 
 
-def _rho_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ranks_a = np.vstack([_average_ranks(row) for row in a])
-    ranks_b = np.vstack([_average_ranks(row) for row in b])
-    ranks_a -= ranks_a.mean(axis=1, keepdims=True)
-    ranks_b -= ranks_b.mean(axis=1, keepdims=True)
-    spread = np.sqrt((ranks_a ** 2).sum(axis=1) * (ranks_b ** 2).sum(axis=1))
-    out = np.full(a.shape[0], np.nan)
-    np.divide((ranks_a * ranks_b).sum(axis=1), spread, out=out, where=spread > 0)
+def _tau_b_weighted(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each resample (rows of `weights`, as in _rho_weighted): its score
+    is the sum over pairs of keywords of w_i w_j sign(a_i - a_j) sign(b_i - b_j), w'Sw / 2
+    (copies of one keyword tie on both sides and add nothing); its tied pairs on a side
+    are C(W_g, 2) summed over the groups of equal values. S is built a block of rows at a
+    time, so memory stays at _CHUNK_CELLS whatever the keywords."""
+    n = a.size
+    score = np.zeros(weights.shape[0])
+    step = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n, step):
+        rows = slice(start, start + step)
+        signs = np.sign(a[rows, None] - a[None, :]) * np.sign(b[rows, None] - b[None, :])
+        score += ((weights[:, rows] @ signs) * weights).sum(axis=1)
+    score /= 2
+    total = weights.sum(axis=1)
+    pairs = total * (total - 1) / 2
+    tied = []
+    for values in (a, b):
+        inverse, groups = _groups(values)
+        group_weight = _group_weights(weights, inverse, groups)
+        tied.append((group_weight * (group_weight - 1) / 2).sum(axis=1))
+    denominator = np.sqrt((pairs - tied[0]) * (pairs - tied[1]))
+    out = np.full(weights.shape[0], np.nan)
+    np.divide(score, denominator, out=out, where=denominator > 0)
     return out
 
 
@@ -90,7 +122,21 @@ def _interval(values: np.ndarray, confidence: float) -> Interval | None:
     return Interval(float(low), float(high))
 
 
-# Resamples held in memory at once: Kendall's sign matrices are samples x n x n.
+# Kendall's bootstrap costs resamples x n x n multiply-adds; for many keywords the
+# resamples are cut so the page answers in seconds (the count is shown).
+BOOTSTRAP_CELLS = 10_000_000_000
+MIN_RESAMPLES = 200
+
+
+def resamples_for(keyword_count: int, wanted: int) -> int:
+    """`wanted` resamples, fewer for many keywords (never below MIN_RESAMPLES)."""
+    if keyword_count < 2:
+        return wanted
+    return max(MIN_RESAMPLES, min(wanted, BOOTSTRAP_CELLS // (keyword_count ** 2)))
+
+
+
+# Cells of Kendall's sign matrix held at once (a block of its n x n).
 _CHUNK_CELLS = 4_000_000
 
 
@@ -109,12 +155,8 @@ def rank_correlation(offline, online, *, resamples: int = DEFAULT_RESAMPLES,
     if n < 3 or resamples == 0:
         return RankCorrelation(n, rho, tau, None, None, resamples, 0, confidence, seed)
     picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    rhos, taus = np.empty(resamples), np.empty(resamples)
-    step = max(1, _CHUNK_CELLS // (n * n))
-    for start in range(0, resamples, step):
-        rows = picks[start:start + step]
-        rhos[start:start + step] = _rho_many(a[rows], b[rows])
-        taus[start:start + step] = _tau_b_many(a[rows], b[rows])
+    weights = np.vstack([np.bincount(row, minlength=n) for row in picks]).astype(np.float64)
+    rhos, taus = _rho_weighted(weights, a, b), _tau_b_weighted(weights, a, b)
     used = int((~np.isnan(rhos)).sum())
     return RankCorrelation(n, rho, tau, _interval(rhos, confidence),
                            _interval(taus, confidence), resamples, used, confidence, seed)

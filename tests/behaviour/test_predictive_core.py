@@ -45,13 +45,22 @@ def test_the_bootstrap_is_deterministic_and_contains_the_estimate():
     assert first.kendall_interval.low < first.kendall < first.kendall_interval.high
 
 
-def test_the_bootstrap_kendall_matches_the_plain_one_on_each_sample():
-    # The vectorised τ-b of the resamples equals metrics_engine's on the same sample.
-    from behaviour.core.predictive import _tau_b_many
-    from metrics_engine.agreement import kendall_tau
-    a = np.array([[1.0, 2.0, 2.0, 3.0, 5.0]])
-    b = np.array([[3.0, 1.0, 1.0, 4.0, 2.0]])
-    assert _tau_b_many(a, b)[0] == pytest.approx(kendall_tau(a[0], b[0]))
+def test_each_resample_s_figures_equal_those_of_the_resample_written_out():
+    # A resample is kept as how often it drew each keyword; its rho and tau-b must be
+    # metrics_engine's on the keywords written out with their repeats (ties included).
+    from behaviour.core.predictive import _rho_weighted, _tau_b_weighted
+    from metrics_engine.agreement import kendall_tau, spearman
+    a = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 4.0])
+    b = np.array([3.0, 1.0, 1.0, 4.0, 2.0, 2.0])
+    picks = np.random.default_rng(2).integers(0, 6, size=(25, 6))
+    weights = np.vstack([np.bincount(row, minlength=6) for row in picks]).astype(float)
+    rhos, taus = _rho_weighted(weights, a, b), _tau_b_weighted(weights, a, b)
+    for row, rho, tau in zip(picks, rhos, taus, strict=True):
+        expected_rho, expected_tau = spearman(a[row], b[row]), kendall_tau(a[row], b[row])
+        assert (np.nan if expected_rho is None else expected_rho) == pytest.approx(
+            rho, nan_ok=True)
+        assert (np.nan if expected_tau is None else expected_tau) == pytest.approx(
+            tau, nan_ok=True)
 
 
 def test_the_keywords_that_disagree_most():
