@@ -100,3 +100,23 @@ def test_the_api_answers_the_same_figures_deterministically(case, personas):
                                                  "position,impressions,clicks", "a,x,1,1,1"])
     assert api.get(url, {"source": other.pk}).status_code == 404
     assert api.get(url, {"online": "dwell"}).status_code == 400
+
+
+def test_the_page_s_queries_do_not_grow_with_the_keywords(case, client, personas,
+                                                          django_assert_num_queries):
+    evaluation, _metric, _source = case
+    client.force_login(personas.grader)
+    url = f"/dashboard/evaluations/{evaluation.pk}/behaviour-fit/"
+    client.get(url)  # warm: the session and the user
+    # session, user, evaluation, membership, sources, metrics, keywords, the source's
+    # counts and searches, the stored values, the page's team menu
+    with django_assert_num_queries(QUERIES):
+        client.get(url)
+    for position, text in enumerate(("f", "g", "h"), start=10):
+        Keyword.objects.create(evaluation=evaluation, position=position, text=text,
+                               normalized_text=text)
+    with django_assert_num_queries(QUERIES):
+        client.get(url)
+
+
+QUERIES = 11
