@@ -277,3 +277,18 @@ def test_a_lead_starts_a_clicks_run_from_the_evaluation_s_run_panel(
     assert started.status_code == 302 and started["Location"] == f"/judge-runs/{run.pk}/"
     assert (run.status, run.done_count) == (Status.DONE, 36)
     assert client.get(f"/judge-runs/{run.pk}/").status_code == 200
+
+
+def test_retrying_a_clicks_run_s_failed_items_learns_them_again(
+        personas, simulated, django_capture_on_commit_callbacks):
+    grader = grader_of(personas, simulated)
+    evaluation = evaluation_of(personas.team, simulated, extra_docs={"query 0": ["unseen"]})
+    run = start(grader.judge, evaluation, Mode.SHADOW, personas,
+                django_capture_on_commit_callbacks)
+    assert (run.status, run.done_count, run.failed_count) == (Status.DONE, 36, 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert runs.run_retry_failed(run=run) == 1
+    run.refresh_from_db()
+    # Still never shown: it fails again, with one record of its evidence, not two.
+    assert (run.status, run.done_count, run.failed_count) == (Status.DONE, 36, 1)
+    assert LearnedGrade.objects.filter(item__run=run).count() == 37
