@@ -106,3 +106,63 @@ class BehaviourSearches(models.Model):
 
     def __str__(self) -> str:
         return f"{self.keyword}: {self.search_count} searches"
+
+
+class ClickGrader(models.Model):
+    """How a judge of provider "clicks" learns its grades: from which source, over which
+    days, by which click model, how many impressions a result needs before it is graded,
+    and where the learned relevance is cut into grades (behaviour.core.learned). The
+    judge itself (judges.Judge) is what fills slots, shadows, is calibrated and counts."""
+
+    class Model(models.TextChoices):
+        COEC = "coec", "COEC (clicks over expected clicks)"
+        PBM = "pbm", "Position-based model (EM)"
+
+    judge = models.OneToOneField("judges.Judge", on_delete=models.CASCADE,
+                                 related_name="click_grader")
+    # A source is evidence its grades cite: it is not deleted while a grader reads it.
+    source = models.ForeignKey(BehaviourSource, on_delete=models.PROTECT,
+                               related_name="click_graders")
+    click_model = models.CharField(max_length=10, choices=Model.choices)
+    # The window as days, both included; none: the whole source (a CSV has no days).
+    start_on = models.DateField(null=True, blank=True)
+    end_on = models.DateField(null=True, blank=True)
+    min_impressions = models.PositiveIntegerField(default=10)
+    # n - 1 rising cut points in (0, 1) for a scale of n grades; empty: evenly spaced.
+    cuts = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(click_model__in=["coec", "pbm"]),
+                                   name="click_grader_model_valid"),
+            models.CheckConstraint(condition=Q(min_impressions__gte=1),
+                                   name="click_grader_min_impressions_positive"),
+            models.CheckConstraint(
+                condition=Q(start_on__isnull=True) | Q(end_on__isnull=True)
+                | Q(start_on__lte=F("end_on")), name="click_grader_window_ordered"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge_id}: {self.click_model} on {self.source_id}"
+
+
+class LearnedGrade(models.Model):
+    """What one learned grade rests on, beside the run item that holds it: the model, the
+    window, the source and the evidence (impressions, clicks, the learned relevance). A
+    result without a grade (too few impressions) has one too, with no grade."""
+
+    item = models.OneToOneField("judges.JudgeRunItem", on_delete=models.CASCADE,
+                                related_name="learned")
+    source = models.ForeignKey(BehaviourSource, on_delete=models.PROTECT, related_name="+")
+    click_model = models.CharField(max_length=10, choices=ClickGrader.Model.choices)
+    start_on = models.DateField(null=True, blank=True)
+    end_on = models.DateField(null=True, blank=True)
+    min_impressions = models.PositiveIntegerField()
+    impressions = models.PositiveBigIntegerField()
+    clicks = models.PositiveBigIntegerField()
+    relevance = models.FloatField(null=True, blank=True)
+    """The estimated click-through at position 1; None: no grade."""
+    grade = models.SmallIntegerField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"item {self.item_id}: {self.grade} ({self.clicks}/{self.impressions})"

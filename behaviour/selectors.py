@@ -145,3 +145,20 @@ def evaluation_online_metrics(*, evaluation: Evaluation, source: BehaviourSource
         segments={tag: _group([m for m in members if tag in m[0].tags], k)
                   for tag in segments})
 
+
+
+def pair_position_counts(*, source: BehaviourSource, keywords: list[str],
+                         start_on: date | None = None, end_on: date | None = None
+                         ) -> list[tuple[str, str, int, int, int]]:
+    """(normalised keyword, doc id, position, impressions, clicks) summed over the window's
+    days, for every document the source shows for these keywords: what a click model
+    reads (it learns each position's bias from all of them, not only the graded ones)."""
+    rows = []
+    for start in range(0, len(keywords), KEYWORD_CHUNK):
+        chunk = keywords[start:start + KEYWORD_CHUNK]
+        counts = _windowed(BehaviourCount.objects.filter(source=source, keyword__in=chunk),
+                           start_on, end_on)
+        rows.extend(counts.values_list("keyword", "doc_id", "position").annotate(
+            shown=Sum("impressions"), clicked=Sum("clicks")).order_by(
+            "keyword", "doc_id", "position"))
+    return rows

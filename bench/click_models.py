@@ -15,6 +15,13 @@ strict, so τ is 1 exactly when a model orders a query's documents as the truth 
 
 Printed: mean τ per model, its spread over queries, and seconds (simulation, each fit).
 The capability asks PBM for τ ≥ 0.8 at 200 queries x 10,000 sessions, beating raw CTR.
+
+Then the calibration figure a clicks grader would show (behaviour.learning): each pair's
+true grade on the graded scale 0..3 is its true relevance cut evenly (behaviour.core.learned:
+[0, .25) → 0 … [.75, 1] → 3), its learned grade the model's learned relevance (estimated
+CTR at position 1) cut the same way; printed per model: pairs graded, exact match, and
+Cohen's κ, quadratic-weighted as the calibration page weighs a four-grade scale
+(metrics_engine.agreement), with the confusion matrix (rows: true, columns: learned).
 Pure numpy, no database: seconds on a laptop.
 """
 
@@ -30,8 +37,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from behaviour.core.click_models import ClickCounts, coec, pbm_fit, raw_ctr
+from behaviour.core.learned import grades_from_relevance, learned_relevance
 from behaviour.core.simulate import document_position_counts, simulate_query
-from metrics_engine.agreement import kendall_tau
+from metrics_engine.agreement import confusion_matrix, kendall_tau, weighted_kappa
 
 
 def simulated_counts(*, queries: int, documents: int, sessions: int, seed: int, model: str
@@ -94,6 +102,26 @@ def main() -> None:
         taus = per_query_tau(scores, truth, args.documents)
         print(f"{name:<8} {np.nanmean(taus):>9.3f} {np.nanmin(taus):>6.3f} "
               f"{np.nanpercentile(taus, 10):>6.3f} {seconds:>8.3f}  {notes}")
+    calibration(counts, truth, min_impressions=args.min_impressions)
+
+
+def calibration(counts: ClickCounts, truth: np.ndarray, *, min_impressions: int) -> None:
+    """Learned grades against the true ones on the graded scale 0..3 (see the docstring)."""
+    true_grades = grades_from_relevance(truth, lo=0, hi=3)
+    grades = list(range(4))
+    print("\ncalibration against the true grades (graded 0..3, even cuts)")
+    print(f"{'model':<8} {'graded':>7} {'exact':>7} {'kappa_q':>8}  confusion (true x learned)")
+    for name, model in (("COEC", "coec"), ("PBM", "pbm")):
+        learned = grades_from_relevance(
+            learned_relevance(counts, model=model, min_impressions=min_impressions),
+            lo=0, hi=3)
+        pairs = [(t, g) for t, g in zip(true_grades, learned, strict=True) if g is not None]
+        first, second = [t for t, _ in pairs], [g for _, g in pairs]
+        exact = sum(t == g for t, g in pairs) / len(pairs) if pairs else float("nan")
+        kappa = weighted_kappa(first, second, grades=grades, weighting="quadratic")
+        matrix = confusion_matrix(first, second, grades=grades)
+        print(f"{name:<8} {len(pairs):>7} {exact:>7.3f} "
+              f"{kappa if kappa is not None else float('nan'):>8.3f}  {matrix}")
 
 
 if __name__ == "__main__":

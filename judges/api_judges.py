@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from judges import selectors, services, trial_calls
 from judges.access import judge_get_for_user
 from judges.core.prompts import Document
-from judges.models import Judge
+from judges.models import CALLED_PROVIDER_CHOICES, Judge
 from judges.services import MAX_RETRIES
 from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
@@ -104,7 +104,7 @@ class JudgeOutputSerializer(serializers.Serializer):
 class JudgeInputSerializer(serializers.Serializer):
     team = api_id(required=False)
     name = serializers.CharField(max_length=100)
-    provider = serializers.ChoiceField(choices=Judge.Provider.choices)
+    provider = serializers.ChoiceField(choices=CALLED_PROVIDER_CHOICES)
     model = serializers.CharField(max_length=200)
     base_url = serializers.CharField(max_length=500, required=False, allow_blank=True,
                                      default="", help_text="Empty: the provider's own.")

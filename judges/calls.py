@@ -27,7 +27,7 @@ from judges.core.answers import Rejection, Verdict, validate_answer
 from judges.core.prompts import Document, JudgePrompt, PromptError, build_prompt, default_template
 from judges.core.redaction import redacted
 from judges.core.sending import Attempt, CallResult, RetryPolicy, send
-from judges.models import Judge, JudgeCall, JudgeRun
+from judges.models import CALLED_PROVIDERS, Judge, JudgeCall, JudgeRun
 from judges.secrets import decrypt_api_key
 from metrics_engine.scales import Scale
 from searchtweak import instruments, outbound, outbound_limits, outbound_sending
@@ -61,6 +61,10 @@ class AskResult:
 
 
 def provider_for(judge: Judge) -> providers.Provider:
+    if judge.provider not in CALLED_PROVIDERS:
+        # A clicks grader has nothing to call: its test and its runs compute in-process.
+        raise providers.ProviderConfigError(
+            f"{judge.get_provider_display()} grades without calling a model.")
     defaults = {Judge.Provider.OPENAI: providers.OPENAI_BASE_URL,
                 Judge.Provider.ANTHROPIC: providers.ANTHROPIC_BASE_URL,
                 Judge.Provider.OLLAMA: providers.OLLAMA_BASE_URL}

@@ -16,7 +16,7 @@ from decimal import Decimal
 from evaluations.models import Evaluation, Snapshot
 from judges import batch_claiming, calls
 from judges.core.prompts import PromptError, build_prompt, render_documents
-from judges.models import Judge, JudgeAnswer
+from judges.models import CALLED_PROVIDERS, Judge, JudgeAnswer
 from judges.run_selectors import token_cost
 from judges.token_counts import prompt_tokens, text_tokens, tokens_out_expected
 from judgments import scales as scale_lookup
@@ -70,6 +70,9 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
     if scale is None:
         return RunEstimate(**empty, problem=f"the evaluation's scale {evaluation.scale!r} "
                                             "is gone")
+    if judge.provider not in CALLED_PROVIDERS:
+        return RunEstimate(**empty, problem=f"{judge.get_provider_display().lower()} makes no "
+                                            "calls and costs nothing")
     template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[snapshot_id for snapshot_id, _ in pairs]).only(

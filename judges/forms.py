@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 
 from judges.core.prompts import PLACEHOLDERS, Document, default_template
-from judges.models import Judge
+from judges.models import CALLED_PROVIDER_CHOICES, Judge
 from judges.services import DEFAULT_BASE_URLS
 from judges.trial_calls import MAX_TEST_DOCUMENTS
 from judgments import scales as scale_lookup
@@ -29,7 +29,7 @@ def parse_json_text(text: str) -> Any:
 
 class JudgeForm(forms.Form):
     name = forms.CharField(max_length=100)
-    provider = forms.ChoiceField(choices=Judge.Provider.choices)
+    provider = forms.ChoiceField(choices=CALLED_PROVIDER_CHOICES)
     base_url = forms.CharField(
         max_length=500, required=False, label="Base URL",
         help_text="Empty: the provider's own (" + ", ".join(

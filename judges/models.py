@@ -22,6 +22,9 @@ class Judge(models.Model):
         OPENAI = "openai", "OpenAI-compatible chat completions"
         ANTHROPIC = "anthropic", "Anthropic Messages"
         OLLAMA = "ollama", "Ollama"
+        # Grades learned from a behaviour source's clicks, computed here, no HTTP
+        # (behaviour.ClickGrader holds how); same slots, calibration and trust bar.
+        CLICKS = "clicks", "Learned from clicks"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="judges")
     # The identity its grades carry in slots; created with the judge, inactive, no password.
@@ -79,12 +82,19 @@ class Judge(models.Model):
             models.CheckConstraint(
                 condition=Q(batch_size__gte=1, batch_size__lte=MAX_BATCH_SIZE),
                 name="judge_batch_size_1_to_20"),
-            models.CheckConstraint(condition=Q(provider__in=["openai", "anthropic", "ollama"]),
-                                   name="judge_provider_valid"),
+            models.CheckConstraint(
+                condition=Q(provider__in=["openai", "anthropic", "ollama", "clicks"]),
+                name="judge_provider_valid"),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+
+# The providers a judge calls over HTTP; the rest (clicks) grade in-process, made and
+# configured by the app that owns them, never through the LLM judge's form.
+CALLED_PROVIDERS = (Judge.Provider.OPENAI, Judge.Provider.ANTHROPIC, Judge.Provider.OLLAMA)
+CALLED_PROVIDER_CHOICES = [(p.value, p.label) for p in CALLED_PROVIDERS]
 
 
 class JudgeTrustPolicy(models.Model):

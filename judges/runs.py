@@ -26,6 +26,7 @@ from evaluations.models import Evaluation
 from judges import tasks
 from judges.batch_claiming import COUNTING_MODES
 from judges.lanes import lane_calls
+from judges.local_graders import local_dispatcher
 from judges.models import Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
@@ -134,6 +135,10 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
 
 
 def _lanes_start_on_commit(run: JudgeRun) -> None:
+    local = local_dispatcher(run.judge.provider)
+    if local is not None:
+        transaction.on_commit(lambda: local(run.pk))
+        return
     count = lane_count(run)
     transaction.on_commit(lambda: tasks.run_lanes_dispatch(run.pk, count))
 

@@ -22,7 +22,7 @@ from evaluations.endpoints.services import HTTP_URL_PROBLEM, LIMIT_MAXIMUMS, htt
 from judges import budgets, calls, runs
 from judges.core import providers
 from judges.core.prompts import MAX_BATCH_SIZE, PromptError, check_template, default_template
-from judges.models import Judge, JudgeRun
+from judges.models import CALLED_PROVIDERS, Judge, JudgeRun
 from judges.secrets import encrypt_api_key
 from judgments import scales as scale_lookup
 from judgments.grader_tags import normalize_tags
@@ -122,8 +122,10 @@ def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None =
         problems["name"] = f"The team already has a judge named {name!r}."
     clean["name"] = name
     provider = values["provider"]
-    if provider not in Judge.Provider.values:
-        problems["provider"] = f"Use one of {', '.join(Judge.Provider.values)}."
+    if provider not in CALLED_PROVIDERS:
+        problems["provider"] = f"Use one of {', '.join(CALLED_PROVIDERS)}." + (
+            " A clicks grader is made from a behaviour source, on its own page."
+            if provider == Judge.Provider.CLICKS else "")
     base_url = (values["base_url"] or "").strip() if isinstance(values["base_url"], str | None) \
         else None
     if base_url == "" and provider in DEFAULT_BASE_URLS:
@@ -207,6 +209,36 @@ def _account_username(team: Team, name: str) -> str:
     return username
 
 
+def _judge_account(team: Team, name: str) -> User:
+    account = User(username=_account_username(team, name), is_judge=True, is_active=False,
+                   first_name=name[:150])
+    account.set_unusable_password()
+    account.save()
+    Membership.objects.create(team=team, user=account, role=Role.GRADER)
+    return account
+
+
+@transaction.atomic
+def judge_local_create(*, team: Team, by: User | None, name: str, provider: str, model: str,
+                       tags: list[str] | None = None) -> Judge:
+    """A judge that grades in-process (not one of CALLED_PROVIDERS: no URL, no key, no
+    prompt), with its service account; the app that owns the provider keeps its settings
+    beside it. ValidationError naming the field for a taken name or a called provider."""
+    name = name.strip() if isinstance(name, str) else ""
+    if not name or len(name) > 100 or "\x00" in name:
+        raise ValidationError({"name": "A judge needs a name of at most 100 characters."})
+    if Judge.objects.filter(team=team, name=name).exists():
+        raise ValidationError({"name": f"The team already has a judge named {name!r}."})
+    if provider in CALLED_PROVIDERS or provider not in Judge.Provider.values:
+        raise ValidationError({"provider": f"{provider!r} is not an in-process grader."})
+    judge = Judge.objects.create(team=team, user=_judge_account(team, name), name=name,
+                                 provider=provider, base_url="", model=model,
+                                 tags=normalize_tags(tags or []))
+    logger.info("judge %s (%s, %s) created in team %s by %s", judge.pk, judge.name, provider,
+                team.pk, getattr(by, "pk", None))
+    return judge
+
+
 def _pause_runs(judge: Judge) -> None:
     """An inactive judge stops working: its running runs pause (resuming needs it active)."""
     for run in judge.runs.filter(status=JudgeRun.Status.RUNNING):
@@ -231,12 +263,7 @@ def judge_create(
     clean = _clean_settings(team=team, values=values)
     if not isinstance(api_key, str) or "\x00" in api_key:
         raise ValidationError({"api_key": "must be text"})
-    account = User(username=_account_username(team, clean["name"]), is_judge=True,
-                   is_active=False, first_name=clean["name"][:150])
-    account.set_unusable_password()
-    account.save()
-    Membership.objects.create(team=team, user=account, role=Role.GRADER)
-    judge = Judge.objects.create(team=team, user=account, **clean,
+    judge = Judge.objects.create(team=team, user=_judge_account(team, clean["name"]), **clean,
                                  api_key_encrypted=encrypt_api_key(api_key.strip()))
     logger.info("judge %s (%s) created in team %s by %s", judge.pk, judge.name, team.pk,
                 getattr(by, "pk", None))

@@ -9,6 +9,8 @@ from django.conf import settings
 
 from judges import batch_storing, calls, lanes
 from judges.batch_claiming import ONE_LANE, Lane
+from judges.local_graders import local_dispatcher
+from judges.models import JudgeRun
 from searchtweak.background import BackgroundThreads, background_run
 
 logger = logging.getLogger(__name__)
@@ -53,8 +55,14 @@ def sweep_stalled_runs() -> int:
     """Start a lane for each running run that has work no lane is doing (its lanes died
     with their worker); how many. Celery beat runs it every JUDGE_SWEEP_EVERY_SECONDS."""
     stalled = sorted(set(lanes.lapsed_claims_count()) | set(lanes.runs_stalled()))
+    providers = dict(JudgeRun.objects.filter(pk__in=stalled).values_list(
+        "pk", "judge__provider"))
     for run_id in stalled:
-        run_lanes_dispatch(run_id, 1)
+        local = local_dispatcher(providers.get(run_id, ""))
+        if local is not None:
+            local(run_id)  # an in-process grader has no lanes to start
+        else:
+            run_lanes_dispatch(run_id, 1)
     return len(stalled)
 
 

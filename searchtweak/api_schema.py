@@ -54,6 +54,11 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
      r"|compare/"),
     ("judges", "LLM judges, their runs, calibration, call logs and judge-human triage.",
      r"evaluations/\{evaluation_id\}/(judge-runs|triage)/|judge-runs/|judges/"),
+    # Before evaluations: an evaluation's behaviour-fit is behaviour's.
+    ("behaviour", "What users do: a team's behaviour sources (UBI logs, per-position click "
+                  "counts), their online metrics per keyword, whether an evaluation's offline "
+                  "metrics predict them, and clicks graders (judges learned from clicks).",
+     r"behaviour-sources/|evaluations/\{evaluation_id\}/behaviour-fit/|click-graders/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "
                     "the query sets (versioned keyword lists) they are created from, and "
                     "the schedules that re-run them at due times.",
@@ -62,9 +67,6 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
      r"endpoints/|models/"),
     ("scales", "Grading scales and the transformers between them.",
      r"scales/|transformers/"),
-    ("behaviour", "What users do: a team's behaviour sources (UBI logs, per-position click "
-                  "counts) and their online metrics per keyword.",
-     r"behaviour-sources/"),
     ("notifications", "The caller's notifications, and the teams' webhooks.",
      r"notifications/|webhooks/|teams/\{team_id\}/webhooks/"),
     ("teams", "The caller, teams and invitations.", r"me/|teams/"),

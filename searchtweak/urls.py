@@ -86,6 +86,7 @@ urlpatterns = [
     path("", include("metrics.urls")),
     path("", include("sharing.urls")),
     path("", include("schedules.urls")),
+    path("", include("behaviour.urls")),
     path("", include("guide.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     # The split view serves Swagger UI's start-up script as a file, not an inline <script>.

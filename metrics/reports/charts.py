@@ -311,3 +311,53 @@ def histogram_svg(counts: list[int], edges: list[float], *, width: int = 400,
                     f'y="{height - bottom + 15}" text-anchor="{anchor}" '
                     f'font-size="{FONT_SIZE}">{edges[index]:.3g}</text>')
     return _svg(width, height, label, body, "histogram")
+
+
+def scatter_chart(points: Sequence[tuple[str, Number, Number]], *, width: int = 480,
+                  height: int = 320, label: str = "Scatter", x_name: str = "x",
+                  y_name: str = "y", marked: Sequence[bool] | None = None) -> str:
+    """One dot per (name, x, y) with both values present, on axes with round ticks, each
+    dot's <title> naming it and its values; `marked` (one bool per point) rings those in
+    red. A point missing either value is left out, never drawn at 0."""
+    left, right, top, bottom = 48, 16, 12, 40
+    marked = list(marked) if marked is not None else [False] * len(points)
+    present = [(name, float(x), float(y), mark) for (name, x, y), mark
+               in zip(points, marked, strict=True) if _present(x) and _present(y)]
+    x_ticks = nice_ticks(min((p[1] for p in present), default=0.0),
+                         max((p[1] for p in present), default=1.0))
+    y_ticks = nice_ticks(min((p[2] for p in present), default=0.0),
+                         max((p[2] for p in present), default=1.0))
+    x_of = _scale(x_ticks[0], x_ticks[-1], left, width - right)
+    y_of = _scale(y_ticks[0], y_ticks[-1], height - bottom, top)
+    body = [f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" '
+            'stroke="#999"/>',
+            f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" '
+            f'y2="{height - bottom}" stroke="#999"/>']
+    for value in y_ticks:
+        y = y_of(value)
+        body.append(f'<line class="grid" x1="{left}" y1="{_fmt(y)}" x2="{width - right}" '
+                    f'y2="{_fmt(y)}" stroke="#eee"/>')
+        body.append(f'<text class="tick" x="{left - 5}" y="{_fmt(y + 4)}" text-anchor="end" '
+                    f'font-size="{FONT_SIZE}">{_tick_text(value, y_ticks)}</text>')
+    for value in x_ticks:
+        body.append(f'<text class="tick" x="{_fmt(x_of(value))}" y="{height - bottom + 14}" '
+                    f'text-anchor="middle" font-size="{FONT_SIZE}">'
+                    f'{_tick_text(value, x_ticks)}</text>')
+    body.append(f'<text class="axis-name" x="{_fmt((left + width - right) / 2)}" '
+                f'y="{height - 4}" text-anchor="middle" font-size="{FONT_SIZE}">'
+                f'{escape(x_name)}</text>')
+    body.append(f'<text class="axis-name" x="{left + 4}" y="{top + 10}" '
+                f'font-size="{FONT_SIZE}">{escape(y_name)}</text>')
+    if not present:
+        body.append(f'<text class="empty" x="{_fmt((left + width - right) / 2)}" '
+                    f'y="{_fmt((top + height - bottom) / 2)}" text-anchor="middle" '
+                    f'font-size="{FONT_SIZE + 1}" fill="#666">No keyword has both values</text>')
+    for name, x, y, mark in present:
+        cx, cy = _fmt(x_of(x)), _fmt(y_of(y))
+        if mark:
+            body.append(f'<circle class="marker" cx="{cx}" cy="{cy}" r="7" fill="none" '
+                        'stroke="#d92d20" stroke-width="2"/>')
+        body.append(f'<circle class="point" cx="{cx}" cy="{cy}" r="3.5" fill="#2563eb" '
+                    f'fill-opacity="0.7"><title>{escape(name)}: {escape(x_name)} {x:.4f}, '
+                    f'{escape(y_name)} {y:.4f}</title></circle>')
+    return _svg(width, height, label, body, "scatter-chart")

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_core_imports_without_django():
     code = ("import sys, behaviour.core.click_models, behaviour.core.online, "
-            "behaviour.core.simulate\n"
+            "behaviour.core.simulate, behaviour.core.learned, behaviour.core.predictive\n"
             "loaded = sorted(name for name in sys.modules if name.split('.')[0] == 'django')\n"
             "assert not loaded, loaded\n")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -161,3 +161,20 @@ def test_line_chart_shades_the_bounds_as_a_band_and_a_lone_bar():
     titles = [e.text for e in root.iter() if e.tag.endswith("title")]
     assert "a: 0.5000, can still go 0.4000 to 0.7500" in titles
     assert "b: 0.6000" in titles  # closed bounds say nothing
+
+
+def test_scatter_places_each_keyword_and_leaves_out_a_missing_value():
+    root = _parse(charts.scatter_chart(
+        [("a", 0.0, 0.0), ("b <&>", 1.0, 1.0), ("c", 0.5, None), ("d", float("nan"), 0.3)],
+        marked=[False, True, False, False], x_name="nDCG@10", y_name="CTR@10"))
+    dots = root.findall(f"{SVG}circle[@class='point']")
+    # Ticks 0..1: x from the left margin 48 to 480 - 16, y from 320 - 40 up to 12.
+    assert [(float(d.get("cx")), float(d.get("cy"))) for d in dots] == [(48.0, 280.0),
+                                                                       (464.0, 12.0)]
+    assert dots[1].find(f"{SVG}title").text == "b <&>: nDCG@10 1.0000, CTR@10 1.0000"
+    assert len(root.findall(f"{SVG}circle[@class='marker']")) == 1
+
+
+def test_scatter_of_nothing_says_so():
+    root = _parse(charts.scatter_chart([("a", None, 0.2)]))
+    assert root.find(f"{SVG}text[@class='empty']").text == "No keyword has both values"

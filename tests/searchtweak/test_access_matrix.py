@@ -403,6 +403,13 @@ TABLE: dict[str, Row] = {
     "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
     "behaviour_api:source_keywords": row(_behaviour_source,
                                          GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    # An evaluation against the team's newest source: every member but the viewer reads it
+    # (this one has no metric to set against it, which the 400 names).
+    "behaviour_api:evaluation_behaviour_fit": row(
+        _evaluation, GET=(400, 400, 400, 400, 403, 404, 401, 401)),
+    # Clicks graders are judges: leads list them, admins make them (an empty body: 400).
+    "behaviour_api:click_graders": row(GET=(200, 200, 200, 403, 403, 200, 401, 401),
+                                       POST=(400, 400, 403, 403, 403, 400, 401, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 200, 401, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 404, 401, 401)),
@@ -860,6 +867,9 @@ TABLE: dict[str, Row] = {
     # Leads read the list (they choose judges for runs); the rest is the admins'
     # (judges.selectors.CONFIGURATION_ROLE). An empty POST is an unbound form: the page again.
     "judges:judge_list": row(GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN)),
+    # A clicks grader is a judge: the same admins make one.
+    "behaviour:click_grader_create": row(GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
+                                         POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN)),
     "judges:judge_create": row(
         GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
         POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
@@ -911,6 +921,8 @@ TABLE: dict[str, Row] = {
     "metrics:team_dashboard": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
     "metrics:evaluation_dashboard": row(_evaluation,
                                         GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
+    "behaviour:evaluation_behaviour_fit": row(_evaluation,
+                                              GET=(200, 200, 200, 200, 403, 404, LOGIN, LOGIN)),
     "metrics:evaluation_dashboard_live": row(_evaluation,
                                              GET=(200, 200, 200, 200, 200, 404, LOGIN, LOGIN)),
     "metrics:evaluation_dashboard_table": row(

@@ -1,0 +1,89 @@
+"""REST API of clicks graders: list a team's (leads and admins, as judges are listed) and
+make one (admins). Its runs, calibration and counts switch are the judges' API's: a
+clicks grader is a judge (`judge` is its id there)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from behaviour import learning
+from behaviour.models import BehaviourSource, ClickGrader
+from judges import selectors as judge_selectors
+from judges.api_judges import team_id_param
+from searchtweak import access
+from searchtweak.api_pagination import PageNumberPagination, paginated_response
+from searchtweak.api_shared import TEAM_PARAM, body_team, create_in_team_response
+from searchtweak.integers import ID_MAX, api_id
+
+
+class ClickGraderOutputSerializer(serializers.Serializer):
+    judge = serializers.IntegerField(source="judge_id", help_text="Its judge's id: runs, "
+                                     "calibration and counts are the judges' API's.")
+    name = serializers.CharField(source="judge.name")
+    team = serializers.IntegerField(source="judge.team_id")
+    source = serializers.IntegerField(source="source_id")
+    click_model = serializers.CharField(help_text="coec or pbm.")
+    start_on = serializers.DateField(allow_null=True)
+    end_on = serializers.DateField(allow_null=True)
+    min_impressions = serializers.IntegerField()
+    cuts = serializers.ListField(child=serializers.FloatField(),
+                                 help_text="Empty: even cuts of the evaluation's scale.")
+    counts = serializers.BooleanField(source="judge.counts")
+
+    class Meta:
+        ref_name = "ClickGrader"
+
+
+class ClickGraderInputSerializer(serializers.Serializer):
+    team = api_id(required=False)
+    name = serializers.CharField(max_length=100)
+    source = serializers.IntegerField(min_value=1, max_value=ID_MAX)
+    click_model = serializers.ChoiceField(choices=ClickGrader.Model.values)
+    start_on = serializers.DateField(required=False, allow_null=True, default=None)
+    end_on = serializers.DateField(required=False, allow_null=True, default=None)
+    min_impressions = serializers.IntegerField(min_value=1,
+                                               max_value=learning.MAX_MIN_IMPRESSIONS,
+                                               default=10)
+    cuts = serializers.ListField(child=serializers.FloatField(), required=False, default=list,
+                                 help_text="n - 1 rising numbers in (0, 1) for a scale of n "
+                                           "grades; empty: even cuts.")
+
+
+def _create(request: Request, team, data: dict) -> ClickGrader:
+    data["source"] = access.row_get_for_user(
+        BehaviourSource.objects.filter(team=team), user=request.user, pk=data["source"],
+        what="behaviour source")
+    return learning.click_grader_create(team=team, by=request.user, **data)
+
+
+class ClickGraderListApi(APIView):
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=ClickGraderOutputSerializer(many=True), parameters=[TEAM_PARAM],
+                   operation_id="click_graders_list",
+                   description="The clicks graders of one team (?team=, default your "
+                               "current one), for leads and admins.")
+    def get(self, request: Request) -> Response:
+        membership = access.team_or_current_access(
+            user=request.user, team_id=team_id_param(request.query_params.get("team")),
+            minimum_role=judge_selectors.LIST_ROLE)
+        graders = ClickGrader.objects.filter(judge__team_id=membership.team_id).select_related(
+            "judge").order_by("judge__name")
+        return paginated_response(self, request, graders, lambda page: (
+            ClickGraderOutputSerializer(page, many=True).data))
+
+    @extend_schema(request=ClickGraderInputSerializer,
+                   responses={201: ClickGraderOutputSerializer},
+                   operation_id="click_graders_create",
+                   description="A judge of provider clicks that learns its grades from a "
+                               "behaviour source of the team; it does not count until a "
+                               "shadow run calibrates it.")
+    def post(self, request: Request) -> Response:
+        return create_in_team_response(
+            request, team=body_team(request,
+                                    minimum_role=judge_selectors.CONFIGURATION_ROLE),
+            input_serializer=ClickGraderInputSerializer,
+            create=lambda team, data: _create(request, team, data),
+            output=lambda grader: ClickGraderOutputSerializer(grader).data)

@@ -1,0 +1,21 @@
+"""Behaviour's pages. Each part has its own block so parallel work merges cleanly."""
+
+from django.urls import path
+
+app_name = "behaviour"
+urlpatterns: list = []
+
+# --- offline metrics against behaviour (behaviour/views_predicting.py) ---
+from behaviour import views_predicting  # noqa: E402
+
+urlpatterns += [
+    path("dashboard/evaluations/<int:evaluation_id>/behaviour-fit/",
+         views_predicting.evaluation_behaviour_fit, name="evaluation_behaviour_fit"),
+]
+
+# --- clicks graders (behaviour/views_learning.py) ---
+from behaviour import views_learning  # noqa: E402
+
+urlpatterns += [
+    path("judges/clicks/new/", views_learning.click_grader_create, name="click_grader_create"),
+]
