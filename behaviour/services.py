@@ -97,3 +97,12 @@ def behaviour_source_import_csv(*, team: Team, user: User | None, name: str, lin
             event_count=summary.event_count)
         _store_counts(source, rows)
     return source
+
+
+def behaviour_source_create_collector(*, team: Team, user: User | None, name: str
+                                      ) -> BehaviourSource:
+    """An empty collector source: it grows as a search front end posts batches to it
+    (behaviour.collector)."""
+    return BehaviourSource.objects.create(team=team, name=_clean_name(name),
+                                          kind=BehaviourSource.Kind.COLLECTOR,
+                                          created_by=user)

@@ -63,7 +63,8 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
     ("scales", "Grading scales and the transformers between them.",
      r"scales/|transformers/"),
     ("behaviour", "What users do: a team's behaviour sources (UBI logs, per-position click "
-                  "counts) and their online metrics per keyword.",
+                  "counts, a collector a search front end posts UBI events to) and their "
+                  "online metrics per keyword.",
      r"behaviour-sources/"),
     ("notifications", "The caller's notifications, and the teams' webhooks.",
      r"notifications/|webhooks/|teams/\{team_id\}/webhooks/"),

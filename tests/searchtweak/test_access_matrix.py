@@ -353,9 +353,13 @@ TABLE: dict[str, Row] = {
     "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 401)),
     # Behaviour is the team's: every member reads it; another team's owner lists their own
     # (none) and finds no other team's source.
-    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 401)),
+    # A lead opens a collector source and posts batches to it.
+    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 401),
+                                 POST=(400, 400, 400, 403, 400, 401)),
     "behaviour_api:source_keywords": row(_behaviour_source,
                                          GET=(200, 200, 200, 200, 404, 401)),
+    "behaviour_api:source_events": row(_behaviour_source,
+                                       POST=(400, 400, 400, 403, 404, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 401)),

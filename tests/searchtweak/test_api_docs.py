@@ -84,5 +84,6 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "notifications_list": "notifications", "teams_webhooks_create": "notifications",
         "webhooks_test": "notifications",
         "behaviour_sources_list": "behaviour", "behaviour_source_keywords": "behaviour",
+        "behaviour_sources_create": "behaviour", "behaviour_source_events": "behaviour",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected
