@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from behaviour.panels import online_panel
 from evaluations import demo, selectors
 from evaluations.events import By
 from evaluations.forms import EvaluationForm, metric_catalog
@@ -341,6 +342,10 @@ def keyword_detail(request: HttpRequest, keyword_id: int) -> HttpResponse:
         "keyword": keyword, "evaluation": keyword.evaluation,
         "sees_all_grades": visibility.sees_everyone(keyword.evaluation.team_id),
         "snapshots": selectors.keyword_snapshots(keyword=keyword, visibility=visibility),
+        # What users did with this keyword (behaviour.panels), beside its snapshot.
+        "online": online_panel(query=request.GET, team_id=keyword.evaluation.team_id,
+                               keyword_texts=Keyword.objects.filter(pk=keyword.pk).values(
+                                   "normalized_text")),
     })
 
 

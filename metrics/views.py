@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
+from behaviour.panels import online_panel
 from evaluations.models import Evaluation, EvaluationMetric, Keyword
 from evaluations.selectors import evaluation_get_for_user, search_model_get_for_user
 from judgments.gold_accuracy import DRIFT_WINDOW, GOLD_ACCURACY_THRESHOLD, GOLD_MIN_ANSWERS
@@ -239,7 +240,15 @@ def _selector_context(dashboard: DashboardRequest) -> dict:
 def evaluation_dashboard(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     return _dashboard_response(request, evaluation_id, "metrics/evaluation_dashboard.html",
                                _selector_context, _live_context, _table_context,
-                               _verdict_context)
+                               _verdict_context, _online_context)
+
+
+def _online_context(dashboard: DashboardRequest) -> dict:
+    """What users did, beside the offline metrics (the page only: behaviour changes by
+    imports and batches, not while grades arrive)."""
+    evaluation = dashboard.evaluation
+    return {"online": online_panel(query=dashboard.request.GET, team_id=evaluation.team_id,
+                                   keyword_texts=evaluation.keywords.values("normalized_text"))}
 
 
 def _verdict_context(dashboard: DashboardRequest) -> dict:

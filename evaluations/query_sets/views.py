@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from behaviour.panels import online_panel
 from evaluations import selectors
 from evaluations.models import KeywordSet
 from evaluations.query_sets import selectors as query_set_selectors
@@ -121,6 +122,10 @@ def query_set_detail(request: HttpRequest, query_set_id: int) -> HttpResponse:
         "diff": query_set_selectors.version_diff(current) if current else None,
         "keywords": keywords.get_page(request.GET.get("page")),
         "can_edit": current_team_can(request, query_set.team_id, WRITE_ROLE),
+        # What users did with the current version's keywords (behaviour.panels).
+        "online": online_panel(query=request.GET, team_id=query_set.team_id,
+                               keyword_texts=current.keywords.values("normalized_text"))
+        if current else None,
     })
 
 
