@@ -1,6 +1,6 @@
 from django.urls import path
 
-from behaviour import api, api_collector
+from behaviour import api, api_collector, api_online
 
 app_name = "behaviour_api"
 urlpatterns = [
@@ -9,4 +9,8 @@ urlpatterns = [
          name="source_events"),
     path("behaviour-sources/<int:source_id>/keywords/", api.BehaviourSourceKeywordsApi.as_view(),
          name="source_keywords"),
+    path("behaviour-sources/<int:source_id>/evaluations/<int:evaluation_id>/online/",
+         api_online.EvaluationOnlineApi.as_view(), name="evaluation_online"),
+    path("behaviour-sources/<int:source_id>/evaluations/<int:evaluation_id>/online.csv",
+         api_online.EvaluationOnlineCsvApi.as_view(), name="evaluation_online_csv"),
 ]

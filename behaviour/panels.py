@@ -19,6 +19,7 @@ from datetime import date, timedelta
 from django import forms
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.utils.http import urlencode
 
 from behaviour.models import BehaviourSource
 from behaviour.summary import OnlineSummary, online_summary
@@ -56,6 +57,15 @@ class OnlinePanel:
     errors: list[str] = field(default_factory=list)
     kept_params: list[tuple[str, str]] = field(default_factory=list)
     """The page's other query-string parameters, kept by the picker's form."""
+    evaluation_id: int | None = None
+    """The evaluation whose exports (JSON, CSV per keyword) the panel links to."""
+
+    @property
+    def export_query(self) -> str:
+        """The window as the exports' query string."""
+        return urlencode({name: value for name, value in (
+            ("start_on", self.start_on and self.start_on.isoformat()),
+            ("end_on", self.end_on and self.end_on.isoformat()), ("k", self.k)) if value})
 
     @property
     def windows(self) -> list[tuple[str, str]]:
@@ -78,7 +88,8 @@ def _window(source: BehaviourSource, window: str, start: date | None, end: date 
     return None, None
 
 
-def online_panel(*, query: QueryDict, team_id: int, keyword_texts: QuerySet) -> OnlinePanel:
+def online_panel(*, query: QueryDict, team_id: int, keyword_texts: QuerySet,
+                 evaluation_id: int | None = None) -> OnlinePanel:
     """The panel of the keywords whose normalised texts `keyword_texts` yields (a
     values("normalized_text") queryset), from one of the team's sources: two queries for
     the sources and five for the figures, whatever the number of keywords."""
@@ -99,8 +110,10 @@ def online_panel(*, query: QueryDict, team_id: int, keyword_texts: QuerySet) -> 
     kept = [(name, value) for name, values in query.lists() if name not in PARAMS
             for value in values]
     if source is None:
-        return OnlinePanel(sources, None, window, None, None, k, None, errors, kept)
+        return OnlinePanel(sources, None, window, None, None, k, None, errors, kept,
+                           evaluation_id)
     start_on, end_on = _window(source, window, data.get("online_from"), data.get("online_to"))
     summary = online_summary(source=source, keyword_texts=keyword_texts, k=k,
                              start_on=start_on, end_on=end_on)
-    return OnlinePanel(sources, source, window, start_on, end_on, k, summary, errors, kept)
+    return OnlinePanel(sources, source, window, start_on, end_on, k, summary, errors, kept,
+                       evaluation_id)

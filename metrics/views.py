@@ -248,7 +248,8 @@ def _online_context(dashboard: DashboardRequest) -> dict:
     imports and batches, not while grades arrive)."""
     evaluation = dashboard.evaluation
     return {"online": online_panel(query=dashboard.request.GET, team_id=evaluation.team_id,
-                                   keyword_texts=evaluation.keywords.values("normalized_text"))}
+                                   keyword_texts=evaluation.keywords.values("normalized_text"),
+                                   evaluation_id=evaluation.pk)}
 
 
 def _verdict_context(dashboard: DashboardRequest) -> dict:

@@ -9,6 +9,7 @@ import pytest
 from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from behaviour.models import BehaviourCount
 from behaviour.panels import online_panel
@@ -143,3 +144,65 @@ def test_a_query_sets_and_a_keywords_pages_show_their_own_keywords(personas):
     assert "1 keyword with behaviour, 1 search, 3 impressions, 0 clicks." in page
     assert 'data-testid="online-abandonment">1.000<' in page
     assert BehaviourCount.objects.count() == 8
+
+
+# --- the API and the dashboard's export ---------------------------------------------------
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_the_api_answers_the_panels_figures_over_a_window(personas):
+    source = import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)
+    url = f"/api/v1/behaviour-sources/{source.pk}/evaluations/{evaluation.pk}/online/"
+    answer = api_for(personas.grader).get(url, {"k": 2})
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "source": source.pk, "evaluation": evaluation.pk, "start_on": None, "end_on": None,
+        "k": 2, "keywords_with_behaviour": 2, "searches": 3, "impressions": 9, "clicks": 3,
+        "ctr_at_k": 2 / 6, "mean_ctr_at_k": 0.25, "ctr_by_position": [1 / 3] * 3,
+        "first_click_rr": 0.5, "abandonment": 1 / 3, "mean_dwell_seconds": 30.0}
+    day = api_for(personas.grader).get(url, {"start_on": "2026-11-02",
+                                             "end_on": "2026-11-02"}).json()
+    assert (day["searches"], day["impressions"], day["clicks"], day["abandonment"]) == (
+        1, 3, 0, 1.0)
+    assert api_for(personas.grader).get(url, {"start_on": "2026-11-03",
+                                              "end_on": "2026-11-02"}).json() == {
+        "end_on": ["The window ends before it starts."]}
+    assert api_for(personas.outsider).get(url).status_code == 404
+    # An evaluation of another team, even one the caller sees, is not this source's.
+    theirs = EvaluationFactory(model=SearchModelFactory(team=personas.other_team))
+    personas.other_team.memberships.create(user=personas.grader, role="grader")
+    assert api_for(personas.grader).get(
+        f"/api/v1/behaviour-sources/{source.pk}/evaluations/{theirs.pk}/online/"
+    ).status_code == 404
+
+
+def test_the_export_has_a_line_per_keyword_in_the_evaluations_order(personas):
+    source = import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)
+    answer = api_for(personas.grader).get(
+        f"/api/v1/behaviour-sources/{source.pk}/evaluations/{evaluation.pk}/online.csv",
+        {"k": 2})
+    assert answer.status_code == 200
+    assert answer["Content-Type"].startswith("text/csv")
+    assert answer.content.decode().splitlines() == [
+        "keyword,impressions,clicks,ctr_at_k,first_click_rr,abandonment,"
+        "mean_dwell_seconds,searches",
+        "Red shoes,6,3,0.5,0.75,0.0,30.0,2",
+        "boots,3,0,0.0,0.0,1.0,,1",
+        "sandals,0,0,,,,,0"]
+
+
+def test_the_dashboard_links_its_export_with_the_window(personas):
+    source = import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)
+    page = signed_in(personas.grader).get(
+        reverse("metrics:evaluation_dashboard", args=[evaluation.pk]),
+        {"online_window": "days", "online_from": "2026-11-01", "online_to": "2026-11-02",
+         "online_k": 3}).content.decode()
+    assert (f'/api/v1/behaviour-sources/{source.pk}/evaluations/{evaluation.pk}/online.csv'
+            '?start_on=2026-11-01&amp;end_on=2026-11-02&amp;k=3') in page

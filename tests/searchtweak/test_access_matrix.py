@@ -320,6 +320,10 @@ def _behaviour_source(d: Dataset) -> dict:
     return {"source_id": d.behaviour_source_id}
 
 
+def _behaviour_source_evaluation(d: Dataset) -> dict:
+    return {"source_id": d.behaviour_source_id, "evaluation_id": d.evaluation.pk}
+
+
 def _notification(d: Dataset) -> dict:
     return {"notification_id": d.notification_id}
 
@@ -360,6 +364,10 @@ TABLE: dict[str, Row] = {
                                          GET=(200, 200, 200, 200, 404, 401)),
     "behaviour_api:source_events": row(_behaviour_source,
                                        POST=(400, 400, 400, 403, 404, 401)),
+    "behaviour_api:evaluation_online": row(_behaviour_source_evaluation,
+                                           GET=(200, 200, 200, 200, 404, 401)),
+    "behaviour_api:evaluation_online_csv": row(_behaviour_source_evaluation,
+                                               GET=(200, 200, 200, 200, 404, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 401)),

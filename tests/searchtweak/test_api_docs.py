@@ -85,5 +85,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "webhooks_test": "notifications",
         "behaviour_sources_list": "behaviour", "behaviour_source_keywords": "behaviour",
         "behaviour_sources_create": "behaviour", "behaviour_source_events": "behaviour",
+        "behaviour_source_evaluation_online": "behaviour",
+        "behaviour_source_evaluation_online_csv": "behaviour",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected
