@@ -91,8 +91,8 @@ def _window(source: BehaviourSource, window: str, start: date | None, end: date 
 def online_panel(*, query: QueryDict, team_id: int, keyword_texts: QuerySet,
                  evaluation_id: int | None = None) -> OnlinePanel:
     """The panel of the keywords whose normalised texts `keyword_texts` yields (a
-    values("normalized_text") queryset), from one of the team's sources: two queries for
-    the sources and five for the figures, whatever the number of keywords."""
+    values("normalized_text") queryset), from one of the team's sources: one query for
+    the sources and four for the figures, whatever the number of keywords."""
     form = WindowForm(query)
     valid = form.is_valid()
     data = form.cleaned_data if valid else {}

@@ -58,7 +58,7 @@ def test_a_window_keeps_its_days_and_other_keywords_count_for_nothing(personas):
         None, 0, None)
 
 
-def test_the_summary_costs_five_queries_however_many_keywords(personas,
+def test_the_summary_costs_four_queries_however_many_keywords(personas,
                                                               django_assert_num_queries):
     source = import_ubi(personas)
     evaluation = EvaluationFactory(model=SearchModelFactory(team=personas.team))
@@ -67,7 +67,7 @@ def test_the_summary_costs_five_queries_however_many_keywords(personas,
                                  for n in range(1200)])
     KeywordFactory(evaluation=evaluation, text="red shoes", position=1)
     KeywordFactory(evaluation=evaluation, text="boots", position=2)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(4):
         found = online_summary(source=source, keyword_texts=texts(evaluation), k=2)
     assert found.impressions == 9
 
