@@ -1,6 +1,7 @@
 """A set of keywords' online metrics over a window, in a few aggregated queries whatever
 the number of keywords: what the dashboard, a query set's page and the API show beside
-the offline metrics (an evaluation of 100,000 keywords costs the same four statements).
+the offline metrics (an evaluation of 100,000 keywords costs the same four statements;
+their time grows with the count rows they add up: bench/online_panel.py).
 
 The keywords come as a subquery of their normalised texts (an evaluation's, a query set
 version's), never as a Python list. A window is whole days (`start_on`, `end_on`, both
