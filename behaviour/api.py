@@ -1,21 +1,26 @@
-"""REST API of behaviour data, read-only: a team's sources, and one source's online
-metrics per keyword. Every member of the team reads."""
+"""REST API of behaviour data: a team's sources, and one source's online metrics per
+keyword, which every member of the team reads; a lead opens a collector source (its
+batches: behaviour.api_collector)."""
 
 from django.db.models import Sum
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from behaviour import services
 from behaviour.core.online import online_metrics
 from behaviour.models import BehaviourCount, BehaviourSource
 from behaviour.selectors import keyword_behaviours
 from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
-from searchtweak.api_shared import TEAM_PARAM, visible_team_ids
+from searchtweak.api_shared import TEAM_PARAM, body_team, visible_team_ids
 from searchtweak.integers import bounded
+from searchtweak.models import Role
 
+WRITE_ROLE = Role.LEAD
+"""Who opens a collector source and posts batches to it; every member reads."""
 K_MAX = 1000
 K_PARAM = OpenApiParameter("k", int, description=f"CTR@k's cut-off, 1..{K_MAX} (default 10).")
 
@@ -50,6 +55,14 @@ class KeywordOnlineSerializer(serializers.Serializer):
         ref_name = "BehaviourKeywordOnline"
 
 
+class CollectorSourceInputSerializer(serializers.Serializer):
+    team = serializers.IntegerField(required=False, help_text="Default: your current team.")
+    name = serializers.CharField(max_length=200)
+
+    class Meta:
+        ref_name = "BehaviourCollectorSourceInput"
+
+
 class BehaviourSourceListApi(APIView):
     pagination_class = PageNumberPagination
 
@@ -60,6 +73,20 @@ class BehaviourSourceListApi(APIView):
         sources = BehaviourSource.objects.filter(team_id__in=visible_team_ids(request))
         return paginated_response(self, request, sources, lambda page: (
             BehaviourSourceSerializer(page, many=True).data))
+
+    @extend_schema(request=CollectorSourceInputSerializer,
+                   responses={201: BehaviourSourceSerializer},
+                   operation_id="behaviour_sources_create",
+                   description="An empty collector source, for a search front end to post "
+                               "batches of UBI queries and events to (leads). Files are "
+                               "imported with manage.py import_behaviour.")
+    def post(self, request: Request) -> Response:
+        team = body_team(request, minimum_role=WRITE_ROLE)
+        serializer = CollectorSourceInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        source = services.behaviour_source_create_collector(
+            team=team, user=request.user, name=serializer.validated_data["name"])
+        return Response(BehaviourSourceSerializer(source).data, status=status.HTTP_201_CREATED)
 
 
 class BehaviourSourceKeywordsApi(APIView):

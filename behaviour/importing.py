@@ -165,6 +165,50 @@ def _json_object(text: str) -> dict:
     return found
 
 
+def ubi_query(found: dict) -> tuple[str, str, datetime, list[str]]:
+    """A query's (query_id, normalised keyword, timestamp, hit ids shown); BadLine names
+    what is wrong."""
+    query_id = _identifier(found.get("query_id"), "query_id")
+    keyword = _keyword(found.get("user_query"), "user_query")
+    moment = _timestamp(found.get("timestamp"))
+    hits = found.get("query_response_hit_ids") or []
+    if not isinstance(hits, list):
+        raise BadLine("query_response_hit_ids", "a list of ids is needed")
+    return query_id, keyword, moment, [_identifier(hit, "query_response_hit_ids")
+                                       for hit in hits]
+
+
+def ubi_event_row(found: dict, number: int | None) -> tuple | None:
+    """An event's staged row (query_id, object_id, position, clicked, dwell, number), or
+    None for an action left out of the sums; BadLine names what is wrong. Shared with the
+    collector (behaviour.collector), which reads the same events one batch at a time."""
+    action = found.get("action_name")
+    if not isinstance(action, str) or not action.strip():
+        raise BadLine("action_name", "a non-empty string is needed")
+    _timestamp(found.get("timestamp"))
+    if action not in CLICK_ACTIONS and action not in IMPRESSION_ACTIONS:
+        return None
+    query_id = _identifier(found.get("query_id"), "query_id")
+    attributes = found.get("event_attributes")
+    if not isinstance(attributes, dict):
+        raise BadLine("event_attributes", "an object is needed")
+    thing = attributes.get("object")
+    if not isinstance(thing, dict):
+        raise BadLine("event_attributes.object", "an object is needed")
+    object_id = _identifier(thing.get("object_id"), "event_attributes.object.object_id")
+    where = attributes.get("position")
+    if not isinstance(where, dict):
+        raise BadLine("event_attributes.position", "an object with an ordinal is needed")
+    position = _position(where.get("ordinal"), "event_attributes.position.ordinal")
+    dwell = attributes.get("dwell_time")
+    if dwell is not None and (isinstance(dwell, bool) or not isinstance(dwell, int | float)
+                              or not math.isfinite(dwell) or dwell < 0):
+        raise BadLine("event_attributes.dwell_time", "seconds, a number from 0, needed")
+    clicked = action in CLICK_ACTIONS
+    return (query_id, object_id, position, int(clicked),
+            float(dwell) if clicked and dwell is not None else None, number)
+
+
 class UbiLog:
     """A UBI log staged in a throw-away SQLite file; use as a context manager."""
 
@@ -203,14 +247,7 @@ class UbiLog:
             if not text.strip():
                 continue
             try:
-                found = _json_object(text)
-                query_id = _identifier(found.get("query_id"), "query_id")
-                keyword = _keyword(found.get("user_query"), "user_query")
-                moment = _timestamp(found.get("timestamp"))
-                hits = found.get("query_response_hit_ids") or []
-                if not isinstance(hits, list):
-                    raise BadLine("query_response_hit_ids", "a list of ids is needed")
-                hit_ids = [_identifier(hit, "query_response_hit_ids") for hit in hits]
+                query_id, keyword, moment, hit_ids = ubi_query(_json_object(text))
             except BadLine as bad:
                 errors.add(number, bad.field_name, bad.why)
                 continue
@@ -242,7 +279,7 @@ class UbiLog:
             if not text.strip():
                 continue
             try:
-                row = self._event_row(_json_object(text), number)
+                row = ubi_event_row(_json_object(text), number)
             except BadLine as bad:
                 errors.add(number, bad.field_name, bad.why)
                 continue
@@ -259,33 +296,6 @@ class UbiLog:
         for line, query_id in orphans:
             errors.add(line, "query_id", f"{query_id!r} is not among the queries")
         return errors
-
-    def _event_row(self, found: dict, number: int) -> tuple | None:
-        action = found.get("action_name")
-        if not isinstance(action, str) or not action.strip():
-            raise BadLine("action_name", "a non-empty string is needed")
-        _timestamp(found.get("timestamp"))
-        if action not in CLICK_ACTIONS and action not in IMPRESSION_ACTIONS:
-            return None
-        query_id = _identifier(found.get("query_id"), "query_id")
-        attributes = found.get("event_attributes")
-        if not isinstance(attributes, dict):
-            raise BadLine("event_attributes", "an object is needed")
-        thing = attributes.get("object")
-        if not isinstance(thing, dict):
-            raise BadLine("event_attributes.object", "an object is needed")
-        object_id = _identifier(thing.get("object_id"), "event_attributes.object.object_id")
-        where = attributes.get("position")
-        if not isinstance(where, dict):
-            raise BadLine("event_attributes.position", "an object with an ordinal is needed")
-        position = _position(where.get("ordinal"), "event_attributes.position.ordinal")
-        dwell = attributes.get("dwell_time")
-        if dwell is not None and (isinstance(dwell, bool) or not isinstance(dwell, int | float)
-                                  or not math.isfinite(dwell) or dwell < 0):
-            raise BadLine("event_attributes.dwell_time", "seconds, a number from 0, needed")
-        clicked = action in CLICK_ACTIONS
-        return (query_id, object_id, position, int(clicked),
-                float(dwell) if clicked and dwell is not None else None, number)
 
     def count_rows(self) -> Iterator[CountRow]:
         rows = self.db.execute("""

@@ -19,11 +19,14 @@ class BehaviourSourceQuerySet(models.QuerySet):
 
 class BehaviourSource(models.Model):
     """One import of a team's behaviour: UBI query and event logs, or a plain CSV of
-    per-position counts. Never changed after its import; a new log is a new source."""
+    per-position counts, never changed after its import (a new log is a new source); or
+    a collector's, which grows as a search front end posts batches of UBI queries and
+    events (behaviour.collector)."""
 
     class Kind(models.TextChoices):
         UBI = "ubi", "UBI queries and events"
         CSV = "csv", "CSV of per-position counts"
+        COLLECTOR = "collector", "Collected from a search front end"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="behaviour_sources")
     name = models.CharField(max_length=200)
@@ -166,3 +169,61 @@ class LearnedGrade(models.Model):
 
     def __str__(self) -> str:
         return f"item {self.item_id}: {self.grade} ({self.clicks}/{self.impressions})"
+
+
+class CollectedQuery(models.Model):
+    """A search a collector source has counted, kept while events may still name it:
+    what makes a re-sent query add nothing, what an event's keyword and day come from,
+    and where the search's first click fell so far (docs/decisions/0023). Pruned once
+    its search is older than the collector's retention."""
+
+    source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
+                               related_name="collected_queries")
+    query_id = models.CharField(max_length=500)
+    keyword = models.CharField(max_length=500)
+    searched_at = models.DateTimeField()
+    hit_ids = models.JSONField(default=list)
+    """The results the search showed, in order (their impressions are counted)."""
+    first_click = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "query_id"],
+                                    name="behaviour_collected_query_unique"),
+        ]
+        indexes = [models.Index(fields=["source", "searched_at"],
+                                name="behaviour_cq_source_time")]
+
+    def __str__(self) -> str:
+        return self.query_id
+
+
+class CollectedEvent(models.Model):
+    """An event a collector source has counted, by its id: a re-sent event adds nothing.
+    A click or impression keeps what it said, so a second click on the same result of
+    the same search counts once (its longer dwell kept), as the importer counts it.
+    Goes with its search (cascade) when that is pruned; an event of no known search (an
+    action left out of the sums) is pruned by when it came."""
+
+    source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
+                               related_name="collected_events")
+    event_id = models.CharField(max_length=500)
+    query = models.ForeignKey(CollectedQuery, null=True, blank=True,
+                              on_delete=models.CASCADE, related_name="events")
+    received_at = models.DateTimeField()
+    doc_id = models.CharField(max_length=500, blank=True)
+    """Empty for an action left out of the sums (add_to_cart, ...)."""
+    position = models.PositiveIntegerField(null=True, blank=True)
+    clicked = models.BooleanField(default=False)
+    dwell_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "event_id"],
+                                    name="behaviour_collected_event_unique"),
+        ]
+        indexes = [models.Index(fields=["source", "received_at"],
+                                name="behaviour_ce_source_time")]
+
+    def __str__(self) -> str:
+        return self.event_id

@@ -97,3 +97,29 @@ def behaviour_source_import_csv(*, team: Team, user: User | None, name: str, lin
             event_count=summary.event_count)
         _store_counts(source, rows)
     return source
+
+
+def behaviour_source_create_collector(*, team: Team, user: User | None, name: str
+                                      ) -> BehaviourSource:
+    """An empty collector source: it grows as a search front end posts batches to it
+    (behaviour.collector)."""
+    return BehaviourSource.objects.create(team=team, name=_clean_name(name),
+                                          kind=BehaviourSource.Kind.COLLECTOR,
+                                          created_by=user)
+
+
+def behaviour_source_store_sums(*, team: Team, user: User | None, name: str, kind: str,
+                                window_start_at: datetime | None,
+                                window_end_at: datetime | None, search_count: int,
+                                event_count: int, counts: Iterable[CountRow],
+                                searches: Iterable[SearchesRow]) -> BehaviourSource:
+    """A source from sums already made (the demo's simulated log): stored as an import's
+    are, in one transaction."""
+    name = _clean_name(name)
+    with transaction.atomic():
+        source = BehaviourSource.objects.create(
+            team=team, name=name, kind=kind, created_by=user, window_start_at=window_start_at,
+            window_end_at=window_end_at, search_count=search_count, event_count=event_count)
+        _store_counts(source, counts)
+        _store_searches(source, searches)
+    return source

@@ -56,8 +56,9 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
      r"evaluations/\{evaluation_id\}/(judge-runs|triage)/|judge-runs/|judges/"),
     # Before evaluations: an evaluation's behaviour-fit is behaviour's.
     ("behaviour", "What users do: a team's behaviour sources (UBI logs, per-position click "
-                  "counts), their online metrics per keyword, whether an evaluation's offline "
-                  "metrics predict them, and clicks graders (judges learned from clicks).",
+                  "counts, a collector a search front end posts UBI events to), their "
+                  "online metrics per keyword, whether an evaluation's offline metrics "
+                  "predict them, and clicks graders (judges learned from clicks).",
      r"behaviour-sources/|evaluations/\{evaluation_id\}/behaviour-fit/|click-graders/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "
                     "the query sets (versioned keyword lists) they are created from, and "

@@ -701,6 +701,21 @@ METRICS_TOKEN = env_str("METRICS_TOKEN")
 # METRICS_ALLOW: networks (CIDRs) whose connecting address may read /metrics without a token.
 METRICS_ALLOW = env_networks("METRICS_ALLOW", [])
 
+# The behaviour collector (behaviour.collector, POST .../behaviour-sources/<id>/events/):
+# what one batch may hold, how often a caller may send one, and how long a source
+# remembers the searches and event ids it counted (docs/decisions/0023).
+# BEHAVIOUR_COLLECTOR_MAX_BYTES: the largest collector batch body, in bytes.
+BEHAVIOUR_COLLECTOR_MAX_BYTES = env_int("BEHAVIOUR_COLLECTOR_MAX_BYTES", 1024 * 1024,
+                                        minimum=1024)
+# BEHAVIOUR_COLLECTOR_MAX_ITEMS: the most queries plus events in one collector batch.
+BEHAVIOUR_COLLECTOR_MAX_ITEMS = env_int("BEHAVIOUR_COLLECTOR_MAX_ITEMS", 1000, minimum=1)
+# BEHAVIOUR_COLLECTOR_BATCHES_PER_MINUTE: collector batches one API user may send a minute.
+BEHAVIOUR_COLLECTOR_BATCHES_PER_MINUTE = env_int("BEHAVIOUR_COLLECTOR_BATCHES_PER_MINUTE",
+                                                 120, minimum=1)
+# BEHAVIOUR_COLLECTOR_RETENTION_HOURS: how long the collector remembers a counted search.
+BEHAVIOUR_COLLECTOR_RETENTION_HOURS = env_int("BEHAVIOUR_COLLECTOR_RETENTION_HOURS", 48,
+                                              minimum=1)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

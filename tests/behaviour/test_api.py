@@ -67,4 +67,8 @@ def test_an_outsider_gets_404_and_a_bad_k_a_400(personas):
 
 
 def test_the_list_refuses_other_methods(personas):
-    assert api_for(personas.lead).post("/api/v1/behaviour-sources/", {}).status_code == 405
+    # POST opens a collector source (tests/behaviour/test_collector.py); files come in by
+    # manage.py import_behaviour.
+    assert api_for(personas.lead).delete("/api/v1/behaviour-sources/").status_code == 405
+    assert api_for(personas.lead).post("/api/v1/behaviour-sources/", {}).json() == {
+        "name": ["This field is required."]}

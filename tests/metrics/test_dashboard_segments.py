@@ -342,17 +342,18 @@ def test_an_outsider_gets_404_whatever_the_segment(client, personas, runs):
         assert client.get(_dashboard(current), {"segment": segment}).status_code == 404
 
 
+# Each count includes the "What users did" panel's read of the team's behaviour sources.
 @pytest.mark.parametrize(("query", "expected"), [
-    ({"sort": "text"}, 26),
+    ({"sort": "text"}, 27),
     # The cards read the reference's segment means instead of the standing verdict; the
     # distribution counts the segment's keywords in its statement instead of reading the
     # stored counts, and the table takes that count instead of asking its own.
-    ({"sort": "text", "segment": "head", "weighted": "1"}, 25),
+    ({"sort": "text", "segment": "head", "weighted": "1"}, 26),
     # Sorted by a metric, a page that runs out of values reads the keywords without one.
-    ({"sort": "m0"}, 27),
-    ({"sort": "m0", "segment": "tail"}, 26),
+    ({"sort": "m0"}, 28),
+    ({"sort": "m0", "segment": "tail"}, 27),
     # A search too: the table counts for itself.
-    ({"sort": "m0", "segment": "tail", "q": "socks"}, 27),
+    ({"sort": "m0", "segment": "tail", "q": "socks"}, 28),
 ])
 def test_the_dashboard_of_a_segment_runs_as_many_queries_as_the_plain_one(
         client, personas, runs, django_assert_num_queries, query, expected):

@@ -349,6 +349,10 @@ def _behaviour_source(d: Dataset) -> dict:
     return {"source_id": d.behaviour_source_id}
 
 
+def _behaviour_source_evaluation(d: Dataset) -> dict:
+    return {"source_id": d.behaviour_source_id, "evaluation_id": d.evaluation.pk}
+
+
 def _notification(d: Dataset) -> dict:
     return {"notification_id": d.notification_id}
 
@@ -400,9 +404,17 @@ TABLE: dict[str, Row] = {
     "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
     # Behaviour is the team's: every member reads it; another team's owner lists their own
     # (none) and finds no other team's source.
-    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
+    # A lead opens a collector source and posts batches to it.
+    "behaviour_api:sources": row(GET=(200, 200, 200, 200, 200, 200, 401, 401),
+                                 POST=(400, 400, 400, 403, 403, 400, 401, 401)),
     "behaviour_api:source_keywords": row(_behaviour_source,
                                          GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    "behaviour_api:source_events": row(_behaviour_source,
+                                       POST=(400, 400, 400, 403, 403, 404, 401, 401)),
+    "behaviour_api:evaluation_online": row(_behaviour_source_evaluation,
+                                           GET=(200, 200, 200, 200, 403, 404, 401, 401)),
+    "behaviour_api:evaluation_online_csv": row(_behaviour_source_evaluation,
+                                               GET=(200, 200, 200, 200, 403, 404, 401, 401)),
     # An evaluation against the team's newest source: every member but the viewer reads it
     # (this one has no metric to set against it, which the 400 names).
     "behaviour_api:evaluation_behaviour_fit": row(

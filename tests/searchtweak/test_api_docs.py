@@ -86,5 +86,8 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "behaviour_sources_list": "behaviour", "behaviour_source_keywords": "behaviour",
         "evaluation_behaviour_fit": "behaviour", "click_graders_list": "behaviour",
         "click_graders_create": "behaviour",
+        "behaviour_sources_create": "behaviour", "behaviour_source_events": "behaviour",
+        "behaviour_source_evaluation_online": "behaviour",
+        "behaviour_source_evaluation_online_csv": "behaviour",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected

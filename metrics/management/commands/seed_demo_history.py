@@ -16,6 +16,8 @@ in full, so it finishes and is judged against the baseline by the team's rule; i
 judged per traffic segment and weighted by traffic (as `manage.py evaluate --gate
 --segment head --segment tail --weighted` would), whose verdict says that
 head held and tail fell.
+A simulated search log of the demo's shoppers (behaviour.demo) gives the dashboards
+click-through, first-click rank and abandonment beside the offline metrics.
 Safe to run twice: what exists is left as it is.
 """
 
@@ -28,10 +30,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.urls import reverse
 
+from behaviour.demo import demo_behaviour_ensure
 from evaluations import demo
 from evaluations.endpoints import services as endpoint_services
 from evaluations.management.commands.seed_demo import (
     DEMO_KEYWORDS,
+    EVALUATION_NAME,
     METRICS,
     MODEL_NAME,
     QUERY_SET_NAME,
@@ -79,6 +83,8 @@ class Command(BaseCommand):
         with seeding_quietly():
             baseline, candidate = self._history(team)
             tail_run, segment_verdict = self._tail_regression(team, baseline)
+            behaviour = demo_behaviour_ensure(team=team, evaluation=Evaluation.objects.get(
+                team=team, name=EVALUATION_NAME))
         compare = (f"{settings.SITE_URL}{reverse('metrics:compare')}"
                    f"?a={baseline.pk}&b={candidate.pk}")
         self.stdout.write(self.style.SUCCESS(
@@ -91,6 +97,11 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(
                 f"Per segment, '{tail_run.name}' against the baseline: "
                 f"{' '.join(segment_verdict.reasons[:2])} See {dashboard}"))
+        if behaviour is not None:
+            self.stdout.write(self.style.SUCCESS(
+                f"Demo behaviour: '{behaviour.name}', {behaviour.search_count} searches over "
+                f"the last days; click-through beside the offline metrics on each "
+                f"evaluation's dashboard."))
 
     def _history(self, team: Team) -> tuple[Evaluation, Evaluation]:
         lead = User.objects.get(username="lead")

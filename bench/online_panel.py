@@ -1,0 +1,140 @@
+"""Benchmark of the "What users did" panel (behaviour.panels / behaviour.summary) on
+PostgreSQL: an evaluation of N keywords, every one with behaviour on DAYS days at 10
+positions (N x DAYS x 10 count rows and N x DAYS searches rows; 100,000 keywords and 7 days
+make 7M count rows), in a source beside another team's as large. Measures the panel's
+figures over the whole log and over the last 3 days, and the evaluation dashboard page
+with the panel, with their query counts. Targets: the dashboard's p95 <= 300 ms at
+100,000 keywords (bench/dashboard.py), the same query count at every size.
+
+    .venv/bin/python bench/online_panel.py [--keywords 10000 100000] [--days 7]
+        [--requests 10] [--keep] [--reuse]
+"""
+
+import argparse
+import statistics
+import time
+
+from _support import (
+    bench_database,
+    database_url,
+    drop_database,
+    migrate_database,
+    percentile,
+    recreate_database,
+    setup_django,
+)
+
+DB_NAME = bench_database("online_panel")
+ENV = {"DATABASE_URL": database_url(DB_NAME), "DEBUG": "false", "SECRET_KEY": "bench-only",
+       "ALLOWED_HOSTS": "testserver,127.0.0.1", "SECURE_SSL_REDIRECT": "false",
+       "SECURE_HSTS_SECONDS": "0"}
+
+
+def seed(keyword_count: int, days: int, *, team, name: str):
+    from _support import active_evaluation
+    from django.db import connection
+
+    from behaviour.models import BehaviourSource
+    from evaluations.models import Keyword
+
+    evaluation = active_evaluation(team=team, name=name, strategy=1)
+    Keyword.objects.bulk_create(
+        (Keyword(evaluation=evaluation, position=n, text=f"kw {n}", normalized_text=f"kw {n}")
+         for n in range(1, keyword_count + 1)), batch_size=5000)
+    source = BehaviourSource.objects.create(team=team, name=f"{name} log", kind="ubi")
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        cursor.execute(
+            "INSERT INTO behaviour_behaviourcount (source_id, keyword, doc_id, position, day,"
+            " impressions, clicks, dwell_seconds_sum, dwell_count)"
+            " SELECT %s, 'kw ' || g, 'd' || p, p, current_date - d, 20, 20 / (p + 1),"
+            " 30.0 * (20 / (p + 1)), 20 / (p + 1)"
+            " FROM generate_series(1, %s) g, generate_series(1, 10) p,"
+            " generate_series(0, %s) d",
+            [source.pk, keyword_count, days - 1])
+        cursor.execute(
+            "INSERT INTO behaviour_behavioursearches (source_id, keyword, day, search_count,"
+            " first_clicks) SELECT %s, 'kw ' || g, current_date - d, 20,"
+            " '[8, 3, 2, 1, 1]'::jsonb FROM generate_series(1, %s) g,"
+            " generate_series(0, %s) d", [source.pk, keyword_count, days - 1])
+        cursor.execute("SET session_replication_role = DEFAULT")
+        cursor.execute("ANALYZE")
+    return evaluation, source
+
+
+def timed(call, requests: int) -> tuple[float, float, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    seconds = []
+    for _ in range(requests):
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            call()
+            seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), percentile(seconds, 0.95), len(queries)
+
+
+def measure(size: int, evaluation, source, client, requests: int) -> None:
+    from datetime import date, timedelta
+
+    from behaviour.summary import online_summary
+
+    texts = evaluation.keywords.values("normalized_text")
+    last = date.today()
+    whole = timed(lambda: online_summary(source=source, keyword_texts=texts), requests)
+    window = timed(lambda: online_summary(source=source, keyword_texts=texts,
+                                          start_on=last - timedelta(days=2), end_on=last),
+                   requests)
+    url = f"/dashboard/evaluations/{evaluation.pk}/?online_source={source.pk}"
+    page = timed(lambda: client.get(url), requests)
+    rows = source.counts.count()
+    print(f"{size:>9} {rows:>11} {whole[0] * 1000:>9.0f}/{whole[1] * 1000:<9.0f} "
+          f"{window[0] * 1000:>9.0f}/{window[1] * 1000:<8.0f} "
+          f"{page[0] * 1000:>10.0f}/{page[1] * 1000:<10.0f} {whole[2]}, {page[2]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keywords", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--requests", type=int, default=10)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--reuse", action="store_true")
+    args = parser.parse_args()
+    if args.reuse:
+        migrate_database(ENV)
+    else:
+        recreate_database(DB_NAME, ENV)
+    setup_django(ENV)
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    from evaluations.models import Evaluation
+    from searchtweak.models import Membership, Role, Team, User
+
+    setup_test_environment()
+    team, _ = Team.objects.get_or_create(name="Bench online")
+    user, _ = User.objects.get_or_create(username="bench-online-lead")
+    Membership.objects.get_or_create(team=team, user=user, defaults={"role": Role.LEAD})
+    other, _ = Team.objects.get_or_create(name="Bench online other")
+    client = Client()
+    client.force_login(user)
+    print(f"{'keywords':>9} {'count rows':>11} {'figures med/p95 ms':>20} "
+          f"{'3 days med/p95 ms':>19} {'dashboard med/p95 ms':>22} queries")
+    for size in args.keywords:
+        name = f"Online {size}"
+        evaluation = Evaluation.objects.filter(team=team, name=name).first()
+        if evaluation is None:
+            started = time.perf_counter()
+            evaluation, source = seed(size, args.days, team=team, name=name)
+            seed(size, args.days, team=other, name=f"{name} other")
+            print(f"  seeded {size} keywords in {time.perf_counter() - started:.0f} s")
+        source = team.behaviour_sources.get(name=f"{name} log")
+        measure(size, evaluation, source, client, args.requests)
+    if not args.keep:
+        drop_database(DB_NAME)
+
+
+if __name__ == "__main__":
+    main()
