@@ -16,7 +16,7 @@ from behaviour.selectors import keyword_behaviours
 from searchtweak import access
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import TEAM_PARAM, body_team, visible_team_ids
-from searchtweak.integers import bounded
+from searchtweak.integers import api_id, bounded
 from searchtweak.models import Role
 
 WRITE_ROLE = Role.LEAD
@@ -56,7 +56,7 @@ class KeywordOnlineSerializer(serializers.Serializer):
 
 
 class CollectorSourceInputSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False, help_text="Default: your current team.")
+    team = api_id(required=False, help_text="Default: your current team.")
     name = serializers.CharField(max_length=200)
 
     class Meta:
