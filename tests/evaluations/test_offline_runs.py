@@ -278,3 +278,45 @@ def test_trec_topic_ids_can_number_a_query_sets_keywords(personas):
         "format": "trec", "query_set": other.pk,
         "file": SimpleUploadedFile("r.run", b"1 Q0 s1 1 1 t\n")}, format="multipart")
     assert response.json() == {"query_set": ["No such query set in this team."]}
+
+
+def test_a_run_file_over_the_byte_cap_is_refused_before_a_line_is_read(personas, settings):
+    settings.OFFLINE_RUN_MAX_BYTES = 2_000
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    admin = client_for(personas.admin)
+    assert upload(admin, model.pk, "a Q0 d1 1 1 t\n").status_code == 201
+    # 125 topics of one 16-byte line: 2,000 bytes. One byte more (a longer tag) is refused
+    # for its size alone, and the run before is kept.
+    body = "".join(f"q{n:03} Q0 d 1 1 t\n" for n in range(125))
+    assert len(body) == 2_000
+    response = upload(admin, model.pk, body.replace(" t\n", " tt\n", 1))
+    assert response.status_code == 400
+    assert response.json() == {"file": [
+        "bm25.run is 2,001 bytes; a run file may be at most 2,000 bytes "
+        "(OFFLINE_RUN_MAX_BYTES). Nothing was read from it."]}
+    assert list(OfflineRanking.objects.values_list("keyword", flat=True)) == ["a"]
+    # At the cap exactly, a file is read.
+    assert upload(admin, model.pk, body).status_code == 201
+    assert OfflineRanking.objects.count() == 125
+    # The topic mapping is capped alike.
+    response = upload(admin, model.pk, "1 Q0 d 1 1 t\n", topics="1\tred\n" * 334)
+    assert response.status_code == 400
+    assert response.json() == {"topics": [
+        "topics.tsv is 2,004 bytes; a run file may be at most 2,000 bytes "
+        "(OFFLINE_RUN_MAX_BYTES). Nothing was read from it."]}
+    assert OfflineRanking.objects.count() == 125
+
+
+def test_the_page_refuses_a_run_file_over_the_cap_and_creates_no_model(
+    client, personas, settings
+):
+    settings.OFFLINE_RUN_MAX_BYTES = 1_500_000
+    client.force_login(personas.admin)
+    response = client.post("/models/offline/new/", {
+        "name": "Nightly", "description": "", "format": "trec",
+        "file": SimpleUploadedFile("run.txt", b"q Q0 a 1 1 t\n" * 125_000)})
+    assert response.status_code == 400
+    assert response.context["form"].errors["file"] == [
+        "run.txt is 1.6 MB; a run file may be at most 1.5 MB (OFFLINE_RUN_MAX_BYTES). "
+        "Nothing was read from it."]
+    assert not SearchModel.objects.exists() and not OfflineRun.objects.exists()
