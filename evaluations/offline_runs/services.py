@@ -6,7 +6,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connections, router, transaction
+from django.db.models import F, Func, JSONField
 from django.utils import timezone
 
 from evaluations.endpoints.mapper import Document
@@ -122,14 +123,32 @@ def offline_model_create_with_run(*, team: Team, created_by: User | None, name: 
     return model
 
 
+class _JsonArrayHead(Func):
+    """The first `limit` items of a JSON array, cut by PostgreSQL (a jsonpath slice; lax
+    mode, so a shorter array comes back whole)."""
+
+    function = "jsonb_path_query_array"
+    template = "%(function)s(%(expressions)s, '$[0 to %(last)s]')"
+    output_field = JSONField()
+
+    def __init__(self, expression: Any, *, limit: int) -> None:
+        super().__init__(expression, last=int(limit) - 1)
+
+
 def offline_results(*, model: SearchModel, keywords: dict[int, str],
                     limit: int) -> list[tuple[int, FetchResult]]:
     """Each keyword's ranking in the model's run, its first `limit` documents, as a fetch
     result; a keyword the run does not rank returned nothing (an empty result, as an
     endpoint answering no documents)."""
     wanted = {keyword_id: Keyword.normalize(text) for keyword_id, text in keywords.items()}
-    ranked = dict(OfflineRanking.objects.filter(
-        run__model=model, keyword__in=set(wanted.values())).values_list("keyword", "documents"))
+    rankings = OfflineRanking.objects.filter(run__model=model,
+                                             keyword__in=set(wanted.values()))
+    documents: Any = F("documents")
+    if limit >= 1 and connections[router.db_for_read(OfflineRanking)].vendor == "postgresql":
+        # A ranking holds up to 100 documents and a fetch keeps the first `limit` (10 for
+        # most evaluations): cut in the database, Python decodes a tenth of the JSON.
+        documents = _JsonArrayHead(documents, limit=limit)
+    ranked = dict(rankings.annotate(head=documents).values_list("keyword", "head"))
     return [(keyword_id, FetchResult(documents=[
         Document(doc_id=d["doc_id"], name=d.get("name", ""), image=d.get("image", ""),
                  fields=d.get("fields", {}))
