@@ -11,6 +11,7 @@ from django.utils.functional import lazy
 import metrics_engine as core
 from evaluations.hooks import scale_provider
 from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
+from evaluations.query_sets.file_formats import KINDS
 from evaluations.selectors import evaluation_keyword_entries
 from evaluations.services.keyword_input import keyword_upload_size_problem, keywords_as_text
 from evaluations.strategies import ADAPTIVE_STRATEGY
@@ -28,8 +29,10 @@ def _keywords_help() -> str:
             "spaces too.")
 
 
-UPLOAD_HELP = ("TXT: one keyword per line. CSV: keyword,weight,tags rows (weight and tags "
-               "optional; a header row names the columns).")
+UPLOAD_HELP = ("Plain text (one keyword a line), CSV keyword,weight,tags with a header, "
+               "Quepid's basic CSV export (its queries) or an OpenSearch Workbench query set "
+               "(NDJSON queryText lines), read as a query set's file is. The page says what "
+               "the file was read as.")
 
 
 # Read when shown, so the help follows settings.MAX_KEYWORDS as the parser does.
@@ -81,7 +84,10 @@ class EvaluationForm(forms.Form):
         required=False, strip=False, widget=forms.Textarea(attrs={**MONO, "rows": 8}),
         help_text=KEYWORDS_HELP)
     keywords_file = forms.FileField(
-        required=False, label="…or upload keywords (CSV or TXT)", help_text=UPLOAD_HELP)
+        required=False, label="…or upload keywords", help_text=UPLOAD_HELP)
+    keywords_format = forms.ChoiceField(
+        required=False, choices=list(KINDS.items()), initial="auto", label="File format",
+        help_text="Recognised from the file unless you choose one.")
     scale = forms.ChoiceField()
     strategy = forms.TypedChoiceField(coerce=int, choices=[
         (1, "1 grader per result"), (3, "3 graders per result"),
@@ -145,7 +151,7 @@ class EvaluationForm(forms.Form):
             self.fields["query_set"].queryset = KeywordSet.objects.filter(
                 team=team, archived_at=None).order_by("name")
             self.order_fields(["name", "description", "model", "keywords", "keywords_file",
-                               "save_as_query_set", "query_set"])
+                               "keywords_format", "save_as_query_set", "query_set"])
         else:
             del self.fields["query_set"], self.fields["save_as_query_set"]
         self.fields["scale"].choices = scale_provider().choices(team)

@@ -18,6 +18,7 @@ from evaluations.events import By
 from evaluations.forms import EvaluationForm, metric_catalog
 from evaluations.models import Evaluation, Keyword
 from evaluations.query_sets import services as query_set_services
+from evaluations.query_sets.file_formats import query_set_file_read
 from evaluations.services import config_checks, configuration, keyword_input, lifecycle
 from evaluations.services import keywords as keyword_services
 from searchtweak import access
@@ -62,10 +63,13 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
 def _keywords_from_form(form: EvaluationForm
                         ) -> tuple[list[keyword_services.KeywordEntry], str] | None:
     """The form's keywords (typed or uploaded, with their weights and tags) and the notice
-    of what was cleaned away; None with the typed lines' and the file's errors on the form."""
+    of what was cleaned away and what the file was read as; None with the typed lines' and
+    the file's errors on the form. The file is recognised as a query set's is
+    (query_sets.file_formats): one rule for what an uploaded keyword file is."""
     upload = form.cleaned_data.get("keywords_file")
     errors: dict[str, list[str]] = {}
     entries: list[keyword_services.KeywordEntry] = []
+    read = None
     # Typed lines first: their line numbers are the textarea's, the file's its own.
     try:
         entries += keyword_input.keywords_from_text(form.cleaned_data["keywords"])
@@ -73,8 +77,11 @@ def _keywords_from_form(form: EvaluationForm
         errors.update(error.message_dict)
     if upload:
         try:
-            entries += keyword_input.keywords_from_upload(filename=upload.name,
-                                                          content=upload.chunks())
+            # Whole in memory: the form's size check (KEYWORD_UPLOAD_MAX_BYTES) bounds it.
+            read = query_set_file_read(
+                filename=upload.name, content=upload.read(),
+                kind=form.cleaned_data.get("keywords_format") or "auto", taker="an evaluation")
+            entries += read.entries
         except ValidationError as error:
             errors.update(error.message_dict)
     try:
@@ -84,7 +91,8 @@ def _keywords_from_form(form: EvaluationForm
     except ValidationError as error:
         add_service_errors(form, error)
         return None
-    return cleaned.entries, cleaned.notice()
+    return cleaned.entries, " ".join(
+        part for part in (read.summary() if read else "", cleaned.notice()) if part)
 
 
 def _render_evaluation_form(request, form, evaluation=None, status=200) -> HttpResponse:

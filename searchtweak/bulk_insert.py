@@ -11,6 +11,7 @@ snapshot) they are drawn from the table's sequence first, in one statement, and 
 with the rows. Both paths run inside the caller's transaction: all the rows or none.
 """
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -42,6 +43,21 @@ def _prepared(field: models.Field, connection, obj: Model):
     return field.get_db_prep_save(field.pre_save(obj, True), connection)
 
 
+def _json_text(field: models.JSONField, value: Any) -> str | None:
+    """A JSON field's value as the text COPY gives the column: what Django's preparation
+    sends (json.dumps with the field's encoder, None as SQL NULL) without its adapter
+    object per value, most of a snapshot's cost when a fetch copies 100,000 of them."""
+    return None if value is None else json.dumps(value, cls=field.encoder)
+
+
+def _getter(field: models.Field, connection):
+    if _copied_as_is(field):
+        return attrgetter(field.attname)
+    if isinstance(field, models.JSONField):
+        return lambda obj: _json_text(field, getattr(obj, field.attname))
+    return partial(_prepared, field, connection)
+
+
 def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
     """Insert `objs` (all of one model, pks unset) and return them; with `with_ids` their
     pks are set, as bulk_create sets them. Model defaults apply as in bulk_create (the
@@ -67,8 +83,7 @@ def bulk_insert(objs: Sequence[M], *, with_ids: bool = False) -> Sequence[M]:
                f"{', '.join(quote(field.column) for field in fields)}) FROM STDIN")
         started = time.monotonic()
         # The psycopg cursor under Django's wrapper: Django has no COPY of its own.
-        getters = [attrgetter(field.attname) if _copied_as_is(field) else
-                   partial(_prepared, field, connection) for field in fields]
+        getters = [_getter(field, connection) for field in fields]
         with cursor.cursor.copy(sql) as copy:
             for obj in objs:
                 copy.write_row([get(obj) for get in getters])
@@ -110,6 +125,8 @@ def bulk_insert_rows(template: M, attnames: Sequence[str],
     by_attname = {field.attname: field for field in opts.concrete_fields}
     # A varying value psycopg cannot copy as it is (a JSON field's dict) is prepared.
     preparers = [None if _copied_as_is(by_attname[name]) else
+                 partial(_json_text, by_attname[name])
+                 if isinstance(by_attname[name], models.JSONField) else
                  partial(by_attname[name].get_db_prep_save, connection=connection)
                  for name in varying]
     if any(preparers):

@@ -511,6 +511,14 @@ KEYWORD_UPLOAD_MAX_BYTES = env_int("KEYWORD_UPLOAD_MAX_BYTES", MAX_KEYWORDS * 50
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE",
                                       KEYWORD_UPLOAD_MAX_BYTES + 2**20, minimum=2_621_440)
 
+# An offline model's run file (or its topic mapping) larger than this many bytes is refused
+# before a line is read, on the page and over the API: a run is streamed into the
+# database (bounded memory), but the upload itself lands on the server's disk first, and
+# a run of MAX_KEYWORDS keywords x 100 results with 40-character document ids takes about
+# 0.7 GB as TREC lines.
+# OFFLINE_RUN_MAX_BYTES: the largest run file (or topic mapping) accepted, in bytes.
+OFFLINE_RUN_MAX_BYTES = env_int("OFFLINE_RUN_MAX_BYTES", 2**30, minimum=1024)
+
 # Fetching snapshots (evaluations.tasks): at most this many requests in flight to one
 # endpoint per worker process (the endpoint's own limits hold over all workers),
 # keywords per task, and the limits of one response.

@@ -1,6 +1,8 @@
 """Offline models over the API: create one, then upload its run file; an evaluation of it
 is created and started with the evaluations API, and gated with the verdicts' gate."""
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -13,6 +15,7 @@ from evaluations import selectors
 from evaluations.endpoints.api import SearchModelOutputSerializer
 from evaluations.models import KeywordSet, OfflineRun
 from evaluations.offline_runs import services
+from evaluations.offline_runs.services import run_upload_size_problem
 from searchtweak.api_shared import body_team, create_in_team_response
 from searchtweak.integers import api_id
 from searchtweak.models import Role
@@ -63,11 +66,25 @@ class OfflineRunUploadApi(APIView):
             "trec only, instead of `topics`: topic ids number this query set's keywords "
             "(1 for the first), as the `trec_run` export numbers an evaluation's."))
 
+        def _size_checked(self, upload: Any) -> Any:
+            problem = run_upload_size_problem(filename=upload.name or "file", size=upload.size)
+            if problem:
+                raise serializers.ValidationError(problem)
+            return upload
+
+        def validate_file(self, upload: Any) -> Any:
+            return self._size_checked(upload)
+
+        def validate_topics(self, upload: Any) -> Any:
+            return self._size_checked(upload)
+
     @extend_schema(request={"multipart/form-data": InputSerializer},
                    responses={201: OfflineRunOutputSerializer},
                    operation_id="models_run_upload",
                    description="Replace an offline model's run with this file. A bad file "
-                   "answers 400 naming the line and field, and stores nothing.")
+                   "answers 400 naming the line and field, and stores nothing; a file over "
+                   "OFFLINE_RUN_MAX_BYTES (1 GiB unless set) answers 400 on `file` before a "
+                   "line is read.")
     def post(self, request: Request, model_id: int) -> Response:
         model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                     minimum_role=RUN_ROLE)

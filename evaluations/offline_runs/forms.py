@@ -1,8 +1,11 @@
 """The page's form for an offline model and its run file (shape only; services read it)."""
 
+from typing import Any
+
 from django import forms
 
 from evaluations.models import OfflineRun
+from evaluations.offline_runs.services import run_upload_size_problem
 
 
 class OfflineRunForm(forms.Form):
@@ -20,3 +23,17 @@ class OfflineRunForm(forms.Form):
         if not with_name:
             # Replacing a model's run: the model is already named.
             del self.fields["name"], self.fields["description"]
+
+    def _size_checked(self, name: str) -> Any:
+        # Checked before a byte is parsed: the size is known from the request.
+        upload = self.cleaned_data.get(name)
+        problem = upload and run_upload_size_problem(filename=upload.name, size=upload.size)
+        if problem:
+            raise forms.ValidationError(problem)
+        return upload
+
+    def clean_file(self) -> Any:
+        return self._size_checked("file")
+
+    def clean_topics(self) -> Any:
+        return self._size_checked("topics")

@@ -4,8 +4,10 @@ rankings of its keywords (the fetch stores them as it stores an endpoint's answe
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connections, router, transaction
+from django.db.models import F, Func, JSONField
 from django.utils import timezone
 
 from evaluations.endpoints.mapper import Document
@@ -14,6 +16,21 @@ from evaluations.models import Keyword, KeywordSet, OfflineRanking, OfflineRun, 
 from evaluations.offline_runs import storing
 from evaluations.offline_runs.parsing import RunFileError, parse_topic_map
 from searchtweak.models import Team, User
+
+
+def run_upload_size_problem(*, filename: str, size: int) -> str | None:
+    """Why an uploaded run file (or topic mapping) of `size` bytes is refused before it is
+    read, or None: over settings.OFFLINE_RUN_MAX_BYTES. The page and the API ask it with
+    the size the request gives, so nothing is read or stored from such a file."""
+    limit = settings.OFFLINE_RUN_MAX_BYTES
+    if size <= limit:
+        return None
+    return (f"{filename} is {_size(size)}; a run file may be at most {_size(limit)} "
+            "(OFFLINE_RUN_MAX_BYTES). Nothing was read from it.")
+
+
+def _size(size: int) -> str:
+    return f"{size / 1_000_000:,.1f} MB" if size >= 100_000 else f"{size:,} bytes"
 
 
 @transaction.atomic
@@ -106,14 +123,32 @@ def offline_model_create_with_run(*, team: Team, created_by: User | None, name: 
     return model
 
 
+class _JsonArrayHead(Func):
+    """The first `limit` items of a JSON array, cut by PostgreSQL (a jsonpath slice; lax
+    mode, so a shorter array comes back whole)."""
+
+    function = "jsonb_path_query_array"
+    template = "%(function)s(%(expressions)s, '$[0 to %(last)s]')"
+    output_field = JSONField()
+
+    def __init__(self, expression: Any, *, limit: int) -> None:
+        super().__init__(expression, last=int(limit) - 1)
+
+
 def offline_results(*, model: SearchModel, keywords: dict[int, str],
                     limit: int) -> list[tuple[int, FetchResult]]:
     """Each keyword's ranking in the model's run, its first `limit` documents, as a fetch
     result; a keyword the run does not rank returned nothing (an empty result, as an
     endpoint answering no documents)."""
     wanted = {keyword_id: Keyword.normalize(text) for keyword_id, text in keywords.items()}
-    ranked = dict(OfflineRanking.objects.filter(
-        run__model=model, keyword__in=set(wanted.values())).values_list("keyword", "documents"))
+    rankings = OfflineRanking.objects.filter(run__model=model,
+                                             keyword__in=set(wanted.values()))
+    documents: Any = F("documents")
+    if limit >= 1 and connections[router.db_for_read(OfflineRanking)].vendor == "postgresql":
+        # A ranking holds up to 100 documents and a fetch keeps the first `limit` (10 for
+        # most evaluations): cut in the database, Python decodes a tenth of the JSON.
+        documents = _JsonArrayHead(documents, limit=limit)
+    ranked = dict(rankings.annotate(head=documents).values_list("keyword", "head"))
     return [(keyword_id, FetchResult(documents=[
         Document(doc_id=d["doc_id"], name=d.get("name", ""), image=d.get("image", ""),
                  fields=d.get("fields", {}))

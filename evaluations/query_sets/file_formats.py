@@ -193,12 +193,13 @@ class _Collector:
     """Distinct keywords in order of first appearance, each problem named by its line,
     reading stopped at the keyword past the cap."""
 
-    def __init__(self, max_keywords: int) -> None:
+    def __init__(self, max_keywords: int, taker: str) -> None:
         self.entries: list[KeywordEntry] = []
         self.errors: list[str] = []
         self.seen: set[str] = set()
         self.repeated = 0
         self.max_keywords = max_keywords
+        self.taker = taker
 
     def add(self, number: int, field_name: str, text: object) -> bool:
         """False when reading must stop (past the cap)."""
@@ -218,7 +219,8 @@ class _Collector:
             return True
         if len(self.seen) == self.max_keywords:
             self.errors.append(f"line {number}: more than {self.max_keywords:,} keywords (the "
-                               "most a query set takes); the file was not read past this line.")
+                               f"most {self.taker} takes); the file was not read past this "
+                               "line.")
             return False
         self.seen.add(key)
         self.entries.append(KeywordEntry(cleaned))
@@ -295,8 +297,10 @@ def _read_workbench(lines: list[str], collector: _Collector) -> str:
 
 
 def query_set_file_read(*, filename: str, content: bytes, kind: str = "auto",
-                        max_keywords: int | None = None) -> QuerySetFile:
-    """The file read as `kind` ("auto": recognised), with what it was read as and why."""
+                        max_keywords: int | None = None,
+                        taker: str = "a query set") -> QuerySetFile:
+    """The file read as `kind` ("auto": recognised), with what it was read as and why.
+    `taker` names what the keywords are for in the cap's message ("an evaluation")."""
     if max_keywords is None:
         max_keywords = settings.MAX_KEYWORDS
     found = recognise(filename=filename, content=content) if kind == "auto" else QuerySetFile(
@@ -313,7 +317,7 @@ def query_set_file_read(*, filename: str, content: bytes, kind: str = "auto",
         return QuerySetFile(found.kind, found.name, found.reason,
                             [entry for entry in entries if entry.text.strip()])
     lines = _text_lines(content)
-    collector = _Collector(max_keywords)
+    collector = _Collector(max_keywords, taker)
     if found.kind == "quepid_csv":
         start, line = _first(lines)
         if _header_of(line) not in QUEPID_HEADERS:

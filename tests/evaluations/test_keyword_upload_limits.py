@@ -84,6 +84,7 @@ def test_the_form_refuses_a_file_one_keyword_over_the_limit_naming_the_line(clie
     response = client.post("/evaluations/new/", form_post(model, keywords_file=upload))
     assert response.status_code == 400
     assert response.context["form"].errors["keywords_file"] == [
+        "Read as Plain text (no header, no commas: one keyword a line).",
         "line 100001: more than 100,000 keywords (the most an "
         "evaluation takes); the file was not read past this line."]
     assert not Evaluation.objects.exists()

@@ -96,9 +96,8 @@ def test_one_bad_line_in_100000_is_named_alone_and_nothing_is_stored(client, per
               else {"name": "Big", "description": "", "keywords": "", "keywords_file": upload})
     response = client.post(url, fields)
     assert response.status_code == 400
-    # A query set's upload is recognised first, and says as what.
-    read_as = ([] if url == "/evaluations/new/" else
-               ["Read as Plain text (no header, no commas: one keyword a line)."])
+    # Both uploads are recognised first (query_sets.file_formats), and say as what.
+    read_as = ["Read as Plain text (no header, no commas: one keyword a line)."]
     assert response.context["form"].errors["keywords_file"] == [
         *read_as, "line 99999: control character U+0007 at column 14"]
     assert counts() == before

@@ -75,7 +75,9 @@ def test_the_evaluation_form_names_the_line_and_field_and_stores_nothing(client,
     errors = response.context["form"].errors
     assert errors["keywords"] == ["line 2: weight: '-1' is not a non-negative integer",
                                   "line 3: tags: 21 tags; a keyword has at most 20"]
-    assert errors["keywords_file"] == ["line 2: weight: '2.5' is not a non-negative integer"]
+    assert errors["keywords_file"] == [
+        "Read as SearchTweak CSV (a .csv file without a header: rows keyword,weight,tags).",
+        "line 2: weight: '2.5' is not a non-negative integer"]
     assert counts() == (0, 0, 0, 0)
 
 

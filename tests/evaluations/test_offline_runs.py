@@ -278,3 +278,82 @@ def test_trec_topic_ids_can_number_a_query_sets_keywords(personas):
         "format": "trec", "query_set": other.pk,
         "file": SimpleUploadedFile("r.run", b"1 Q0 s1 1 1 t\n")}, format="multipart")
     assert response.json() == {"query_set": ["No such query set in this team."]}
+
+
+def test_a_run_file_over_the_byte_cap_is_refused_before_a_line_is_read(personas, settings):
+    settings.OFFLINE_RUN_MAX_BYTES = 2_000
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Run")
+    admin = client_for(personas.admin)
+    assert upload(admin, model.pk, "a Q0 d1 1 1 t\n").status_code == 201
+    # 125 topics of one 16-byte line: 2,000 bytes. One byte more (a longer tag) is refused
+    # for its size alone, and the run before is kept.
+    body = "".join(f"q{n:03} Q0 d 1 1 t\n" for n in range(125))
+    assert len(body) == 2_000
+    response = upload(admin, model.pk, body.replace(" t\n", " tt\n", 1))
+    assert response.status_code == 400
+    assert response.json() == {"file": [
+        "bm25.run is 2,001 bytes; a run file may be at most 2,000 bytes "
+        "(OFFLINE_RUN_MAX_BYTES). Nothing was read from it."]}
+    assert list(OfflineRanking.objects.values_list("keyword", flat=True)) == ["a"]
+    # At the cap exactly, a file is read.
+    assert upload(admin, model.pk, body).status_code == 201
+    assert OfflineRanking.objects.count() == 125
+    # The topic mapping is capped alike.
+    response = upload(admin, model.pk, "1 Q0 d 1 1 t\n", topics="1\tred\n" * 334)
+    assert response.status_code == 400
+    assert response.json() == {"topics": [
+        "topics.tsv is 2,004 bytes; a run file may be at most 2,000 bytes "
+        "(OFFLINE_RUN_MAX_BYTES). Nothing was read from it."]}
+    assert OfflineRanking.objects.count() == 125
+
+
+def test_the_page_refuses_a_run_file_over_the_cap_and_creates_no_model(
+    client, personas, settings
+):
+    settings.OFFLINE_RUN_MAX_BYTES = 1_500_000
+    client.force_login(personas.admin)
+    response = client.post("/models/offline/new/", {
+        "name": "Nightly", "description": "", "format": "trec",
+        "file": SimpleUploadedFile("run.txt", b"q Q0 a 1 1 t\n" * 125_000)})
+    assert response.status_code == 400
+    assert response.context["form"].errors["file"] == [
+        "run.txt is 1.6 MB; a run file may be at most 1.5 MB (OFFLINE_RUN_MAX_BYTES). "
+        "Nothing was read from it."]
+    assert not SearchModel.objects.exists() and not OfflineRun.objects.exists()
+
+
+def test_a_trec_run_export_with_its_qid_mapping_imports_back_and_exports_the_same_lines(
+        personas, django_capture_on_commit_callbacks):
+    """export → import → export for the TREC run: the evaluation's `trec_run` and
+    `trec_mapping` uploaded for an offline model give an evaluation whose own `trec_run` is
+    the same lines; only the tag names the evaluation that wrote it."""
+    from tests.metrics.builders import build_evaluation
+    source = build_evaluation(team=personas.team, keywords={
+        "Red Shoes": ["d-1", "d2", "d3", "d:4"], "hats": ["h1"], "socks": ["s9", "s1"],
+        "gloves": []}, metrics=[("precision", 5, {})])
+    lead, admin = client_for(personas.lead), client_for(personas.admin)
+    url = f"/api/v1/evaluations/{source.pk}/judgments/"
+    run = b"".join(lead.get(f"{url}?format=trec_run").streaming_content).decode()
+    mapping = b"".join(lead.get(f"{url}?format=trec_mapping").streaming_content).decode()
+    assert mapping == "1\tRed Shoes\n2\thats\n3\tsocks\n4\tgloves\n"
+    tag = f"searchtweak-{source.pk}"
+    assert run.splitlines()[:5] == [f"1 Q0 d-1 1 4 {tag}", f"1 Q0 d2 2 3 {tag}",
+                                    f"1 Q0 d3 3 2 {tag}", f"1 Q0 d:4 4 1 {tag}",
+                                    f"2 Q0 h1 1 1 {tag}"]
+
+    model = search_model_create_offline(team=personas.team, created_by=None, name="Replay")
+    uploaded = upload(admin, model.pk, run, topics=mapping)
+    assert uploaded.status_code == 201, uploaded.json()
+    # gloves ranked nothing: it has no line in the run, so the run ranks three keywords.
+    assert (uploaded.json()["keyword_count"], uploaded.json()["result_count"]) == (3, 7)
+    created = lead.post("/api/v1/evaluations/", {
+        "name": "Replay", "model": model.pk, "scale": "graded", "strategy": 1,
+        "keywords": ["Red Shoes", "hats", "socks", "gloves"],
+        "metrics": [{"code": "precision", "k": 5}], "transformers": {}}, format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        lead.post(f"/api/v1/evaluations/{created.json()['id']}/start/")
+    replay = Evaluation.objects.get(pk=created.json()["id"])
+    again = b"".join(lead.get(f"/api/v1/evaluations/{replay.pk}/judgments/?format=trec_run")
+                     .streaming_content).decode()
+    assert again == run.replace(tag, f"searchtweak-{replay.pk}")
+    assert rankings(replay) == rankings(source)

@@ -142,6 +142,7 @@ def test_an_upload_with_control_characters_names_its_lines(client, personas):
     response = client.post("/evaluations/new/", form_post(model, keywords_file=upload))
     assert response.status_code == 400
     assert response.context["form"].errors["keywords_file"] == [
+        "Read as SearchTweak CSV (a .csv file with the header keyword).",
         "line 3: control character U+001B at column 10",
         "line 5: control character U+0000 at column 4"]
     assert not Evaluation.objects.exists()

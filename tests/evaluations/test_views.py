@@ -113,7 +113,8 @@ def test_a_lead_creates_an_evaluation_with_an_uploaded_keyword_file(client, pers
         ("ndcg", 10, {"gain": "exponential"}), ("precision", 5, {})]
     assert evaluation.tags == ["q1"]
     notices = [str(m) for m in response.wsgi_request._messages]
-    assert "Removed 2 duplicates and 1 blank line." in notices
+    assert ("Read as SearchTweak CSV (a .csv file with the header keyword): 3 keywords. "
+            "Removed 2 duplicates and 1 blank line.") in notices
 
 
 def test_a_bad_keyword_file_is_shown_line_by_line_and_saves_nothing(client, personas):
@@ -124,6 +125,7 @@ def test_a_bad_keyword_file_is_shown_line_by_line_and_saves_nothing(client, pers
         "scale": "graded", "strategy": "1", "metrics": "ndcg@10", "reuse_grades": "none"})
     assert response.status_code == 400
     assert response.context["form"].errors["keywords_file"] == [
+        "Read as Plain text (no header, no commas: one keyword a line).",
         "line 2: not UTF-8 text (byte 0xe9 at column 4)"]
     assert not Evaluation.objects.exists()
 

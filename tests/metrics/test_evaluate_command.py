@@ -147,3 +147,25 @@ def test_without_evaluation_the_model_keywords_and_metrics_are_required(model):
     with pytest.raises(CommandError, match="--keywords, --metric: required") as failure:
         _run("--model", str(model.pk))
     assert failure.value.returncode == 1
+
+
+def test_the_keyword_file_is_recognised_as_a_query_sets_and_an_ambiguous_one_refused(
+        model, tmp_path, server):
+    quepid = tmp_path / "ratings"
+    quepid.write_text("query,docid,rating\nshoes,11,3\nboots,,\nshoes,12,0\n")
+    _run("--model", str(model.pk), "--keywords", str(quepid), "--metric", "ndcg@3",
+         "--name", "From Quepid")
+    evaluation = Evaluation.objects.get(name="From Quepid")
+    assert list(evaluation.keywords.order_by("position").values_list("text", flat=True)) == [
+        "shoes", "boots"]
+
+    ambiguous = tmp_path / "keywords"
+    ambiguous.write_text("shoes\nshoes, red\n")
+    with pytest.raises(CommandError, match=r"keywords_file: line 2: a comma or double quote"):
+        _run("--model", str(model.pk), "--keywords", str(ambiguous), "--metric", "ndcg@3",
+             "--name", "Ambiguous")
+    assert not Evaluation.objects.filter(name="Ambiguous").exists()
+    _run("--model", str(model.pk), "--keywords", str(ambiguous), "--keywords-format", "text",
+         "--metric", "ndcg@3", "--name", "Chosen")
+    assert list(Evaluation.objects.get(name="Chosen").keywords.order_by("position")
+                .values_list("text", flat=True)) == ["shoes", "shoes, red"]

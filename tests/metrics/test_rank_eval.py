@@ -156,9 +156,29 @@ def test_the_feedback_page_offers_a_body_per_metric(client, personas, graded):
     client.force_login(personas.lead)
     page = client.get(f"/feedback/evaluations/{graded.pk}/").content.decode()
     assert f'action="/api/v1/evaluations/{graded.pk}/rank-eval/"' in page
-    for metric in ("ndcg@10", "precision@5", "err@10", "dcg@4"):
-        assert f'<option value="{metric}">{metric}</option>' in page
+    # The export's own mapping, in the evaluation's order: ap@10 has no counterpart.
+    options = page[page.index('id="rank-eval-metric"'):]
+    options = options[:options.index("</select>")]
+    assert options == (
+        'id="rank-eval-metric">'
+        '<option value="ndcg@10">ndcg@10 → dcg</option>'
+        '<option value="precision@5">precision@5 → precision</option>'
+        '<option value="err@10">err@10 → expected_reciprocal_rank</option>'
+        '<option value="rr@3">rr@3 → mean_reciprocal_rank</option>'
+        '<option value="recall@10">recall@10 → recall</option>'
+        '<option value="dcg@4">dcg@4 → dcg</option>')
     assert 'href="/help/moving-from-other-tools/#elasticsearch-rank_eval"' in page
+
+
+def test_the_form_is_disabled_when_no_metric_has_a_counterpart(client, personas):
+    evaluation = build_evaluation(team=personas.team, scale="graded", strategy=1,
+                                  keywords={"laptop": ["d1"]}, metrics=[("ap", 10, {})])
+    client.force_login(personas.lead)
+    page = client.get(f"/feedback/evaluations/{evaluation.pk}/").content.decode()
+    assert ('<select name="metric" id="rank-eval-metric" disabled><option value="">none of '
+            "this evaluation's metrics</option></select>") in page
+    form = page[page.index('data-testid="rank-eval-export"'):]
+    assert '<button type="submit" disabled>Download</button>' in form[:form.index("</form>")]
 
 
 def test_the_form_asks_for_an_index_only_where_the_endpoint_names_none(client, personas,

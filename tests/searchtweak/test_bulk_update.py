@@ -84,3 +84,24 @@ def test_bulk_insert_rows_writes_a_json_field_and_a_one_to_one_key():
         assert [query["sql"].split(" ")[0] for query in queries] == ["COPY"]
     assert dict(KeywordDashboardShare.objects.filter(evaluation=evaluation)
                 .values_list("keyword_id", "counts")) == shares
+
+
+def test_bulk_insert_writes_json_fields_as_django_would():
+    """A JSON value goes as its text (json.dumps, the field's encoder): the same rows as
+    bulk_create's, awkward text and nesting included, in one COPY on PostgreSQL."""
+    from searchtweak.bulk_insert import bulk_insert
+
+    evaluation = fetchable_evaluation(url="http://127.0.0.1:9", keywords=["a"])
+    keyword = Keyword.objects.get(evaluation=evaluation)
+    fields = [{"price": 59.5, "tags": [AWKWARD, 3], "nested": {"ü": None, "n": [{}]}}, {},
+              {"quote": "\\\"", "big": 2**53 + 1}]
+    made = [Snapshot(None, keyword.pk, position, f"d{position}", AWKWARD, "", value)
+            for position, value in enumerate(fields, start=1)]
+    with CaptureQueriesContext(connection) as queries:
+        bulk_insert(made, with_ids=True)
+    if connection.vendor == "postgresql":
+        assert [query["sql"].split(" ")[0] for query in queries] == ["SELECT", "COPY"]
+    assert all(snapshot.pk for snapshot in made)
+    assert list(Snapshot.objects.filter(keyword=keyword).order_by("position").values_list(
+        "pk", "name", "fields")) == [(snapshot.pk, AWKWARD, value)
+                                     for snapshot, value in zip(made, fields, strict=True)]

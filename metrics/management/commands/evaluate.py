@@ -22,8 +22,10 @@ from tqdm import tqdm
 
 import metrics_engine as core
 from evaluations.models import Evaluation, EvaluationMetric, SearchModel
+from evaluations.query_sets.file_formats import KINDS as KEYWORD_KINDS
+from evaluations.query_sets.file_formats import query_set_file_read
 from evaluations.selectors import fetch_progress
-from evaluations.services import configuration, keyword_input, lifecycle
+from evaluations.services import configuration, lifecycle
 from metrics.models import RegressionVerdict
 from metrics.reports.verdicts import (
     baseline_of_team,
@@ -77,7 +79,12 @@ class Command(BaseCommand):
         parser.add_argument("--model", type=int, help="Search model id (required unless "
                                                       "--evaluation).")
         parser.add_argument("--keywords",
-                            help="A TXT (one keyword a line) or CSV file of keywords.")
+                            help="A keyword file, recognised as a query set's upload is: "
+                                 "plain text, CSV keyword,weight,tags, Quepid's basic CSV "
+                                 "or a Workbench query set.")
+        parser.add_argument("--keywords-format", default="auto", choices=list(KEYWORD_KINDS),
+                            help="The keyword file's format when it cannot be recognised "
+                                 "(default: auto).")
         parser.add_argument("--metric", action="append", default=[], dest="metrics",
                             help="code@k, repeatable: ndcg@10, p@5, recall@10 ...")
         parser.add_argument("--scale", default="graded")
@@ -147,8 +154,9 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"keywords: no such file {keywords}")
         try:
-            keyword_list = keyword_input.keywords_from_upload(
-                filename=path.name, content=path.read_bytes())
+            keyword_list = query_set_file_read(
+                filename=path.name, content=path.read_bytes(),
+                kind=options["keywords_format"], taker="an evaluation").entries
             evaluation = configuration.evaluation_create(
                 team=search_model.team, created_by=creator, model=search_model,
                 name=name or f"{search_model.name} ({path.name})", scale=scale,
