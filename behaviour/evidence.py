@@ -44,6 +44,12 @@ class Evidence:
         """Clicks over impressions as shown (at whatever positions), before any model."""
         return self.clicks / self.impressions if self.impressions else None
 
+    @property
+    def relevance_shown(self) -> str:
+        """Three decimals ("—" without a grade): EM leaves a never-clicked result at a
+        vanishing probability (1e-168), which the template's floatformat would spell out."""
+        return "—" if self.relevance is None else f"{self.relevance:.3f}"
+
 
 def run_evidence(*, run: JudgeRun) -> QuerySet[LearnedGrade]:
     """The run's learned grades with their items, in the evaluation's order (keyword, then

@@ -95,6 +95,9 @@ def test_the_unseen_result_comes_last_without_a_grade(personas, learned):
     last = shown.rows[-1]
     assert (last.doc_id, last.impressions, last.clicks, last.relevance, last.grade,
             last.click_through) == ("unseen", 0, 0, None, None, None)
+    assert last.relevance_shown == "—"
+    assert evidence.Evidence(keyword="k", doc_id="d", position=1, impressions=9, clicks=0,
+                             relevance=1.3e-168, grade=0).relevance_shown == "0.000"
 
 
 def test_an_llm_judge_s_pages_show_no_evidence_and_its_export_is_a_header(
