@@ -69,6 +69,7 @@ def as_evidence(row: LearnedGrade, people_mean: float | None = None) -> Evidence
 def newest_done_run(*, judge: Judge, evaluation: Evaluation) -> JudgeRun | None:
     return (JudgeRun.objects.filter(judge=judge, evaluation=evaluation,
                                     status=JudgeRun.Status.DONE)
+            .select_related("judge__click_grader__source")
             .order_by("-created_at", "-pk").first())
 
 

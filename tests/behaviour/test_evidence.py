@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from django.template import Context, Template
 from django.urls import reverse
 
 from behaviour import evidence, learning
@@ -177,3 +178,14 @@ def test_the_export_is_the_run_s_readers_only(personas, learned, client):
     assert client.get(url).status_code == 403
     client.force_login(personas.lead)
     assert client.post(url).status_code == 405
+
+
+def test_the_calibration_section_costs_a_fixed_number_of_queries(
+        personas, learned, django_assert_num_queries):
+    grader, evaluation = learned[1], learned[2]
+    template = Template("{% load behaviour_evidence %}"
+                        "{% learned_evidence_of_calibration judge evaluation %}")
+    # The run with its grader and source, the 25 rows with the people's means, the count.
+    with django_assert_num_queries(3):
+        html = template.render(Context({"judge": grader.judge, "evaluation": evaluation}))
+    assert html.count("<tr><td>") == evidence.CALIBRATION_ROWS
