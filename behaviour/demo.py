@@ -9,6 +9,11 @@ notion the simulated graders start from, so click-through and the graded metrics
 agree and disagree where position bias misleads. Clicks follow the position-based model,
 1/k examination. The sums are written directly (the importer's rows, not a UBI file
 read back): seeding takes about a second. Seeded once; a second run leaves it.
+
+On that log the demo team has a clicks grader (PBM, behaviour.learning) and one finished
+shadow run of it on an evaluation people graded in full, so the judges list shows it and
+its calibration page puts the learned grades against the graders' (κ, confusion) with each
+result's evidence. Learning the run's 500 results takes a fraction of a second.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import numpy as np
 
-from behaviour import services
+from behaviour import learning, services
 from behaviour.core.simulate import simulate_query
 from behaviour.importing import CountRow, SearchesRow
-from behaviour.models import BehaviourSource
+from behaviour.models import BehaviourSource, ClickGrader
 from evaluations import demo
 from evaluations.models import DemoProduct, Evaluation, Snapshot
-from searchtweak.models import Team
+from judges import runs
+from judges.models import JudgeRun
+from searchtweak.models import Team, User
 
 SOURCE_NAME = "Demo: the shop's search log (simulated)"
 DAYS = 7
@@ -34,6 +41,14 @@ ATTRACTIVENESS = {0: 0.03, 1: 0.12, 2: 0.35, 3: 0.7}
 # A fiftieth of the demo query set's daily weights (the busiest query ~100 searches a day):
 # enough clicks for steady figures, few enough rows (~13,000) to seed in about a second.
 TRAFFIC_SHARE = 0.02
+GRADER_NAME = "Demo: learned from clicks (PBM)"
+# The learned relevance is the estimated click-through at position 1, which the demo's
+# shoppers make ATTRACTIVENESS by grade: each cut sits between two grades' chances (about
+# their geometric mean), so a result learned near its grade's chance gets that grade.
+# Even cuts (.25, .5, .75) would grade nothing 3 here: this shop's shoppers click a
+# perfect first result 70 % of the time.
+GRADER_CUTS = [0.06, 0.2, 0.5]
+GRADER_MIN_IMPRESSIONS = 20
 
 
 def _keyword_rows(rng: np.random.Generator, keyword: str, docs: list[str],
@@ -114,3 +129,25 @@ def demo_behaviour_ensure(*, team: Team, evaluation: Evaluation,
         window_end_at=datetime.combine(today, time.max, tzinfo=UTC),
         search_count=sum(row.search_count for row in searches), event_count=click_total,
         counts=counts, searches=searches)
+
+
+def demo_click_grader_ensure(*, team: Team, source: BehaviourSource, evaluation: Evaluation,
+                             by: User | None) -> JudgeRun:
+    """The team's clicks grader on the demo log and its shadow run on the evaluation,
+    learned to the end (in this process: the run's dispatch may have gone to a worker);
+    the ones there already if seeded before. ValidationError if the run cannot start."""
+    grader = (ClickGrader.objects.filter(judge__team=team, judge__name=GRADER_NAME)
+              .select_related("judge").first())
+    if grader is None:
+        grader = learning.click_grader_create(
+            team=team, by=by, name=GRADER_NAME, source=source,
+            click_model=ClickGrader.Model.PBM, min_impressions=GRADER_MIN_IMPRESSIONS,
+            cuts=GRADER_CUTS)
+    run = JudgeRun.objects.filter(judge=grader.judge, evaluation=evaluation).order_by(
+        "-pk").first()
+    if run is None:
+        run = runs.run_start(judge=grader.judge, evaluation=evaluation,
+                             mode=JudgeRun.Mode.SHADOW, started_by=by)
+    learning.click_run_grade(run_id=run.pk)  # nothing to do when its dispatch learned it
+    run.refresh_from_db()
+    return run

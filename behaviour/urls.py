@@ -19,3 +19,11 @@ from behaviour import views_learning  # noqa: E402
 urlpatterns += [
     path("judges/clicks/new/", views_learning.click_grader_create, name="click_grader_create"),
 ]
+
+# --- a clicks run's learned grades and their evidence (behaviour/views_evidence.py) ---
+from behaviour import views_evidence  # noqa: E402
+
+urlpatterns += [
+    path(f"judge-runs/<int:run_id>/learned.{fmt}", views_evidence.run_learned_export,
+         {"fmt": fmt}, name=f"run_learned_{fmt}") for fmt in views_evidence.CONTENT_TYPES
+]

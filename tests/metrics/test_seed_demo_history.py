@@ -1,18 +1,23 @@
 """seed_demo_history: two demo models that differ, a finished baseline and a partly graded
-candidate, graded by people who disagree."""
+candidate, graded by people who disagree, and a clicks grader learned from the demo log."""
 
 from base64 import b64decode
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
+from behaviour import demo as behaviour_demo
+from behaviour.models import LearnedGrade
 from evaluations import demo
 from evaluations.models import DemoProduct, Evaluation
+from judges.models import Judge, JudgeRun, JudgeRunItem
 from judgments.models import FeedbackSlot
 from metrics.management.commands import seed_demo_history as history
 from metrics.models import KeywordMetricValue, RegressionVerdict, TeamBaseline
 from metrics_engine import agreement
+from searchtweak.models import User
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +89,65 @@ def _means(evaluation: Evaluation) -> dict[str, float]:
 
 
 @pytest.mark.slow_reason("runs seed_demo and seed_demo_history, the commands under test")
-def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline(capsys):
+def _quadratic_kappa(pairs: list[tuple[int, int]], grades: list[int]) -> float:
+    """Cohen's κ with quadratic weights from its textbook definition: 1 - Σ w·observed /
+    Σ w·expected, w = (i - j)² / (k - 1)², expected from the two margins."""
+    k, n = len(grades), len(pairs)
+    observed = Counter(pairs)
+    rows = Counter(person for person, _ in pairs)
+    columns = Counter(judge for _, judge in pairs)
+    weight = {(i, j): (i - j) ** 2 / (k - 1) ** 2 for i in grades for j in grades}
+    seen = sum(weight[cell] * count for cell, count in observed.items()) / n
+    chance = sum(weight[i, j] * rows[i] * columns[j] for i in grades for j in grades) / n ** 2
+    return 1 - seen / chance
+
+
+def _check_the_clicks_grader(client, baseline: Evaluation) -> None:
+    """The demo's clicks grader: a judge learned from the demo log, its shadow run on the
+    baseline finished, its calibration page against the three graders' grades."""
+    judge = Judge.objects.get(team=baseline.team, name=behaviour_demo.GRADER_NAME)
+    grader = judge.click_grader
+    assert (judge.provider, judge.counts, grader.click_model, grader.cuts) == (
+        "clicks", False, "pbm", [0.06, 0.2, 0.5])
+    assert grader.source.name == behaviour_demo.SOURCE_NAME
+    run = JudgeRun.objects.get(judge=judge)
+    assert (run.evaluation_id, run.mode, run.status) == (baseline.pk, "shadow", "done")
+    # Every result of the 50 keywords was shown often enough: 500 learned, none failed.
+    assert (run.pair_count, run.done_count, run.failed_count) == (500, 500, 0)
+    learned = dict(JudgeRunItem.objects.filter(run=run).values_list("snapshot_id", "grade"))
+    evidence = LearnedGrade.objects.filter(item__run=run)
+    assert evidence.count() == 500
+    assert all(row.impressions >= grader.min_impressions and 0 <= row.clicks <= row.impressions
+               and row.click_model == "pbm" for row in evidence)
+    # A shadow run writes no slot: the judge's account grades nothing.
+    assert not FeedbackSlot.objects.filter(user=judge.user).exists()
+    # The oracle: each of the people's grades on a result pairs with the learned grade.
+    people = FeedbackSlot.objects.filter(evaluation=baseline, grade__isnull=False,
+                                         user__username__in=history.GRADER_HABITS)
+    pairs = [(grade, learned[snapshot_id])
+             for snapshot_id, grade in people.values_list("snapshot_id", "grade")]
+    assert len(pairs) == 1500
+    kappa = _quadratic_kappa(pairs, [0, 1, 2, 3])
+    # Learned from what shoppers clicked, the grades agree with the people's well, not
+    # perfectly: clicks see a result's appeal, the graders the guidelines.
+    assert 0.4 < kappa < 0.9
+    exact = sum(person == learned for person, learned in pairs)
+    client.force_login(User.objects.get(username="lead"))
+    assert judge.name in client.get(reverse("judges:judge_list")).content.decode()
+    page = client.get(reverse("judges:calibration", args=[judge.pk]))
+    assert page.status_code == 200
+    calibration = page.context["calibration"]
+    assert (calibration.evaluation_id, calibration.pair_count) == (baseline.pk, 1500)
+    assert calibration.kappa == pytest.approx(kappa, abs=1e-12)
+    assert calibration.exact_match_rate == pytest.approx(exact / 1500)
+    confusion = Counter(pairs)
+    assert calibration.confusion == [[confusion[person, judged] for judged in range(4)]
+                                     for person in range(4)]
+    assert f'data-testid="kappa">{kappa:.3f}<' in page.content.decode()
+
+
+def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline(
+        capsys, client):
     call_command("seed_demo")
     call_command("seed_demo_history")
     baseline = Evaluation.objects.get(name=history.BASELINE_NAME)
@@ -159,13 +222,20 @@ def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline
                                  "but fell ") and " on tail (95 % CI " in reason
                for reason in segment_verdict.reasons)
 
+    _check_the_clicks_grader(client, baseline)
+
     # Safe to run twice: nothing is graded again or added.
     graded = FeedbackSlot.objects.filter(grade__isnull=False).count()
+    learned = LearnedGrade.objects.count()
     call_command("seed_demo_history")
     assert FeedbackSlot.objects.filter(grade__isnull=False).count() == graded
+    assert (Judge.objects.filter(provider="clicks").count(), JudgeRun.objects.count(),
+            LearnedGrade.objects.count()) == (1, 1, learned)
     assert Evaluation.objects.filter(name=history.CANDIDATE_NAME).count() == 1
     assert RegressionVerdict.objects.filter(evaluation=tuned, source="command").count() == 1
     out = capsys.readouterr().out
     assert "Demo history:" in out
+    assert ("Clicks grader: 'Demo: learned from clicks (PBM)' learned 500 grades from that "
+            "log in a shadow run on 'Demo baseline: BM25'") in out
     assert ("Per segment, 'Demo candidate: tuned on the head' against the baseline: Regressed: "
             "3 of 3 metrics got worse overall and on tail; every metric held on head.") in out

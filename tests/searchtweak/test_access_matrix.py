@@ -924,6 +924,11 @@ TABLE: dict[str, Row] = {
     "judges:judge_calls": row(_run_judge, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     "judges:judge_calls_export": row(_run_judge, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     "judges:call_detail": row(_judge_call, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    # A run's learned grades (a header only for an LLM judge's run): its readers' download.
+    "behaviour:run_learned_csv": row(_judge_run,
+                                     GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
+    "behaviour:run_learned_jsonl": row(_judge_run,
+                                       GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     # --- judges: triage (an empty form goes back to the page with the reason) ---
     "judges:triage": row(_evaluation, GET=(200, 200, 200, 403, 403, 404, LOGIN, LOGIN)),
     "judges:adjudicate": row(_evaluation_snapshot,

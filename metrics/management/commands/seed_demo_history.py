@@ -17,12 +17,17 @@ judged per traffic segment and weighted by traffic (as `manage.py evaluate --gat
 --segment head --segment tail --weighted` would), whose verdict says that
 head held and tail fell.
 A simulated search log of the demo's shoppers (behaviour.demo) gives the dashboards
-click-through, first-click rank and abandonment beside the offline metrics.
+click-through, first-click rank and abandonment beside the offline metrics, and a clicks
+grader learns grades from it (PBM) in a shadow run on the baseline, which the three
+graders graded in full: its calibration page shows the learned grades against theirs.
 Safe to run twice: what exists is left as it is.
 """
 
 import io
+import logging
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.management import call_command
@@ -30,7 +35,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.urls import reverse
 
-from behaviour.demo import demo_behaviour_ensure
+from behaviour.demo import demo_behaviour_ensure, demo_click_grader_ensure
 from evaluations import demo
 from evaluations.endpoints import services as endpoint_services
 from evaluations.management.commands.seed_demo import (
@@ -72,6 +77,21 @@ GRADER_HABITS = {"grader1": (0.06, 0.06), "grader2": (0.12, 0.04), "grader3": (0
 SEED = 11
 
 
+@contextmanager
+def _quiet(*names: str) -> Iterator[None]:
+    """The grader's creation and its run's summary are logged for operators; on the
+    console of `make run` the command's own line says it."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 class Command(BaseCommand):
     help = ("Give the demo a past: a finished, graded baseline evaluation and a partly graded "
             "one of a worse model, for compare, agreement and dashboards. Run after seed_demo.")
@@ -85,6 +105,12 @@ class Command(BaseCommand):
             tail_run, segment_verdict = self._tail_regression(team, baseline)
             behaviour = demo_behaviour_ensure(team=team, evaluation=Evaluation.objects.get(
                 team=team, name=EVALUATION_NAME))
+            clicks_run = None
+            if behaviour is not None:
+                with _quiet("judges.services", "behaviour.learning"):
+                    clicks_run = demo_click_grader_ensure(
+                        team=team, source=behaviour, evaluation=baseline,
+                        by=User.objects.get(username="lead"))
         compare = (f"{settings.SITE_URL}{reverse('metrics:compare')}"
                    f"?a={baseline.pk}&b={candidate.pk}")
         self.stdout.write(self.style.SUCCESS(
@@ -102,6 +128,13 @@ class Command(BaseCommand):
                 f"Demo behaviour: '{behaviour.name}', {behaviour.search_count} searches over "
                 f"the last days; click-through beside the offline metrics on each "
                 f"evaluation's dashboard."))
+        if clicks_run is not None:
+            calibration = (f"{settings.SITE_URL}"
+                           f"{reverse('judges:calibration', args=[clicks_run.judge_id])}")
+            self.stdout.write(self.style.SUCCESS(
+                f"Clicks grader: '{clicks_run.judge.name}' learned {clicks_run.done_count} "
+                f"grades from that log in a shadow run on '{baseline.name}'; set against "
+                f"the graders' grades on {calibration}"))
 
     def _history(self, team: Team) -> tuple[Evaluation, Evaluation]:
         lead = User.objects.get(username="lead")
