@@ -45,6 +45,17 @@ class RankCorrelation:
     confidence: float
     seed: int
 
+    @property
+    def mostly_tied(self) -> bool:
+        """More than one resample in twenty had no correlation (one side all tied): the
+        interval then speaks of the resamples that kept the few untied keywords, and can
+        leave the figure itself outside it."""
+        return self.resamples > 0 and self.used < MOSTLY_TIED_SHARE * self.resamples
+
+
+# The share of resamples with a correlation below which the page warns of ties.
+MOSTLY_TIED_SHARE = 0.95
+
 
 def _paired(offline, online) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(offline, dtype=np.float64)

@@ -63,6 +63,9 @@ def test_the_page_shows_the_figures_the_scatter_and_the_disagreeing(case, client
     html = page.content.decode()
     assert '<dd data-testid="spearman">0.800' in html
     assert '<dd data-testid="kendall">0.667' in html
+    # Four distinct values: only the resamples that drew one keyword four times (4 in 256)
+    # have no correlation, far fewer than one in twenty.
+    assert 'data-testid="mostly-tied"' not in html
     assert html.count('class="point"') == 4 and html.count('class="marker"') == 4
     table = html.split('data-testid="disagreeing"')[1]
     assert table.index(">b</a>") < table.index(">c</a>") < table.index(">a</a>")
@@ -120,3 +123,14 @@ def test_the_page_s_queries_do_not_grow_with_the_keywords(case, client, personas
 
 
 QUERIES = 11
+
+
+def test_the_page_warns_when_most_keywords_tie_on_the_metric(case, client, personas):
+    # a, b, c at 0.5 and d at 0.4: a resample has a correlation only if it drew d and
+    # another, 1 - (3/4)^4 - 1/256 = 0.680 of them, under the 0.95 the page asks for.
+    evaluation, metric, _source = case
+    KeywordMetricValue.objects.filter(metric=metric, keyword__text__in=["a", "b", "c"]).update(
+        value=0.5)
+    client.force_login(personas.grader)
+    html = client.get(f"/dashboard/evaluations/{evaluation.pk}/behaviour-fit/").content.decode()
+    assert 'data-testid="mostly-tied"' in html

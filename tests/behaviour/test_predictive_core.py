@@ -69,3 +69,24 @@ def test_the_keywords_that_disagree_most():
     assert list(disagreement(offline, online)) == [1.0, 0.0, 0.0, 1.0]
     assert most_disagreeing(offline, online, count=3) == [0, 3, 1]
     assert most_disagreeing([0.1, np.nan], [0.2, 0.3]) == []
+
+
+def test_a_metric_tied_on_all_but_one_keyword_is_flagged_as_mostly_tied():
+    # 49 keywords at 1.0 and one at 0.9: a resample has a correlation only if it drew the
+    # one (and another), which 1 - (49/50)^50 = 0.636 of resamples do.
+    tied = rank_correlation([1.0] * 49 + [0.9], np.arange(50.0), resamples=1000, seed=0)
+    assert 580 < tied.used < 690
+    assert tied.mostly_tied
+    apart = rank_correlation(np.arange(50.0), np.arange(50.0) % 7, resamples=1000, seed=0)
+    assert apart.used == 1000 and not apart.mostly_tied
+
+
+def test_mostly_tied_starts_below_95_in_100_resamples():
+    from behaviour.core.predictive import RankCorrelation
+
+    def with_used(used):
+        return RankCorrelation(50, 0.1, 0.1, None, None, 1000, used, 0.95, 0)
+
+    assert not with_used(950).mostly_tied
+    assert with_used(949).mostly_tied
+    assert not RankCorrelation(2, None, None, None, None, 0, 0, 0.95, 0).mostly_tied
