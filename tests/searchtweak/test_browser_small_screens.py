@@ -275,6 +275,18 @@ class Visitor:
         self.page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
+# The parts of a document that differ between two answers to the same request.
+PER_ANSWER = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"|nonce="[^"]*"')
+
+
+def same_page_key(answer: APIResponse) -> tuple:
+    """What makes two answers one page to the browser: status, the headers the policy
+    reads, and the document without its per-answer tokens."""
+    headers = answer.headers
+    return (answer.status, headers.get("content-security-policy"),
+            headers.get("content-type"), PER_ANSWER.sub(b"", answer.body()))
+
+
 SETTLED = '() => document.readyState === "complete" && !document.querySelector(".htmx-request")'
 
 
@@ -307,12 +319,19 @@ def demo() -> Ids:
 def test_every_page_fits_a_phone_and_a_laptop_under_the_policy(browser, live_server, demo,
                                                                 username):
     visitor = Visitor(browser, live_server, username)
-    visited, problems = 0, []
+    visited, problems, seen = 0, [], set()
     for url in page_urls(demo):
         answer = visitor.page_answer(url)
         if answer is None:
             continue
         visited += 1
+        # A page the server answered exactly as one already walked (status, policy and
+        # document alike: most often the refusal page, the same for many patterns) lays out
+        # and keeps the policy as that one did.
+        sameness = same_page_key(answer)
+        if sameness in seen:
+            continue
+        seen.add(sameness)
         problems += visitor.overflows(url, answer)
     assert problems == []
     # Logged in, most of the ~60 pages are pages; logged out, the login and reset pages.
