@@ -3,9 +3,12 @@
 import ipaddress
 import re
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.utils import timezone
 
 from audit.context import client_address
 from audit.models import Action, AuditEvent
@@ -58,3 +61,38 @@ def audit_record(*, action: Action | str, actor=None, actor_id: int | None = Non
         team_id=team_id, object_type=object_type, object_id=str(object_id)[:64],
         client_address=_address(address or client_address.get()),
         changes=changes_masked(before, after))
+
+
+# Rows one prune transaction deletes: short transactions, and the trigger's per-row check
+# is paid in bounded steps.
+PRUNE_BATCH = 10_000
+
+
+def audit_events_prune(*, older_than_days: int, now: datetime | None = None) -> int:
+    """Delete the events older than `older_than_days` days before `now`, and record that
+    it was done (Action.TRAIL_PRUNED: how many, up to when). The only path by which rows
+    leave the trail: on PostgreSQL each batch's transaction sets the
+    `searchtweak.audit_prune_before` setting, which the table's trigger requires of a
+    DELETE, for rows older than that instant only (audit/migrations/0003). Returns the
+    number of rows deleted."""
+    if older_than_days < 1:
+        raise ValueError("older_than_days must be at least 1")
+    cutoff = (now or timezone.now()) - timedelta(days=older_than_days)
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    # is_local=true: the permission ends with this transaction.
+                    cursor.execute("SELECT set_config('searchtweak.audit_prune_before', %s, true)",
+                                   [cutoff.isoformat()])
+            batch = list(AuditEvent.objects.filter(at__lt=cutoff).order_by("at")
+                         .values_list("pk", flat=True)[:PRUNE_BATCH])
+            if batch:
+                deleted += AuditEvent.objects.filter(pk__in=batch).delete()[0]
+        if len(batch) < PRUNE_BATCH:
+            break
+    if deleted:
+        audit_record(action=Action.TRAIL_PRUNED, actor_label="retention",
+                     after={"deleted": deleted, "before": cutoff.isoformat()})
+    return deleted

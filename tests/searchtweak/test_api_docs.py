@@ -55,7 +55,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
     tag_of = {operation["operationId"]: operation["tags"]
               for path in schema["paths"].values() for operation in path.values()}
     resources = ["evaluations", "endpoints", "grading", "judges", "scales", "metrics",
-                 "behaviour", "notifications", "teams"]
+                 "behaviour", "notifications", "teams", "audit"]
     assert [tag["name"] for tag in schema["tags"]] == resources
     assert all(tag["description"] for tag in schema["tags"])
     # Every operation sits under exactly one of them.
@@ -84,5 +84,6 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "notifications_list": "notifications", "teams_webhooks_create": "notifications",
         "webhooks_test": "notifications",
         "behaviour_sources_list": "behaviour", "behaviour_source_keywords": "behaviour",
+        "teams_audit_list": "audit",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected
