@@ -4,7 +4,7 @@ from django.conf import settings
 from audit.services import audit_events_prune
 
 
-@shared_task(name="audit.prune_expired", time_limit=3600, soft_time_limit=3500)
+@shared_task(name="audit.prune_expired", time_limit=1800, soft_time_limit=1700)
 def prune_expired() -> int:
     """Beat's daily retention run: AUDIT_RETENTION_DAYS; 0 keeps everything."""
     if settings.AUDIT_RETENTION_DAYS <= 0:
