@@ -17,6 +17,7 @@ from audit.models import Action, AuditEvent
 from behaviour.models import BehaviourSource
 from evaluations.models import Endpoint, Evaluation, KeywordSet, SearchModel
 from evaluations.query_sets.services import query_set_create
+from evaluations.services.lifecycle import evaluation_archive
 from judges import services as judge_services
 from judges.models import Judge, JudgeTrustPolicy
 from judgments.models import Scale, Transformer
@@ -187,6 +188,28 @@ def evaluation_finished(p) -> Done:
     answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/finish/")
     return Done(answer.status_code, Action.EVALUATION_FINISHED, "lead", "evaluation",
                 evaluation.pk, {"status": ["active", "finished"]}, answered=200)
+
+
+def evaluation_paused(p) -> Done:
+    evaluation = evaluation_with_slots(team=p.team)
+    answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/pause/")
+    return Done(answer.status_code, Action.EVALUATION_PAUSED, "lead", "evaluation",
+                evaluation.pk, {"status": ["active", "pending"]}, answered=200)
+
+
+def evaluation_archived(p) -> Done:
+    evaluation = evaluation_with_slots(team=p.team)
+    answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/archive/")
+    return Done(answer.status_code, Action.EVALUATION_ARCHIVED, "lead", "evaluation",
+                evaluation.pk, {"by": [None, "api"]}, answered=200)
+
+
+def evaluation_restored(p) -> Done:
+    evaluation = evaluation_with_slots(team=p.team)
+    evaluation_archive(evaluation=evaluation)
+    answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/restore/")
+    return Done(answer.status_code, Action.EVALUATION_RESTORED, "lead", "evaluation",
+                evaluation.pk, {"by": [None, "api"]}, answered=200)
 
 
 def evaluation_deleted(p) -> Done:
@@ -508,7 +531,7 @@ ACTIONS: list[Callable] = [
     endpoint_created, endpoint_changed, endpoint_deleted,
     search_model_created, search_model_changed, search_model_deleted, offline_run_imported,
     evaluation_created, evaluation_changed, evaluation_cloned, evaluation_finished,
-    evaluation_deleted,
+    evaluation_paused, evaluation_archived, evaluation_restored, evaluation_deleted,
     query_set_created, query_set_imported, query_set_changed, query_set_archived,
     scale_created, scale_changed, scale_deleted, transformer_saved, transformer_deleted,
     judge_created, judge_changed, judge_deleted, judge_let_count, trust_policy_changed,
@@ -546,6 +569,7 @@ def test_every_action_is_walked():
     """A new Action needs a walk above (or a reason here why a request cannot do it)."""
     walked = {Action.SIGN_IN, Action.SIGN_IN_FAILED, Action.EVALUATION_CREATED,
               Action.EVALUATION_CHANGED, Action.EVALUATION_FINISHED, Action.EVALUATION_DELETED,
+              Action.EVALUATION_PAUSED, Action.EVALUATION_ARCHIVED, Action.EVALUATION_RESTORED,
               Action.EXPORT_DOWNLOADED, Action.API_TOKEN_CREATED, Action.API_TOKEN_REVOKED,
               Action.ROLE_CHANGED, Action.MEMBER_ADDED, Action.MEMBER_REMOVED,
               Action.INVITATION_CREATED, Action.ENDPOINT_CREATED, Action.ENDPOINT_CHANGED,
