@@ -22,6 +22,8 @@ from django.db import transaction
 from django.db.models import Count, F, Min, Q
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object
 from evaluations.models import Evaluation
 from judges import tasks
 from judges.batch_claiming import COUNTING_MODES
@@ -130,6 +132,11 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
         run.status, run.finished_at = Status.DONE, now
     else:
         _lanes_start_on_commit(run)
+    audit_object(action=Action.JUDGE_RUN_STARTED, instance=run, object_type="judge_run",
+                 actor=started_by, team_id=evaluation.team_id,
+                 after={"judge": judge.pk, "evaluation": evaluation.pk, "mode": mode,
+                        "pair_count": len(pairs),
+                        "budget": str(budget) if budget is not None else None})
     return run
 
 
@@ -185,8 +192,12 @@ def run_cancel(*, run: JudgeRun) -> JudgeRun:
     run = _locked(run)
     if run.status not in (Status.RUNNING, Status.PAUSED):
         _refuse(run, "cancelled")
+    previous = run.status
     run.status, run.finished_at = Status.CANCELLED, timezone.now()
     run.save(update_fields=["status", "finished_at"])
+    audit_object(action=Action.JUDGE_RUN_CANCELLED, instance=run, object_type="judge_run",
+                 team_id=run.judge.team_id, before={"status": previous},
+                 after={"status": run.status})
     return run
 
 

@@ -19,7 +19,8 @@ from evaluations.models import Endpoint, Evaluation, KeywordSet, SearchModel
 from evaluations.query_sets.services import query_set_create
 from evaluations.services.lifecycle import evaluation_archive
 from judges import services as judge_services
-from judges.models import Judge, JudgeTrustPolicy
+from judges.models import Judge, JudgeRun, JudgeTrustPolicy
+from judges.runs import run_start
 from judgments.models import Scale, Transformer
 from judgments.scale_writes import scale_create, transformer_save
 from notifications.models import Webhook
@@ -338,6 +339,25 @@ def judge_let_count(p) -> Done:
                 answered=200)
 
 
+def judge_run_started(p) -> Done:
+    evaluation, judge = evaluation_with_slots(team=p.team), judge_of(p.team)
+    answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/judge-runs/",
+                              {"judge": judge.pk, "mode": "shadow"}, format="json")
+    run = JudgeRun.objects.get()
+    return Done(answer.status_code, Action.JUDGE_RUN_STARTED, "lead", "judge_run", run.pk,
+                {"judge": [None, judge.pk], "evaluation": [None, evaluation.pk],
+                 "mode": [None, "shadow"], "pair_count": [None, run.pair_count]},
+                answered=201)
+
+
+def judge_run_cancelled(p) -> Done:
+    evaluation, judge = evaluation_with_slots(team=p.team), judge_of(p.team)
+    run = run_start(judge=judge, evaluation=evaluation, mode="shadow", started_by=p.lead)
+    answer = api(p.lead).post(f"/api/v1/judge-runs/{run.pk}/cancel/")
+    return Done(answer.status_code, Action.JUDGE_RUN_CANCELLED, "lead", "judge_run", run.pk,
+                {"status": ["running", "cancelled"]}, answered=200)
+
+
 def trust_policy_changed(p) -> Done:
     bar(p.team, min_pairs=30, min_kappa=0.4)
     answer = api(p.admin).put("/api/v1/judges/trust-policy/",
@@ -535,6 +555,7 @@ ACTIONS: list[Callable] = [
     query_set_created, query_set_imported, query_set_changed, query_set_archived,
     scale_created, scale_changed, scale_deleted, transformer_saved, transformer_deleted,
     judge_created, judge_changed, judge_deleted, judge_let_count, trust_policy_changed,
+    judge_run_started, judge_run_cancelled,
     schedule_created, schedule_changed, schedule_paused, schedule_deleted,
     webhook_created, webhook_changed, webhook_deleted,
     role_changed, member_removed, invitation_made, member_added, token_made, token_revoked,
@@ -579,7 +600,8 @@ def test_every_action_is_walked():
               Action.SCALE_CHANGED, Action.SCALE_DELETED, Action.TRANSFORMER_SAVED,
               Action.TRANSFORMER_DELETED, Action.JUDGE_CREATED, Action.JUDGE_CHANGED,
               Action.JUDGE_DELETED, Action.JUDGE_COUNTS_CHANGED,
-              Action.JUDGE_TRUST_POLICY_CHANGED, Action.SCHEDULE_CREATED,
+              Action.JUDGE_TRUST_POLICY_CHANGED, Action.JUDGE_RUN_STARTED,
+              Action.JUDGE_RUN_CANCELLED, Action.SCHEDULE_CREATED,
               Action.SCHEDULE_CHANGED, Action.SCHEDULE_DELETED, Action.WEBHOOK_CREATED,
               Action.WEBHOOK_CHANGED, Action.WEBHOOK_DELETED, Action.JUDGMENTS_IMPORTED,
               Action.BEHAVIOUR_SOURCE_IMPORTED}
