@@ -207,6 +207,10 @@ class EvaluationRankEvalApi(APIView):
         made = rank_eval_body(evaluation, metric=data.get("metric"), index=data.get("index"),
                               field_name=data["field"])
         name = slugify(evaluation.name)[:60].strip("-") or str(evaluation.pk)
+        audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user,
+                     team_id=evaluation.team_id, object_type="evaluation",
+                     object_id=evaluation.pk,
+                     after={"format": "rank_eval", "metric": made.metric_label})
         response = FileStreamResponse(
             iter([json.dumps(made.body, ensure_ascii=False, indent=1) + "\n"]),
             content_type="application/json", disposition="attachment",
