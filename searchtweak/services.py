@@ -34,6 +34,8 @@ def team_create(*, user: User, name: str) -> Team:
         raise ValidationError({"name": "A team needs a name."})
     team = Team.objects.create(name=name)
     Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    audit_object(action=Action.TEAM_CREATED, instance=team, object_type="team", actor=user,
+                 team_id=team.pk, after={"name": name})
     if user.current_team_id is None:
         user.current_team = team
         user.save(update_fields=["current_team"])

@@ -15,9 +15,9 @@ from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEvent
 from behaviour.models import BehaviourSource
-from evaluations.models import Endpoint, Evaluation, KeywordSet, SearchModel
+from evaluations.models import Endpoint, Evaluation, KeywordSet, SearchModel, Snapshot
 from evaluations.query_sets.services import query_set_create
-from evaluations.services.lifecycle import evaluation_archive
+from evaluations.services.lifecycle import evaluation_archive, evaluation_finish
 from judges import services as judge_services
 from judges.models import Judge, JudgeRun, JudgeTrustPolicy
 from judges.runs import run_start
@@ -26,7 +26,7 @@ from judgments.scale_writes import scale_create, transformer_save
 from notifications.models import Webhook
 from notifications.services import webhook_create
 from schedules.models import Schedule
-from searchtweak.models import ApiToken, Invitation, Membership, Role, User
+from searchtweak.models import ApiToken, Invitation, Membership, Role, Team, User
 from searchtweak.services import api_token_create, invitation_create
 from tests.evaluations.factories import EndpointFactory, EvaluationFactory, SearchModelFactory
 from tests.judges.calibration_data import bar, half_kappa_example
@@ -55,7 +55,7 @@ class Done:
     changed: set[str] = field(default_factory=set)  # further fields that must be listed
     secrets: tuple[str, ...] = ()
     answered: int = 0
-    team: bool = True
+    team: bool | int = True  # the personas' team, none, or this team's id
 
 
 # The newest event's id each time a client is made: what the action's set-up wrote (a
@@ -218,6 +218,42 @@ def evaluation_deleted(p) -> Done:
     answer = api(p.lead).delete(f"/api/v1/evaluations/{evaluation.pk}/")
     return Done(answer.status_code, Action.EVALUATION_DELETED, "lead", "evaluation",
                 evaluation.pk, {"name": ["Spring", None]}, answered=204)
+
+
+def gold_item_made(p) -> Done:
+    evaluation = evaluation_with_slots(team=p.team, keywords=2, positions=2)
+    snapshot = Snapshot.objects.get(keyword__evaluation=evaluation, keyword__position=1,
+                                    position=2)
+    answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/gold/",
+                              {"snapshot": snapshot.pk, "grade": 3}, format="json")
+    return Done(answer.status_code, Action.GOLD_ITEMS_CHANGED, "lead", "evaluation",
+                evaluation.pk, {"snapshot": [None, snapshot.pk], "gold_grade": [None, 3]},
+                answered=201)
+
+
+def gold_items_imported(p) -> Done:
+    evaluation = evaluation_with_slots(team=p.team, keywords=2, positions=2)
+    answer = api(p.lead).post(f"/api/v1/evaluations/{evaluation.pk}/gold/import/", {
+        "file": SimpleUploadedFile("gold.csv", b"keyword,doc_id,grade\nquery 2,query 2-d1,1\n")},
+        format="multipart")
+    return Done(answer.status_code, Action.GOLD_ITEMS_IMPORTED, "lead", "evaluation",
+                evaluation.pk, {"imported": [None, 1]}, answered=201)
+
+
+def baseline_set(p) -> Done:
+    evaluation = evaluation_with_slots(team=p.team)
+    evaluation_finish(evaluation=evaluation)
+    answer = page(p.lead).post(f"/dashboard/evaluations/{evaluation.pk}/baseline/",
+                               {"action": "set"})
+    return Done(answer.status_code, Action.TEAM_BASELINE_CHANGED, "lead", "team", p.team.pk,
+                {"baseline": [None, evaluation.pk]}, answered=302)
+
+
+def team_created(p) -> Done:
+    answer = api(p.grader).post("/api/v1/teams/", {"name": "Skunkworks"}, format="json")
+    team = Team.objects.get(name="Skunkworks")
+    return Done(answer.status_code, Action.TEAM_CREATED, "grader", "team", team.pk,
+                {"name": [None, "Skunkworks"]}, answered=201, team=team.pk)
 
 
 def query_set_created(p) -> Done:
@@ -552,6 +588,7 @@ ACTIONS: list[Callable] = [
     search_model_created, search_model_changed, search_model_deleted, offline_run_imported,
     evaluation_created, evaluation_changed, evaluation_cloned, evaluation_finished,
     evaluation_paused, evaluation_archived, evaluation_restored, evaluation_deleted,
+    gold_item_made, gold_items_imported, baseline_set, team_created,
     query_set_created, query_set_imported, query_set_changed, query_set_archived,
     scale_created, scale_changed, scale_deleted, transformer_saved, transformer_deleted,
     judge_created, judge_changed, judge_deleted, judge_let_count, trust_policy_changed,
@@ -575,7 +612,9 @@ def test_each_action_leaves_exactly_one_event(personas, act, tmp_path):
     assert [event.action for event in events] == [done.action]
     [event] = events
     assert event.actor_label == done.actor
-    assert event.team_id == (personas.team.pk if done.team else None)
+    team_id = done.team if not isinstance(done.team, bool) else (
+        personas.team.pk if done.team else None)
+    assert event.team_id == team_id
     assert (event.object_type, event.object_id) == (done.object_type, str(done.object_id))
     # A command has no client; a request's is the connecting peer.
     assert event.client_address == (None if act is behaviour_imported else ADDRESS)
@@ -604,7 +643,8 @@ def test_every_action_is_walked():
               Action.JUDGE_RUN_CANCELLED, Action.SCHEDULE_CREATED,
               Action.SCHEDULE_CHANGED, Action.SCHEDULE_DELETED, Action.WEBHOOK_CREATED,
               Action.WEBHOOK_CHANGED, Action.WEBHOOK_DELETED, Action.JUDGMENTS_IMPORTED,
-              Action.BEHAVIOUR_SOURCE_IMPORTED}
+              Action.BEHAVIOUR_SOURCE_IMPORTED, Action.GOLD_ITEMS_CHANGED,
+              Action.GOLD_ITEMS_IMPORTED, Action.TEAM_BASELINE_CHANGED, Action.TEAM_CREATED}
     elsewhere = {
         # Started by a person through the API, by a schedule's tick, or by a judge run;
         # tests/audit/test_trail.py follows the transitions.
