@@ -41,6 +41,7 @@ class Action(models.TextChoices):
     JUDGE_COUNTS_CHANGED = "judge_counts_changed", "Let a judge's grades count (or not)"
     JUDGE_RUN_STARTED = "judge_run_started", "Started a judge run"
     JUDGE_RUN_CANCELLED = "judge_run_cancelled", "Cancelled a judge run"
+    JUDGE_RUN_CHANGED = "judge_run_changed", "Paused, resumed or retried a judge run"
     JUDGE_TRUST_POLICY_CHANGED = "judge_trust_policy_changed", "Changed the judges' trust policy"
     SCHEDULE_CREATED = "schedule_created", "Created a schedule"
     SCHEDULE_CHANGED = "schedule_changed", "Changed a schedule"

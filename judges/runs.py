@@ -162,7 +162,14 @@ def run_pause(*, run: JudgeRun) -> JudgeRun:
         _refuse(run, "paused")
     run.status = Status.PAUSED
     run.save(update_fields=["status"])
+    _audit_status(run, before=Status.RUNNING)
     return run
+
+
+def _audit_status(run: JudgeRun, *, before: str, **after: object) -> None:
+    audit_object(action=Action.JUDGE_RUN_CHANGED, instance=run, object_type="judge_run",
+                 team_id=run.judge.team_id, before={"status": before},
+                 after={"status": run.status, **after})
 
 
 @transaction.atomic
@@ -181,6 +188,8 @@ def run_resume(*, run: JudgeRun, budget: Decimal | None = None) -> JudgeRun:
     # Whoever resumes has seen why it paused: its lanes get a fresh count of crashes.
     run.status, run.crash_streak, run.pause_reason = Status.RUNNING, 0, ""
     run.save(update_fields=fields)
+    _audit_status(run, before=Status.PAUSED,
+                  **({"budget": str(budget)} if budget is not None else {}))
     _lanes_start_on_commit(run)
     return run
 
@@ -218,8 +227,10 @@ def run_retry_failed(*, run: JudgeRun) -> int:
     was_running = run.status == Status.RUNNING
     if run.status == Status.DONE:
         run.status, run.finished_at = Status.RUNNING, None
+    previous = run.status
     run.save(update_fields=["failed_count", "status", "finished_at"])
     run.refresh_from_db()
+    _audit_status(run, before=previous, retried=count)
     if run.status == Status.RUNNING and not was_running:
         _lanes_start_on_commit(run)
     return count

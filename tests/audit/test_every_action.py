@@ -20,7 +20,7 @@ from evaluations.query_sets.services import query_set_create
 from evaluations.services.lifecycle import evaluation_archive, evaluation_finish
 from judges import services as judge_services
 from judges.models import Judge, JudgeRun, JudgeTrustPolicy
-from judges.runs import run_start
+from judges.runs import run_pause, run_start
 from judgments.models import Scale, Transformer
 from judgments.scale_writes import scale_create, transformer_save
 from notifications.models import Webhook
@@ -394,6 +394,23 @@ def judge_run_cancelled(p) -> Done:
                 {"status": ["running", "cancelled"]}, answered=200)
 
 
+def judge_run_paused(p) -> Done:
+    evaluation, judge = evaluation_with_slots(team=p.team), judge_of(p.team)
+    run = run_start(judge=judge, evaluation=evaluation, mode="shadow", started_by=p.lead)
+    answer = api(p.lead).post(f"/api/v1/judge-runs/{run.pk}/pause/")
+    return Done(answer.status_code, Action.JUDGE_RUN_CHANGED, "lead", "judge_run", run.pk,
+                {"status": ["running", "paused"]}, answered=200)
+
+
+def judge_run_resumed(p) -> Done:
+    evaluation, judge = evaluation_with_slots(team=p.team), judge_of(p.team)
+    run = run_pause(run=run_start(judge=judge, evaluation=evaluation, mode="shadow",
+                                  started_by=p.lead))
+    answer = api(p.lead).post(f"/api/v1/judge-runs/{run.pk}/resume/", {}, format="json")
+    return Done(answer.status_code, Action.JUDGE_RUN_CHANGED, "lead", "judge_run", run.pk,
+                {"status": ["paused", "running"]}, answered=200)
+
+
 def trust_policy_changed(p) -> Done:
     bar(p.team, min_pairs=30, min_kappa=0.4)
     answer = api(p.admin).put("/api/v1/judges/trust-policy/",
@@ -592,7 +609,7 @@ ACTIONS: list[Callable] = [
     query_set_created, query_set_imported, query_set_changed, query_set_archived,
     scale_created, scale_changed, scale_deleted, transformer_saved, transformer_deleted,
     judge_created, judge_changed, judge_deleted, judge_let_count, trust_policy_changed,
-    judge_run_started, judge_run_cancelled,
+    judge_run_started, judge_run_cancelled, judge_run_paused, judge_run_resumed,
     schedule_created, schedule_changed, schedule_paused, schedule_deleted,
     webhook_created, webhook_changed, webhook_deleted,
     role_changed, member_removed, invitation_made, member_added, token_made, token_revoked,
@@ -640,7 +657,7 @@ def test_every_action_is_walked():
               Action.TRANSFORMER_DELETED, Action.JUDGE_CREATED, Action.JUDGE_CHANGED,
               Action.JUDGE_DELETED, Action.JUDGE_COUNTS_CHANGED,
               Action.JUDGE_TRUST_POLICY_CHANGED, Action.JUDGE_RUN_STARTED,
-              Action.JUDGE_RUN_CANCELLED, Action.SCHEDULE_CREATED,
+              Action.JUDGE_RUN_CANCELLED, Action.JUDGE_RUN_CHANGED, Action.SCHEDULE_CREATED,
               Action.SCHEDULE_CHANGED, Action.SCHEDULE_DELETED, Action.WEBHOOK_CREATED,
               Action.WEBHOOK_CHANGED, Action.WEBHOOK_DELETED, Action.JUDGMENTS_IMPORTED,
               Action.BEHAVIOUR_SOURCE_IMPORTED, Action.GOLD_ITEMS_CHANGED,
