@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEvent
 from behaviour.models import BehaviourSource
+from evaluations.endpoints.services import endpoint_update
 from evaluations.models import Endpoint, Evaluation, KeywordSet, SearchModel, Snapshot
 from evaluations.query_sets.services import query_set_create
 from evaluations.services.lifecycle import evaluation_archive, evaluation_finish
@@ -670,3 +671,26 @@ def test_every_action_is_walked():
         Action.TRAIL_PRUNED,
     }
     assert {action.value for action in walked | elsewhere} == set(Action.values)
+
+
+def test_a_service_without_a_user_argument_names_the_api_tokens_owner(personas):
+    """An endpoint's update takes no user: the actor is the request's, which DRF sets from
+    the token inside the view, after the audit middleware ran (audit.context)."""
+    endpoint = endpoint_of(personas.team)
+    _, key = api_token_create(user=personas.admin, name="ci")
+    client = APIClient(REMOTE_ADDR=ADDRESS)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    mark()
+    answer = client.patch(f"/api/v1/endpoints/{endpoint.pk}/", {"name": "Catalogue"},
+                          format="json")
+    assert answer.status_code == 200
+    [event] = AuditEvent.objects.filter(pk__gt=MARKS[-1])
+    assert (event.action, event.actor_id, event.actor_label, event.client_address) == (
+        Action.ENDPOINT_CHANGED, personas.admin.pk, "admin", ADDRESS)
+
+
+def test_outside_a_request_a_service_without_a_user_argument_names_nobody(personas):
+    endpoint = endpoint_of(personas.team)
+    endpoint_update(endpoint=endpoint, name="Catalogue")
+    event = AuditEvent.objects.get(action=Action.ENDPOINT_CHANGED)
+    assert (event.actor_id, event.actor_label, event.client_address) == (None, "", None)
