@@ -285,6 +285,17 @@ def query_set_changed(p) -> Done:
                 query_set.pk, {"name": ["Nightly", "Weekly"]}, answered=200)
 
 
+def query_set_edited(p) -> Done:
+    """The edit page saves the name and a new keyword version in one step: one event."""
+    query_set = query_set_create(team=p.team, created_by=p.lead, name="Shoes",
+                                 keywords=["boots", "sandals"])
+    answer = page(p.lead).post(f"/query-sets/{query_set.pk}/edit/", {
+        "name": "Footwear", "keywords": "boots\nclogs"})
+    return Done(answer.status_code, Action.QUERY_SET_CHANGED, "lead", "query_set",
+                query_set.pk, {"name": ["Shoes", "Footwear"], "version": [1, 2]},
+                answered=302)
+
+
 def query_set_archived(p) -> Done:
     query_set = query_set_create(team=p.team, created_by=p.lead, name="Nightly",
                                  keywords=["shoes"])
@@ -607,7 +618,8 @@ ACTIONS: list[Callable] = [
     evaluation_created, evaluation_changed, evaluation_cloned, evaluation_finished,
     evaluation_paused, evaluation_archived, evaluation_restored, evaluation_deleted,
     gold_item_made, gold_items_imported, baseline_set, team_created,
-    query_set_created, query_set_imported, query_set_changed, query_set_archived,
+    query_set_created, query_set_imported, query_set_changed, query_set_edited,
+    query_set_archived,
     scale_created, scale_changed, scale_deleted, transformer_saved, transformer_deleted,
     judge_created, judge_changed, judge_deleted, judge_let_count, trust_policy_changed,
     judge_run_started, judge_run_cancelled, judge_run_paused, judge_run_resumed,
