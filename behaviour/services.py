@@ -13,6 +13,8 @@ from itertools import islice
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from behaviour.importing import CountRow, SearchesRow, UbiLog, read_csv
 from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource
 from searchtweak.models import Team, User
@@ -72,7 +74,16 @@ def behaviour_source_import_ubi(*, team: Team, user: User | None, name: str,
                 search_count=summary.search_count, event_count=summary.event_count)
             _store_counts(source, log.count_rows())
             _store_searches(source, log.searches_rows())
+            _audit_import(source, user)
     return source
+
+
+def _audit_import(source: BehaviourSource, user: User | None) -> None:
+    audit_object(action=Action.BEHAVIOUR_SOURCE_IMPORTED, instance=source,
+                 object_type="behaviour_source", actor=user,
+                 after=fields_of(source, only=("name", "kind", "window_start_at",
+                                               "window_end_at", "search_count",
+                                               "event_count")))
 
 
 def behaviour_source_import_csv(*, team: Team, user: User | None, name: str, lines: Lines,
@@ -96,16 +107,22 @@ def behaviour_source_import_csv(*, team: Team, user: User | None, name: str, lin
             window_start_at=window_start_at, window_end_at=window_end_at,
             event_count=summary.event_count)
         _store_counts(source, rows)
+        _audit_import(source, user)
     return source
 
 
+@transaction.atomic
 def behaviour_source_create_collector(*, team: Team, user: User | None, name: str
                                       ) -> BehaviourSource:
     """An empty collector source: it grows as a search front end posts batches to it
     (behaviour.collector)."""
-    return BehaviourSource.objects.create(team=team, name=_clean_name(name),
-                                          kind=BehaviourSource.Kind.COLLECTOR,
-                                          created_by=user)
+    source = BehaviourSource.objects.create(team=team, name=_clean_name(name),
+                                            kind=BehaviourSource.Kind.COLLECTOR,
+                                            created_by=user)
+    audit_object(action=Action.BEHAVIOUR_SOURCE_CREATED, instance=source,
+                 object_type="behaviour_source", actor=user,
+                 after=fields_of(source, only=("name", "kind")))
+    return source
 
 
 def behaviour_source_store_sums(*, team: Team, user: User | None, name: str, kind: str,

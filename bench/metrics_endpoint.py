@@ -6,7 +6,11 @@ add to every other counter; then this process builds the scrape as /metrics does
 (`monitoring.collectors.exposition`: the files summed, the recompute lag read from
 PostgreSQL, the queue lengths from Redis) 50 times. Target: median <= 50 ms.
 
-    .venv/bin/python bench/metrics_endpoint.py [--workers 4] [--scrapes 50] [--views N]
+    .venv/bin/python bench/metrics_endpoint.py [--workers 4] [--scrapes 50] [--views N] [--http]
+
+With --http the scrapes are GET /metrics to gunicorn (gunicorn.conf.py, as many workers as
+--workers) sharing the directory: the time a Prometheus scrape waits, whichever worker
+answers, its own counts and the server's middleware included.
 
 It creates (and drops) the database `searchtweak_bench_metrics` on the local PostgreSQL and
 reads the queue lengths from Redis database 13 (BENCH_REDIS_URL). Figures print; nothing
@@ -21,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from _support import (
     REPO,
@@ -73,12 +78,59 @@ def view_names() -> list[str]:
     return sorted(set(names))
 
 
+def http_scrapes(directory: str, workers: int, scrapes: int) -> tuple[list[float], bytes]:
+    """Times of GET /metrics from a gunicorn of `workers` workers counting in `directory`."""
+    import socket
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "bench-scrape"
+    environment = {**os.environ, **ENV, "PROMETHEUS_MULTIPROC_DIR": directory,
+                   "WEB_CONCURRENCY": str(workers), "WEB_BIND": f"127.0.0.1:{port}",
+                   "WEB_ACCESS_LOG": "", "METRICS_TOKEN": token,
+                   "SECURE_PROXY_SSL_HEADER": "true", "PYTHONPATH": str(REPO)}
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "searchtweak.wsgi:application",
+         "--config", "gunicorn.conf.py"], cwd=REPO, env=environment,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    headers = {"Authorization": f"Bearer {token}", "X-Forwarded-Proto": "https"}
+    try:
+        with httpx.Client(timeout=30, headers=headers) as http:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    text = http.get(f"http://127.0.0.1:{port}/metrics").content
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            for _ in range(workers * 3):  # each worker's first scrape reads every file
+                http.get(f"http://127.0.0.1:{port}/metrics")
+            times = []
+            for _ in range(scrapes):
+                started = time.perf_counter()
+                response = http.get(f"http://127.0.0.1:{port}/metrics")
+                times.append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200
+            text = response.content
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return times, text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--scrapes", type=int, default=50)
     parser.add_argument("--views", type=int, default=0,
                         help="count only this many views in each worker (0: every view)")
+    parser.add_argument("--http", action="store_true",
+                        help="scrape a gunicorn of --workers workers over HTTP")
     args = parser.parse_args()
     directory = tempfile.mkdtemp(prefix="bench-metrics-")
     environment = {**ENV, "PROMETHEUS_MULTIPROC_DIR": directory}
@@ -91,12 +143,15 @@ def main() -> None:
         for _ in range(args.workers):
             subprocess.run([sys.executable, "-c", WORKER, json.dumps(views)], cwd=REPO,
                            env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
-        exposition()  # the first scrape opens the connections
-        times = []
-        for _ in range(args.scrapes):
-            started = time.perf_counter()
-            text = exposition()
-            times.append((time.perf_counter() - started) * 1000)
+        if args.http:
+            times, text = http_scrapes(directory, args.workers, args.scrapes)
+        else:
+            exposition()  # the first scrape opens the connections
+            times = []
+            for _ in range(args.scrapes):
+                started = time.perf_counter()
+                text = exposition()
+                times.append((time.perf_counter() - started) * 1000)
         files, lines = len(os.listdir(directory)), text.count(b"\n")
         print(f"{len(views)} view names, {args.workers} workers' files ({files} files), "
               f"{len(text):,} bytes, {lines:,} lines per scrape")

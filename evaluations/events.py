@@ -85,7 +85,11 @@ def transition_announce(
 # The transitions a team's owner may have to account for, in the audit trail (in the
 # transition's transaction: every path that starts or finishes an evaluation comes here).
 _AUDITED = {Transition.STARTED: Action.EVALUATION_STARTED,
-            Transition.FINISHED: Action.EVALUATION_FINISHED}
+            Transition.RETRIED: Action.EVALUATION_STARTED,
+            Transition.PAUSED: Action.EVALUATION_PAUSED,
+            Transition.FINISHED: Action.EVALUATION_FINISHED,
+            Transition.ARCHIVED: Action.EVALUATION_ARCHIVED,
+            Transition.RESTORED: Action.EVALUATION_RESTORED}
 
 
 def _send(event: EvaluationTransitioned) -> None:

@@ -14,6 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.models import Action
+from audit.services import audit_record
 from judges import access as judge_access
 from judges import call_export, estimates, run_selectors, runs
 from judges.models import Judge, JudgeRun
@@ -332,6 +334,9 @@ class JudgeCallsJsonlApi(APIView):
         description="The filtered calls as JSON Lines, streamed.")
     def get(self, request: Request, judge_id: int) -> StreamingHttpResponse:
         calls, judge = _filtered_calls(request, judge_id)
+        audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user,
+                     team_id=judge.team_id, object_type="judge_calls", object_id=judge.pk,
+                     after={"format": "jsonl"})
         response = StreamingHttpResponse(call_export.calls_jsonl(calls),
                                          content_type=call_export.JSONL_CONTENT_TYPE)
         response["Content-Disposition"] = (

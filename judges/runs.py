@@ -22,6 +22,8 @@ from django.db import transaction
 from django.db.models import Count, F, Min, Q
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object
 from evaluations.models import Evaluation
 from judges import tasks
 from judges.batch_claiming import COUNTING_MODES
@@ -131,6 +133,11 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
         run.status, run.finished_at = Status.DONE, now
     else:
         _lanes_start_on_commit(run)
+    audit_object(action=Action.JUDGE_RUN_STARTED, instance=run, object_type="judge_run",
+                 actor=started_by, team_id=evaluation.team_id,
+                 after={"judge": judge.pk, "evaluation": evaluation.pk, "mode": mode,
+                        "pair_count": len(pairs),
+                        "budget": str(budget) if budget is not None else None})
     return run
 
 
@@ -160,7 +167,14 @@ def run_pause(*, run: JudgeRun) -> JudgeRun:
         _refuse(run, "paused")
     run.status = Status.PAUSED
     run.save(update_fields=["status"])
+    _audit_status(run, before=Status.RUNNING)
     return run
+
+
+def _audit_status(run: JudgeRun, *, before: str, **after: object) -> None:
+    audit_object(action=Action.JUDGE_RUN_CHANGED, instance=run, object_type="judge_run",
+                 team_id=run.judge.team_id, before={"status": before},
+                 after={"status": run.status, **after})
 
 
 @transaction.atomic
@@ -179,6 +193,8 @@ def run_resume(*, run: JudgeRun, budget: Decimal | None = None) -> JudgeRun:
     # Whoever resumes has seen why it paused: its lanes get a fresh count of crashes.
     run.status, run.crash_streak, run.pause_reason = Status.RUNNING, 0, ""
     run.save(update_fields=fields)
+    _audit_status(run, before=Status.PAUSED,
+                  **({"budget": str(budget)} if budget is not None else {}))
     _lanes_start_on_commit(run)
     return run
 
@@ -190,8 +206,12 @@ def run_cancel(*, run: JudgeRun) -> JudgeRun:
     run = _locked(run)
     if run.status not in (Status.RUNNING, Status.PAUSED):
         _refuse(run, "cancelled")
+    previous = run.status
     run.status, run.finished_at = Status.CANCELLED, timezone.now()
     run.save(update_fields=["status", "finished_at"])
+    audit_object(action=Action.JUDGE_RUN_CANCELLED, instance=run, object_type="judge_run",
+                 team_id=run.judge.team_id, before={"status": previous},
+                 after={"status": run.status})
     return run
 
 
@@ -212,8 +232,10 @@ def run_retry_failed(*, run: JudgeRun) -> int:
     was_running = run.status == Status.RUNNING
     if run.status == Status.DONE:
         run.status, run.finished_at = Status.RUNNING, None
+    previous = run.status
     run.save(update_fields=["failed_count", "status", "finished_at"])
     run.refresh_from_db()
+    _audit_status(run, before=previous, retried=count)
     if run.status == Status.RUNNING and not was_running:
         _lanes_start_on_commit(run)
     return count

@@ -18,6 +18,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations.endpoints.services import HTTP_URL_PROBLEM, LIMIT_MAXIMUMS, http_url_problem
 from judges import budgets, calls, runs
 from judges.core import providers
@@ -234,6 +236,8 @@ def judge_local_create(*, team: Team, by: User | None, name: str, provider: str,
     judge = Judge.objects.create(team=team, user=_judge_account(team, name), name=name,
                                  provider=provider, base_url="", model=model,
                                  tags=normalize_tags(tags or []))
+    audit_object(action=Action.JUDGE_CREATED, instance=judge, object_type="judge", actor=by,
+                 after=fields_of(judge))
     logger.info("judge %s (%s, %s) created in team %s by %s", judge.pk, judge.name, provider,
                 team.pk, getattr(by, "pk", None))
     return judge
@@ -265,6 +269,8 @@ def judge_create(
         raise ValidationError({"api_key": "must be text"})
     judge = Judge.objects.create(team=team, user=_judge_account(team, clean["name"]), **clean,
                                  api_key_encrypted=encrypt_api_key(api_key.strip()))
+    audit_object(action=Action.JUDGE_CREATED, instance=judge, object_type="judge", actor=by,
+                 after=fields_of(judge))
     logger.info("judge %s (%s) created in team %s by %s", judge.pk, judge.name, team.pk,
                 getattr(by, "pk", None))
     return judge
@@ -280,6 +286,7 @@ def judge_update(*, judge: Judge, by: User | None, **changes: Any) -> Judge:
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
     judge = Judge.objects.select_for_update().get(pk=judge.pk)
+    before = fields_of(judge)
     values = {key: changes.get(key, getattr(judge, key)) for key in SETTINGS}
     if "prompt_templates" not in changes:
         values["prompt_templates"] = dict(judge.prompt_templates or {})
@@ -304,6 +311,8 @@ def judge_update(*, judge: Judge, by: User | None, **changes: Any) -> Judge:
         judge.user.save(update_fields=["first_name"])
     if was_active and not judge.is_active:
         _pause_runs(judge)
+    audit_object(action=Action.JUDGE_CHANGED, instance=judge, object_type="judge", actor=by,
+                 before=before, after=fields_of(judge))
     logger.info("judge %s (%s) changed by %s", judge.pk, judge.name, getattr(by, "pk", None))
     return judge
 
@@ -328,7 +337,11 @@ def judge_delete(*, judge: Judge) -> bool:
             judge.is_active, judge.updated_at = False, timezone.now()
             judge.save(update_fields=["is_active", "updated_at"])
             _pause_runs(judge)
+            audit_object(action=Action.JUDGE_CHANGED, instance=judge, object_type="judge",
+                         before={"is_active": True}, after={"is_active": False})
         return False
+    audit_object(action=Action.JUDGE_DELETED, instance=judge, object_type="judge",
+                 before=fields_of(judge))
     account = judge.user
     judge.delete()
     account.delete()  # its membership goes with it

@@ -20,6 +20,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations.models import Evaluation
 from judges import budgets, calibration
 from judges.models import Judge, JudgeRun, JudgeTrustPolicy
@@ -72,11 +74,15 @@ def trust_policy_update(*, team: Team, min_pairs: int, min_kappa: float,
     if problems:
         raise ValidationError(problems)
     policy, _ = JudgeTrustPolicy.objects.select_for_update().get_or_create(team=team)
+    before = fields_of(policy, omit=("updated_by",))
     policy.min_pairs, policy.min_kappa = min_pairs, float(min_kappa)
     policy.monthly_budget, policy.monthly_budget_currency = monthly_budget, currency
     policy.updated_by, policy.updated_at = by, timezone.now()
     policy.save(update_fields=["min_pairs", "min_kappa", "monthly_budget",
                                "monthly_budget_currency", "updated_by", "updated_at"])
+    audit_object(action=Action.JUDGE_TRUST_POLICY_CHANGED, instance=policy,
+                 object_type="judge_trust_policy", actor=by, before=before,
+                 after=fields_of(policy, omit=("updated_by",)))
     return policy
 
 
@@ -167,6 +173,9 @@ def judge_mark_counts(*, judge: Judge, counts: bool, by: User,
             judge.save(update_fields=["counts", "counts_granted_by", "counts_granted_at",
                                       "counts_evidence", "counts_override_reason",
                                       "updated_at"])
+            audit_object(action=Action.JUDGE_COUNTS_CHANGED, instance=judge,
+                         object_type="judge", actor=by, before={"counts": True},
+                         after={"counts": False})
             logger.info("judge %s counts=False, set by user %s", judge.pk, by.pk)
         return judge
     evidence = counts_evidence(judge=judge, evaluation=evaluation)
@@ -184,6 +193,10 @@ def judge_mark_counts(*, judge: Judge, counts: bool, by: User,
     judge.updated_at = judge.counts_granted_at
     judge.save(update_fields=["counts", "counts_granted_by", "counts_granted_at",
                               "counts_evidence", "counts_override_reason", "updated_at"])
+    audit_object(action=Action.JUDGE_COUNTS_CHANGED, instance=judge, object_type="judge",
+                 actor=by, before={"counts": False},
+                 after={"counts": True, "counts_override_reason": judge.counts_override_reason,
+                        "evaluation": judge.counts_evidence.get("evaluation_id")})
     logger.info("judge %s counts=True, set by user %s%s", judge.pk, by.pk,
                 "" if evidence.sufficient else " overriding the team's bar")
     return judge

@@ -9,6 +9,8 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from audit.models import Action
+from audit.services import audit_record
 from judges import access as judge_access
 from judges import call_export, run_selectors
 from judges.forms_runs import CallFilterForm
@@ -64,6 +66,8 @@ def judge_calls_export(request: HttpRequest, judge_id: int) -> HttpResponse:
     if not form.is_valid():
         return HttpResponse(form.errors.as_json(), status=400, content_type="application/json")
     calls = run_selectors.calls_of_judge(judge=judge, filters=form.filters())
+    audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user, team_id=judge.team_id,
+                 object_type="judge_calls", object_id=judge.pk, after={"format": "jsonl"})
     response = StreamingHttpResponse(call_export.calls_jsonl(calls),
                                      content_type=call_export.JSONL_CONTENT_TYPE)
     response["Content-Disposition"] = (

@@ -12,6 +12,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from audit.models import Action
+from audit.services import audit_object
 from evaluations.models import Evaluation, Keyword, Snapshot
 from judgments.grading import grade_checked
 from judgments.models import AdjudicatedAnswer, FeedbackSlot, GoldItem
@@ -60,14 +62,21 @@ def gold_item_make(*, user: User, evaluation: Evaluation, snapshot_id: Any,
             raise ValidationError({"grade": (
                 "Its graders disagree or no one graded it: say which grade is the answer.")})
     value = grade_checked(evaluation=evaluation, grade=grade)
-    return gold_item_save(evaluation=evaluation, snapshot=snapshot, grade=value,
+    item = gold_item_save(evaluation=evaluation, snapshot=snapshot, grade=value,
                           source=GoldItem.Source.PAGE, user=user)
+    audit_object(action=Action.GOLD_ITEMS_CHANGED, instance=evaluation, object_type="evaluation",
+                 actor=user, after={"snapshot": snapshot.pk, "doc_id": snapshot.doc_id,
+                                    "gold_grade": value})
+    return item
 
 
 def gold_item_remove(*, evaluation: Evaluation, snapshot_id: int) -> int:
     """Drop the result's gold item (its probes and their grades go with it); how many."""
     deleted, _ = GoldItem.objects.filter(snapshot_id=snapshot_id,
                                          snapshot__keyword__evaluation=evaluation).delete()
+    if deleted:
+        audit_object(action=Action.GOLD_ITEMS_CHANGED, instance=evaluation,
+                     object_type="evaluation", before={"snapshot": snapshot_id})
     return deleted
 
 
@@ -174,6 +183,8 @@ def gold_items_import(*, user: User, evaluation: Evaluation, content: bytes) -> 
     for _, snapshot, grade in parsed.rows:
         gold_item_save(evaluation=evaluation, snapshot=snapshot, grade=grade,
                        source=GoldItem.Source.IMPORT, user=user)
+    audit_object(action=Action.GOLD_ITEMS_IMPORTED, instance=evaluation,
+                 object_type="evaluation", actor=user, after={"imported": len(parsed.rows)})
     return len(parsed.rows)
 
 

@@ -12,6 +12,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 import metrics_engine as core
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.models import EvaluationMetric, Keyword
 from judgments import scales as scale_lookup
 from judgments.grading import keywords_mark_dirty
@@ -107,8 +109,13 @@ def pool_judgments_import(
         replaced += PoolJudgment.objects.filter(pk__in=stale[start:start + 2000]).delete()[0]
     dirty = _pool_keyword_ids(team=team, scale=scale, texts=texts)
     keywords_mark_dirty(keyword_ids=dirty)
-    return {"imported": len(rows), "replaced": replaced, "keywords": len(texts),
-            "dirty_keywords": len(dirty)}
+    counts = {"imported": len(rows), "replaced": replaced, "keywords": len(texts),
+              "dirty_keywords": len(dirty)}
+    audit_record(action=Action.JUDGMENTS_IMPORTED, actor=user, team_id=team.pk,
+                 object_type="judgment_pool", object_id=scale,
+                 after={"source": source[:200], "scale": scale, "imported": len(rows),
+                        "replaced": replaced})
+    return counts
 
 
 @transaction.atomic

@@ -9,6 +9,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 import metrics_engine as core
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations.models import Evaluation
 from evaluations.services.config_checks import MissingTransformerError, metrics_transformers_check
 from judgments import scales as scale_lookup
@@ -46,7 +48,10 @@ def scale_create(
     _check_scale(team=team, code=code, lo=lo, hi=hi, labels=labels)
     if Scale.objects.filter(team=team, code=code).exists():
         raise ValidationError({"code": f"The team already has a scale {code!r}."})
-    return Scale.objects.create(team=team, code=code, name=name, lo=lo, hi=hi, labels=labels)
+    scale = Scale.objects.create(team=team, code=code, name=name, lo=lo, hi=hi, labels=labels)
+    audit_object(action=Action.SCALE_CREATED, instance=scale, object_type="scale",
+                 after=fields_of(scale))
+    return scale
 
 
 @transaction.atomic
@@ -63,8 +68,11 @@ def scale_update(*, scale: Scale, name: str, lo: int, hi: int, labels: dict[str,
         if naming is not None:
             raise ValidationError({"hi": f"The transformer {naming} maps this scale's grades: "
                                    "delete it before changing the range."})
+    before = fields_of(scale)
     scale.name, scale.lo, scale.hi, scale.labels = name, lo, hi, labels
     scale.save(update_fields=["name", "lo", "hi", "labels"])
+    audit_object(action=Action.SCALE_CHANGED, instance=scale, object_type="scale",
+                 before=before, after=fields_of(scale))
     return scale
 
 
@@ -74,6 +82,8 @@ def scale_delete(*, scale: Scale) -> None:
         raise ValidationError({"code": "Evaluations use this scale: it cannot be deleted."})
     Transformer.objects.filter(team=scale.team).filter(
         Q(source=scale.code) | Q(target=scale.code)).delete()
+    audit_object(action=Action.SCALE_DELETED, instance=scale, object_type="scale",
+                 before=fields_of(scale))
     scale.delete()
 
 
@@ -96,10 +106,15 @@ def transformer_save(
     except core.MetricInputError as error:
         raise ValidationError({"mapping": error.problem}) from error
     stored = {str(k): v for k, v in sorted(parsed.items())}
+    previous = Transformer.objects.filter(team=team, source=source, target=target).first()
     transformer, _ = Transformer.objects.update_or_create(
         team=team, source=source, target=target,
         defaults={"mapping": stored, "updated_at": timezone.now()},
     )
+    audit_object(action=Action.TRANSFORMER_SAVED, instance=transformer,
+                 object_type="transformer",
+                 before=fields_of(previous) if previous is not None else None,
+                 after=fields_of(transformer))
     return transformer
 
 
@@ -108,6 +123,8 @@ def transformer_delete(*, transformer: Transformer) -> None:
     """Delete a transformer no metric needs: the default (if any) applies again. One that
     an evaluation's metric reads with no default behind it is refused (on `transformer`),
     since every recompute of that evaluation would fail without it."""
+    audit_object(action=Action.TRANSFORMER_DELETED, instance=transformer,
+                 object_type="transformer", before=fields_of(transformer))
     transformer.delete()
     source = scale_lookup.scale_for_team(team_id=transformer.team_id, code=transformer.source)
     if source is None or source.builtin:

@@ -6,6 +6,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.selectors import evaluation_get_for_user
 from judgments import exports, imports, pool, selectors
 from judgments import scales as scale_lookup
@@ -127,6 +129,8 @@ def pool_export(request: HttpRequest) -> HttpResponse:
     else:
         raise Http404("No such format.")
     response = HttpResponse(text, content_type=exports.CONTENT_TYPES[kind])
+    audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user, team_id=team.pk,
+                 object_type="judgment_pool", object_id=scale.code, after={"format": kind})
     name = exports.pool_filename(team_name=team.name, team_id=team.pk, scale=scale.code,
                                  kind=kind)
     response["Content-Disposition"] = f'attachment; filename="{name}"'

@@ -15,6 +15,8 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 import metrics_engine as core
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.models import Evaluation
 from evaluations.selectors import evaluation_get_for_user
 from metrics.rank_eval import rank_eval_body
@@ -155,6 +157,9 @@ class EvaluationMetricTableApi(APIView):
             lines = metric_table_csv_stream(evaluation,
                                             with_bounds=options.validated_data["bounds"])
             filename = f"evaluation-{evaluation.pk}-metrics.csv"
+        audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user,
+                     team_id=evaluation.team_id, object_type="evaluation",
+                     object_id=evaluation.pk, after={"format": "metric_table_csv"})
         response = FileStreamResponse(lines, content_type="text/csv; charset=utf-8",
                                       filename=filename)
         response["X-SearchTweak-Partial"] = (
@@ -204,6 +209,10 @@ class EvaluationRankEvalApi(APIView):
         made = rank_eval_body(evaluation, metric=data.get("metric"), index=data.get("index"),
                               field_name=data["field"])
         name = slugify(evaluation.name)[:60].strip("-") or str(evaluation.pk)
+        audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user,
+                     team_id=evaluation.team_id, object_type="evaluation",
+                     object_id=evaluation.pk,
+                     after={"format": "rank_eval", "metric": made.metric_label})
         response = FileStreamResponse(
             iter([json.dumps(made.body, ensure_ascii=False, indent=1) + "\n"]),
             content_type="application/json", disposition="attachment",

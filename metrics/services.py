@@ -5,6 +5,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object
 from evaluations.models import Evaluation
 from metrics.models import TeamBaseline
 from metrics.recompute.means import evaluation_means_refresh  # noqa: F401  re-exported
@@ -39,13 +41,24 @@ def team_baseline_set(*, team: Team, evaluation: Evaluation, user: User) -> Team
         raise ValidationError({"evaluation": "The baseline must be one of the team's evaluations."})
     if evaluation.status != Evaluation.Status.FINISHED:
         raise ValidationError({"evaluation": "Only a finished evaluation can be the baseline."})
+    previous = TeamBaseline.objects.filter(team=team).values_list("evaluation_id",
+                                                                   flat=True).first()
     baseline, _ = TeamBaseline.objects.update_or_create(
         team=team, defaults={"evaluation": evaluation, "set_by": user, "set_at": timezone.now()}
     )
+    audit_object(action=Action.TEAM_BASELINE_CHANGED, instance=team, object_type="team",
+                 actor=user, team_id=team.pk, before={"baseline": previous},
+                 after={"baseline": evaluation.pk})
     return baseline
 
 
 @transaction.atomic
 def team_baseline_clear(*, team: Team) -> None:
+    previous = TeamBaseline.objects.filter(team=team).values_list("evaluation_id",
+                                                                   flat=True).first()
+    if previous is None:
+        return
     TeamBaseline.objects.filter(team=team).delete()
+    audit_object(action=Action.TEAM_BASELINE_CHANGED, instance=team, object_type="team",
+                 team_id=team.pk, before={"baseline": previous}, after={"baseline": None})
 

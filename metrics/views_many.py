@@ -15,6 +15,8 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from audit.models import Action
+from audit.services import audit_record
 from evaluations.models import EvaluationMetric, Keyword
 from evaluations.selectors import evaluations_get_for_user
 from metrics.forms import CompareManyForm
@@ -172,5 +174,10 @@ def compare_many_csv(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(csv_text(compare_many.compare_many_csv_rows(comparison)),
                             content_type="text/csv; charset=utf-8")
     ids = "-".join(str(e.pk) for e in comparison.evaluations)
+    first = comparison.evaluations[0]
+    audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user, team_id=first.team_id,
+                 object_type="evaluation", object_id=first.pk,
+                 after={"format": "compare_csv",
+                        "evaluations": [e.pk for e in comparison.evaluations]})
     response["Content-Disposition"] = f'attachment; filename="compare-{ids}.csv"'
     return response

@@ -21,6 +21,8 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from notifications import delivery as notification_delivery
 from notifications import tasks
 from notifications.models import (
@@ -219,6 +221,8 @@ def webhook_create(*, team: Team, created_by: User | None, url: str,
     webhook = Webhook.objects.create(
         team=team, created_by=created_by, url=url, events=events,
         secret_encrypted=notification_delivery.secret_encrypt(secret))
+    audit_object(action=Action.WEBHOOK_CREATED, instance=webhook, object_type="webhook",
+                 actor=created_by, after=fields_of(webhook))
     return webhook, secret
 
 
@@ -235,6 +239,7 @@ def webhook_new_secret(*, team: Team, webhook_id: int) -> dict | None:
 @transaction.atomic
 def webhook_update(*, webhook: Webhook, url: str | None = None, events: list[str] | None = None,
                    active: bool | None = None) -> Webhook:
+    before = fields_of(webhook)
     fields = []
     if url is not None:
         refusal = webhook_url_refusal(url.strip())
@@ -250,10 +255,15 @@ def webhook_update(*, webhook: Webhook, url: str | None = None, events: list[str
         fields.append("active")
     if fields:
         webhook.save(update_fields=fields)
+        audit_object(action=Action.WEBHOOK_CHANGED, instance=webhook, object_type="webhook",
+                     before=before, after=fields_of(webhook))
     return webhook
 
 
+@transaction.atomic
 def webhook_delete(*, webhook: Webhook) -> None:
+    audit_object(action=Action.WEBHOOK_DELETED, instance=webhook, object_type="webhook",
+                 before=fields_of(webhook))
     webhook.delete()
 
 

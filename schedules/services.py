@@ -16,6 +16,8 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations.models import KeywordSet, SearchModel
 from evaluations.services.config_checks import evaluation_config_check
 from metrics import selectors as metrics_selectors
@@ -161,6 +163,8 @@ def schedule_create(*, team: Team, created_by: User | None, **fields: Any) -> Sc
     now = timezone.now()
     schedule.next_due_at = now if schedule.interval_minutes else next_due_after(schedule, now)
     schedule.save()
+    audit_object(action=Action.SCHEDULE_CREATED, instance=schedule, object_type="schedule",
+                 actor=created_by, after=fields_of(schedule, only=SCHEDULE_FIELDS))
     return schedule
 
 
@@ -173,6 +177,7 @@ def schedule_update(*, schedule: Schedule, **changes: Any) -> Schedule:
     if unknown:
         raise TypeError(f"unknown schedule fields: {sorted(unknown)}")
     current = {name: getattr(schedule, name) for name in SCHEDULE_FIELDS}
+    before = fields_of(schedule, only=SCHEDULE_FIELDS)
     clean = _check(team=schedule.team, fields={**current, **changes})
     timing = ("interval_minutes", "cron", "time_zone")
     retimed = any(clean[name] != current[name] for name in timing)
@@ -181,6 +186,8 @@ def schedule_update(*, schedule: Schedule, **changes: Any) -> Schedule:
     if retimed and not schedule.is_paused:
         schedule.next_due_at = next_due_after(schedule, timezone.now())
     schedule.save()
+    audit_object(action=Action.SCHEDULE_CHANGED, instance=schedule, object_type="schedule",
+                 before=before, after=fields_of(schedule, only=SCHEDULE_FIELDS))
     return schedule
 
 
@@ -191,6 +198,9 @@ def schedule_pause(*, schedule: Schedule, reason: str = "") -> Schedule:
     if schedule.paused_at is None:
         schedule.paused_at, schedule.paused_reason = timezone.now(), reason[:300]
         schedule.save(update_fields=["paused_at", "paused_reason"])
+        audit_object(action=Action.SCHEDULE_CHANGED, instance=schedule,
+                     object_type="schedule", before={"paused": False},
+                     after={"paused": True, "paused_reason": schedule.paused_reason})
     return schedule
 
 
@@ -212,13 +222,20 @@ def schedule_resume(*, schedule: Schedule) -> Schedule:
         schedule.next_due_at = next_due_at
         schedule.save(update_fields=["paused_at", "paused_reason", "failed_run_streak",
                                      "next_due_at"])
+        audit_object(action=Action.SCHEDULE_CHANGED, instance=schedule,
+                     object_type="schedule", before={"paused": True}, after={"paused": False})
     return schedule
 
 
 @transaction.atomic
 def schedule_delete(*, schedule: Schedule) -> None:
     """The schedule goes; its runs stay as ordinary evaluations."""
-    Schedule.objects.select_for_update().filter(pk=schedule.pk).delete()
+    locked = Schedule.objects.select_for_update().filter(pk=schedule.pk).first()
+    if locked is None:
+        return  # deleted meanwhile: that delete was recorded
+    audit_object(action=Action.SCHEDULE_DELETED, instance=locked, object_type="schedule",
+                 before=fields_of(locked, only=SCHEDULE_FIELDS))
+    locked.delete()
 
 
 def schedule_pause_and_announce(schedule_id: int, reason: str) -> None:

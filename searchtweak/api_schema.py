@@ -70,11 +70,13 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
      r"scales/|transformers/"),
     ("notifications", "The caller's notifications, and the teams' webhooks.",
      r"notifications/|webhooks/|teams/\{team_id\}/webhooks/"),
+    ("audit", "A team's audit trail: who did what, when and from where (team owners).",
+     r"teams/\{team_id\}/audit/"),
     ("teams", "The caller, teams and invitations.", r"me/|teams/"),
 ]
 # The order the docs list them in.
 TAG_ORDER = ("evaluations", "endpoints", "grading", "judges", "scales", "metrics",
-             "behaviour", "notifications", "teams")
+             "behaviour", "notifications", "teams", "audit")
 _TAG_PATTERNS = [(tag, re.compile(r"/api/v1/(?:" + paths + ")")) for tag, _, paths
                  in RESOURCE_TAGS]
 

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from audit.models import Action
-from audit.services import audit_record
+from audit.services import audit_object, audit_record
 from searchtweak.models import (
     ROLE_RANK,
     ApiToken,
@@ -34,6 +34,8 @@ def team_create(*, user: User, name: str) -> Team:
         raise ValidationError({"name": "A team needs a name."})
     team = Team.objects.create(name=name)
     Membership.objects.create(team=team, user=user, role=Role.OWNER)
+    audit_object(action=Action.TEAM_CREATED, instance=team, object_type="team", actor=user,
+                 team_id=team.pk, after={"name": name})
     if user.current_team_id is None:
         user.current_team = team
         user.save(update_fields=["current_team"])
@@ -63,9 +65,13 @@ def invitation_create(*, team: Team, invited_by: User, invitee: str, role: str) 
     ) | Membership.objects.filter(team=team, user__email__iexact=lowered)
     if already_member.exists():
         raise ValidationError({"invitee": f"{invitee} is already a member of {team.name}."})
-    return Invitation.objects.create(
+    invitation = Invitation.objects.create(
         team=team, invitee=invitee, role=role, invited_by=invited_by
     )
+    audit_object(action=Action.INVITATION_CREATED, instance=invitation,
+                 object_type="invitation", actor=invited_by,
+                 after={"invitee": invitee, "role": role})
+    return invitation
 
 
 def invitation_send(*, invitation: Invitation, link: str) -> bool:
@@ -106,9 +112,13 @@ def invitation_accept(*, invitation: Invitation, user: User) -> Membership:
         raise ValidationError({"invitation": "This invitation was used or has expired."})
     if not invitation.is_for(user):
         raise ValidationError({"invitation": "This invitation is for someone else."})
-    membership, _ = Membership.objects.get_or_create(
+    membership, joined = Membership.objects.get_or_create(
         team=invitation.team, user=user, defaults={"role": invitation.role}
     )
+    if joined:
+        audit_object(action=Action.MEMBER_ADDED, instance=membership, object_type="membership",
+                     actor=user, after={"user": user.pk, "role": membership.role,
+                                        "invitation": invitation.pk})
     invitation.accepted_at = timezone.now()
     invitation.accepted_by = user
     invitation.save(update_fields=["accepted_at", "accepted_by"])
@@ -168,6 +178,8 @@ def membership_remove(*, membership: Membership, removed_by: User) -> None:
         raise ValidationError({"role": "You cannot remove a member above your own role."})
     _ensure_an_owner_remains(membership=membership, new_role=None)
     user = membership.user
+    audit_object(action=Action.MEMBER_REMOVED, instance=membership, object_type="membership",
+                 actor=removed_by, before={"user": user.pk, "role": membership.role})
     membership.delete()
     if user.current_team_id == membership.team_id:
         next_membership = Membership.objects.filter(user=user).order_by("joined_at").first()
@@ -211,4 +223,9 @@ def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
 def api_token_revoke(*, token: ApiToken) -> None:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+        with transaction.atomic():
+            token.save(update_fields=["revoked_at"])
+            audit_record(action=Action.API_TOKEN_REVOKED, actor_id=token.user_id,
+                         object_type="api_token", object_id=token.pk,
+                         before={"name": token.name, "key_prefix": token.key_prefix},
+                         after={"revoked_at": token.revoked_at.isoformat()})

@@ -698,6 +698,15 @@ CELERY_BEAT_SCHEDULE.update({
     }
     for queue in WORKER_QUEUES
 })
+# The audit trail's retention (docs/decisions/0027): beat deletes older events once a day
+# (audit.prune_expired; `manage.py audit_prune` does the same by hand or from cron). The
+# default keeps every event: what a company must keep is its own rule, and a deleted event
+# cannot come back.
+# AUDIT_RETENTION_DAYS: days an audit event is kept; 0 keeps every event.
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 0, minimum=0)
+CELERY_BEAT_SCHEDULE["prune-audit-trail"] = {
+    "task": "audit.prune_expired", "schedule": 24 * 3600.0,
+}
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

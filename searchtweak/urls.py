@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, views, views_audit
+from searchtweak import api, api_audit, forms, views, views_audit
 
 handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
@@ -26,6 +26,7 @@ api_v1 = [
     path("teams/<int:team_id>/", api.TeamDetailApi.as_view(), name="team"),
     path("teams/<int:team_id>/invitations/", api.InvitationCreateApi.as_view(),
          name="team_invitations"),
+    path("teams/<int:team_id>/audit/", api_audit.TeamAuditApi.as_view(), name="team_audit"),
 ]
 
 urlpatterns = [

@@ -8,7 +8,9 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from audit.models import Action
 from audit.selectors import team_events
+from audit.services import audit_record
 from searchtweak.csv_cells import csv_lines
 from searchtweak.forms import AuditFilterForm
 from searchtweak.models import Role
@@ -30,6 +32,10 @@ def team_audit(request: HttpRequest, team_id: int) -> HttpResponse:
                       {"team": team, "form": form, "events": []}, status=400)
     events = team_events(team_id=team.pk, **form.cleaned_data)
     if request.GET.get("format") == "csv":
+        audit_record(action=Action.EXPORT_DOWNLOADED, actor=request.user, team_id=team.pk,
+                     object_type="audit_trail", object_id=team.pk,
+                     after={"format": "csv", **{key: str(value) for key, value
+                                                in form.cleaned_data.items() if value}})
         rows = ([event.at.isoformat(), event.actor_label, event.action, event.object_type,
                  event.object_id, event.client_address or "",
                  json.dumps(event.changes, sort_keys=True)]

@@ -1,5 +1,9 @@
 """Writes for endpoints and search models: create, update, delete (archive when used),
-restore, and the one-off test query; header cleaning and field validation."""
+restore, and the one-off test query; header cleaning and field validation.
+
+Longer than our ~450-line mark on purpose: endpoints, their models and the test query share
+the header splitting and field checks here, and each write records its audit event beside
+it; the test query (endpoint_test, search_model_test) is the part to move out next."""
 
 import json
 import re
@@ -12,6 +16,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations import crypto
 from evaluations.endpoints.mapper import mapper_problems, validate_mapper
 from evaluations.fetching.search_requests import (
@@ -146,13 +152,16 @@ def endpoint_create(
         headers=_clean_headers("headers", headers),
         secret_headers=_clean_headers("secret_headers", secret_headers), stored={},
     )
-    return Endpoint.objects.create(
+    endpoint = Endpoint.objects.create(
         team=team, created_by=created_by, name=name.strip(), url=url, method=method,
         headers=plain, secret_headers_encrypted=crypto.encrypt_headers(secrets),
         timeout_seconds=timeout_seconds, mapper=mapper,
         max_concurrent_requests=max_concurrent_requests, requests_per_minute=requests_per_minute,
         allow_cross_origin_redirects=bool(allow_cross_origin_redirects),
     )
+    audit_object(action=Action.ENDPOINT_CREATED, instance=endpoint, object_type="endpoint",
+                 actor=created_by, after=fields_of(endpoint))
+    return endpoint
 
 
 def endpoint_secret_headers(*, endpoint: Endpoint) -> dict[str, str]:
@@ -171,6 +180,7 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
+    before = fields_of(endpoint)
     fields = {key: changes.get(key, getattr(endpoint, key))
               for key in ("name", "url", "method", "timeout_seconds", "mapper",
                           "max_concurrent_requests", "requests_per_minute")}
@@ -202,6 +212,8 @@ def endpoint_update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
             else None
         update_fields.append("archived_at")
     endpoint.save(update_fields=update_fields)
+    audit_object(action=Action.ENDPOINT_CHANGED, instance=endpoint, object_type="endpoint",
+                 before=before, after=fields_of(endpoint))
     return endpoint
 
 
@@ -261,7 +273,13 @@ def endpoint_delete(*, endpoint: Endpoint) -> bool:
         if endpoint.archived_at is None:
             endpoint.archived_at = timezone.now()
             endpoint.save(update_fields=["archived_at"])
+            audit_object(action=Action.ENDPOINT_CHANGED, instance=endpoint,
+                         object_type="endpoint", before={"archived_at": None},
+                         after={"archived_at": endpoint.archived_at.isoformat()})
         return False
+    before = fields_of(endpoint)
+    audit_object(action=Action.ENDPOINT_DELETED, instance=endpoint, object_type="endpoint",
+                 before=before)
     endpoint.delete()
     return True
 
@@ -346,12 +364,15 @@ def search_model_create(
     body = body if body is None or body.strip() else None
     _validate_model_fields(team=team, endpoint=endpoint, name=name, params=params, body=body,
                            body_format=body_format, headers={**plain, **secrets})
-    return SearchModel.objects.create(
+    model = SearchModel.objects.create(
         team=team, created_by=created_by, endpoint=endpoint, name=name.strip(), params=params,
         body=body, body_format=body_format, headers=plain,
         secret_headers_encrypted=crypto.encrypt_headers(secrets), description=description,
         default_keywords=default_keywords,
     )
+    audit_object(action=Action.SEARCH_MODEL_CREATED, instance=model,
+                 object_type="search_model", actor=created_by, after=fields_of(model))
+    return model
 
 
 @transaction.atomic
@@ -364,8 +385,18 @@ def search_model_update(*, model: SearchModel, **changes: Any) -> SearchModel:
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
+    before = fields_of(model)
     if model.is_offline:
-        return offline_model_update(model=model, **changes)
+        model = offline_model_update(model=model, **changes)
+    else:
+        model = _online_model_update(model=model, changes=changes, allowed=allowed)
+    audit_object(action=Action.SEARCH_MODEL_CHANGED, instance=model,
+                 object_type="search_model", before=before, after=fields_of(model))
+    return model
+
+
+def _online_model_update(*, model: SearchModel, changes: dict[str, Any], allowed: set[str]
+                         ) -> SearchModel:
     try:
         stored = search_model_secret_headers(model=model)
     except crypto.SecretsUnreadable:
@@ -401,7 +432,12 @@ def search_model_delete(*, model: SearchModel) -> bool:
         if model.archived_at is None:
             model.archived_at = timezone.now()
             model.save(update_fields=["archived_at"])
+            audit_object(action=Action.SEARCH_MODEL_CHANGED, instance=model,
+                         object_type="search_model", before={"archived_at": None},
+                         after={"archived_at": model.archived_at.isoformat()})
         return False
+    audit_object(action=Action.SEARCH_MODEL_DELETED, instance=model,
+                 object_type="search_model", before=fields_of(model))
     model.delete()
     return True
 

@@ -10,6 +10,8 @@ from django.db import connections, router, transaction
 from django.db.models import F, Func, JSONField
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations.endpoints.mapper import Document
 from evaluations.fetching.search_requests import FetchResult
 from evaluations.models import Keyword, KeywordSet, OfflineRanking, OfflineRun, SearchModel
@@ -39,8 +41,12 @@ def search_model_create_offline(*, team: Team, created_by: User | None, name: st
     """A search model without an endpoint: its rankings come from offline_run_upload."""
     if not name.strip():
         raise ValidationError({"name": "A search model needs a name."})
-    return SearchModel.objects.create(team=team, created_by=created_by, endpoint=None,
-                                      name=name.strip(), description=description)
+    model = SearchModel.objects.create(team=team, created_by=created_by, endpoint=None,
+                                       name=name.strip(), description=description)
+    audit_object(action=Action.SEARCH_MODEL_CREATED, instance=model,
+                 object_type="search_model", actor=created_by,
+                 after=fields_of(model, only=("name", "description", "endpoint")))
+    return model
 
 
 def query_set_topics(*, query_set: KeywordSet) -> dict[str, str]:
@@ -106,6 +112,10 @@ def offline_run_upload(*, model: SearchModel, uploaded_by: User | None, run_form
         raise ValidationError({"file": "The file holds no ranking."})
     run.keyword_count, run.result_count = counts
     run.save(update_fields=["keyword_count", "result_count"])
+    audit_object(action=Action.OFFLINE_RUN_IMPORTED, instance=model,
+                 object_type="search_model", actor=uploaded_by, team_id=model.team_id,
+                 after={"run": run.pk, "format": run_format, "filename": run.filename,
+                        "keyword_count": run.keyword_count, "result_count": run.result_count})
     return run
 
 

@@ -23,6 +23,8 @@ from django.db import transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from audit.models import Action
+from audit.services import audit_object, fields_of
 from evaluations.models import Evaluation, Keyword, KeywordSet, QuerySetKeyword, QuerySetVersion
 from evaluations.selectors import evaluation_keyword_entries
 from evaluations.services.configuration import evaluation_create
@@ -143,6 +145,9 @@ def query_set_create(*, team: Team, created_by: User | None, name: str, keywords
         traffic_segments=bool(traffic_segments), traffic_head_cut=cuts[0],
         traffic_torso_cut=cuts[1])
     _version_add(query_set=query_set, number=1, keywords=keywords, created_by=created_by)
+    audit_object(action=Action.QUERY_SET_CREATED, instance=query_set, object_type="query_set",
+                 actor=created_by, after={"name": query_set.name, "version": 1,
+                                          "keyword_count": len(keywords)})
     return query_set
 
 
@@ -162,6 +167,17 @@ def query_set_version_create(*, query_set: KeywordSet, created_by: User | None,
     traffic segments when the set has them on), and True; or, when that list equals the
     current version's (same keywords, weights and tags in the same order), that version
     and False: nothing is written."""
+    version, created = _version_create(query_set=query_set, created_by=created_by,
+                                       keywords=keywords)
+    if created:
+        audit_object(action=Action.QUERY_SET_CHANGED, instance=query_set,
+                     object_type="query_set", actor=created_by,
+                     before={"version": version.number - 1}, after={"version": version.number})
+    return version, created
+
+
+def _version_create(*, query_set: KeywordSet, created_by: User | None,
+                    keywords: Keywords) -> tuple[QuerySetVersion, bool]:
     # The row lock numbers concurrent edits one after the other.
     query_set = KeywordSet.objects.select_for_update().get(pk=query_set.pk)
     if query_set.archived_at is not None:
@@ -212,6 +228,7 @@ def query_set_update(*, query_set: KeywordSet, name: str | None = None,
     keywords are versions' (query_set_version_create): a traffic change that retags the
     current keywords writes them again as a new version (by `created_by`); turning the
     segments off drops their head, torso and tail tags."""
+    before = _settings_of(query_set)
     query_set, cuts_before = _settings_save(
         query_set=query_set, name=name, description=description, traffic={
             "traffic_segments": traffic_segments, "traffic_head_cut": traffic_head_cut,
@@ -219,9 +236,11 @@ def query_set_update(*, query_set: KeywordSet, name: str | None = None,
     current = query_set.current_version()
     if current is not None and query_set.traffic_cuts() != cuts_before:
         entries = version_entries(current)
-        query_set_version_create(
+        _version_create(
             query_set=query_set, created_by=created_by,
             keywords=entries if query_set.traffic_segments else traffic_untagged(entries))
+    audit_object(action=Action.QUERY_SET_CHANGED, instance=query_set, object_type="query_set",
+                 actor=created_by, before=before, after=_settings_of(query_set))
     return query_set
 
 
@@ -235,13 +254,24 @@ def query_set_edit(*, query_set: KeywordSet, created_by: User | None, name: str,
     whether that version is new. The page shows a set's keywords without their traffic
     tags when it has the segments on (keywords_as_typed), so what arrives here is the
     lead's own."""
+    before = _settings_of(query_set)
     query_set, _ = _settings_save(
         query_set=query_set, name=name, description=description, traffic={
             "traffic_segments": traffic_segments, "traffic_head_cut": traffic_head_cut,
             "traffic_torso_cut": traffic_torso_cut})
-    version, created = query_set_version_create(query_set=query_set, created_by=created_by,
-                                                keywords=keywords)
+    version, created = _version_create(query_set=query_set, created_by=created_by,
+                                       keywords=keywords)
+    after = _settings_of(query_set)
+    if created:
+        before["version"], after["version"] = version.number - 1, version.number
+    audit_object(action=Action.QUERY_SET_CHANGED, instance=query_set, object_type="query_set",
+                 actor=created_by, before=before, after=after)
     return query_set, version, created
+
+
+def _settings_of(query_set: KeywordSet) -> dict[str, Any]:
+    return fields_of(query_set, only=("name", "description", "traffic_segments",
+                                      "traffic_head_cut", "traffic_torso_cut"))
 
 
 @transaction.atomic
@@ -256,6 +286,8 @@ def query_set_archive(*, query_set: KeywordSet, archived: bool = True) -> Keywor
         _clean_name(team=query_set.team, name=query_set.name, exclude_pk=query_set.pk)
     query_set.archived_at = timezone.now() if archived else None
     query_set.save(update_fields=["archived_at"])
+    audit_object(action=Action.QUERY_SET_CHANGED, instance=query_set, object_type="query_set",
+                 before={"archived": not archived}, after={"archived": archived})
     return query_set
 
 

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from audit.models import Action
-from audit.services import audit_record
+from audit.services import audit_object, audit_record, fields_of
 from evaluations.models import (
     Evaluation,
     EvaluationMetric,
@@ -103,6 +103,7 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     the model and keywords change only while pending, and after the first start keywords
     may be added but not removed (their grades would go with them)."""
     evaluation = Evaluation.objects.select_for_update().get(pk=evaluation.pk)
+    stored = fields_of(evaluation)
     allowed = {"name", "description", "model", "scale", "strategy", "transformers", "tags",
                "guidelines", "reuse_grades", "keywords", "metrics", "show_position",
                "auto_finish", "shuffle_results", "grading_order", "gold_rate",
@@ -167,8 +168,16 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
         if key in changes:
             setattr(evaluation, key, changes[key].strip() if key == "name" else changes[key])
             update_fields.append(key)
+    before = {key: stored[key] for key in update_fields}
     if update_fields:
         evaluation.save(update_fields=update_fields)
+    recorded_after = fields_of(evaluation, only=tuple(update_fields))
+    if "keywords" in changes:
+        before["keyword_count"] = evaluation.keywords.count()
+        recorded_after["keyword_count"] = len(changes["keywords"])
+    if "metrics" in changes:
+        before["metrics"] = [f"{m.code}@{m.k}" for m in evaluation.metric_configs.all()]
+        recorded_after["metrics"] = [f"{m['code']}@{m.get('k')}" for m in changes["metrics"]]
     if "keywords" in changes:
         evaluation_keywords_replace(evaluation=evaluation, keywords=changes["keywords"])
         _query_set_version_unlink_if_changed(evaluation)
@@ -177,6 +186,8 @@ def evaluation_update(*, evaluation: Evaluation, **changes: Any) -> Evaluation:
     if changes.get("auto_finish") is True:
         # Turned on over an evaluation already complete: no grade will come to ask.
         evaluation_finish_if_complete(evaluation_id=evaluation.pk)
+    audit_object(action=Action.EVALUATION_CHANGED, instance=evaluation,
+                 object_type="evaluation", before=before, after=recorded_after)
     return evaluation
 
 
@@ -235,4 +246,7 @@ def evaluation_clone(*, evaluation: Evaluation, created_by: User | None,
     _create_metric_configs(clone, [
         {"code": m.code, "k": m.k, "params": m.params} for m in evaluation.metric_configs.all()
     ])
+    audit_object(action=Action.EVALUATION_CREATED, instance=clone, object_type="evaluation",
+                 actor=created_by, after={"name": clone.name, "model": clone.model_id,
+                                          "cloned_from": evaluation.pk})
     return clone

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from audit.models import Action, AuditEvent
 from evaluations.models import EvaluationMetric
 from metrics.models import KeywordMetricValue, MetricMean, RegressionVerdict
 from metrics.reports import compare_many, compare_many_stats
@@ -250,6 +251,12 @@ def test_the_csv_holds_the_keyword_table_formula_safe(client, personas, trio):
                           {"evaluation": [a.pk, b.pk, c.pk]})
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
+    # The download is in the team's audit trail, once.
+    exported = AuditEvent.objects.get(action=Action.EXPORT_DOWNLOADED)
+    assert (exported.actor_id, exported.team_id, exported.object_id) == (
+        personas.grader.pk, personas.team.pk, str(a.pk))
+    assert exported.changes == {"format": [None, "compare_csv"],
+                                "evaluations": [None, [a.pk, b.pk, c.pk]]}
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     names = [a.name, b.name, c.name]
     assert rows[0][:6] == ["keyword", f"P@2 [{names[0]}]", f"P@2 [{names[1]}]",

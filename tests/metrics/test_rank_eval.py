@@ -8,6 +8,7 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from audit.models import Action, AuditEvent
 from tests.metrics.builders import build_evaluation, set_grades, slot
 
 pytestmark = pytest.mark.django_db
@@ -57,6 +58,10 @@ def test_an_elasticsearch_model_gives_its_own_request_per_keyword(personas, grad
     response = _get(personas.lead, graded)
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
+    exported = AuditEvent.objects.get(action=Action.EXPORT_DOWNLOADED)
+    assert (exported.actor_id, exported.object_id, exported.changes) == (
+        personas.lead.pk, str(graded.pk),
+        {"format": [None, "rank_eval"], "metric": [None, "ndcg@10"]})
     assert response["Content-Disposition"].startswith(
         'attachment; filename="searchtweak-shoes-q3-rank-eval-ndcg-at-10-')
     fields = ["title^2", "body"]

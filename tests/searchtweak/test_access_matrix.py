@@ -400,6 +400,8 @@ TABLE: dict[str, Row] = {
         POST=(400, 400, 400, 400, 400, 400, 401, 401)),
     "api:team": row(_team, GET=(200, 200, 200, 200, 403, 404, 401, 401)),
     "api:team_invitations": row(_team, POST=(400, 400, 403, 403, 403, 404, 401, 401)),
+    # A team's audit trail is its owners' alone, as on its page.
+    "api:team_audit": row(_team, GET=(200, 403, 403, 403, 403, 404, 401, 401)),
     # Notifications are the caller's own; webhooks are a team admin's.
     "notifications_api:notifications": row(GET=(200, 200, 200, 200, 200, 200, 401, 401)),
     # Behaviour is the team's: every member reads it; another team's owner lists their own

@@ -55,7 +55,7 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
     tag_of = {operation["operationId"]: operation["tags"]
               for path in schema["paths"].values() for operation in path.values()}
     resources = ["evaluations", "endpoints", "grading", "judges", "scales", "metrics",
-                 "behaviour", "notifications", "teams"]
+                 "behaviour", "notifications", "teams", "audit"]
     assert [tag["name"] for tag in schema["tags"]] == resources
     assert all(tag["description"] for tag in schema["tags"])
     # Every operation sits under exactly one of them.
@@ -89,5 +89,6 @@ def test_the_docs_group_operations_by_resource_not_under_one_v1_tag(client):
         "behaviour_sources_create": "behaviour", "behaviour_source_events": "behaviour",
         "behaviour_source_evaluation_online": "behaviour",
         "behaviour_source_evaluation_online_csv": "behaviour",
+        "teams_audit_list": "audit",
     }
     assert {operation: tag_of[operation][0] for operation in expected} == expected

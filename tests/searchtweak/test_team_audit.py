@@ -55,6 +55,10 @@ def test_the_csv_has_every_matching_event_with_formulas_defused(client, trail):
     response = client.get(f"/teams/{trail.pk}/audit/", {"format": "csv"})
     assert response["Content-Disposition"] == f'attachment; filename="audit-team-{trail.pk}.csv"'
     lines = b"".join(response.streaming_content).decode().splitlines()
+    # The download is itself an event, the newest, so the file records its own export.
+    assert lines.pop(1).split(",", 1)[1] == (
+        f'owner,export_downloaded,audit_trail,{trail.pk},127.0.0.1,'
+        '"{""format"": [null, ""csv""]}"')
     assert lines == [
         "at,actor,action,object_type,object_id,client_address,changes",
         '2026-03-02T09:00:00+00:00,owner,export_downloaded,evaluation,7,192.0.2.1,'
