@@ -43,6 +43,7 @@ from behaviour.models import (
     CollectedEvent,
     CollectedQuery,
 )
+from behaviour.rollup import keyword_days_rebuild
 
 CHUNK = 500
 """Ids per IN list (SQLite's bound-variable limit)."""
@@ -257,6 +258,8 @@ def _store_sums(source: BehaviourSource, sums: _Sums) -> None:
     BehaviourSearches.objects.bulk_create(new_searches, batch_size=CHUNK)
     BehaviourSearches.objects.bulk_update(changed_searches, ["search_count", "first_clicks"],
                                           batch_size=CHUNK)
+    keyword_days_rebuild(source_id=source.pk, keywords=keywords,
+                         days={key[-1] for key in sums.counts} | {key[1] for key in sums.searches})
 
 
 def collector_batch_store(*, source: BehaviourSource, queries: object, events: object,
