@@ -21,7 +21,8 @@ longest dwell kept), and a search's first click is its highest-placed click: a l
 event placing one higher moves it. Events count on the day of their search.
 
 Batches of one source are stored one at a time (the source row is locked), so two
-batches sending the same event cannot both count it.
+batches sending the same event cannot both count it. The rollup the pages read is rebuilt
+for the batch's keywords and days in the batch's transaction (behaviour.rollup).
 """
 
 from __future__ import annotations
