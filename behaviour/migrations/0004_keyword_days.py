@@ -4,6 +4,18 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def rebuild_every_source(apps, schema_editor) -> None:
+    """The rollup of every source imported or collected before it existed."""
+    from behaviour.rollup import RollupModels, keyword_days_rebuild
+
+    found = RollupModels(apps.get_model("behaviour", "BehaviourCount"),
+                         apps.get_model("behaviour", "BehaviourSearches"),
+                         apps.get_model("behaviour", "BehaviourKeywordDay"))
+    source_model = apps.get_model("behaviour", "BehaviourSource")
+    for source_id in source_model.objects.order_by("pk").values_list("pk", flat=True):
+        keyword_days_rebuild(source_id=source_id, models=found)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -60,20 +72,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(condition=models.Q(('whole', False)), fields=('source', 'keyword', 'day'), name='behaviour_keyword_day_unique'), models.UniqueConstraint(condition=models.Q(('whole', True)), fields=('source', 'keyword'), name='behaviour_keyword_whole_unique'), models.CheckConstraint(condition=models.Q(models.Q(('day__isnull', True), ('whole', True)), models.Q(('day__isnull', False), ('whole', False)), _connector='OR'), name='behaviour_keyword_day_or_whole')],
             },
         ),
+        migrations.RunPython(rebuild_every_source, migrations.RunPython.noop, elidable=True),
     ]
-
-
-def rebuild_every_source(apps, schema_editor) -> None:
-    """The rollup of every source imported or collected before it existed."""
-    from behaviour.rollup import RollupModels, keyword_days_rebuild
-
-    found = RollupModels(apps.get_model("behaviour", "BehaviourCount"),
-                         apps.get_model("behaviour", "BehaviourSearches"),
-                         apps.get_model("behaviour", "BehaviourKeywordDay"))
-    source_model = apps.get_model("behaviour", "BehaviourSource")
-    for source_id in source_model.objects.order_by("pk").values_list("pk", flat=True):
-        keyword_days_rebuild(source_id=source_id, models=found)
-
-
-Migration.operations.append(
-    migrations.RunPython(rebuild_every_source, migrations.RunPython.noop, elidable=True))
