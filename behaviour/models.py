@@ -125,8 +125,10 @@ class BehaviourKeywordDay(models.Model):
     writes the sums; per position up to ROLLUP_DEPTH, with `count_depth` and
     `first_click_depth` saying how deep the sums go."""
 
+    # No index of its own: the constraints and the index below lead with the source, and
+    # given a plain one PostgreSQL read every row of a source to find its whole rows.
     source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
-                               related_name="keyword_days")
+                               related_name="keyword_days", db_index=False)
     keyword = models.CharField(max_length=500)
     day = models.DateField(null=True, blank=True)
     """None on a `whole` row."""

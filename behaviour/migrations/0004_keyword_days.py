@@ -65,7 +65,7 @@ class Migration(migrations.Migration):
                 ('impressions_10', models.PositiveBigIntegerField(default=0)),
                 ('clicks_10', models.PositiveBigIntegerField(default=0)),
                 ('first_clicks_10', models.PositiveBigIntegerField(default=0)),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='keyword_days', to='behaviour.behavioursource')),
+                ('source', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='keyword_days', to='behaviour.behavioursource')),
             ],
             options={
                 'indexes': [models.Index(fields=['source', 'whole', 'day'], name='behaviour_kd_source_day')],
