@@ -21,7 +21,8 @@ longest dwell kept), and a search's first click is its highest-placed click: a l
 event placing one higher moves it. Events count on the day of their search.
 
 Batches of one source are stored one at a time (the source row is locked), so two
-batches sending the same event cannot both count it.
+batches sending the same event cannot both count it. The rollup the pages read is rebuilt
+for the batch's keywords and days in the batch's transaction (behaviour.rollup).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from behaviour.models import (
     CollectedEvent,
     CollectedQuery,
 )
+from behaviour.rollup import keyword_days_rebuild
 
 CHUNK = 500
 """Ids per IN list (SQLite's bound-variable limit)."""
@@ -257,6 +259,8 @@ def _store_sums(source: BehaviourSource, sums: _Sums) -> None:
     BehaviourSearches.objects.bulk_create(new_searches, batch_size=CHUNK)
     BehaviourSearches.objects.bulk_update(changed_searches, ["search_count", "first_clicks"],
                                           batch_size=CHUNK)
+    keyword_days_rebuild(source_id=source.pk, keywords=keywords,
+                         days={key[-1] for key in sums.counts} | {key[1] for key in sums.searches})
 
 
 def collector_batch_store(*, source: BehaviourSource, queries: object, events: object,

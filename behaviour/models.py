@@ -111,6 +111,61 @@ class BehaviourSearches(models.Model):
         return f"{self.keyword}: {self.search_count} searches"
 
 
+ROLLUP_DEPTH = 10
+"""Positions a rollup row holds one by one; a keyword whose searches show results deeper
+than this is read from the sums themselves (behaviour.summary)."""
+
+
+class BehaviourKeywordDay(models.Model):
+    """A keyword's behaviour on a day, summed over its documents (BehaviourCount) and
+    with its searches (BehaviourSearches): what the "What users did" panel adds up, ten
+    times fewer rows than the sums it is made of (docs/decisions/0028). `whole` rows
+    hold a keyword's sum over the source's whole log (no day), so the default window
+    reads one row a keyword. Written only by behaviour.rollup, in the transaction that
+    writes the sums; per position up to ROLLUP_DEPTH, with `count_depth` and
+    `first_click_depth` saying how deep the sums go."""
+
+    # No index of its own: the constraints and the index below lead with the source, and
+    # given a plain one PostgreSQL read every row of a source to find its whole rows.
+    source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
+                               related_name="keyword_days", db_index=False)
+    keyword = models.CharField(max_length=500)
+    day = models.DateField(null=True, blank=True)
+    """None on a `whole` row."""
+    whole = models.BooleanField(default=False)
+    searches = models.PositiveBigIntegerField(default=0)
+    dwell_seconds_sum = models.FloatField(default=0.0)
+    dwell_count = models.PositiveBigIntegerField(default=0)
+    count_depth = models.PositiveIntegerField(default=0)
+    """The deepest position of the keyword's count rows; 0: none (searches alone)."""
+    first_click_depth = models.PositiveIntegerField(default=0)
+    """The deepest position holding first clicks (the length of first_clicks)."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "keyword", "day"],
+                                    condition=Q(whole=False),
+                                    name="behaviour_keyword_day_unique"),
+            models.UniqueConstraint(fields=["source", "keyword"], condition=Q(whole=True),
+                                    name="behaviour_keyword_whole_unique"),
+            models.CheckConstraint(condition=Q(whole=True, day__isnull=True)
+                                   | Q(whole=False, day__isnull=False),
+                                   name="behaviour_keyword_day_or_whole"),
+        ]
+        indexes = [models.Index(fields=["source", "whole", "day"],
+                                name="behaviour_kd_source_day")]
+
+    def __str__(self) -> str:
+        return f"{self.keyword} on {self.day or 'the whole log'}"
+
+
+ROLLUP_POSITION_FIELDS = tuple(f"{name}_{position}" for position in range(1, ROLLUP_DEPTH + 1)
+                               for name in ("impressions", "clicks", "first_clicks"))
+"""impressions_1, clicks_1, first_clicks_1, ..., first_clicks_10."""
+for _name in ROLLUP_POSITION_FIELDS:
+    BehaviourKeywordDay.add_to_class(_name, models.PositiveBigIntegerField(default=0))
+
+
 class ClickGrader(models.Model):
     """How a judge of provider "clicks" learns its grades: from which source, over which
     days, by which click model, how many impressions a result needs before it is graded,

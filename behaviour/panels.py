@@ -8,7 +8,8 @@ The query string: `online_source` (a source of the team; default its newest),
 `online_window` (`7`, `30`: the last days of the source's data; `all`, the default: its
 whole window; `days`: from `online_from` to `online_to`) and `online_k` (CTR@k's cut-off).
 A value the form refuses is named in the panel, which then shows the defaults: the rest of
-the page is unaffected.
+the page is unaffected. The page's segment (a tag its keywords carry, as the dashboard's
+segment selector chose and checked it) narrows the panel to that tag's keywords.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from django.utils.http import urlencode
 
 from behaviour.models import BehaviourSource
 from behaviour.summary import OnlineSummary, online_summary
+from metrics.queries import Tagged
 
 WINDOWS = {"all": "Whole log", "7": "Last 7 days", "30": "Last 30 days", "days": "Dates"}
 K_CHOICES = (1, 3, 5, 10)
@@ -59,13 +61,16 @@ class OnlinePanel:
     """The page's other query-string parameters, kept by the picker's form."""
     evaluation_id: int | None = None
     """The evaluation whose exports (JSON, CSV per keyword) the panel links to."""
+    segment: str = ""
+    """The tag whose keywords the figures are of; "": every keyword of the page."""
 
     @property
     def export_query(self) -> str:
-        """The window as the exports' query string."""
+        """The window and segment as the exports' query string."""
         return urlencode({name: value for name, value in (
             ("start_on", self.start_on and self.start_on.isoformat()),
-            ("end_on", self.end_on and self.end_on.isoformat()), ("k", self.k)) if value})
+            ("end_on", self.end_on and self.end_on.isoformat()), ("k", self.k),
+            ("segment", self.segment)) if value})
 
     @property
     def windows(self) -> list[tuple[str, str]]:
@@ -89,10 +94,12 @@ def _window(source: BehaviourSource, window: str, start: date | None, end: date 
 
 
 def online_panel(*, query: QueryDict, team_id: int, keyword_texts: QuerySet,
-                 evaluation_id: int | None = None) -> OnlinePanel:
+                 evaluation_id: int | None = None, segment: str = "") -> OnlinePanel:
     """The panel of the keywords whose normalised texts `keyword_texts` yields (a
-    values("normalized_text") queryset), from one of the team's sources: one query for
-    the sources and four for the figures, whatever the number of keywords."""
+    values("normalized_text") queryset of Keyword), those tagged `segment` when one is
+    given (the page has checked that some carry it), from one of the team's sources: one
+    query for the sources and one or two for the figures (behaviour.summary), whatever
+    the number of keywords."""
     form = WindowForm(query)
     valid = form.is_valid()
     data = form.cleaned_data if valid else {}
@@ -111,9 +118,11 @@ def online_panel(*, query: QueryDict, team_id: int, keyword_texts: QuerySet,
             for value in values]
     if source is None:
         return OnlinePanel(sources, None, window, None, None, k, None, errors, kept,
-                           evaluation_id)
+                           evaluation_id, segment)
+    if segment:
+        keyword_texts = keyword_texts.filter(Tagged(segment))
     start_on, end_on = _window(source, window, data.get("online_from"), data.get("online_to"))
     summary = online_summary(source=source, keyword_texts=keyword_texts, k=k,
                              start_on=start_on, end_on=end_on)
     return OnlinePanel(sources, source, window, start_on, end_on, k, summary, errors, kept,
-                       evaluation_id)
+                       evaluation_id, segment)

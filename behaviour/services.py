@@ -3,7 +3,8 @@
 Every line is read and checked first (behaviour.importing); a file with a bad line raises
 ValidationError naming the lines and how many, before any row is written. Only then, in
 one transaction, the source and its sums are stored, in batches drawn from the staged
-sums, so neither Python nor one statement holds them all.
+sums, so neither Python nor one statement holds them all, and the rollup the pages read
+is made from them (behaviour.rollup).
 """
 
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,7 @@ from audit.models import Action
 from audit.services import audit_object, fields_of
 from behaviour.importing import CountRow, SearchesRow, UbiLog, read_csv
 from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource
+from behaviour.rollup import keyword_days_rebuild
 from searchtweak.models import Team, User
 
 BATCH_SIZE = 5000
@@ -74,6 +76,7 @@ def behaviour_source_import_ubi(*, team: Team, user: User | None, name: str,
                 search_count=summary.search_count, event_count=summary.event_count)
             _store_counts(source, log.count_rows())
             _store_searches(source, log.searches_rows())
+            keyword_days_rebuild(source_id=source.pk)
             _audit_import(source, user)
     return source
 
@@ -107,6 +110,7 @@ def behaviour_source_import_csv(*, team: Team, user: User | None, name: str, lin
             window_start_at=window_start_at, window_end_at=window_end_at,
             event_count=summary.event_count)
         _store_counts(source, rows)
+        keyword_days_rebuild(source_id=source.pk)
         _audit_import(source, user)
     return source
 
@@ -139,4 +143,5 @@ def behaviour_source_store_sums(*, team: Team, user: User | None, name: str, kin
             window_end_at=window_end_at, search_count=search_count, event_count=event_count)
         _store_counts(source, counts)
         _store_searches(source, searches)
+        keyword_days_rebuild(source_id=source.pk)
     return source

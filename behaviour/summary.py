@@ -1,7 +1,10 @@
 """A set of keywords' online metrics over a window, in a few aggregated queries whatever
 the number of keywords: what the dashboard, a query set's page and the API show beside
-the offline metrics (an evaluation of 100,000 keywords costs the same four statements;
-their time grows with the count rows they add up: bench/online_panel.py).
+the offline metrics. They are read from the rollup (behaviour.rollup, docs/decisions/0028):
+one statement over a row per keyword for the whole log, two over a row per keyword and day
+for a window. Where the keywords' sums go deeper than the rollup's positions
+(ROLLUP_DEPTH), the figures are added up from the sums themselves (four statements, their
+time growing with the count rows: bench/online_panel.py).
 
 The keywords come as a subquery of their normalised texts (an evaluation's, a query set
 version's), never as a Python list. A window is whole days (`start_on`, `end_on`, both
@@ -19,12 +22,18 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
-from django.db import connection
-from django.db.models import Avg, Case, Count, F, FloatField, QuerySet, Sum, When
+from django.db.models import Avg, Case, Count, F, FloatField, Max, Q, QuerySet, Sum, When
 from django.db.models.functions import Cast, NullIf
 
 from behaviour.core.online import KeywordBehaviour, OnlineMetrics, online_metrics
-from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource
+from behaviour.models import (
+    ROLLUP_DEPTH,
+    BehaviourCount,
+    BehaviourKeywordDay,
+    BehaviourSearches,
+    BehaviourSource,
+)
+from behaviour.rollup import DEEPEST, SUMMED, first_clicks_by_position
 from behaviour.selectors import _windowed
 
 
@@ -48,28 +57,95 @@ class OnlineSummary:
                 for index in range(depth)]
 
 
-def _first_clicks(searches: QuerySet) -> dict[int, int]:
-    """{position: searches whose first click was there}, summed in the database over the
-    JSON lists (one statement; the lists never come to Python)."""
-    inner, params = searches.values("id").query.sql_with_params()
-    table = BehaviourSearches._meta.db_table
-    if connection.vendor == "postgresql":
-        statement = (f"SELECT e.position, SUM(e.value::bigint) FROM {table} s, "
-                     "jsonb_array_elements_text(s.first_clicks) WITH ORDINALITY "
-                     f"AS e(value, position) WHERE s.id IN ({inner}) GROUP BY e.position")
-    else:
-        statement = (f"SELECT e.key + 1, SUM(e.value) FROM {table} s, json_each(s.first_clicks)"
-                     f" AS e WHERE s.id IN ({inner}) GROUP BY e.key")
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return {int(position): int(total or 0) for position, total in cursor.fetchall()}
-
-
 def online_summary(*, source: BehaviourSource, keyword_texts: QuerySet, k: int = 10,
                    start_on: date | None = None, end_on: date | None = None
                    ) -> OnlineSummary:
     """The online metrics of the keywords whose normalised texts `keyword_texts` (a
-    values("normalized_text") queryset) yields, from the source's sums in the window."""
+    values("normalized_text") queryset) yields, from the source's sums in the window:
+    the same figures whether read from the rollup or from the sums (tested)."""
+    return (summary_from_rollup(source=source, keyword_texts=keyword_texts, k=k,
+                                start_on=start_on, end_on=end_on)
+            or summary_from_sums(source=source, keyword_texts=keyword_texts, k=k,
+                                 start_on=start_on, end_on=end_on))
+
+
+def _top(name: str, k: int):
+    """The sum of a rollup row's `name` at positions 1..k."""
+    total = F(f"{name}_1")
+    for position in range(2, min(k, ROLLUP_DEPTH) + 1):
+        total = total + F(f"{name}_{position}")
+    return total
+
+
+def _ratio(clicked, shown):
+    return Cast(clicked, FloatField()) / NullIf(Cast(shown, FloatField()), 0.0)
+
+
+def summary_from_rollup(*, source: BehaviourSource, keyword_texts: QuerySet, k: int = 10,
+                        start_on: date | None = None, end_on: date | None = None
+                        ) -> OnlineSummary | None:
+    """The summary from the rollup; None where the keywords' sums in the window go deeper
+    than ROLLUP_DEPTH (positions or first clicks), which the rollup does not hold one by
+    one. The whole log is one statement (a row per keyword); a window two (its rows
+    added up per keyword for the mean of CTR@k)."""
+    rows = BehaviourKeywordDay.objects.filter(source=source, keyword__in=keyword_texts)
+    whole = start_on is None and end_on is None
+    if whole:
+        rows = rows.filter(whole=True)
+    else:
+        rows = rows.filter(whole=False)
+        if start_on is not None:
+            rows = rows.filter(day__gte=start_on)
+        if end_on is not None:
+            rows = rows.filter(day__lte=end_on)
+    per_keyword = {}
+    if whole:
+        # A row per keyword: its CTR@k is the row's; keywords with count rows are counted.
+        per_keyword = {"keywords": Count("id", filter=Q(count_depth__gt=0)),
+                       "mean": Avg(_ratio(_top("clicks", k), _top("impressions", k)))}
+    # The aliases are not the fields' names: an aggregate may not refer to another.
+    found = rows.aggregate(**{f"all_{name}": Sum(name) for name in SUMMED},
+                           **{f"all_{name}": Max(name) for name in DEEPEST}, **per_keyword)
+    sums = {name.removeprefix("all_"): value for name, value in found.items()}
+    count_depth, first_depth = sums["count_depth"] or 0, sums["first_click_depth"] or 0
+    if max(count_depth, first_depth) > ROLLUP_DEPTH:
+        return None
+    if not count_depth:
+        return OnlineSummary(source=source, k=k, start_on=start_on, end_on=end_on,
+                             keywords_with_behaviour=0, impressions=0, clicks=0, pooled=None,
+                             mean_ctr_at_k=None)
+    if not whole:
+        per_keyword = rows.values("keyword").annotate(
+            deepest=Max("count_depth"), shown=Sum(_top("impressions", k)),
+            clicked=Sum(_top("clicks", k))).filter(deepest__gt=0).annotate(
+            ctr=_ratio("clicked", "shown")).aggregate(mean=Avg("ctr"),
+                                                      keywords=Count("keyword"))
+    else:
+        per_keyword = sums
+    depth = max(count_depth, first_depth)
+
+    def by_position(name: str) -> np.ndarray:
+        return np.array([float(sums[f"{name}_{position}"] or 0)
+                         for position in range(1, depth + 1)])
+
+    impressions, clicks = by_position("impressions"), by_position("clicks")
+    searches = int(sums["searches"] or 0)
+    pooled = online_metrics(KeywordBehaviour(
+        impressions=impressions, clicks=clicks,
+        first_clicks=by_position("first_clicks") if searches else np.zeros(depth),
+        searches=searches, dwell_seconds_sum=float(sums["dwell_seconds_sum"] or 0.0),
+        dwell_count=int(sums["dwell_count"] or 0)), k=k)
+    return OnlineSummary(
+        source=source, k=k, start_on=start_on, end_on=end_on,
+        keywords_with_behaviour=per_keyword["keywords"], impressions=int(impressions.sum()),
+        clicks=int(clicks.sum()), pooled=pooled, mean_ctr_at_k=per_keyword["mean"])
+
+
+def summary_from_sums(*, source: BehaviourSource, keyword_texts: QuerySet, k: int = 10,
+                      start_on: date | None = None, end_on: date | None = None
+                      ) -> OnlineSummary:
+    """The summary added up from the sums themselves, per position however deep (four
+    statements, each over every count row of the keywords in the window)."""
     counts = _windowed(BehaviourCount.objects.filter(source=source,
                                                      keyword__in=keyword_texts),
                        start_on, end_on)
@@ -80,7 +156,7 @@ def online_summary(*, source: BehaviourSource, keyword_texts: QuerySet, k: int =
                                                           keyword__in=keyword_texts),
                          start_on, end_on)
     search_count = searches.aggregate(total=Sum("search_count"))["total"] or 0
-    firsts = _first_clicks(searches) if search_count else {}
+    firsts = first_clicks_by_position(searches) if search_count else {}
     keyword_count, mean_ctr = 0, None
     if by_position:
         # One pass over the keywords' rows gives both: the keywords with behaviour (the

@@ -1,10 +1,13 @@
 """Benchmark of the "What users did" panel (behaviour.panels / behaviour.summary) on
 PostgreSQL: an evaluation of N keywords, every one with behaviour on DAYS days at 10
 positions (N x DAYS x 10 count rows and N x DAYS searches rows; 100,000 keywords and 7 days
-make 7M count rows), in a source beside another team's as large. Measures the panel's
-figures over the whole log and over the last 3 days, and the evaluation dashboard page
-with the panel, with their query counts. Targets: the dashboard's p95 <= 300 ms at
-100,000 keywords (bench/dashboard.py), the same query count at every size.
+make 7M count rows), in a source beside another team's as large, its rollup made as an
+import makes it (behaviour.rollup; timed). Measures the panel's figures over the whole log
+and over the last 3 days, read from the rollup (new) and from the sums (old: the four
+statements the panel ran before the rollup, behaviour.summary.summary_from_sums),
+alternated request by request, and the evaluation dashboard page with the panel, with
+their query counts. Targets: the dashboard's p95 <= 300 ms at 100,000 keywords
+(bench/dashboard.py), the same query count at every size.
 
     .venv/bin/python bench/online_panel.py [--keywords 10000 100000] [--days 7]
         [--requests 10] [--keep] [--reuse]
@@ -58,40 +61,61 @@ def seed(keyword_count: int, days: int, *, team, name: str):
             " '[8, 3, 2, 1, 1]'::jsonb FROM generate_series(1, %s) g,"
             " generate_series(0, %s) d", [source.pk, keyword_count, days - 1])
         cursor.execute("SET session_replication_role = DEFAULT")
+    from behaviour.rollup import keyword_days_rebuild
+
+    started = time.perf_counter()
+    keyword_days_rebuild(source_id=source.pk)
+    print(f"  rollup of {keyword_count} keywords x {days} days made in "
+          f"{time.perf_counter() - started:.0f} s")
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return evaluation, source
 
 
-def timed(call, requests: int) -> tuple[float, float, int]:
+def timed(calls: dict, requests: int) -> dict[str, tuple[float, float, int]]:
+    """Each call `requests` times, the calls alternated request by request:
+    {name: (median s, p95 s, queries of one call)}."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    seconds = []
+    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    queries: dict[str, int] = {}
     for _ in range(requests):
-        with CaptureQueriesContext(connection) as queries:
-            started = time.perf_counter()
-            call()
-            seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), percentile(seconds, 0.95), len(queries)
+        for name, call in calls.items():
+            with CaptureQueriesContext(connection) as captured:
+                started = time.perf_counter()
+                call()
+                seconds[name].append(time.perf_counter() - started)
+            queries[name] = len(captured)
+    return {name: (statistics.median(found), percentile(found, 0.95), queries[name])
+            for name, found in seconds.items()}
 
 
 def measure(size: int, evaluation, source, client, requests: int) -> None:
+    import os
     from datetime import date, timedelta
 
-    from behaviour.summary import online_summary
+    from behaviour.summary import online_summary, summary_from_sums
 
     texts = evaluation.keywords.values("normalized_text")
     last = date.today()
-    whole = timed(lambda: online_summary(source=source, keyword_texts=texts), requests)
-    window = timed(lambda: online_summary(source=source, keyword_texts=texts,
-                                          start_on=last - timedelta(days=2), end_on=last),
-                   requests)
+    window = {"start_on": last - timedelta(days=2), "end_on": last}
     url = f"/dashboard/evaluations/{evaluation.pk}/?online_source={source.pk}"
-    page = timed(lambda: client.get(url), requests)
+    calls = {
+        "whole, new": lambda: online_summary(source=source, keyword_texts=texts),
+        "whole, old": lambda: summary_from_sums(source=source, keyword_texts=texts),
+        "3 days, new": lambda: online_summary(source=source, keyword_texts=texts, **window),
+        "3 days, old": lambda: summary_from_sums(source=source, keyword_texts=texts,
+                                                 **window),
+        "dashboard, new": lambda: client.get(url)}
+    assert online_summary(source=source, keyword_texts=texts).impressions == \
+        summary_from_sums(source=source, keyword_texts=texts).impressions
+    found = timed(calls, requests)
     rows = source.counts.count()
-    print(f"{size:>9} {rows:>11} {whole[0] * 1000:>9.0f}/{whole[1] * 1000:<9.0f} "
-          f"{window[0] * 1000:>9.0f}/{window[1] * 1000:<8.0f} "
-          f"{page[0] * 1000:>10.0f}/{page[1] * 1000:<10.0f} {whole[2]}, {page[2]}")
+    load = os.getloadavg()[0]
+    for name, (median, p95, queries) in found.items():
+        print(f"{size:>9} {rows:>11} {name:<15} {median * 1000:>8.0f} {p95 * 1000:>8.0f} "
+              f"{queries:>7} {load:>5.2f}")
 
 
 def main() -> None:
@@ -120,8 +144,8 @@ def main() -> None:
     other, _ = Team.objects.get_or_create(name="Bench online other")
     client = Client()
     client.force_login(user)
-    print(f"{'keywords':>9} {'count rows':>11} {'figures med/p95 ms':>20} "
-          f"{'3 days med/p95 ms':>19} {'dashboard med/p95 ms':>22} queries")
+    print(f"{'keywords':>9} {'count rows':>11} {'read':<15} {'med ms':>8} {'p95 ms':>8} "
+          f"{'queries':>7} {'load':>5}")
     for size in args.keywords:
         name = f"Online {size}"
         evaluation = Evaluation.objects.filter(team=team, name=name).first()

@@ -26,6 +26,8 @@ def fits(page, viewport: dict) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
 
 
+@pytest.mark.slow_reason("seeds the demo with its week of clicks and reads the panel in "
+                        "Chromium at two sizes")
 def test_a_lead_reads_ctr_beside_the_offline_metrics_and_picks_a_window(page, live_server):
     seeded_demo()
     evaluation = Evaluation.objects.get(name=EVALUATION_NAME)

@@ -58,8 +58,8 @@ def test_a_window_keeps_its_days_and_other_keywords_count_for_nothing(personas):
         None, 0, None)
 
 
-def test_the_summary_costs_four_queries_however_many_keywords(personas,
-                                                              django_assert_num_queries):
+def test_the_summary_costs_one_query_or_two_for_a_window_however_many_keywords(
+        personas, django_assert_num_queries):
     source = import_ubi(personas)
     evaluation = EvaluationFactory(model=SearchModelFactory(team=personas.team))
     Keyword.objects.bulk_create([Keyword(evaluation=evaluation, text=f"kw {n}",
@@ -67,8 +67,12 @@ def test_the_summary_costs_four_queries_however_many_keywords(personas,
                                  for n in range(1200)])
     KeywordFactory(evaluation=evaluation, text="red shoes", position=1)
     KeywordFactory(evaluation=evaluation, text="boots", position=2)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(1):
         found = online_summary(source=source, keyword_texts=texts(evaluation), k=2)
+    assert found.impressions == 9
+    with django_assert_num_queries(2):
+        found = online_summary(source=source, keyword_texts=texts(evaluation), k=2,
+                               start_on=date(2026, 11, 1), end_on=date(2026, 11, 2))
     assert found.impressions == 9
 
 
@@ -162,7 +166,8 @@ def test_the_api_answers_the_panels_figures_over_a_window(personas):
     assert answer.status_code == 200
     assert answer.json() == {
         "source": source.pk, "evaluation": evaluation.pk, "start_on": None, "end_on": None,
-        "k": 2, "keywords_with_behaviour": 2, "searches": 3, "impressions": 9, "clicks": 3,
+        "k": 2, "segment": "", "keywords_with_behaviour": 2, "searches": 3, "impressions": 9,
+        "clicks": 3,
         "ctr_at_k": 2 / 6, "mean_ctr_at_k": 0.25, "ctr_by_position": [1 / 3] * 3,
         "first_click_rr": 0.5, "abandonment": 1 / 3, "mean_dwell_seconds": 30.0}
     day = api_for(personas.grader).get(url, {"start_on": "2026-11-02",
@@ -206,3 +211,62 @@ def test_the_dashboard_links_its_export_with_the_window(personas):
          "online_k": 3}).content.decode()
     assert (f'/api/v1/behaviour-sources/{source.pk}/evaluations/{evaluation.pk}/online.csv'
             '?start_on=2026-11-01&amp;end_on=2026-11-02&amp;k=3') in page
+
+
+# --- a segment's keywords -----------------------------------------------------------------
+
+def test_the_panel_counts_only_the_segments_keywords(personas):
+    source = import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)  # Red shoes: head; boots: tail
+    panel = online_panel(query=_query("online_k=1"), team_id=personas.team.pk,
+                         keyword_texts=texts(evaluation), segment="head")
+    found = panel.summary
+    # Red shoes alone: q1 (A B C, A clicked at 1 dwell 50, C at 3 dwell 10), q2 (B A C,
+    # A clicked at 2): 6 impressions, 3 clicks; at 1: 1 click of 2; first clicks at 1
+    # and 2 of 2 searches. (Every keyword: CTR@1 1 of 3, boots' D shown at 1 too.)
+    assert (found.keywords_with_behaviour, found.impressions, found.clicks) == (1, 6, 3)
+    assert (found.pooled.ctr_at_k, found.mean_ctr_at_k) == (1 / 2, 1 / 2)
+    assert (found.pooled.first_click_rr, found.pooled.abandonment) == ((1 + 1 / 2) / 2, 0.0)
+    assert found.pooled.mean_dwell_seconds == (50 + 10) / 2
+    assert panel.export_query == "k=1&segment=head"
+    assert online_panel(query=_query(""), team_id=personas.team.pk,
+                        keyword_texts=texts(evaluation), segment="").summary.impressions == 9
+    assert source == panel.source
+
+
+def test_the_dashboards_segment_choice_reaches_the_panel(personas):
+    import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)
+    page = signed_in(personas.grader).get(
+        reverse("metrics:evaluation_dashboard", args=[evaluation.pk]),
+        {"segment": "tail"}).content.decode()
+    # boots alone: q3 showed D, E and F at 3, nothing clicked.
+    assert ("Keywords tagged tail: November log, its whole log (2026-11-01 to 2026-11-02): "
+            "1 keyword with behaviour, 1 search, 3 impressions, 0 clicks.") in page
+    assert 'data-testid="online-abandonment">1.000<' in page
+    assert f"{evaluation.pk}/online.csv?k=10&amp;segment=tail" in page
+    # A tag no keyword carries is refused by the dashboard: the panel shows every keyword.
+    page = signed_in(personas.grader).get(
+        reverse("metrics:evaluation_dashboard", args=[evaluation.pk]),
+        {"segment": "nothing"}).content.decode()
+    assert "2 keywords with behaviour, 3 searches, 9 impressions, 3 clicks." in page
+
+
+def test_the_api_answers_a_segments_figures_and_refuses_a_tag_none_carries(personas):
+    source = import_ubi(personas)
+    evaluation = evaluation_with_keywords(personas)
+    url = f"/api/v1/behaviour-sources/{source.pk}/evaluations/{evaluation.pk}/online/"
+    answer = api_for(personas.grader).get(url, {"k": 2, "segment": "head"}).json()
+    assert answer == {
+        "source": source.pk, "evaluation": evaluation.pk, "start_on": None, "end_on": None,
+        "k": 2, "segment": "head", "keywords_with_behaviour": 1, "searches": 2,
+        "impressions": 6, "clicks": 3, "ctr_at_k": 0.5, "mean_ctr_at_k": 0.5,
+        "ctr_by_position": [1 / 2, 1 / 2, 1 / 2], "first_click_rr": 0.75,
+        "abandonment": 0.0, "mean_dwell_seconds": 30.0}
+    refused = api_for(personas.grader).get(url, {"segment": "summer"})
+    assert (refused.status_code, refused.json()) == (400, {"segment": [
+        "No keyword of this evaluation carries the tag “summer”."]})
+    lines = api_for(personas.grader).get(
+        f"/api/v1/behaviour-sources/{source.pk}/evaluations/{evaluation.pk}/online.csv",
+        {"k": 2, "segment": "tail"}).content.decode().splitlines()
+    assert lines[1:] == ["boots,3,0,0.0,0.0,1.0,,1"]

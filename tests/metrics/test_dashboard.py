@@ -204,7 +204,8 @@ def test_the_dashboard_page_runs_the_same_queries_at_any_size(
     # One of them reads whose grades the viewer may see (searchtweak.access.grade_visibility),
     # two the standing regression verdict and the ad-hoc ones (metrics.reports.verdicts),
     # one the segment means (the segment table and the selector's tags), one the team's
-    # behaviour sources (none here; with one, its figures take four more: behaviour.summary).
+    # behaviour sources (none here; with one, its figures take one more, two for a
+    # window: behaviour.summary).
     with django_assert_num_queries(19):
         response = client.get(url, {"sort": "text", "show": "ungraded"})
     assert response.status_code == 200

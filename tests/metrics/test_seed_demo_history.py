@@ -146,6 +146,8 @@ def _check_the_clicks_grader(client, baseline: Evaluation) -> None:
     assert f'data-testid="kappa">{kappa:.3f}<' in page.content.decode()
 
 
+@pytest.mark.slow_reason("seeds the whole demo history: three evaluations graded, a "
+                        "simulated week of clicks and a clicks grader's shadow run")
 def test_the_demo_history_shows_a_worse_model_disagreeing_graders_and_a_baseline(
         capsys, client):
     call_command("seed_demo")

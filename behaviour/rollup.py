@@ -1,0 +1,168 @@
+"""The rollup a source's online figures are read from (BehaviourKeywordDay,
+docs/decisions/0028): per (keyword, day) and per keyword over the whole log, its sums
+(BehaviourCount, BehaviourSearches) added up over documents, position by position up to
+ROLLUP_DEPTH.
+
+It is rebuilt from the sums, never patched with a batch's increments, so it is their
+function whatever wrote them: the importers rebuild a new source whole, the collector the
+keywords and days a batch touched, each in the transaction that wrote the sums; the
+migration that brought the rollup in rebuilt every source. A day row is dropped and made
+again; a keyword's whole row is then the sum of its day rows (a CSV's sums have no day:
+they make its whole rows directly).
+
+Two INSERT ... SELECT statements do it in the database (a source's sums never come to
+Python: an import's millions of count rows take seconds, not minutes); their names come
+from the models' _meta, and the only vendor difference is how a first-clicks JSON list is
+read. Tested against the sums' own figures on SQLite and PostgreSQL (tests/behaviour/
+test_rollup.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+
+from django.db import connection
+from django.db.models import Model, QuerySet
+
+from behaviour.models import ROLLUP_DEPTH
+
+CHUNK = 500
+"""Keywords per IN list (SQLite's bound-variable limit)."""
+POSITIONS = range(1, ROLLUP_DEPTH + 1)
+SUMMED = ("searches", "dwell_seconds_sum", "dwell_count",
+          *(f"{name}_{position}" for position in POSITIONS
+            for name in ("impressions", "clicks", "first_clicks")))
+DEEPEST = ("count_depth", "first_click_depth")
+
+
+@dataclass(frozen=True)
+class RollupModels:
+    """The three models the rollup reads and writes: the app's, or a migration's."""
+
+    count: type[Model]
+    searches: type[Model]
+    keyword_day: type[Model]
+
+
+def _app_models() -> RollupModels:
+    from behaviour.models import BehaviourCount, BehaviourKeywordDay, BehaviourSearches
+    return RollupModels(BehaviourCount, BehaviourSearches, BehaviourKeywordDay)
+
+
+def _column(model: type[Model], name: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
+def _first_click(index: int | None) -> str:
+    """A searches row's first clicks at list index `index`, or the list's length."""
+    if connection.vendor == "postgresql":
+        return ("jsonb_array_length(s.first_clicks)" if index is None
+                else f"(s.first_clicks ->> {index})::bigint")
+    return ("json_array_length(s.first_clicks)" if index is None
+            else f"json_extract(s.first_clicks, '$[{index}]')")
+
+
+def _filters(keywords: list[str] | None, days: list[date] | None) -> tuple[str, list]:
+    sql, params = "", []
+    if keywords is not None:
+        sql += f" AND keyword IN ({', '.join(['%s'] * len(keywords))})"
+        params += keywords
+    if days is not None:
+        sql += f" AND day IN ({', '.join(['%s'] * len(days))})"
+        params += [connection.ops.adapt_datefield_value(day) for day in days]
+    return sql, params
+
+
+def _insert_days(found: RollupModels, source_id: int, keywords: list[str] | None,
+                 days: list[date] | None) -> None:
+    """The day rows of these keywords and days from the sums; a CSV's dayless sums as
+    whole rows."""
+    rollup, count, searches = (found.keyword_day._meta.db_table, found.count._meta.db_table,
+                               found.searches._meta.db_table)
+    where, params = _filters(keywords, days)
+    per_position = ", ".join(
+        f"SUM(CASE WHEN position = {p} THEN impressions ELSE 0 END) AS i{p}, "
+        f"SUM(CASE WHEN position = {p} THEN clicks ELSE 0 END) AS c{p}" for p in POSITIONS)
+    columns = ["source", "keyword", "day", "whole", "searches", "dwell_seconds_sum",
+               "dwell_count", "count_depth", "first_click_depth"]
+    values = ["%s", "COALESCE(c.keyword, s.keyword)", "COALESCE(c.day, s.day)",
+              "COALESCE(c.day, s.day) IS NULL", "COALESCE(s.search_count, 0)",
+              "COALESCE(c.dwell_sum, 0)", "COALESCE(c.dwell_count, 0)",
+              "COALESCE(c.depth, 0)", f"COALESCE({_first_click(None)}, 0)"]
+    for p in POSITIONS:
+        columns += [f"impressions_{p}", f"clicks_{p}", f"first_clicks_{p}"]
+        values += [f"COALESCE(c.i{p}, 0)", f"COALESCE(c.c{p}, 0)",
+                   f"COALESCE({_first_click(p - 1)}, 0)"]
+    statement = (
+        f"INSERT INTO {rollup} ({', '.join(_column(found.keyword_day, c) for c in columns)})"
+        f" SELECT {', '.join(values)} FROM"
+        " (SELECT keyword, day, SUM(dwell_seconds_sum) AS dwell_sum,"
+        f" SUM(dwell_count) AS dwell_count, MAX(position) AS depth, {per_position}"
+        f" FROM {count} WHERE source_id = %s{where} GROUP BY keyword, day) c"
+        " FULL OUTER JOIN (SELECT keyword, day, search_count, first_clicks"
+        f" FROM {searches} WHERE source_id = %s{where}) s"
+        " ON s.keyword = c.keyword AND s.day = c.day")
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [source_id, source_id, *params, source_id, *params])
+
+
+def _insert_wholes(found: RollupModels, source_id: int, keywords: list[str] | None) -> None:
+    """The whole rows of these keywords: the sums of their day rows."""
+    model = found.keyword_day
+    where, params = _filters(keywords, None)
+    columns = ["source", "keyword", "day", "whole", *SUMMED, *DEEPEST]
+    values = ["%s", "keyword", "NULL", "TRUE",
+              *(f"SUM({_column(model, name)})" for name in SUMMED),
+              *(f"MAX({_column(model, name)})" for name in DEEPEST)]
+    statement = (
+        f"INSERT INTO {model._meta.db_table} ({', '.join(_column(model, c) for c in columns)})"
+        f" SELECT {', '.join(values)} FROM {model._meta.db_table}"
+        f" WHERE source_id = %s AND whole = FALSE{where} GROUP BY keyword")
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [source_id, source_id, *params])
+
+
+def keyword_days_rebuild(*, source_id: int, keywords: Iterable[str] | None = None,
+                         days: Iterable[date] | None = None,
+                         models: RollupModels | None = None) -> None:
+    """Make the rollup of some of a source's keywords on some days (`days` only with
+    `keywords`) again from its sums, and those keywords' whole rows; without `keywords`,
+    the whole source's. Run it in the transaction that changed the sums."""
+    found = models or _app_models()
+    rows = found.keyword_day.objects.filter(source_id=source_id)
+    if keywords is None:
+        if days is not None:
+            raise ValueError("days are rebuilt for named keywords only")
+        rows.delete()
+        _insert_days(found, source_id, None, None)
+        _insert_wholes(found, source_id, None)
+        return
+    wanted = sorted(set(keywords))
+    on_days = sorted(set(days)) if days is not None else None
+    for start in range(0, len(wanted), CHUNK):
+        chunk = wanted[start:start + CHUNK]
+        stale = rows.filter(keyword__in=chunk)
+        if on_days is not None:
+            stale = stale.filter(whole=True) | stale.filter(whole=False, day__in=on_days)
+        stale.delete()
+        _insert_days(found, source_id, chunk, on_days)
+        _insert_wholes(found, source_id, chunk)
+
+
+def first_clicks_by_position(searches: QuerySet) -> dict[int, int]:
+    """{position: searches whose first click was there}, summed in the database over the
+    JSON lists (one statement; the lists never come to Python)."""
+    inner, params = searches.values("id").query.sql_with_params()
+    table = _app_models().searches._meta.db_table
+    if connection.vendor == "postgresql":
+        statement = (f"SELECT e.position, SUM(e.value::bigint) FROM {table} s, "
+                     "jsonb_array_elements_text(s.first_clicks) WITH ORDINALITY "
+                     f"AS e(value, position) WHERE s.id IN ({inner}) GROUP BY e.position")
+    else:
+        statement = (f"SELECT e.key + 1, SUM(e.value) FROM {table} s, json_each(s.first_clicks)"
+                     f" AS e WHERE s.id IN ({inner}) GROUP BY e.key")
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return {int(position): int(total or 0) for position, total in cursor.fetchall()}
