@@ -9,7 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from searchtweak import api, api_audit, forms, views, views_audit
+from searchtweak import api, api_audit, views, views_audit
 
 handler400 = "searchtweak.errors.bad_request"
 handler403 = "searchtweak.errors.forbidden"
