@@ -79,6 +79,22 @@ def _tick_text(value: float, ticks: Sequence[float]) -> str:
     return f"{value:.{decimals}f}"
 
 
+def _axes_with_y_grid(ticks: Sequence[float], y_of, *, left: float, right: float, top: float,
+                      bottom: float, width: float, height: float) -> list[str]:
+    """Both axes, and a grid line and a label at each of the y axis's ticks."""
+    body = [f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" '
+            'stroke="#999"/>',
+            f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" '
+            f'y2="{height - bottom}" stroke="#999"/>']
+    for value in ticks:
+        y = y_of(value)
+        body.append(f'<line class="grid" x1="{left}" y1="{_fmt(y)}" x2="{width - right}" '
+                    f'y2="{_fmt(y)}" stroke="#eee"/>')
+        body.append(f'<text class="tick" x="{left - 5}" y="{_fmt(y + 4)}" text-anchor="end" '
+                    f'font-size="{FONT_SIZE}">{_tick_text(value, ticks)}</text>')
+    return body
+
+
 def _segments(points: list[tuple[float, float] | None]) -> list[list[tuple[float, float]]]:
     """Runs of consecutive present points: a missing value breaks the line."""
     runs: list[list[tuple[float, float]]] = [[]]
@@ -160,16 +176,8 @@ def line_chart(points: Sequence[tuple[str, Number]], *, width: int = 640, height
     x_of = _scale(0, max(len(points) - 1, 1), left, width - right)
     if len(points) == 1:
         x_of = lambda index: (left + width - right) / 2  # noqa: E731
-    body = [f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" '
-            'stroke="#999"/>',
-            f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" '
-            f'y2="{height - bottom}" stroke="#999"/>']
-    for value in ticks:
-        y = y_of(value)
-        body.append(f'<line class="grid" x1="{left}" y1="{_fmt(y)}" x2="{width - right}" '
-                    f'y2="{_fmt(y)}" stroke="#eee"/>')
-        body.append(f'<text class="tick" x="{left - 5}" y="{_fmt(y + 4)}" text-anchor="end" '
-                    f'font-size="{FONT_SIZE}">{_tick_text(value, ticks)}</text>')
+    body = _axes_with_y_grid(ticks, y_of, left=left, right=right, top=top, bottom=bottom,
+                             width=width, height=height)
     if not present:
         body.append(f'<text class="empty" x="{_fmt((left + width - right) / 2)}" '
                     f'y="{_fmt((top + height - bottom) / 2)}" text-anchor="middle" '
@@ -329,16 +337,8 @@ def scatter_chart(points: Sequence[tuple[str, Number, Number]], *, width: int = 
                          max((p[2] for p in present), default=1.0))
     x_of = _scale(x_ticks[0], x_ticks[-1], left, width - right)
     y_of = _scale(y_ticks[0], y_ticks[-1], height - bottom, top)
-    body = [f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" '
-            'stroke="#999"/>',
-            f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" '
-            f'y2="{height - bottom}" stroke="#999"/>']
-    for value in y_ticks:
-        y = y_of(value)
-        body.append(f'<line class="grid" x1="{left}" y1="{_fmt(y)}" x2="{width - right}" '
-                    f'y2="{_fmt(y)}" stroke="#eee"/>')
-        body.append(f'<text class="tick" x="{left - 5}" y="{_fmt(y + 4)}" text-anchor="end" '
-                    f'font-size="{FONT_SIZE}">{_tick_text(value, y_ticks)}</text>')
+    body = _axes_with_y_grid(y_ticks, y_of, left=left, right=right, top=top, bottom=bottom,
+                             width=width, height=height)
     for value in x_ticks:
         body.append(f'<text class="tick" x="{_fmt(x_of(value))}" y="{height - bottom + 14}" '
                     f'text-anchor="middle" font-size="{FONT_SIZE}">'
