@@ -1,14 +1,11 @@
 """A team's audit trail page and its CSV, for the team's owners."""
 
-from datetime import UTC, datetime
 
 import pytest
-import time_machine
 
 from audit.models import Action
-from audit.services import audit_record
 from searchtweak.models import Membership, Role
-from searchtweak.services import membership_change_role
+from tests.audit.trails import two_day_trail
 from tests.searchtweak.factories import TeamFactory, member
 
 pytestmark = pytest.mark.django_db
@@ -16,18 +13,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def trail(client):
-    team = TeamFactory(name="Acme")
-    owner = member(team, Role.OWNER, "owner")
-    grader = member(team, Role.GRADER, "grader")
-    with time_machine.travel(datetime(2026, 3, 1, 9, 0, tzinfo=UTC), tick=False):
-        membership_change_role(membership=Membership.objects.get(team=team, user=grader),
-                               changed_by=owner, role=Role.LEAD)
-    with time_machine.travel(datetime(2026, 3, 2, 9, 0, tzinfo=UTC), tick=False):
-        audit_record(action=Action.EXPORT_DOWNLOADED, actor=owner, team_id=team.pk,
-                     object_type="evaluation", object_id=7, after={"format": "=csv"},
-                     address="192.0.2.1")
-    # Another team's event: never on this team's page.
-    audit_record(action=Action.EXPORT_DOWNLOADED, actor=owner, team_id=team.pk + 1000)
+    # The export's format starts with "=": the CSV must not hand a formula to a spreadsheet.
+    team, owner, _grader = two_day_trail(export_format="=csv")
     client.force_login(owner)
     return team
 

@@ -8,8 +8,8 @@ from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEvent
 from audit.services import audit_record
-from searchtweak.models import Membership, Role
-from searchtweak.services import membership_change_role
+from searchtweak.models import Role
+from tests.audit.trails import two_day_trail
 from tests.searchtweak.factories import TeamFactory, member
 
 pytestmark = pytest.mark.django_db
@@ -17,20 +17,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def trail():
-    team = TeamFactory(name="Acme")
-    owner = member(team, Role.OWNER, "owner")
-    grader = member(team, Role.GRADER, "grader")
-    with time_machine.travel(datetime(2026, 3, 1, 9, 0, tzinfo=UTC), tick=False):
-        membership_change_role(membership=Membership.objects.get(team=team, user=grader),
-                               changed_by=owner, role=Role.LEAD)
-    with time_machine.travel(datetime(2026, 3, 2, 9, 0, tzinfo=UTC), tick=False):
-        audit_record(action=Action.EXPORT_DOWNLOADED, actor=owner, team_id=team.pk,
-                     object_type="evaluation", object_id=7, after={"format": "csv"},
-                     address="192.0.2.1")
+    team, owner, grader = two_day_trail()
     with time_machine.travel(datetime(2026, 3, 3, 9, 0, tzinfo=UTC), tick=False):
         audit_record(action=Action.EXPORT_DOWNLOADED, actor=grader, team_id=team.pk,
                      object_type="query_set", object_id=3)
-    audit_record(action=Action.EXPORT_DOWNLOADED, actor=owner, team_id=team.pk + 1000)
     client = APIClient()
     client.force_authenticate(owner)
     return team, client
