@@ -36,7 +36,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from behaviour.importing import MAX_NAMED_ERRORS, BadLine, _identifier, ubi_event_row, ubi_query
+from behaviour.importing import (
+    MAX_NAMED_ERRORS,
+    BadLine,
+    ubi_event_row,
+    ubi_identifier,
+    ubi_query,
+)
 from behaviour.models import (
     BehaviourCount,
     BehaviourSearches,
@@ -125,7 +131,7 @@ def _parse(items: object, name: str, errors: BatchErrors, parse) -> list:
 
 
 def _event(found: dict) -> _Event:
-    event_id = _identifier(found.get("event_id"), "event_id")
+    event_id = ubi_identifier(found.get("event_id"), "event_id")
     row = ubi_event_row(found, None)
     query_id = found.get("query_id")
     return _Event(event_id, row[0] if row else (query_id if isinstance(query_id, str)

@@ -130,7 +130,7 @@ def _keyword(value: object, field_name: str) -> str:
     return normalized
 
 
-def _identifier(value: object, field_name: str) -> str:
+def ubi_identifier(value: object, field_name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise BadLine(field_name, "a string or an integer is needed")
     text = str(value).strip()
@@ -168,13 +168,13 @@ def _json_object(text: str) -> dict:
 def ubi_query(found: dict) -> tuple[str, str, datetime, list[str]]:
     """A query's (query_id, normalised keyword, timestamp, hit ids shown); BadLine names
     what is wrong."""
-    query_id = _identifier(found.get("query_id"), "query_id")
+    query_id = ubi_identifier(found.get("query_id"), "query_id")
     keyword = _keyword(found.get("user_query"), "user_query")
     moment = _timestamp(found.get("timestamp"))
     hits = found.get("query_response_hit_ids") or []
     if not isinstance(hits, list):
         raise BadLine("query_response_hit_ids", "a list of ids is needed")
-    return query_id, keyword, moment, [_identifier(hit, "query_response_hit_ids")
+    return query_id, keyword, moment, [ubi_identifier(hit, "query_response_hit_ids")
                                        for hit in hits]
 
 
@@ -188,14 +188,14 @@ def ubi_event_row(found: dict, number: int | None) -> tuple | None:
     _timestamp(found.get("timestamp"))
     if action not in CLICK_ACTIONS and action not in IMPRESSION_ACTIONS:
         return None
-    query_id = _identifier(found.get("query_id"), "query_id")
+    query_id = ubi_identifier(found.get("query_id"), "query_id")
     attributes = found.get("event_attributes")
     if not isinstance(attributes, dict):
         raise BadLine("event_attributes", "an object is needed")
     thing = attributes.get("object")
     if not isinstance(thing, dict):
         raise BadLine("event_attributes.object", "an object is needed")
-    object_id = _identifier(thing.get("object_id"), "event_attributes.object.object_id")
+    object_id = ubi_identifier(thing.get("object_id"), "event_attributes.object.object_id")
     where = attributes.get("position")
     if not isinstance(where, dict):
         raise BadLine("event_attributes.position", "an object with an ordinal is needed")
@@ -382,7 +382,7 @@ def _csv_counts(cells: list[str], header: list[str]) -> tuple[tuple[str, str, in
     if len(cells) != len(header):
         raise BadLine("line", f"{len(cells)} fields where the header has {len(header)}")
     keyword = _keyword(cells[0], "keyword")
-    doc_id = _identifier(cells[1], "doc_id")
+    doc_id = ubi_identifier(cells[1], "doc_id")
     position = _count(cells[2], "position")
     if position < 1:
         raise BadLine("position", "positions count from 1")

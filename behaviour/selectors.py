@@ -54,7 +54,9 @@ class EvaluationOnline:
     """Per tag of the keywords, in tag order."""
 
 
-def _windowed(rows: QuerySet, start_on: date | None, end_on: date | None) -> QuerySet:
+def rows_in_window(rows: QuerySet, start_on: date | None, end_on: date | None) -> QuerySet:
+    """The sums rows of days from start_on to end_on (both included, either open); a
+    row without a day (a CSV's) only when no window is asked for."""
     if start_on is None and end_on is None:
         return rows
     rows = rows.filter(day__isnull=False)
@@ -79,14 +81,14 @@ def keyword_behaviours(*, source: BehaviourSource, keywords: list[str],
     firsts: dict[str, list[int]] = defaultdict(list)
     for start in range(0, len(keywords), KEYWORD_CHUNK):
         chunk = keywords[start:start + KEYWORD_CHUNK]
-        counts = _windowed(BehaviourCount.objects.filter(source=source, keyword__in=chunk),
+        counts = rows_in_window(BehaviourCount.objects.filter(source=source, keyword__in=chunk),
                            start_on, end_on)
         for row in counts.values("keyword", "position").annotate(
                 shown=Sum("impressions"), clicked=Sum("clicks"),
                 dwell_sum=Sum("dwell_seconds_sum"), dwell_count=Sum("dwell_count")).order_by():
             by_position[row["keyword"]][row["position"]] = (
                 row["shown"], row["clicked"], row["dwell_sum"], row["dwell_count"])
-        found = _windowed(BehaviourSearches.objects.filter(source=source, keyword__in=chunk),
+        found = rows_in_window(BehaviourSearches.objects.filter(source=source, keyword__in=chunk),
                           start_on, end_on)
         for keyword, search_count, first_clicks in found.values_list(
                 "keyword", "search_count", "first_clicks"):
@@ -156,7 +158,7 @@ def pair_position_counts(*, source: BehaviourSource, keywords: list[str],
     rows = []
     for start in range(0, len(keywords), KEYWORD_CHUNK):
         chunk = keywords[start:start + KEYWORD_CHUNK]
-        counts = _windowed(BehaviourCount.objects.filter(source=source, keyword__in=chunk),
+        counts = rows_in_window(BehaviourCount.objects.filter(source=source, keyword__in=chunk),
                            start_on, end_on)
         rows.extend(counts.values_list("keyword", "doc_id", "position").annotate(
             shown=Sum("impressions"), clicked=Sum("clicks")).order_by(

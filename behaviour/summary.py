@@ -34,7 +34,7 @@ from behaviour.models import (
     BehaviourSource,
 )
 from behaviour.rollup import DEEPEST, SUMMED, first_clicks_by_position
-from behaviour.selectors import _windowed
+from behaviour.selectors import rows_in_window
 
 
 @dataclass(frozen=True)
@@ -146,13 +146,13 @@ def summary_from_sums(*, source: BehaviourSource, keyword_texts: QuerySet, k: in
                       ) -> OnlineSummary:
     """The summary added up from the sums themselves, per position however deep (four
     statements, each over every count row of the keywords in the window)."""
-    counts = _windowed(BehaviourCount.objects.filter(source=source,
+    counts = rows_in_window(BehaviourCount.objects.filter(source=source,
                                                      keyword__in=keyword_texts),
                        start_on, end_on)
     by_position = {row["position"]: row for row in counts.values("position").annotate(
         shown=Sum("impressions"), clicked=Sum("clicks"), dwell_sum=Sum("dwell_seconds_sum"),
         dwell_count=Sum("dwell_count")).order_by()}
-    searches = _windowed(BehaviourSearches.objects.filter(source=source,
+    searches = rows_in_window(BehaviourSearches.objects.filter(source=source,
                                                           keyword__in=keyword_texts),
                          start_on, end_on)
     search_count = searches.aggregate(total=Sum("search_count"))["total"] or 0
