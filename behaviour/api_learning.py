@@ -1,7 +1,8 @@
-"""REST API of clicks graders: list a team's (leads and admins, as judges are listed) and
-make one (admins). Its runs, calibration and counts switch are the judges' API's: a
-clicks grader is a judge (`judge` is its id there)."""
+"""REST API of clicks graders: list a team's and read one (leads and admins, as judges are
+listed), make and change one (admins). Its runs, calibration and counts switch are the
+judges' API's: a clicks grader is a judge (`judge` is its id there)."""
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -10,6 +11,7 @@ from rest_framework.views import APIView
 
 from behaviour import learning
 from behaviour.models import BehaviourSource, ClickGrader
+from behaviour.selectors import click_grader_get_for_user
 from judges import selectors as judge_selectors
 from judges.api_judges import team_id_param
 from searchtweak import access
@@ -30,6 +32,8 @@ class ClickGraderOutputSerializer(serializers.Serializer):
     min_impressions = serializers.IntegerField()
     cuts = serializers.ListField(child=serializers.FloatField(),
                                  help_text="Empty: even cuts of the evaluation's scale.")
+    tags = serializers.ListField(child=serializers.CharField(), source="judge.tags")
+    is_active = serializers.BooleanField(source="judge.is_active")
     counts = serializers.BooleanField(source="judge.counts")
 
     class Meta:
@@ -49,6 +53,18 @@ class ClickGraderInputSerializer(serializers.Serializer):
     cuts = serializers.ListField(child=serializers.FloatField(), required=False, default=list,
                                  help_text="n - 1 rising numbers in (0, 1) for a scale of n "
                                            "grades; empty: even cuts.")
+    tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                 default=list)
+
+
+class ClickGraderChangeSerializer(ClickGraderInputSerializer):
+    """PATCH: any of these; what is not sent keeps its value."""
+
+    team = None
+    is_active = serializers.BooleanField(required=False)
+
+    class Meta:
+        ref_name = "ClickGraderChange"
 
 
 def _create(request: Request, team, data: dict) -> ClickGrader:
@@ -87,3 +103,40 @@ class ClickGraderListApi(APIView):
             input_serializer=ClickGraderInputSerializer,
             create=lambda team, data: _create(request, team, data),
             output=lambda grader: ClickGraderOutputSerializer(grader).data)
+
+
+class ClickGraderDetailApi(APIView):
+    @extend_schema(responses=ClickGraderOutputSerializer, operation_id="click_graders_retrieve",
+                   description="One clicks grader by its judge's id, for leads and admins.")
+    def get(self, request: Request, judge_id: int) -> Response:
+        grader = click_grader_get_for_user(user=request.user, judge_id=judge_id,
+                                           minimum_role=judge_selectors.LIST_ROLE)
+        return Response(ClickGraderOutputSerializer(grader).data)
+
+    @extend_schema(request=ClickGraderChangeSerializer, responses=ClickGraderOutputSerializer,
+                   operation_id="click_graders_partial_update",
+                   description="Change how it learns (source, model, days, minimum, cuts) or "
+                               "its name, tags, active flag; admins. The grades it learned "
+                               "already keep theirs, with the settings they were learned "
+                               "with; its next run uses the new ones. A 400 names each bad "
+                               "field and changes nothing.")
+    def patch(self, request: Request, judge_id: int) -> Response:
+        grader = click_grader_get_for_user(user=request.user, judge_id=judge_id,
+                                           minimum_role=judge_selectors.CONFIGURATION_ROLE)
+        serializer = ClickGraderChangeSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        # Partial: only the keys sent, not the serializer's defaults.
+        changes = {key: value for key, value in serializer.validated_data.items()
+                   if key in request.data}
+        if "source" in changes:
+            changes["source"] = _team_source(grader, changes["source"])
+        grader = learning.click_grader_update(grader=grader, by=request.user, **changes)
+        return Response(ClickGraderOutputSerializer(grader).data)
+
+
+def _team_source(grader: ClickGrader, source_id: int) -> BehaviourSource:
+    source = BehaviourSource.objects.filter(team_id=grader.judge.team_id, pk=source_id).first()
+    if source is None:
+        raise ValidationError({"source": "The team has no behaviour source with this id."})
+    return source
+

@@ -16,4 +16,6 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/behaviour-fit/",
          api_predicting.EvaluationBehaviourFitApi.as_view(), name="evaluation_behaviour_fit"),
     path("click-graders/", api_learning.ClickGraderListApi.as_view(), name="click_graders"),
+    path("click-graders/<int:judge_id>/", api_learning.ClickGraderDetailApi.as_view(),
+         name="click_grader"),
 ]

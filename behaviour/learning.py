@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date, timedelta
+from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
@@ -32,7 +33,7 @@ from judges import queries as judge_queries
 from judges.batch_claiming import COUNTING_MODES
 from judges.batch_storing import finish_if_done
 from judges.models import Judge, JudgeRun, JudgeRunItem
-from judges.services import judge_local_create
+from judges.services import judge_local_create, judge_local_update, judge_name_problem
 from judgments import grading
 from metrics.recompute.run import evaluation_scale
 from searchtweak import sql
@@ -58,14 +59,16 @@ def _clean_cuts(cuts) -> list[float]:
     return [float(cut) for cut in cuts]
 
 
-@transaction.atomic
-def click_grader_create(*, team: Team, by: User | None, name: str, source: BehaviourSource,
-                        click_model: str, start_on: date | None = None,
-                        end_on: date | None = None, min_impressions: int = 10,
-                        cuts: list[float] | None = None, tags: list[str] | None = None
-                        ) -> ClickGrader:
-    """A judge of provider "clicks" (not counting: it shadows first) and how it learns.
-    ValidationError naming the field; nothing is saved then."""
+# What an edit may change: the judge's own columns and how it learns.
+CHANGEABLE = ("name", "is_active", "tags", "source", "click_model", "start_on", "end_on",
+              "min_impressions", "cuts")
+_LEARNING = ("source", "click_model", "start_on", "end_on", "min_impressions", "cuts")
+
+
+def _learning_problems(*, team: Team, source: BehaviourSource, click_model: str,
+                       start_on: date | None, end_on: date | None, min_impressions: int,
+                       cuts) -> tuple[dict[str, str], list[float]]:
+    """Every bad setting of how a grader learns, by field, and the cuts as stored."""
     problems = {}
     if source.team_id != team.pk:
         problems["source"] = "This behaviour source belongs to another team."
@@ -79,21 +82,71 @@ def click_grader_create(*, team: Team, by: User | None, name: str, source: Behav
     try:
         cuts = _clean_cuts(cuts)
     except ValidationError as error:
-        problems.update(error.message_dict)
+        problems.update({field: messages[0] for field, messages in error.message_dict.items()})
         cuts = []
+    return problems, cuts
+
+
+def click_grader_settings(*, source: BehaviourSource, click_model: str,
+                          start_on: date | None, end_on: date | None, min_impressions: int,
+                          cuts: list[float]) -> dict[str, Any]:
+    """How a grader learns, as its judge's audit record lists it (JSON values)."""
+    return {"source": source.pk, "click_model": click_model,
+            "start_on": start_on.isoformat() if start_on else None,
+            "end_on": end_on.isoformat() if end_on else None,
+            "min_impressions": min_impressions, "cuts": list(cuts)}
+
+
+@transaction.atomic
+def click_grader_create(*, team: Team, by: User | None, name: str, source: BehaviourSource,
+                        click_model: str, start_on: date | None = None,
+                        end_on: date | None = None, min_impressions: int = 10,
+                        cuts: list[float] | None = None, tags: list[str] | None = None
+                        ) -> ClickGrader:
+    """A judge of provider "clicks" (not counting: it shadows first) and how it learns.
+    ValidationError naming the field; nothing is saved then."""
+    problems, cuts = _learning_problems(team=team, source=source, click_model=click_model,
+                                        start_on=start_on, end_on=end_on,
+                                        min_impressions=min_impressions, cuts=cuts)
     if problems:
         raise ValidationError(problems)
+    learning = {"source": source, "click_model": click_model, "start_on": start_on,
+                "end_on": end_on, "min_impressions": min_impressions, "cuts": cuts}
     judge = judge_local_create(team=team, by=by, name=name, provider=Judge.Provider.CLICKS,
-                               model=click_model, tags=tags)
-    return ClickGrader.objects.create(judge=judge, source=source, click_model=click_model,
-                                      start_on=start_on, end_on=end_on,
-                                      min_impressions=min_impressions, cuts=cuts)
+                               model=click_model, tags=tags,
+                               settings=click_grader_settings(**learning))
+    return ClickGrader.objects.create(judge=judge, **learning)
 
 
-def _window_text(grader: ClickGrader) -> str:
-    if grader.start_on is None and grader.end_on is None:
-        return "all days"
-    return f"{grader.start_on or '…'} to {grader.end_on or '…'}"
+@transaction.atomic
+def click_grader_update(*, grader: ClickGrader, by: User | None, **changes: Any
+                        ) -> ClickGrader:
+    """Change any of CHANGEABLE; what is not given keeps its value. The grades learned
+    already keep theirs: each LearnedGrade holds the source, model, window and minimum it
+    was learned with; the next run learns with the new ones. ValidationError naming every
+    bad field, nothing saved then; one audit record (a judge changed) otherwise."""
+    unknown = set(changes) - set(CHANGEABLE)
+    if unknown:
+        raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
+    judge = Judge.objects.select_for_update().select_related("team").get(pk=grader.judge_id)
+    grader = ClickGrader.objects.select_for_update().select_related("source").get(pk=grader.pk)
+    learning = {key: changes.get(key, getattr(grader, key)) for key in _LEARNING}
+    before = click_grader_settings(**{key: getattr(grader, key) for key in _LEARNING})
+    problems, learning["cuts"] = _learning_problems(team=judge.team, **learning)
+    name = changes.get("name", judge.name)
+    if problem := judge_name_problem(team=judge.team, judge=judge,
+                                     name=name.strip() if isinstance(name, str) else ""):
+        problems["name"] = problem
+    if problems:
+        raise ValidationError(problems)
+    for key, value in learning.items():
+        setattr(grader, key, value)
+    grader.save(update_fields=list(_LEARNING))
+    grader.judge = judge_local_update(
+        judge=judge, by=by, name=name, is_active=changes.get("is_active", judge.is_active),
+        tags=changes.get("tags", judge.tags), model=grader.click_model,
+        settings_before=before, settings_after=click_grader_settings(**learning))
+    return grader
 
 
 def _learn(grader: ClickGrader, items: list[tuple], scale: core.Scale
@@ -164,7 +217,7 @@ def click_run_grade(*, run_id: int) -> int:
 def _reason(grader: ClickGrader, impressions: int, clicks: int, relevance: float,
             grade: int) -> str:
     return (f"{grader.get_click_model_display()} from {grader.source.name} "
-            f"({_window_text(grader)}): {clicks} clicks in {impressions} impressions, "
+            f"({grader.window_text}): {clicks} clicks in {impressions} impressions, "
             f"estimated click-through at position 1 {relevance:.3f} → grade {grade}.")
 
 

@@ -203,6 +203,13 @@ class ClickGrader(models.Model):
     def __str__(self) -> str:
         return f"{self.judge_id}: {self.click_model} on {self.source_id}"
 
+    @property
+    def window_text(self) -> str:
+        """The days it reads, in words: "all days", or "2026-03-01 to …"."""
+        if self.start_on is None and self.end_on is None:
+            return "all days"
+        return f"{self.start_on or '…'} to {self.end_on or '…'}"
+
 
 class LearnedGrade(models.Model):
     """What one learned grade rests on, beside the run item that holds it: the model, the

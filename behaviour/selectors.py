@@ -3,7 +3,8 @@ source's stored sums (behaviour.core.online does the arithmetic).
 
 An evaluation's keyword matches the source's rows of its normalised text. A window, given
 as days (`start_on`, `end_on`, both included), keeps the rows of those days; a CSV
-source's rows have no day and are kept only when no window is asked for.
+source's rows have no day and are kept only when no window is asked for. Also the access
+function of clicks graders.
 """
 
 from collections import defaultdict
@@ -12,6 +13,7 @@ from datetime import date
 
 import numpy as np
 from django.db.models import QuerySet, Sum
+from django.http import Http404
 
 from behaviour.core.online import (
     KeywordBehaviour,
@@ -20,8 +22,10 @@ from behaviour.core.online import (
     mean_over_keywords,
     online_metrics,
 )
-from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource
+from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource, ClickGrader
 from evaluations.models import Evaluation
+from judges.access import judge_get_for_user
+from searchtweak.models import User
 
 
 @dataclass(frozen=True)
@@ -164,3 +168,15 @@ def pair_position_counts(*, source: BehaviourSource, keywords: list[str],
             shown=Sum("impressions"), clicked=Sum("clicks")).order_by(
             "keyword", "doc_id", "position"))
     return rows
+
+
+def click_grader_get_for_user(*, user: User, judge_id: int, minimum_role: str) -> ClickGrader:
+    """A clicks grader by its judge's id (judge, team and source loaded), through the judges'
+    access function: 404 for a judge that is missing, another team's or not a clicks
+    grader; 403 below `minimum_role`."""
+    judge = judge_get_for_user(user=user, judge_id=judge_id, minimum_role=minimum_role)
+    grader = ClickGrader.objects.select_related("source").filter(judge=judge).first()
+    if grader is None:
+        raise Http404("No such clicks grader.")
+    grader.judge = judge
+    return grader

@@ -18,6 +18,8 @@ from behaviour import views_learning  # noqa: E402
 
 urlpatterns += [
     path("judges/clicks/new/", views_learning.click_grader_create, name="click_grader_create"),
+    path("judges/clicks/<int:judge_id>/", views_learning.click_grader_edit,
+         name="click_grader_edit"),
 ]
 
 # --- a clicks run's learned grades and their evidence (behaviour/views_evidence.py) ---

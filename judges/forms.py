@@ -27,8 +27,29 @@ def parse_json_text(text: str) -> Any:
         raise forms.ValidationError(error.message) from None
 
 
-class JudgeForm(forms.Form):
+class JudgeOwnFields(forms.Form):
+    """The fields every judge's form has, whatever grades it: its name, routing tags and
+    whether it is active (JudgeForm, and behaviour's clicks grader form)."""
+
     name = forms.CharField(max_length=100)
+    tags = forms.CharField(required=False, max_length=500,
+                           help_text="Routing tags, comma-separated: like a grader, the judge "
+                                     "gets an evaluation's work only when it carries all of "
+                                     "its tags.")
+    is_active = forms.BooleanField(required=False, initial=True, label="Active")
+
+    @staticmethod
+    def own_initial(judge: Judge) -> dict[str, Any]:
+        return {"name": judge.name, "tags": ", ".join(judge.tags or []),
+                "is_active": judge.is_active}
+
+    def clean_tags(self) -> list[str]:
+        return [tag for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
+
+
+class JudgeForm(JudgeOwnFields):
+    field_order = ["name", "provider", "base_url", "model", "api_key", "batch_size",
+                   "parameters", "tags"]
     provider = forms.ChoiceField(choices=CALLED_PROVIDER_CHOICES)
     base_url = forms.CharField(
         max_length=500, required=False, label="Base URL",
@@ -48,11 +69,6 @@ class JudgeForm(forms.Form):
         required=False, initial="{}", widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
         help_text='Model parameters sent with every call, a JSON object, e.g. '
                   '{"temperature": 0, "max_tokens": 2000}.')
-    tags = forms.CharField(required=False, max_length=500,
-                           help_text="Routing tags, comma-separated: like a grader, the judge "
-                                     "gets an evaluation's work only when it carries all of "
-                                     "its tags.")
-    is_active = forms.BooleanField(required=False, initial=True, label="Active")
     allow_cross_origin_redirects = forms.BooleanField(
         required=False, label="Follow redirects to other origins",
         help_text="Same-origin redirects are always followed. A redirect to another origin "
@@ -113,10 +129,10 @@ class JudgeForm(forms.Form):
     @staticmethod
     def initial_for(judge: Judge) -> dict[str, Any]:
         return {
-            "name": judge.name, "provider": judge.provider, "base_url": judge.base_url,
+            **JudgeOwnFields.own_initial(judge),
+            "provider": judge.provider, "base_url": judge.base_url,
             "model": judge.model, "batch_size": judge.batch_size,
             "parameters": json.dumps(judge.parameters or {}, indent=2, ensure_ascii=False),
-            "tags": ", ".join(judge.tags or []), "is_active": judge.is_active,
             "allow_cross_origin_redirects": judge.allow_cross_origin_redirects,
             "send_images": judge.send_images,
             "timeout_seconds": judge.timeout_seconds, "max_retries": judge.max_retries,
@@ -133,9 +149,6 @@ class JudgeForm(forms.Form):
     def clean_parameters(self) -> Any:
         text = self.cleaned_data["parameters"].strip()
         return parse_json_text(text) if text else {}
-
-    def clean_tags(self) -> list[str]:
-        return [tag for tag in self.cleaned_data["tags"].split(",") if tag.strip()]
 
     def service_kwargs(self) -> dict[str, Any]:
         data = self.cleaned_data

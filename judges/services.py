@@ -46,6 +46,8 @@ SETTINGS = ("name", "provider", "base_url", "model", "prompt_templates", "batch_
             "max_concurrent_requests", "requests_per_minute", "price_in_per_million",
             "price_out_per_million", "price_currency", "allow_cross_origin_redirects",
             "send_images")
+# The columns a judge that grades in-process uses (judge_audited).
+LOCAL_AUDITED = ("name", "provider", "model", "tags", "is_active", "user", "counts")
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -111,17 +113,25 @@ def _clean_templates(team: Team, templates: Any, problems: dict[str, str]) -> di
     return stored
 
 
+def judge_name_problem(*, team: Team, name: Any, judge: Judge | None = None) -> str:
+    """Why `name` (stripped already) cannot name a judge of `team` other than `judge`;
+    empty when it can."""
+    if not isinstance(name, str) or not name or len(name) > 100 or "\x00" in name:
+        return "A judge needs a name of at most 100 characters."
+    if Judge.objects.filter(team=team, name=name).exclude(
+            pk=judge.pk if judge else None).exists():
+        return f"The team already has a judge named {name!r}."
+    return ""
+
+
 def _clean_settings(*, team: Team, values: dict[str, Any], judge: Judge | None = None
                     ) -> dict[str, Any]:
     """The settings as stored; every bad one named in one ValidationError."""
     problems: dict[str, str] = {}
     clean = dict(values)
     name = values["name"].strip() if isinstance(values["name"], str) else ""
-    if not name or len(name) > 100 or "\x00" in name:
-        problems["name"] = "A judge needs a name of at most 100 characters."
-    elif Judge.objects.filter(team=team, name=name).exclude(
-            pk=judge.pk if judge else None).exists():
-        problems["name"] = f"The team already has a judge named {name!r}."
+    if problem := judge_name_problem(team=team, name=name, judge=judge):
+        problems["name"] = problem
     clean["name"] = name
     provider = values["provider"]
     if provider not in CALLED_PROVIDERS:
@@ -220,27 +230,63 @@ def _judge_account(team: Team, name: str) -> User:
     return account
 
 
+def judge_audited(judge: Judge, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What an audit record says of a judge: every column of a called judge; of one that
+    grades in-process, only the columns it uses (LOCAL_AUDITED) and the settings its app
+    keeps beside it (`settings`, JSON values), none of the HTTP ones it has no use for."""
+    if judge.provider in CALLED_PROVIDERS:
+        return fields_of(judge)
+    return {**fields_of(judge, only=LOCAL_AUDITED), **(settings or {})}
+
+
 @transaction.atomic
 def judge_local_create(*, team: Team, by: User | None, name: str, provider: str, model: str,
-                       tags: list[str] | None = None) -> Judge:
+                       tags: list[str] | None = None, settings: dict[str, Any] | None = None
+                       ) -> Judge:
     """A judge that grades in-process (not one of CALLED_PROVIDERS: no URL, no key, no
     prompt), with its service account; the app that owns the provider keeps its settings
-    beside it. ValidationError naming the field for a taken name or a called provider."""
+    beside it and passes them (`settings`, JSON values) for the audit record.
+    ValidationError naming the field for a taken name or a called provider."""
     name = name.strip() if isinstance(name, str) else ""
-    if not name or len(name) > 100 or "\x00" in name:
-        raise ValidationError({"name": "A judge needs a name of at most 100 characters."})
-    if Judge.objects.filter(team=team, name=name).exists():
-        raise ValidationError({"name": f"The team already has a judge named {name!r}."})
+    if problem := judge_name_problem(team=team, name=name):
+        raise ValidationError({"name": problem})
     if provider in CALLED_PROVIDERS or provider not in Judge.Provider.values:
         raise ValidationError({"provider": f"{provider!r} is not an in-process grader."})
     judge = Judge.objects.create(team=team, user=_judge_account(team, name), name=name,
                                  provider=provider, base_url="", model=model,
                                  tags=normalize_tags(tags or []))
     audit_object(action=Action.JUDGE_CREATED, instance=judge, object_type="judge", actor=by,
-                 after=fields_of(judge))
+                 after=judge_audited(judge, settings))
     logger.info("judge %s (%s, %s) created in team %s by %s", judge.pk, judge.name, provider,
                 team.pk, getattr(by, "pk", None))
     return judge
+
+
+@transaction.atomic
+def judge_local_update(*, judge: Judge, by: User | None, name: str, is_active: bool,
+                       tags: list[str], model: str, settings_before: dict[str, Any],
+                       settings_after: dict[str, Any]) -> Judge:
+    """Change the own columns of a judge that grades in-process, for the app that keeps its
+    settings and changed them in the caller's transaction: `settings_before` and
+    `settings_after` (JSON values) go into the change's one audit record. Renaming keeps
+    the account; making it inactive pauses its running runs. ValidationError naming the
+    field; the caller's transaction then saves nothing."""
+    judge = Judge.objects.select_for_update().select_related("user").get(pk=judge.pk)
+    before = judge_audited(judge, settings_before)
+    name = name.strip() if isinstance(name, str) else ""
+    problems = {}
+    if problem := judge_name_problem(team=judge.team, name=name, judge=judge):
+        problems["name"] = problem
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        problems["tags"] = "must be a list of words"
+    if problems:
+        raise ValidationError(problems)
+    was_active = judge.is_active
+    judge.name, judge.is_active, judge.tags, judge.model = (
+        name, bool(is_active), normalize_tags(tags), model)
+    return _judge_changed(judge, by=by, before=before, was_active=was_active,
+                          update_fields=["name", "is_active", "tags", "model"],
+                          settings=settings_after)
 
 
 def _pause_runs(judge: Judge) -> None:
@@ -286,7 +332,7 @@ def judge_update(*, judge: Judge, by: User | None, **changes: Any) -> Judge:
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
     judge = Judge.objects.select_for_update().get(pk=judge.pk)
-    before = fields_of(judge)
+    before = judge_audited(judge)
     values = {key: changes.get(key, getattr(judge, key)) for key in SETTINGS}
     if "prompt_templates" not in changes:
         values["prompt_templates"] = dict(judge.prompt_templates or {})
@@ -294,7 +340,7 @@ def judge_update(*, judge: Judge, by: User | None, **changes: Any) -> Judge:
     api_key = changes.get("api_key") or ""
     if not isinstance(api_key, str) or "\x00" in api_key:
         raise ValidationError({"api_key": "must be text"})
-    update_fields = [*SETTINGS, "updated_at"]
+    update_fields = list(SETTINGS)
     if api_key.strip():
         judge.api_key_encrypted = encrypt_api_key(api_key.strip())
         update_fields.append("api_key_encrypted")
@@ -304,15 +350,23 @@ def judge_update(*, judge: Judge, by: User | None, **changes: Any) -> Judge:
     was_active = judge.is_active
     for key, value in clean.items():
         setattr(judge, key, value)
+    return _judge_changed(judge, by=by, before=before, was_active=was_active,
+                          update_fields=update_fields)
+
+
+def _judge_changed(judge: Judge, *, by: User | None, before: dict[str, Any], was_active: bool,
+                   update_fields: list[str], settings: dict[str, Any] | None = None) -> Judge:
+    """Every judge edit ends here: save the columns set on `judge`, keep its account's name,
+    pause its running runs when it was made inactive, and record the change once."""
     judge.updated_at = timezone.now()
-    judge.save(update_fields=update_fields)
+    judge.save(update_fields=[*update_fields, "updated_at"])
     if judge.user.first_name != judge.name[:150]:
         judge.user.first_name = judge.name[:150]
         judge.user.save(update_fields=["first_name"])
     if was_active and not judge.is_active:
         _pause_runs(judge)
     audit_object(action=Action.JUDGE_CHANGED, instance=judge, object_type="judge", actor=by,
-                 before=before, after=fields_of(judge))
+                 before=before, after=judge_audited(judge, settings))
     logger.info("judge %s (%s) changed by %s", judge.pk, judge.name, getattr(by, "pk", None))
     return judge
 
@@ -341,7 +395,7 @@ def judge_delete(*, judge: Judge) -> bool:
                          before={"is_active": True}, after={"is_active": False})
         return False
     audit_object(action=Action.JUDGE_DELETED, instance=judge, object_type="judge",
-                 before=fields_of(judge))
+                 before=judge_audited(judge))
     account = judge.user
     judge.delete()
     account.delete()  # its membership goes with it

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from judges import selectors, services, trial_calls, trust
 from judges.access import judge_get_for_user
 from judges.forms import JudgeForm, JudgeTestForm, TrustPolicyForm
+from judges.models import CALLED_PROVIDERS
 from searchtweak import access
 from searchtweak.forms import add_service_errors
 from searchtweak.views_shared import (
@@ -88,6 +89,9 @@ def judge_create(request: HttpRequest) -> HttpResponse:
 def judge_edit(request: HttpRequest, judge_id: int) -> HttpResponse:
     judge = judge_get_for_user(user=request.user, judge_id=judge_id,
                                minimum_role=selectors.CONFIGURATION_ROLE)
+    if judge.provider not in CALLED_PROVIDERS:
+        # A clicks grader's settings are behaviour's, on its own edit page.
+        return redirect("behaviour:click_grader_edit", judge_id=judge.pk)
     form = JudgeForm(request.POST or None, team=judge.team, judge=judge,
                      initial=JudgeForm.initial_for(judge))
     saved = form_saved_response(

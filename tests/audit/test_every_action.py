@@ -14,6 +14,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEvent
+from behaviour import learning
 from behaviour.models import BehaviourSource
 from behaviour.services import behaviour_source_create_collector
 from evaluations.endpoints.services import endpoint_update
@@ -614,6 +615,30 @@ def clicks_grader_made(p) -> Done:
                                          "provider": [None, "clicks"]}, answered=201)
 
 
+def clicks_grader_of(p):
+    source = behaviour_source_create_collector(team=p.team, user=p.lead, name="Shop front")
+    return learning.click_grader_create(team=p.team, by=None, name="Learned PBM",
+                                        source=source, click_model="pbm")
+
+
+def clicks_grader_changed(p) -> Done:
+    grader = clicks_grader_of(p)
+    answer = api(p.admin).patch(f"/api/v1/click-graders/{grader.judge_id}/", {
+        "click_model": "coec", "min_impressions": 20}, format="json")
+    return Done(answer.status_code, Action.JUDGE_CHANGED, "admin", "judge", grader.judge_id,
+                {"click_model": ["pbm", "coec"], "model": ["pbm", "coec"],
+                 "min_impressions": [10, 20]}, answered=200)
+
+
+def clicks_grader_edited(p) -> Done:
+    grader = clicks_grader_of(p)
+    answer = page(p.admin).post(f"/judges/clicks/{grader.judge_id}/", {
+        "name": "Learned PBM", "source": grader.source_id, "click_model": "pbm",
+        "min_impressions": 10, "cuts": "0.1, 0.2, 0.4", "is_active": "on"})
+    return Done(answer.status_code, Action.JUDGE_CHANGED, "admin", "judge", grader.judge_id,
+                {"cuts": [[], [0.1, 0.2, 0.4]]}, answered=302)
+
+
 def share_link_made(p) -> Done:
     evaluation = evaluation_with_slots(team=p.team)
     answer = page(p.lead).post(f"/share/new/?evaluation={evaluation.pk}", {"days": "3"})
@@ -666,6 +691,7 @@ ACTIONS: list[Callable] = [
     role_changed, member_removed, invitation_made, member_added, token_made, token_revoked,
     judgments_imported, judgments_exported, pool_exported, judge_calls_exported,
     audit_trail_exported, behaviour_imported, collector_opened, clicks_grader_made,
+    clicks_grader_changed, clicks_grader_edited,
     share_link_made, share_link_revoked,
     signed_in, sign_in_failed,
 ]

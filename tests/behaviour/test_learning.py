@@ -240,7 +240,8 @@ def test_the_api_makes_and_lists_clicks_graders(personas, simulated):
     assert made.json() == {
         "judge": judge.pk, "name": "API PBM", "team": personas.team.pk,
         "source": simulated.source.pk, "click_model": "pbm", "start_on": None,
-        "end_on": None, "min_impressions": 20, "cuts": [], "counts": False}
+        "end_on": None, "min_impressions": 20, "cuts": [], "tags": [], "is_active": True,
+        "counts": False}
     assert api.get("/api/v1/click-graders/").json()["results"] == [made.json()]
     bad = api.post("/api/v1/click-graders/", {
         "name": "Bad", "source": simulated.source.pk, "click_model": "pbm",

@@ -37,6 +37,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.views import APIView
 
+from behaviour.learning import click_grader_create
 from behaviour.services import behaviour_source_import_csv
 from evaluations.models import Evaluation, Keyword, KeywordSet, SearchModel
 from evaluations.query_sets.services import query_set_create
@@ -99,6 +100,7 @@ class Dataset:
     notification_id: int = 0  # the grader's
     unsubscribe_token: str = ""  # the grader's, for run_regressed
     behaviour_source_id: int = 0
+    click_grader_judge_id: int = 0  # a clicks grader learning from the CSV source
     share_link_id: int = 0
     share_token: str = ""  # the dashboard of `evaluation`
     share_compare_token: str = ""  # `second_evaluation` against `evaluation`
@@ -162,7 +164,13 @@ def _build() -> Dataset:
     _, graded_share_compare_token = share_link_create(
         evaluation=graded.evaluation, other_evaluation=graded_again.evaluation,
         created_by=users["lead"], days=7)
+    behaviour_source = behaviour_source_import_csv(
+        team=team, user=users["lead"], name="Counts",
+        lines=["keyword,doc_id,position,impressions,clicks", "boots,d1,1,10,2"])
     return Dataset(
+        click_grader_judge_id=click_grader_create(
+            team=team, by=users["admin"], name="Learned", source=behaviour_source,
+            click_model="pbm").judge_id,
         share_link_id=share_link.pk, share_token=share_token,
         share_compare_token=share_compare_token, graded_share_token=graded_share_token,
         graded_share_compare_token=graded_share_compare_token,
@@ -182,9 +190,7 @@ def _build() -> Dataset:
             user=users["grader"], team=team, event="run_regressed", text="nDCG fell").pk,
         unsubscribe_token=unsubscribe_token(user_id=users["grader"].pk,
                                             event="run_regressed"),
-        behaviour_source_id=behaviour_source_import_csv(
-            team=team, user=users["lead"], name="Counts",
-            lines=["keyword,doc_id,position,impressions,clicks", "boots,d1,1,10,2"]).pk,
+        behaviour_source_id=behaviour_source.pk,
     )
 
 
@@ -313,6 +319,10 @@ def _judge(d: Dataset) -> dict:
     return {"judge_id": d.judge.pk}
 
 
+def _click_grader(d: Dataset) -> dict:
+    return {"judge_id": d.click_grader_judge_id}
+
+
 def _evaluation_snapshot(d: Dataset) -> dict:
     return {"evaluation_id": d.evaluation.pk, "snapshot_id": d.snapshot_id}
 
@@ -424,6 +434,10 @@ TABLE: dict[str, Row] = {
     # Clicks graders are judges: leads list them, admins make them (an empty body: 400).
     "behaviour_api:click_graders": row(GET=(200, 200, 200, 403, 403, 200, 401, 401),
                                        POST=(400, 400, 403, 403, 403, 400, 401, 401)),
+    # One reads as the list does; admins change it (an empty PATCH changes nothing: 200).
+    "behaviour_api:click_grader": row(_click_grader,
+                                      GET=(200, 200, 200, 403, 403, 404, 401, 401),
+                                      PATCH=(200, 200, 403, 403, 403, 404, 401, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 200, 401, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 404, 401, 401)),
@@ -884,6 +898,10 @@ TABLE: dict[str, Row] = {
     # A clicks grader is a judge: the same admins make one.
     "behaviour:click_grader_create": row(GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
                                          POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN)),
+    # Its edit, as an LLM judge's (an empty POST is an unbound form: the page again).
+    "behaviour:click_grader_edit": row(_click_grader,
+                                       GET=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN),
+                                       POST=(200, 200, 403, 403, 403, 404, LOGIN, LOGIN)),
     "judges:judge_create": row(
         GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
         POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
