@@ -1,6 +1,8 @@
 """REST API of clicks graders: list a team's and read one (leads and admins, as judges are
-listed), make and change one (admins). Its runs, calibration and counts switch are the
-judges' API's: a clicks grader is a judge (`judge` is its id there)."""
+listed), make and change one (admins); and a judge run's learned grades with their
+evidence (whoever may read the run, as its CSV and JSON Lines). Its runs, calibration and
+counts switch are the judges' API's: a clicks grader is a judge (`judge` is its id
+there)."""
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
@@ -9,9 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from behaviour import learning
+from behaviour import evidence, learning
 from behaviour.models import BehaviourSource, ClickGrader
 from behaviour.selectors import click_grader_get_for_user
+from judges import run_selectors
 from judges import selectors as judge_selectors
 from judges.api_judges import team_id_param
 from searchtweak import access
@@ -140,3 +143,38 @@ def _team_source(grader: ClickGrader, source_id: int) -> BehaviourSource:
         raise ValidationError({"source": "The team has no behaviour source with this id."})
     return source
 
+
+class LearnedGradeSerializer(serializers.Serializer):
+    keyword = serializers.CharField()
+    doc_id = serializers.CharField()
+    position = serializers.IntegerField(help_text="The result's rank in its keyword, 1 first.")
+    status = serializers.CharField(help_text="The run item's: done, failed or skipped.")
+    grade = serializers.IntegerField(allow_null=True, help_text="Null: no grade learned.")
+    impressions = serializers.IntegerField()
+    clicks = serializers.IntegerField()
+    click_through = serializers.FloatField(allow_null=True,
+                                           help_text="Clicks over impressions, as shown.")
+    relevance = serializers.FloatField(allow_null=True, help_text="The estimated "
+                                       "click-through at position 1; null without a grade.")
+    click_model = serializers.CharField(help_text="What it was learned with: coec or pbm.")
+    source = serializers.CharField(help_text="The behaviour source's name.")
+    start_on = serializers.DateField(allow_null=True)
+    end_on = serializers.DateField(allow_null=True)
+    min_impressions = serializers.IntegerField()
+    failure = serializers.CharField(help_text="Why no grade (few_impressions); empty if one.")
+
+
+class JudgeRunLearnedApi(APIView):
+    pagination_class = PageNumberPagination
+
+    @extend_schema(responses=LearnedGradeSerializer(many=True),
+                   operation_id="judge_runs_learned_list",
+                   description="A judge run's learned grades with their evidence, in the "
+                               "evaluation's order (keyword, then rank), as the run's CSV and "
+                               "JSON Lines have them; none for an LLM judge's run. For "
+                               "whoever may read the run.")
+    def get(self, request: Request, run_id: int) -> Response:
+        run = run_selectors.run_get_for_user(user=request.user, run_id=run_id)
+        return paginated_response(self, request, evidence.run_evidence(run=run), lambda page: (
+            LearnedGradeSerializer([evidence.learned_record(row) for row in page],
+                                   many=True).data))

@@ -18,4 +18,6 @@ urlpatterns = [
     path("click-graders/", api_learning.ClickGraderListApi.as_view(), name="click_graders"),
     path("click-graders/<int:judge_id>/", api_learning.ClickGraderDetailApi.as_view(),
          name="click_grader"),
+    path("judge-runs/<int:run_id>/learned/", api_learning.JudgeRunLearnedApi.as_view(),
+         name="run_learned"),
 ]

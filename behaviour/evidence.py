@@ -113,18 +113,23 @@ def calibration_evidence(*, judge: Judge, evaluation: Evaluation,
 
 
 def export_records(*, run: JudgeRun) -> Iterator[dict[str, Any]]:
-    """One record per learned grade of the run (EXPORT_FIELDS), streamed in chunks: the
-    grade (none below the minimum impressions: `failure` says why), its evidence, and the
-    model, source, window and minimum it was learned with."""
+    """One record per learned grade of the run (learned_record), streamed in chunks."""
     for row in run_evidence(run=run).iterator(chunk_size=CHUNK_SIZE):
-        found = as_evidence(row)
-        yield {
-            "keyword": found.keyword, "doc_id": found.doc_id, "position": found.position,
-            "status": row.item.status, "grade": found.grade,
-            "impressions": found.impressions, "clicks": found.clicks,
-            "click_through": found.click_through, "relevance": found.relevance,
-            "click_model": row.click_model, "source": row.source.name,
-            "start_on": row.start_on.isoformat() if row.start_on else None,
-            "end_on": row.end_on.isoformat() if row.end_on else None,
-            "min_impressions": row.min_impressions, "failure": row.item.failure,
-        }
+        yield learned_record(row)
+
+
+def learned_record(row: LearnedGrade) -> dict[str, Any]:
+    """A learned grade as the export and the API give it (EXPORT_FIELDS): the grade (none
+    below the minimum impressions: `failure` says why), its evidence, and the model,
+    source, window and minimum it was learned with. `row` comes from run_evidence."""
+    found = as_evidence(row)
+    return {
+        "keyword": found.keyword, "doc_id": found.doc_id, "position": found.position,
+        "status": row.item.status, "grade": found.grade,
+        "impressions": found.impressions, "clicks": found.clicks,
+        "click_through": found.click_through, "relevance": found.relevance,
+        "click_model": row.click_model, "source": row.source.name,
+        "start_on": row.start_on.isoformat() if row.start_on else None,
+        "end_on": row.end_on.isoformat() if row.end_on else None,
+        "min_impressions": row.min_impressions, "failure": row.item.failure,
+    }

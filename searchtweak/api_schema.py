@@ -52,14 +52,18 @@ RESOURCE_TAGS: list[tuple[str, str, str]] = [
                 "metric table.",
      r"evaluations/\{evaluation_id\}/(keywords|metrics|compare|metric-table|gate|verdicts)/"
      r"|compare/"),
-    ("judges", "LLM judges, their runs, calibration, call logs and judge-human triage.",
-     r"evaluations/\{evaluation_id\}/(judge-runs|triage)/|judge-runs/|judges/"),
-    # Before evaluations: an evaluation's behaviour-fit is behaviour's.
+    # Before evaluations (an evaluation's behaviour-fit is behaviour's) and judges (a judge
+    # run's learned grades are).
     ("behaviour", "What users do: a team's behaviour sources (UBI logs, per-position click "
                   "counts, a collector a search front end posts UBI events to), their "
                   "online metrics per keyword, whether an evaluation's offline metrics "
-                  "predict them, and clicks graders (judges learned from clicks).",
-     r"behaviour-sources/|evaluations/\{evaluation_id\}/behaviour-fit/|click-graders/"),
+                  "predict them, clicks graders (judges learned from clicks) and the "
+                  "evidence of the grades they learned.",
+     r"behaviour-sources/|evaluations/\{evaluation_id\}/behaviour-fit/|click-graders/"
+     r"|judge-runs/\{run_id\}/learned/"),
+    ("judges", "Judges (LLM judges and clicks graders), their runs, calibration, call "
+               "logs and judge-human triage.",
+     r"evaluations/\{evaluation_id\}/(judge-runs|triage)/|judge-runs/|judges/"),
     ("evaluations", "Evaluations and their lifecycle (start, pause, finish, clone, archive), "
                     "the query sets (versioned keyword lists) they are created from, and "
                     "the schedules that re-run them at due times.",

@@ -9,6 +9,7 @@ import json
 import pytest
 from django.template import Context, Template
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from behaviour import evidence, learning
 from behaviour.models import BehaviourCount
@@ -189,3 +190,61 @@ def test_the_calibration_section_costs_a_fixed_number_of_queries(
     with django_assert_num_queries(3):
         html = template.render(Context({"judge": grader.judge, "evaluation": evaluation}))
     assert html.count("<tr><td>") == evidence.CALIBRATION_ROWS
+
+
+def test_the_api_pages_every_learned_grade_with_its_evidence(personas, learned):
+    simulated, grader, _evaluation, run = learned
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    url = f"/api/v1/judge-runs/{run.pk}/learned/"
+    first = api.get(url, {"page_size": 10})
+    assert first.status_code == 200
+    body = first.json()
+    assert (body["count"], len(body["results"]), body["previous"]) == (37, 10, None)
+    impressions, clicks = _sums(simulated.source, "query 0", "d0")
+    stored = run.items.get(snapshot__doc_id="d0", keyword__normalized_text="query 0").learned
+    assert body["results"][0] == {
+        "keyword": "query 0", "doc_id": "d0", "position": 1, "status": "done",
+        "grade": simulated.truth["query 0", "d0"], "impressions": impressions,
+        "clicks": clicks, "click_through": clicks / impressions,
+        "relevance": stored.relevance, "click_model": "pbm", "source": "simulated",
+        "start_on": None, "end_on": None, "min_impressions": 10, "failure": ""}
+    assert body["results"][6] | {"keyword": "-"} == {
+        "keyword": "-", "doc_id": "unseen", "position": 7, "status": "failed", "grade": None,
+        "impressions": 0, "clicks": 0, "click_through": None, "relevance": None,
+        "click_model": "pbm", "source": "simulated", "start_on": None, "end_on": None,
+        "min_impressions": 10, "failure": "few_impressions"}
+    # The pages together are the JSON Lines export, in its order.
+    last = api.get(url, {"page_size": 10, "page": 4}).json()
+    assert (len(last["results"]), last["next"]) == (7, None)
+    assert [record["doc_id"] for record in body["results"][:7]] == [
+        "d0", "d1", "d2", "d3", "d4", "d5", "unseen"]
+    exported = list(evidence.export_records(run=run))
+    assert last["results"] == exported[30:]
+    # Changing the grader changes nothing the run learned.
+    learning.click_grader_update(grader=grader, by=personas.admin, click_model="coec",
+                                 min_impressions=99)
+    assert api.get(url, {"page_size": 10}).json()["results"] == body["results"]
+
+
+def test_the_api_of_learned_grades_is_the_run_s_readers_only(personas, learned):
+    run = learned[3]
+    url = f"/api/v1/judge-runs/{run.pk}/learned/"
+    api = APIClient()
+    api.force_authenticate(personas.outsider)
+    assert api.get(url).status_code == 404
+    api.force_authenticate(personas.grader)
+    assert api.get(url).status_code == 403
+    api.force_authenticate(personas.lead)
+    assert api.post(url, {}, format="json").status_code == 405
+    assert api.get(url, {"page": 9}).status_code == 404  # past the last page
+    assert api.get("/api/v1/judge-runs/999999/learned/").status_code == 404
+
+
+def test_an_llm_judge_s_run_has_no_learned_grades_in_the_api(personas, learned):
+    judge = judge_with_account(personas.team, name="Picky")
+    run = run_of(judge, learned[2], status=JudgeRun.Status.DONE)
+    api = APIClient()
+    api.force_authenticate(personas.lead)
+    assert api.get(f"/api/v1/judge-runs/{run.pk}/learned/").json() == {
+        "count": 0, "next": None, "previous": None, "results": []}

@@ -438,6 +438,8 @@ TABLE: dict[str, Row] = {
     "behaviour_api:click_grader": row(_click_grader,
                                       GET=(200, 200, 200, 403, 403, 404, 401, 401),
                                       PATCH=(200, 200, 403, 403, 403, 404, 401, 401)),
+    # A run's learned grades, a page at a time: its readers', as its CSV and JSON Lines.
+    "behaviour_api:run_learned": row(_judge_run, GET=(200, 200, 200, 403, 403, 404, 401, 401)),
     "notifications_api:notifications_read_all": row(POST=(200, 200, 200, 200, 200, 200, 401, 401)),
     "notifications_api:notification_read": row(_notification,
                                                POST=(404, 404, 404, 200, 404, 404, 401, 401)),
