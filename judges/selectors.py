@@ -16,6 +16,9 @@ LIST_ROLE = Role.LEAD
 
 
 def judges_for_team(*, team_id: int) -> QuerySet[Judge]:
-    """The team's judges by name, each with its ``run_count``."""
-    return Judge.objects.filter(team_id=team_id).select_related("counts_granted_by").annotate(
+    """The team's judges by name, each with its ``run_count``, and a clicks grader with
+    how it learns (``click_grader`` and its source; None for an LLM judge) in the same
+    query."""
+    return Judge.objects.filter(team_id=team_id).select_related(
+        "counts_granted_by", "click_grader__source").annotate(
         run_count=Count("runs")).order_by("name", "id")

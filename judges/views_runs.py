@@ -26,7 +26,7 @@ def _panel_context(evaluation: Evaluation, form: RunStartForm) -> dict:
 @require_GET
 @login_required
 def evaluation_runs(request: HttpRequest, evaluation_id: int) -> HttpResponse:
-    """The "LLM judges" panel the evaluation page loads (htmx); a page of its own without."""
+    """The "Judges" panel the evaluation page loads (htmx); a page of its own without."""
     evaluation = run_selectors.evaluation_for_runs(user=request.user,
                                                    evaluation_id=evaluation_id)
     context = _panel_context(evaluation, RunStartForm(team_id=evaluation.team_id))

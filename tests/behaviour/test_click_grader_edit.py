@@ -7,6 +7,8 @@ from datetime import date
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEvent
@@ -252,3 +254,38 @@ def test_the_api_detail_is_its_team_s_and_changes_are_the_admins(personas, made)
     llm = judge_with_account(personas.team, name="Picky")
     assert _api(personas.admin).get(f"/api/v1/click-graders/{llm.pk}/").status_code == 404
 
+
+# --- where it is listed ------------------------------------------------------------------
+
+
+def test_the_judges_list_describes_each_kind_by_its_own_settings(
+        personas, made, client):
+    simulated, grader = made
+    learning.click_grader_update(grader=grader, by=personas.admin, min_impressions=40,
+                                 cuts=[0.06, 0.2, 0.5])
+    llm = judge_with_account(personas.team, name="Picky")
+    client.force_login(personas.admin)
+    html = client.get("/judges/").content.decode()
+    assert "<h1>Judges</h1>" in html and "LLM judges</h1>" not in html
+    clicks_row = html[html.index(f'data-testid="judge-{grader.judge_id}"'):]
+    clicks_row = clicks_row[:clicks_row.index("</tr>")]
+    assert "Position-based model (EM)" in clicks_row
+    assert ("Source <strong>simulated</strong>, all days; at least 40 impressions; cuts "
+            "0.06, 0.2, 0.5") in clicks_row
+    assert "Batches of" not in clicks_row
+    assert f'href="/judges/clicks/{grader.judge_id}/">Edit</a>' in clicks_row
+    llm_row = html[html.index(f'data-testid="judge-{llm.pk}"'):]
+    llm_row = llm_row[:llm_row.index("</tr>")]
+    assert f"Batches of {llm.batch_size}" in llm_row and "impressions" not in llm_row
+    # The grader and its source come with the judges: one more clicks grader, no more
+    # queries.
+    before = _list_queries(client)
+    learning.click_grader_create(team=personas.team, by=personas.admin, name="Second",
+                                 source=simulated.source, click_model="coec")
+    assert _list_queries(client) == before
+
+
+def _list_queries(client) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get("/judges/").status_code == 200
+    return len(captured)

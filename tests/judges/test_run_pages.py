@@ -54,7 +54,8 @@ def test_the_panel_lists_the_runs_with_their_counts(client, personas, evaluation
                     re.DOTALL).group(1)
     cells = [re.sub(r"<[^>]+>", "", cell).strip()
              for cell in re.findall(r"<td>(.*?)</td>", row, re.DOTALL)]
-    assert cells[:7] == ["Picky", "Shadow: grade everything, counting nothing", "Paused",
+    # The judge's name says which kind it is.
+    assert cells[:7] == ["Picky LLM judge", "Shadow: grade everything, counting nothing", "Paused",
                          "2", "1", "1", "lead"]
     assert reverse("judges:run_detail", args=[run.pk]) in row
 
