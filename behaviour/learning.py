@@ -128,8 +128,11 @@ def click_grader_update(*, grader: ClickGrader, by: User | None, **changes: Any
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
-    judge = Judge.objects.select_for_update().select_related("team").get(pk=grader.judge_id)
-    grader = ClickGrader.objects.select_for_update().select_related("source").get(pk=grader.pk)
+    # Only the judge's and the grader's rows are locked, not the team's or the source's.
+    judge = Judge.objects.select_for_update(of=("self",)).select_related("team").get(
+        pk=grader.judge_id)
+    grader = ClickGrader.objects.select_for_update(of=("self",)).select_related(
+        "source").get(pk=grader.pk)
     learning = {key: changes.get(key, getattr(grader, key)) for key in _LEARNING}
     before = click_grader_settings(**{key: getattr(grader, key) for key in _LEARNING})
     problems, learning["cuts"] = _learning_problems(team=judge.team, **learning)

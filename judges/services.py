@@ -271,7 +271,8 @@ def judge_local_update(*, judge: Judge, by: User | None, name: str, is_active: b
     `settings_after` (JSON values) go into the change's one audit record. Renaming keeps
     the account; making it inactive pauses its running runs. ValidationError naming the
     field; the caller's transaction then saves nothing."""
-    judge = Judge.objects.select_for_update().select_related("user").get(pk=judge.pk)
+    judge = Judge.objects.select_for_update(of=("self",)).select_related("user").get(
+        pk=judge.pk)
     before = judge_audited(judge, settings_before)
     name = name.strip() if isinstance(name, str) else ""
     problems = {}
