@@ -86,8 +86,12 @@ def world(personas):
     source = behaviour_source_import_csv(
         team=personas.team, user=None, name="Counts",
         lines=["keyword,doc_id,position,impressions,clicks", "boots,d1,1,10,2"])
+    from behaviour.learning import click_grader_create
+
+    clicks = click_grader_create(team=personas.team, by=None, name="Learned", source=source,
+                                 click_model="pbm")
     return {
-        "source_id": source.pk,
+        "source_id": source.pk, "clicks_judge_id": clicks.judge_id,
         "query_set_id": query_set.pk, "number": 1, "webhook_id": webhook.pk,
         "schedule_id": schedule.pk, "run_id": run.pk,
         "team_id": personas.team.pk, "endpoint_id": endpoint.pk, "model_id": model.pk,
@@ -100,6 +104,14 @@ def world(personas):
             team=personas.team, source="graded", target="binary",
             mapping={"0": 0, "1": 0, "2": 1, "3": 1}).pk,
     }
+
+
+def route_path(template: str, world: dict, **more) -> str:
+    """A route's path for the world's rows: a clicks grader's routes name its judge's id,
+    which must be the clicks grader's, not the world's LLM judge."""
+    if template.startswith("/api/v1/click-graders/{judge_id}/"):
+        more["judge_id"] = world["clicks_judge_id"]
+    return template.format(**(world | more))
 
 
 def _schema() -> dict:
@@ -160,7 +172,7 @@ def test_deep_nesting_lone_surrogates_and_nul_are_400s_naming_the_field_on_every
     client = client_for(personas.owner)
     before = stored_rows()
     for method, template, fields in json_routes():
-        path = template.format(**world)
+        path = route_path(template, world)
         response = _send(client, method, path, DEEP)
         assert response.status_code == 400, (method, path, response.content[:300])
         assert response.json() == {

@@ -9,7 +9,12 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from tests.searchtweak.test_api_errors import _schema, stored_rows, world  # noqa: F401
+from tests.searchtweak.test_api_errors import (  # noqa: F401
+    _schema,
+    route_path,
+    stored_rows,
+    world,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -113,7 +118,7 @@ def test_an_integer_out_of_range_is_a_400_naming_its_field_on_every_route(
     before = stored_rows()
     wrong = []
     for method, template, field, node in integer_fields():
-        path = template.format(**world)
+        path = route_path(template, world)
         for value in (HUGE, -HUGE, 2**63, -1):
             body = {field: _integer_values(schema, node, value)}
             if field == "grade" and value == -1:
@@ -133,7 +138,7 @@ def test_an_integer_query_parameter_out_of_range_is_never_a_server_error(
     client = client_for(personas.owner)
     wrong = []
     for template, name in integer_parameters():
-        path = template.format(**world, other_id=world["evaluation_id"])
+        path = route_path(template, world, other_id=world["evaluation_id"])
         for value in (HUGE, -HUGE, -1):
             response = client.get(path, {name: str(value)})
             # A page beyond the last is DRF's 404 "Invalid page."; anything else that is
