@@ -48,6 +48,8 @@ SETTINGS = ("name", "provider", "base_url", "model", "prompt_templates", "batch_
             "send_images")
 # The columns a judge that grades in-process uses (judge_audited).
 LOCAL_AUDITED = ("name", "provider", "model", "tags", "is_active", "user", "counts")
+LOCAL_EDITED_ELSEWHERE = ("A clicks grader is changed on its own edit page or with PATCH "
+                          "/api/v1/click-graders/<judge id>/.")
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -325,14 +327,17 @@ def judge_create(
 
 @transaction.atomic
 def judge_update(*, judge: Judge, by: User | None, **changes: Any) -> Judge:
-    """Change any setting of judge_create. An empty ``api_key`` keeps the stored key, a new
-    one replaces it, ``clear_api_key=True`` (with no new key) removes it. Renaming keeps
-    the account (its grades stay its own). Making a judge inactive pauses its running
-    runs."""
+    """Change any setting of judge_create (of a called judge: one that grades in-process is
+    its app's to change, judge_local_update). An empty ``api_key`` keeps the stored key, a
+    new one replaces it, ``clear_api_key=True`` (with no new key) removes it. Renaming
+    keeps the account (its grades stay its own). Making a judge inactive pauses its
+    running runs."""
     unknown = set(changes) - set(SETTINGS) - {"api_key", "clear_api_key"}
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "cannot be changed"})
     judge = Judge.objects.select_for_update().get(pk=judge.pk)
+    if judge.provider not in CALLED_PROVIDERS:
+        raise ValidationError({"provider": LOCAL_EDITED_ELSEWHERE})
     before = judge_audited(judge)
     values = {key: changes.get(key, getattr(judge, key)) for key in SETTINGS}
     if "prompt_templates" not in changes:

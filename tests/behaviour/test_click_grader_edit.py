@@ -255,6 +255,18 @@ def test_the_api_detail_is_its_team_s_and_changes_are_the_admins(personas, made)
     assert _api(personas.admin).get(f"/api/v1/click-graders/{llm.pk}/").status_code == 404
 
 
+def test_the_llm_judges_api_sends_a_clicks_grader_s_changes_to_its_own(personas, made):
+    _simulated, grader = made
+    before = _stored(grader)
+    answer = _api(personas.admin).patch(f"/api/v1/judges/{grader.judge_id}/",
+                                        {"name": "Renamed"}, format="json")
+    assert answer.status_code == 400
+    assert answer.json() == {"provider": [
+        "A clicks grader is changed on its own edit page or with PATCH "
+        "/api/v1/click-graders/<judge id>/."]}
+    assert _stored(grader) == before
+
+
 # --- where it is listed ------------------------------------------------------------------
 
 

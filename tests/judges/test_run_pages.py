@@ -1,4 +1,4 @@
-"""The run pages: the evaluation page's LLM judges panel (loaded by htmx), starting a run,
+"""The run pages: the evaluation page's judges panel (loaded by htmx), starting a run,
 a run's live progress, its actions and its failed pairs; who may see and do what."""
 
 import re
