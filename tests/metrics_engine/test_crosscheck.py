@@ -15,11 +15,17 @@ import pytest
 from metrics_engine import build_pool, evaluate_batch, rbo
 from tests.conftest import import_or_skip
 
-ranx = import_or_skip("ranx", reason="ranx is in the dev extra; CI installs it")
 pytrec_eval = import_or_skip("pytrec_eval", reason="pytrec-eval-terrier is in the dev extra")
 rbo_package = import_or_skip("rbo", reason="rbo is in the dev extra; CI installs it")
 
 KEYWORDS, POSITIONS, EXTRA = 60, 10, 4
+
+
+@pytest.fixture(scope="module")
+def ranx():
+    # Imported by the tests that use it, not when the module is collected: ranx brings
+    # numba, pandas and scipy, ~5 s of CPU that every test process paid to collect.
+    return import_or_skip("ranx", reason="ranx is in the dev extra; CI installs it")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +62,7 @@ def ours(metric, judged_runs, **params):
     return evaluate_batch(metric, grades, k=POSITIONS, scale="graded", params=params, pool=pool)
 
 
-def ranx_scores(qrels, run, metric):
+def ranx_scores(ranx, qrels, run, metric):
     qrels_object, run_object = ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run)
     ranx.evaluate(qrels_object, run_object, metric)
     return np.array([run_object.scores[metric][f"q{q}"] for q in range(KEYWORDS)])
@@ -81,10 +87,10 @@ def trec_scores(qrels, run, measure, key):
         ("ndcg", {"ideal": "pool", "gain": "exponential"}, "ndcg_burges@10", "pooled"),
     ],
 )
-def test_it_agrees_with_ranx(judged_runs, metric, params, ranx_metric, qrels_kind):
+def test_it_agrees_with_ranx(ranx, judged_runs, metric, params, ranx_metric, qrels_kind):
     _, _, retrieved, pooled, run = judged_runs
     qrels = retrieved if qrels_kind == "retrieved" else pooled
-    expected = ranx_scores(qrels, run, ranx_metric)
+    expected = ranx_scores(ranx, qrels, run, ranx_metric)
     actual = ours(metric, judged_runs, **params)
     defined = ~np.isnan(actual)  # recall is null where the pool has nothing relevant
     assert defined.sum() >= KEYWORDS * 0.8

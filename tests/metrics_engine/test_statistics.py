@@ -21,7 +21,12 @@ from metrics_engine.statistics import (
 )
 from tests.conftest import import_or_skip
 
-scipy_stats = import_or_skip("scipy.stats", reason="scipy comes with ranx in the dev extra")
+
+@pytest.fixture(scope="module")
+def scipy_stats():
+    # Imported by the two tests that use it, not when the module is collected (~2 s of
+    # CPU in every test process).
+    return import_or_skip("scipy.stats", reason="scipy comes with ranx in the dev extra")
 
 
 def test_coverage_counts_graded_slots_over_all_slots():
@@ -58,7 +63,7 @@ def test_cohen_kappa_by_hand():
     assert cohen_kappa([1, None], [None, 0]) is None
 
 
-def test_paired_comparison_counts_and_tests():
+def test_paired_comparison_counts_and_tests(scipy_stats):
     a = {"q1": 0.5, "q2": 0.25, "q3": 1.0, "q4": None, "q5": 0.0, "q6": 0.75}
     b = {"q1": 0.75, "q2": 0.25, "q3": 0.5, "q4": 1.0, "q5": 0.5, "q7": 1.0, "q6": 1.0}
     result = paired_comparison(a, b, resamples=2000, seed=3)
@@ -72,7 +77,7 @@ def test_paired_comparison_counts_and_tests():
     assert result == paired_comparison(a, b, resamples=2000, seed=3)
 
 
-def test_t_test_matches_scipy_on_random_samples():
+def test_t_test_matches_scipy_on_random_samples(scipy_stats):
     rng = np.random.default_rng(5)
     for size in (2, 3, 10, 200):
         deltas = rng.normal(0.2, 1.0, size)
