@@ -1,8 +1,9 @@
 """A set of keywords' online metrics over a window, in a few aggregated queries whatever
 the number of keywords: what the dashboard, a query set's page and the API show beside
 the offline metrics. They are read from the rollup (behaviour.rollup, docs/decisions/0028):
-one statement over a row per keyword for the whole log, two over a row per keyword and day
-for a window. Where the keywords' sums go deeper than the rollup's positions
+one statement over a row per keyword for the whole log or a window holding every day of the
+log (after a look at the log's first and last day), one over a row per keyword and day for a
+shorter window. Where the keywords' sums go deeper than the rollup's positions
 (ROLLUP_DEPTH), the figures are added up from the sums themselves (four statements, their
 time growing with the count rows: bench/online_panel.py).
 
@@ -113,8 +114,9 @@ def summary_from_rollup(*, source: BehaviourSource, keyword_texts: QuerySet, k: 
                         ) -> OnlineSummary | None:
     """The summary from the rollup; None where the keywords' sums in the window go deeper
     than ROLLUP_DEPTH (positions or first clicks), which the rollup does not hold one by
-    one. The whole log is one statement (a row per keyword); a window two (its rows
-    added up per keyword for the mean of CTR@k)."""
+    one. The whole log, or a window holding every day of it, is one statement over a row
+    per keyword; a shorter window one over its day rows (behaviour.rollup.window_sums),
+    after one query for the log's days."""
     if (start_on is None and end_on is None) or _covers_the_log(source, start_on, end_on):
         # A row per keyword: its CTR@k is the row's; keywords with count rows are counted.
         rows = BehaviourKeywordDay.objects.filter(source=source, keyword__in=keyword_texts,
