@@ -20,10 +20,11 @@ test_rollup.py).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 
 from behaviour.models import ROLLUP_DEPTH
@@ -166,3 +167,55 @@ def first_clicks_by_position(searches: QuerySet) -> dict[int, int]:
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return {int(position): int(total or 0) for position, total in cursor.fetchall()}
+
+
+WINDOW_WORK_MEM = "64MB"
+"""PostgreSQL's work_mem for the window statement: the mean over keywords groups 100,000
+keywords' rows in memory (about 32 MB) instead of sorting them through disk."""
+
+
+def window_sums(*, source_id: int, keyword_texts: QuerySet, k: int,
+                start_on: date | None, end_on: date | None) -> dict:
+    """The day rows of these keywords in the window (days both included, either open),
+    added up in one statement: {name: sum} for SUMMED, {name: max} for DEEPEST, and
+    `keywords` (those with count rows) and `mean` (the mean over them of CTR@k, a
+    keyword's clicks over impressions at positions up to k; None where none is shown).
+
+    The pooled sums are one aggregate over the rows; the mean groups the rows by keyword
+    carrying only what CTR@k needs. On PostgreSQL the statement runs with
+    WINDOW_WORK_MEM, so the grouping is a hash in memory, and without JIT, whose
+    compiling costs more than the statement saves (bench/RESULTS.md): both set for its
+    transaction only."""
+    model = _app_models().keyword_day
+    inner, params = keyword_texts.query.sql_with_params()
+    where, window = "", []
+    if start_on is not None:
+        where += " AND day >= %s"
+        window.append(connection.ops.adapt_datefield_value(start_on))
+    if end_on is not None:
+        where += " AND day <= %s"
+        window.append(connection.ops.adapt_datefield_value(end_on))
+    rows = (f"FROM {model._meta.db_table} WHERE source_id = %s AND whole = FALSE{where}"
+            f" AND keyword IN ({inner})")
+    top = range(1, min(k, ROLLUP_DEPTH) + 1)
+    shown = " + ".join(_column(model, f"impressions_{p}") for p in top)
+    clicked = " + ".join(_column(model, f"clicks_{p}") for p in top)
+    pooled = ", ".join([*(f"SUM({_column(model, name)})" for name in SUMMED),
+                        *(f"MAX({_column(model, name)})" for name in DEEPEST)])
+    statement = (
+        f"SELECT * FROM (SELECT {pooled} {rows}) pooled CROSS JOIN"
+        " (SELECT COUNT(*), AVG(CAST(clicked AS DOUBLE PRECISION)"
+        " / NULLIF(CAST(shown AS DOUBLE PRECISION), 0)) FROM"
+        f" (SELECT {_column(model, 'keyword')}, MAX({_column(model, 'count_depth')}) AS deepest,"
+        f" SUM({shown}) AS shown, SUM({clicked}) AS clicked {rows}"
+        " GROUP BY keyword) per_keyword WHERE deepest > 0) mean")
+    postgresql = connection.vendor == "postgresql"
+    # The settings hold for the transaction (one of its own unless the caller's).
+    with (transaction.atomic(savepoint=False) if postgresql else nullcontext(),
+          connection.cursor() as cursor):
+        if postgresql:
+            cursor.execute("SELECT set_config('work_mem', %s, true),"
+                           " set_config('jit', 'off', true)", [WINDOW_WORK_MEM])
+        cursor.execute(statement, [source_id, *window, *params] * 2)
+        found = cursor.fetchone()
+    return dict(zip([*SUMMED, *DEEPEST, "keywords", "mean"], found, strict=True))

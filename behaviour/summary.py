@@ -1,8 +1,9 @@
 """A set of keywords' online metrics over a window, in a few aggregated queries whatever
 the number of keywords: what the dashboard, a query set's page and the API show beside
 the offline metrics. They are read from the rollup (behaviour.rollup, docs/decisions/0028):
-one statement over a row per keyword for the whole log, two over a row per keyword and day
-for a window. Where the keywords' sums go deeper than the rollup's positions
+one statement over a row per keyword for the whole log or a window holding every day of the
+log (after a look at the log's first and last day), one over a row per keyword and day for a
+shorter window. Where the keywords' sums go deeper than the rollup's positions
 (ROLLUP_DEPTH), the figures are added up from the sums themselves (four statements, their
 time growing with the count rows: bench/online_panel.py).
 
@@ -22,7 +23,19 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
-from django.db.models import Avg, Case, Count, F, FloatField, Max, Q, QuerySet, Sum, When
+from django.db.models import (
+    Avg,
+    Case,
+    Count,
+    F,
+    FloatField,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+    When,
+)
 from django.db.models.functions import Cast, NullIf
 
 from behaviour.core.online import KeywordBehaviour, OnlineMetrics, online_metrics
@@ -33,7 +46,7 @@ from behaviour.models import (
     BehaviourSearches,
     BehaviourSource,
 )
-from behaviour.rollup import DEEPEST, SUMMED, first_clicks_by_position
+from behaviour.rollup import DEEPEST, SUMMED, first_clicks_by_position, window_sums
 from behaviour.selectors import rows_in_window
 
 
@@ -81,32 +94,43 @@ def _ratio(clicked, shown):
     return Cast(clicked, FloatField()) / NullIf(Cast(shown, FloatField()), 0.0)
 
 
+def _covers_the_log(source: BehaviourSource, start_on: date | None, end_on: date | None
+                    ) -> bool:
+    """Whether the window holds every day of the source's rollup, so that its whole rows
+    (each the sum of a keyword's day rows) are the window's sums. Never for a CSV, whose
+    whole rows are dayless sums that no window holds (one index probe at each end)."""
+    if source.kind == BehaviourSource.Kind.CSV:
+        return False
+    days = BehaviourKeywordDay.objects.filter(source=source, whole=False).aggregate(
+        first=Min("day"), last=Max("day"))
+    if days["first"] is None:
+        return False
+    return ((start_on is None or start_on <= days["first"])
+            and (end_on is None or days["last"] <= end_on))
+
+
 def summary_from_rollup(*, source: BehaviourSource, keyword_texts: QuerySet, k: int = 10,
                         start_on: date | None = None, end_on: date | None = None
                         ) -> OnlineSummary | None:
     """The summary from the rollup; None where the keywords' sums in the window go deeper
     than ROLLUP_DEPTH (positions or first clicks), which the rollup does not hold one by
-    one. The whole log is one statement (a row per keyword); a window two (its rows
-    added up per keyword for the mean of CTR@k)."""
-    rows = BehaviourKeywordDay.objects.filter(source=source, keyword__in=keyword_texts)
-    whole = start_on is None and end_on is None
-    if whole:
-        rows = rows.filter(whole=True)
-    else:
-        rows = rows.filter(whole=False)
-        if start_on is not None:
-            rows = rows.filter(day__gte=start_on)
-        if end_on is not None:
-            rows = rows.filter(day__lte=end_on)
-    per_keyword = {}
-    if whole:
+    one. The whole log, or a window holding every day of it, is one statement over a row
+    per keyword; a shorter window one over its day rows (behaviour.rollup.window_sums),
+    after one query for the log's days."""
+    if (start_on is None and end_on is None) or _covers_the_log(source, start_on, end_on):
         # A row per keyword: its CTR@k is the row's; keywords with count rows are counted.
-        per_keyword = {"keywords": Count("id", filter=Q(count_depth__gt=0)),
-                       "mean": Avg(_ratio(_top("clicks", k), _top("impressions", k)))}
-    # The aliases are not the fields' names: an aggregate may not refer to another.
-    found = rows.aggregate(**{f"all_{name}": Sum(name) for name in SUMMED},
-                           **{f"all_{name}": Max(name) for name in DEEPEST}, **per_keyword)
-    sums = {name.removeprefix("all_"): value for name, value in found.items()}
+        rows = BehaviourKeywordDay.objects.filter(source=source, keyword__in=keyword_texts,
+                                                  whole=True)
+        # The aliases are not the fields' names: an aggregate may not refer to another.
+        found = rows.aggregate(
+            **{f"all_{name}": Sum(name) for name in SUMMED},
+            **{f"all_{name}": Max(name) for name in DEEPEST},
+            keywords=Count("id", filter=Q(count_depth__gt=0)),
+            mean=Avg(_ratio(_top("clicks", k), _top("impressions", k))))
+        sums = {name.removeprefix("all_"): value for name, value in found.items()}
+    else:
+        sums = window_sums(source_id=source.pk, keyword_texts=keyword_texts, k=k,
+                           start_on=start_on, end_on=end_on)
     count_depth, first_depth = sums["count_depth"] or 0, sums["first_click_depth"] or 0
     if max(count_depth, first_depth) > ROLLUP_DEPTH:
         return None
@@ -114,14 +138,6 @@ def summary_from_rollup(*, source: BehaviourSource, keyword_texts: QuerySet, k: 
         return OnlineSummary(source=source, k=k, start_on=start_on, end_on=end_on,
                              keywords_with_behaviour=0, impressions=0, clicks=0, pooled=None,
                              mean_ctr_at_k=None)
-    if not whole:
-        per_keyword = rows.values("keyword").annotate(
-            deepest=Max("count_depth"), shown=Sum(_top("impressions", k)),
-            clicked=Sum(_top("clicks", k))).filter(deepest__gt=0).annotate(
-            ctr=_ratio("clicked", "shown")).aggregate(mean=Avg("ctr"),
-                                                      keywords=Count("keyword"))
-    else:
-        per_keyword = sums
     depth = max(count_depth, first_depth)
 
     def by_position(name: str) -> np.ndarray:
@@ -137,8 +153,8 @@ def summary_from_rollup(*, source: BehaviourSource, keyword_texts: QuerySet, k: 
         dwell_count=int(sums["dwell_count"] or 0)), k=k)
     return OnlineSummary(
         source=source, k=k, start_on=start_on, end_on=end_on,
-        keywords_with_behaviour=per_keyword["keywords"], impressions=int(impressions.sum()),
-        clicks=int(clicks.sum()), pooled=pooled, mean_ctr_at_k=per_keyword["mean"])
+        keywords_with_behaviour=sums["keywords"], impressions=int(impressions.sum()),
+        clicks=int(clicks.sum()), pooled=pooled, mean_ctr_at_k=sums["mean"])
 
 
 def summary_from_sums(*, source: BehaviourSource, keyword_texts: QuerySet, k: int = 10,

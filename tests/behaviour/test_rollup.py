@@ -10,12 +10,14 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 from django.apps import apps
+from django.db.models import Avg, Count, F, FloatField, Max, Sum
+from django.db.models.functions import Cast, NullIf
 
 from behaviour import services
 from behaviour.collector import collector_batch_store
 from behaviour.importing import CountRow, SearchesRow
 from behaviour.models import BehaviourCount, BehaviourKeywordDay, BehaviourSearches
-from behaviour.rollup import keyword_days_rebuild
+from behaviour.rollup import DEEPEST, SUMMED, keyword_days_rebuild, window_sums
 from behaviour.summary import online_summary, summary_from_rollup, summary_from_sums
 from evaluations.models import Keyword
 from tests.behaviour.test_collector import EVENTS, NOW, QUERIES
@@ -201,6 +203,78 @@ def test_the_migration_fills_the_rollup_of_sources_made_before_it(personas):
     assert before == {source.pk: {key: _fields(row) for key, row in rollup(source).items()}
                       for source in sources}
     assert BehaviourSearches.objects.exists()
+
+
+def orm_window_sums(source, keyword_texts, k, start_on, end_on) -> dict:
+    """What behaviour.rollup.window_sums adds up, as the ORM adds it up in two queries."""
+    rows = BehaviourKeywordDay.objects.filter(source=source, keyword__in=keyword_texts,
+                                              whole=False)
+    if start_on is not None:
+        rows = rows.filter(day__gte=start_on)
+    if end_on is not None:
+        rows = rows.filter(day__lte=end_on)
+    found = rows.aggregate(**{f"all_{name}": Sum(name) for name in SUMMED},
+                           **{f"all_{name}": Max(name) for name in DEEPEST})
+    shown = sum((F(f"impressions_{p}") for p in range(2, min(k, 10) + 1)),
+                F("impressions_1"))
+    clicked = sum((F(f"clicks_{p}") for p in range(2, min(k, 10) + 1)), F("clicks_1"))
+    per_keyword = rows.values("keyword").annotate(
+        deepest=Max("count_depth"), shown=Sum(shown), clicked=Sum(clicked)).filter(
+        deepest__gt=0).annotate(ctr=Cast("clicked", FloatField()) / NullIf(
+            Cast("shown", FloatField()), 0.0)).aggregate(mean=Avg("ctr"),
+                                                         keywords=Count("keyword"))
+    return {**{name.removeprefix("all_"): value for name, value in found.items()},
+            **per_keyword}
+
+
+@pytest.mark.parametrize("seed", [8, 9])
+def test_the_window_statement_is_the_orms_answer(personas, seed):
+    source = stored(personas, *random_log(np.random.default_rng(seed), keywords=30, days=6))
+    texts = evaluation_of(personas, [f"kw {n}" for n in range(0, 30, 2)] + ["unseen"])
+    for k in (1, 3, 10, 20):
+        for start, end in ((date(2026, 10, 2), date(2026, 10, 4)), (None, date(2026, 10, 1)),
+                           (date(2026, 10, 5), None), (date(2026, 12, 1), None)):
+            found = window_sums(source_id=source.pk, keyword_texts=texts, k=k,
+                                start_on=start, end_on=end)
+            expected = orm_window_sums(source, texts, k, start, end)
+            # Doubles added up in another order agree to the last bits.
+            for name in ("mean", "dwell_seconds_sum"):
+                assert close(found.pop(name), expected.pop(name))
+            assert {name: value or 0 for name, value in found.items()} == {
+                name: value or 0 for name, value in expected.items()}
+    assert window_sums(source_id=source.pk, keyword_texts=texts, k=10,
+                       start_on=date(2026, 10, 2), end_on=date(2026, 10, 4))["keywords"] > 0
+
+
+def test_a_window_over_every_day_of_the_log_reads_the_whole_rows(
+        personas, django_assert_num_queries):
+    counts, searches = random_log(np.random.default_rng(10), keywords=8, days=4)
+    source = stored(personas, counts, searches)
+    texts = evaluation_of(personas, [f"kw {n}" for n in range(8)])
+    first, last = min(row.day for row in counts), max(row.day for row in counts)
+    # The day rows are not read: were they, the doubled figures would show.
+    BehaviourKeywordDay.objects.filter(source=source, whole=True).update(
+        impressions_1=F("impressions_1") * 2)
+    whole = summary_from_rollup(source=source, keyword_texts=texts)
+    with django_assert_num_queries(2):
+        covering = summary_from_rollup(source=source, keyword_texts=texts,
+                                       start_on=first - timedelta(days=1), end_on=last)
+    assert covering.impressions == whole.impressions
+    assert covering.impressions > sum(row.impressions for row in counts)
+    # One day short: the day rows, not doubled.
+    short = summary_from_rollup(source=source, keyword_texts=texts, start_on=first,
+                                end_on=last - timedelta(days=1))
+    assert short.impressions == sum(row.impressions for row in counts if row.day < last)
+
+
+def test_a_window_over_a_csv_holds_nothing(personas):
+    source = import_csv(personas)
+    texts = evaluation_of(personas, list(BehaviourCount.objects.filter(
+        source=source).values_list("keyword", flat=True).distinct()))
+    assert summary_from_rollup(source=source, keyword_texts=texts).impressions > 0
+    empty = summary_from_rollup(source=source, keyword_texts=texts,
+                                start_on=date(2000, 1, 1), end_on=date(2100, 1, 1))
+    assert (empty.impressions, empty.pooled, empty.keywords_with_behaviour) == (0, None, 0)
 
 
 @pytest.mark.parametrize("seed", [6, 7])

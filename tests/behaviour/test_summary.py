@@ -6,6 +6,7 @@ from datetime import date
 from types import SimpleNamespace
 
 import pytest
+from django.db import connection
 from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
@@ -70,6 +71,14 @@ def test_the_summary_costs_one_query_or_two_for_a_window_however_many_keywords(
     with django_assert_num_queries(1):
         found = online_summary(source=source, keyword_texts=texts(evaluation), k=2)
     assert found.impressions == 9
+    # A window: the log's first and last day, then its figures (on PostgreSQL after the
+    # statement's own work_mem and JIT settings).
+    window_queries = 2 + (connection.vendor == "postgresql")
+    with django_assert_num_queries(window_queries):
+        found = online_summary(source=source, keyword_texts=texts(evaluation), k=2,
+                               start_on=date(2026, 11, 1), end_on=date(2026, 11, 1))
+    assert found.impressions == 6
+    # A window over every day of the log: its whole rows, in one statement after the days.
     with django_assert_num_queries(2):
         found = online_summary(source=source, keyword_texts=texts(evaluation), k=2,
                                start_on=date(2026, 11, 1), end_on=date(2026, 11, 2))
