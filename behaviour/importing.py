@@ -298,6 +298,9 @@ class UbiLog:
         return errors
 
     def count_rows(self) -> Iterator[CountRow]:
+        """The sums per (keyword, document, position, day). They are made here, before
+        this returns (SQLite steps a statement to its first row, which a GROUP BY reaches
+        after reading all it groups); the iterator only hands them out."""
         rows = self.db.execute("""
             WITH result AS (
                 SELECT query_id, object_id, position, max(clicked) AS clicked,
@@ -308,9 +311,10 @@ class UbiLog:
                    count(CASE WHEN r.clicked = 1 THEN r.dwell END)
             FROM result r JOIN query q ON q.query_id = r.query_id
             GROUP BY q.keyword, r.object_id, r.position, q.day""")
-        for keyword, doc_id, position, day, shown, clicks, dwell_sum, dwell_count in rows:
-            yield CountRow(keyword, doc_id, position, date.fromisoformat(day), shown, clicks,
-                           dwell_sum, dwell_count)
+        return (CountRow(keyword, doc_id, position, date.fromisoformat(day), shown, clicks,
+                         dwell_sum, dwell_count)
+                for keyword, doc_id, position, day, shown, clicks, dwell_sum, dwell_count
+                in rows)
 
     def searches_rows(self) -> Iterator[SearchesRow]:
         firsts: dict[tuple[str, str], list[int]] = {}
