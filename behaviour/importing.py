@@ -37,10 +37,13 @@ import json
 import math
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+import orjson
 
 from evaluations.models.keywords import Keyword
 
@@ -50,6 +53,7 @@ CLICK_ACTIONS = frozenset({"click", "click_through"})
 IMPRESSION_ACTIONS = frozenset({"impression"})
 BATCH_LINES = 10_000
 CSV_FIELDS = ("keyword", "doc_id", "position", "impressions", "clicks")
+T = TypeVar("T")
 
 
 @dataclass
@@ -81,8 +85,9 @@ class BadLine(Exception):
         self.field_name, self.why = field_name, why
 
 
-@dataclass(frozen=True)
-class CountRow:
+class CountRow(NamedTuple):
+    """One stored sum; its fields are BehaviourCount's, in the order they are copied."""
+
     keyword: str
     doc_id: str
     position: int
@@ -93,8 +98,9 @@ class CountRow:
     dwell_count: int
 
 
-@dataclass(frozen=True)
-class SearchesRow:
+class SearchesRow(NamedTuple):
+    """One stored searches row; its fields are BehaviourSearches'."""
+
     keyword: str
     day: date | None
     search_count: int
@@ -107,6 +113,40 @@ class Summary:
     event_count: int = 0
     window_start_at: datetime | None = None
     window_end_at: datetime | None = None
+
+
+def _read_lines(lines: Iterable[bytes | str], errors: LineErrors,
+                read: Callable[[dict, int], T]) -> Iterator[tuple[int, T]]:
+    """(line number, read(object, line number)) for each good line of an NDJSON file,
+    in order; blank lines are skipped, bad ones named in `errors`.
+
+    orjson parses a line first. A line it refuses, or whose object `read` finds bad (raises
+    BadLine), is parsed again by the standard library's json as it always was, and that
+    reading stands: the two parsers differ only where orjson cannot give the standard
+    library's object (an integer beyond 64 bits becomes a float, a float such as an id is
+    refused by `read`; NaN, Infinity and lone surrogates are refused by orjson), and the
+    messages a user reads are the standard library's. A good line is read once, by orjson.
+    """
+    for number, raw in enumerate(lines, start=1):
+        try:
+            found = orjson.loads(raw)
+            if type(found) is dict:
+                yield number, read(found, number)
+                continue
+        except (orjson.JSONDecodeError, BadLine):
+            pass
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                errors.add(number, "line", "not UTF-8")
+                continue
+        if not raw.strip():
+            continue
+        try:
+            yield number, read(_json_object(raw), number)
+        except BadLine as bad:
+            errors.add(number, bad.field_name, bad.why)
 
 
 def _text_lines(lines: Iterable[bytes | str], file: str, errors: LineErrors
@@ -131,6 +171,11 @@ def _keyword(value: object, field_name: str) -> str:
 
 
 def ubi_identifier(value: object, field_name: str) -> str:
+    if type(value) is str:  # the common case, first
+        text = value.strip()
+        if not text or len(text) > TEXT_LIMIT:
+            raise BadLine(field_name, f"empty or longer than {TEXT_LIMIT} characters")
+        return text
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise BadLine(field_name, "a string or an integer is needed")
     text = str(value).strip()
@@ -176,6 +221,10 @@ def ubi_query(found: dict) -> tuple[str, str, datetime, list[str]]:
         raise BadLine("query_response_hit_ids", "a list of ids is needed")
     return query_id, keyword, moment, [ubi_identifier(hit, "query_response_hit_ids")
                                        for hit in hits]
+
+
+def _ubi_query_at(found: dict, number: int) -> tuple[str, str, datetime, list[str]]:
+    return ubi_query(found)
 
 
 def ubi_event_row(found: dict, number: int | None) -> tuple | None:
@@ -243,14 +292,8 @@ class UbiLog:
     def read_queries(self, lines: Iterable[bytes | str]) -> LineErrors:
         errors = LineErrors("queries")
         shown: list[tuple] = []
-        for number, text in _text_lines(lines, "queries", errors):
-            if not text.strip():
-                continue
-            try:
-                query_id, keyword, moment, hit_ids = ubi_query(_json_object(text))
-            except BadLine as bad:
-                errors.add(number, bad.field_name, bad.why)
-                continue
+        for number, (query_id, keyword, moment, hit_ids) in _read_lines(
+                lines, errors, _ubi_query_at):
             try:
                 self.db.execute("INSERT INTO query VALUES (?, ?, ?, ?)",
                                 (query_id, keyword, moment.date().isoformat(), number))
@@ -275,14 +318,7 @@ class UbiLog:
     def read_events(self, lines: Iterable[bytes | str]) -> LineErrors:
         errors = LineErrors("events")
         staged: list[tuple] = []
-        for number, text in _text_lines(lines, "events", errors):
-            if not text.strip():
-                continue
-            try:
-                row = ubi_event_row(_json_object(text), number)
-            except BadLine as bad:
-                errors.add(number, bad.field_name, bad.why)
-                continue
+        for _, row in _read_lines(lines, errors, ubi_event_row):
             self.summary.event_count += 1
             if row is not None:
                 staged.append(row)
