@@ -3,9 +3,9 @@ per-position counts, into the sums a BehaviourSource keeps. No database writes h
 services.py stores what these return, after every line has been read and found good.
 
 Memory stays bounded whatever the log's size. A UBI log is staged line by line in a
-throw-away SQLite file (one row per query, and per result shown or clicked) and summed
-there with GROUP BY; Python holds one batch of lines at a time. A CSV is summed in a dict
-keyed by (keyword, document, position), as large as what is stored.
+throw-away SQLite file (one row per query, its hit ids as one JSON list, and one per event
+read) and summed there with GROUP BY; Python holds one batch of lines at a time. A CSV is
+summed in a dict keyed by (keyword, document, position), as large as what is stored.
 
 **UBI** (User Behavior Insights 1.x, o19s/ubi's schema, as OpenSearch's UBI plugin writes
 its `ubi_queries` and `ubi_events` indices), one JSON object a line:
@@ -269,6 +269,7 @@ class UbiLog:
             PRAGMA temp_store = FILE;
             CREATE TABLE query (query_id TEXT PRIMARY KEY, keyword TEXT NOT NULL,
                                 day TEXT NOT NULL, line INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE shown (query_id TEXT NOT NULL, hit_ids TEXT NOT NULL);
             CREATE TABLE seen (query_id TEXT NOT NULL, object_id TEXT NOT NULL,
                                position INTEGER NOT NULL, clicked INTEGER NOT NULL,
                                dwell REAL, line INTEGER);
@@ -304,12 +305,18 @@ class UbiLog:
                 continue
             self.summary.search_count += 1
             self._widen(moment)
-            shown.extend((query_id, hit, index, 0, None, None)
-                         for index, hit in enumerate(hit_ids, start=1))
+            if hit_ids:
+                # One row a query, not one a hit: staging a row costs more than SQLite's
+                # json_each takes to list the hits again when they are summed.
+                shown.append((query_id, orjson.dumps(hit_ids).decode()))
             if len(shown) >= BATCH_LINES:
-                self._stage(shown)
-        self._stage(shown)
+                self._show(shown)
+        self._show(shown)
         return errors
+
+    def _show(self, rows: list[tuple]) -> None:
+        self.db.executemany("INSERT INTO shown VALUES (?, ?)", rows)
+        rows.clear()
 
     def _stage(self, rows: list[tuple]) -> None:
         self.db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, ?)", rows)
@@ -341,7 +348,11 @@ class UbiLog:
             WITH result AS (
                 SELECT query_id, object_id, position, max(clicked) AS clicked,
                        max(dwell) AS dwell
-                FROM seen GROUP BY query_id, object_id, position)
+                FROM (SELECT query_id, object_id, position, clicked, dwell FROM seen
+                      UNION ALL
+                      SELECT s.query_id, h.value, h.key + 1, 0, NULL
+                      FROM shown s, json_each(s.hit_ids) h)
+                GROUP BY query_id, object_id, position)
             SELECT q.keyword, r.object_id, r.position, q.day, count(*), sum(r.clicked),
                    total(CASE WHEN r.clicked = 1 THEN r.dwell END),
                    count(CASE WHEN r.clicked = 1 THEN r.dwell END)
