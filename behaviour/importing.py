@@ -248,14 +248,18 @@ def ubi_event_row(found: dict, number: int | None) -> tuple | None:
     where = attributes.get("position")
     if not isinstance(where, dict):
         raise BadLine("event_attributes.position", "an object with an ordinal is needed")
-    position = _position(where.get("ordinal"), "event_attributes.position.ordinal")
+    position = where.get("ordinal")
+    if type(position) is not int or position < 1:  # the common case checked first
+        position = _position(position, "event_attributes.position.ordinal")
     dwell = attributes.get("dwell_time")
-    if dwell is not None and (isinstance(dwell, bool) or not isinstance(dwell, int | float)
-                              or not math.isfinite(dwell) or dwell < 0):
+    if dwell is not None and not (type(dwell) is float and 0 <= dwell < math.inf) and (
+            isinstance(dwell, bool) or not isinstance(dwell, int | float)
+            or not math.isfinite(dwell) or dwell < 0):
         raise BadLine("event_attributes.dwell_time", "seconds, a number from 0, needed")
-    clicked = action in CLICK_ACTIONS
-    return (query_id, object_id, position, int(clicked),
-            float(dwell) if clicked and dwell is not None else None, number)
+    if action in CLICK_ACTIONS:
+        return (query_id, object_id, position, 1,
+                None if dwell is None else float(dwell), number)
+    return (query_id, object_id, position, 0, None, number)
 
 
 class UbiLog:
