@@ -117,16 +117,12 @@ class Summary:
 
 def _read_lines(lines: Iterable[bytes | str], errors: LineErrors,
                 read: Callable[[dict, int], T]) -> Iterator[tuple[int, T]]:
-    """(line number, read(object, line number)) for each good line of an NDJSON file,
-    in order; blank lines are skipped, bad ones named in `errors`.
-
-    orjson parses a line first. A line it refuses, or whose object `read` finds bad (raises
-    BadLine), is parsed again by the standard library's json as it always was, and that
-    reading stands: the two parsers differ only where orjson cannot give the standard
-    library's object (an integer beyond 64 bits becomes a float, a float such as an id is
-    refused by `read`; NaN, Infinity and lone surrogates are refused by orjson), and the
-    messages a user reads are the standard library's. A good line is read once, by orjson.
-    """
+    """(line number, read(object, line number)) for each good line of an NDJSON file, in
+    order; blank lines skipped, bad ones named in `errors`. orjson parses a line first; a
+    line it refuses, or whose object `read` finds bad, is parsed again by the standard json,
+    whose reading and messages stand (they differ only where orjson cannot give its object:
+    an integer beyond 64 bits becomes a float; NaN, Infinity, lone surrogates; decision
+    0031)."""
     for number, raw in enumerate(lines, start=1):
         try:
             found = orjson.loads(raw)
@@ -223,10 +219,6 @@ def ubi_query(found: dict) -> tuple[str, str, datetime, list[str]]:
                                        for hit in hits]
 
 
-def _ubi_query_at(found: dict, number: int) -> tuple[str, str, datetime, list[str]]:
-    return ubi_query(found)
-
-
 def ubi_event_row(found: dict, number: int | None) -> tuple | None:
     """An event's staged row (query_id, object_id, position, clicked, dwell, number), or
     None for an action left out of the sums; BadLine names what is wrong. Shared with the
@@ -298,7 +290,7 @@ class UbiLog:
         errors = LineErrors("queries")
         shown: list[tuple] = []
         for number, (query_id, keyword, moment, hit_ids) in _read_lines(
-                lines, errors, _ubi_query_at):
+                lines, errors, lambda found, _: ubi_query(found)):
             try:
                 self.db.execute("INSERT INTO query VALUES (?, ?, ?, ?)",
                                 (query_id, keyword, moment.date().isoformat(), number))
