@@ -3,9 +3,9 @@ per-position counts, into the sums a BehaviourSource keeps. No database writes h
 services.py stores what these return, after every line has been read and found good.
 
 Memory stays bounded whatever the log's size. A UBI log is staged line by line in a
-throw-away SQLite file (one row per query, and per result shown or clicked) and summed
-there with GROUP BY; Python holds one batch of lines at a time. A CSV is summed in a dict
-keyed by (keyword, document, position), as large as what is stored.
+throw-away SQLite file (one row per query, its hit ids as one JSON list, and one per event
+read) and summed there with GROUP BY; Python holds one batch of lines at a time. A CSV is
+summed in a dict keyed by (keyword, document, position), as large as what is stored.
 
 **UBI** (User Behavior Insights 1.x, o19s/ubi's schema, as OpenSearch's UBI plugin writes
 its `ubi_queries` and `ubi_events` indices), one JSON object a line:
@@ -37,10 +37,13 @@ import json
 import math
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+import orjson
 
 from evaluations.models.keywords import Keyword
 
@@ -50,6 +53,7 @@ CLICK_ACTIONS = frozenset({"click", "click_through"})
 IMPRESSION_ACTIONS = frozenset({"impression"})
 BATCH_LINES = 10_000
 CSV_FIELDS = ("keyword", "doc_id", "position", "impressions", "clicks")
+T = TypeVar("T")
 
 
 @dataclass
@@ -81,8 +85,9 @@ class BadLine(Exception):
         self.field_name, self.why = field_name, why
 
 
-@dataclass(frozen=True)
-class CountRow:
+class CountRow(NamedTuple):
+    """One stored sum; its fields are BehaviourCount's, in the order they are copied."""
+
     keyword: str
     doc_id: str
     position: int
@@ -93,8 +98,9 @@ class CountRow:
     dwell_count: int
 
 
-@dataclass(frozen=True)
-class SearchesRow:
+class SearchesRow(NamedTuple):
+    """One stored searches row; its fields are BehaviourSearches'."""
+
     keyword: str
     day: date | None
     search_count: int
@@ -107,6 +113,36 @@ class Summary:
     event_count: int = 0
     window_start_at: datetime | None = None
     window_end_at: datetime | None = None
+
+
+def _read_lines(lines: Iterable[bytes | str], errors: LineErrors,
+                read: Callable[[dict, int], T]) -> Iterator[tuple[int, T]]:
+    """(line number, read(object, line number)) for each good line of an NDJSON file, in
+    order; blank lines skipped, bad ones named in `errors`. orjson parses a line first; a
+    line it refuses, or whose object `read` finds bad, is parsed again by the standard json,
+    whose reading and messages stand (they differ only where orjson cannot give its object:
+    an integer beyond 64 bits becomes a float; NaN, Infinity, lone surrogates; decision
+    0031)."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            found = orjson.loads(raw)
+            if type(found) is dict:
+                yield number, read(found, number)
+                continue
+        except (orjson.JSONDecodeError, BadLine):
+            pass
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                errors.add(number, "line", "not UTF-8")
+                continue
+        if not raw.strip():
+            continue
+        try:
+            yield number, read(_json_object(raw), number)
+        except BadLine as bad:
+            errors.add(number, bad.field_name, bad.why)
 
 
 def _text_lines(lines: Iterable[bytes | str], file: str, errors: LineErrors
@@ -131,6 +167,11 @@ def _keyword(value: object, field_name: str) -> str:
 
 
 def ubi_identifier(value: object, field_name: str) -> str:
+    if type(value) is str:  # the common case, first
+        text = value.strip()
+        if not text or len(text) > TEXT_LIMIT:
+            raise BadLine(field_name, f"empty or longer than {TEXT_LIMIT} characters")
+        return text
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise BadLine(field_name, "a string or an integer is needed")
     text = str(value).strip()
@@ -199,14 +240,18 @@ def ubi_event_row(found: dict, number: int | None) -> tuple | None:
     where = attributes.get("position")
     if not isinstance(where, dict):
         raise BadLine("event_attributes.position", "an object with an ordinal is needed")
-    position = _position(where.get("ordinal"), "event_attributes.position.ordinal")
+    position = where.get("ordinal")
+    if type(position) is not int or position < 1:  # the common case checked first
+        position = _position(position, "event_attributes.position.ordinal")
     dwell = attributes.get("dwell_time")
-    if dwell is not None and (isinstance(dwell, bool) or not isinstance(dwell, int | float)
-                              or not math.isfinite(dwell) or dwell < 0):
+    if dwell is not None and not (type(dwell) is float and 0 <= dwell < math.inf) and (
+            isinstance(dwell, bool) or not isinstance(dwell, int | float)
+            or not math.isfinite(dwell) or dwell < 0):
         raise BadLine("event_attributes.dwell_time", "seconds, a number from 0, needed")
-    clicked = action in CLICK_ACTIONS
-    return (query_id, object_id, position, int(clicked),
-            float(dwell) if clicked and dwell is not None else None, number)
+    if action in CLICK_ACTIONS:
+        return (query_id, object_id, position, 1,
+                None if dwell is None else float(dwell), number)
+    return (query_id, object_id, position, 0, None, number)
 
 
 class UbiLog:
@@ -220,6 +265,7 @@ class UbiLog:
             PRAGMA temp_store = FILE;
             CREATE TABLE query (query_id TEXT PRIMARY KEY, keyword TEXT NOT NULL,
                                 day TEXT NOT NULL, line INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE shown (query_id TEXT NOT NULL, hit_ids TEXT NOT NULL);
             CREATE TABLE seen (query_id TEXT NOT NULL, object_id TEXT NOT NULL,
                                position INTEGER NOT NULL, clicked INTEGER NOT NULL,
                                dwell REAL, line INTEGER);
@@ -243,14 +289,8 @@ class UbiLog:
     def read_queries(self, lines: Iterable[bytes | str]) -> LineErrors:
         errors = LineErrors("queries")
         shown: list[tuple] = []
-        for number, text in _text_lines(lines, "queries", errors):
-            if not text.strip():
-                continue
-            try:
-                query_id, keyword, moment, hit_ids = ubi_query(_json_object(text))
-            except BadLine as bad:
-                errors.add(number, bad.field_name, bad.why)
-                continue
+        for number, (query_id, keyword, moment, hit_ids) in _read_lines(
+                lines, errors, lambda found, _: ubi_query(found)):
             try:
                 self.db.execute("INSERT INTO query VALUES (?, ?, ?, ?)",
                                 (query_id, keyword, moment.date().isoformat(), number))
@@ -261,12 +301,18 @@ class UbiLog:
                 continue
             self.summary.search_count += 1
             self._widen(moment)
-            shown.extend((query_id, hit, index, 0, None, None)
-                         for index, hit in enumerate(hit_ids, start=1))
+            if hit_ids:
+                # One row a query, not one a hit: staging a row costs more than SQLite's
+                # json_each takes to list the hits again when they are summed.
+                shown.append((query_id, orjson.dumps(hit_ids).decode()))
             if len(shown) >= BATCH_LINES:
-                self._stage(shown)
-        self._stage(shown)
+                self._show(shown)
+        self._show(shown)
         return errors
+
+    def _show(self, rows: list[tuple]) -> None:
+        self.db.executemany("INSERT INTO shown VALUES (?, ?)", rows)
+        rows.clear()
 
     def _stage(self, rows: list[tuple]) -> None:
         self.db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, ?)", rows)
@@ -275,14 +321,7 @@ class UbiLog:
     def read_events(self, lines: Iterable[bytes | str]) -> LineErrors:
         errors = LineErrors("events")
         staged: list[tuple] = []
-        for number, text in _text_lines(lines, "events", errors):
-            if not text.strip():
-                continue
-            try:
-                row = ubi_event_row(_json_object(text), number)
-            except BadLine as bad:
-                errors.add(number, bad.field_name, bad.why)
-                continue
+        for _, row in _read_lines(lines, errors, ubi_event_row):
             self.summary.event_count += 1
             if row is not None:
                 staged.append(row)
@@ -298,19 +337,27 @@ class UbiLog:
         return errors
 
     def count_rows(self) -> Iterator[CountRow]:
+        """The sums per (keyword, document, position, day). They are made here, before
+        this returns (SQLite steps a statement to its first row, which a GROUP BY reaches
+        after reading all it groups); the iterator only hands them out."""
         rows = self.db.execute("""
             WITH result AS (
                 SELECT query_id, object_id, position, max(clicked) AS clicked,
                        max(dwell) AS dwell
-                FROM seen GROUP BY query_id, object_id, position)
+                FROM (SELECT query_id, object_id, position, clicked, dwell FROM seen
+                      UNION ALL
+                      SELECT s.query_id, h.value, h.key + 1, 0, NULL
+                      FROM shown s, json_each(s.hit_ids) h)
+                GROUP BY query_id, object_id, position)
             SELECT q.keyword, r.object_id, r.position, q.day, count(*), sum(r.clicked),
                    total(CASE WHEN r.clicked = 1 THEN r.dwell END),
                    count(CASE WHEN r.clicked = 1 THEN r.dwell END)
             FROM result r JOIN query q ON q.query_id = r.query_id
             GROUP BY q.keyword, r.object_id, r.position, q.day""")
-        for keyword, doc_id, position, day, shown, clicks, dwell_sum, dwell_count in rows:
-            yield CountRow(keyword, doc_id, position, date.fromisoformat(day), shown, clicks,
-                           dwell_sum, dwell_count)
+        return (CountRow(keyword, doc_id, position, date.fromisoformat(day), shown, clicks,
+                         dwell_sum, dwell_count)
+                for keyword, doc_id, position, day, shown, clicks, dwell_sum, dwell_count
+                in rows)
 
     def searches_rows(self) -> Iterator[SearchesRow]:
         firsts: dict[tuple[str, str], list[int]] = {}

@@ -81,3 +81,36 @@ def test_the_sums_follow_the_rules_line_for_line(queries, events):
     assert counts == expected_counts
     assert searches == expected_searches
     assert log.summary.event_count == len(events)
+
+
+def _event(object_id: str, position: str = "1", dwell: str = "") -> bytes:
+    """An event line written by hand, so its numbers are exactly the literals given."""
+    extra = f', "dwell_time": {dwell}' if dwell else ""
+    return (f'{{"action_name": "click", "query_id": "q1", "timestamp": '
+            f'"2026-11-02T10:00:00Z", "event_attributes": {{"object": {{"object_id": '
+            f'{object_id}}}, "position": {{"ordinal": {position}}}{extra}}}}}\n').encode()
+
+
+QUERY_LINE = (b'{"query_id": "q1", "user_query": "Boots", "timestamp": '
+              b'"2026-11-02T09:59:00Z", "query_response_hit_ids": []}\n')
+
+
+def test_lines_orjson_reads_otherwise_are_read_as_the_standard_json_reads_them():
+    # orjson makes an integer beyond 64 bits a float (an id the rules refuse) and refuses
+    # NaN; the standard library's reading is the one that stands.
+    big = "123456789012345678901234567890"
+    lines = [_event(big), _event('"d\\u00e9"', dwell="2.5"), _event('"x"', dwell="NaN"),
+             _event('"y"', position="1.0"), b"\xff\xfe\n", b"   \n"]
+    with UbiLog() as log:
+        assert log.read_queries([QUERY_LINE]).count == 0
+        errors = log.read_events(lines)
+        assert errors.named == [
+            "events line 3, event_attributes.dwell_time: seconds, a number from 0, needed",
+            "events line 4, event_attributes.position.ordinal: a whole number from 1 is "
+            "needed",
+            "events line 5, line: not UTF-8"]
+        assert errors.count == 3
+        assert log.summary.event_count == 2
+        assert sorted((r.doc_id, r.impressions, r.clicks, r.dwell_seconds_sum, r.dwell_count)
+                      for r in log.count_rows()) == [(big, 1, 1, 0.0, 0),
+                                                     ("dé", 1, 1, 2.5, 1)]
