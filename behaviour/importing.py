@@ -157,9 +157,20 @@ def _text_lines(lines: Iterable[bytes | str], file: str, errors: LineErrors
         yield number, raw
 
 
+def _text(value: str, field_name: str) -> str:
+    # The standard json reads "\ud800" as a lone surrogate, which no database stores.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadLine(field_name, "holds a lone surrogate, which is not text") from None
+    return value
+
+
 def _keyword(value: object, field_name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise BadLine(field_name, "a non-empty string is needed")
+    _text(value, field_name)
     normalized = Keyword.normalize(value)
     if len(normalized) > TEXT_LIMIT:
         raise BadLine(field_name, f"longer than {TEXT_LIMIT} characters")
@@ -171,7 +182,7 @@ def ubi_identifier(value: object, field_name: str) -> str:
         text = value.strip()
         if not text or len(text) > TEXT_LIMIT:
             raise BadLine(field_name, f"empty or longer than {TEXT_LIMIT} characters")
-        return text
+        return _text(text, field_name)
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise BadLine(field_name, "a string or an integer is needed")
     text = str(value).strip()

@@ -259,6 +259,10 @@ def test_a_bad_batch_answers_400_naming_the_items(personas):
                                    "events": [dict(EVENTS[0], action_name="")]})
     assert answer.status_code == 400
     assert answer.json()["events"][0] == "events[0], action_name: a non-empty string is needed"
+    # A lone surrogate (JSON's "\ud800") is no text any database stores: refused, not a 500.
+    lone = post(client, source, {"queries": recent([dict(QUERIES[0], user_query="x\ud800")])})
+    assert lone.status_code == 400
+    assert "lone surrogate" in json.dumps(lone.json())
     assert post(client, source, ["not", "an", "object"]).status_code == 400
     assert post(client, source, {}).json() == {
         "events": ["The batch has neither queries nor events."]}

@@ -114,3 +114,21 @@ def test_lines_orjson_reads_otherwise_are_read_as_the_standard_json_reads_them()
         assert sorted((r.doc_id, r.impressions, r.clicks, r.dwell_seconds_sum, r.dwell_count)
                       for r in log.count_rows()) == [(big, 1, 1, 0.0, 0),
                                                      ("dé", 1, 1, 2.5, 1)]
+
+
+def test_a_lone_surrogate_is_a_bad_line_named_where_it_is_not_a_crash():
+    # orjson refuses "\ud800"; the standard json reads it as a lone surrogate, which
+    # neither SQLite's staging nor PostgreSQL can store.
+    with UbiLog() as log:
+        errors = log.read_queries([
+            QUERY_LINE,
+            b'{"query_id": "q\\ud800", "user_query": "x", "timestamp": "2026-11-02T09:59:00Z"}\n',
+            b'{"query_id": "q2", "user_query": "x\\udc00y", "timestamp": '
+            b'"2026-11-02T09:59:00Z"}\n'])
+        assert errors.named == [
+            "queries line 2, query_id: holds a lone surrogate, which is not text",
+            "queries line 3, user_query: holds a lone surrogate, which is not text"]
+        events = log.read_events([_event('"d\\ud800"'), _event('"d\\u00e9"')])
+        assert events.named == ["events line 1, event_attributes.object.object_id: holds a "
+                                "lone surrogate, which is not text"]
+        assert [row.doc_id for row in log.count_rows()] == ["dé"]
