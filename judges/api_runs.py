@@ -161,6 +161,10 @@ class EvaluationJudgeRunEstimateApi(APIView):
                                         help_text="At the judge's prices; null without.")
         currency = serializers.CharField()
         problem = serializers.CharField(help_text="Why there is no estimate; empty if none.")
+        makes_calls = serializers.BooleanField(
+            help_text="False for a clicks grader: it learns here, so no call, cost 0 and "
+                      "no cache (how many pairs have enough impressions is known once the "
+                      "run has learned).")
 
     @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
                    operation_id="evaluation_judge_runs_estimate",
