@@ -96,11 +96,13 @@ class EvaluationJudgeRunsApi(APIView):
             queryset=Judge.objects.none(), help_text="A judge of the evaluation's team.")
         mode = serializers.ChoiceField(choices=JudgeRun.Mode.choices)
         refresh_cache = serializers.BooleanField(
-            default=False, help_text="Ask again even where the cache holds an answer.")
+            default=False, help_text="Ask again even where the cache holds an answer. An "
+                                     "LLM judge's only: true for a clicks grader is a 400.")
         budget = serializers.DecimalField(
             max_digits=12, decimal_places=4, required=False, allow_null=True, default=None,
             help_text="The most the run may spend at the judge's prices (which it needs): "
-                      "it pauses before a call would take it over.")
+                      "it pauses before a call would take it over. An LLM judge's only: a "
+                      "clicks grader costs nothing, and a budget for one is a 400.")
 
         def __init__(self, *args: Any, team_id: int = 0, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -159,6 +161,10 @@ class EvaluationJudgeRunEstimateApi(APIView):
                                         help_text="At the judge's prices; null without.")
         currency = serializers.CharField()
         problem = serializers.CharField(help_text="Why there is no estimate; empty if none.")
+        makes_calls = serializers.BooleanField(
+            help_text="False for a clicks grader: it learns here, so no call, cost 0 and "
+                      "no cache (how many pairs have enough impressions is known once the "
+                      "run has learned).")
 
     @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
                    operation_id="evaluation_judge_runs_estimate",

@@ -42,6 +42,8 @@ class RunEstimate:
     currency: str
     problem: str = ""
     """Why no estimate could be made (the scale is gone, the template cannot render)."""
+    makes_calls: bool = True
+    """False for a judge that grades here (a clicks grader): no call, no cost, no cache."""
 
 
 def _batches_of(pairs: list[tuple[int, int]], batch_size: int) -> list[list[int]]:
@@ -71,8 +73,7 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
         return RunEstimate(**empty, problem=f"the evaluation's scale {evaluation.scale!r} "
                                             "is gone")
     if judge.provider not in CALLED_PROVIDERS:
-        return RunEstimate(**empty, problem=f"{judge.get_provider_display().lower()} makes no "
-                                            "calls and costs nothing")
+        return RunEstimate(**{**empty, "cost": Decimal(0)}, makes_calls=False)
     template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[snapshot_id for snapshot_id, _ in pairs]).only(

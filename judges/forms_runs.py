@@ -13,6 +13,20 @@ NEEDS_COUNTS = ("Needs a judge that counts: a judge counts once a shadow run has
                 "against your graders.")
 
 
+# Fields only a judge that calls a model has: a clicks grader has no cache and costs nothing.
+LLM_ONLY = ("refresh_cache", "budget")
+
+
+def judge_kind_label(judge: Judge) -> str:
+    """What a judge is, as the picker says it: "LLM · <provider> <model>" or
+    "clicks · <model> on <source>" (a clicks judge with its click_grader and source
+    loaded)."""
+    if judge.provider == Judge.Provider.CLICKS:
+        grader = judge.click_grader
+        return f"clicks · {grader.click_model.upper()} on {grader.source.name}"
+    return f"LLM · {judge.provider} {judge.model}"
+
+
 class _JudgeSelect(forms.Select):
     """Each judge's option says whether it counts (data-counts), so static/judges/runs.js
     can disable the counting modes for one that does not."""
@@ -59,11 +73,31 @@ class RunStartForm(forms.Form):
         super().__init__(*args, **kwargs)
         judges = run_selectors.judges_for_start(team_id=team_id)
         self.fields["judge"].queryset = judges
+        self.fields["judge"].label_from_instance = (
+            lambda judge: f"{judge.name} — {judge_kind_label(judge)}")
         self.judges = list(judges)
+        self.chosen = self._chosen_judge()
+        if self.chosen is not None and self.chosen.provider == Judge.Provider.CLICKS:
+            for name in LLM_ONLY:
+                del self.fields[name]
         self.non_counting = [judge.name for judge in self.judges if not judge.counts]
         self.fields["mode"].widget = _ModeSelect(
             choices=self.fields["mode"].choices,
             any_counts=any(judge.counts for judge in self.judges))
+
+    def _chosen_judge(self) -> Judge | None:
+        """The judge the form is for: the one sent, else the first offered. A clicks
+        grader's form has no LLM_ONLY fields (what it learns from is shown instead)."""
+        if not self.judges:
+            return None
+        sent = str(self.data.get("judge", "")) if self.is_bound else ""
+        return next((judge for judge in self.judges if str(judge.pk) == sent), self.judges[0])
+
+    def options(self) -> dict[str, Any]:
+        """What run_start takes besides judge and mode, with the defaults of a form
+        without them (a clicks grader's)."""
+        return {"refresh_cache": self.cleaned_data.get("refresh_cache", False),
+                "budget": self.cleaned_data.get("budget")}
 
 
 class CallFilterForm(forms.Form):

@@ -59,8 +59,10 @@ def runs_of_evaluation(*, evaluation: Evaluation) -> QuerySet[JudgeRun]:
 
 
 def judges_for_start(*, team_id: int) -> QuerySet[Judge]:
-    """The judges a lead may pick to start a run: the team's active ones."""
-    return Judge.objects.filter(team_id=team_id, is_active=True).order_by("name", "id")
+    """The judges a lead may pick to start a run: the team's active ones, with what a
+    clicks grader learns from (the picker names it)."""
+    return (Judge.objects.filter(team_id=team_id, is_active=True)
+            .select_related("click_grader__source").order_by("name", "id"))
 
 
 def runs_of_judge(*, judge: Judge) -> QuerySet[JudgeRun]:

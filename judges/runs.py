@@ -29,7 +29,7 @@ from judges import tasks
 from judges.batch_claiming import COUNTING_MODES
 from judges.lanes import lane_calls
 from judges.local_graders import local_dispatcher
-from judges.models import Judge, JudgeRun, JudgeRunItem
+from judges.models import CALLED_PROVIDERS, Judge, JudgeRun, JudgeRunItem
 from judges.run_selectors import token_cost
 from judgments.models import FeedbackSlot
 from judgments.queue_selectors import tags_route
@@ -96,6 +96,21 @@ def pairs_to_ask(*, evaluation: Evaluation, mode: str, judge_user: User
     return [(row["snapshot_id"], row["keyword_id"]) for row in rows]
 
 
+def _check_local_options(*, judge: Judge, refresh_cache: bool, budget: Decimal | None
+                         ) -> None:
+    """A judge that grades here (a clicks grader) calls nothing: no cache to skip, no cost
+    to cap. Asking for either is a mistake about what it is, so it is refused, not dropped."""
+    problems = {}
+    if refresh_cache:
+        problems["refresh_cache"] = (f"{judge.name!r} learns from clicks and keeps no cache: "
+                                     "every run learns again.")
+    if budget is not None:
+        problems["budget"] = (f"{judge.name!r} learns from clicks and makes no call, so it "
+                              "costs nothing and takes no budget.")
+    if problems:
+        raise ValidationError(problems)
+
+
 def _check_budget(*, judge: Judge, budget: Decimal) -> None:
     if budget <= 0:
         raise ValidationError({"budget": "A budget is more than zero (or left empty)."})
@@ -111,6 +126,8 @@ def run_start(*, judge: Judge, evaluation: Evaluation, mode: str, started_by: Us
     """A run with one item per snapshot to ask about; its lanes start after commit. With a
     budget, it pauses before a call would take its spend over it (judges.budgets)."""
     _check_can_run(judge=judge, evaluation=evaluation, mode=mode)
+    if judge.provider not in CALLED_PROVIDERS:
+        _check_local_options(judge=judge, refresh_cache=refresh_cache, budget=budget)
     if budget is not None:
         _check_budget(judge=judge, budget=budget)
     Judge.objects.select_for_update().filter(pk=judge.pk).first()  # one start at a time

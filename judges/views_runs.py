@@ -45,8 +45,7 @@ def run_start(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         try:
             run = runs.run_start(judge=form.cleaned_data["judge"], evaluation=evaluation,
                                  mode=form.cleaned_data["mode"], started_by=request.user,
-                                 refresh_cache=form.cleaned_data["refresh_cache"],
-                                 budget=form.cleaned_data["budget"])
+                                 **form.options())
         except ValidationError as error:
             add_service_errors(form, error)
         else:
@@ -59,8 +58,9 @@ def run_start(request: HttpRequest, evaluation_id: int) -> HttpResponse:
 @require_GET
 @login_required
 def run_estimate(request: HttpRequest, evaluation_id: int) -> HttpResponse:
-    """What the run the start form describes would cost (judges.estimates): the panel loads
-    it (htmx) when the form changes; without htmx, the panel with it."""
+    """What the run the start form describes would cost (judges.estimates): the estimate
+    loads it (htmx); a change of the form asks for the form with it (a clicks grader's
+    form has other parts); without htmx, the panel with it."""
     evaluation = run_selectors.evaluation_for_runs(user=request.user,
                                                    evaluation_id=evaluation_id)
     form = RunStartForm(request.GET, team_id=evaluation.team_id)
@@ -69,10 +69,11 @@ def run_estimate(request: HttpRequest, evaluation_id: int) -> HttpResponse:
         data = form.cleaned_data
         estimate = estimates.judge_run_estimate(judge=data["judge"], evaluation=evaluation,
                                                 mode=data["mode"],
-                                                refresh_cache=data["refresh_cache"])
+                                                refresh_cache=form.options()["refresh_cache"])
     context = {**_panel_context(evaluation, form), "estimate": estimate}
     if request.htmx:
-        return render(request, "judges/_run_estimate.html", context)
+        part = "_run_start" if request.htmx.target == "judge-run-start" else "_run_estimate"
+        return render(request, f"judges/{part}.html", context)
     return render(request, "judges/evaluation_runs.html", context,
                   status=400 if form.errors else 200)
 

@@ -253,18 +253,6 @@ def test_the_api_makes_and_lists_clicks_graders(personas, simulated):
         format="json").status_code == 404
 
 
-def test_the_run_form_s_estimate_of_a_clicks_grader_says_it_costs_nothing(
-        personas, simulated, client):
-    grader = grader_of(personas, simulated)
-    evaluation = evaluation_of(personas.team, simulated)
-    client.force_login(personas.lead)
-    page = client.get(f"/evaluations/{evaluation.pk}/judge-runs/estimate/",
-                      {"judge": grader.judge.pk, "mode": "shadow"})
-    assert page.status_code == 200
-    assert "No estimate: learned from clicks makes no calls and costs nothing." in \
-        page.content.decode()
-
-
 def test_a_lead_starts_a_clicks_run_from_the_evaluation_s_run_panel(
         personas, simulated, client, django_capture_on_commit_callbacks):
     grader = grader_of(personas, simulated)

@@ -13,6 +13,8 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from behaviour import learning
+from behaviour.demo import demo_behaviour_ensure
 from evaluations.models import Evaluation, EvaluationMetric
 from judges.models import Judge, JudgeRun
 from judgments.models import FeedbackSlot
@@ -103,11 +105,26 @@ def test_a_judge_grades_the_demo_beside_people(browser, live_server):
             grader.keyboard.press(key)
             expect(grader.get_by_test_id("mine-count")).to_have_text(str(mine))
 
-        # The lead runs the judge in shadow from the evaluation page.
+        # The lead runs the judge in shadow from the evaluation page. The picker names
+        # each judge's kind; picking the team's clicks grader swaps the LLM judge's cache
+        # and budget for what the grader learns from, and a note that it costs nothing.
+        source = demo_behaviour_ensure(team=evaluation.team, evaluation=evaluation)
+        learning.click_grader_create(team=evaluation.team, by=None, name="Visits",
+                                     source=source, click_model="pbm")
         lead = log_in(context(), live_server, "lead")
         lead.goto(f"{live_server.url}/evaluations/{evaluation.pk}/")
         panel = lead.get_by_test_id("judge-runs")
         expect(panel.get_by_test_id("needs-counts")).to_contain_text("Demo judge")
+        expect(panel.get_by_label("Budget")).to_be_visible()
+        expect(panel.get_by_test_id("run-estimate")).to_contain_text("Estimate:")
+        panel.get_by_label("Judge").select_option(label=f"Visits — clicks · PBM on {source.name}")
+        expect(panel.get_by_test_id("learns-source")).to_have_text(source.name)
+        expect(panel.get_by_label("Budget")).to_have_count(0)
+        expect(panel.get_by_test_id("estimate-local")).to_contain_text("Costs nothing")
+        lead.screenshot(path=str(ARTIFACTS / "judge-run-form-clicks.png"), full_page=True)
+        panel.get_by_label("Judge").select_option(label="Demo judge — LLM · openai fake-model")
+        expect(panel.get_by_label("Budget")).to_be_visible()
+        expect(panel.get_by_test_id("run-learns")).to_have_count(0)
         panel.get_by_label("Mode").select_option(JudgeRun.Mode.SHADOW)
         panel.get_by_role("button", name="Start").click()
         expect(lead.get_by_test_id("run-status")).to_have_text("Done", timeout=60_000)
