@@ -18,6 +18,7 @@ from judges import run_selectors
 from judges import selectors as judge_selectors
 from judges.api_judges import team_id_param
 from searchtweak import access
+from searchtweak.api_changes import sent_changes
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import TEAM_PARAM, body_team, create_in_team_response
 from searchtweak.integers import ID_MAX, api_id
@@ -126,11 +127,7 @@ class ClickGraderDetailApi(APIView):
     def patch(self, request: Request, judge_id: int) -> Response:
         grader = click_grader_get_for_user(user=request.user, judge_id=judge_id,
                                            minimum_role=judge_selectors.CONFIGURATION_ROLE)
-        serializer = ClickGraderChangeSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        # Partial: only the keys sent, not the serializer's defaults.
-        changes = {key: value for key, value in serializer.validated_data.items()
-                   if key in request.data}
+        changes = sent_changes(ClickGraderChangeSerializer, request, leave_out=())
         if "source" in changes:
             changes["source"] = _team_source(grader, changes["source"])
         grader = learning.click_grader_update(grader=grader, by=request.user, **changes)

@@ -1,11 +1,11 @@
-"""Reading behaviour files: UBI query and event logs (NDJSON) and a plain CSV of
-per-position counts, into the sums a BehaviourSource keeps. No database writes here:
-services.py stores what these return, after every line has been read and found good.
+"""Reading behaviour files into the sums a BehaviourSource keeps: UBI query and event logs
+(NDJSON) here, a plain CSV of per-position counts in behaviour.importing_csv. No database
+writes here: services.py stores what these return, after every line has been read and
+found good.
 
 Memory stays bounded whatever the log's size. A UBI log is staged line by line in a
 throw-away SQLite file (one row per query, its hit ids as one JSON list, and one per event
-read) and summed there with GROUP BY; Python holds one batch of lines at a time. A CSV is
-summed in a dict keyed by (keyword, document, position), as large as what is stored.
+read) and summed there with GROUP BY; Python holds one batch of lines at a time.
 
 **UBI** (User Behavior Insights 1.x, o19s/ubi's schema, as OpenSearch's UBI plugin writes
 its `ubi_queries` and `ubi_events` indices), one JSON object a line:
@@ -22,17 +22,12 @@ A result is shown in a search at a position when the query's hit ids list it the
 impression or click event names it there; it is clicked once however many click events
 name it (so clicks ≤ impressions, as click models need), its dwell the longest given.
 
-**CSV**: a header `keyword,doc_id,position,impressions,clicks[,dwell_seconds]`;
-`dwell_seconds` is the mean dwell time of the row's clicks. Rows repeating a (keyword,
-doc_id, position) add up.
-
 A bad line is named (file, line number, field, why) and counted; the first
 MAX_NAMED_ERRORS are named, all are counted, and a file with any stores nothing.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sqlite3
@@ -52,7 +47,6 @@ TEXT_LIMIT = 500
 CLICK_ACTIONS = frozenset({"click", "click_through"})
 IMPRESSION_ACTIONS = frozenset({"impression"})
 BATCH_LINES = 10_000
-CSV_FIELDS = ("keyword", "doc_id", "position", "impressions", "clicks")
 T = TypeVar("T")
 
 
@@ -131,13 +125,8 @@ def _read_lines(lines: Iterable[bytes | str], errors: LineErrors,
                 continue
         except (orjson.JSONDecodeError, BadLine):
             pass
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                errors.add(number, "line", "not UTF-8")
-                continue
-        if not raw.strip():
+        raw = decoded_line(raw, number, errors)
+        if raw is None or not raw.strip():
             continue
         try:
             yield number, read(_json_object(raw), number)
@@ -145,16 +134,15 @@ def _read_lines(lines: Iterable[bytes | str], errors: LineErrors,
             errors.add(number, bad.field_name, bad.why)
 
 
-def _text_lines(lines: Iterable[bytes | str], file: str, errors: LineErrors
-                ) -> Iterator[tuple[int, str]]:
-    for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                errors.add(number, "line", "not UTF-8")
-                continue
-        yield number, raw
+def decoded_line(raw: bytes | str, number: int, errors: LineErrors) -> str | None:
+    """The line as text; None, named in `errors`, when it is not UTF-8."""
+    if not isinstance(raw, bytes):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        errors.add(number, "line", "not UTF-8")
+        return None
 
 
 def _text(value: str, field_name: str) -> str:
@@ -167,7 +155,7 @@ def _text(value: str, field_name: str) -> str:
     return value
 
 
-def _keyword(value: object, field_name: str) -> str:
+def normalized_keyword(value: object, field_name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise BadLine(field_name, "a non-empty string is needed")
     _text(value, field_name)
@@ -221,7 +209,7 @@ def ubi_query(found: dict) -> tuple[str, str, datetime, list[str]]:
     """A query's (query_id, normalised keyword, timestamp, hit ids shown); BadLine names
     what is wrong."""
     query_id = ubi_identifier(found.get("query_id"), "query_id")
-    keyword = _keyword(found.get("user_query"), "user_query")
+    keyword = normalized_keyword(found.get("user_query"), "user_query")
     moment = _timestamp(found.get("timestamp"))
     hits = found.get("query_response_hit_ids") or []
     if not isinstance(hits, list):
@@ -384,77 +372,3 @@ class UbiLog:
                 "SELECT keyword, day, count(*) FROM query GROUP BY keyword, day"):
             yield SearchesRow(keyword, date.fromisoformat(day), count,
                               firsts.get((keyword, day), []))
-
-
-def read_csv(lines: Iterable[bytes | str]) -> tuple[dict[tuple[str, str, int], list],
-                                                    Summary, LineErrors]:
-    """{(keyword, doc_id, position): [impressions, clicks, dwell sum, dwell count]}."""
-    errors = LineErrors("CSV")
-    sums: dict[tuple[str, str, int], list] = {}
-    summary = Summary()
-    numbered = _text_lines(lines, "CSV", errors)
-    header: list[str] | None = None
-    for row in _csv_rows(numbered):
-        number, cells = row
-        if header is None:
-            header = [cell.strip().lower() for cell in cells]
-            if tuple(header[:5]) != CSV_FIELDS or header[5:] not in ([], ["dwell_seconds"]):
-                errors.add(number, "header",
-                           "expected keyword,doc_id,position,impressions,clicks"
-                           "[,dwell_seconds]")
-                return sums, summary, errors
-            continue
-        if not any(cell.strip() for cell in cells):
-            continue
-        try:
-            key, counts = _csv_counts(cells, header)
-        except BadLine as bad:
-            errors.add(number, bad.field_name, bad.why)
-            continue
-        summary.event_count += 1
-        found = sums.setdefault(key, [0, 0, 0.0, 0])
-        for index, value in enumerate(counts):
-            found[index] += value
-    if header is None:
-        errors.add(1, "header", "the file is empty")
-    return sums, summary, errors
-
-
-def _csv_rows(numbered: Iterator[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
-    # One physical line a row: a keyword or document id with a newline has no place here.
-    for number, text in numbered:
-        yield number, next(csv.reader([text.rstrip("\r\n")]), [])
-
-
-def _count(value: str, field_name: str) -> int:
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise BadLine(field_name, f"{value.strip()[:40]!r} is not a whole number") from None
-    if number < 0:
-        raise BadLine(field_name, "cannot be negative")
-    return number
-
-
-def _csv_counts(cells: list[str], header: list[str]) -> tuple[tuple[str, str, int], list]:
-    if len(cells) != len(header):
-        raise BadLine("line", f"{len(cells)} fields where the header has {len(header)}")
-    keyword = _keyword(cells[0], "keyword")
-    doc_id = ubi_identifier(cells[1], "doc_id")
-    position = _count(cells[2], "position")
-    if position < 1:
-        raise BadLine("position", "positions count from 1")
-    impressions, clicks = _count(cells[3], "impressions"), _count(cells[4], "clicks")
-    if clicks > impressions:
-        raise BadLine("clicks", "more clicks than impressions")
-    dwell_sum, dwell_count = 0.0, 0
-    if len(header) == 6 and cells[5].strip():
-        try:
-            dwell = float(cells[5])
-        except ValueError:
-            raise BadLine("dwell_seconds", f"{cells[5].strip()[:40]!r} is not a number") \
-                from None
-        if not math.isfinite(dwell) or dwell < 0:
-            raise BadLine("dwell_seconds", "seconds, a number from 0, needed")
-        dwell_sum, dwell_count = dwell * clicks, clicks
-    return (keyword, doc_id, position), [impressions, clicks, dwell_sum, dwell_count]

@@ -20,7 +20,8 @@ from django.db import transaction
 
 from audit.models import Action
 from audit.services import audit_object, fields_of
-from behaviour.importing import CountRow, SearchesRow, UbiLog, read_csv
+from behaviour.importing import CountRow, SearchesRow, UbiLog
+from behaviour.importing_csv import read_csv
 from behaviour.models import BehaviourCount, BehaviourSearches, BehaviourSource
 from behaviour.rollup import keyword_days_rebuild
 from searchtweak.bulk_insert import bulk_insert_rows

@@ -19,6 +19,7 @@ from evaluations.events import By
 from evaluations.models import Evaluation, EvaluationMetric, KeywordSet, SearchModel
 from evaluations.query_sets import services as query_set_services
 from evaluations.services import configuration, lifecycle
+from searchtweak.api_changes import sent_changes
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -276,10 +277,7 @@ class EvaluationDetailApi(APIView):
     def patch(self, request: Request, evaluation_id: int) -> Response:
         evaluation = selectors.evaluation_get_for_user(
             user=request.user, evaluation_id=evaluation_id, minimum_role=Role.LEAD)
-        serializer = EvaluationInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        changes = {key: value for key, value in serializer.validated_data.items()
-                   if key in request.data and key != "team"}
+        changes = sent_changes(EvaluationInputSerializer, request)
         changes = _resolve_model(changes, evaluation.team_id)
         evaluation = configuration.evaluation_update(evaluation=evaluation, **changes)
         return Response(_evaluation_data(evaluation))

@@ -17,6 +17,7 @@ from judges.core.prompts import Document
 from judges.models import CALLED_PROVIDER_CHOICES, Judge
 from judges.services import MAX_RETRIES
 from searchtweak import access
+from searchtweak.api_changes import sent_changes
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -194,11 +195,7 @@ class JudgeDetailApi(APIView):
     def patch(self, request: Request, judge_id: int) -> Response:
         judge = judge_get_for_user(user=request.user, judge_id=judge_id,
                                    minimum_role=selectors.CONFIGURATION_ROLE)
-        serializer = JudgeInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        # Partial: only keys the caller sent, not the serializer's defaults.
-        changes = {key: value for key, value in serializer.validated_data.items()
-                   if key in request.data and key != "team"}
+        changes = sent_changes(JudgeInputSerializer, request)
         judge = services.judge_update(judge=judge, by=request.user, **changes)
         return Response(JudgeOutputSerializer(judge).data)
 

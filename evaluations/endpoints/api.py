@@ -15,6 +15,7 @@ from evaluations.endpoints import services
 from evaluations.endpoints.services import LIMIT_MAXIMUMS
 from evaluations.models import Endpoint, SearchModel
 from evaluations.services import keywords as keyword_services
+from searchtweak.api_changes import sent_changes
 from searchtweak.api_pagination import PageNumberPagination, paginated_response
 from searchtweak.api_shared import (
     TEAM_PARAM,
@@ -176,12 +177,7 @@ class EndpointDetailApi(APIView):
     def patch(self, request: Request, endpoint_id: int) -> Response:
         endpoint = selectors.endpoint_get_for_user(user=request.user, endpoint_id=endpoint_id,
                                                    minimum_role=Role.ADMIN)
-        serializer = EndpointInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        changes = dict(serializer.validated_data)
-        changes.pop("team", None)
-        # Partial: only keys the caller sent, not the serializer's defaults.
-        changes = {key: value for key, value in changes.items() if key in request.data}
+        changes = sent_changes(EndpointInputSerializer, request)
         endpoint = services.endpoint_update(endpoint=endpoint, **changes)
         return Response(EndpointOutputSerializer(endpoint).data)
 
@@ -307,11 +303,8 @@ class SearchModelDetailApi(APIView):
     def patch(self, request: Request, model_id: int) -> Response:
         model = selectors.search_model_get_for_user(user=request.user, model_id=model_id,
                                                     minimum_role=Role.ADMIN)
-        serializer = SearchModelInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        changes = {key: value for key, value in serializer.validated_data.items()
-                   if key in request.data and key != "team"}
-        changes = _model_changes(request, changes, model.team_id)
+        changes = _model_changes(request, sent_changes(SearchModelInputSerializer, request),
+                                 model.team_id)
         model = services.search_model_update(model=model, **changes)
         return Response(SearchModelOutputSerializer(model).data)
 
