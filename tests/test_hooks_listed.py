@@ -50,6 +50,16 @@ def _names_of(thing: object) -> set[str]:
             if value is thing}
 
 
+def _every_object() -> list:
+    """gc.get_objects() with the frozen ones too: the test process freezes what its
+    collection built (tests/startup.py), signals included, and get_objects leaves them out."""
+    gc.unfreeze()
+    try:
+        return gc.get_objects()
+    finally:
+        gc.freeze()
+
+
 def receivers(project: Callable[[str], bool] = is_project) -> dict[str, set[str]]:
     """{listener's dotted name: the names its signals go by} for every live signal's
     receivers that are project functions."""
@@ -57,7 +67,7 @@ def receivers(project: Callable[[str], bool] = is_project) -> dict[str, set[str]
     # type(), not isinstance(): isinstance asks a lazy object or a weak proxy for its
     # __class__, which evaluates the one (a CSP nonce outside a request raises) and raises
     # ReferenceError for the other once its referent is gone.
-    for signal in [thing for thing in gc.get_objects()
+    for signal in [thing for thing in _every_object()
                    if issubclass(type(thing), Signal | CelerySignal)]:
         for entry in list(signal.receivers):
             receiver = entry[1]() if isinstance(entry[1], weakref.ReferenceType) else entry[1]
