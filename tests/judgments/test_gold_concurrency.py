@@ -22,6 +22,7 @@ CLAIMS_EACH = 50  # 1,000 claims in all
 GOLD_ITEMS = 30
 
 
+@pytest.mark.slow_reason("twenty threads make 1,000 claims through the API on PostgreSQL")
 def test_twenty_graders_lose_nothing_and_meet_the_gold_rate(personas):
     if connection.vendor != "postgresql":
         skip_or_fail("row locks (FOR UPDATE SKIP LOCKED) need PostgreSQL: set DATABASE_URL")

@@ -295,6 +295,8 @@ def property_evaluation(graders):
     )
 
 
+@pytest.mark.slow_reason("a property test: up to 12 grade changes per example, each recomputed"
+                         " and compared with a recompute from scratch (deeper in CI)")
 @given(changes=st.lists(
     st.tuples(st.sampled_from(["alpha", "beta"]), st.integers(1, 3), st.integers(0, 2),
               st.one_of(st.none(), st.integers(0, 3))),
