@@ -1,10 +1,11 @@
 """The pages a walk of the demo found hard to use, at the two sizes people use them.
 
-At 390 px (a phone) Compare, Compare many, Feedback and Triage need no sideways scrolling,
+At 390 px (a phone) Compare, Compare many, Feedback, Triage and Judges need no sideways scrolling,
 neither of the page nor of a row inside its table's box: their tables are a card per row
 (`table.stack`, static/css/app.css and static/js/app.js), and the Feedback actions (Set,
 Make gold, Reset) and Adjudicate sit inside the screen. At 1366 px (a laptop) the main menu
-is one line for an admin, a lead and a grader.
+is one line for an admin, a lead and a grader, and the judges' trust bar keeps its inputs on
+one line whatever the length of their help.
 """
 
 import pytest
@@ -81,6 +82,7 @@ def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, 
                          f"&evaluation={evaluation}", "many-keywords"),
         "feedback": (f"/feedback/evaluations/{evaluation}/", "feedback-table"),
         "triage": (f"/evaluations/{evaluation}/triage/", "triage"),
+        "judges": ("/judges/", "judges"),
     }
     for name, (url, table) in pages.items():
         _visit(visitor, url)
@@ -115,4 +117,14 @@ def test_the_main_menu_is_one_line_on_a_laptop_for_every_role(browser, live_serv
         assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"walk-menu-{username}-1366.png"))
+        if username == "admin":
+            # The trust bar's fields carry help of different lengths: their inputs and the
+            # button stay on one line, not pushed up by the longest help.
+            _visit(visitor, "/judges/")
+            form = page.get_by_test_id("trust-policy").locator("form")
+            tops = [round(box["y"]) for box in (
+                form.locator(selector).nth(index).bounding_box()
+                for selector in ("input:not([type=hidden])", "button")
+                for index in range(form.locator(selector).count()))]
+            assert len(tops) == 5 and max(tops) - min(tops) <= 4, tops
         visitor.context.close()
