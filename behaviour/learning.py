@@ -29,6 +29,7 @@ from behaviour.core.click_models import ClickCounts
 from behaviour.core.learned import cuts_problem, grades_from_relevance, learned_relevance
 from behaviour.models import BehaviourSource, ClickGrader, LearnedGrade
 from behaviour.selectors import pair_position_counts
+from evaluations.models import Evaluation, Snapshot
 from judges import queries as judge_queries
 from judges.batch_claiming import COUNTING_MODES
 from judges.batch_storing import finish_if_done
@@ -152,10 +153,10 @@ def click_grader_update(*, grader: ClickGrader, by: User | None, **changes: Any
     return grader
 
 
-def _learn(grader: ClickGrader, items: list[tuple], scale: core.Scale
-           ) -> dict[int, tuple[int, int, float | None, int | None]]:
-    """{item id: (impressions, clicks, relevance or None, grade or None)}."""
-    keywords = sorted({keyword for _pk, _snapshot, _doc, keyword in items})
+def _fit(grader: ClickGrader, keywords: list[str]
+         ) -> tuple[dict[tuple[str, str], int], ClickCounts, np.ndarray]:
+    """The grader's click model fitted on these keywords' counts in its window: each
+    (keyword, doc id)'s index, the counts and the learned relevance (NaN: no grade)."""
     rows = pair_position_counts(source=grader.source, keywords=keywords,
                                 start_on=grader.start_on, end_on=grader.end_on)
     index: dict[tuple[str, str], int] = {}
@@ -163,8 +164,34 @@ def _learn(grader: ClickGrader, items: list[tuple], scale: core.Scale
              for keyword, doc_id, _position, _shown, _clicked in rows]
     counts = ClickCounts.from_rows(pairs, [row[2] for row in rows], [row[3] for row in rows],
                                    [row[4] for row in rows], pair_count=len(index))
-    relevance = learned_relevance(counts, model=grader.click_model,
-                                  min_impressions=grader.min_impressions)
+    return index, counts, learned_relevance(counts, model=grader.click_model,
+                                            min_impressions=grader.min_impressions)
+
+
+def gradable_pair_count(*, judge: Judge, evaluation: Evaluation,
+                        pairs: list[tuple[int, int]]) -> int:
+    """How many of these (snapshot id, keyword id) pairs a run of this clicks judge would
+    grade now: the model fitted as the run fits it (the same keywords, window and
+    minimum), counting the pairs it learns a relevance for. The rest would fail as "few
+    impressions". Read-only: the run estimate's figure (judges.estimates)."""
+    wanted = {snapshot_id for snapshot_id, _keyword_id in pairs}
+    found = [(doc_id, keyword) for pk, doc_id, keyword in Snapshot.objects.filter(
+        keyword__evaluation=evaluation).values_list("pk", "doc_id", "keyword__normalized_text")
+        if pk in wanted]
+    if not found:
+        return 0
+    index, _counts, relevance = _fit(judge.click_grader,
+                                     sorted({keyword for _doc, keyword in found}))
+    return sum(1 for doc_id, keyword in found
+               if (pair := index.get((keyword, doc_id))) is not None
+               and not np.isnan(relevance[pair]))
+
+
+def _learn(grader: ClickGrader, items: list[tuple], scale: core.Scale
+           ) -> dict[int, tuple[int, int, float | None, int | None]]:
+    """{item id: (impressions, clicks, relevance or None, grade or None)}."""
+    index, counts, relevance = _fit(
+        grader, sorted({keyword for _pk, _snapshot, _doc, keyword in items}))
     grades = grades_from_relevance(relevance, lo=scale.lo, hi=scale.hi,
                                    cuts=grader.cuts or None)
     impressions, clicks = counts.pair_impressions(), counts.pair_clicks()

@@ -163,8 +163,12 @@ class EvaluationJudgeRunEstimateApi(APIView):
         problem = serializers.CharField(help_text="Why there is no estimate; empty if none.")
         makes_calls = serializers.BooleanField(
             help_text="False for a clicks grader: it learns here, so no call, cost 0 and "
-                      "no cache (how many pairs have enough impressions is known once the "
-                      "run has learned).")
+                      "no cache.")
+        gradable_count = serializers.IntegerField(
+            allow_null=True,
+            help_text="A clicks grader's: of pair_count, how many it would grade now (enough "
+                      "impressions in its window; the rest would fail as few impressions). "
+                      "Null for an LLM judge.")
 
     @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer,
                    operation_id="evaluation_judge_runs_estimate",

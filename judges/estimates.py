@@ -16,6 +16,7 @@ from decimal import Decimal
 from evaluations.models import Evaluation, Snapshot
 from judges import batch_claiming, calls
 from judges.core.prompts import PromptError, build_prompt, render_documents
+from judges.local_graders import local_gradable_count
 from judges.models import CALLED_PROVIDERS, Judge, JudgeAnswer
 from judges.run_selectors import token_cost
 from judges.token_counts import prompt_tokens, text_tokens, tokens_out_expected
@@ -44,6 +45,14 @@ class RunEstimate:
     """Why no estimate could be made (the scale is gone, the template cannot render)."""
     makes_calls: bool = True
     """False for a judge that grades here (a clicks grader): no call, no cost, no cache."""
+    gradable_count: int | None = None
+    """Of the pairs, how many a judge that grades here would grade now (a clicks grader:
+    those with enough impressions in its window); None for a judge that calls out."""
+
+    @property
+    def ungradable_count(self) -> int | None:
+        """Of the pairs, how many such a judge would fail now."""
+        return None if self.gradable_count is None else self.pair_count - self.gradable_count
 
 
 def _batches_of(pairs: list[tuple[int, int]], batch_size: int) -> list[list[int]]:
@@ -73,7 +82,10 @@ def judge_run_estimate(*, judge: Judge, evaluation: Evaluation, mode: str,
         return RunEstimate(**empty, problem=f"the evaluation's scale {evaluation.scale!r} "
                                             "is gone")
     if judge.provider not in CALLED_PROVIDERS:
-        return RunEstimate(**{**empty, "cost": Decimal(0)}, makes_calls=False)
+        count = local_gradable_count(judge.provider)
+        return RunEstimate(**{**empty, "cost": Decimal(0)}, makes_calls=False,
+                           gradable_count=(count(judge=judge, evaluation=evaluation,
+                                                 pairs=pairs) if count else None))
     template, provider = calls.template_for(judge, scale.scale), calls.provider_for(judge)
     snapshots = {s.pk: s for s in Snapshot.objects.select_related("keyword").filter(
         pk__in=[snapshot_id for snapshot_id, _ in pairs]).only(

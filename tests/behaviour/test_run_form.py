@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from behaviour import learning
+from behaviour.models import BehaviourCount
 from judges import runs
 from judges.models import JudgeRun, JudgeRunItem
 from tests.behaviour.clicks_data import evaluation_of, simulated_source
@@ -94,19 +95,22 @@ def test_a_clicks_grader_s_estimate_is_a_plain_note_that_it_costs_nothing(
     note = re.search(r'<p data-testid="estimate-local">(.*?)</p>', html, re.S).group(1)
     text = " ".join(re.sub(r"<[^>]+>", "", note).split())
     assert text == ("Costs nothing: it learns here from the clicks already stored and sends "
-                    f"nothing outside. {says} How many have enough impressions is counted "
-                    "when the run starts: the others fail as “few impressions”.")
+                    f"nothing outside. {says} 36 of them have enough impressions in the "
+                    "grader's window to get a grade.")
     assert 'class="error"' not in html and "No estimate" not in html
 
 
 def test_the_estimate_api_says_a_clicks_grader_makes_no_calls(personas, setup):
-    evaluation, clicks, _sage = setup
+    evaluation, clicks, sage = setup
     api = APIClient()
     api.force_authenticate(personas.lead)
     body = api.get(f"/api/v1/evaluations/{evaluation.pk}/judge-runs/estimate/",
                    {"judge": clicks.pk, "mode": "shadow"}).json()
     assert (body["makes_calls"], body["problem"], body["cost"], body["pair_count"],
-            body["call_count"]) == (False, "", "0.0000", 36, 0)
+            body["call_count"], body["gradable_count"]) == (False, "", "0.0000", 36, 0, 36)
+    llm = api.get(f"/api/v1/evaluations/{evaluation.pk}/judge-runs/estimate/",
+                  {"judge": sage.pk, "mode": "shadow"}).json()
+    assert (llm["makes_calls"], llm["gradable_count"]) == (True, None)
 
 
 @pytest.mark.parametrize("field, value", [("budget", "5.00"), ("refresh_cache", True)])
@@ -159,3 +163,38 @@ def test_the_page_ignores_a_leftover_budget_for_a_clicks_grader(
     run = JudgeRun.objects.get()
     assert response.status_code == 302
     assert (run.budget, run.refresh_cache, run.pair_count) == (None, False, 36)
+
+
+def test_the_estimate_counts_the_pairs_with_enough_impressions_as_the_run_grades_them(
+        client, personas, django_capture_on_commit_callbacks):
+    """At the minimum exactly: a result shown exactly `min_impressions` (30) times is graded,
+    one shown 29 times is not. The estimate's count before the run equals what the run then
+    grades, and the rest fail as "few impressions", two of them results the log never
+    showed."""
+    simulated = simulated_source(personas.team)  # 36 results, each shown 4,000 times
+    BehaviourCount.objects.bulk_create(
+        BehaviourCount(source=simulated.source, keyword="query 1", doc_id=doc, position=6,
+                       impressions=shown, clicks=3)
+        for doc, shown in (("rare", 30), ("rarer", 29)))
+    grader = learning.click_grader_create(team=personas.team, by=personas.admin,
+                                          name="Clicks", click_model="pbm",
+                                          source=simulated.source, min_impressions=30)
+    evaluation = evaluation_of(personas.team, simulated,
+                               extra_docs={"query 0": ["unseen-1", "unseen-2"],
+                                           "query 1": ["rare", "rarer"]})
+    client.force_login(personas.lead)
+    html = client.get(f"/evaluations/{evaluation.pk}/judge-runs/estimate/",
+                      {"judge": grader.judge.pk, "mode": "shadow"}, **ESTIMATE
+                      ).content.decode()
+    note = re.search(r'<span data-testid="estimate-gradable">(.*?)</span>', html, re.S)
+    assert " ".join(re.sub(r"<[^>]+>", "", note.group(1)).split()) == (
+        "37 of them have enough impressions in the grader's window to get a grade; the "
+        "other 3 would fail as “few impressions”.")
+    with django_capture_on_commit_callbacks(execute=True):
+        run = runs.run_start(judge=grader.judge, evaluation=evaluation, mode="shadow",
+                             started_by=personas.lead)
+    items = JudgeRunItem.objects.filter(run=run)
+    assert (items.filter(status="done").count(),
+            sorted(items.filter(status="failed", failure="few_impressions")
+                   .values_list("snapshot__doc_id", flat=True))) == (
+        37, ["rarer", "unseen-1", "unseen-2"])

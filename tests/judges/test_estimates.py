@@ -121,7 +121,8 @@ def test_the_api_gives_the_estimate(personas):
     assert body == {"pair_count": 2, "cached_count": 0, "asked_count": 2, "call_count": 1,
                     "sampled_count": 2, "tokens_in": body["tokens_in"],
                     "tokens_out": 2 * GUESS_TOKENS_OUT_PER_PAIR, "tokens_out_source": "guess",
-                    "cost": None, "currency": "USD", "problem": "", "makes_calls": True}
+                    "cost": None, "currency": "USD", "problem": "", "makes_calls": True,
+                    "gradable_count": None}
     # The default template (its exact count is checked on a template of our own above).
     assert body["tokens_in"] > math.ceil(len(system_prompt()) / 4) + 2 * DOC
     bad = api.get(url, {"judge": 999_999, "mode": "shadow"})
