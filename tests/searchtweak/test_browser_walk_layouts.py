@@ -1,11 +1,11 @@
 """The pages a walk of the demo found hard to use, at the two sizes people use them.
 
-At 390 px (a phone) Compare, Compare many, Feedback, Triage and Judges need no sideways scrolling,
-neither of the page nor of a row inside its table's box: their tables are a card per row
-(`table.stack`, static/css/app.css and static/js/app.js), and the Feedback actions (Set,
-Make gold, Reset) and Adjudicate sit inside the screen. At 1366 px (a laptop) the main menu
-is one line for an admin, a lead and a grader, and the judges' trust bar keeps its inputs on
-one line whatever the length of their help.
+At 390 px (a phone) Compare, Compare many, Feedback, Triage, Judges and an evaluation's judge
+runs need no sideways scrolling, neither of the page nor of a row inside its table's box:
+their tables are a card per row (`table.stack`, static/css/app.css and static/js/app.js),
+and the Feedback actions (Set, Make gold, Reset) and Adjudicate sit inside the screen. At
+1366 px (a laptop) the main menu is one line for an admin, a lead and a grader, and the
+judges' trust bar keeps its inputs on one line whatever the length of their help.
 """
 
 import pytest
@@ -83,6 +83,7 @@ def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, 
         "feedback": (f"/feedback/evaluations/{evaluation}/", "feedback-table"),
         "triage": (f"/evaluations/{evaluation}/triage/", "triage"),
         "judges": ("/judges/", "judges"),
+        "judge-runs": (f"/evaluations/{evaluation}/judge-runs/", "judge-run-table"),
     }
     for name, (url, table) in pages.items():
         _visit(visitor, url)
