@@ -49,7 +49,10 @@ class FakeIdp:
         self.token_requests = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop to look at its flag every poll_interval
+        # (0.5 s by default, which every test with the provider paid at its end).
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.01}, daemon=True)
 
     def __enter__(self) -> "FakeIdp":
         self.thread.start()
