@@ -1,11 +1,13 @@
 """The pages a walk of the demo found hard to use, at the two sizes people use them.
 
-At 390 px (a phone) Compare, Compare many, Feedback, Triage, Judges and an evaluation's judge
-runs need no sideways scrolling, neither of the page nor of a row inside its table's box:
-their tables are a card per row (`table.stack`, static/css/app.css and static/js/app.js),
-and the Feedback actions (Set, Make gold, Reset) and Adjudicate sit inside the screen. At
-1366 px (a laptop) the main menu is one line for an admin, a lead and a grader, and the
-judges' trust bar keeps its inputs on one line whatever the length of their help.
+At 390 px (a phone) Compare, Compare many, Feedback, Triage, Judges, an evaluation's judge
+runs and a keyword's results need no sideways scrolling, neither of the page nor of a row
+inside its table's box: their tables are a card per row (`table.stack`, static/css/app.css
+and static/js/app.js), and the Feedback actions (Set, Make gold, Reset) and Adjudicate sit
+inside the screen. At
+1366 px (a laptop) the main menu is one line for an admin, a lead and a grader, the judges'
+trust bar keeps its inputs on one line whatever the length of their help, and a result's
+thumbnail keeps its size beside long fields.
 """
 
 import pytest
@@ -84,6 +86,7 @@ def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, 
         "triage": (f"/evaluations/{evaluation}/triage/", "triage"),
         "judges": ("/judges/", "judges"),
         "judge-runs": (f"/evaluations/{evaluation}/judge-runs/", "judge-run-table"),
+        "keyword": (f"/keywords/{demo.keyword.pk}/", "snapshots"),
     }
     for name, (url, table) in pages.items():
         _visit(visitor, url)
@@ -118,6 +121,11 @@ def test_the_main_menu_is_one_line_on_a_laptop_for_every_role(browser, live_serv
         assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"walk-menu-{username}-1366.png"))
+        if username == "lead":
+            # A keyword's results: the thumbnail keeps its 48 px beside long fields.
+            _visit(visitor, f"/keywords/{demo.keyword.pk}/")
+            thumb = page.get_by_test_id("snapshots").locator("img.thumb").first
+            assert round(thumb.bounding_box()["width"]) == 48
         if username == "admin":
             # The trust bar's fields carry help of different lengths: their inputs and the
             # button stay on one line, not pushed up by the longest help.
