@@ -1,13 +1,13 @@
 """The pages a walk of the demo found hard to use, at the two sizes people use them.
 
 At 390 px (a phone) Compare, Compare many, Feedback, Triage, Judges, an evaluation's judge
-runs and a keyword's results need no sideways scrolling, neither of the page nor of a row
-inside its table's box: their tables are a card per row (`table.stack`, static/css/app.css
-and static/js/app.js), and the Feedback actions (Set, Make gold, Reset) and Adjudicate sit
-inside the screen. At
-1366 px (a laptop) the main menu is one line for an admin, a lead and a grader, the judges'
-trust bar keeps its inputs on one line whatever the length of their help, and a result's
-thumbnail keeps its size beside long fields.
+runs, a keyword's results and a judge's calibration need no sideways scrolling, neither of
+the page nor of a row inside its table's box: their tables are a card per row
+(`table.stack`, static/css/app.css and static/js/app.js), and the Feedback actions (Set,
+Make gold, Reset) and Adjudicate sit inside the screen. At 1366 px (a laptop) the main
+menu is one line for an admin, a lead and a grader, the judges' trust bar keeps its inputs
+on one line whatever the length of their help, and a result's thumbnail keeps its size
+beside long fields.
 """
 
 import pytest
@@ -44,7 +44,7 @@ SIDEWAYS = """() => {
 }"""
 
 
-def _shadow_answer(demo: Ids) -> None:
+def _shadow_answer(demo: Ids):
     # A shadow judge disagrees with the people on one result: triage lists it.
     from judges.models import JudgeRunItem
 
@@ -56,6 +56,7 @@ def _shadow_answer(demo: Ids) -> None:
     JudgeRunItem.objects.create(run=run, snapshot_id=slot.snapshot_id,
                                 keyword_id=slot.keyword_id, status=JudgeRunItem.Status.DONE,
                                 grade=(slot.grade + 1) % 4, reason="shadow")
+    return shade
 
 
 def _visit(visitor: Visitor, url: str) -> None:
@@ -72,7 +73,7 @@ def _inside(locator, width: int) -> None:
 
 @pytest.mark.slow_reason("four wide pages as a lead on a phone in Chromium")
 def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, demo):
-    _shadow_answer(demo)
+    shade = _shadow_answer(demo)
     visitor = Visitor(browser, live_server, "lead")
     page = visitor.page
     assert page.viewport_size == PHONE
@@ -87,6 +88,8 @@ def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, 
         "judges": ("/judges/", "judges"),
         "judge-runs": (f"/evaluations/{evaluation}/judge-runs/", "judge-run-table"),
         "keyword": (f"/keywords/{demo.keyword.pk}/", "snapshots"),
+        "calibration": (f"/judges/{shade.pk}/calibration/?evaluation={evaluation}",
+                        "metric-calibration"),
     }
     for name, (url, table) in pages.items():
         _visit(visitor, url)
