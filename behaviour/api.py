@@ -79,7 +79,8 @@ class BehaviourSourceListApi(APIView):
                    operation_id="behaviour_sources_create",
                    description="An empty collector source, for a search front end to post "
                                "batches of UBI queries and events to (leads). Files are "
-                               "imported with manage.py import_behaviour.")
+                               "imported on the Behaviour sources page or with manage.py "
+                               "import_behaviour.")
     def post(self, request: Request) -> Response:
         team = body_team(request, minimum_role=WRITE_ROLE)
         serializer = CollectorSourceInputSerializer(data=request.data)

@@ -29,3 +29,13 @@ urlpatterns += [
     path(f"judge-runs/<int:run_id>/learned.{fmt}", views_evidence.run_learned_export,
          {"fmt": fmt}, name=f"run_learned_{fmt}") for fmt in views_evidence.CONTENT_TYPES
 ]
+
+# --- a team's behaviour sources: the list, a file's import, a collector (views_sources.py) ---
+from behaviour import views_sources  # noqa: E402
+
+urlpatterns += [
+    path("behaviour/sources/", views_sources.source_list, name="source_list"),
+    path("behaviour/sources/import/", views_sources.source_import, name="source_import"),
+    path("behaviour/sources/collector/", views_sources.collector_create,
+         name="collector_create"),
+]

@@ -732,6 +732,11 @@ BEHAVIOUR_COLLECTOR_BATCHES_PER_MINUTE = env_int("BEHAVIOUR_COLLECTOR_BATCHES_PE
 # BEHAVIOUR_COLLECTOR_RETENTION_HOURS: how long the collector remembers a counted search.
 BEHAVIOUR_COLLECTOR_RETENTION_HOURS = env_int("BEHAVIOUR_COLLECTOR_RETENTION_HOURS", 48,
                                               minimum=1)
+# BEHAVIOUR_UPLOAD_MAX_BYTES: the largest behaviour log file a page upload accepts, in bytes
+# (a CSV, or each of a UBI log's two files); larger logs go through
+# `manage.py import_behaviour`, which reads any size from disk.
+BEHAVIOUR_UPLOAD_MAX_BYTES = env_int("BEHAVIOUR_UPLOAD_MAX_BYTES", 200 * 1024 * 1024,
+                                     minimum=1024)
 
 LOGGING = {
     "version": 1,

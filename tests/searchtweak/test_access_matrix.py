@@ -897,6 +897,11 @@ TABLE: dict[str, Row] = {
     # Leads read the list (they choose judges for runs); the rest is the admins'
     # (judges.selectors.CONFIGURATION_ROLE). An empty POST is an unbound form: the page again.
     "judges:judge_list": row(GET=(200, 200, 200, 403, 403, 200, LOGIN, LOGIN)),
+    # Behaviour sources: every member reads the team's list; a lead imports a file or opens
+    # a collector (behaviour.api.WRITE_ROLE). An empty POST is a form with errors: 400.
+    "behaviour:source_list": row(GET=(200, 200, 200, 200, 200, 200, LOGIN, LOGIN)),
+    "behaviour:source_import": row(POST=(400, 400, 400, 403, 403, 400, LOGIN, LOGIN)),
+    "behaviour:collector_create": row(POST=(400, 400, 400, 403, 403, 400, LOGIN, LOGIN)),
     # A clicks grader is a judge: the same admins make one.
     "behaviour:click_grader_create": row(GET=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN),
                                          POST=(200, 200, 403, 403, 403, 200, LOGIN, LOGIN)),
