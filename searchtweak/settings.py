@@ -735,7 +735,7 @@ BEHAVIOUR_COLLECTOR_RETENTION_HOURS = env_int("BEHAVIOUR_COLLECTOR_RETENTION_HOU
 # BEHAVIOUR_UPLOAD_MAX_BYTES: the largest behaviour log file a page upload accepts, in bytes
 # (a CSV, or each of a UBI log's two files); larger logs go through
 # `manage.py import_behaviour`, which reads any size from disk.
-BEHAVIOUR_UPLOAD_MAX_BYTES = env_int("BEHAVIOUR_UPLOAD_MAX_BYTES", 200 * 1024 * 1024,
+BEHAVIOUR_UPLOAD_MAX_BYTES = env_int("BEHAVIOUR_UPLOAD_MAX_BYTES", 200_000_000,
                                      minimum=1024)
 
 LOGGING = {
