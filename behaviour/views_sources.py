@@ -4,8 +4,9 @@ queries and events) or opens a collector source for a search front end to post t
 
 The files go through the same services as `manage.py import_behaviour` (behaviour.
 services): every line is checked before anything is stored, and a bad line is named with
-its number on the form. A file over BEHAVIOUR_UPLOAD_MAX_BYTES is refused before it is
-read; the command imports logs of any size from disk."""
+its number on the form. The page imports while the request waits, so a file over
+BEHAVIOUR_UPLOAD_MAX_BYTES is refused before it is read; the command imports logs of any
+size from disk (docs/decisions/0032-behaviour-logs-uploaded-on-a-page.md)."""
 
 from django import forms
 from django.conf import settings
