@@ -1,7 +1,8 @@
 """The pages a walk of the demo found hard to use, at the two sizes people use them.
 
 At 390 px (a phone) Compare, Compare many, Feedback, Triage, Judges, an evaluation's judge
-runs, a keyword's results and a judge's calibration need no sideways scrolling, neither of
+runs, a keyword's results, a judge's calibration, the team dashboard's recent evaluations
+and the lists of evaluations, models and query sets need no sideways scrolling, neither of
 the page nor of a row inside its table's box: their tables are a card per row
 (`table.stack`, static/css/app.css and static/js/app.js), and the Feedback actions (Set,
 Make gold, Reset) and Adjudicate sit inside the screen. At 1366 px (a laptop) the main
@@ -90,6 +91,10 @@ def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, 
         "keyword": (f"/keywords/{demo.keyword.pk}/", "snapshots"),
         "calibration": (f"/judges/{shade.pk}/calibration/?evaluation={evaluation}",
                         "metric-calibration"),
+        "dashboard": ("/dashboard/", "recent-evaluations"),
+        "evaluations": ("/evaluations/", "evaluation-list"),
+        "models": ("/models/", "model-list"),
+        "query-sets": ("/query-sets/", "query-sets"),
     }
     for name, (url, table) in pages.items():
         _visit(visitor, url)
