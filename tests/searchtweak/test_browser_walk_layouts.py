@@ -2,13 +2,13 @@
 
 At 390 px (a phone) Compare, Compare many, Feedback, Triage, Judges, an evaluation's judge
 runs, a keyword's results, a judge's calibration, the team dashboard's recent evaluations
-and the lists of evaluations, models and query sets need no sideways scrolling, neither of
-the page nor of a row inside its table's box: their tables are a card per row
-(`table.stack`, static/css/app.css and static/js/app.js), and the Feedback actions (Set,
-Make gold, Reset) and Adjudicate sit inside the screen. At 1366 px (a laptop) the main
-menu is one line for an admin, a lead and a grader, the judges' trust bar keeps its inputs
-on one line whatever the length of their help, and a result's thumbnail keeps its size
-beside long fields.
+and the lists of evaluations, models, query sets, endpoints and a team's members need no
+sideways scrolling, neither of the page nor of a row inside its table's box: their tables
+are a card per row (`table.stack`, static/css/app.css and static/js/app.js), and the
+Feedback actions (Set, Make gold, Reset) and Adjudicate sit inside the screen. At 1366 px
+(a laptop) the main menu is one line for an admin, a lead and a grader, the judges' trust
+bar keeps its inputs on one line whatever the length of their help, and a result's
+thumbnail keeps its size beside long fields.
 """
 
 import pytest
@@ -95,6 +95,8 @@ def test_wide_pages_need_no_sideways_scrolling_on_a_phone(browser, live_server, 
         "evaluations": ("/evaluations/", "evaluation-list"),
         "models": ("/models/", "model-list"),
         "query-sets": ("/query-sets/", "query-sets"),
+        "endpoints": ("/endpoints/", "endpoint-list"),
+        "team": (f"/teams/{demo.evaluation.team_id}/", "members"),
     }
     for name, (url, table) in pages.items():
         _visit(visitor, url)
