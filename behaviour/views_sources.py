@@ -20,13 +20,10 @@ from behaviour import services
 from behaviour.api import WRITE_ROLE
 from behaviour.models import BehaviourSource
 from searchtweak.models import Role
+from searchtweak.uploads import size_text, upload_too_large
 from searchtweak.views_shared import current_team, current_team_can, form_saved_response
 
 NEXT = "behaviour:source_list"
-
-
-def _size(size: int) -> str:
-    return f"{size / 1_000_000:,.1f} MB" if size >= 100_000 else f"{size:,} bytes"
 
 
 class ImportForm(forms.Form):
@@ -53,12 +50,11 @@ class ImportForm(forms.Form):
             upload: UploadedFile | None = data.get(name)
             if upload is None:
                 self.add_error(name, "Choose the file.")
-            elif upload.size > settings.BEHAVIOUR_UPLOAD_MAX_BYTES:
-                self.add_error(name, (
-                    f"{upload.name} is {_size(upload.size)}; a page upload may be at most "
-                    f"{_size(settings.BEHAVIOUR_UPLOAD_MAX_BYTES)} "
-                    "(BEHAVIOUR_UPLOAD_MAX_BYTES). Nothing was read from it: import larger "
-                    "logs with manage.py import_behaviour."))
+            elif problem := upload_too_large(
+                    filename=upload.name, size=upload.size,
+                    setting="BEHAVIOUR_UPLOAD_MAX_BYTES", what="a page upload",
+                    hint="import larger logs with manage.py import_behaviour"):
+                self.add_error(name, problem)
         return data
 
 
@@ -78,7 +74,7 @@ def _page(request: HttpRequest, *, import_form: ImportForm | None = None,
         "can_write": current_team_can(request, team.pk, WRITE_ROLE),
         "import_form": import_form or ImportForm(),
         "collector_form": collector_form or CollectorForm(),
-        "upload_limit": _size(settings.BEHAVIOUR_UPLOAD_MAX_BYTES),
+        "upload_limit": size_text(settings.BEHAVIOUR_UPLOAD_MAX_BYTES),
     }, status=400 if failed else 200)
 
 

@@ -4,7 +4,6 @@ rankings of its keywords (the fetch stores them as it stores an endpoint's answe
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connections, router, transaction
 from django.db.models import F, Func, JSONField
@@ -18,21 +17,15 @@ from evaluations.models import Keyword, KeywordSet, OfflineRanking, OfflineRun, 
 from evaluations.offline_runs import storing
 from evaluations.offline_runs.parsing import RunFileError, parse_topic_map
 from searchtweak.models import Team, User
+from searchtweak.uploads import upload_too_large
 
 
 def run_upload_size_problem(*, filename: str, size: int) -> str | None:
     """Why an uploaded run file (or topic mapping) of `size` bytes is refused before it is
     read, or None: over settings.OFFLINE_RUN_MAX_BYTES. The page and the API ask it with
     the size the request gives, so nothing is read or stored from such a file."""
-    limit = settings.OFFLINE_RUN_MAX_BYTES
-    if size <= limit:
-        return None
-    return (f"{filename} is {_size(size)}; a run file may be at most {_size(limit)} "
-            "(OFFLINE_RUN_MAX_BYTES). Nothing was read from it.")
-
-
-def _size(size: int) -> str:
-    return f"{size / 1_000_000:,.1f} MB" if size >= 100_000 else f"{size:,} bytes"
+    return upload_too_large(filename=filename, size=size, setting="OFFLINE_RUN_MAX_BYTES",
+                            what="a run file")
 
 
 @transaction.atomic

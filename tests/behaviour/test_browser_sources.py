@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from behaviour.models import BehaviourCount, BehaviourSource
 from tests.searchtweak.factories import TeamFactory, member
+from tests.test_first_hour import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,26 +19,18 @@ GOOD = ("keyword,doc_id,position,impressions,clicks,dwell_seconds\n"
 BAD = GOOD + "boots,C,zero,3,1,\n"
 
 
-def _log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill("pw")
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
-
-
 def test_a_lead_imports_a_csv_through_the_page(page, live_server, tmp_path: Path):
     from searchtweak.models import Role
 
     team = TeamFactory(name="Shop")
     lead = member(team, Role.LEAD, "shoplead")
-    lead.set_password("pw")
+    lead.set_password("demo")  # what tests.test_first_hour.log_in types
     lead.save()
     bad, good = tmp_path / "bad.csv", tmp_path / "good.csv"
     bad.write_text(BAD)
     good.write_text(GOOD)
     page.set_viewport_size({"width": 390, "height": 844})
-    _log_in(page, live_server, "shoplead")
+    log_in(page, live_server, "shoplead")
     page.goto(f"{live_server.url}/behaviour/sources/")
     expect(page.get_by_test_id("no-sources")).to_be_visible()
     form = page.get_by_test_id("import-form")
