@@ -22,7 +22,9 @@ event placing one higher moves it. Events count on the day of their search.
 
 Batches of one source are stored one at a time (the source row is locked), so two
 batches sending the same event cannot both count it. The rollup the pages read is rebuilt
-for the batch's keywords and days in the batch's transaction (behaviour.rollup).
+for the batch's keywords and days in the batch's transaction (behaviour.rollup), their
+rows of the last 7 and 30 days too; a batch bringing a new last day leaves every
+keyword's of those to a task (docs/decisions/0033).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -50,7 +53,8 @@ from behaviour.models import (
     CollectedEvent,
     CollectedQuery,
 )
-from behaviour.rollup import keyword_days_rebuild
+from behaviour.rollup import keyword_days_rebuild, last_days_follow
+from behaviour.tasks import last_days_dispatch
 
 CHUNK = 500
 """Ids per IN list (SQLite's bound-variable limit)."""
@@ -222,7 +226,9 @@ class _Sums:
             query.changed = True
 
 
-def _store_sums(source: BehaviourSource, sums: _Sums) -> None:
+def _store_sums(source: BehaviourSource, sums: _Sums) -> tuple[list[str], set[date]]:
+    """Add the batch's sums to the source's and make their rollup again; the keywords
+    and days changed."""
     keywords = sorted({key[0] for key in sums.counts} | {key[0] for key in sums.searches})
     existing_counts, existing_searches = {}, {}
     for chunk in _chunks(keywords):
@@ -265,8 +271,9 @@ def _store_sums(source: BehaviourSource, sums: _Sums) -> None:
     BehaviourSearches.objects.bulk_create(new_searches, batch_size=CHUNK)
     BehaviourSearches.objects.bulk_update(changed_searches, ["search_count", "first_clicks"],
                                           batch_size=CHUNK)
-    keyword_days_rebuild(source_id=source.pk, keywords=keywords,
-                         days={key[-1] for key in sums.counts} | {key[1] for key in sums.searches})
+    days = {key[-1] for key in sums.counts} | {key[1] for key in sums.searches}
+    keyword_days_rebuild(source_id=source.pk, keywords=keywords, days=days)
+    return keywords, days
 
 
 def collector_batch_store(*, source: BehaviourSource, queries: object, events: object,
@@ -331,7 +338,7 @@ def collector_batch_store(*, source: BehaviourSource, queries: object, events: o
             if found.row is not None:
                 _qid, doc, position, clicked, dwell, _n = found.row
                 sums.event(query, doc, position, bool(clicked), dwell)
-        _store_sums(source, sums)
+        changed_keywords, changed_days = _store_sums(source, sums)
         CollectedQuery.objects.bulk_create(
             [CollectedQuery(source=source, query_id=q.query_id, keyword=q.keyword,
                             searched_at=q.searched_at, hit_ids=q.hit_ids,
@@ -358,6 +365,8 @@ def collector_batch_store(*, source: BehaviourSource, queries: object, events: o
              for found, query in events_taken], batch_size=CHUNK)
         _widen(source, [q.searched_at for q in added.values()], len(added),
                len(events_taken))
+        if last_days_follow(source=source, keywords=changed_keywords, days=changed_days):
+            transaction.on_commit(partial(last_days_dispatch, source.pk))
     return BatchResult(queries_added=len(added), queries_repeated=queries_repeated,
                        events_added=len(events_taken),
                        events_repeated=len(parsed_events) - len(events_taken))

@@ -39,6 +39,10 @@ class BehaviourSource(models.Model):
     """Searches read (UBI queries); 0 for a CSV, which counts no searches."""
     event_count = models.PositiveBigIntegerField(default=0)
     """Lines of events read (UBI) or of counts (CSV), every action counted."""
+    last_days_on = models.DateField(null=True, blank=True)
+    """The day its BehaviourKeywordLastDays rows end on, all of them; None while they
+    are not as of the window's last day (a collector's new day, until a task makes
+    them again) or for a source without days."""
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
@@ -159,11 +163,46 @@ class BehaviourKeywordDay(models.Model):
         return f"{self.keyword} on {self.day or 'the whole log'}"
 
 
+LAST_DAYS = (7, 30)
+"""The window picker's presets, "Last 7 days" and "Last 30 days" of a source's data."""
+
+
+class BehaviourKeywordLastDays(models.Model):
+    """A keyword's sums over the last 7 or 30 days of its source's data, ending on the
+    source's `last_days_on`: the sum of its BehaviourKeywordDay rows on those days, so
+    the presets read one row a keyword as the whole log does (docs/decisions/0033).
+    Written only by behaviour.rollup: with the whole rollup, by a collector's batch for
+    its keywords, and all of them again when a batch brings a new last day."""
+
+    source = models.ForeignKey(BehaviourSource, on_delete=models.CASCADE,
+                               related_name="keyword_last_days", db_index=False)
+    keyword = models.CharField(max_length=500)
+    days = models.PositiveSmallIntegerField()
+    """7 or 30 (LAST_DAYS)."""
+    searches = models.PositiveBigIntegerField(default=0)
+    dwell_seconds_sum = models.FloatField(default=0.0)
+    dwell_count = models.PositiveBigIntegerField(default=0)
+    count_depth = models.PositiveIntegerField(default=0)
+    first_click_depth = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "days", "keyword"],
+                                    name="behaviour_keyword_last_days_unique"),
+            models.CheckConstraint(condition=Q(days__in=LAST_DAYS),
+                                   name="behaviour_keyword_last_days_preset"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.keyword} over the last {self.days} days"
+
+
 ROLLUP_POSITION_FIELDS = tuple(f"{name}_{position}" for position in range(1, ROLLUP_DEPTH + 1)
                                for name in ("impressions", "clicks", "first_clicks"))
 """impressions_1, clicks_1, first_clicks_1, ..., first_clicks_10."""
 for _name in ROLLUP_POSITION_FIELDS:
     BehaviourKeywordDay.add_to_class(_name, models.PositiveBigIntegerField(default=0))
+    BehaviourKeywordLastDays.add_to_class(_name, models.PositiveBigIntegerField(default=0))
 
 
 class ClickGrader(models.Model):

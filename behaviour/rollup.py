@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 
-from behaviour.models import ROLLUP_DEPTH
+from behaviour.models import LAST_DAYS, ROLLUP_DEPTH
 
 CHUNK = 500
 """Keywords per IN list (SQLite's bound-variable limit)."""
@@ -40,16 +40,26 @@ DEEPEST = ("count_depth", "first_click_depth")
 
 @dataclass(frozen=True)
 class RollupModels:
-    """The three models the rollup reads and writes: the app's, or a migration's."""
+    """The models the rollup reads and writes: the app's, or a migration's (one made
+    before the last-days rows existed names none: they are then not made)."""
 
     count: type[Model]
     searches: type[Model]
     keyword_day: type[Model]
+    last_days: type[Model] | None = None
+    source: type[Model] | None = None
 
 
 def _app_models() -> RollupModels:
-    from behaviour.models import BehaviourCount, BehaviourKeywordDay, BehaviourSearches
-    return RollupModels(BehaviourCount, BehaviourSearches, BehaviourKeywordDay)
+    from behaviour.models import (
+        BehaviourCount,
+        BehaviourKeywordDay,
+        BehaviourKeywordLastDays,
+        BehaviourSearches,
+        BehaviourSource,
+    )
+    return RollupModels(BehaviourCount, BehaviourSearches, BehaviourKeywordDay,
+                        BehaviourKeywordLastDays, BehaviourSource)
 
 
 def _column(model: type[Model], name: str) -> str:
@@ -139,6 +149,9 @@ def keyword_days_rebuild(*, source_id: int, keywords: Iterable[str] | None = Non
         rows.delete()
         _insert_days(found, source_id, None, None)
         _insert_wholes(found, source_id, None)
+        if found.last_days is not None:
+            source = found.source.objects.get(pk=source_id)
+            _last_days_make(found, source_id, _last_on(source))
         return
     wanted = sorted(set(keywords))
     on_days = sorted(set(days)) if days is not None else None
@@ -150,6 +163,86 @@ def keyword_days_rebuild(*, source_id: int, keywords: Iterable[str] | None = Non
         stale.delete()
         _insert_days(found, source_id, chunk, on_days)
         _insert_wholes(found, source_id, chunk)
+
+
+def _last_on(source: Model) -> date | None:
+    """The day the presets end on: the last of the source's window, as the panel counts
+    back from it (behaviour.panels); None for a CSV, whose sums have no day."""
+    if source.kind == "csv" or source.window_end_at is None:
+        return None
+    return source.window_end_at.astimezone(UTC).date()
+
+
+def _insert_last_days(found: RollupModels, source_id: int, keywords: list[str] | None,
+                      last_on: date) -> None:
+    """The last-days rows of these keywords (all: None) ending on `last_on`, one
+    statement a preset: the sums of their day rows on those days."""
+    model, day_model = found.last_days, found.keyword_day
+    where, params = _filters(keywords, None)
+    columns = ["source", "keyword", "days", *SUMMED, *DEEPEST]
+    values = ["%s", "keyword", "%s", *(f"SUM({_column(day_model, name)})" for name in SUMMED),
+              *(f"MAX({_column(day_model, name)})" for name in DEEPEST)]
+    statement = (
+        f"INSERT INTO {model._meta.db_table} ({', '.join(_column(model, c) for c in columns)})"
+        f" SELECT {', '.join(values)} FROM {day_model._meta.db_table}"
+        f" WHERE source_id = %s AND whole = FALSE AND day >= %s AND day <= %s{where}"
+        " GROUP BY keyword")
+    with connection.cursor() as cursor:
+        for days in LAST_DAYS:
+            first_on = last_on - timedelta(days=days - 1)
+            cursor.execute(statement, [source_id, days, source_id,
+                                       connection.ops.adapt_datefield_value(first_on),
+                                       connection.ops.adapt_datefield_value(last_on),
+                                       *params])
+
+
+def _last_days_make(found: RollupModels, source_id: int, last_on: date | None) -> None:
+    found.last_days.objects.filter(source_id=source_id).delete()
+    if last_on is not None:
+        _insert_last_days(found, source_id, None, last_on)
+    found.source.objects.filter(pk=source_id).update(last_days_on=last_on)
+
+
+def last_days_follow(*, source: Model, keywords: Iterable[str], days: Iterable[date]
+                     ) -> bool:
+    """Keep the last-days rows as a collector's batch changes the day rows of
+    `keywords` on `days` (in the batch's transaction, the source locked and its window
+    widened). While they end on the window's last day, the batch's keywords' rows are
+    made again if it touched one of their days. True when they do not (the batch brought
+    a new last day, or they never did): every keyword's must be made again, which
+    last_days_catch_up does (in a task: tens of seconds' worth of rows at 100,000
+    keywords); until then the presets read the day rows."""
+    last_on = _last_on(source)
+    if source.last_days_on != last_on or last_on is None:
+        if source.last_days_on is not None:
+            source.last_days_on = None
+            source.save(update_fields=["last_days_on"])
+        return last_on is not None
+    first_on = last_on - timedelta(days=max(LAST_DAYS) - 1)
+    if any(first_on <= day <= last_on for day in days):
+        found = _app_models()
+        wanted = sorted(set(keywords))
+        for start in range(0, len(wanted), CHUNK):
+            chunk = wanted[start:start + CHUNK]
+            found.last_days.objects.filter(source_id=source.pk, keyword__in=chunk).delete()
+            _insert_last_days(found, source.pk, chunk, last_on)
+    return False
+
+
+def last_days_catch_up(*, source_id: int, models: RollupModels | None = None) -> bool:
+    """Make every last-days row of the source again if they do not end on its window's
+    last day; True if they were made. Holds the source's row lock meanwhile, so a
+    collector's batches wait and none changes the day rows being added up."""
+    found = models or _app_models()
+    with transaction.atomic():
+        source = found.source.objects.select_for_update().filter(pk=source_id).first()
+        if source is None:
+            return False
+        last_on = _last_on(source)
+        if source.last_days_on == last_on:
+            return False
+        _last_days_make(found, source_id, last_on)
+        return True
 
 
 def first_clicks_by_position(searches: QuerySet) -> dict[int, int]:

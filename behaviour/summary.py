@@ -40,9 +40,11 @@ from django.db.models.functions import Cast, NullIf
 
 from behaviour.core.online import KeywordBehaviour, OnlineMetrics, online_metrics
 from behaviour.models import (
+    LAST_DAYS,
     ROLLUP_DEPTH,
     BehaviourCount,
     BehaviourKeywordDay,
+    BehaviourKeywordLastDays,
     BehaviourSearches,
     BehaviourSource,
 )
@@ -109,26 +111,50 @@ def _covers_the_log(source: BehaviourSource, start_on: date | None, end_on: date
             and (end_on is None or days["last"] <= end_on))
 
 
+def _row_per_keyword_sums(rows: QuerySet, k: int) -> dict:
+    """The pooled sums of rows holding a keyword each (whole or last-days rows), the
+    keywords with count rows and the mean of their CTR@k (each row's own)."""
+    # The aliases are not the fields' names: an aggregate may not refer to another.
+    found = rows.aggregate(
+        **{f"all_{name}": Sum(name) for name in SUMMED},
+        **{f"all_{name}": Max(name) for name in DEEPEST},
+        keywords=Count("id", filter=Q(count_depth__gt=0)), rows=Count("id"),
+        mean=Avg(_ratio(_top("clicks", k), _top("impressions", k))))
+    return {name.removeprefix("all_"): value for name, value in found.items()}
+
+
+def _last_days_sums(source: BehaviourSource, keyword_texts: QuerySet, k: int,
+                    start_on: date | None, end_on: date | None) -> dict | None:
+    """The sums from the last-days rows, when the window is one of the presets (7 or 30
+    days) ending on the day they end on; None otherwise. The source's day is checked in
+    the statement that reads them (a task may be making them again meanwhile); a
+    window where none of these keywords has a row reads the day rows instead, which
+    then cost nothing."""
+    if start_on is None or end_on is None or source.kind == BehaviourSource.Kind.CSV:
+        return None
+    days = (end_on - start_on).days + 1
+    if days not in LAST_DAYS:
+        return None
+    sums = _row_per_keyword_sums(BehaviourKeywordLastDays.objects.filter(
+        source=source, source__last_days_on=end_on, days=days,
+        keyword__in=keyword_texts), k)
+    return sums if sums["rows"] else None
+
+
 def summary_from_rollup(*, source: BehaviourSource, keyword_texts: QuerySet, k: int = 10,
                         start_on: date | None = None, end_on: date | None = None
                         ) -> OnlineSummary | None:
     """The summary from the rollup; None where the keywords' sums in the window go deeper
     than ROLLUP_DEPTH (positions or first clicks), which the rollup does not hold one by
-    one. The whole log, or a window holding every day of it, is one statement over a row
-    per keyword; a shorter window one over its day rows (behaviour.rollup.window_sums),
-    after one query for the log's days."""
-    if (start_on is None and end_on is None) or _covers_the_log(source, start_on, end_on):
-        # A row per keyword: its CTR@k is the row's; keywords with count rows are counted.
-        rows = BehaviourKeywordDay.objects.filter(source=source, keyword__in=keyword_texts,
-                                                  whole=True)
-        # The aliases are not the fields' names: an aggregate may not refer to another.
-        found = rows.aggregate(
-            **{f"all_{name}": Sum(name) for name in SUMMED},
-            **{f"all_{name}": Max(name) for name in DEEPEST},
-            keywords=Count("id", filter=Q(count_depth__gt=0)),
-            mean=Avg(_ratio(_top("clicks", k), _top("impressions", k))))
-        sums = {name.removeprefix("all_"): value for name, value in found.items()}
-    else:
+    one. The whole log, a window holding every day of it, or the last 7 or 30 days of
+    it, is one statement over a row per keyword; a shorter window one over its day rows
+    (behaviour.rollup.window_sums), after one query for the log's days."""
+    sums = _last_days_sums(source, keyword_texts, k, start_on, end_on)
+    if sums is None and ((start_on is None and end_on is None)
+                         or _covers_the_log(source, start_on, end_on)):
+        sums = _row_per_keyword_sums(BehaviourKeywordDay.objects.filter(
+            source=source, keyword__in=keyword_texts, whole=True), k)
+    if sums is None:
         sums = window_sums(source_id=source.pk, keyword_texts=keyword_texts, k=k,
                            start_on=start_on, end_on=end_on)
     count_depth, first_depth = sums["count_depth"] or 0, sums["first_click_depth"] or 0

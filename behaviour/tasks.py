@@ -1,8 +1,10 @@
-"""Behaviour's Celery tasks: a clicks run's grading, after the commit that started it."""
+"""Behaviour's Celery tasks: a clicks run's grading, after the commit that started it; a
+source's rows of the last 7 and 30 days, after a batch brought a new last day."""
 
 from celery import shared_task
 
 from behaviour.learning import click_run_grade
+from behaviour.rollup import last_days_catch_up
 
 
 @shared_task(name="behaviour.click_run_grade", time_limit=1800, soft_time_limit=1700)
@@ -14,3 +16,14 @@ def click_run_grade_task(run_id: int) -> int:
 
 def click_run_dispatch(run_id: int) -> None:
     click_run_grade_task.delay(run_id)
+
+
+@shared_task(name="behaviour.last_days_catch_up", time_limit=600, soft_time_limit=570)
+def last_days_catch_up_task(source_id: int) -> bool:
+    """Make a source's last-days rows end on its window's last day (behaviour.rollup);
+    idempotent: nothing to do when they already do."""
+    return last_days_catch_up(source_id=source_id)
+
+
+def last_days_dispatch(source_id: int) -> None:
+    last_days_catch_up_task.delay(source_id)

@@ -1,16 +1,17 @@
 """Benchmark of the "What users did" panel (behaviour.panels / behaviour.summary) on
 PostgreSQL: an evaluation of N keywords, every one with behaviour on DAYS days at 10
-positions (N x DAYS x 10 count rows and N x DAYS searches rows; 100,000 keywords and 7 days
-make 7M count rows), in a source beside another team's as large, its rollup made as an
-import makes it (behaviour.rollup; timed). Measures the panel's figures over the whole log
-and over the last 3 days, read from the rollup (new) and from the sums (old: the four
-statements the panel ran before the rollup, behaviour.summary.summary_from_sums),
-alternated request by request, and the evaluation dashboard page with the panel (the
-whole log, the last 7 days: every day of the log, the last 3 days), with their query
-counts. Targets: the dashboard's p95 <= 300 ms at 100,000 keywords
-(bench/dashboard.py), the same query count at every size.
+positions (N x DAYS x 10 count rows and N x DAYS searches rows; 100,000 keywords and 10
+days make 10M count rows), in a source beside another team's as large, its window ending
+today, its rollup made as an import makes it (behaviour.rollup, the last 7 and 30 days'
+rows included; timed). Measures the panel's figures over the whole log, the last 7 days
+(the preset's rows, new; the same days' day rows, old) and the last 3 days (day rows),
+and over the whole log and the last 3 days from the sums (the four statements the panel
+ran before the rollup, behaviour.summary.summary_from_sums), alternated request by
+request; and the evaluation dashboard page with the panel (the whole log, the "Last 7
+days" preset, the last 3 days), with their query counts. Targets: the dashboard's p95
+<= 300 ms at 100,000 keywords (bench/dashboard.py), the same query count at every size.
 
-    .venv/bin/python bench/online_panel.py [--keywords 10000 100000] [--days 7]
+    .venv/bin/python bench/online_panel.py [--keywords 10000 100000] [--days 10]
         [--requests 10] [--keep] [--reuse]
 """
 
@@ -45,7 +46,14 @@ def seed(keyword_count: int, days: int, *, team, name: str):
     Keyword.objects.bulk_create(
         (Keyword(evaluation=evaluation, position=n, text=f"kw {n}", normalized_text=f"kw {n}")
          for n in range(1, keyword_count + 1)), batch_size=5000)
-    source = BehaviourSource.objects.create(team=team, name=f"{name} log", kind="ubi")
+    from datetime import UTC, datetime, time
+
+    from django.utils import timezone
+    today = timezone.now().astimezone(UTC).date()
+    source = BehaviourSource.objects.create(
+        team=team, name=f"{name} log", kind="ubi",
+        window_start_at=datetime.combine(today, time.min, tzinfo=UTC),
+        window_end_at=datetime.combine(today, time(12), tzinfo=UTC))
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
         cursor.execute(
@@ -66,7 +74,7 @@ def seed(keyword_count: int, days: int, *, team, name: str):
 
     started = time.perf_counter()
     keyword_days_rebuild(source_id=source.pk)
-    print(f"  rollup of {keyword_count} keywords x {days} days made in "
+    print(f"  rollup of {keyword_count} keywords x {days} days (last days included) made in "
           f"{time.perf_counter() - started:.0f} s")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
@@ -94,29 +102,35 @@ def timed(calls: dict, requests: int) -> dict[str, tuple[float, float, int]]:
 
 def measure(size: int, evaluation, source, client, requests: int) -> None:
     import os
-    from datetime import date, timedelta
+    from datetime import timedelta
 
+    from behaviour.rollup import window_sums
     from behaviour.summary import online_summary, summary_from_sums
 
     texts = evaluation.keywords.values("normalized_text")
-    last = date.today()
+    last = source.window_end_at.date()
     window = {"start_on": last - timedelta(days=2), "end_on": last}
+    week = {"start_on": last - timedelta(days=6), "end_on": last}
     url = f"/dashboard/evaluations/{evaluation.pk}/?online_source={source.pk}"
-    # The window picker's dates (the seeded source has no window for the presets to
-    # count back from): the last 7 days are every day of the log, the last 3 are not.
-    week = f"{url}&online_window=days&online_from={last - timedelta(days=6)}&online_to={last}"
     three = f"{url}&online_window=days&online_from={last - timedelta(days=2)}&online_to={last}"
     calls = {
         "whole, new": lambda: online_summary(source=source, keyword_texts=texts),
         "whole, old": lambda: summary_from_sums(source=source, keyword_texts=texts),
+        "7 days, new": lambda: online_summary(source=source, keyword_texts=texts, **week),
+        # What the preset read before its rows: the same days' day rows, one statement.
+        "7 days, days": lambda: window_sums(source_id=source.pk, keyword_texts=texts, k=10,
+                                            **week),
         "3 days, new": lambda: online_summary(source=source, keyword_texts=texts, **window),
         "3 days, old": lambda: summary_from_sums(source=source, keyword_texts=texts,
                                                  **window),
         "dashboard, new": lambda: client.get(url),
-        "dashboard 7 days": lambda: client.get(week),
+        "dashboard 7 days": lambda: client.get(f"{url}&online_window=7"),
         "dashboard 3 days": lambda: client.get(three)}
     assert online_summary(source=source, keyword_texts=texts).impressions == \
         summary_from_sums(source=source, keyword_texts=texts).impressions
+    by_days = window_sums(source_id=source.pk, keyword_texts=texts, k=10, **week)
+    assert online_summary(source=source, keyword_texts=texts, **week).impressions == sum(
+        by_days[f"impressions_{p}"] for p in range(1, 11))
     found = timed(calls, requests)
     rows = source.counts.count()
     load = os.getloadavg()[0]
@@ -128,7 +142,7 @@ def measure(size: int, evaluation, source, client, requests: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--keywords", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--days", type=int, default=10)
     parser.add_argument("--requests", type=int, default=10)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--reuse", action="store_true")
