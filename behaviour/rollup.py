@@ -19,8 +19,8 @@ test_rollup.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from contextlib import nullcontext
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, timedelta
 
@@ -262,6 +262,28 @@ def first_clicks_by_position(searches: QuerySet) -> dict[int, int]:
         return {int(position): int(total or 0) for position, total in cursor.fetchall()}
 
 
+@contextmanager
+def planner_settings(**settings: str) -> Iterator[None]:
+    """Run the block in a transaction (one of its own unless the caller's) with these
+    PostgreSQL settings for that transaction only (one statement first); on SQLite, as
+    it is."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    names = sorted(settings)
+    with transaction.atomic(savepoint=False):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(names)),
+                           [value for name in names for value in (name, settings[name])])
+        yield
+
+
+INDEX_READ = {"enable_seqscan": "off"}
+"""PostgreSQL's settings for reading a row per keyword (whole or last-days rows): a
+source's such rows are written together, so they sit in a few pages, but the planner
+prices a scan of their index as if they were spread over the table and, once the table
+holds a few times as many day rows, reads all of it instead (bench/RESULTS.md)."""
+
 WINDOW_WORK_MEM = "64MB"
 """PostgreSQL's work_mem for the window statement: the mean over keywords groups 100,000
 keywords' rows in memory (about 32 MB) instead of sorting them through disk."""
@@ -302,13 +324,7 @@ def window_sums(*, source_id: int, keyword_texts: QuerySet, k: int,
         f" (SELECT {_column(model, 'keyword')}, MAX({_column(model, 'count_depth')}) AS deepest,"
         f" SUM({shown}) AS shown, SUM({clicked}) AS clicked {rows}"
         " GROUP BY keyword) per_keyword WHERE deepest > 0) mean")
-    postgresql = connection.vendor == "postgresql"
-    # The settings hold for the transaction (one of its own unless the caller's).
-    with (transaction.atomic(savepoint=False) if postgresql else nullcontext(),
-          connection.cursor() as cursor):
-        if postgresql:
-            cursor.execute("SELECT set_config('work_mem', %s, true),"
-                           " set_config('jit', 'off', true)", [WINDOW_WORK_MEM])
+    with planner_settings(work_mem=WINDOW_WORK_MEM, jit="off"), connection.cursor() as cursor:
         cursor.execute(statement, [source_id, *window, *params] * 2)
         found = cursor.fetchone()
     return dict(zip([*SUMMED, *DEEPEST, "keywords", "mean"], found, strict=True))

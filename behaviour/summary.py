@@ -48,7 +48,14 @@ from behaviour.models import (
     BehaviourSearches,
     BehaviourSource,
 )
-from behaviour.rollup import DEEPEST, SUMMED, first_clicks_by_position, window_sums
+from behaviour.rollup import (
+    DEEPEST,
+    INDEX_READ,
+    SUMMED,
+    first_clicks_by_position,
+    planner_settings,
+    window_sums,
+)
 from behaviour.selectors import rows_in_window
 
 
@@ -115,11 +122,12 @@ def _row_per_keyword_sums(rows: QuerySet, k: int) -> dict:
     """The pooled sums of rows holding a keyword each (whole or last-days rows), the
     keywords with count rows and the mean of their CTR@k (each row's own)."""
     # The aliases are not the fields' names: an aggregate may not refer to another.
-    found = rows.aggregate(
-        **{f"all_{name}": Sum(name) for name in SUMMED},
-        **{f"all_{name}": Max(name) for name in DEEPEST},
-        keywords=Count("id", filter=Q(count_depth__gt=0)), rows=Count("id"),
-        mean=Avg(_ratio(_top("clicks", k), _top("impressions", k))))
+    with planner_settings(**INDEX_READ):
+        found = rows.aggregate(
+            **{f"all_{name}": Sum(name) for name in SUMMED},
+            **{f"all_{name}": Max(name) for name in DEEPEST},
+            keywords=Count("id", filter=Q(count_depth__gt=0)), rows=Count("id"),
+            mean=Avg(_ratio(_top("clicks", k), _top("impressions", k))))
     return {name.removeprefix("all_"): value for name, value in found.items()}
 
 

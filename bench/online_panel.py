@@ -46,14 +46,14 @@ def seed(keyword_count: int, days: int, *, team, name: str):
     Keyword.objects.bulk_create(
         (Keyword(evaluation=evaluation, position=n, text=f"kw {n}", normalized_text=f"kw {n}")
          for n in range(1, keyword_count + 1)), batch_size=5000)
-    from datetime import UTC, datetime, time
+    from datetime import UTC, datetime, timedelta
 
     from django.utils import timezone
     today = timezone.now().astimezone(UTC).date()
-    source = BehaviourSource.objects.create(
-        team=team, name=f"{name} log", kind="ubi",
-        window_start_at=datetime.combine(today, time.min, tzinfo=UTC),
-        window_end_at=datetime.combine(today, time(12), tzinfo=UTC))
+    noon = datetime(today.year, today.month, today.day, 12, tzinfo=UTC)
+    source = BehaviourSource.objects.create(team=team, name=f"{name} log", kind="ubi",
+                                            window_start_at=noon - timedelta(days=days - 1),
+                                            window_end_at=noon)
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
         cursor.execute(
