@@ -12,6 +12,7 @@ import pytest
 from django.apps import apps
 from django.db import connection
 from django.db.models import F, Sum
+from django.test import override_settings
 
 from behaviour import services
 from behaviour.collector import collector_batch_store
@@ -207,3 +208,23 @@ def test_the_migration_makes_the_rows_of_sources_made_before_it(personas):
     migration.last_days_of_every_source(apps, None)
     assert before == {source.pk: last_days_rows(source) for source in sources}
     assert BehaviourSource.objects.get(pk=sources[0].pk).last_days_on == LAST
+
+
+@override_settings(BEHAVIOUR_COLLECTOR_RETENTION_HOURS=24 * 40)
+def test_a_batch_on_the_first_day_of_the_last_30_makes_its_keywords_rows(
+        personas, django_capture_on_commit_callbacks):
+    source = collector_source(personas.team)
+    last_on = date(2026, 11, 30)
+    with django_capture_on_commit_callbacks(execute=True):
+        collector_batch_store(source=source, now=noon(last_on), **dict(zip(
+            ("queries", "events"), searches_on(last_on, "a", ["boots"]), strict=True)))
+    # A late batch on the 30th day back (1 November) counts in the 30 days; one on the
+    # 31st (31 October) in neither. Neither brings a new day: no task.
+    for back, prefix, searches in ((29, "b", 2), (30, "c", 2)):
+        day = last_on - timedelta(days=back)
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            collector_batch_store(source=source, now=noon(last_on), **dict(zip(
+                ("queries", "events"), searches_on(day, prefix, ["boots"]), strict=True)))
+        assert callbacks == []
+        assert last_days_rows(source)[("boots", 30)]["searches"] == searches
+        assert made_again(source)[("boots", 7)]["searches"] == 1
