@@ -2,6 +2,8 @@
 (keyword, document, position, day) and per (keyword, day). The raw events are read once,
 by the importers, and not kept (docs/decisions/0020)."""
 
+from datetime import UTC, date, datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -165,6 +167,12 @@ class BehaviourKeywordDay(models.Model):
 
 LAST_DAYS = (7, 30)
 """The window picker's presets, "Last 7 days" and "Last 30 days" of a source's data."""
+
+
+def last_day_of(window_end_at: datetime | None) -> date | None:
+    """The day a source's window ends on, which the presets count back from: a day of
+    the sums is a UTC day (behaviour.importing)."""
+    return window_end_at.astimezone(UTC).date() if window_end_at is not None else None
 
 
 class BehaviourKeywordLastDays(models.Model):

@@ -15,14 +15,14 @@ segment selector chose and checked it) narrows the panel to that tag's keywords.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, timedelta
+from datetime import date, timedelta
 
 from django import forms
 from django.db.models import QuerySet
 from django.http import QueryDict
 from django.utils.http import urlencode
 
-from behaviour.models import BehaviourSource
+from behaviour.models import BehaviourSource, last_day_of
 from behaviour.summary import OnlineSummary, online_summary
 from metrics.queries import Tagged
 
@@ -88,7 +88,7 @@ def _window(source: BehaviourSource, window: str, start: date | None, end: date 
     if window == "days":
         return start, end
     if window in ("7", "30") and source.window_end_at is not None:
-        last = source.window_end_at.astimezone(UTC).date()
+        last = last_day_of(source.window_end_at)
         return last - timedelta(days=int(window) - 1), last
     return None, None
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, timedelta
+from datetime import date, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 
-from behaviour.models import LAST_DAYS, ROLLUP_DEPTH
+from behaviour.models import LAST_DAYS, ROLLUP_DEPTH, last_day_of
 
 CHUNK = 500
 """Keywords per IN list (SQLite's bound-variable limit)."""
@@ -168,9 +168,7 @@ def keyword_days_rebuild(*, source_id: int, keywords: Iterable[str] | None = Non
 def _last_on(source: Model) -> date | None:
     """The day the presets end on: the last of the source's window, as the panel counts
     back from it (behaviour.panels); None for a CSV, whose sums have no day."""
-    if source.kind == "csv" or source.window_end_at is None:
-        return None
-    return source.window_end_at.astimezone(UTC).date()
+    return None if source.kind == "csv" else last_day_of(source.window_end_at)
 
 
 def _insert_last_days(found: RollupModels, source_id: int, keywords: list[str] | None,
