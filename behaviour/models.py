@@ -122,7 +122,32 @@ ROLLUP_DEPTH = 10
 than this is read from the sums themselves (behaviour.summary)."""
 
 
-class BehaviourKeywordDay(models.Model):
+class KeywordSums(models.Model):
+    """What a rollup row holds of a keyword's behaviour, summed over its documents and
+    searches: searches, dwell, per position up to ROLLUP_DEPTH its impressions, clicks and
+    first clicks (ROLLUP_POSITION_FIELDS), and how deep the sums go."""
+
+    searches = models.PositiveBigIntegerField(default=0)
+    dwell_seconds_sum = models.FloatField(default=0.0)
+    dwell_count = models.PositiveBigIntegerField(default=0)
+    count_depth = models.PositiveIntegerField(default=0)
+    """The deepest position of the keyword's count rows; 0: none (searches alone)."""
+    first_click_depth = models.PositiveIntegerField(default=0)
+    """The deepest position holding first clicks (the length of first_clicks)."""
+
+    class Meta:
+        abstract = True
+
+
+ROLLUP_POSITION_FIELDS = tuple(f"{name}_{position}" for position in range(1, ROLLUP_DEPTH + 1)
+                               for name in ("impressions", "clicks", "first_clicks"))
+"""impressions_1, clicks_1, first_clicks_1, ..., first_clicks_10."""
+# Before the models below: each copies its abstract parent's fields when it is made.
+for _name in ROLLUP_POSITION_FIELDS:
+    KeywordSums.add_to_class(_name, models.PositiveBigIntegerField(default=0))
+
+
+class BehaviourKeywordDay(KeywordSums):
     """A keyword's behaviour on a day, summed over its documents (BehaviourCount) and
     with its searches (BehaviourSearches): what the "What users did" panel adds up, ten
     times fewer rows than the sums it is made of (docs/decisions/0028). `whole` rows
@@ -139,13 +164,6 @@ class BehaviourKeywordDay(models.Model):
     day = models.DateField(null=True, blank=True)
     """None on a `whole` row."""
     whole = models.BooleanField(default=False)
-    searches = models.PositiveBigIntegerField(default=0)
-    dwell_seconds_sum = models.FloatField(default=0.0)
-    dwell_count = models.PositiveBigIntegerField(default=0)
-    count_depth = models.PositiveIntegerField(default=0)
-    """The deepest position of the keyword's count rows; 0: none (searches alone)."""
-    first_click_depth = models.PositiveIntegerField(default=0)
-    """The deepest position holding first clicks (the length of first_clicks)."""
 
     class Meta:
         constraints = [
@@ -175,7 +193,7 @@ def last_day_of(window_end_at: datetime | None) -> date | None:
     return window_end_at.astimezone(UTC).date() if window_end_at is not None else None
 
 
-class BehaviourKeywordLastDays(models.Model):
+class BehaviourKeywordLastDays(KeywordSums):
     """A keyword's sums over the last 7 or 30 days of its source's data, ending on the
     source's `last_days_on`: the sum of its BehaviourKeywordDay rows on those days, so
     the presets read one row a keyword as the whole log does (docs/decisions/0033).
@@ -187,11 +205,6 @@ class BehaviourKeywordLastDays(models.Model):
     keyword = models.CharField(max_length=500)
     days = models.PositiveSmallIntegerField()
     """7 or 30 (LAST_DAYS)."""
-    searches = models.PositiveBigIntegerField(default=0)
-    dwell_seconds_sum = models.FloatField(default=0.0)
-    dwell_count = models.PositiveBigIntegerField(default=0)
-    count_depth = models.PositiveIntegerField(default=0)
-    first_click_depth = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -203,14 +216,6 @@ class BehaviourKeywordLastDays(models.Model):
 
     def __str__(self) -> str:
         return f"{self.keyword} over the last {self.days} days"
-
-
-ROLLUP_POSITION_FIELDS = tuple(f"{name}_{position}" for position in range(1, ROLLUP_DEPTH + 1)
-                               for name in ("impressions", "clicks", "first_clicks"))
-"""impressions_1, clicks_1, first_clicks_1, ..., first_clicks_10."""
-for _name in ROLLUP_POSITION_FIELDS:
-    BehaviourKeywordDay.add_to_class(_name, models.PositiveBigIntegerField(default=0))
-    BehaviourKeywordLastDays.add_to_class(_name, models.PositiveBigIntegerField(default=0))
 
 
 class ClickGrader(models.Model):
