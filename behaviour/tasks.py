@@ -1,10 +1,14 @@
 """Behaviour's Celery tasks: a clicks run's grading, after the commit that started it; a
 source's rows of the last 7 and 30 days, after a batch brought a new last day."""
 
+import logging
+
 from celery import shared_task
 
 from behaviour.learning import click_run_grade
 from behaviour.rollup import last_days_catch_up
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="behaviour.click_run_grade", time_limit=1800, soft_time_limit=1700)
@@ -26,4 +30,10 @@ def last_days_catch_up_task(source_id: int) -> bool:
 
 
 def last_days_dispatch(source_id: int) -> None:
-    last_days_catch_up_task.delay(source_id)
+    # A broker that is down must not fail the batch that has committed: the rows stay
+    # behind (the presets read the day rows meanwhile) and the next batch queues again.
+    try:
+        last_days_catch_up_task.delay(source_id)
+    except Exception:
+        logger.exception("could not enqueue the last days of behaviour source %s; the "
+                         "next batch will", source_id)

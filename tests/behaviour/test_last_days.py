@@ -228,3 +228,30 @@ def test_a_batch_on_the_first_day_of_the_last_30_makes_its_keywords_rows(
         assert callbacks == []
         assert last_days_rows(source)[("boots", 30)]["searches"] == searches
         assert made_again(source)[("boots", 7)]["searches"] == 1
+
+
+def test_with_the_broker_down_a_new_days_batch_is_stored_and_the_next_queues_again(
+        personas, django_capture_on_commit_callbacks, monkeypatch):
+    from behaviour import tasks
+
+    source = collector_source(personas.team)
+    first_day = date(2026, 11, 1)
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.last_days_catch_up_task, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        stored = collector_batch_store(source=source, now=noon(first_day), **dict(zip(
+            ("queries", "events"), searches_on(first_day, "a", ["boots"]), strict=True)))
+    assert stored.queries_added == 1
+    source.refresh_from_db()
+    assert (source.search_count, source.last_days_on) == (1, None)
+    # The broker back, a batch of the same day finds the rows behind and queues the task.
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        collector_batch_store(source=source, now=noon(first_day), **dict(zip(
+            ("queries", "events"), searches_on(first_day, "b", ["boots"]), strict=True)))
+    source.refresh_from_db()
+    assert source.last_days_on == first_day
+    assert last_days_rows(source)[("boots", 7)]["searches"] == 2
