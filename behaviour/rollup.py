@@ -208,8 +208,8 @@ def last_days_follow(*, source: Model, keywords: Iterable[str], days: Iterable[d
     widened). While they end on the window's last day, the batch's keywords' rows are
     made again if it touched one of their days. True when they do not (the batch brought
     a new last day, or they never did): every keyword's must be made again, which
-    last_days_catch_up does (in a task: tens of seconds' worth of rows at 100,000
-    keywords); until then the presets read the day rows."""
+    last_days_catch_up does (in a task: at 100,000 keywords it adds up millions of day
+    rows, too long for the batch's request); until then the presets read the day rows."""
     last_on = _last_on(source)
     if source.last_days_on != last_on or last_on is None:
         if source.last_days_on is not None:

@@ -1,11 +1,12 @@
 """A set of keywords' online metrics over a window, in a few aggregated queries whatever
 the number of keywords: what the dashboard, a query set's page and the API show beside
 the offline metrics. They are read from the rollup (behaviour.rollup, docs/decisions/0028):
-one statement over a row per keyword for the whole log or a window holding every day of the
-log (after a look at the log's first and last day), one over a row per keyword and day for a
-shorter window. Where the keywords' sums go deeper than the rollup's positions
-(ROLLUP_DEPTH), the figures are added up from the sums themselves (four statements, their
-time growing with the count rows: bench/online_panel.py).
+one statement over a row per keyword for the whole log, the last 7 or 30 days of it
+(docs/decisions/0033) or a window holding every day of the log (after a look at the log's
+first and last day), one over a row per keyword and day for another window; on PostgreSQL
+each after its planner settings. Where the keywords' sums go deeper than the rollup's
+positions (ROLLUP_DEPTH), the figures are added up from the sums themselves (four
+statements, their time growing with the count rows: bench/online_panel.py).
 
 The keywords come as a subquery of their normalised texts (an evaluation's, a query set
 version's), never as a Python list. A window is whole days (`start_on`, `end_on`, both
