@@ -243,6 +243,17 @@ def last_days_catch_up(*, source_id: int, models: RollupModels | None = None) ->
         return True
 
 
+def last_days_behind() -> list[int]:
+    """The sources whose last-days rows do not end on their window's last day: those a
+    batch left to a task that was lost or failed. Every source is looked at (a team has
+    a few), by its four fields."""
+    found = _app_models()
+    return [pk for pk, kind, window_end_at, last_days_on in found.source.objects.order_by(
+                "pk").values_list("pk", "kind", "window_end_at", "last_days_on")
+            if kind != "csv" and window_end_at is not None
+            and last_days_on != last_day_of(window_end_at)]
+
+
 def first_clicks_by_position(searches: QuerySet) -> dict[int, int]:
     """{position: searches whose first click was there}, summed in the database over the
     JSON lists (one statement; the lists never come to Python)."""

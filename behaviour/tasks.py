@@ -1,12 +1,13 @@
 """Behaviour's Celery tasks: a clicks run's grading, after the commit that started it; a
-source's rows of the last 7 and 30 days, after a batch brought a new last day."""
+source's rows of the last 7 and 30 days, after a batch brought a new last day, and the
+sweep that queues those a lost task left behind."""
 
 import logging
 
 from celery import shared_task
 
 from behaviour.learning import click_run_grade
-from behaviour.rollup import last_days_catch_up
+from behaviour.rollup import last_days_behind, last_days_catch_up
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,17 @@ def last_days_catch_up_task(source_id: int) -> bool:
     """Make a source's last-days rows end on its window's last day (behaviour.rollup);
     idempotent: nothing to do when they already do."""
     return last_days_catch_up(source_id=source_id)
+
+
+@shared_task(name="behaviour.last_days_sweep", time_limit=60, soft_time_limit=50)
+def last_days_sweep() -> int:
+    """Queue the catch-up of every source whose last-days rows are behind (a collector
+    gone quiet after its task was lost keeps its presets on the day rows until then);
+    how many. Celery beat runs it every few minutes (settings.CELERY_BEAT_SCHEDULE)."""
+    behind = last_days_behind()
+    for source_id in behind:
+        last_days_dispatch(source_id)
+    return len(behind)
 
 
 def last_days_dispatch(source_id: int) -> None:

@@ -707,6 +707,11 @@ AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 0, minimum=0)
 CELERY_BEAT_SCHEDULE["prune-audit-trail"] = {
     "task": "audit.prune_expired", "schedule": 24 * 3600.0,
 }
+# Queues the rows of the last 7 and 30 days of behaviour sources a lost task left behind
+# (behaviour.tasks.last_days_sweep); a collector's next batch would too, if one comes.
+CELERY_BEAT_SCHEDULE["sweep-behaviour-last-days"] = {
+    "task": "behaviour.last_days_sweep", "schedule": 300.0,
+}
 # Where seed_demo points the demo endpoint: the address `make run` serves on.
 DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "http://127.0.0.1:8000/demo/search")
 

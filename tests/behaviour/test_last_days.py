@@ -255,3 +255,27 @@ def test_with_the_broker_down_a_new_days_batch_is_stored_and_the_next_queues_aga
     source.refresh_from_db()
     assert source.last_days_on == first_day
     assert last_days_rows(source)[("boots", 7)]["searches"] == 2
+
+
+def test_the_sweep_queues_the_sources_left_behind_and_no_other(
+        personas, django_capture_on_commit_callbacks, monkeypatch):
+    from behaviour import tasks
+
+    current = stored(personas, *random_log(np.random.default_rng(25), 4, 8))
+    stale = stored(personas, *random_log(np.random.default_rng(26), 4, 8), name="Stale")
+    BehaviourSource.objects.filter(pk=stale.pk).update(last_days_on=LAST - timedelta(days=1))
+    import_csv(personas)
+    collector_source(personas.team, name="Quiet")  # no batch yet: no window
+    lost = collector_source(personas.team, name="Lost")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        collector_batch_store(source=lost, now=noon(LAST), **dict(zip(
+            ("queries", "events"), searches_on(LAST, "a", ["boots"]), strict=True)))
+    assert len(callbacks) == 1  # never run: the task is lost
+    queued = []
+    monkeypatch.setattr(tasks, "last_days_dispatch", queued.append)
+    assert tasks.last_days_sweep() == 2
+    assert queued == [stale.pk, lost.pk]
+    for source_id in queued:
+        assert last_days_catch_up(source_id=source_id) is True
+    assert tasks.last_days_sweep() == 0
+    assert BehaviourSource.objects.get(pk=current.pk).last_days_on == LAST
