@@ -171,6 +171,12 @@ def _last_on(source: Model) -> date | None:
     return None if source.kind == "csv" else last_day_of(source.window_end_at)
 
 
+def _behind(source: Model) -> bool:
+    """Whether the source's last-days rows do not end on the day they should (a CSV and
+    a source without a window have none, and so never are)."""
+    return source.last_days_on != _last_on(source)
+
+
 def _insert_last_days(found: RollupModels, source_id: int, keywords: list[str] | None,
                       last_on: date) -> None:
     """The last-days rows of these keywords (all: None) ending on `last_on`, one
@@ -211,11 +217,13 @@ def last_days_follow(*, source: Model, keywords: Iterable[str], days: Iterable[d
     last_days_catch_up does (in a task: at 100,000 keywords it adds up millions of day
     rows, too long for the batch's request); until then the presets read the day rows."""
     last_on = _last_on(source)
-    if source.last_days_on != last_on or last_on is None:
+    if _behind(source):
         if source.last_days_on is not None:
             source.last_days_on = None
             source.save(update_fields=["last_days_on"])
         return last_on is not None
+    if last_on is None:
+        return False
     first_on = last_on - timedelta(days=max(LAST_DAYS) - 1)
     if any(first_on <= day <= last_on for day in days):
         found = _app_models()
@@ -234,24 +242,19 @@ def last_days_catch_up(*, source_id: int, models: RollupModels | None = None) ->
     found = models or _app_models()
     with transaction.atomic():
         source = found.source.objects.select_for_update().filter(pk=source_id).first()
-        if source is None:
+        if source is None or not _behind(source):
             return False
-        last_on = _last_on(source)
-        if source.last_days_on == last_on:
-            return False
-        _last_days_make(found, source_id, last_on)
+        _last_days_make(found, source_id, _last_on(source))
         return True
 
 
 def last_days_behind() -> list[int]:
     """The sources whose last-days rows do not end on their window's last day: those a
     batch left to a task that was lost or failed. Every source is looked at (a team has
-    a few), by its four fields."""
-    found = _app_models()
-    return [pk for pk, kind, window_end_at, last_days_on in found.source.objects.order_by(
-                "pk").values_list("pk", "kind", "window_end_at", "last_days_on")
-            if kind != "csv" and window_end_at is not None
-            and last_days_on != last_day_of(window_end_at)]
+    a few), by four of its fields."""
+    sources = _app_models().source.objects.order_by("pk").only(
+        "pk", "kind", "window_end_at", "last_days_on")
+    return [source.pk for source in sources if _behind(source)]
 
 
 def first_clicks_by_position(searches: QuerySet) -> dict[int, int]:
